@@ -1,0 +1,15 @@
+#pragma once
+#include <CLI/CLI.hpp>
+
+// Each subcommand lives in its own file and registers itself here. A command's
+// callback returns the process exit code through `cli::exit_code`.
+namespace deltafin::cli {
+
+extern int exit_code;
+
+void add_run(CLI::App& app);
+void add_logits(CLI::App& app);
+void add_generate_ids(CLI::App& app);
+void add_synth(CLI::App& app);
+
+}  // namespace deltafin::cli

@@ -1,0 +1,52 @@
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace deltafin {
+
+// The six tensors of one routed expert, as stored (MXFP4 packed + E8M0 scales).
+struct ExpertView {
+  const uint8_t* w1_packed = nullptr;  // gate [moe_intermediate][latent/2]
+  const uint8_t* w1_scale = nullptr;   // [moe_intermediate][latent/32]
+  const uint8_t* w2_packed = nullptr;  // down [latent][moe_intermediate/2]
+  const uint8_t* w2_scale = nullptr;
+  const uint8_t* w3_packed = nullptr;  // up [moe_intermediate][latent/2]
+  const uint8_t* w3_scale = nullptr;
+};
+
+// Where one expert's bytes sit on disk.
+struct ExpertLocation {
+  uint32_t shard = 0;
+  uint64_t offset = 0;     // absolute file offset of the first of the six tensors
+  uint64_t bytes = 0;      // span length when contiguous
+  bool contiguous = true;  // the six tensors are back to back in w1,w2,w3 packed/scale order
+  uint64_t part_offset[6] = {};  // absolute offsets of each tensor (always valid)
+  uint64_t part_bytes[6] = {};
+};
+
+struct ExpertCounters {
+  uint64_t requests = 0;      // expert lookups
+  uint64_t ram_hits = 0;      // served from the engine's RAM tier
+  uint64_t disk_reads = 0;    // experts read from local disk (or page cache)
+  uint64_t bytes_read = 0;    // bytes read from disk for experts
+  uint64_t net_fetches = 0;   // experts fetched over the network (stream installs)
+  uint64_t bytes_fetched = 0;
+  uint64_t prefetch_issued = 0, prefetch_used = 0, prefetch_wasted = 0;
+};
+
+// Supplies routed-expert weights to the compute. A pass asks for all the
+// experts one layer needs (the union over its rows) at once; the views stay
+// valid until the next acquire for any layer or until release.
+class ExpertSource {
+ public:
+  virtual ~ExpertSource() = default;
+  virtual void acquire(int layer, std::span<const int> experts, std::vector<ExpertView>& out) = 0;
+  // A hint that `experts` of `layer` will be wanted soon.
+  virtual void prefetch(int layer, std::span<const int> experts) {}
+  virtual ExpertCounters counters() const = 0;
+  virtual std::string describe() const = 0;
+};
+
+}  // namespace deltafin

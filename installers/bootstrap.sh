@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian 12 / Ubuntu 24.04 machine (see README.md):
+#   installers/bootstrap.sh run    install what is missing, build, start Deltafin
+#   installers/bootstrap.sh test   install what is missing, build, run the whole test suite
+set -euo pipefail
+mode=${1:-run}; shift || true
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$here"
+
+say() { printf '\033[1m[deltafin]\033[0m %s\n' "$*"; }
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+  say "need root to run: $* (install sudo or run as root)"; exit 1; fi; }
+
+# Build and run dependencies, all from the distribution's archive.
+packages=(build-essential cmake ninja-build pkg-config git
+  qt6-base-dev qt6-charts-dev qt6-tools-dev qt6-tools-dev-tools qt6-l10n-tools linguist-qt6
+  libgl-dev libcurl4-openssl-dev libzstd-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
+  liburing-dev libssl-dev libicu-dev python3 nodejs npm xvfb xauth dpkg-dev file)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing: ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The CUDA preset is chosen automatically when the toolkit's compiler is present.
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
+kind=cpu; command -v nvcc >/dev/null && kind=cuda
+preset=${DELTAFIN_PRESET:-$([ "${CI:-}" = true ] && echo "ci-$kind" || echo "$kind")}
+jobs=${DELTAFIN_JOBS:-$(nproc)}
+say "preset $preset, $jobs build jobs"
+cmake --preset "$preset" >/dev/null
+cmake --build --preset "$preset" -j "$jobs"
+bin="$here/build/$preset/bin"
+
+case "$mode" in
+  run)
+    root=${DELTAFIN_MODEL_ROOT:-${XDG_DATA_HOME:-$HOME/.local/share}/deltafin/models/kimi-k3}
+    if [ -f "$root/config.json" ]; then
+      say "starting Deltafin on $root"
+      exec "$bin/deltafin" run --model-root "$root" --prompt "${DELTAFIN_PROMPT:-Hello}" --stats "$@"
+    fi
+    say "no Kimi K3 installed at $root: starting on the bundled demo model (random weights)"
+    exec "$bin/deltafin" run --model-root "$here/build/$preset/demo-model" \
+      --prompt "${DELTAFIN_PROMPT:-Hello}" --max-new 24 --stats "$@"
+    ;;
+  test)
+    export QT_QPA_PLATFORM=offscreen
+    ctest --preset "$preset" -j "$jobs" "$@"
+    ;;
+  *) say "unknown mode '$mode': use run or test"; exit 2 ;;
+esac

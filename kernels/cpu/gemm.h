@@ -1,0 +1,49 @@
+#pragma once
+#include <cstdint>
+#include <string>
+
+// Matrix-times-rows kernels over weights exactly as stored. Every kernel computes
+// Y[t][o] = sum_i W[o][i] * X[t][i] for o in [o0, o1) and every row t < T, and
+// each row is reduced in the same order whatever T is (batch invariance): a
+// row's result is bit-identical alone or inside a T-row pass.
+namespace deltafin::kernels {
+
+enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
+
+struct RowsArgs {
+  const void* w;        // weights, row-major [rows][in], possibly unaligned
+  const uint8_t* scale; // MXFP4 only: E8M0 scales [rows][in/32]
+  int64_t in;           // input width (MXFP4: multiple of 32)
+  int64_t o0, o1;       // output rows to produce
+  const float* x;       // inputs [T][ldx]
+  int64_t ldx;
+  int T;
+  float* y;             // outputs [T][ldy], column o written at y[t*ldy + o]
+  int64_t ldy;
+};
+
+struct KernelTable {
+  Isa isa;
+  const char* name;
+  void (*bf16_rows)(const RowsArgs&);   // w: uint16 bf16 bits
+  void (*f32_rows)(const RowsArgs&);    // w: float
+  void (*mxfp4_rows)(const RowsArgs&);  // w: packed E2M1 pairs (low nibble = even column)
+};
+
+const KernelTable& table_for(Isa isa);
+bool isa_supported(Isa isa);
+Isa best_isa();
+// The table every caller uses: the best supported ISA, or DELTAFIN_CPU_KERNELS=scalar|avx2|avx512.
+const KernelTable& active();
+void set_active(Isa isa);  // throws std::runtime_error when the CPU lacks it
+const char* isa_name(Isa isa);
+
+// E2M1 code -> value and E8M0 byte -> 2^(s-127), exactly.
+extern const float kE2M1[16];
+float e8m0_to_float(uint8_t s);
+
+namespace scalar { void bf16_rows(const RowsArgs&); void f32_rows(const RowsArgs&); void mxfp4_rows(const RowsArgs&); }
+namespace avx2 { void bf16_rows(const RowsArgs&); void f32_rows(const RowsArgs&); void mxfp4_rows(const RowsArgs&); }
+namespace avx512 { void bf16_rows(const RowsArgs&); void f32_rows(const RowsArgs&); void mxfp4_rows(const RowsArgs&); }
+
+}  // namespace deltafin::kernels

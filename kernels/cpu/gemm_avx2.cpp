@@ -1,0 +1,155 @@
+// AVX2 + FMA paths. Rows are processed in tiles of up to four; the operations
+// applied to one row never depend on the tile it sits in.
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "cpu/gemm.h"
+
+namespace deltafin::kernels::avx2 {
+
+namespace {
+
+inline float hsum(__m256 v) {
+  __m128 lo = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+  lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
+  return _mm_cvtss_f32(lo);
+}
+
+inline __m256 widen_bf16(const uint8_t* p) {
+  __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+inline float bf16_at(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  uint32_t bits = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+template <int R, bool BF16>
+void dense_tile(const uint8_t* row, int64_t in, const float* x, int64_t ldx, float* y, int64_t ldy) {
+  __m256 a0[R], a1[R];
+  for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= in; i += 16) {
+    __m256 w0, w1;
+    if constexpr (BF16) {
+      w0 = widen_bf16(row + 2 * i);
+      w1 = widen_bf16(row + 2 * i + 16);
+    } else {
+      w0 = _mm256_loadu_ps(reinterpret_cast<const float*>(row + 4 * i));
+      w1 = _mm256_loadu_ps(reinterpret_cast<const float*>(row + 4 * i + 32));
+    }
+    for (int r = 0; r < R; ++r) {
+      a0[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + r * ldx + i), a0[r]);
+      a1[r] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + r * ldx + i + 8), a1[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float s = hsum(_mm256_add_ps(a0[r], a1[r]));
+    for (int64_t j = i; j < in; ++j) {
+      float wv;
+      if constexpr (BF16) wv = bf16_at(row + 2 * j);
+      else std::memcpy(&wv, row + 4 * j, 4);
+      s = std::fmaf(wv, x[r * ldx + j], s);
+    }
+    y[r * ldy] = s;
+  }
+}
+
+template <bool BF16>
+void dense_rows(const RowsArgs& a) {
+  const auto* w = static_cast<const uint8_t*>(a.w);
+  const int64_t row_bytes = a.in * (BF16 ? 2 : 4);
+  for (int64_t o = a.o0; o < a.o1; ++o) {
+    const uint8_t* row = w + o * row_bytes;
+    int t = 0;
+    for (; t + 4 <= a.T; t += 4) dense_tile<4, BF16>(row, a.in, a.x + t * a.ldx, a.ldx, a.y + t * a.ldy + o, a.ldy);
+    switch (a.T - t) {
+      case 3: dense_tile<3, BF16>(row, a.in, a.x + t * a.ldx, a.ldx, a.y + t * a.ldy + o, a.ldy); break;
+      case 2: dense_tile<2, BF16>(row, a.in, a.x + t * a.ldx, a.ldx, a.y + t * a.ldy + o, a.ldy); break;
+      case 1: dense_tile<1, BF16>(row, a.in, a.x + t * a.ldx, a.ldx, a.y + t * a.ldy + o, a.ldy); break;
+      default: break;
+    }
+  }
+}
+
+// Inputs are regrouped once per call so that each 32-column block reads
+// [even 0..14][odd 1..15][even 16..30][odd 17..31], matching the nibble order.
+void permute_inputs(const float* x, int64_t in, float* xp) {
+  for (int64_t b = 0; b < in; b += 32)
+    for (int j = 0; j < 8; ++j) {
+      xp[b + j] = x[b + 2 * j];
+      xp[b + 8 + j] = x[b + 2 * j + 1];
+      xp[b + 16 + j] = x[b + 16 + 2 * j];
+      xp[b + 24 + j] = x[b + 16 + 2 * j + 1];
+    }
+}
+
+inline __m256 decode(__m256i code, __m256 lut) {
+  __m256 mag = _mm256_permutevar8x32_ps(lut, code);  // uses the low three bits
+  __m256i sign = _mm256_slli_epi32(_mm256_and_si256(code, _mm256_set1_epi32(8)), 28);
+  return _mm256_xor_ps(mag, _mm256_castsi256_ps(sign));
+}
+
+template <int R>
+void mxfp4_tile(const uint8_t* row, const uint8_t* srow, int64_t in, const float* xp, int64_t ldxp, float* y, int64_t ldy) {
+  const __m256 lut = _mm256_setr_ps(0.f, .5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f);
+  const __m256i nib = _mm256_set1_epi32(15);
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  const int64_t blocks = in / 32;
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 16 * b));
+    __m256i v0 = _mm256_cvtepu8_epi32(bytes);
+    __m256i v1 = _mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8));
+    const __m256 d0 = decode(_mm256_and_si256(v0, nib), lut);
+    const __m256 d1 = decode(_mm256_srli_epi32(v0, 4), lut);
+    const __m256 d2 = decode(_mm256_and_si256(v1, nib), lut);
+    const __m256 d3 = decode(_mm256_srli_epi32(v1, 4), lut);
+    const __m256 s = _mm256_set1_ps(e8m0_to_float(srow[b]));
+    for (int r = 0; r < R; ++r) {
+      const float* xb = xp + r * ldxp + 32 * b;
+      __m256 p = _mm256_mul_ps(d0, _mm256_loadu_ps(xb));
+      p = _mm256_fmadd_ps(d1, _mm256_loadu_ps(xb + 8), p);
+      p = _mm256_fmadd_ps(d2, _mm256_loadu_ps(xb + 16), p);
+      p = _mm256_fmadd_ps(d3, _mm256_loadu_ps(xb + 24), p);
+      acc[r] = _mm256_fmadd_ps(p, s, acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) y[r * ldy] = hsum(acc[r]);
+}
+
+}  // namespace
+
+void bf16_rows(const RowsArgs& a) { dense_rows<true>(a); }
+void f32_rows(const RowsArgs& a) { dense_rows<false>(a); }
+
+void mxfp4_rows(const RowsArgs& a) {
+  thread_local std::vector<float> xp;
+  xp.resize(static_cast<size_t>(a.T) * a.in);
+  for (int t = 0; t < a.T; ++t) permute_inputs(a.x + t * a.ldx, a.in, xp.data() + t * a.in);
+  const auto* w = static_cast<const uint8_t*>(a.w);
+  const int64_t blocks = a.in / 32;
+  for (int64_t o = a.o0; o < a.o1; ++o) {
+    const uint8_t* row = w + o * (a.in / 2);
+    const uint8_t* srow = a.scale + o * blocks;
+    int t = 0;
+    for (; t + 4 <= a.T; t += 4) mxfp4_tile<4>(row, srow, a.in, xp.data() + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy);
+    switch (a.T - t) {
+      case 3: mxfp4_tile<3>(row, srow, a.in, xp.data() + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
+      case 2: mxfp4_tile<2>(row, srow, a.in, xp.data() + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
+      case 1: mxfp4_tile<1>(row, srow, a.in, xp.data() + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace deltafin::kernels::avx2

@@ -1,0 +1,137 @@
+// AVX-512 paths (F + BW + VL). Same tiling contract as the AVX2 file.
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "cpu/gemm.h"
+
+namespace deltafin::kernels::avx512 {
+
+namespace {
+
+inline __m512 widen_bf16(const uint8_t* p) {
+  __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+inline float hsum(__m512 v) {
+  __m256 lo = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m128 q = _mm_add_ps(_mm256_castps256_ps128(lo), _mm256_extractf128_ps(lo, 1));
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  q = _mm_add_ss(q, _mm_shuffle_ps(q, q, 1));
+  return _mm_cvtss_f32(q);
+}
+
+template <int R, bool BF16>
+void dense_tile(const uint8_t* row, int64_t in, const float* x, int64_t ldx, float* y, int64_t ldy) {
+  __m512 a0[R], a1[R];
+  for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= in; i += 32) {
+    __m512 w0, w1;
+    if constexpr (BF16) {
+      w0 = widen_bf16(row + 2 * i);
+      w1 = widen_bf16(row + 2 * i + 32);
+    } else {
+      w0 = _mm512_loadu_ps(row + 4 * i);
+      w1 = _mm512_loadu_ps(row + 4 * i + 64);
+    }
+    for (int r = 0; r < R; ++r) {
+      a0[r] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + r * ldx + i), a0[r]);
+      a1[r] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + r * ldx + i + 16), a1[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float s = hsum(_mm512_add_ps(a0[r], a1[r]));
+    for (int64_t j = i; j < in; ++j) {
+      float wv;
+      if constexpr (BF16) {
+        uint16_t v;
+        std::memcpy(&v, row + 2 * j, 2);
+        uint32_t bits = static_cast<uint32_t>(v) << 16;
+        std::memcpy(&wv, &bits, 4);
+      } else {
+        std::memcpy(&wv, row + 4 * j, 4);
+      }
+      s = std::fmaf(wv, x[r * ldx + j], s);
+    }
+    y[r * ldy] = s;
+  }
+}
+
+template <bool BF16>
+void dense_rows(const RowsArgs& a) {
+  const auto* w = static_cast<const uint8_t*>(a.w);
+  const int64_t row_bytes = a.in * (BF16 ? 2 : 4);
+  for (int64_t o = a.o0; o < a.o1; ++o) {
+    const uint8_t* row = w + o * row_bytes;
+    int t = 0;
+    for (; t + 4 <= a.T; t += 4) dense_tile<4, BF16>(row, a.in, a.x + t * a.ldx, a.ldx, a.y + t * a.ldy + o, a.ldy);
+    switch (a.T - t) {
+      case 3: dense_tile<3, BF16>(row, a.in, a.x + t * a.ldx, a.ldx, a.y + t * a.ldy + o, a.ldy); break;
+      case 2: dense_tile<2, BF16>(row, a.in, a.x + t * a.ldx, a.ldx, a.y + t * a.ldy + o, a.ldy); break;
+      case 1: dense_tile<1, BF16>(row, a.in, a.x + t * a.ldx, a.ldx, a.y + t * a.ldy + o, a.ldy); break;
+      default: break;
+    }
+  }
+}
+
+// Each 32-column block becomes [even 0..30][odd 1..31], the order of low and high nibbles.
+void permute_inputs(const float* x, int64_t in, float* xp) {
+  for (int64_t b = 0; b < in; b += 32)
+    for (int j = 0; j < 16; ++j) {
+      xp[b + j] = x[b + 2 * j];
+      xp[b + 16 + j] = x[b + 2 * j + 1];
+    }
+}
+
+template <int R>
+void mxfp4_tile(const uint8_t* row, const uint8_t* srow, int64_t in, const float* xp, int64_t ldxp, float* y, int64_t ldy) {
+  const __m512 lut = _mm512_setr_ps(0.f, .5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f, -0.f, -.5f, -1.f, -1.5f, -2.f, -3.f, -4.f, -6.f);
+  const __m512i nib = _mm512_set1_epi32(15);
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  const int64_t blocks = in / 32;
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 16 * b)));
+    const __m512 lo = _mm512_permutexvar_ps(_mm512_and_si512(v, nib), lut);
+    const __m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), lut);
+    const __m512 s = _mm512_set1_ps(e8m0_to_float(srow[b]));
+    for (int r = 0; r < R; ++r) {
+      const float* xb = xp + r * ldxp + 32 * b;
+      __m512 p = _mm512_mul_ps(lo, _mm512_loadu_ps(xb));
+      p = _mm512_fmadd_ps(hi, _mm512_loadu_ps(xb + 16), p);
+      acc[r] = _mm512_fmadd_ps(p, s, acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) y[r * ldy] = hsum(acc[r]);
+}
+
+}  // namespace
+
+void bf16_rows(const RowsArgs& a) { dense_rows<true>(a); }
+void f32_rows(const RowsArgs& a) { dense_rows<false>(a); }
+
+void mxfp4_rows(const RowsArgs& a) {
+  thread_local std::vector<float> xp;
+  xp.resize(static_cast<size_t>(a.T) * a.in);
+  for (int t = 0; t < a.T; ++t) permute_inputs(a.x + t * a.ldx, a.in, xp.data() + t * a.in);
+  const auto* w = static_cast<const uint8_t*>(a.w);
+  const int64_t blocks = a.in / 32;
+  for (int64_t o = a.o0; o < a.o1; ++o) {
+    const uint8_t* row = w + o * (a.in / 2);
+    const uint8_t* srow = a.scale + o * blocks;
+    int t = 0;
+    for (; t + 4 <= a.T; t += 4) mxfp4_tile<4>(row, srow, a.in, xp.data() + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy);
+    switch (a.T - t) {
+      case 3: mxfp4_tile<3>(row, srow, a.in, xp.data() + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
+      case 2: mxfp4_tile<2>(row, srow, a.in, xp.data() + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
+      case 1: mxfp4_tile<1>(row, srow, a.in, xp.data() + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace deltafin::kernels::avx512

@@ -1,0 +1,69 @@
+// The reference: plain sequential sums, the definition the fast paths are tested against.
+#include <cstring>
+
+#include "cpu/gemm.h"
+
+namespace deltafin::kernels::scalar {
+
+static inline float load_bf16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  uint32_t bits = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+void bf16_rows(const RowsArgs& a) {
+  const auto* w = static_cast<const uint8_t*>(a.w);
+  for (int64_t o = a.o0; o < a.o1; ++o) {
+    const uint8_t* row = w + o * a.in * 2;
+    for (int t = 0; t < a.T; ++t) {
+      const float* x = a.x + t * a.ldx;
+      float acc = 0.f;
+      for (int64_t i = 0; i < a.in; ++i) acc += load_bf16(row + 2 * i) * x[i];
+      a.y[t * a.ldy + o] = acc;
+    }
+  }
+}
+
+void f32_rows(const RowsArgs& a) {
+  const auto* w = static_cast<const uint8_t*>(a.w);
+  for (int64_t o = a.o0; o < a.o1; ++o) {
+    const uint8_t* row = w + o * a.in * 4;
+    for (int t = 0; t < a.T; ++t) {
+      const float* x = a.x + t * a.ldx;
+      float acc = 0.f;
+      for (int64_t i = 0; i < a.in; ++i) {
+        float wv;
+        std::memcpy(&wv, row + 4 * i, 4);
+        acc += wv * x[i];
+      }
+      a.y[t * a.ldy + o] = acc;
+    }
+  }
+}
+
+void mxfp4_rows(const RowsArgs& a) {
+  const auto* w = static_cast<const uint8_t*>(a.w);
+  const int64_t blocks = a.in / 32;
+  for (int64_t o = a.o0; o < a.o1; ++o) {
+    const uint8_t* row = w + o * (a.in / 2);
+    const uint8_t* srow = a.scale + o * blocks;
+    for (int t = 0; t < a.T; ++t) {
+      const float* x = a.x + t * a.ldx;
+      float acc = 0.f;
+      for (int64_t b = 0; b < blocks; ++b) {
+        const float s = e8m0_to_float(srow[b]);
+        for (int j = 0; j < 16; ++j) {
+          const uint8_t byte = row[b * 16 + j];
+          acc += kE2M1[byte & 15] * s * x[b * 32 + 2 * j];
+          acc += kE2M1[byte >> 4] * s * x[b * 32 + 2 * j + 1];
+        }
+      }
+      a.y[t * a.ldy + o] = acc;
+    }
+  }
+}
+
+}  // namespace deltafin::kernels::scalar

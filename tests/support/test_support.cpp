@@ -1,0 +1,108 @@
+#include "support/test_support.h"
+
+#include <QDir>
+#include <QProcess>
+#include <QTemporaryDir>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "base/error.h"
+
+namespace deltafin::test {
+
+std::string fixtures_dir() { return DELTAFIN_FIXTURES_DIR; }
+std::string bin_dir() { return DELTAFIN_BIN_DIR; }
+std::string build_dir() { return DELTAFIN_BUILD_DIR; }
+std::string source_dir() { return DELTAFIN_SOURCE_DIR; }
+
+std::string temp_dir(const std::string& tag) {
+  static std::vector<std::unique_ptr<QTemporaryDir>> dirs;
+  dirs.push_back(std::make_unique<QTemporaryDir>(QDir::tempPath() + "/deltafin-" + QString::fromStdString(tag) + "-XXXXXX"));
+  return dirs.back()->path().toStdString();
+}
+
+LoadedTensors load_tensors(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error("cannot read " + path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string s = ss.str();
+  LoadedTensors t;
+  t.bytes.assign(s.begin(), s.end());
+  t.header = SafetensorsHeader::parse(t.bytes.data(), t.bytes.size(), t.bytes.size(), path);
+  return t;
+}
+
+std::vector<float> LoadedTensors::f32(const std::string& name) const {
+  const TensorInfo* ti = header.find(name);
+  if (!ti || ti->dtype != DType::F32) throw Error("golden tensor " + name + " missing or not F32");
+  std::vector<float> v(ti->numel());
+  std::memcpy(v.data(), bytes.data() + header.data_start + ti->begin, ti->nbytes());
+  return v;
+}
+
+std::vector<int64_t> LoadedTensors::i64(const std::string& name) const {
+  const TensorInfo* ti = header.find(name);
+  if (!ti) throw Error("golden tensor " + name + " missing");
+  std::vector<int64_t> v(ti->numel());
+  const uint8_t* p = bytes.data() + header.data_start + ti->begin;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (ti->dtype == DType::I64) std::memcpy(&v[i], p + 8 * i, 8);
+    else if (ti->dtype == DType::I32) {
+      int32_t x;
+      std::memcpy(&x, p + 4 * i, 4);
+      v[i] = x;
+    } else throw Error("golden tensor " + name + " is not an integer tensor");
+  }
+  return v;
+}
+
+std::vector<int64_t> LoadedTensors::shape(const std::string& name) const {
+  const TensorInfo* ti = header.find(name);
+  if (!ti) throw Error("golden tensor " + name + " missing");
+  return ti->shape;
+}
+
+RunResult run_process(const std::vector<std::string>& argv, int timeout_ms) {
+  QProcess p;
+  QStringList args;
+  for (size_t i = 1; i < argv.size(); ++i) args << QString::fromStdString(argv[i]);
+  p.start(QString::fromStdString(argv.at(0)), args);
+  RunResult r;
+  if (!p.waitForStarted(10000)) {
+    r.err = "failed to start " + argv[0];
+    return r;
+  }
+  p.closeWriteChannel();
+  if (!p.waitForFinished(timeout_ms)) {
+    p.kill();
+    p.waitForFinished();
+    r.err = "timed out";
+  }
+  r.out = p.readAllStandardOutput().toStdString();
+  r.err += p.readAllStandardError().toStdString();
+  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  return r;
+}
+
+double rel_l2(const float* a, const float* b, size_t n) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double d = double(a[i]) - double(b[i]);
+    num += d * d;
+    den += double(b[i]) * double(b[i]);
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+double max_abs_diff(const float* a, const float* b, size_t n) {
+  double m = 0;
+  for (size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(double(a[i]) - double(b[i])));
+  return m;
+}
+
+}  // namespace deltafin::test
