@@ -7,9 +7,8 @@ namespace deltafin::cli {
 
 extern int exit_code;
 
-
 void add_logits(CLI::App& app);
 void add_generate_ids(CLI::App& app);
-
+void add_synth(CLI::App& app);
 
 }  // namespace deltafin::cli

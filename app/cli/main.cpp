@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
 
   cli::add_logits(app);
   cli::add_generate_ids(app);
-
+  cli::add_synth(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
