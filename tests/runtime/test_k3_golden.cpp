@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "cpu/gemm.h"
-#include "runtime/k3_model.h"
+#include "runtime/generate.h"
 #include "support/test_support.h"
 
 using namespace deltafin;
@@ -102,7 +102,9 @@ class TestK3Golden : public QObject {
     auto margins = golden_.f32(G + "margins");
     std::vector<int32_t> prompt(p64.begin(), p64.end());
     K3Session s(*model_);
-    auto r = generate_greedy(s, prompt, int(want.size()));
+    GenerateOptions g;
+    g.max_new = int(want.size());
+    auto r = generate(s, prompt, g);
     QCOMPARE(r.ids.size(), want.size());
     for (size_t i = 0; i < want.size(); ++i) {
       if (margins[i] <= 2e-3f) break;  // past an unclear step the continuation may legitimately differ
