@@ -11,5 +11,7 @@ void add_run(CLI::App& app);
 void add_logits(CLI::App& app);
 void add_generate_ids(CLI::App& app);
 void add_synth(CLI::App& app);
+void add_tokenize(CLI::App& app);
+void add_detokenize(CLI::App& app);
 
 }  // namespace deltafin::cli
