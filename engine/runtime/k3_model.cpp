@@ -17,7 +17,7 @@ std::unique_ptr<K3Model> K3Model::load(const std::string& root, Options opts) {
   m->cfg_ = K3Config::load(root + "/config.json");
   m->ck_ = Checkpoint::open(root);
   m->w_ = K3Weights::bind(*m->ck_, m->cfg_);
-  m->experts_ = opts.experts ? std::move(opts.experts) : make_expert_source(*m->ck_, root, m->w_.experts);
+  m->experts_ = opts.experts ? std::move(opts.experts) : make_expert_source(*m->ck_, root, m->w_.experts, opts.store ? &*opts.store : nullptr);
   return m;
 }
 
@@ -171,6 +171,7 @@ void K3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, 
   for (auto& b : blocks) entries.push_back(b.data());
   entries.push_back(h.data());
   attn_res_mix(entries, w.output_res.w, T, H, c.rms_eps, mixed.data());
+  for (int t = 0; t < T; ++t) m_.experts().end_token();
   const int first = opts.all_logits ? 0 : T - 1;
   const int rows = T - first;
   rmsnorm_rows(mixed.data() + size_t(first) * H, w.final_norm, rows, H, c.rms_eps, x.data());

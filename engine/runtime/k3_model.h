@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "runtime/k3_state.h"
 #include "runtime/k3_weights.h"
 #include "store/expert_source.h"
+#include "store/tiered_expert_source.h"
 
 namespace deltafin {
 
@@ -19,6 +21,7 @@ class K3Model {
  public:
   struct Options {
     std::unique_ptr<ExpertSource> experts;  // default: the source make_expert_source() picks
+    std::optional<StoreOptions> store;      // use the tiered RAM cache with these options
   };
   static std::unique_ptr<K3Model> load(const std::string& model_root, Options opts);
   static std::unique_ptr<K3Model> load(const std::string& model_root) { return load(model_root, Options{}); }

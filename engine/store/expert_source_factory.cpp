@@ -1,11 +1,14 @@
 #include "store/expert_source_factory.h"
 
 #include "store/mmap_expert_source.h"
+#include "store/tiered_expert_source.h"
 
 namespace deltafin {
 
 std::unique_ptr<ExpertSource> make_expert_source(const Checkpoint& ck, const std::string& model_root,
-                                                 std::vector<std::vector<ExpertLocation>> locations) {
+                                                 std::vector<std::vector<ExpertLocation>> locations,
+                                                 const StoreOptions* store) {
+  if (store) return std::make_unique<TieredExpertSource>(ck, std::move(locations), *store);
   return std::make_unique<MmapExpertSource>(ck, std::move(locations));
 }
 
