@@ -7,7 +7,6 @@ namespace deltafin::cli {
 
 extern int exit_code;
 
-void add_run(CLI::App& app);
 void add_logits(CLI::App& app);
 void add_generate_ids(CLI::App& app);
 void add_synth(CLI::App& app);
