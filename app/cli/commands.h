@@ -10,6 +10,8 @@ extern int exit_code;
 
 void add_logits(CLI::App& app);
 void add_generate_ids(CLI::App& app);
+void add_setup(CLI::App& app);
+void add_setup_qwen(CLI::App& app);
 
 
 }  // namespace deltafin::cli

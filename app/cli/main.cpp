@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
 
   cli::add_logits(app);
   cli::add_generate_ids(app);
+  cli::add_setup(app);
+  cli::add_setup_qwen(app);
 
   try {
     app.parse(argc, argv);
