@@ -339,11 +339,22 @@ SetupPlan run_setup(const SetupOptions& opt, InstallObserver& obs, const std::at
           SafetensorsHeader check = SafetensorsHeader::read(dest);
           if (check.data_start != h.data_start || check.tensors.size() != h.tensors.size())
             throw Error(what + " changed while it was being fetched", "run deltafin setup --stream again");
+          // A shard without experts is whole now: check it like a full download.
+          if (!spine.has_experts) {
+            meter.file(r.repo, f.path, FileState::Verifying, "");
+            const std::string got = hash_file(dest, f.hash_kind());
+            if (got != f.expected_hash()) {
+              fs::remove(dest);
+              throw Error(what + " does not match the hub listing: expected SHA-256 " + f.expected_hash() + ", got " + got,
+                          "run deltafin setup --stream again; the file is fetched anew");
+            }
+          }
           presence->set_spine_done(si, true);
           presence->save(StreamMarker::presence_path(root));
-          record(f, "sparse");
+          record(f, spine.has_experts ? "sparse" : "verified");
           meter.file_done();
-          meter.file(r.repo, f.path, FileState::Verified, "non-expert tensors in place; experts on demand");
+          meter.file(r.repo, f.path, FileState::Verified,
+                     spine.has_experts ? "non-expert tensors in place; experts on demand" : "complete and verified");
           continue;
         }
 

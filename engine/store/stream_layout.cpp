@@ -82,8 +82,6 @@ StreamShape stream_shape(const std::string& config_json, const std::vector<std::
 
 ShardSpine shard_spine(const SafetensorsHeader& h) {
   ShardSpine sp;
-  bool prefixed = std::any_of(h.tensors.begin(), h.tensors.end(),
-                              [](const TensorInfo& t) { return t.name.rfind("language_model.", 0) == 0; });
   std::vector<std::pair<uint64_t, uint64_t>> r;
   r.emplace_back(0, h.data_start);  // the header itself
   for (const auto& t : h.tensors) {
@@ -91,7 +89,6 @@ ShardSpine shard_spine(const SafetensorsHeader& h) {
       sp.has_experts = true;
       continue;
     }
-    if (prefixed && t.name.rfind("language_model.", 0) != 0) continue;
     if (t.end > t.begin) r.emplace_back(h.data_start + t.begin, h.data_start + t.end);
   }
   std::sort(r.begin(), r.end());

@@ -21,7 +21,9 @@ struct ExpertTensorName {
 std::optional<ExpertTensorName> parse_expert_tensor_name(std::string_view name);
 
 // What a stream install downloads of one shard up front: the header and every
-// text tensor that is not a routed expert (vision tensors are never read).
+// tensor that is not a routed expert. Vision tensors are included although the
+// engine never reads them, so that every shard can become complete and be
+// checked against the Hub's SHA-256.
 struct ShardSpine {
   std::vector<std::pair<uint64_t, uint64_t>> ranges;  // absolute [begin, end), merged, sorted
   uint64_t bytes = 0;
