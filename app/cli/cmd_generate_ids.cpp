@@ -4,7 +4,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
-#include "runtime/k3_model.h"
+#include "runtime/generate.h"
 
 namespace deltafin::cli {
 
@@ -24,7 +24,9 @@ void add_generate_ids(CLI::App& app) {
     auto ids = parse_ids(o->ids);
     auto model = K3Model::load(o->root);
     K3Session s(*model);
-    auto r = generate_greedy(s, ids, o->max_new);
+    GenerateOptions g;
+    g.max_new = o->max_new;
+    auto r = generate(s, ids, g);
     std::printf("%s\n", ids_json(r.ids).c_str());
   });
 }

@@ -16,9 +16,11 @@ int main(int argc, char** argv) {
 
   cli::add_logits(app);
   cli::add_generate_ids(app);
+  cli::add_synth(app);
+  cli::add_tokenize(app);
+  cli::add_detokenize(app);
   cli::add_setup(app);
   cli::add_setup_qwen(app);
-
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,6 +1,5 @@
 #include "runtime/k3_model.h"
 
-#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -235,33 +234,6 @@ std::vector<float> K3Session::prefill(std::span<const int32_t> ids, int chunk) {
     commit(static_cast<int>(n));
   }
   return logits;
-}
-
-GreedyResult generate_greedy(K3Session& s, std::span<const int32_t> prompt, int max_new,
-                             const std::function<bool(int32_t)>& on_token, std::span<const int32_t> stop_ids) {
-  using clock = std::chrono::steady_clock;
-  GreedyResult r;
-  if (max_new <= 0) return r;
-  const int V = s.model().config().vocab;
-  auto t0 = clock::now();
-  std::vector<float> logits = s.prefill(prompt);
-  auto t1 = clock::now();
-  r.prefill_seconds = std::chrono::duration<double>(t1 - t0).count();
-  for (int i = 0; i < max_new; ++i) {
-    const int32_t next = static_cast<int32_t>(argmax(logits.data(), V));
-    r.ids.push_back(next);
-    bool stop = false;
-    for (int32_t sid : stop_ids) stop |= (sid == next);
-    if (on_token && !on_token(next)) stop = true;
-    if (stop || i + 1 == max_new) break;
-    PassOptions o;
-    o.all_logits = false;
-    const int32_t one[1] = {next};
-    s.stage(one, logits, o);
-    s.commit(1);
-  }
-  r.decode_seconds = std::chrono::duration<double>(clock::now() - t1).count();
-  return r;
 }
 
 }  // namespace deltafin

@@ -1,6 +1,5 @@
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -87,13 +86,5 @@ class K3Session {
   K3State st_;
   StagedPass staged_;
 };
-
-// Greedy decoding through incremental steps. `on_token` returns false to stop.
-struct GreedyResult {
-  std::vector<int32_t> ids;
-  double prefill_seconds = 0, decode_seconds = 0;
-};
-GreedyResult generate_greedy(K3Session& s, std::span<const int32_t> prompt, int max_new,
-                             const std::function<bool(int32_t)>& on_token = {}, std::span<const int32_t> stop_ids = {});
 
 }  // namespace deltafin
