@@ -14,5 +14,8 @@ void add_tokenize(CLI::App& app);
 void add_detokenize(CLI::App& app);
 void add_setup(CLI::App& app);
 void add_setup_qwen(CLI::App& app);
+void add_doctor(CLI::App& app);
+void add_cache(CLI::App& app);
+void add_upgrade(CLI::App& app);
 
 }  // namespace deltafin::cli

@@ -363,4 +363,16 @@ std::string StreamExpertSource::describe() const {
          " cap, from " + marker_.repo + "@" + marker_.revision + ")";
 }
 
+StreamCache open_stream_cache(const std::string& model_root, StreamCacheOptions options) {
+  if (!StreamMarker::find(model_root))
+    throw Error(model_root + " is not a stream install (no " + StreamMarker::path(model_root) + ")",
+                "the expert cache exists only for deltafin setup --stream installs; a full install reads experts in place");
+  StreamCache c;
+  c.checkpoint = Checkpoint::open(model_root);
+  const StreamPresence p = StreamPresence::load(StreamMarker::presence_path(model_root));
+  c.source = std::make_unique<StreamExpertSource>(*c.checkpoint, expert_locations(*c.checkpoint, p.layers(), p.experts()), model_root,
+                                                  std::move(options));
+  return c;
+}
+
 }  // namespace deltafin

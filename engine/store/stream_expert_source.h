@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "install/hub_client.h"
+#include "model/checkpoint.h"
 #include "install/range_fetch.h"
 #include "store/expert_source.h"
 #include "store/stream_marker.h"
@@ -53,6 +54,8 @@ class StreamExpertSource : public ExpertSource {
   uint64_t cached_bytes() const;
   size_t cached_experts() const;
   uint64_t cap_bytes() const { return cap_; }
+  int layer_count() const { return static_cast<int>(loc_.size()); }
+  int experts_in_layer(int layer) const { return static_cast<int>(loc_.at(static_cast<size_t>(layer)).size()); }
   std::vector<CachedExpert> list() const;
   // Checks present experts' bytes are not holes and hashes every complete shard; returns problems.
   std::vector<std::string> verify();
@@ -82,5 +85,13 @@ class StreamExpertSource : public ExpertSource {
   mutable std::mutex mu_;
   std::atomic<uint64_t> requests_{0}, hits_{0}, fetches_{0}, bytes_fetched_{0}, bytes_read_{0};
 };
+
+// A stream install's checkpoint together with its cache, for tools that work on
+// the cache without loading a model (deltafin cache, the GUI's cache browser).
+struct StreamCache {
+  std::unique_ptr<Checkpoint> checkpoint;
+  std::unique_ptr<StreamExpertSource> source;
+};
+StreamCache open_stream_cache(const std::string& model_root, StreamCacheOptions options);
 
 }  // namespace deltafin
