@@ -14,5 +14,10 @@ void add_run(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_tokenize(CLI::App& app);
 void add_detokenize(CLI::App& app);
+void add_setup(CLI::App& app);
+void add_setup_qwen(CLI::App& app);
+void add_doctor(CLI::App& app);
+void add_cache(CLI::App& app);
+void add_upgrade(CLI::App& app);
 
 }  // namespace deltafin::cli

@@ -21,6 +21,11 @@ int main(int argc, char** argv) {
   cli::add_synth(app);
   cli::add_tokenize(app);
   cli::add_detokenize(app);
+  cli::add_setup(app);
+  cli::add_setup_qwen(app);
+  cli::add_doctor(app);
+  cli::add_cache(app);
+  cli::add_upgrade(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
