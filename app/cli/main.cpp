@@ -13,10 +13,12 @@ int main(int argc, char** argv) {
   CLI::App app{"deltafin: the full Kimi K3, exact, on one machine"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "deltafin 0.1.0");
-  cli::add_run(app);
+
   cli::add_logits(app);
   cli::add_generate_ids(app);
   cli::add_synth(app);
+  cli::add_tokenize(app);
+  cli::add_detokenize(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -13,30 +13,82 @@ namespace fs = std::filesystem;
 
 namespace deltafin {
 
-CheckpointIndex CheckpointIndex::parse(const std::string& text, const std::string& origin) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(origin + " is not valid JSON: " + e.what(), "re-download the checkpoint index");
+namespace {
+
+// The real K3 index names ~500k tensors: a SAX pass keeps parsing linear and
+// avoids building a DOM of half a million nodes.
+struct IndexSax : nlohmann::json_sax<nlohmann::json> {
+  CheckpointIndex& idx;
+  std::unordered_map<std::string, uint32_t>& shard_ids;
+  std::string origin;
+  int depth = 0;
+  std::string section, current, error;
+  bool saw_weight_map = false;
+
+  IndexSax(CheckpointIndex& i, std::unordered_map<std::string, uint32_t>& s, std::string o)
+      : idx(i), shard_ids(s), origin(std::move(o)) {}
+  bool fail(const std::string& why) {
+    error = why;
+    return false;
   }
-  auto wm = j.find("weight_map");
-  if (!j.is_object() || wm == j.end() || !wm->is_object())
-    throw Error(origin + " has no weight_map object", "re-download the checkpoint index");
-  CheckpointIndex idx;
-  if (auto md = j.find("metadata"); md != j.end() && md->is_object()) {
-    if (auto ts = md->find("total_size"); ts != md->end() && ts->is_number_unsigned()) idx.total_size = ts->get<uint64_t>();
+  bool value_at_depth2() const { return depth == 2 && !section.empty(); }
+  bool null() override { return value_at_depth2() && section == "weight_map" ? fail("weight_map['" + current + "'] is not a file name") : true; }
+  bool boolean(bool) override { return null(); }
+  bool number_integer(number_integer_t) override { return null(); }
+  bool number_float(number_float_t, const string_t&) override { return null(); }
+  bool binary(binary_t&) override { return null(); }
+  bool number_unsigned(number_unsigned_t v) override {
+    if (value_at_depth2() && section == "metadata" && current == "total_size") idx.total_size = v;
+    return null();
   }
-  std::unordered_map<std::string, uint32_t> shard_ids;
-  idx.tensor_shard.reserve(wm->size());
-  for (auto it = wm->begin(); it != wm->end(); ++it) {
-    if (!it.value().is_string()) throw Error(origin + ": weight_map['" + it.key() + "'] is not a file name");
-    const auto& file = it.value().get_ref<const std::string&>();
+  bool string(string_t& file) override {
+    if (!(value_at_depth2() && section == "weight_map")) return true;
     if (file.empty() || file.find('/') != std::string::npos || file.find("..") != std::string::npos)
-      throw Error(origin + ": weight_map['" + it.key() + "'] names an unsafe shard path '" + file + "'");
+      return fail("weight_map['" + current + "'] names an unsafe shard path '" + file + "'");
     auto [pos, inserted] = shard_ids.try_emplace(file, static_cast<uint32_t>(shard_ids.size()));
-    idx.tensor_shard.emplace(it.key(), pos->second);
+    idx.tensor_shard[current] = pos->second;
+    return true;
   }
+  bool start_object(std::size_t) override {
+    ++depth;
+    if (depth == 2 && current == "weight_map") saw_weight_map = true;
+    if (depth == 2) section = current;
+    return true;
+  }
+  bool end_object() override {
+    if (depth == 2) section.clear();
+    --depth;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    if (depth == 1 && current == "weight_map") return fail("weight_map is not an object");
+    ++depth;
+    return true;
+  }
+  bool end_array() override {
+    --depth;
+    return true;
+  }
+  bool key(string_t& k) override {
+    current = std::move(k);
+    return true;
+  }
+  bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& e) override {
+    return fail(std::string("is not valid JSON: ") + e.what());
+  }
+};
+
+}  // namespace
+
+CheckpointIndex CheckpointIndex::parse(const std::string& text, const std::string& origin) {
+  CheckpointIndex idx;
+  std::unordered_map<std::string, uint32_t> shard_ids;
+  idx.tensor_shard.reserve(text.size() / 100);
+  IndexSax sax(idx, shard_ids, origin);
+  const bool ok = nlohmann::json::sax_parse(text, &sax);
+  if (!ok || !sax.error.empty()) throw Error(origin + ": " + (sax.error.empty() ? "is not valid JSON" : sax.error),
+                                             "re-download the checkpoint index");
+  if (!sax.saw_weight_map) throw Error(origin + " has no weight_map object", "re-download the checkpoint index");
   // Renumber shards in sorted name order so indices are stable.
   std::vector<std::string> names(shard_ids.size());
   for (auto& [name, id] : shard_ids) names[id] = name;

@@ -1,0 +1,47 @@
+#include "cli_common.h"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "base/error.h"
+#include "base/thread_pool.h"
+
+namespace deltafin::cli {
+
+std::vector<int32_t> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t a = item.find_first_not_of(" \t[]"), b = item.find_last_not_of(" \t[]");
+    if (a == std::string::npos) throw Error("empty entry in --ids '" + text + "'", "write ids like 1,2,3");
+    item = item.substr(a, b - a + 1);
+    char* end = nullptr;
+    long v = std::strtol(item.c_str(), &end, 10);
+    if (*end != 0 || v < 0 || v > INT32_MAX) throw Error("'" + item + "' in --ids is not a token id", "write ids like 1,2,3");
+    ids.push_back(static_cast<int32_t>(v));
+  }
+  if (ids.empty()) throw Error("--ids is empty", "give at least one token id, e.g. --ids 1,2,3");
+  return ids;
+}
+
+std::string ids_json(const std::vector<int32_t>& ids) {
+  std::string s = "[";
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + std::to_string(ids[i]);
+  return s + "]";
+}
+
+void apply_threads(int threads) {
+  if (threads > 0) ThreadPool::set_global_threads(threads);
+}
+
+std::string default_model_root() {
+  if (const char* env = std::getenv("DELTAFIN_MODEL_ROOT"); env && *env) return env;
+  std::string base;
+  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) base = x;
+  else if (const char* h = std::getenv("HOME"); h && *h) base = std::string(h) + "/.local/share";
+  else base = ".";
+  return base + "/deltafin/models/kimi-k3";
+}
+
+}  // namespace deltafin::cli

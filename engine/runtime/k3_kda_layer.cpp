@@ -1,0 +1,128 @@
+// KDA attention for a T-row pass (K3-SPEC.md section 3, "KDA").
+#include <cmath>
+#include <cstring>
+
+#include "base/thread_pool.h"
+#include "runtime/k3_model.h"
+#include "runtime/kda_core.h"
+#include "runtime/ops.h"
+
+namespace deltafin {
+
+namespace {
+
+// Causal depthwise conv over [K-1 old rows | T new rows], then SiLU.
+void short_conv(const float* window, const float* raw, int T, int C, int K, const std::vector<float>& wt, int64_t raw_stride,
+                float* out) {
+  const int K1 = K - 1;
+  for (int t = 0; t < T; ++t) {
+    float* o = out + size_t(t) * C;
+    for (int ch = 0; ch < C; ++ch) {
+      float acc = 0.f;
+      for (int j = 0; j < K; ++j) {
+        const int src = t + j;  // index into the virtual [window | raw] sequence
+        const float xv = src < K1 ? window[size_t(src) * C + ch] : raw[size_t(src - K1) * raw_stride + ch];
+        acc += wt[size_t(ch) * K + j] * xv;
+      }
+      o[ch] = acc * sigmoidf(acc);
+    }
+  }
+}
+
+void l2norm_heads(float* x, int heads, int d, float scale) {
+  for (int h = 0; h < heads; ++h) {
+    float* v = x + size_t(h) * d;
+    float ss = 0.f;
+    for (int i = 0; i < d; ++i) ss += v[i] * v[i];
+    const float inv = 1.f / std::sqrt(ss + 1e-6f);
+    for (int i = 0; i < d; ++i) v[i] = (v[i] * inv) * scale;
+  }
+}
+
+}  // namespace
+
+void K3Session::attention_kda(int layer, const float* x, int T, float* out, const PassOptions& opts) {
+  const K3Config& c = m_.config();
+  const KdaWeights& w = m_.weights().layers[layer].kda;
+  KdaLayerState& st = st_.kda[layer];
+  const int C = c.kda_dim(), K = c.conv_kernel, K1 = K - 1, nh = c.kda_heads, d = c.kda_head_dim;
+  const int64_t rank = w.f_a.rows;
+
+  // Projections: raw rows laid out as [T][q | k | v] so a row's conv inputs sit together.
+  std::vector<float> rq(size_t(T) * C), rk(size_t(T) * C), rv(size_t(T) * C), gate(size_t(T) * C);
+  std::vector<float> fa(size_t(T) * rank), fb(size_t(T) * C), braw(size_t(T) * nh);
+  matmul(w.q_proj, x, T, rq.data());
+  matmul(w.k_proj, x, T, rk.data());
+  matmul(w.v_proj, x, T, rv.data());
+  matmul(w.g_proj, x, T, gate.data());
+  matmul(w.f_a, x, T, fa.data());
+  matmul(w.f_b, fa.data(), T, fb.data());
+  matmul(w.b_proj, x, T, braw.data());
+
+  KdaStagedRows& rows = staged_.kda[layer];
+  rows.raw.resize(size_t(T) * 3 * C);
+  for (int t = 0; t < T; ++t) {
+    std::memcpy(&rows.raw[(size_t(t) * 3 + 0) * C], &rq[size_t(t) * C], size_t(C) * 4);
+    std::memcpy(&rows.raw[(size_t(t) * 3 + 1) * C], &rk[size_t(t) * C], size_t(C) * 4);
+    std::memcpy(&rows.raw[(size_t(t) * 3 + 2) * C], &rv[size_t(t) * C], size_t(C) * 4);
+  }
+  rows.q.resize(size_t(T) * C);
+  rows.k.resize(size_t(T) * C);
+  rows.v.resize(size_t(T) * C);
+  const int64_t stride = 3 * int64_t(C);
+  short_conv(st.conv.data() + size_t(0) * K1 * C, rows.raw.data() + 0 * C, T, C, K, w.q_conv, stride, rows.q.data());
+  short_conv(st.conv.data() + size_t(1) * K1 * C, rows.raw.data() + 1 * C, T, C, K, w.k_conv, stride, rows.k.data());
+  short_conv(st.conv.data() + size_t(2) * K1 * C, rows.raw.data() + 2 * C, T, C, K, w.v_conv, stride, rows.v.data());
+  const float qscale = 1.f / std::sqrt(static_cast<float>(d));
+  for (int t = 0; t < T; ++t) {
+    l2norm_heads(&rows.q[size_t(t) * C], nh, d, qscale);
+    l2norm_heads(&rows.k[size_t(t) * C], nh, d, 1.f);
+  }
+  rows.log_alpha.resize(size_t(T) * C);
+  rows.beta.resize(size_t(T) * nh);
+  for (int t = 0; t < T; ++t) {
+    for (int h = 0; h < nh; ++h) {
+      const float ea = std::exp(w.a_log[h]);
+      for (int i = 0; i < d; ++i) {
+        const size_t idx = size_t(h) * d + i;
+        const float z = fb[size_t(t) * C + idx] + w.dt_bias[idx];
+        rows.log_alpha[size_t(t) * C + idx] = c.gate_lower_bound * sigmoidf(ea * z);
+      }
+      rows.beta[size_t(t) * nh + h] = sigmoidf(braw[size_t(t) * nh + h]);
+    }
+  }
+
+  if (opts.partial_commit) {
+    rows.S0 = st.S;
+    rows.conv0 = st.conv;
+  }
+  // New conv window: the last K-1 rows of [old window | raw rows].
+  for (int which = 0; which < 3; ++which) {
+    float* win = st.conv.data() + size_t(which) * K1 * C;
+    std::vector<float> ext(size_t(K1 + T) * C);
+    std::memcpy(ext.data(), win, size_t(K1) * C * 4);
+    for (int t = 0; t < T; ++t)
+      std::memcpy(ext.data() + size_t(K1 + t) * C, &rows.raw[(size_t(t) * 3 + which) * C], size_t(C) * 4);
+    std::memcpy(win, ext.data() + size_t(T) * C, size_t(K1) * C * 4);
+  }
+
+  std::vector<float> o(size_t(T) * C);
+  const KdaShape shape{nh, d, d};
+  if (opts.chunked_kda)
+    kda_chunked(shape, st.S.data(), T, rows.q.data(), rows.k.data(), rows.v.data(), rows.log_alpha.data(),
+                rows.beta.data(), o.data());
+  else
+    kda_recurrent(shape, st.S.data(), T, rows.q.data(), rows.k.data(), rows.v.data(), rows.log_alpha.data(),
+                  rows.beta.data(), o.data());
+
+  // Per-head RMSNorm, output gate, projection.
+  for (int t = 0; t < T; ++t)
+    for (int h = 0; h < nh; ++h) {
+      float* oh = &o[size_t(t) * C + size_t(h) * d];
+      rmsnorm(oh, w.o_norm.data(), d, c.rms_eps, oh);
+      for (int i = 0; i < d; ++i) oh[i] *= sigmoidf(gate[size_t(t) * C + size_t(h) * d + i]);
+    }
+  matmul(w.o_proj, o.data(), T, out);
+}
+
+}  // namespace deltafin

@@ -1,0 +1,83 @@
+// NoPE gated MLA over the absorbed latent cache (K3-SPEC.md section 3, "MLA").
+// Each token stores [RMSNorm(latent) | shared key part]; per head the query is
+// folded through kv_b's key rows, and the value rows are applied after the softmax.
+#include <cmath>
+#include <cstring>
+
+#include "base/thread_pool.h"
+#include "runtime/k3_model.h"
+#include "runtime/ops.h"
+
+namespace deltafin {
+
+void K3Session::attention_mla(int layer, const float* x, int T, float* out) {
+  const K3Config& c = m_.config();
+  const MlaWeights& w = m_.weights().layers[layer].mla_w;
+  auto& cache = st_.mla[layer].cache;
+  const int nh = c.mla_heads, R = c.kv_lora_rank, P = c.qk_rope, N = c.qk_nope, Vd = c.v_head;
+  const int qh = N + P, width = R + P, kvh = N + Vd;
+
+  std::vector<float> qa(size_t(T) * c.q_lora_rank), q(size_t(T) * nh * qh), ckv(size_t(T) * width);
+  matmul(w.q_a_proj, x, T, qa.data());
+  for (int t = 0; t < T; ++t) {
+    float* r = &qa[size_t(t) * c.q_lora_rank];
+    rmsnorm(r, w.q_a_norm.data(), c.q_lora_rank, c.rms_eps, r);
+  }
+  matmul(w.q_b_proj, qa.data(), T, q.data());
+  matmul(w.kv_a_proj, x, T, ckv.data());
+
+  const size_t base = static_cast<size_t>(st_.n_past);
+  cache.resize((base + T) * width);
+  for (int t = 0; t < T; ++t) {
+    const float* src = &ckv[size_t(t) * width];
+    float* dst = &cache[(base + t) * width];
+    rmsnorm(src, w.kv_a_norm.data(), R, c.rms_eps, dst);
+    std::memcpy(dst + R, src + R, size_t(P) * 4);
+  }
+
+  std::vector<float> attn(size_t(T) * nh * Vd);
+  const float scale = 1.f / std::sqrt(static_cast<float>(qh));
+  ThreadPool::global().parallel_for(size_t(T) * nh, [&](size_t b, size_t e) {
+    std::vector<float> qabs(R), probs, olat(R);
+    for (size_t job = b; job < e; ++job) {
+      const int t = static_cast<int>(job / nh), h = static_cast<int>(job % nh);
+      const float* qn = &q[(size_t(t) * nh + h) * qh];
+      const float* qr = qn + N;
+      std::fill(qabs.begin(), qabs.end(), 0.f);
+      for (int n = 0; n < N; ++n) add_scaled_row(w.kv_b_proj, int64_t(h) * kvh + n, qn[n], qabs.data());
+      const size_t ctx = base + t + 1;
+      probs.resize(ctx);
+      float mx = -INFINITY;
+      for (size_t s = 0; s < ctx; ++s) {
+        const float* row = &cache[s * width];
+        float a = 0.f;
+        for (int j = 0; j < R; ++j) a += qabs[j] * row[j];
+        float r = 0.f;
+        for (int j = 0; j < P; ++j) r += qr[j] * row[R + j];
+        probs[s] = (a + r) * scale;
+        mx = std::max(mx, probs[s]);
+      }
+      float sum = 0.f;
+      for (size_t s = 0; s < ctx; ++s) {
+        probs[s] = std::exp(probs[s] - mx);
+        sum += probs[s];
+      }
+      std::fill(olat.begin(), olat.end(), 0.f);
+      for (size_t s = 0; s < ctx; ++s) {
+        const float p = probs[s] / sum;
+        const float* row = &cache[s * width];
+        for (int j = 0; j < R; ++j) olat[j] += p * row[j];
+      }
+      const Mat wv = row_slice(w.kv_b_proj, int64_t(h) * kvh + N, Vd);
+      matmul_rows(wv, 0, Vd, olat.data(), R, 1, &attn[(size_t(t) * nh + h) * Vd], Vd);
+    }
+  });
+  if (c.mla_output_gate) {
+    std::vector<float> g(size_t(T) * nh * Vd);
+    matmul(w.g_proj, x, T, g.data());
+    for (size_t i = 0; i < g.size(); ++i) attn[i] *= sigmoidf(g[i]);
+  }
+  matmul(w.o_proj, attn.data(), T, out);
+}
+
+}  // namespace deltafin

@@ -1,0 +1,239 @@
+#include "runtime/k3_model.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "base/error.h"
+#include "base/thread_pool.h"
+#include "runtime/kda_core.h"
+#include "runtime/ops.h"
+#include "store/expert_source_factory.h"
+
+namespace deltafin {
+
+std::unique_ptr<K3Model> K3Model::load(const std::string& root, Options opts) {
+  auto m = std::unique_ptr<K3Model>(new K3Model());
+  m->root_ = root;
+  m->cfg_ = K3Config::load(root + "/config.json");
+  m->ck_ = Checkpoint::open(root);
+  m->w_ = K3Weights::bind(*m->ck_, m->cfg_);
+  m->experts_ = opts.experts ? std::move(opts.experts) : make_expert_source(*m->ck_, root, m->w_.experts);
+  return m;
+}
+
+uint64_t K3Model::kv_bytes_per_token() const {
+  uint64_t n = 0;
+  for (int l = 0; l < cfg_.layers; ++l)
+    if (cfg_.is_mla[l]) n += uint64_t(cfg_.mla_cache_width()) * 4;
+  return n;
+}
+
+uint64_t K3Model::fixed_state_bytes() const {
+  uint64_t n = 0;
+  const uint64_t C = cfg_.kda_dim();
+  for (int l = 0; l < cfg_.layers; ++l)
+    if (!cfg_.is_mla[l]) n += (uint64_t(cfg_.kda_heads) * cfg_.kda_head_dim * cfg_.kda_head_dim + 3 * (cfg_.conv_kernel - 1) * C) * 4;
+  return n;
+}
+
+K3Session::K3Session(const K3Model& model) : m_(model) { reset(); }
+
+void K3Session::reset() {
+  const K3Config& c = m_.config();
+  st_ = K3State{};
+  st_.kda.resize(c.layers);
+  st_.mla.resize(c.layers);
+  for (int l = 0; l < c.layers; ++l) {
+    if (c.is_mla[l]) continue;
+    st_.kda[l].S.assign(size_t(c.kda_heads) * c.kda_head_dim * c.kda_head_dim, 0.f);
+    st_.kda[l].conv.assign(size_t(3) * (c.conv_kernel - 1) * c.kda_dim(), 0.f);
+  }
+  staged_ = StagedPass{};
+}
+
+uint64_t K3Session::state_bytes() const {
+  uint64_t n = 0;
+  for (const auto& k : st_.kda) n += (k.S.size() + k.conv.size()) * 4;
+  for (const auto& m : st_.mla) n += m.cache.size() * 4;
+  return n;
+}
+
+namespace {
+
+// AttnRes mix of T-row entries: per row, softmax over entries of
+// dot(V_i / rms(V_i), w), then the weighted sum of the raw entries.
+void attn_res_mix(const std::vector<const float*>& entries, const std::vector<float>& w, int T, int H, float eps,
+                  float* out) {
+  const size_t n = entries.size();
+  ThreadPool::global().parallel_for(static_cast<size_t>(T), [&](size_t t0, size_t t1) {
+    std::vector<float> score(n);
+    for (size_t t = t0; t < t1; ++t) {
+      for (size_t i = 0; i < n; ++i) {
+        const float* v = entries[i] + t * H;
+        const float inv = rms_inv(v, H, eps);
+        float s = 0.f;
+        for (int j = 0; j < H; ++j) s += (v[j] * inv) * w[j];
+        score[i] = s;
+      }
+      float mx = score[0];
+      for (size_t i = 1; i < n; ++i) mx = std::max(mx, score[i]);
+      float sum = 0.f;
+      for (size_t i = 0; i < n; ++i) {
+        score[i] = std::exp(score[i] - mx);
+        sum += score[i];
+      }
+      float* o = out + t * H;
+      for (int j = 0; j < H; ++j) o[j] = 0.f;
+      for (size_t i = 0; i < n; ++i) {
+        const float p = score[i] / sum;
+        const float* v = entries[i] + t * H;
+        for (int j = 0; j < H; ++j) o[j] += p * v[j];
+      }
+    }
+  });
+}
+
+void rmsnorm_rows(const float* x, const std::vector<float>& w, int T, int n, float eps, float* out) {
+  for (int t = 0; t < T; ++t) rmsnorm(x + size_t(t) * n, w.data(), n, eps, out + size_t(t) * n);
+}
+
+}  // namespace
+
+void K3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts) {
+  if (staged_.T > 0) throw Error("a pass is already staged", "commit or roll back before staging another");
+  const K3Config& c = m_.config();
+  const K3Weights& w = m_.weights();
+  const int T = static_cast<int>(ids.size());
+  if (T == 0) throw Error("stage() called with no tokens");
+  const int H = c.hidden;
+  for (int32_t id : ids)
+    if (id < 0 || id >= c.vocab)
+      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(c.vocab - 1) + ")");
+  staged_.T = T;
+  staged_.partial_ok = opts.partial_commit;
+  staged_.kda.assign(c.layers, {});
+  if (opts.chunked_kda && opts.partial_commit)
+    throw Error("chunked KDA cannot be combined with partial commits", "use the step form for verify passes");
+
+  ForwardTrace* tr = opts.trace;
+  if (tr) {
+    tr->layers.clear();
+    tr->topk_ids.clear();
+    tr->topk_weights.clear();
+  }
+
+  const size_t TH = size_t(T) * H;
+  std::vector<float> h(TH);
+  for (int t = 0; t < T; ++t)
+    for (int j = 0; j < H; ++j) h[size_t(t) * H + j] = w.embed.at(ids[t], j);
+
+  std::vector<std::vector<float>> blocks;
+  std::vector<float> prefix(TH), x(TH), a(TH), mixed(TH), m(TH);
+  bool have_prefix;
+  std::vector<const float*> entries;
+  try {
+    for (int l = 0; l < c.layers; ++l) {
+      const LayerWeights& L = w.layers[l];
+      prefix = h;
+      have_prefix = true;
+      if (!blocks.empty()) {
+        entries.clear();
+        for (auto& b : blocks) entries.push_back(b.data());
+        entries.push_back(prefix.data());
+        attn_res_mix(entries, L.attn_res.w, T, H, c.rms_eps, h.data());
+      }
+      if (l % c.attn_res_block == 0) {
+        blocks.push_back(prefix);
+        have_prefix = false;
+      }
+      rmsnorm_rows(h.data(), L.input_norm, T, H, c.rms_eps, x.data());
+      if (L.mla) attention_mla(l, x.data(), T, a.data());
+      else attention_kda(l, x.data(), T, a.data(), opts);
+      if (have_prefix)
+        for (size_t i = 0; i < TH; ++i) prefix[i] += a[i];
+      else
+        prefix = a;
+      entries.clear();
+      for (auto& b : blocks) entries.push_back(b.data());
+      entries.push_back(prefix.data());
+      attn_res_mix(entries, L.mlp_res.w, T, H, c.rms_eps, mixed.data());
+      rmsnorm_rows(mixed.data(), L.post_attn_norm, T, H, c.rms_eps, x.data());
+      if (L.moe) moe(l, x.data(), T, m.data(), tr && tr->routing ? tr : nullptr);
+      else dense_mlp(L.dense, x.data(), T, m.data());
+      for (size_t i = 0; i < TH; ++i) h[i] = prefix[i] + m[i];
+      if (tr && tr->layer_out) tr->layers.push_back(h);
+    }
+  } catch (...) {
+    rollback();
+    throw;
+  }
+  entries.clear();
+  for (auto& b : blocks) entries.push_back(b.data());
+  entries.push_back(h.data());
+  attn_res_mix(entries, w.output_res.w, T, H, c.rms_eps, mixed.data());
+  const int first = opts.all_logits ? 0 : T - 1;
+  const int rows = T - first;
+  rmsnorm_rows(mixed.data() + size_t(first) * H, w.final_norm, rows, H, c.rms_eps, x.data());
+  logits.resize(size_t(rows) * c.vocab);
+  matmul(w.lm_head, x.data(), rows, logits.data());
+}
+
+void K3Session::commit(int n) {
+  const K3Config& c = m_.config();
+  const int T = staged_.T;
+  if (T == 0) throw Error("commit() without a staged pass");
+  if (n < 0 || n > T) throw Error("commit(" + std::to_string(n) + ") outside 0.." + std::to_string(T));
+  if (n < T && !staged_.partial_ok)
+    throw Error("partial commit of a pass staged without partial_commit", "stage verify passes with partial_commit");
+  const int K1 = c.conv_kernel - 1, C = c.kda_dim();
+  for (int l = 0; l < c.layers; ++l) {
+    if (c.is_mla[l]) {
+      st_.mla[l].cache.resize(size_t(st_.n_past + n) * c.mla_cache_width());
+      continue;
+    }
+    if (n == T) continue;  // the pass already left the final state in place
+    KdaStagedRows& r = staged_.kda[l];
+    KdaLayerState& s = st_.kda[l];
+    s.S = r.S0;
+    if (n > 0) {
+      const KdaShape shape{c.kda_heads, c.kda_head_dim, c.kda_head_dim};
+      std::vector<float> o(size_t(n) * C);
+      kda_recurrent(shape, s.S.data(), n, r.q.data(), r.k.data(), r.v.data(), r.log_alpha.data(), r.beta.data(), o.data());
+    }
+    // Conv window after n rows: the last K-1 of [old window, first n raw inputs].
+    s.conv = r.conv0;
+    for (int which = 0; which < 3; ++which) {
+      std::vector<float> ext(size_t(K1 + n) * C);
+      std::memcpy(ext.data(), r.conv0.data() + size_t(which) * K1 * C, size_t(K1) * C * 4);
+      for (int t = 0; t < n; ++t)
+        std::memcpy(ext.data() + size_t(K1 + t) * C, r.raw.data() + (size_t(t) * 3 + which) * C, size_t(C) * 4);
+      std::memcpy(s.conv.data() + size_t(which) * K1 * C, ext.data() + size_t(n) * C, size_t(K1) * C * 4);
+    }
+  }
+  st_.n_past += n;
+  staged_ = StagedPass{};
+}
+
+void K3Session::rollback() {
+  if (staged_.T == 0) return;
+  if (!staged_.partial_ok) {
+    // Without a snapshot the KDA state cannot be restored: the session is reset.
+    reset();
+    return;
+  }
+  commit(0);
+}
+
+std::vector<float> K3Session::prefill(std::span<const int32_t> ids, int chunk) {
+  std::vector<float> logits;
+  for (size_t i = 0; i < ids.size(); i += chunk) {
+    const size_t n = std::min<size_t>(chunk, ids.size() - i);
+    PassOptions o;
+    o.all_logits = false;
+    stage(ids.subspan(i, n), logits, o);
+    commit(static_cast<int>(n));
+  }
+  return logits;
+}
+
+}  // namespace deltafin

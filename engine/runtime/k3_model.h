@@ -1,0 +1,90 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/checkpoint.h"
+#include "model/k3_config.h"
+#include "runtime/k3_state.h"
+#include "runtime/k3_weights.h"
+#include "store/expert_source.h"
+
+namespace deltafin {
+
+// A loaded K3-family checkpoint: config, weights bound in place, and the
+// source that supplies routed experts. Read-only; sessions hold the state.
+class K3Model {
+ public:
+  struct Options {
+    std::unique_ptr<ExpertSource> experts;  // default: the source make_expert_source() picks
+  };
+  static std::unique_ptr<K3Model> load(const std::string& model_root, Options opts);
+  static std::unique_ptr<K3Model> load(const std::string& model_root) { return load(model_root, Options{}); }
+
+  const std::string& root() const { return root_; }
+  const K3Config& config() const { return cfg_; }
+  const K3Weights& weights() const { return w_; }
+  const Checkpoint& checkpoint() const { return *ck_; }
+  ExpertSource& experts() const { return *experts_; }
+  // fp32 bytes of MLA latent cache per token (all MLA layers).
+  uint64_t kv_bytes_per_token() const;
+  // Bytes of fixed per-session state (KDA recurrent + conv states).
+  uint64_t fixed_state_bytes() const;
+
+ private:
+  std::string root_;
+  K3Config cfg_;
+  std::unique_ptr<Checkpoint> ck_;
+  K3Weights w_;
+  std::unique_ptr<ExpertSource> experts_;
+};
+
+// Optional capture of intermediate results of a pass (goldens, drafters, stats).
+struct ForwardTrace {
+  bool layer_out = false;                          // capture each layer's returned stream
+  std::vector<std::vector<float>> layers;          // [layer][T][hidden]
+  bool routing = false;
+  std::vector<std::vector<int32_t>> topk_ids;      // [moe layer][T][top_k], ascending ids
+  std::vector<std::vector<float>> topk_weights;    // same layout
+};
+
+struct PassOptions {
+  bool all_logits = true;          // logits for every row, else only the last row
+  bool partial_commit = false;     // keep what commit(n < T) needs
+  bool chunked_kda = false;        // chunkwise KDA (long prefills; not bit-identical to step form)
+  ForwardTrace* trace = nullptr;
+};
+
+// One conversation's state over a K3Model, with transactions: stage() runs T
+// new tokens without committing them; commit(n) keeps the first n; rollback() none.
+class K3Session {
+ public:
+  explicit K3Session(const K3Model& model);
+
+  // Runs `ids` at positions n_past()..n_past()+T-1. `logits` receives [rows][vocab].
+  void stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts = {});
+  void commit(int n);
+  void rollback();
+  bool staged() const { return staged_.T > 0; }
+  int64_t n_past() const { return st_.n_past; }
+  const K3Model& model() const { return m_; }
+
+  // stage + commit in chunks; returns the logits of the last row.
+  std::vector<float> prefill(std::span<const int32_t> ids, int chunk = 64);
+  void reset();
+  uint64_t state_bytes() const;
+
+ private:
+  void attention_kda(int layer, const float* x, int T, float* out, const PassOptions& opts);
+  void attention_mla(int layer, const float* x, int T, float* out);
+  void moe(int layer, const float* x, int T, float* out, ForwardTrace* trace);
+  void dense_mlp(const DenseMlpWeights& w, const float* x, int T, float* out);
+
+  const K3Model& m_;
+  K3State st_;
+  StagedPass staged_;
+};
+
+}  // namespace deltafin

@@ -1,0 +1,105 @@
+// LatentMoE with the sigmoid + bias router, shared experts, and the dense MLP
+// of the first layers (K3-SPEC.md section 3, "MoE").
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "runtime/k3_model.h"
+#include "runtime/ops.h"
+
+namespace deltafin {
+
+void K3Session::dense_mlp(const DenseMlpWeights& w, const float* x, int T, float* out) {
+  const K3Config& c = m_.config();
+  const int64_t I = w.gate.rows;
+  std::vector<float> g(size_t(T) * I), u(size_t(T) * I);
+  matmul(w.gate, x, T, g.data());
+  matmul(w.up, x, T, u.data());
+  situ_glu(g.data(), u.data(), int64_t(T) * I, c.situ_beta, c.situ_linear_beta, g.data());
+  matmul(w.down, g.data(), T, out);
+}
+
+void K3Session::moe(int layer, const float* x, int T, float* out, ForwardTrace* trace) {
+  const K3Config& c = m_.config();
+  const MoeWeights& w = m_.weights().layers[layer].moe_w;
+  const int E = c.experts, k = c.top_k, Z = c.latent, I = c.moe_intermediate, H = c.hidden;
+
+  // Router: choose by sigmoid score + correction bias; weight by the plain score.
+  std::vector<float> logits(size_t(T) * E);
+  matmul(w.router, x, T, logits.data());
+  std::vector<int32_t> chosen(size_t(T) * k);
+  std::vector<float> weight(size_t(T) * k);
+  std::vector<int> order(E);
+  std::vector<float> s(E), key(E);
+  for (int t = 0; t < T; ++t) {
+    for (int e = 0; e < E; ++e) {
+      s[e] = sigmoidf(logits[size_t(t) * E + e]);
+      key[e] = s[e] + w.router_bias[e];
+    }
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
+    std::sort(order.begin(), order.begin() + k);  // a fixed summation order: ascending expert id
+    float sum = 0.f;
+    for (int i = 0; i < k; ++i) sum += s[order[i]];
+    for (int i = 0; i < k; ++i) {
+      chosen[size_t(t) * k + i] = order[i];
+      const float sc = s[order[i]];
+      weight[size_t(t) * k + i] = (c.renormalize ? sc / (sum + 1e-20f) : sc) * c.routed_scaling;
+    }
+  }
+  if (trace) {
+    trace->topk_ids.emplace_back(chosen.begin(), chosen.end());
+    trace->topk_weights.emplace_back(weight.begin(), weight.end());
+  }
+
+  std::vector<float> z(size_t(T) * Z);
+  matmul(w.latent_down, x, T, z.data());
+
+  // Each distinct expert is fetched once and run over every row that chose it.
+  std::vector<int> uni(chosen.begin(), chosen.end());
+  std::sort(uni.begin(), uni.end());
+  uni.erase(std::unique(uni.begin(), uni.end()), uni.end());
+  std::vector<ExpertView> views;
+  m_.experts().acquire(layer, uni, views);
+
+  std::vector<float> slot_out(size_t(T) * k * Z);
+  std::vector<float> xs, g, u, d;
+  std::vector<int> users;  // indices t*k+slot
+  for (size_t ui = 0; ui < uni.size(); ++ui) {
+    users.clear();
+    for (int i = 0; i < T * k; ++i)
+      if (chosen[i] == uni[ui]) users.push_back(i);
+    const int n = static_cast<int>(users.size());
+    xs.resize(size_t(n) * Z);
+    for (int r = 0; r < n; ++r) std::memcpy(&xs[size_t(r) * Z], &z[size_t(users[r] / k) * Z], size_t(Z) * 4);
+    g.resize(size_t(n) * I);
+    u.resize(size_t(n) * I);
+    d.resize(size_t(n) * Z);
+    const ExpertView& v = views[ui];
+    matmul_mxfp4(v.w1_packed, v.w1_scale, I, Z, xs.data(), n, g.data());
+    matmul_mxfp4(v.w3_packed, v.w3_scale, I, Z, xs.data(), n, u.data());
+    situ_glu(g.data(), u.data(), int64_t(n) * I, c.situ_beta, c.situ_linear_beta, g.data());
+    matmul_mxfp4(v.w2_packed, v.w2_scale, Z, I, g.data(), n, d.data());
+    for (int r = 0; r < n; ++r) std::memcpy(&slot_out[size_t(users[r]) * Z], &d[size_t(r) * Z], size_t(Z) * 4);
+  }
+
+  std::vector<float> y(size_t(T) * Z, 0.f);
+  for (int t = 0; t < T; ++t) {
+    float* yt = &y[size_t(t) * Z];
+    for (int i = 0; i < k; ++i) {
+      const float wt = weight[size_t(t) * k + i];
+      const float* so = &slot_out[(size_t(t) * k + i) * Z];
+      for (int j = 0; j < Z; ++j) yt[j] += wt * so[j];
+    }
+    if (c.latent_norm) rmsnorm(yt, w.latent_norm.data(), Z, c.rms_eps, yt);
+  }
+  matmul(w.latent_up, y.data(), T, out);
+  if (w.has_shared) {
+    std::vector<float> sh(size_t(T) * H);
+    dense_mlp(w.shared, x, T, sh.data());
+    for (size_t i = 0; i < sh.size(); ++i) out[i] += sh[i];
+  }
+}
+
+}  // namespace deltafin

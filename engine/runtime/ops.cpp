@@ -1,0 +1,116 @@
+#include "runtime/ops.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "base/error.h"
+#include "base/thread_pool.h"
+#include "cpu/gemm.h"
+
+namespace deltafin {
+
+float Mat::at(int64_t r, int64_t c) const {
+  const auto* p = static_cast<const uint8_t*>(data);
+  if (dtype == DType::F32) {
+    float f;
+    std::memcpy(&f, p + 4 * (r * cols + c), 4);
+    return f;
+  }
+  uint16_t v;
+  std::memcpy(&v, p + 2 * (r * cols + c), 2);
+  uint32_t bits = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+void matmul_rows(const Mat& w, int64_t o0, int64_t o1, const float* x, int64_t ldx, int T, float* y, int64_t ldy) {
+  const auto& k = kernels::active();
+  kernels::RowsArgs a{w.data, nullptr, w.cols, o0, o1, x, ldx, T, y, ldy};
+  if (w.dtype == DType::BF16) k.bf16_rows(a);
+  else if (w.dtype == DType::F32) k.f32_rows(a);
+  else throw Error(std::string("matmul on unsupported dtype ") + dtype_name(w.dtype));
+}
+
+void matmul(const Mat& w, const float* x, int T, float* y) {
+  // Enough output rows per task that threads do not share cache lines of y.
+  const size_t grain = w.rows >= 1024 ? 64 : 16;
+  ThreadPool::global().parallel_for(
+      static_cast<size_t>(w.rows),
+      [&](size_t b, size_t e) { matmul_rows(w, int64_t(b), int64_t(e), x, w.cols, T, y, w.rows); }, grain);
+}
+
+void matmul_mxfp4(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, const float* x, int T,
+                  float* y) {
+  const auto& k = kernels::active();
+  ThreadPool::global().parallel_for(
+      static_cast<size_t>(rows),
+      [&](size_t b, size_t e) {
+        kernels::RowsArgs a{packed, scale, cols, int64_t(b), int64_t(e), x, cols, T, y, rows};
+        k.mxfp4_rows(a);
+      },
+      64);
+}
+
+float rms_inv(const float* x, int64_t n, float eps) {
+  float ss = 0.f;
+  for (int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
+  return 1.f / std::sqrt(ss / static_cast<float>(n) + eps);
+}
+
+void rmsnorm(const float* x, const float* w, int64_t n, float eps, float* out) {
+  const float inv = rms_inv(x, n, eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = (x[i] * inv) * w[i];
+}
+
+void situ_glu(const float* g, const float* u, int64_t n, float beta, float lbeta, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = beta * std::tanh(g[i] / beta) * sigmoidf(g[i]);
+    const float b = lbeta * std::tanh(u[i] / lbeta);
+    out[i] = a * b;
+  }
+}
+
+void silu_inplace(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = x[i] * sigmoidf(x[i]);
+}
+
+int64_t argmax(const float* x, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (x[i] > x[best]) best = i;
+  return best;
+}
+
+}  // namespace deltafin
+
+namespace deltafin {
+
+void add_scaled_row(const Mat& w, int64_t r, float s, float* acc) {
+  const auto* p = static_cast<const uint8_t*>(w.data);
+  if (w.dtype == DType::F32) {
+    const uint8_t* row = p + 4 * r * w.cols;
+    for (int64_t j = 0; j < w.cols; ++j) {
+      float f;
+      std::memcpy(&f, row + 4 * j, 4);
+      acc[j] += s * f;
+    }
+    return;
+  }
+  const uint8_t* row = p + 2 * r * w.cols;
+  for (int64_t j = 0; j < w.cols; ++j) {
+    uint16_t v;
+    std::memcpy(&v, row + 2 * j, 2);
+    uint32_t bits = static_cast<uint32_t>(v) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    acc[j] += s * f;
+  }
+}
+
+Mat row_slice(const Mat& w, int64_t r0, int64_t n) {
+  const int64_t esize = w.dtype == DType::F32 ? 4 : 2;
+  return Mat{static_cast<const uint8_t*>(w.data) + r0 * w.cols * esize, w.dtype, n, w.cols};
+}
+
+}  // namespace deltafin

@@ -1,0 +1,43 @@
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "model/dtype.h"
+
+namespace deltafin {
+
+// A weight matrix exactly as stored: [rows][cols] of BF16 or F32.
+struct Mat {
+  const void* data = nullptr;
+  DType dtype = DType::BF16;
+  int64_t rows = 0, cols = 0;
+  uint64_t bytes() const { return static_cast<uint64_t>(rows) * cols * (dtype == DType::F32 ? 4 : 2); }
+  float at(int64_t r, int64_t c) const;  // widened element (slow path)
+};
+
+// Y[t][o] = W[o] . X[t] for T rows, spread over the global pool by output row.
+void matmul(const Mat& w, const float* x, int T, float* y);
+// Output rows [o0, o1) only, written at y[t*ldy + o], on the calling thread.
+void matmul_rows(const Mat& w, int64_t o0, int64_t o1, const float* x, int64_t ldx, int T, float* y, int64_t ldy);
+// MXFP4 matrix [rows][cols] from packed codes and E8M0 scales.
+void matmul_mxfp4(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, const float* x, int T, float* y);
+
+// out = x * rsqrt(mean(x^2) + eps) * w, summed in index order.
+void rmsnorm(const float* x, const float* w, int64_t n, float eps, float* out);
+float rms_inv(const float* x, int64_t n, float eps);
+inline float sigmoidf(float x);
+// SiTU GLU activation: beta*tanh(g/beta)*sigmoid(g) * lbeta*tanh(u/lbeta).
+void situ_glu(const float* g, const float* u, int64_t n, float beta, float lbeta, float* out);
+void silu_inplace(float* x, int64_t n);
+int64_t argmax(const float* x, int64_t n);  // first maximum
+
+inline float sigmoidf(float x) { return 1.f / (1.f + __builtin_expf(-x)); }
+
+}  // namespace deltafin
+
+namespace deltafin {
+// acc[j] += s * W[r][j] for every column j (a widened row, accumulated in column order).
+void add_scaled_row(const Mat& w, int64_t r, float s, float* acc);
+// A view of rows [r0, r0 + n) of w.
+Mat row_slice(const Mat& w, int64_t r0, int64_t n);
+}  // namespace deltafin

@@ -1,0 +1,188 @@
+// Every fast CPU kernel against the scalar reference on random inputs, exact MXFP4
+// decoding, and batch invariance (a row alone equals the same row inside a T-row pass).
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "base/bf16.h"
+#include "cpu/gemm.h"
+#include "support/test_support.h"
+
+using namespace deltafin;
+using namespace deltafin::kernels;
+
+namespace {
+
+struct Case {
+  int64_t rows, in;
+  int T;
+};
+
+std::vector<uint8_t> random_bytes(size_t n, std::mt19937_64& rng) {
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = uint8_t(rng());
+  return v;
+}
+std::vector<float> random_floats(size_t n, std::mt19937_64& rng) {
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+std::vector<uint8_t> random_bf16(size_t n, std::mt19937_64& rng) {
+  auto f = random_floats(n, rng);
+  std::vector<uint8_t> v(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t h = f32_to_bf16(f[i]);
+    std::memcpy(&v[2 * i], &h, 2);
+  }
+  return v;
+}
+std::vector<uint8_t> random_scales(size_t n, std::mt19937_64& rng) {
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = uint8_t(118 + rng() % 12);
+  return v;
+}
+
+enum class Kind { BF16, F32, MXFP4 };
+
+std::vector<float> run(const KernelTable& k, Kind kind, const std::vector<uint8_t>& w, const std::vector<uint8_t>& sc,
+                       const std::vector<float>& x, const Case& c, int64_t o0, int64_t o1, int T) {
+  std::vector<float> y(size_t(T) * c.rows, std::nanf(""));
+  RowsArgs a{w.data(), sc.data(), c.in, o0, o1, x.data(), c.in, T, y.data(), c.rows};
+  if (kind == Kind::BF16) k.bf16_rows(a);
+  else if (kind == Kind::F32) k.f32_rows(a);
+  else k.mxfp4_rows(a);
+  return y;
+}
+
+// Error bound for a dot product of n terms in fp32: a few ulps times the sum of |w*x|.
+// Two summation orders of n fp32 terms differ by at most about 2 n eps sum|w x| (a worst-case bound).
+double bound(const std::vector<float>& absdot, size_t i, int64_t n) { return 1.2e-7 * double(n) * absdot[i] + 1e-30; }
+
+}  // namespace
+
+class TestCpuKernels : public QObject {
+  Q_OBJECT
+ private:
+  std::vector<Isa> isas() {
+    std::vector<Isa> v;
+    for (Isa i : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
+      if (isa_supported(i)) v.push_back(i);
+    return v;
+  }
+
+ private slots:
+  void reportsIsas() {
+    for (Isa i : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
+      qInfo("%s: %s", isa_name(i), isa_supported(i) ? "supported, tested" : "not on this CPU, skipped");
+    QVERIFY(isa_supported(Isa::Scalar));
+    QCOMPARE(active().isa, best_isa());
+  }
+
+  void e8m0IsExact() {
+    QCOMPARE(e8m0_to_float(127), 1.f);
+    QCOMPARE(e8m0_to_float(128), 2.f);
+    QCOMPARE(e8m0_to_float(120), std::ldexp(1.f, -7));
+    QCOMPARE(e8m0_to_float(0), std::ldexp(1.f, -127));
+    QCOMPARE(e8m0_to_float(254), std::ldexp(1.f, 127));
+  }
+
+  void mxfp4DecodesExactly() {
+    // With a one-hot input, each kernel must return the decoded weight itself: low nibble = even column.
+    const int64_t in = 64, rows = 3;
+    std::mt19937_64 rng(3);
+    auto w = random_bytes(size_t(rows) * in / 2, rng);
+    auto sc = random_scales(size_t(rows) * in / 32, rng);
+    for (Isa isa : isas()) {
+      for (int64_t col = 0; col < in; ++col) {
+        std::vector<float> x(in, 0.f);
+        x[col] = 1.f;
+        Case c{rows, in, 1};
+        auto y = run(table_for(isa), Kind::MXFP4, w, sc, x, c, 0, rows, 1);
+        for (int64_t r = 0; r < rows; ++r) {
+          const uint8_t byte = w[r * in / 2 + col / 2];
+          const float want = kE2M1[col % 2 == 0 ? byte & 15 : byte >> 4] * e8m0_to_float(sc[r * in / 32 + col / 32]);
+          QCOMPARE(y[r], want);
+        }
+      }
+    }
+  }
+
+  void fastPathsMatchReference() {
+    std::mt19937_64 rng(11);
+    const Case cases[] = {{7, 64, 1}, {5, 96, 3}, {33, 3584 / 4, 5}, {16, 24, 2}, {9, 32, 9}, {70, 512, 4}};
+    for (Kind kind : {Kind::BF16, Kind::F32, Kind::MXFP4}) {
+      for (const Case& c : cases) {
+        if (kind == Kind::MXFP4 && c.in % 32) continue;
+        std::vector<uint8_t> w, sc;
+        if (kind == Kind::BF16) w = random_bf16(size_t(c.rows) * c.in, rng);
+        else if (kind == Kind::F32) {
+          auto f = random_floats(size_t(c.rows) * c.in, rng);
+          w.resize(f.size() * 4);
+          std::memcpy(w.data(), f.data(), w.size());
+        } else {
+          w = random_bytes(size_t(c.rows) * c.in / 2, rng);
+          sc = random_scales(size_t(c.rows) * c.in / 32, rng);
+        }
+        auto x = random_floats(size_t(c.T) * c.in, rng);
+        // |w|.|x| per output, for the error bound: from a reference run on absolute values.
+        std::vector<float> ax(x.size());
+        for (size_t i = 0; i < x.size(); ++i) ax[i] = std::fabs(x[i]);
+        std::vector<uint8_t> aw = w;
+        if (kind == Kind::BF16)
+          for (size_t i = 1; i < aw.size(); i += 2) aw[i] &= 0x7f;
+        else if (kind == Kind::F32)
+          for (size_t i = 3; i < aw.size(); i += 4) aw[i] &= 0x7f;
+        else
+          for (auto& b : aw) b &= 0x77;
+        auto absdot = run(table_for(Isa::Scalar), kind, aw, sc, ax, c, 0, c.rows, c.T);
+        auto ref = run(table_for(Isa::Scalar), kind, w, sc, x, c, 0, c.rows, c.T);
+        for (Isa isa : isas()) {
+          auto got = run(table_for(isa), kind, w, sc, x, c, 0, c.rows, c.T);
+          for (size_t i = 0; i < ref.size(); ++i)
+            QVERIFY2(std::fabs(double(got[i]) - ref[i]) <= bound(absdot, i, c.in),
+                     qPrintable(QString("%1 kind %2 rows %3 in %4: %5 vs %6").arg(isa_name(isa)).arg(int(kind)).arg(c.rows)
+                                    .arg(c.in).arg(got[i]).arg(ref[i])));
+        }
+      }
+    }
+  }
+
+  void rowsAreBatchInvariant() {
+    std::mt19937_64 rng(5);
+    const int64_t rows = 19, in = 320;
+    auto wb = random_bf16(size_t(rows) * in, rng);
+    auto wm = random_bytes(size_t(rows) * in / 2, rng);
+    auto sc = random_scales(size_t(rows) * in / 32, rng);
+    auto x = random_floats(size_t(9) * in, rng);
+    for (Isa isa : isas()) {
+      for (Kind kind : {Kind::BF16, Kind::MXFP4}) {
+        const auto& w = kind == Kind::BF16 ? wb : wm;
+        Case c{rows, in, 9};
+        auto all = run(table_for(isa), kind, w, sc, x, c, 0, rows, 9);
+        for (int T : {1, 2, 3, 4, 5, 8}) {
+          auto part = run(table_for(isa), kind, w, sc, x, c, 0, rows, T);
+          QVERIFY(std::memcmp(part.data(), all.data(), size_t(T) * rows * 4) == 0);
+        }
+        // Any row alone, from an offset into the batch.
+        for (int t = 0; t < 9; ++t) {
+          std::vector<float> xt(x.begin() + t * in, x.begin() + (t + 1) * in);
+          auto one = run(table_for(isa), kind, w, sc, xt, c, 0, rows, 1);
+          QVERIFY(std::memcmp(one.data(), all.data() + size_t(t) * rows, size_t(rows) * 4) == 0);
+        }
+        // Output-row ranges (thread splits) do not change a value.
+        auto lo = run(table_for(isa), kind, w, sc, x, c, 0, 7, 9);
+        auto hi = run(table_for(isa), kind, w, sc, x, c, 7, rows, 9);
+        for (int t = 0; t < 9; ++t)
+          for (int64_t o = 0; o < rows; ++o) {
+            const float v = o < 7 ? lo[t * rows + o] : hi[t * rows + o];
+            QCOMPARE(v, all[t * rows + o]);
+          }
+      }
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCpuKernels)
+#include "test_cpu_kernels.moc"
