@@ -28,8 +28,6 @@ namespace {
 
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
-constexpr int kTileA = 32;    // intermediate rows per A task
-constexpr int kTileB = 32;    // latent rows per B task
 constexpr int kTileC = 1024;  // latent columns per C task
 
 struct Params {
@@ -46,6 +44,7 @@ struct Params {
   unsigned* doneA;
   unsigned* doneB;
   int nG, T, K, latent, inter;
+  int tile_a, tile_b;  // intermediate rows per A task, latent rows per B task
   int a_tiles, b_tiles, c_tiles;
   unsigned nA, nB, nC;
 };
@@ -104,8 +103,13 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
   return v;
 }
 
+// The producers are running blocks that never wait, so this ends within microseconds; the bound
+// only turns a logic error into a launch failure instead of a hung GPU.
 __device__ __forceinline__ void wait_at_least(const unsigned* ctr, unsigned target) {
-  while (ld_acquire(ctr) < target) __nanosleep(100);
+  for (long long spins = 0; ld_acquire(ctr) < target; ++spins) {
+    if (spins > (1ll << 25)) __trap();
+    __nanosleep(100);
+  }
 }
 
 // Called by all threads after the task's global writes.
@@ -128,8 +132,8 @@ __device__ __forceinline__ void task_gate_up(const Params& P, int g, int tile) {
   const uint8_t* gs = static_cast<const uint8_t*>(e.gate_scale);
   const uint8_t* us = static_cast<const uint8_t*>(e.up_scale);
   const int a0 = P.grp_begin[g], a1 = P.grp_begin[g + 1];
-  const int o_end = min(P.inter, (tile + 1) * kTileA);
-  for (int o0 = tile * kTileA + warp * RO; o0 < o_end; o0 += kWarps * RO) {
+  const int o_end = min(P.inter, (tile + 1) * P.tile_a);
+  for (int o0 = tile * P.tile_a + warp * RO; o0 < o_end; o0 += kWarps * RO) {
     for (int ab = a0; ab < a1; ab += NA) {
       const int na = min(NA, a1 - ab);
       const float* zr[NA];
@@ -188,8 +192,8 @@ __device__ __forceinline__ void task_down(const Params& P, int g, int tile) {
   const uint2* dp = static_cast<const uint2*>(e.down_packed);
   const uint8_t* ds = static_cast<const uint8_t*>(e.down_scale);
   const int a0 = P.grp_begin[g], a1 = P.grp_begin[g + 1];
-  const int o_end = min(P.latent, (tile + 1) * kTileB);
-  for (int o0 = tile * kTileB + warp * RB; o0 < o_end; o0 += kWarps * RB) {
+  const int o_end = min(P.latent, (tile + 1) * P.tile_b);
+  for (int o0 = tile * P.tile_b + warp * RB; o0 < o_end; o0 += kWarps * RB) {
     for (int ab = a0; ab < a1; ab += NA) {
       const int na = min(NA, a1 - ab);
       const float* hr[NA];
@@ -232,6 +236,336 @@ __device__ __forceinline__ void task_down(const Params& P, int g, int tile) {
   }
 }
 
+// Streamed versions: each warp walks its rows' chunks as one flat sequence of steps (pass, k) and
+// keeps the next step's weights, scales and x in flight while it computes the current one, so
+// memory latency overlaps arithmetic across row boundaries too. Same per-lane order as above.
+template <int R>
+struct Step {
+  uint2 w[R];
+  uint32_t s[R];
+  X16 x;
+};
+
+template <int RO>
+__device__ __forceinline__ Step<2 * RO> load_gate_up_step(const uint2* gp, const uint2* up, const uint8_t* gs,
+                                                         const uint8_t* us, int nch, int nblk, const float* zr, int first,
+                                                         int stride, int o_end, int lane, int p, int k) {
+  Step<2 * RO> st;
+  const int c = lane + 32 * k;
+#pragma unroll
+  for (int r = 0; r < RO; ++r) {
+    const int o = first + p * stride + r;
+    if (o < o_end && c < nch) {
+      st.w[r] = __ldcs(gp + static_cast<int64_t>(o) * nch + c);
+      st.w[RO + r] = __ldcs(up + static_cast<int64_t>(o) * nch + c);
+      st.s[r] = __ldg(gs + static_cast<int64_t>(o) * nblk + c / 2);
+      st.s[RO + r] = __ldg(us + static_cast<int64_t>(o) * nblk + c / 2);
+    } else {
+      st.w[r] = st.w[RO + r] = make_uint2(0, 0);
+      st.s[r] = st.s[RO + r] = 127;
+    }
+  }
+  if (c < nch) st.x = load_x16<false>(zr + c * 16);
+  else st.x = X16{};
+  return st;
+}
+
+template <int RO>
+__device__ __forceinline__ void task_gate_up_streamed(const Params& P, int g, int tile) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const MxExpert e = P.experts[g];
+  const int nch = P.latent / 16, nblk = P.latent / 32, nk = (nch + 31) / 32;
+  const uint2* gp = static_cast<const uint2*>(e.gate_packed);
+  const uint2* up = static_cast<const uint2*>(e.up_packed);
+  const uint8_t* gs = static_cast<const uint8_t*>(e.gate_scale);
+  const uint8_t* us = static_cast<const uint8_t*>(e.up_scale);
+  const int first = tile * P.tile_a + warp * RO, stride = kWarps * RO;
+  const int o_end = min(P.inter, (tile + 1) * P.tile_a);
+  const int npass = first < o_end ? (o_end - first + stride - 1) / stride : 0;
+  const int steps = npass * nk;
+  for (int ai = P.grp_begin[g]; ai < P.grp_begin[g + 1] && steps > 0; ++ai) {
+    const int a = P.assign_list[ai];
+    const float* zr = P.z + static_cast<int64_t>(a / P.K) * P.latent;
+    float ag[RO], au[RO];
+#pragma unroll
+    for (int r = 0; r < RO; ++r) ag[r] = au[r] = 0.f;
+    Step<2 * RO> cur = load_gate_up_step<RO>(gp, up, gs, us, nch, nblk, zr, first, stride, o_end, lane, 0, 0);
+    int p = 0, k = 0;
+#pragma unroll 1
+    for (int s = 0; s < steps; ++s) {
+      int pn = p, kn = k + 1;
+      if (kn == nk) {
+        kn = 0;
+        ++pn;
+      }
+      if (s + 1 == steps) pn = p, kn = k;  // nothing left: re-read the current step (cache hit)
+      const Step<2 * RO> nxt = load_gate_up_step<RO>(gp, up, gs, us, nch, nblk, zr, first, stride, o_end, lane, pn, kn);
+      if (lane + 32 * k < nch) {
+#pragma unroll
+        for (int r = 0; r < RO; ++r) {
+          ag[r] = chunk_acc(cur.w[r], cur.s[r], cur.x, ag[r]);
+          au[r] = chunk_acc(cur.w[RO + r], cur.s[RO + r], cur.x, au[r]);
+        }
+      }
+      if (k == nk - 1) {
+#pragma unroll
+        for (int r = 0; r < RO; ++r) {
+          const int o = first + p * stride + r;
+          const float gsum = warp_sum(ag[r]);
+          const float usum = warp_sum(au[r]);
+          if (lane == 0 && o < o_end) P.h[static_cast<int64_t>(a) * P.inter + o] = situ_act(gsum, usum);
+          ag[r] = au[r] = 0.f;
+        }
+      }
+      cur = nxt;
+      p = pn;
+      k = kn;
+    }
+  }
+}
+
+template <int RB>
+__device__ __forceinline__ Step<RB> load_down_step(const uint2* dp, const uint8_t* ds, int nch, int nblk, const float* hr,
+                                                   int first, int stride, int o_end, int lane, int p, int k) {
+  Step<RB> st;
+  const int c = lane + 32 * k;
+#pragma unroll
+  for (int r = 0; r < RB; ++r) {
+    const int o = first + p * stride + r;
+    if (o < o_end && c < nch) {
+      st.w[r] = __ldcs(dp + static_cast<int64_t>(o) * nch + c);
+      st.s[r] = __ldg(ds + static_cast<int64_t>(o) * nblk + c / 2);
+    } else {
+      st.w[r] = make_uint2(0, 0);
+      st.s[r] = 127;
+    }
+  }
+  if (c < nch) st.x = load_x16<true>(hr + c * 16);  // h was written by this launch: skip L1
+  else st.x = X16{};
+  return st;
+}
+
+template <int RB>
+__device__ __forceinline__ void task_down_streamed(const Params& P, int g, int tile) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const MxExpert e = P.experts[g];
+  const int nch = P.inter / 16, nblk = P.inter / 32, nk = (nch + 31) / 32;
+  const uint2* dp = static_cast<const uint2*>(e.down_packed);
+  const uint8_t* ds = static_cast<const uint8_t*>(e.down_scale);
+  const int first = tile * P.tile_b + warp * RB, stride = kWarps * RB;
+  const int o_end = min(P.latent, (tile + 1) * P.tile_b);
+  const int npass = first < o_end ? (o_end - first + stride - 1) / stride : 0;
+  const int steps = npass * nk;
+  for (int ai = P.grp_begin[g]; ai < P.grp_begin[g + 1] && steps > 0; ++ai) {
+    const int a = P.assign_list[ai];
+    const float* hr = P.h + static_cast<int64_t>(a) * P.inter;
+    float acc[RB];
+#pragma unroll
+    for (int r = 0; r < RB; ++r) acc[r] = 0.f;
+    Step<RB> cur = load_down_step<RB>(dp, ds, nch, nblk, hr, first, stride, o_end, lane, 0, 0);
+    int p = 0, k = 0;
+#pragma unroll 1
+    for (int s = 0; s < steps; ++s) {
+      int pn = p, kn = k + 1;
+      if (kn == nk) {
+        kn = 0;
+        ++pn;
+      }
+      if (s + 1 == steps) pn = p, kn = k;
+      const Step<RB> nxt = load_down_step<RB>(dp, ds, nch, nblk, hr, first, stride, o_end, lane, pn, kn);
+      if (lane + 32 * k < nch) {
+#pragma unroll
+        for (int r = 0; r < RB; ++r) acc[r] = chunk_acc(cur.w[r], cur.s[r], cur.x, acc[r]);
+      }
+      if (k == nk - 1) {
+#pragma unroll
+        for (int r = 0; r < RB; ++r) {
+          const int o = first + p * stride + r;
+          const float sum = warp_sum(acc[r]);
+          if (lane == 0 && o < o_end) P.d[static_cast<int64_t>(a) * P.latent + o] = sum;
+          acc[r] = 0.f;
+        }
+      }
+      cur = nxt;
+      p = pn;
+      k = kn;
+    }
+  }
+}
+
+// Exact-shape versions (chunks per lane known at compile time, as for K3's 3584 and 3072): the
+// chunk loop is unrolled so every load uses an immediate offset from a per-row pointer, the next
+// chunk's weights are in flight while the current one is computed (also across row passes), x is
+// staged once per task in shared memory (lane-major, conflict-free), and weights bypass L1. Same
+// per-lane order as the versions above, so results are bit-identical to them.
+__device__ __forceinline__ uint2 ld_stream(const uint2* p) {
+  uint2 v;
+  asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  return v;
+}
+
+// x[c*16 .. c*16+15] for chunk c = lane + 32k lives at float4 slots ((k*4 + j)*32 + lane), j < 4.
+template <bool kCoherent>
+__device__ __forceinline__ void stage_x(float4* xs, const float* x, int width) {
+  const float4* src = reinterpret_cast<const float4*>(x);
+  for (int f = threadIdx.x; f < width / 4; f += kThreads) {
+    const int c = f >> 2, j = f & 3;
+    xs[((c >> 5) * 4 + j) * 32 + (c & 31)] = kCoherent ? __ldcg(src + f) : __ldg(src + f);
+  }
+}
+
+__device__ __forceinline__ X16 x_from_smem(const float4* xs, int k, int lane) {
+  const float4* b = xs + k * 128 + lane;
+  return X16{b[0], b[32], b[64], b[96]};
+}
+
+// Streams R rows (row r at packed rw[r], scales rs[r]; pointers already offset for this lane)
+// through NK chunks, adding into acc. `next_w/next_s` are the following pass's rows, prefetched
+// during the last chunk; `cur` holds chunk 0 of this pass on entry and chunk 0 of the next on exit.
+template <int R, int NK>
+__device__ __forceinline__ void rows_pass(const uint2* const (&rw)[R], const uint8_t* const (&rs)[R],
+                                          const uint2* const (&nw)[R], const uint8_t* const (&ns)[R], Step<R>& cur,
+                                          const float4* xs, int lane, float (&acc)[R]) {
+#pragma unroll
+  for (int k = 0; k < NK; ++k) {
+    Step<R> nxt;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (k + 1 < NK) {
+        nxt.w[r] = ld_stream(rw[r] + 32 * (k + 1));
+        nxt.s[r] = __ldg(rs[r] + 16 * (k + 1));
+      } else {
+        nxt.w[r] = ld_stream(nw[r]);
+        nxt.s[r] = __ldg(ns[r]);
+      }
+    }
+    const X16 x = x_from_smem(xs, k, lane);
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r] = chunk_acc(cur.w[r], cur.s[r], x, acc[r]);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      cur.w[r] = nxt.w[r];
+      cur.s[r] = nxt.s[r];
+    }
+  }
+}
+
+template <int RO, int NK>
+__device__ __forceinline__ void task_gate_up_exact(const Params& P, int g, int tile, float4* xs) {
+  constexpr int R = 2 * RO;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const MxExpert e = P.experts[g];
+  constexpr int nch = NK * 32, nblk = NK * 16;
+  const uint2* gp = static_cast<const uint2*>(e.gate_packed) + lane;
+  const uint2* up = static_cast<const uint2*>(e.up_packed) + lane;
+  const uint8_t* gs = static_cast<const uint8_t*>(e.gate_scale) + lane / 2;
+  const uint8_t* us = static_cast<const uint8_t*>(e.up_scale) + lane / 2;
+  const int first = tile * P.tile_a + warp * RO, stride = kWarps * RO;
+  const int o_end = min(P.inter, (tile + 1) * P.tile_a);
+  for (int ai = P.grp_begin[g]; ai < P.grp_begin[g + 1]; ++ai) {
+    const int a = P.assign_list[ai];
+    __syncthreads();  // the previous assignment's readers are done with xs
+    stage_x<false>(xs, P.z + static_cast<int64_t>(a / P.K) * P.latent, P.latent);
+    __syncthreads();
+    if (first >= o_end) continue;
+    auto row_ptrs = [&](int o0, const uint2* (&w)[R], const uint8_t* (&sc)[R]) {
+#pragma unroll
+      for (int r = 0; r < RO; ++r) {
+        const int o = min(o0 + r, o_end - 1);  // a short last pass recomputes a valid row, unstored
+        w[r] = gp + static_cast<int64_t>(o) * nch;
+        w[RO + r] = up + static_cast<int64_t>(o) * nch;
+        sc[r] = gs + static_cast<int64_t>(o) * nblk;
+        sc[RO + r] = us + static_cast<int64_t>(o) * nblk;
+      }
+    };
+    const uint2* rw[R];
+    const uint8_t* rs[R];
+    row_ptrs(first, rw, rs);
+    Step<R> cur;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      cur.w[r] = ld_stream(rw[r]);
+      cur.s[r] = __ldg(rs[r]);
+    }
+#pragma unroll 1
+    for (int o0 = first; o0 < o_end; o0 += stride) {
+      const uint2* nw[R];
+      const uint8_t* ns[R];
+      row_ptrs(o0 + stride < o_end ? o0 + stride : o0, nw, ns);
+      float acc[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) acc[r] = 0.f;
+      rows_pass<R, NK>(rw, rs, nw, ns, cur, xs, lane, acc);
+#pragma unroll
+      for (int r = 0; r < RO; ++r) {
+        const float gsum = warp_sum(acc[r]);
+        const float usum = warp_sum(acc[RO + r]);
+        if (lane == 0 && o0 + r < o_end) P.h[static_cast<int64_t>(a) * P.inter + o0 + r] = situ_act(gsum, usum);
+      }
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        rw[r] = nw[r];
+        rs[r] = ns[r];
+      }
+    }
+  }
+}
+
+template <int RB, int NK>
+__device__ __forceinline__ void task_down_exact(const Params& P, int g, int tile, float4* xs) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const MxExpert e = P.experts[g];
+  constexpr int nch = NK * 32, nblk = NK * 16;
+  const uint2* dp = static_cast<const uint2*>(e.down_packed) + lane;
+  const uint8_t* ds = static_cast<const uint8_t*>(e.down_scale) + lane / 2;
+  const int first = tile * P.tile_b + warp * RB, stride = kWarps * RB;
+  const int o_end = min(P.latent, (tile + 1) * P.tile_b);
+  for (int ai = P.grp_begin[g]; ai < P.grp_begin[g + 1]; ++ai) {
+    const int a = P.assign_list[ai];
+    __syncthreads();
+    stage_x<true>(xs, P.h + static_cast<int64_t>(a) * P.inter, P.inter);  // written by this launch: L2 only
+    __syncthreads();
+    if (first >= o_end) continue;
+    auto row_ptrs = [&](int o0, const uint2* (&w)[RB], const uint8_t* (&sc)[RB]) {
+#pragma unroll
+      for (int r = 0; r < RB; ++r) {
+        const int o = min(o0 + r, o_end - 1);
+        w[r] = dp + static_cast<int64_t>(o) * nch;
+        sc[r] = ds + static_cast<int64_t>(o) * nblk;
+      }
+    };
+    const uint2* rw[RB];
+    const uint8_t* rs[RB];
+    row_ptrs(first, rw, rs);
+    Step<RB> cur;
+#pragma unroll
+    for (int r = 0; r < RB; ++r) {
+      cur.w[r] = ld_stream(rw[r]);
+      cur.s[r] = __ldg(rs[r]);
+    }
+#pragma unroll 1
+    for (int o0 = first; o0 < o_end; o0 += stride) {
+      const uint2* nw[RB];
+      const uint8_t* ns[RB];
+      row_ptrs(o0 + stride < o_end ? o0 + stride : o0, nw, ns);
+      float acc[RB];
+#pragma unroll
+      for (int r = 0; r < RB; ++r) acc[r] = 0.f;
+      rows_pass<RB, NK>(rw, rs, nw, ns, cur, xs, lane, acc);
+#pragma unroll
+      for (int r = 0; r < RB; ++r) {
+        const float sum = warp_sum(acc[r]);
+        if (lane == 0 && o0 + r < o_end) P.d[static_cast<int64_t>(a) * P.latent + o0 + r] = sum;
+      }
+#pragma unroll
+      for (int r = 0; r < RB; ++r) {
+        rw[r] = nw[r];
+        rs[r] = ns[r];
+      }
+    }
+  }
+}
+
 __device__ __forceinline__ void task_combine(const Params& P, int t, int tile) {
   const int o_end = min(P.latent, (tile + 1) * kTileC);
   for (int o = tile * kTileC + threadIdx.x; o < o_end; o += kThreads) {
@@ -244,8 +578,10 @@ __device__ __forceinline__ void task_combine(const Params& P, int t, int tile) {
   }
 }
 
-template <int RO, int RB, int NA, int U, int kMinBlocks>
+// Mode 0: plain, 1: streamed (any shape), 2: exact (chunks per lane NK1 / NK2).
+template <int RO, int RB, int NA, int U, int kMinBlocks, int kMode, int NK1 = 0, int NK2 = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const Params P) {
+  extern __shared__ float4 xs[];
   __shared__ unsigned s_task;
   const unsigned total = P.nA + P.nB + P.nC;
   if (threadIdx.x == 0) s_task = atomicAdd(P.ticket, 1u);
@@ -257,14 +593,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const 
     if (threadIdx.x == 0) next = atomicAdd(P.ticket, 1u);  // in flight while this task runs
     if (task < P.nA) {
       const int g = static_cast<int>(task) / P.a_tiles;
-      task_gate_up<RO, NA, U>(P, g, static_cast<int>(task) % P.a_tiles);
+      if constexpr (kMode == 2) task_gate_up_exact<RO, NK1>(P, g, static_cast<int>(task) % P.a_tiles, xs);
+      else if constexpr (kMode == 1) task_gate_up_streamed<RO>(P, g, static_cast<int>(task) % P.a_tiles);
+      else task_gate_up<RO, NA, U>(P, g, static_cast<int>(task) % P.a_tiles);
       signal_done(P.doneA + g);
     } else if (task < P.nA + P.nB) {
       const int b = static_cast<int>(task - P.nA);
       const int g = b / P.b_tiles;
       if (threadIdx.x == 0) wait_at_least(P.doneA + g, static_cast<unsigned>(P.a_tiles));
       __syncthreads();
-      task_down<RB, NA, U>(P, g, b % P.b_tiles);
+      if constexpr (kMode == 2) task_down_exact<RB, NK2>(P, g, b % P.b_tiles, xs);
+      else if constexpr (kMode == 1) task_down_streamed<RB>(P, g, b % P.b_tiles);
+      else task_down<RB, NA, U>(P, g, b % P.b_tiles);
       signal_done(P.doneB + g);
     } else {
       const int c = static_cast<int>(task - P.nA - P.nB);
@@ -289,20 +629,39 @@ using KernelFn = void (*)(Params);
 struct Variant {
   const char* name;
   KernelFn fn;
+  int tile_a, tile_b;
+  int nk1 = 0, nk2 = 0;  // exact versions: the chunks per lane they are built for (0: any shape)
 };
+// Measured on an H200 (docs/PERFORMANCE.md has the runs), % of device-to-device copy bandwidth at
+// T=1 / T=8: v11 50.5-50.8 / 61.1-62.2, v9 50.5-53.3 / 50.1-60.3, v12 40-43 / 59-63, v6 36-39 / 42-45,
+// v2 35 / 40. Dropped after measuring: v8 (RO=4 RB=8) 51/56, v10 (128-row tiles) 43/58, v13 (v12 with
+// 32-row tiles) 50/48, v15 (v9 with 32-row tiles) 46/52, v14 (v15 for few experts, v11 for many)
+// 47.5/61.5. Every version computes the same bits (the checker compares them), so the choice never
+// changes results. The first version that fits the shapes is the default.
 const Variant kVariants[] = {
-    {"v1 RO=2 RB=4 NA=1 U=2", expert_mlp_kernel<2, 4, 1, 2, 2>},
-    {"v2 RO=4 RB=8 NA=1 U=1", expert_mlp_kernel<4, 8, 1, 1, 2>},
-    {"v3 RO=1 RB=2 NA=1 U=2", expert_mlp_kernel<1, 2, 1, 2, 3>},
-    {"v4 RO=2 RB=4 NA=2 U=1", expert_mlp_kernel<2, 4, 2, 1, 1>},
+    {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
+    {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
+    {"v12 k3-exact RO=1 RB=2 tiles 64/64 4 blocks/SM", expert_mlp_kernel<1, 2, 1, 1, 4, 2, 7, 6>, 64, 64, 7, 6},
+    {"v6 streamed RO=4 RB=8 tiles 64/64", expert_mlp_kernel<4, 8, 1, 1, 2, 1>, 64, 64},
+    {"v2 RO=4 RB=8 tiles 32/32", expert_mlp_kernel<4, 8, 1, 1, 2, 0>, 32, 32},
 };
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
+static_assert(kNumVariants <= 16, "ExpertMlp::Impl::blocks_per_sm holds 16 versions");
+
+bool fits(const Variant& v, int latent, int inter) {
+  return v.nk1 == 0 || (latent == v.nk1 * 512 && inter == v.nk2 * 512);
+}
+
+size_t smem_bytes(const Variant& v, int latent, int inter) {
+  return v.nk1 ? static_cast<size_t>(std::max(latent, inter)) * sizeof(float) : 0;
+}
 
 }  // namespace
 
 struct ExpertMlp::Impl {
   int variant = 0;
-  int blocks_per_sm = 0, sms = 0;
+  int blocks_per_sm[16] = {};  // per version, from the occupancy calculator
+  int sms = 0;
   int max_assign = 0;
   DeviceBuffer h, d, counters, tables;
   void* staging = nullptr;  // pinned host copy of the tables
@@ -317,7 +676,9 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows)
       throw CudaError("ExpertMlp: latent (" + std::to_string(latent) + ") and intermediate (" + std::to_string(inter) +
                       ") widths must be positive multiples of 32");
     if (top_k <= 0 || max_rows <= 0) throw CudaError("ExpertMlp: top_k and max_rows must be positive");
-    impl_->variant = 0;
+    impl_->variant = -1;
+    for (int v = 0; v < kNumVariants && impl_->variant < 0; ++v)
+      if (fits(kVariants[v], latent, inter)) impl_->variant = v;
     const int64_t A = static_cast<int64_t>(max_rows) * top_k;
     impl_->max_assign = static_cast<int>(A);
     impl_->h = DeviceBuffer(static_cast<size_t>(A) * inter * sizeof(float));
@@ -348,18 +709,18 @@ const char* ExpertMlp::variant() const { return kVariants[impl_->variant].name; 
 
 std::vector<std::string> ExpertMlp::variants() const {
   std::vector<std::string> out;
-  for (const Variant& v : kVariants) out.push_back(v.name);
+  for (const Variant& v : kVariants)
+    if (fits(v, latent_, inter_)) out.push_back(v.name);
   return out;
 }
 
 void ExpertMlp::select_variant(const std::string& name) {
   for (int v = 0; v < kNumVariants; ++v) {
-    if (name != kVariants[v].name) continue;
+    if (name != kVariants[v].name || !fits(kVariants[v], latent_, inter_)) continue;
     impl_->variant = v;
-    impl_->blocks_per_sm = 0;
     return;
   }
-  throw CudaError("ExpertMlp: no kernel variant named '" + name + "'");
+  throw CudaError("ExpertMlp: no kernel variant named '" + name + "' fits these shapes");
 }
 
 void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_expert, const float* slot_weight, int T,
@@ -440,21 +801,25 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
   P.K = K;
   P.latent = latent_;
   P.inter = inter_;
-  P.a_tiles = (inter_ + kTileA - 1) / kTileA;
-  P.b_tiles = (latent_ + kTileB - 1) / kTileB;
+  const int vi = impl_->variant;
+  const Variant& v = kVariants[vi];
+  P.tile_a = v.tile_a;
+  P.tile_b = v.tile_b;
+  P.a_tiles = (inter_ + P.tile_a - 1) / P.tile_a;
+  P.b_tiles = (latent_ + P.tile_b - 1) / P.tile_b;
   P.c_tiles = (latent_ + kTileC - 1) / kTileC;
   P.nA = static_cast<unsigned>(nG * P.a_tiles);
   P.nB = static_cast<unsigned>(nG * P.b_tiles);
   P.nC = static_cast<unsigned>(T * P.c_tiles);
 
-  const Variant& v = kVariants[impl_->variant];
-  if (!impl_->blocks_per_sm) {
-    DELTAFIN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&impl_->blocks_per_sm, v.fn, kThreads, 0));
-    if (impl_->blocks_per_sm < 1) impl_->blocks_per_sm = 1;
+  int& bps = impl_->blocks_per_sm[vi];
+  if (!bps) {
+    DELTAFIN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, v.fn, kThreads, smem_bytes(v, latent_, inter_)));
+    if (bps < 1) bps = 1;
   }
   const unsigned total = P.nA + P.nB + P.nC;
-  const unsigned cap = static_cast<unsigned>(impl_->sms * impl_->blocks_per_sm);
-  v.fn<<<std::min(total, cap), kThreads, 0, s>>>(P);
+  const unsigned cap = static_cast<unsigned>(impl_->sms * bps);
+  v.fn<<<std::min(total, cap), kThreads, smem_bytes(v, latent_, inter_), s>>>(P);
   DELTAFIN_CUDA_LAUNCHED("expert_mlp_kernel");
 }
 

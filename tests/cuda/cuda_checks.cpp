@@ -113,7 +113,7 @@ std::vector<Result> bf16_gemm(uint64_t seed) {
     a.ldy = sh.out;
     kernels::scalar::bf16_rows(a);
     dy.fill_byte(0xff);  // NaN poison: an unwritten output fails
-    bf16_gemm(dw.data(), sh.out, sh.in, dx.as<float>(), sh.in, Tmax, dy.as<float>(), sh.out);
+    deltafin::cuda::bf16_gemm(dw.data(), sh.out, sh.in, dx.as<float>(), sh.in, Tmax, dy.as<float>(), sh.out);
     const auto y = from_device<float>(dy, ref.size());
     // |y - ref| <= 2 * gamma_n * sum |w x|: both sides' worst-case fp32 summation error.
     const double gamma = sh.in * kU / (1 - sh.in * kU);
@@ -138,13 +138,13 @@ std::vector<Result> bf16_gemm(uint64_t seed) {
     // Batch invariance: row p alone vs inside T-row passes.
     std::vector<std::vector<float>> alone(Tmax);
     for (int p = 0; p < Tmax; ++p) {
-      bf16_gemm(dw.data(), sh.out, sh.in, dx.as<float>() + p * sh.in, sh.in, 1, dy.as<float>(), sh.out);
+      deltafin::cuda::bf16_gemm(dw.data(), sh.out, sh.in, dx.as<float>() + p * sh.in, sh.in, 1, dy.as<float>(), sh.out);
       alone[p] = from_device<float>(dy, static_cast<size_t>(sh.out));
     }
     int bad = 0, checked = 0;
     for (int T : {2, 3, 4, 8}) {
       dy.fill_byte(0xff);
-      bf16_gemm(dw.data(), sh.out, sh.in, dx.as<float>(), sh.in, T, dy.as<float>(), sh.out);
+      deltafin::cuda::bf16_gemm(dw.data(), sh.out, sh.in, dx.as<float>(), sh.in, T, dy.as<float>(), sh.out);
       const auto yt = from_device<float>(dy, static_cast<size_t>(T * sh.out));
       for (int p = 0; p < T; ++p, ++checked)
         if (!bits_equal(yt.data() + p * sh.out, alone[p].data(), static_cast<size_t>(sh.out))) ++bad;

@@ -8,17 +8,19 @@
 #include "cuda/cuda_kernels.h"
 #include "cuda_checks.h"
 
+// QSKIP returns from the function it is written in, so this has to be a macro.
+#define REQUIRE_GPU()                                                                                      \
+  do {                                                                                                     \
+    std::string why_;                                                                                      \
+    if (!deltafin::cuda::device_available(&why_))                                                          \
+      QSKIP(qPrintable(QString::fromStdString("needs an NVIDIA GPU with a working driver: " + why_)));   \
+  } while (0)
+
 class TstCudaKernels : public QObject {
   Q_OBJECT
 
  private:
   uint64_t seed_ = 0;
-
-  void require_gpu() {
-    std::string why;
-    if (!deltafin::cuda::device_available(&why))
-      QSKIP(qPrintable(QString::fromStdString("needs an NVIDIA GPU with a working driver: " + why)));
-  }
 
   void verify(const std::vector<deltafin::cuda::check::Result>& results) {
     QVERIFY(!results.empty());
@@ -35,27 +37,27 @@ class TstCudaKernels : public QObject {
     qInfo("seed %llu (set DELTAFIN_TEST_SEED to repeat)", static_cast<unsigned long long>(seed_));
   }
   void bf16Gemm() {
-    require_gpu();
+    REQUIRE_GPU();
     verify(deltafin::cuda::check::bf16_gemm(seed_));
   }
   void rmsNorm() {
-    require_gpu();
+    REQUIRE_GPU();
     verify(deltafin::cuda::check::rmsnorm(seed_));
   }
   void situ() {
-    require_gpu();
+    REQUIRE_GPU();
     verify(deltafin::cuda::check::situ(seed_));
   }
   void routerTopk() {
-    require_gpu();
+    REQUIRE_GPU();
     verify(deltafin::cuda::check::router_topk(seed_));
   }
   void expertMlp() {
-    require_gpu();
+    REQUIRE_GPU();
     verify(deltafin::cuda::check::expert_mlp(seed_, true));
   }
   void badShapesAreRejected() {
-    require_gpu();
+    REQUIRE_GPU();
     QVERIFY_THROWS_EXCEPTION(deltafin::cuda::CudaError, deltafin::cuda::ExpertMlp(100, 64, 4, 1));
     deltafin::cuda::DeviceBuffer w(64 * 12 * 2), x(12 * 4), y(64 * 4);
     QVERIFY_THROWS_EXCEPTION(deltafin::cuda::CudaError,

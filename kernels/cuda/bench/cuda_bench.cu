@@ -94,10 +94,14 @@ struct Row {
 
 int main(int argc, char** argv) {
   std::string json_path = "cuda-bench.json";
+  std::string only_variant;   // run only expert variants whose name contains this
+  bool experts_only = false;  // skip the copy and GEMV parts (for profiling one kernel)
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--variant") && i + 1 < argc) only_variant = argv[++i];
+    else if (!std::strcmp(argv[i], "--experts-only")) experts_only = true;
     else {
-      std::fprintf(stderr, "usage: %s [--json PATH]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--json PATH] [--variant SUBSTRING] [--experts-only]\n", argv[0]);
       return 3;
     }
   }
@@ -116,7 +120,7 @@ int main(int argc, char** argv) {
 
     // 1. Device-to-device copy: 2 GiB, bytes counted = read + write (2 x size).
     double d2d_gbs = 0;
-    {
+    if (!experts_only) {
       const size_t n = size_t(2) << 30;
       DeviceBuffer a(n), b(n);
       randomize(a.data(), n, 1);
@@ -150,6 +154,7 @@ int main(int argc, char** argv) {
       dz.upload(z.data(), z.size() * 4);
       ExpertMlp mlp(latent, inter, K, 8);
       for (const std::string& variant : mlp.variants()) {
+        if (variant.find(only_variant) == std::string::npos) continue;
         mlp.select_variant(variant);
         for (int T : {1, 8}) {
           // Many different routings in rotation, so no run finds its experts in the 60 MB L2.
@@ -183,7 +188,8 @@ int main(int argc, char** argv) {
           const double gbs = distinct_sum / sets * per / (ms * 1e-3) / 1e9;
           char shape[160];
           std::snprintf(shape, sizeof shape, "T=%d, %.1f distinct experts avg, 3584->3072->3584", T, distinct_sum / sets);
-          rows.push_back({"MXFP4 expert MLP [" + variant + "]", shape, distinct_sum / sets * per, ms, gbs, 100.0 * gbs / d2d_gbs,
+          rows.push_back({"MXFP4 expert MLP [" + variant + "]", shape, distinct_sum / sets * per, ms, gbs,
+                          d2d_gbs > 0 ? 100.0 * gbs / d2d_gbs : 0.0,
                           "bytes = distinct experts x 17,547,264; time per layer call incl. routing-table upload"});
         }
       }
@@ -191,6 +197,7 @@ int main(int argc, char** argv) {
 
     // 3. BF16 GEMV / small-T GEMM at the spine's 7168x7168 and lm_head's 163840x7168.
     for (const int64_t out : {int64_t(7168), int64_t(163840)}) {
+      if (experts_only) break;
       const int64_t in = 7168;
       const size_t wbytes = size_t(out) * in * 2;
       const int copies = out == 7168 ? 12 : 1;  // rotate copies of the small matrix past the L2
