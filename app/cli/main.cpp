@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   cli::add_synth(app);
   cli::add_tokenize(app);
   cli::add_detokenize(app);
+  cli::add_serve(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
