@@ -19,5 +19,6 @@ void add_setup_qwen(CLI::App& app);
 void add_doctor(CLI::App& app);
 void add_cache(CLI::App& app);
 void add_upgrade(CLI::App& app);
+void add_serve(CLI::App& app);
 
 }  // namespace deltafin::cli

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   cli::add_doctor(app);
   cli::add_cache(app);
   cli::add_upgrade(app);
+  cli::add_serve(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
