@@ -49,6 +49,7 @@ case "$mode" in
     ;;
   test)
     export QT_QPA_PLATFORM=offscreen
+    npm ci --prefix tests/node --no-audit --no-fund || echo "npm unreachable: Qwen npm cross-check will be skipped"
     ctest --preset "$preset" -j "$jobs" "$@"
     ;;
   *) say "unknown mode '$mode': use run or test"; exit 2 ;;

@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   cli::add_logits(app);
   cli::add_generate_ids(app);
   cli::add_synth(app);
+  cli::add_tokenize(app);
+  cli::add_detokenize(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

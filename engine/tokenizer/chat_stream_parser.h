@@ -1,0 +1,64 @@
+#pragma once
+// Splits the ids K3 generates after a render_chat prompt into reasoning and answer text, and
+// says when the reply is over.
+//
+//   deltafin::ChatStreamParser parser(*tokenizer, /*thinking=*/true);
+//   for (int32_t id : generated) {
+//     for (const auto& ev : parser.push(id)) {
+//       if (ev.kind == deltafin::ChatEvent::Kind::Answer) print(ev.text);
+//       else if (ev.kind == deltafin::ChatEvent::Kind::Reasoning) log(ev.text);
+//     }
+//     if (parser.done()) break;   // <|end_of_msg|> (or [EOS]) was generated: stop decoding
+//   }
+//   for (const auto& ev : parser.finish()) ...   // when generation stopped for another reason
+//
+// Text events hold complete UTF-8 only. Structural tags are never part of the text.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tokenizer/tokenizer.h"
+
+namespace deltafin {
+
+struct ChatEvent {
+  enum class Kind {
+    Reasoning,  // text inside <|open|>think ... <|close|>think
+    Answer,     // text inside <|open|>response ... <|close|>response
+    Tag,        // a structural tag the parser does not act on (its name and attributes in `text`)
+    End,        // the end marker: nothing follows
+  };
+  Kind kind;
+  std::string text;
+};
+
+class ChatStreamParser {
+ public:
+  // `thinking`: whether the prompt ended with <|open|>think (else with <|open|>response).
+  ChatStreamParser(const Tokenizer& tokenizer, bool thinking);
+
+  std::vector<ChatEvent> push(int32_t id);
+  // Generation stopped without the end marker (length limit, cancel): flush held-back text.
+  std::vector<ChatEvent> finish();
+
+  enum class Phase { Reasoning, Answer, AfterAnswer, Done };
+  Phase phase() const { return phase_; }
+  bool done() const { return phase_ == Phase::Done; }
+
+ private:
+  void flush(std::vector<ChatEvent>& events);
+  void emit_text(std::string text, std::vector<ChatEvent>& events);
+  void on_tag(bool opening, const std::string& body, std::vector<ChatEvent>& events);
+
+  const Tokenizer& tokenizer_;
+  int32_t open_, close_, sep_, end_of_msg_;
+  std::optional<int32_t> eos_;
+  Phase phase_;
+  IncrementalDecoder decoder_;
+  // A tag being read: set after <|open|>/<|close|>, until <|sep|>.
+  std::optional<bool> tag_opening_;
+  std::string tag_body_;
+};
+
+}  // namespace deltafin
