@@ -12,5 +12,7 @@ void add_generate_ids(CLI::App& app);
 void add_synth(CLI::App& app);
 void add_tokenize(CLI::App& app);
 void add_detokenize(CLI::App& app);
+void add_setup(CLI::App& app);
+void add_setup_qwen(CLI::App& app);
 
 }  // namespace deltafin::cli

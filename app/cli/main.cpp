@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   cli::add_synth(app);
   cli::add_tokenize(app);
   cli::add_detokenize(app);
+  cli::add_setup(app);
+  cli::add_setup_qwen(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
