@@ -2,10 +2,13 @@
 
 #include <chrono>
 
+#include "runtime/speculative_decoder.h"
+
 namespace deltafin {
 
 GenerateResult generate(K3Session& s, std::span<const int32_t> prompt, const GenerateOptions& opts,
                         const std::function<bool(int32_t)>& on_token) {
+  if (opts.drafter) return generate_speculative(s, prompt, opts, on_token);
   using clock = std::chrono::steady_clock;
   GenerateResult r;
   r.stats.prompt_tokens = static_cast<int>(prompt.size());
