@@ -19,6 +19,20 @@ void interruptible_sleep(double seconds, const std::atomic<bool>* cancel) {
   }
 }
 
+void with_retries(const FetchTuning& tuning, const std::atomic<bool>* cancel, const std::function<void()>& fn) {
+  double backoff = tuning.backoff_initial_s;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      fn();
+      return;
+    } catch (const HubError& e) {
+      if (!e.transient() || attempt >= tuning.max_attempts || (cancel && cancel->load())) throw;
+      interruptible_sleep(backoff, cancel);
+      backoff = std::min(backoff * 2, tuning.backoff_max_s);
+    }
+  }
+}
+
 void fetch_range_to_fd(const HubClient& hub, const std::string& repo, const std::string& revision, const std::string& path,
                        uint64_t offset, uint64_t length, int fd, std::atomic<uint64_t>& done, std::atomic<uint64_t>* progress,
                        const FetchTuning& tuning, const std::atomic<bool>* cancel,

@@ -29,6 +29,9 @@ void fetch_range_to_fd(const HubClient& hub, const std::string& repo, const std:
                        const FetchTuning& tuning, const std::atomic<bool>* cancel,
                        const std::function<void(const std::string&)>& on_retry = {});
 
+// Runs fn, retrying transient HubErrors with exponential backoff (listings, metadata, headers).
+void with_retries(const FetchTuning& tuning, const std::atomic<bool>* cancel, const std::function<void()>& fn);
+
 // Sleeps up to `seconds`, waking early when cancel becomes true.
 void interruptible_sleep(double seconds, const std::atomic<bool>* cancel);
 

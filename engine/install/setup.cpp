@@ -81,19 +81,14 @@ std::string fetch_header_bytes(const HubClient& hub, const PlannedRepo& r, const
                                const std::atomic<bool>* cancel) {
   auto get = [&](uint64_t off, uint64_t len) {
     std::string out;
-    for (int attempt = 1;; ++attempt) {
+    with_retries(tuning, cancel, [&] {
       out.clear();
-      try {
-        hub.fetch_range(r.repo, r.revision, f.path, off, len, [&](const uint8_t* d, size_t n) {
-          out.append(reinterpret_cast<const char*>(d), n);
-          return true;
-        }, cancel);
-        return out;
-      } catch (const HubError& e) {
-        if (!e.transient() || attempt >= tuning.max_attempts) throw;
-        interruptible_sleep(std::min(tuning.backoff_initial_s * (1 << std::min(attempt - 1, 10)), tuning.backoff_max_s), cancel);
-      }
-    }
+      hub.fetch_range(r.repo, r.revision, f.path, off, len, [&](const uint8_t* d, size_t n) {
+        out.append(reinterpret_cast<const char*>(d), n);
+        return true;
+      }, cancel);
+    });
+    return out;
   };
   if (f.size < 8) throw Error(r.repo + "/" + f.path + " is listed with " + std::to_string(f.size) + " bytes, too small for safetensors");
   std::string len8 = get(0, 8);
@@ -125,7 +120,8 @@ SetupPlan plan_setup(const SetupOptions& opt, const HubClient& hub) {
     r.revision = t.revision;
     r.folder = t.role == RepoRole::Qwen ? folder_for_repo(t.repo) : pinned(t.role).folder;
     r.stream = opt.mode == SetupOptions::Mode::Stream && t.role == RepoRole::K3;
-    std::vector<HubFile> files = hub.list_files(t.repo, t.revision);
+    std::vector<HubFile> files;
+    with_retries(opt.tuning, nullptr, [&] { files = hub.list_files(t.repo, t.revision); });
     if (files.empty()) throw Error(t.repo + "@" + t.revision + " lists no files", "check the repository and revision");
     std::set<std::string> shard_names;
     if (r.stream) {
@@ -134,11 +130,14 @@ SetupPlan plan_setup(const SetupOptions& opt, const HubClient& hub) {
       if (!idx_file || !cfg_file)
         throw Error(t.repo + "@" + t.revision + " has no " + (idx_file ? kConfigName : kIndexName),
                     "a stream install needs a sharded safetensors checkpoint; use --full");
-      CheckpointIndex idx = CheckpointIndex::parse(hub.fetch_small(t.repo, t.revision, *idx_file), t.repo + "/" + kIndexName);
+      std::string idx_text, cfg_text;
+      with_retries(opt.tuning, nullptr, [&] { idx_text = hub.fetch_small(t.repo, t.revision, *idx_file); });
+      with_retries(opt.tuning, nullptr, [&] { cfg_text = hub.fetch_small(t.repo, t.revision, *cfg_file); });
+      CheckpointIndex idx = CheckpointIndex::parse(idx_text, t.repo + "/" + kIndexName);
       std::vector<std::string> names;
       names.reserve(idx.tensor_shard.size());
       for (const auto& kv : idx.tensor_shard) names.push_back(kv.first);
-      const StreamShape shape = stream_shape(hub.fetch_small(t.repo, t.revision, *cfg_file), names, t.repo + "/" + kConfigName);
+      const StreamShape shape = stream_shape(cfg_text, names, t.repo + "/" + kConfigName);
       r.layers = shape.layers;
       r.experts = shape.experts;
       shard_names.insert(idx.shards.begin(), idx.shards.end());

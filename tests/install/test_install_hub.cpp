@@ -270,6 +270,21 @@ class TestInstallHub : public QObject {
     QVERIFY(again.saw("already installed and verified"));
   }
 
+  void listingAndMetadataSurviveServerErrors() {
+    hub_->add_fault({HubFault::Status503, "/api/models/", 2});
+    hub_->add_fault({HubFault::DropMidBody, "model.safetensors.index.json", 1});
+    SetupOptions s;
+    s.mode = SetupOptions::Mode::Stream;
+    s.model_root = temp_dir("flaky-plan");
+    s.hub.base_url = hub_->url();
+    s.revision = "main";
+    s.tuning = tuning();
+    SetupPlan plan = plan_setup(s, client());
+    QCOMPARE(plan.repos.size(), size_t(2));
+    QCOMPARE(std::count_if(plan.repos[0].files.begin(), plan.repos[0].files.end(), [](const PlannedFile& f) { return f.stream_shard; }), 3);
+    QVERIFY(plan.repos[0].expert_bytes > 0);
+  }
+
   void corruptedInstalledFileIsReplaced() {
     const std::string root = temp_dir("repair");
     SetupOptions s;

@@ -13,6 +13,7 @@
 #include "install/setup.h"
 #include "model/checkpoint.h"
 #include "model/k3_config.h"
+#include "runtime/generate.h"
 #include "runtime/k3_model.h"
 #include "store/expert_source_factory.h"
 #include "store/stream_expert_source.h"
@@ -35,6 +36,12 @@ std::string slurp(const std::string& p) {
 }
 
 struct Quiet : InstallObserver {};
+
+std::vector<int32_t> greedy(K3Session& s, const std::vector<int32_t>& prompt) {
+  GenerateOptions o;
+  o.max_new = 8;
+  return generate(s, prompt, o).ids;
+}
 
 // Bytes never fetched (or evicted) read as zeros: the sparse file's holes.
 bool is_hole(const std::string& path, const ExpertLocation& L) {
@@ -220,7 +227,7 @@ class TestInstallStream : public QObject {
     {
       auto m = K3Model::load(k3_);
       K3Session s(*m);
-      reference = generate_greedy(s, prompt, 8).ids;
+      reference = greedy(s, prompt);
     }
     // A cap that holds every expert: the second run and the offline run fetch nothing.
     const uint64_t all = uint64_t(cfg_.moe_layers()) * cfg_.experts * expert_bytes_;
@@ -229,14 +236,14 @@ class TestInstallStream : public QObject {
       auto m = K3Model::load(root);
       QVERIFY(m->experts().describe().find("stream cache") != std::string::npos);
       K3Session s(*m);
-      QCOMPARE(generate_greedy(s, prompt, 8).ids, reference);
+      QCOMPARE(greedy(s, prompt), reference);
       QVERIFY(m->experts().counters().net_fetches > 0);
     }
     const int after_first = hub_->requests_matching("/resolve/");
     {
       auto m = K3Model::load(root);
       K3Session s(*m);
-      QCOMPARE(generate_greedy(s, prompt, 8).ids, reference);
+      QCOMPARE(greedy(s, prompt), reference);
       QCOMPARE(m->experts().counters().net_fetches, uint64_t(0));
       QCOMPARE(hub_->requests_matching("/resolve/"), after_first);
     }
@@ -244,7 +251,7 @@ class TestInstallStream : public QObject {
     {
       auto m = K3Model::load(root);
       K3Session s(*m);
-      QCOMPARE(generate_greedy(s, prompt, 8).ids, reference);
+      QCOMPARE(greedy(s, prompt), reference);
     }
     ::unsetenv("DELTAFIN_OFFLINE");
 
@@ -254,7 +261,7 @@ class TestInstallStream : public QObject {
     {
       auto m = K3Model::load(tight);
       K3Session s(*m);
-      QCOMPARE(generate_greedy(s, prompt, 8).ids, reference);
+      QCOMPARE(greedy(s, prompt), reference);
       auto* src = dynamic_cast<StreamExpertSource*>(&m->experts());
       QVERIFY(src);
       QVERIFY(src->cached_bytes() <= small);
@@ -264,7 +271,7 @@ class TestInstallStream : public QObject {
     try {
       auto m = K3Model::load(tight);
       K3Session s(*m);
-      generate_greedy(s, prompt, 8);
+      greedy(s, prompt);
       QFAIL("an offline run with evicted experts succeeded");
     } catch (const Error& e) {
       const std::string w = e.what();
