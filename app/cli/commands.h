@@ -10,6 +10,7 @@ extern int exit_code;
 void add_logits(CLI::App& app);
 void add_generate_ids(CLI::App& app);
 void add_synth(CLI::App& app);
+void add_bench_verify(CLI::App& app);
 void add_tokenize(CLI::App& app);
 void add_detokenize(CLI::App& app);
 
