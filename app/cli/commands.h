@@ -12,6 +12,7 @@ void add_generate_ids(CLI::App& app);
 void add_synth(CLI::App& app);
 void add_run(CLI::App& app);
 void add_bench(CLI::App& app);
+void add_bench_verify(CLI::App& app);
 void add_tokenize(CLI::App& app);
 void add_detokenize(CLI::App& app);
 void add_setup(CLI::App& app);

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   cli::add_logits(app);
   cli::add_generate_ids(app);
   cli::add_synth(app);
+  cli::add_bench_verify(app);
   cli::add_tokenize(app);
   cli::add_detokenize(app);
   cli::add_setup(app);
