@@ -9,6 +9,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+
 namespace deltafin::gui {
 namespace {
 
@@ -44,9 +46,16 @@ quint64 DiskUsage::totalAllocated() const {
 DiskUsage scanDiskUsage(const QString& root) {
   DiskUsage u;
   u.root = root;
+  // Free space of the disk the folder is (or will be) on: the nearest existing parent's.
+  QString existing = root;
+  while (!existing.isEmpty() && !QFileInfo::exists(existing)) {
+    const QString parent = QFileInfo(existing).absolutePath();
+    if (parent == existing) break;
+    existing = parent;
+  }
+  u.freeBytes = static_cast<quint64>(std::max<qint64>(0, QStorageInfo(existing).bytesAvailable()));
   const QDir dir(root);
   if (!dir.exists()) return u;
-  u.freeBytes = static_cast<quint64>(QStorageInfo(root).bytesAvailable());
 
   DiskUsagePart shards{QStringLiteral("shards"), QCoreApplication::translate("DiskUsage", "Model shards"), root, 0, 0, 0};
   DiskUsagePart meta{QStringLiteral("metadata"), QCoreApplication::translate("DiskUsage", "Configuration and tokenizer"), root, 0, 0, 0};

@@ -127,6 +127,13 @@ int takeScreenshot(StudioApp& app, const ScreenshotOptions& options) {
   } else if (view == QLatin1String("cache")) {
     w->showPage(MainWindow::Page::Cache);
     if (!waitForEngine(studio->engine(), err)) return 1;
+    // A short run first, so the per-tier counters (and a stream cache) show real lookups.
+    studio->engine()->runBench({QStringLiteral("warm-up"), 16, 8, 1});
+    QEventLoop bench;
+    QObject::connect(studio->engine(), &LocalEngine::benchResult, &bench, &QEventLoop::quit);
+    QObject::connect(studio->engine(), &LocalEngine::benchFailed, &bench, &QEventLoop::quit);
+    QTimer::singleShot(kWaitMs, &bench, &QEventLoop::quit);
+    bench.exec();
     w->cacheView()->refresh();
     if (!waitFor(w->cacheView(), &CacheView::snapshotUpdated)) {
       err << "deltafin-studio: the cache snapshot did not arrive\n";

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates docs/screenshots/*.png: every main view of deltafin-studio rendered under Xvfb, with
 # real work behind it (a chat reply from the demo model, installs from a local hub, a stream
-# install whose expert cache fills while K3's demo stand-in answers, a benchmark run).
+# install whose expert cache fills during a warm-up run, a benchmark run).
 # usage: tests/gui/screenshots.sh [BUILD_DIR]       (default: build/cpu)
 # Needs: xvfb-run, and a build with deltafin, deltafin-studio, deltafin_local_hub and demo-model.
 set -euo pipefail
@@ -45,12 +45,9 @@ shot setup --hub-url "$hub"
 shot jobs --hub-url "$hub"
 shot bench --model-root "$demo"
 
-# The cache browser on a stream install from the local hub, after a reply fetched some experts.
+# The cache browser on a stream install from the local hub; the view runs a short warm-up first,
+# which fetches the experts it routes to.
 DELTAFIN_HUB_URL=$hub "$bin/deltafin" setup --stream --model-root "$work/stream" --without-dspark >/dev/null
-shot_data=$work/stream-data
-mkdir -p "$shot_data"
-DELTAFIN_HUB_URL=$hub xvfb-run -a env QT_QPA_PLATFORM=xcb "$bin/deltafin-studio" --screenshot "$work/warmup.png" \
-  --view chat --model-root "$work/stream" --data-dir "$shot_data" --prompt "Hello"
-DELTAFIN_HUB_URL=$hub shot cache --model-root "$work/stream" --data-dir "$shot_data"
+DELTAFIN_HUB_URL=$hub shot cache --model-root "$work/stream"
 
 ls -l "$out"
