@@ -50,6 +50,7 @@ case "$mode" in
   test)
     export QT_QPA_PLATFORM=offscreen
     npm ci --prefix tests/node --no-audit --no-fund || echo "npm unreachable: Qwen npm cross-check will be skipped"
+    npm ci --prefix tests/node-serve --no-audit --no-fund || echo "npm unreachable: openai client tests will be skipped"
     ctest --preset "$preset" -j "$jobs" "$@"
     ;;
   *) say "unknown mode '$mode': use run or test"; exit 2 ;;

@@ -14,5 +14,6 @@ void add_tokenize(CLI::App& app);
 void add_detokenize(CLI::App& app);
 void add_setup(CLI::App& app);
 void add_setup_qwen(CLI::App& app);
+void add_serve(CLI::App& app);
 
 }  // namespace deltafin::cli

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   cli::add_detokenize(app);
   cli::add_setup(app);
   cli::add_setup_qwen(app);
+  cli::add_serve(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

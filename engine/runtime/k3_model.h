@@ -75,6 +75,10 @@ class K3Session {
   std::vector<float> prefill(std::span<const int32_t> ids, int chunk = 64);
   void reset();
   uint64_t state_bytes() const;
+  // The committed state, for turn snapshots (engine/serve/state_snapshot.h).
+  const K3State& export_state() const { return st_; }
+  // Replaces the committed state; throws Error unless every size matches this model.
+  void import_state(K3State state);
 
  private:
   void attention_kda(int layer, const float* x, int T, float* out, const PassOptions& opts);
