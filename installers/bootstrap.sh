@@ -41,6 +41,11 @@ bin="$here/build/$preset/bin"
 case "$mode" in
   run)
     root=${DELTAFIN_MODEL_ROOT:-${XDG_DATA_HOME:-$HOME/.local/share}/deltafin/models/kimi-k3}
+    # With a display, the desktop app (it offers the demo model when no K3 is installed).
+    if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ] && [ -x "$bin/deltafin-studio" ]; then
+      say "starting the Deltafin desktop app"
+      exec "$bin/deltafin-studio" "$@"
+    fi
     if [ -f "$root/config.json" ]; then
       say "starting Deltafin on $root"
       exec "$bin/deltafin" run --model-root "$root" --prompt "${DELTAFIN_PROMPT:-Hello}" --stats "$@"
