@@ -15,7 +15,9 @@ as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null;
 packages=(build-essential cmake ninja-build pkg-config git
   qt6-base-dev qt6-charts-dev qt6-tools-dev qt6-tools-dev-tools qt6-l10n-tools linguist-qt6
   libgl-dev libcurl4-openssl-dev libzstd-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
-  liburing-dev libssl-dev libicu-dev zlib1g-dev python3 nodejs npm xvfb xauth dpkg-dev file)
+  liburing-dev libssl-dev libicu-dev zlib1g-dev python3 xvfb xauth dpkg-dev file)
+# Node.js and npm run test-only tools; a Node.js from elsewhere (which bundles npm) is fine too.
+command -v npm >/dev/null || packages+=(nodejs npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -50,6 +52,7 @@ case "$mode" in
   test)
     export QT_QPA_PLATFORM=offscreen
     npm ci --prefix tests/node --no-audit --no-fund || echo "npm unreachable: Qwen npm cross-check will be skipped"
+    npm ci --prefix tests/node-serve --no-audit --no-fund || echo "npm unreachable: openai client tests will be skipped"
     ctest --preset "$preset" -j "$jobs" "$@"
     ;;
   *) say "unknown mode '$mode': use run or test"; exit 2 ;;

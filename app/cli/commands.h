@@ -10,8 +10,16 @@ extern int exit_code;
 void add_logits(CLI::App& app);
 void add_generate_ids(CLI::App& app);
 void add_synth(CLI::App& app);
+void add_run(CLI::App& app);
+void add_bench(CLI::App& app);
 void add_bench_verify(CLI::App& app);
 void add_tokenize(CLI::App& app);
 void add_detokenize(CLI::App& app);
+void add_setup(CLI::App& app);
+void add_setup_qwen(CLI::App& app);
+void add_doctor(CLI::App& app);
+void add_cache(CLI::App& app);
+void add_upgrade(CLI::App& app);
+void add_serve(CLI::App& app);
 
 }  // namespace deltafin::cli

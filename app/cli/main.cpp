@@ -14,12 +14,20 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "deltafin 0.1.0");
 
+  cli::add_run(app);
+  cli::add_bench(app);
   cli::add_logits(app);
   cli::add_generate_ids(app);
   cli::add_synth(app);
   cli::add_bench_verify(app);
   cli::add_tokenize(app);
   cli::add_detokenize(app);
+  cli::add_setup(app);
+  cli::add_setup_qwen(app);
+  cli::add_doctor(app);
+  cli::add_cache(app);
+  cli::add_upgrade(app);
+  cli::add_serve(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -91,6 +91,9 @@ K3Config K3Config::parse(const std::string& text, const std::string& origin) {
   c.eos_token_id = r.integer_or("eos_token_id", -1);
   c.pad_token_id = r.integer_or("pad_token_id", -1);
 
+  if (auto ds = root.find("deltafin_synth"); ds != root.end() && ds->is_object())
+    c.synth_preset = ds->value("preset", std::string("unknown"));
+
   Reader t = r.sub("text_config");
   c.tie_word_embeddings = t.boolean_or("tie_word_embeddings", r.boolean_or("tie_word_embeddings", false));
   c.hidden = t.integer("hidden_size");

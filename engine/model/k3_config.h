@@ -9,6 +9,7 @@ namespace deltafin {
 struct K3Config {
   int64_t bos_token_id = -1, eos_token_id = -1, pad_token_id = -1;
   bool tie_word_embeddings = false;
+  std::string synth_preset;  // set when `deltafin synth` made this checkpoint (random weights)
 
   int hidden = 0, layers = 0, vocab = 0;
   float rms_eps = 1e-5f;

@@ -17,7 +17,7 @@ std::unique_ptr<K3Model> K3Model::load(const std::string& root, Options opts) {
   m->cfg_ = K3Config::load(root + "/config.json");
   m->ck_ = Checkpoint::open(root);
   m->w_ = K3Weights::bind(*m->ck_, m->cfg_);
-  m->experts_ = opts.experts ? std::move(opts.experts) : make_expert_source(*m->ck_, root, m->w_.experts);
+  m->experts_ = opts.experts ? std::move(opts.experts) : make_expert_source(*m->ck_, root, m->w_.experts, opts.store ? &*opts.store : nullptr);
   return m;
 }
 
@@ -171,6 +171,7 @@ void K3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, 
   for (auto& b : blocks) entries.push_back(b.data());
   entries.push_back(h.data());
   attn_res_mix(entries, w.output_res.w, T, H, c.rms_eps, mixed.data());
+  for (int t = 0; t < T; ++t) m_.experts().end_token();
   const int first = opts.all_logits ? 0 : T - 1;
   const int rows = T - first;
   rmsnorm_rows(mixed.data() + size_t(first) * H, w.final_norm, rows, H, c.rms_eps, x.data());
@@ -234,6 +235,34 @@ std::vector<float> K3Session::prefill(std::span<const int32_t> ids, int chunk) {
     commit(static_cast<int>(n));
   }
   return logits;
+}
+
+}  // namespace deltafin
+
+namespace deltafin {
+
+void K3Session::import_state(K3State state) {
+  if (staged_.T > 0) throw Error("cannot import a state while a pass is staged", "commit or roll back first");
+  const K3Config& c = m_.config();
+  auto bad = [](const std::string& what) {
+    return Error("session state does not fit this model: " + what, "discard the snapshot; it was made for another model");
+  };
+  if (state.n_past < 0) throw bad("negative token count");
+  if (state.kda.size() != size_t(c.layers) || state.mla.size() != size_t(c.layers)) throw bad("layer count");
+  const size_t S = size_t(c.kda_heads) * c.kda_head_dim * c.kda_head_dim;
+  const size_t conv = size_t(3) * (c.conv_kernel - 1) * c.kda_dim();
+  for (int l = 0; l < c.layers; ++l) {
+    const std::string at = " of layer " + std::to_string(l);
+    if (c.is_mla[l]) {
+      if (!state.kda[l].S.empty() || !state.kda[l].conv.empty()) throw bad("KDA state" + at);
+      if (state.mla[l].cache.size() != size_t(state.n_past) * c.mla_cache_width()) throw bad("MLA cache size" + at);
+    } else {
+      if (state.kda[l].S.size() != S || state.kda[l].conv.size() != conv) throw bad("KDA state size" + at);
+      if (!state.mla[l].cache.empty()) throw bad("MLA cache" + at);
+    }
+  }
+  st_ = std::move(state);
+  staged_ = StagedPass{};
 }
 
 }  // namespace deltafin

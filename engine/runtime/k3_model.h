@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "runtime/k3_state.h"
 #include "runtime/k3_weights.h"
 #include "store/expert_source.h"
+#include "store/tiered_expert_source.h"
 
 namespace deltafin {
 
@@ -19,6 +21,7 @@ class K3Model {
  public:
   struct Options {
     std::unique_ptr<ExpertSource> experts;  // default: the source make_expert_source() picks
+    std::optional<StoreOptions> store;      // use the tiered RAM cache with these options
   };
   static std::unique_ptr<K3Model> load(const std::string& model_root, Options opts);
   static std::unique_ptr<K3Model> load(const std::string& model_root) { return load(model_root, Options{}); }
@@ -75,6 +78,10 @@ class K3Session {
   std::vector<float> prefill(std::span<const int32_t> ids, int chunk = 64);
   void reset();
   uint64_t state_bytes() const;
+  // The committed state, for turn snapshots (engine/serve/state_snapshot.h).
+  const K3State& export_state() const { return st_; }
+  // Replaces the committed state; throws Error unless every size matches this model.
+  void import_state(K3State state);
 
  private:
   void attention_kda(int layer, const float* x, int T, float* out, const PassOptions& opts);

@@ -60,13 +60,31 @@ void K3Session::moe(int layer, const float* x, int T, float* out, ForwardTrace* 
   std::vector<int> uni(chosen.begin(), chosen.end());
   std::sort(uni.begin(), uni.end());
   uni.erase(std::unique(uni.begin(), uni.end()), uni.end());
-  std::vector<ExpertView> views;
-  m_.experts().acquire(layer, uni, views);
+  auto batch = m_.experts().request(layer, uni);
+  // Router lookahead: the next MoE layer's router on this layer's input predicts
+  // its experts; their reads queue behind this layer's demand reads.
+  if (m_.experts().wants_prefetch() && layer + 1 < c.layers && c.is_moe(layer + 1)) {
+    const MoeWeights& nw = m_.weights().layers[layer + 1].moe_w;
+    matmul(nw.router, x, T, logits.data());
+    std::vector<int> guess;
+    for (int t = 0; t < T; ++t) {
+      for (int e = 0; e < E; ++e) key[e] = sigmoidf(logits[size_t(t) * E + e]) + nw.router_bias[e];
+      std::iota(order.begin(), order.end(), 0);
+      std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                        [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
+      guess.insert(guess.end(), order.begin(), order.begin() + k);
+    }
+    std::sort(guess.begin(), guess.end());
+    guess.erase(std::unique(guess.begin(), guess.end()), guess.end());
+    m_.experts().prefetch(layer + 1, guess);
+  }
 
   std::vector<float> slot_out(size_t(T) * k * Z);
   std::vector<float> xs, g, u, d;
   std::vector<int> users;  // indices t*k+slot
-  for (size_t ui = 0; ui < uni.size(); ++ui) {
+  // Experts arrive in readiness order (hits first); each row's sum below is in a fixed order.
+  for (size_t done = 0; done < uni.size(); ++done) {
+    auto [ui, v] = batch->next();
     users.clear();
     for (int i = 0; i < T * k; ++i)
       if (chosen[i] == uni[ui]) users.push_back(i);
@@ -76,7 +94,6 @@ void K3Session::moe(int layer, const float* x, int T, float* out, ForwardTrace* 
     g.resize(size_t(n) * I);
     u.resize(size_t(n) * I);
     d.resize(size_t(n) * Z);
-    const ExpertView& v = views[ui];
     matmul_mxfp4(v.w1_packed, v.w1_scale, I, Z, xs.data(), n, g.data());
     matmul_mxfp4(v.w3_packed, v.w3_scale, I, Z, xs.data(), n, u.data());
     situ_glu(g.data(), u.data(), int64_t(n) * I, c.situ_beta, c.situ_linear_beta, g.data());

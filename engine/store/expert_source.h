@@ -1,5 +1,7 @@
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <span>
 #include <string>
 #include <vector>
@@ -33,20 +35,55 @@ struct ExpertCounters {
   uint64_t bytes_read = 0;    // bytes read from disk for experts
   uint64_t net_fetches = 0;   // experts fetched over the network (stream installs)
   uint64_t bytes_fetched = 0;
-  uint64_t prefetch_issued = 0, prefetch_used = 0, prefetch_wasted = 0;
+  uint64_t prefetch_issued = 0, prefetch_used = 0, prefetch_wasted = 0, prefetch_cancelled = 0;
+  uint64_t evictions = 0;
+  double read_seconds = 0;    // wall time with at least one read in flight
+  double wait_seconds = 0;    // compute time spent waiting for a miss
+};
+
+// The experts of one request, handed out as they become ready (cached ones
+// first), so compute on hits overlaps the reads of misses.
+class ExpertBatch {
+ public:
+  virtual ~ExpertBatch() = default;
+  // Blocks until one more requested expert is ready; returns its index in the
+  // request and its bytes. Call exactly size-of-request times. The view returned
+  // by the previous call may be released by this call: finish with it first.
+  virtual std::pair<int, ExpertView> next() = 0;
 };
 
 // Supplies routed-expert weights to the compute. A pass asks for all the
 // experts one layer needs (the union over its rows) at once; the views stay
-// valid until the next acquire for any layer or until release.
+// valid until the batch is destroyed.
 class ExpertSource {
  public:
   virtual ~ExpertSource() = default;
-  virtual void acquire(int layer, std::span<const int> experts, std::vector<ExpertView>& out) = 0;
-  // A hint that `experts` of `layer` will be wanted soon.
+  // A source overrides at least one of these two; each defaults to the other.
+  // request(): experts handed out as they become ready (hits first).
+  virtual std::unique_ptr<ExpertBatch> request(int layer, std::span<const int> experts);
+  // acquire(): all of a request at once, in request order.
+  virtual void acquire(int layer, std::span<const int> experts, std::vector<ExpertView>& out);
+  // A hint that `experts` of `layer` will be wanted soon; only called when wants_prefetch().
   virtual void prefetch(int layer, std::span<const int> experts) {}
+  virtual bool wants_prefetch() const { return false; }
+  // Ends a token: lets frequency-based policies age their counts.
+  virtual void end_token() {}
   virtual ExpertCounters counters() const = 0;
   virtual std::string describe() const = 0;
+};
+
+// Views of the six tensors of an expert whose location offsets are relative to `base`.
+ExpertView view_at(const uint8_t* base, const ExpertLocation& L);
+
+// A batch whose experts are all addressable already: handed out in request order.
+class ReadyBatch : public ExpertBatch {
+ public:
+  explicit ReadyBatch(std::vector<ExpertView> v) : views_(std::move(v)) {}
+  std::pair<int, ExpertView> next() override;
+
+ private:
+  std::vector<ExpertView> views_;
+  int next_ = 0;
 };
 
 }  // namespace deltafin

@@ -25,19 +25,12 @@ void validate_expert_scales(const ExpertView& v, uint64_t w13_scale_bytes, uint6
   check(v.w2_scale, w2_scale_bytes, "w2.weight_scale");
 }
 
-void MmapExpertSource::acquire(int layer, std::span<const int> experts, std::vector<ExpertView>& out) {
-  out.clear();
+std::unique_ptr<ExpertBatch> MmapExpertSource::request(int layer, std::span<const int> experts) {
+  std::vector<ExpertView> out;
   const auto& row = loc_.at(layer);
   for (int e : experts) {
     const ExpertLocation& L = row.at(e);
-    const uint8_t* base = ck_.mapping(L.shard).data();
-    ExpertView v;
-    v.w1_packed = base + L.part_offset[0];
-    v.w1_scale = base + L.part_offset[1];
-    v.w2_packed = base + L.part_offset[2];
-    v.w2_scale = base + L.part_offset[3];
-    v.w3_packed = base + L.part_offset[4];
-    v.w3_scale = base + L.part_offset[5];
+    ExpertView v = view_at(ck_.mapping(L.shard).data(), L);
     if (!checked_[layer][e]) {
       validate_expert_scales(v, L.part_bytes[1], L.part_bytes[3], layer, e);
       checked_[layer][e] = 1;
@@ -46,6 +39,7 @@ void MmapExpertSource::acquire(int layer, std::span<const int> experts, std::vec
     requests_ += 1;
     bytes_ += L.bytes;
   }
+  return std::make_unique<ReadyBatch>(std::move(out));
 }
 
 ExpertCounters MmapExpertSource::counters() const {

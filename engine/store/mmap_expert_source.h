@@ -14,7 +14,7 @@ class MmapExpertSource : public ExpertSource {
  public:
   // locations[layer][expert]; layers without experts have empty rows.
   MmapExpertSource(const Checkpoint& ck, std::vector<std::vector<ExpertLocation>> locations);
-  void acquire(int layer, std::span<const int> experts, std::vector<ExpertView>& out) override;
+  std::unique_ptr<ExpertBatch> request(int layer, std::span<const int> experts) override;
   ExpertCounters counters() const override;
   std::string describe() const override { return "mmap (page cache)"; }
 

@@ -175,10 +175,10 @@ K3SynthSpec synth_preset(const std::string& name) {
       return s;
     }
     if (name == "slice-24g") {
-      s.layers = 4;
-      s.mla_layers = {4};
-      s.experts = 336;  // 4 x 336 x 17.55 MB = 23.6 GB of experts
-      s.shards = 4;
+      s.layers = 2;
+      s.mla_layers = {2};
+      s.experts = 672;  // 2 x 672 x 17.55 MB = 23.6 GB of experts, twice a 12 GB cache budget
+      s.shards = 3;
       return s;
     }
   }

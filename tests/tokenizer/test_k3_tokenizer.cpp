@@ -1,6 +1,7 @@
 // The K3 tokenizer against tiktoken's own output (k3-tokenizer-golden.json, 38 cases), plus
 // exact byte round trips, injection safety and adversarially long single-class runs.
 #include <QElapsedTimer>
+#include <QStandardPaths>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include "support/test_support.h"
 #include "tokenizer/tiktoken_loader.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer_corpus.h"
 
 using namespace deltafin;
 
@@ -121,6 +123,33 @@ class TestK3Tokenizer : public QObject {
       QVERIFY(!ids.empty());
       QCOMPARE(tok_->decode(ids), text);
     }
+  }
+
+  // Beyond the 38 goldens: an independent encoder (tests/node/encode_k3_tiktoken.js: the K3
+  // pattern in V8's regex engine, tiktoken's quadratic merge loop) on 600 varied strings.
+  void matches_independent_reference_on_corpus() {
+    const std::string node = QStandardPaths::findExecutable("node").toStdString();
+    if (node.empty()) QSKIP("node is not installed: the independent K3 cross-check needs it");
+    const std::vector<std::string> corpus = make_tokenizer_corpus(600, 31337);
+    const std::string input = test::temp_dir("k3-corpus") + "/corpus.json";
+    std::ofstream(input) << nlohmann::json(corpus).dump();
+    const auto r = test::run_process({node, std::string(DELTAFIN_NODE_TOOLS_DIR) + "/encode_k3_tiktoken.js",
+                                      test::fixtures_dir() + "/k3-tiny/tiktoken.model", input},
+                                     300000);
+    QVERIFY2(r.code == 0, (r.err + r.out.substr(0, 2000)).c_str());
+    const auto expected = nlohmann::json::parse(r.out);
+    QCOMPARE(expected.size(), corpus.size());
+    size_t mismatches = 0;
+    std::string first;
+    for (size_t i = 0; i < corpus.size(); ++i) {
+      const auto got = tok_->encode(corpus[i]);
+      const auto want = expected[i].get<std::vector<int32_t>>();
+      if (got != want && mismatches++ == 0)
+        first = nlohmann::json(corpus[i]).dump() + ": ours " + nlohmann::json(got).dump() + " reference " +
+                nlohmann::json(want).dump();
+    }
+    qInfo("independent K3 cross-check: %zu strings, %zu mismatches", corpus.size(), mismatches);
+    QVERIFY2(mismatches == 0, first.c_str());
   }
 
   void decode_rejects_foreign_ids() {

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "qwen3_corpus.h"
+#include "tokenizer_corpus.h"
 #include "support/test_support.h"
 #include "tokenizer/tokenizer.h"
 

@@ -1,4 +1,4 @@
-#include "qwen3_corpus.h"
+#include "tokenizer_corpus.h"
 
 #include <random>
 

@@ -1,0 +1,134 @@
+// `deltafin bench`: named arms, alternating repetitions, cold and warm runs,
+// medians with spread, an oracle on output ids, and a JSON result file.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#include "base/error.h"
+#include "bench/bench_runner.h"
+#include "cli_common.h"
+#include "commands.h"
+#include "model/k3_config.h"
+#include <nlohmann/json.hpp>
+
+namespace deltafin::cli {
+
+namespace {
+
+std::vector<std::string> split_words(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> w;
+  for (std::string x; in >> x;) w.push_back(x);
+  return w;
+}
+
+// "name:--ram-cache 12 --policy lru" -> a BenchArm.
+BenchArm parse_arm(const std::string& spec) {
+  const auto colon = spec.find(':');
+  BenchArm arm;
+  arm.name = spec.substr(0, colon);
+  arm.flags = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  if (arm.name.empty()) throw Error("--arm '" + spec + "' has no name", "write --arm NAME:FLAGS");
+  CLI::App p{"arm"};
+  bool mmap = false, no_prefetch = false, page_cache = false, no_lock = false;
+  double ram_gb = 0;
+  std::string policy = "lfu", io = "uring", heat;
+  int qd = 16;
+  p.add_flag("--mmap", mmap);
+  p.add_option("--ram-cache", ram_gb);
+  p.add_option("--policy", policy);
+  p.add_flag("--no-prefetch", no_prefetch);
+  p.add_flag("--page-cache", page_cache);
+  p.add_flag("--no-lock", no_lock);
+  p.add_option("--io", io)->check(CLI::IsMember({"uring", "pread"}));
+  p.add_option("--qd", qd)->check(CLI::Range(1, 256));
+  p.add_option("--threads", arm.threads);
+  p.add_option("--heat", heat);
+  auto words = split_words(arm.flags);
+  std::vector<std::string> rev(words.rbegin(), words.rend());
+  try {
+    p.parse(rev);
+  } catch (const CLI::ParseError& e) {
+    throw Error("arm '" + arm.name + "': " + e.what(),
+                "arm flags: --mmap --ram-cache GB --policy lru|lfu|heat --no-prefetch --page-cache --io uring|pread --qd N --threads N --heat FILE");
+  }
+  if (!mmap) {
+    StoreOptions s;
+    s.ram_budget = static_cast<uint64_t>(ram_gb * 1e9);
+    s.policy = parse_policy(policy);
+    s.prefetch = !no_prefetch;
+    s.direct_io = !page_cache;
+    s.use_io_uring = io == "uring";
+    s.queue_depth = qd;
+    s.lock_memory = !no_lock;
+    s.heat_path = heat;
+    arm.store = s;
+  }
+  return arm;
+}
+
+}  // namespace
+
+void add_bench(CLI::App& app) {
+  struct Opts {
+    std::string root, ids, out = "bench.json";
+    std::vector<std::string> arms;
+    int prompt_len = 16, new_tokens = 8, reps = 3;
+    bool cold_only = false, warm_only = false, no_bw = false;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* c = app.add_subcommand("bench", "Compare configurations (arms) on one workload; exits 3 if any arm's output differs");
+  c->add_option("--model-root", o->root, "Model folder")->required();
+  c->add_option("--arm", o->arms, "NAME:FLAGS, e.g. 'lru:--ram-cache 12 --policy lru' (repeatable; default: one mmap arm)");
+  c->add_option("--prompt-ids", o->ids, "Prompt ids (default: --prompt-len seeded random ids after [BOS])");
+  c->add_option("--prompt-len", o->prompt_len, "Random prompt length")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  c->add_option("--new", o->new_tokens, "Tokens to decode per run")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  c->add_option("--reps", o->reps, "Repetitions per arm (alternating order)")->check(CLI::Range(1, 1000))->capture_default_str();
+  c->add_flag("--cold-only", o->cold_only, "Only runs that start with empty expert caches");
+  c->add_flag("--warm-only", o->warm_only, "Only runs that follow a run of the same workload");
+  c->add_flag("--no-bandwidth", o->no_bw, "Skip the O_DIRECT bandwidth probe");
+  c->add_option("--out", o->out, "JSON result file")->capture_default_str();
+  c->callback([o] {
+    BenchPlan plan;
+    plan.model_root = o->root;
+    plan.new_tokens = o->new_tokens;
+    plan.reps = o->reps;
+    plan.cold = !o->warm_only;
+    plan.warm = !o->cold_only;
+    plan.measure_bandwidth = !o->no_bw;
+    const K3Config cfg = K3Config::load(o->root + "/config.json");
+    if (!o->ids.empty()) {
+      plan.prompt = parse_ids(o->ids);
+    } else {
+      std::mt19937 rng(7);
+      if (cfg.bos_token_id >= 0) plan.prompt.push_back(static_cast<int32_t>(cfg.bos_token_id));
+      while (static_cast<int>(plan.prompt.size()) < o->prompt_len) plan.prompt.push_back(static_cast<int32_t>(rng() % 256));
+    }
+    std::vector<BenchArm> arms;
+    for (const auto& a : o->arms) arms.push_back(parse_arm(a));
+    if (arms.empty()) arms.push_back(parse_arm("mmap:--mmap"));
+    auto report = run_bench(plan, arms, [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); });
+    std::ofstream(o->out) << report.json() << "\n";
+    std::printf("%-14s %-5s %12s %12s %9s %12s %12s\n", "arm", "mode", "decode s/tok", "(min-max)", "RAM hit", "disk MB/tok",
+                "disk floor s");
+    auto j = nlohmann::json::parse(report.json());
+    for (const auto& s : j["summary"])
+      std::printf("%-14s %-5s %12.4f %5.3f-%-6.3f %8.1f%% %12.1f %12.4f\n", s["arm"].get<std::string>().c_str(),
+                  s["mode"].get<std::string>().c_str(), s["decode_seconds_per_token"]["median"].get<double>(),
+                  s["decode_seconds_per_token"]["min"].get<double>(), s["decode_seconds_per_token"]["max"].get<double>(),
+                  100 * s["decode_ram_hit_rate"]["median"].get<double>(), s["decode_disk_bytes_per_token"]["median"].get<double>() / 1e6,
+                  s["decode_disk_floor_seconds"]["median"].get<double>());
+    std::printf("O_DIRECT read bandwidth %.2f GB/s (%s); results in %s\n", report.direct_read_gbps, report.io_engine.c_str(),
+                o->out.c_str());
+    if (!report.ids_identical) {
+      std::fprintf(stderr, "ORACLE FAILED: %s\n", report.first_difference.c_str());
+      exit_code = 3;
+    } else {
+      std::printf("oracle: every run produced the same %zu ids\n", report.runs.empty() ? size_t(0) : report.runs[0].ids.size());
+    }
+  });
+}
+
+}  // namespace deltafin::cli

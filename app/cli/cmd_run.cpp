@@ -1,0 +1,196 @@
+// `deltafin run`: raw completion or one chat turn, streamed as it is generated.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "cli_common.h"
+#include "commands.h"
+#include "cpu/gemm.h"
+#include "runtime/generate.h"
+#include "runtime/k3_model.h"
+#include "tokenizer/chat_stream_parser.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace deltafin::cli {
+
+namespace {
+
+uint64_t mem_available_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  uint64_t kb = 0;
+  std::string unit;
+  while (f >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;
+}
+
+void print_stats(const K3Model& m, const GenerateResult& r, const K3Session& s) {
+  const auto& st = r.stats;
+  const double processed = st.prompt_tokens + std::max(0, st.new_tokens - 1);
+  std::fprintf(stderr, "\n--- stats ---\n");
+  std::fprintf(stderr, "prompt tokens       %d (prefill %.3f s, %.1f tokens/s)\n", st.prompt_tokens, st.prefill_seconds,
+               st.prefill_seconds > 0 ? st.prompt_tokens / st.prefill_seconds : 0.0);
+  std::fprintf(stderr, "time to first token %.3f s\n", st.first_token_seconds);
+  std::fprintf(stderr, "generated tokens    %d (decode %.3f s, %.2f tokens/s)\n", st.new_tokens, st.decode_seconds,
+               st.decode_tokens_per_second());
+  const auto c = m.experts().counters();
+  std::fprintf(stderr, "expert bytes/token  %.2f MB read from disk (experts from %s)\n",
+               processed > 0 ? st.expert_bytes / processed / 1e6 : 0.0, m.experts().describe().c_str());
+  std::fprintf(stderr, "expert tiers        %llu requests: %llu RAM hits (%.1f%%), %llu disk reads, %llu network fetches\n",
+               (unsigned long long)c.requests, (unsigned long long)c.ram_hits, c.requests ? 100.0 * c.ram_hits / c.requests : 0.0,
+               (unsigned long long)c.disk_reads, (unsigned long long)c.net_fetches);
+  if (c.prefetch_issued)
+    std::fprintf(stderr, "prefetch            %llu issued, %llu used, %llu wasted, %llu cancelled\n",
+                 (unsigned long long)c.prefetch_issued, (unsigned long long)c.prefetch_used,
+                 (unsigned long long)c.prefetch_wasted, (unsigned long long)c.prefetch_cancelled);
+  const uint64_t per_tok = m.kv_bytes_per_token(), avail = mem_available_bytes();
+  std::fprintf(stderr, "context             %lld tokens held; MLA latent cache %.1f KiB/token, capacity ~%llu tokens in %.1f GiB free\n",
+               static_cast<long long>(s.n_past()), per_tok / 1024.0,
+               static_cast<unsigned long long>(per_tok ? avail / per_tok : 0), avail / 1073741824.0);
+  std::fprintf(stderr, "session state       %.1f MiB; CPU kernels %s\n", s.state_bytes() / 1048576.0, kernels::active().name);
+}
+
+}  // namespace
+
+void add_run(CLI::App& app) {
+  struct Opts {
+    std::string root, prompt, system, effort;
+    int max_new = 256, threads = 0, top_k = 0;
+    bool stats = false, chat = false, show_reasoning = false, no_think = false;
+    float temperature = 0.f, top_p = 1.f;
+    uint64_t seed = 0;
+    double ram_cache_gb = -1;
+    std::string policy = "lfu", io = "uring", heat;
+    bool no_prefetch = false, page_cache = false;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* c = app.add_subcommand("run", "Generate text from a prompt (raw completion, or one chat turn with --chat)");
+  c->add_option("--model-root", o->root, "Model folder (default: $DELTAFIN_MODEL_ROOT or ~/.local/share/deltafin/models/kimi-k3)");
+  c->add_option("--prompt", o->prompt, "The prompt text")->required();
+  c->add_option("--max-new", o->max_new, "Most tokens to generate")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  c->add_flag("--stats", o->stats, "Print time to first token, tokens/s, expert bytes per token, context capacity");
+  c->add_flag("--chat", o->chat, "Treat the prompt as a user message in K3's chat format");
+  c->add_option("--system", o->system, "System message (with --chat)");
+  c->add_flag("--show-reasoning", o->show_reasoning, "Print the model's reasoning before the answer (with --chat)");
+  c->add_flag("--no-think", o->no_think, "Answer without a reasoning block (with --chat)");
+  c->add_option("--effort", o->effort, "Reasoning effort: low, high or max (with --chat)");
+  c->add_option("--temperature", o->temperature, "0 = greedy (default)")->check(CLI::Range(0.f, 100.f));
+  c->add_option("--top-p", o->top_p, "Nucleus sampling mass")->check(CLI::Range(0.f, 1.f));
+  c->add_option("--top-k", o->top_k, "Sample among the k most likely tokens (0 = all)")->check(CLI::Range(0, 1 << 30));
+  c->add_option("--seed", o->seed, "Seed for sampling (the same seed gives the same text)");
+  c->add_option("--threads", o->threads, "Worker threads (0 = all cores)");
+  c->add_option("--ram-cache", o->ram_cache_gb,
+                "Engine RAM expert cache in GB over direct disk reads (0 = size from free memory; default: read experts "
+                "in place through the page cache)");
+  c->add_option("--policy", o->policy, "RAM cache eviction: lru, lfu or heat")->capture_default_str();
+  c->add_flag("--no-prefetch", o->no_prefetch, "Disable router-lookahead prefetch");
+  c->add_flag("--page-cache", o->page_cache, "Read experts through the page cache instead of O_DIRECT");
+  c->add_option("--io", o->io, "Read engine: uring or pread")->check(CLI::IsMember({"uring", "pread"}))->capture_default_str();
+  c->add_option("--heat", o->heat, "Persistent expert heat map file (seeds the heat policy)");
+  c->callback([o] {
+    apply_threads(o->threads);
+    if (o->root.empty()) o->root = default_model_root();
+    if (!o->chat && (o->show_reasoning || o->no_think || !o->effort.empty() || !o->system.empty()))
+      throw Error("--system, --show-reasoning, --no-think and --effort apply to chat", "add --chat");
+    K3Model::Options mo;
+    if (o->ram_cache_gb >= 0) {
+      StoreOptions so;
+      so.ram_budget = static_cast<uint64_t>(o->ram_cache_gb * 1e9);
+      so.policy = parse_policy(o->policy);
+      so.prefetch = !o->no_prefetch;
+      so.direct_io = !o->page_cache;
+      so.use_io_uring = o->io == "uring";
+      so.heat_path = o->heat;
+      mo.store = so;
+    }
+    auto model = K3Model::load(o->root, std::move(mo));
+    auto tok = load_tokenizer(o->root);
+    const K3Config& cfg = model->config();
+    if (tok->vocab_size() > cfg.vocab)
+      throw Error("the tokenizer has " + std::to_string(tok->vocab_size()) + " ids but the model only " +
+                  std::to_string(cfg.vocab), "tokenizer files and weights are from different models");
+    if (!cfg.synth_preset.empty())
+      std::fprintf(stderr, "note: %s is a synthesized '%s' model with RANDOM weights; its text is gibberish.\n",
+                   o->root.c_str(), cfg.synth_preset.c_str());
+
+    std::vector<int32_t> prompt;
+    GenerateOptions g;
+    g.max_new = o->max_new;
+    g.sampling.temperature = o->temperature;
+    g.sampling.top_p = o->top_p;
+    g.sampling.top_k = o->top_k;
+    g.sampling.seed = o->seed;
+    std::unique_ptr<ChatStreamParser> parser;
+    std::unique_ptr<IncrementalDecoder> decoder;
+    if (o->chat) {
+      std::vector<ChatMessage> msgs;
+      if (!o->system.empty()) msgs.emplace_back("system", o->system);
+      msgs.emplace_back("user", o->prompt);
+      ChatOptions co;
+      co.thinking = !o->no_think;
+      if (!o->effort.empty()) {
+        auto e = parse_reasoning_effort(o->effort);
+        if (!e) throw Error("--effort '" + o->effort + "' is not one of low, high, max");
+        co.effort = *e;
+      }
+      prompt = render_chat(*tok, msgs, co);
+      parser = std::make_unique<ChatStreamParser>(*tok, co.thinking);
+    } else {
+      prompt = tok->encode(o->prompt);
+      if (cfg.bos_token_id >= 0) prompt.insert(prompt.begin(), static_cast<int32_t>(cfg.bos_token_id));
+      decoder = std::make_unique<IncrementalDecoder>(*tok);
+      if (cfg.eos_token_id >= 0) g.stop_ids.push_back(static_cast<int32_t>(cfg.eos_token_id));
+      if (auto e = tok->special_id("[EOS]")) g.stop_ids.push_back(*e);
+    }
+    if (!o->chat) std::fputs(o->prompt.c_str(), stdout);
+    bool in_reasoning = false;
+    auto show = [&](const std::vector<ChatEvent>& evs) {
+      for (const auto& ev : evs) {
+        if (ev.kind == ChatEvent::Kind::Reasoning && o->show_reasoning) {
+          if (!in_reasoning) std::fputs("[reasoning]\n", stdout);
+          in_reasoning = true;
+          std::fputs(ev.text.c_str(), stdout);
+        } else if (ev.kind == ChatEvent::Kind::Answer) {
+          if (in_reasoning) std::fputs("\n[answer]\n", stdout);
+          in_reasoning = false;
+          std::fputs(ev.text.c_str(), stdout);
+        }
+      }
+    };
+    K3Session s(*model);
+    // Live counters go to a terminal status line only when the text itself is not on that terminal.
+    const bool live = o->stats && ::isatty(STDERR_FILENO) && !::isatty(STDOUT_FILENO);
+    int produced = 0;
+    auto live_line = [&] {
+      // Live counters on the terminal's status line (stderr), refreshed per token.
+      const auto c = model->experts().counters();
+      std::fprintf(stderr, "\r\033[2K[%d tokens | RAM hit %.1f%% | %.1f MB read | prefetch %llu/%llu]", produced,
+                   c.requests ? 100.0 * c.ram_hits / c.requests : 0.0, c.bytes_read / 1e6,
+                   (unsigned long long)c.prefetch_used, (unsigned long long)c.prefetch_issued);
+      std::fflush(stderr);
+    };
+    auto r = generate(s, prompt, g, [&](int32_t id) {
+      ++produced;
+      if (live) live_line();
+      if (parser) {
+        show(parser->push(id));
+        std::fflush(stdout);
+        return !parser->done();
+      }
+      std::fputs(decoder->push(id).c_str(), stdout);
+      std::fflush(stdout);
+      return true;
+    });
+    if (parser) show(parser->finish());
+    else std::fputs(decoder->finish().c_str(), stdout);
+    std::fputs("\n", stdout);
+    if (o->stats) print_stats(*model, r, s);
+  });
+}
+
+}  // namespace deltafin::cli

@@ -1,0 +1,103 @@
+// `deltafin serve`: the OpenAI-compatible server (engine/serve, docs/SERVER.md).
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+
+#include "base/error.h"
+#include "cli_common.h"
+#include "commands.h"
+#include "runtime/k3_model.h"
+#include "serve/http_server.h"
+#include "serve/state_snapshot.h"
+#include "tokenizer/tokenizer.h"
+
+namespace deltafin::cli {
+
+namespace {
+
+std::string default_snapshot_root() {
+  std::string base;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) base = x;
+  else if (const char* h = std::getenv("HOME"); h && *h) base = std::string(h) + "/.cache";
+  else base = ".";
+  return base + "/deltafin/snapshots";
+}
+
+}  // namespace
+
+void add_serve(CLI::App& app) {
+  struct Opts {
+    serve::ServerOptions s;
+    std::string root, snapshot_dir;
+    bool no_snapshots = false;
+    uint64_t state_cache_mb = 2048, snapshot_max_mb = 16384;
+    int threads = 0;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* c = app.add_subcommand("serve", "Serve the model over an OpenAI-compatible HTTP API (see docs/SERVER.md)");
+  c->add_option("--model-root", o->root, "Model folder (default: the installed Kimi K3)");
+  c->add_option("--host", o->s.host, "Address to listen on")->capture_default_str();
+  c->add_option("--port", o->s.port, "Port (0 = any free port; the one chosen is printed)")->capture_default_str()->check(CLI::Range(0, 65535));
+  c->add_flag("--allow-remote", o->s.allow_remote, "Allow a --host reachable from other machines");
+  c->add_option("--api-key", o->s.api_key, "Require 'Authorization: Bearer KEY' on every route but /health")->envname("DELTAFIN_API_KEY");
+  c->add_option("--model-id", o->s.model_id, "Model name clients send (default: the model folder's name)");
+  c->add_option("--max-body-bytes", o->s.max_body_bytes, "Largest request body")->capture_default_str()->check(CLI::Range(size_t(1024), size_t(1) << 30));
+  c->add_option("--max-tokens", o->s.max_tokens, "Most tokens in one response")->capture_default_str()->check(CLI::Range(1, 1 << 24));
+  c->add_option("--max-context", o->s.max_context, "Most prompt + response tokens (0 = the model's limit)")->capture_default_str()->check(CLI::Range(0, 1 << 30));
+  c->add_option("--queue-size", o->s.queue_size, "Requests that may wait behind the running one; more get 429")->capture_default_str()->check(CLI::Range(size_t(1), size_t(4096)));
+  c->add_option("--http-threads", o->s.http_threads, "HTTP connection threads (0 = queue size + 16)")->capture_default_str()->check(CLI::Range(0, 4096));
+  c->add_option("--read-timeout", o->s.read_timeout_s, "Seconds a request may stall while being sent")->capture_default_str()->check(CLI::Range(1, 3600));
+  c->add_option("--write-timeout", o->s.write_timeout_s, "Seconds a client may stall while reading")->capture_default_str()->check(CLI::Range(1, 3600));
+  c->add_option("--request-timeout", o->s.request_timeout_s, "Seconds for queue wait plus generation")->capture_default_str()->check(CLI::Range(1, 7 * 86400));
+  c->add_option("--prefill-chunk", o->s.worker.prefill_chunk, "Prompt tokens per prefill pass")->capture_default_str()->check(CLI::Range(1, 65536));
+  c->add_option("--state-cache-mb", o->state_cache_mb, "RAM for turn-boundary states")->capture_default_str();
+  c->add_option("--snapshot-dir", o->snapshot_dir, "Folder for on-disk state snapshots (default: ~/.cache/deltafin/snapshots/<model>)");
+  c->add_flag("--no-snapshots", o->no_snapshots, "Do not save state snapshots to disk");
+  c->add_option("--snapshot-max-mb", o->snapshot_max_mb, "Disk budget for state snapshots")->capture_default_str();
+  c->add_option("--snapshot-min-tokens", o->s.worker.snapshot_min_tokens, "Only snapshot turn boundaries at least this long")->capture_default_str();
+  c->add_option("--memo-entries", o->s.worker.memo_entries, "Identical-request answers kept (0 = off)")->capture_default_str();
+  c->add_option("--threads", o->threads, "Worker threads (0 = all cores)");
+  c->callback([o] {
+    // Signals go to one waiting thread (below), so every thread started from here on blocks them.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+    apply_threads(o->threads);
+    const std::string root = o->root.empty() ? default_model_root() : o->root;
+    auto model = K3Model::load(root);
+    auto tokenizer = load_tokenizer(root);
+    serve::ServerOptions s = o->s;
+    s.worker.state_cache_bytes = o->state_cache_mb << 20;
+    s.worker.snapshot_max_bytes = o->snapshot_max_mb << 20;
+    if (!o->no_snapshots) {
+      char fp[32];
+      std::snprintf(fp, sizeof fp, "%016llx", static_cast<unsigned long long>(serve::model_fingerprint(root)));
+      s.worker.snapshot_dir = o->snapshot_dir.empty() ? default_snapshot_root() + "/" + fp : o->snapshot_dir;
+    }
+    serve::OpenAiServer server(s, *model, *tokenizer);
+    const int port = server.bind();
+    if (!serve::is_loopback_host(s.host))
+      std::fprintf(stderr,
+                   "deltafin serve: WARNING: listening on %s, reachable from other machines%s\n", s.host.c_str(),
+                   s.api_key.empty() ? " WITHOUT an API key: anyone who can reach it can use it (set --api-key)" : "");
+    std::printf("deltafin serve: listening on http://%s:%d (model '%s'%s)\n", s.host.c_str(), port,
+                server.options().model_id.c_str(), s.api_key.empty() ? "" : ", API key required");
+    std::fflush(stdout);
+    std::thread([&server, stop_signals] {
+      int sig = 0;
+      sigwait(&stop_signals, &sig);
+      server.stop();
+    }).detach();
+    server.serve();
+    std::printf("deltafin serve: stopped\n");
+  });
+}
+
+}  // namespace deltafin::cli

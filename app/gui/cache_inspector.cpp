@@ -1,0 +1,48 @@
+#include "cache_inspector.h"
+
+#include <numeric>
+#include <vector>
+
+#include "base/error.h"
+#include "store/stream_expert_source.h"
+
+namespace deltafin::gui {
+namespace {
+StreamExpertSource* asStream(ExpertSource& source) { return dynamic_cast<StreamExpertSource*>(&source); }
+}  // namespace
+
+CacheSnapshot snapshotCache(ExpertSource& source, int layers, int experts) {
+  CacheSnapshot s;
+  s.source = QString::fromStdString(source.describe());
+  s.layers = layers;
+  s.experts = experts;
+  StreamExpertSource* stream = asStream(source);
+  if (!stream) return s;
+  s.stream = true;
+  s.lastUse.fill(0, layers * experts);
+  for (const StreamExpertSource::CachedExpert& e : stream->list()) {
+    if (e.layer < 0 || e.layer >= layers || e.expert < 0 || e.expert >= experts) continue;
+    s.lastUse[e.layer * experts + e.expert] = std::max<quint64>(1, e.last_use);
+    s.bytesPerExpert = std::max<quint64>(s.bytesPerExpert, e.bytes);
+  }
+  s.cachedBytes = stream->cached_bytes();
+  s.capBytes = stream->cap_bytes();
+  s.cachedExperts = static_cast<int>(stream->cached_experts());
+  return s;
+}
+
+void warmLayer(ExpertSource& source, int layer, int experts) {
+  StreamExpertSource* stream = asStream(source);
+  if (!stream) throw Error("this install keeps every expert on disk", "warming applies to streaming installs only");
+  std::vector<int> ids(static_cast<size_t>(experts));
+  std::iota(ids.begin(), ids.end(), 0);
+  stream->warm(layer, ids);
+}
+
+quint64 evictTo(ExpertSource& source, quint64 targetBytes) {
+  StreamExpertSource* stream = asStream(source);
+  if (!stream) throw Error("this install keeps every expert on disk", "eviction applies to streaming installs only");
+  return stream->evict_to(targetBytes);
+}
+
+}  // namespace deltafin::gui

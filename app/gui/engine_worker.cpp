@@ -1,0 +1,254 @@
+#include "engine_worker.h"
+
+#include <QFileInfo>
+
+#include <algorithm>
+#include <vector>
+
+#include "base/error.h"
+#include "deltafin/build_info.h"
+#include "runtime/generate.h"
+#include "runtime/k3_model.h"
+#include "tokenizer/chat_stream_parser.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace deltafin::gui {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+CacheCounters toCounters(const ExpertCounters& c) {
+  CacheCounters out;
+  out.requests = c.requests;
+  out.ramHits = c.ram_hits;
+  out.diskReads = c.disk_reads;
+  out.netFetches = c.net_fetches;
+  return out;
+}
+
+// A prompt for benchmarks: real text, tokenized, repeated to the requested length.
+std::vector<int32_t> benchPrompt(const Tokenizer& tok, int length) {
+  static const char* kText =
+      "The quick brown fox jumps over the lazy dog. Zwölf Boxkämpfer jagen Viktor quer über den großen Sylter "
+      "Deich. 敏捷的棕色狐狸跳过了懒狗。 for (int i = 0; i < n; ++i) sum += a[i] * b[i];\n";
+  const std::vector<int32_t> text = tok.encode(kText);
+  std::vector<int32_t> ids;
+  if (auto bos = tok.special_id("[BOS]")) ids.push_back(*bos);
+  while (static_cast<int>(ids.size()) < length) ids.insert(ids.end(), text.begin(), text.end());
+  ids.resize(static_cast<size_t>(std::max(1, length)));
+  return ids;
+}
+
+}  // namespace
+
+EngineWorker::EngineWorker() = default;
+EngineWorker::~EngineWorker() = default;
+
+void EngineWorker::load(const QString& modelRoot, bool isDemo) {
+  session_.reset();
+  model_.reset();
+  tokenizer_.reset();
+  try {
+    const std::string root = modelRoot.toStdString();
+    tokenizer_ = load_tokenizer(root);
+    model_ = K3Model::load(root);
+    session_ = std::make_unique<K3Session>(*model_);
+    info_ = BackendInfo{};
+    info_.name = QStringLiteral("CPU");
+    // The K3 runtime computes on the CPU; say why when the user might expect the GPU.
+    info_.fallbackReason = build_info::cuda ? tr("the runtime computes on the CPU in this version")
+                                            : tr("this build has no CUDA support");
+    info_.modelRoot = modelRoot;
+    info_.modelName = QFileInfo(modelRoot).fileName();
+    info_.isDemo = isDemo;
+    emit loaded(info_);
+    emitCounters();
+  } catch (const Error& e) {
+    session_.reset();
+    model_.reset();
+    tokenizer_.reset();
+    emit loadFailed(QString::fromStdString(e.what_failed()), QString::fromStdString(e.what_to_do()));
+  } catch (const std::exception& e) {
+    session_.reset();
+    model_.reset();
+    tokenizer_.reset();
+    emit loadFailed(QString::fromStdString(e.what()), tr("check the model folder in Settings"));
+  }
+}
+
+void EngineWorker::generate(const GenerationRequest& request) {
+  if (!model_) {
+    emit failed(request.id, tr("no model is loaded"), tr("run the setup wizard or choose a model folder in Settings"));
+    return;
+  }
+  try {
+    std::vector<ChatMessage> messages;
+    for (const ChatTurn& t : request.turns)
+      messages.emplace_back(t.role.toStdString(), t.content.toStdString(), std::string{}, t.reasoning.toStdString());
+    ChatOptions chat;
+    chat.thinking = request.thinking;
+    const std::vector<int32_t> prompt = render_chat(*tokenizer_, messages, chat);
+
+    GenerateOptions opts;
+    opts.max_new = request.maxNewTokens;
+    opts.sampling.temperature = static_cast<float>(request.temperature);
+    opts.sampling.seed = request.seed;
+    opts.stop_ids.push_back(tokenizer_->require_special_id("<|end_of_msg|>"));
+    if (auto eos = tokenizer_->special_id("[EOS]")) opts.stop_ids.push_back(*eos);
+
+    ChatStreamParser parser(*tokenizer_, request.thinking);
+    QString pendingReasoning, pendingAnswer;
+    auto lastEmit = Clock::now();
+    const auto started = Clock::now();
+    bool sawFirst = false;
+    double firstTokenSeconds = 0;
+    auto take = [&](const std::vector<ChatEvent>& events) {
+      for (const ChatEvent& ev : events) {
+        if (ev.kind == ChatEvent::Kind::Answer) pendingAnswer += QString::fromStdString(ev.text);
+        else if (ev.kind == ChatEvent::Kind::Reasoning) pendingReasoning += QString::fromStdString(ev.text);
+      }
+    };
+    auto flush = [&] {
+      if (pendingReasoning.isEmpty() && pendingAnswer.isEmpty()) return;
+      emit chunk(request.id, pendingReasoning, pendingAnswer);
+      pendingReasoning.clear();
+      pendingAnswer.clear();
+      lastEmit = Clock::now();
+    };
+
+    session_->reset();
+    const GenerateResult result = deltafin::generate(*session_, prompt, opts, [&](int32_t id) {
+      if (!sawFirst) {
+        sawFirst = true;
+        firstTokenSeconds = std::chrono::duration<double>(Clock::now() - started).count();
+      }
+      take(parser.push(id));
+      if (Clock::now() - lastEmit >= kChunkInterval) flush();
+      return !stop_.load() && !parser.done();
+    });
+    if (!parser.done()) take(parser.finish());
+    flush();
+
+    GenerationStats stats;
+    stats.promptTokens = result.stats.prompt_tokens;
+    stats.newTokens = result.stats.new_tokens;
+    stats.firstTokenSeconds = firstTokenSeconds;
+    stats.decodeTokensPerSecond = result.stats.decode_tokens_per_second();
+    stats.prefillTokensPerSecond =
+        result.stats.prefill_seconds > 0 ? result.stats.prompt_tokens / result.stats.prefill_seconds : 0;
+    stats.totalSeconds = std::chrono::duration<double>(Clock::now() - started).count();
+    stats.stoppedByUser = stop_.load();
+    emitCounters();
+    emit finished(request.id, stats);
+  } catch (const Error& e) {
+    emit failed(request.id, QString::fromStdString(e.what_failed()), QString::fromStdString(e.what_to_do()));
+  } catch (const std::exception& e) {
+    emit failed(request.id, QString::fromStdString(e.what()), QString());
+  }
+}
+
+void EngineWorker::runBench(const BenchArm& arm) {
+  if (!model_) {
+    emit benchFailed(arm.name, tr("no model is loaded"), tr("run the setup wizard or choose a model folder in Settings"));
+    return;
+  }
+  try {
+    const std::vector<int32_t> prompt = benchPrompt(*tokenizer_, arm.promptTokens);
+    struct Run {
+      double prefill, decode, ttft;
+      ExpertCounters delta;
+      uint64_t bytes;
+    };
+    std::vector<Run> runs;
+    const int repeats = std::max(1, arm.repeats);
+    for (int i = 0; i < repeats && !stop_.load(); ++i) {
+      emit benchProgress(arm.name, i + 1, repeats);
+      const ExpertCounters before = model_->experts().counters();
+      session_->reset();
+      GenerateOptions opts;
+      opts.max_new = std::max(1, arm.newTokens);
+      const GenerateResult r = deltafin::generate(*session_, prompt, opts, [&](int32_t) { return !stop_.load(); });
+      const ExpertCounters after = model_->experts().counters();
+      Run run{};
+      run.prefill = r.stats.prefill_seconds > 0 ? r.stats.prompt_tokens / r.stats.prefill_seconds : 0;
+      run.decode = r.stats.decode_tokens_per_second();
+      run.ttft = r.stats.first_token_seconds;
+      run.delta.requests = after.requests - before.requests;
+      run.delta.ram_hits = after.ram_hits - before.ram_hits;
+      run.delta.disk_reads = after.disk_reads - before.disk_reads;
+      run.delta.net_fetches = after.net_fetches - before.net_fetches;
+      run.bytes = r.stats.expert_bytes;
+      runs.push_back(run);
+    }
+    session_->reset();
+    emitCounters();
+    if (stop_.load()) {
+      emit benchFailed(arm.name, tr("the benchmark was stopped"), QString());
+      return;
+    }
+    // The median run by decode speed, so one disturbed run does not move the result.
+    std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.decode < b.decode; });
+    const Run& m = runs[runs.size() / 2];
+    BenchResult res;
+    res.arm = arm.name;
+    res.model = info_.modelName;
+    res.backend = info_.name;
+    res.when = QDateTime::currentDateTime();
+    res.promptTokens = static_cast<int>(prompt.size());
+    res.newTokens = arm.newTokens;
+    res.repeats = repeats;
+    res.prefillTokensPerSecond = m.prefill;
+    res.decodeTokensPerSecond = m.decode;
+    res.firstTokenSeconds = m.ttft;
+    const double req = static_cast<double>(std::max<uint64_t>(1, m.delta.requests));
+    res.ramHitRate = m.delta.ram_hits / req;
+    res.diskReadRate = m.delta.disk_reads / req;
+    res.netFetchRate = m.delta.net_fetches / req;
+    res.expertBytes = m.bytes;
+    emit benchResult(res);
+  } catch (const Error& e) {
+    emit benchFailed(arm.name, QString::fromStdString(e.what_failed()), QString::fromStdString(e.what_to_do()));
+  } catch (const std::exception& e) {
+    emit benchFailed(arm.name, QString::fromStdString(e.what()), QString());
+  }
+}
+
+void EngineWorker::inspectCache() {
+  if (!model_) {
+    emit cacheActionFailed(tr("no model is loaded"), tr("run the setup wizard or choose a model folder in Settings"));
+    return;
+  }
+  emit cacheSnapshot(snapshotCache(model_->experts(), model_->config().layers, model_->config().experts));
+}
+
+void EngineWorker::warmCacheLayer(int layer) {
+  if (!model_) return;
+  try {
+    warmLayer(model_->experts(), layer, model_->config().experts);
+    emit cacheActionDone(tr("Layer %1 is cached").arg(layer));
+  } catch (const Error& e) {
+    emit cacheActionFailed(QString::fromStdString(e.what_failed()), QString::fromStdString(e.what_to_do()));
+  } catch (const std::exception& e) {
+    emit cacheActionFailed(QString::fromStdString(e.what()), QString());
+  }
+  emitCounters();
+  inspectCache();
+}
+
+void EngineWorker::evictCache(quint64 targetBytes) {
+  if (!model_) return;
+  try {
+    const quint64 freed = evictTo(model_->experts(), targetBytes);
+    emit cacheActionDone(tr("Freed %1 bytes").arg(freed));
+  } catch (const Error& e) {
+    emit cacheActionFailed(QString::fromStdString(e.what_failed()), QString::fromStdString(e.what_to_do()));
+  }
+  inspectCache();
+}
+
+void EngineWorker::emitCounters() {
+  if (model_) emit countersChanged(toCounters(model_->experts().counters()));
+}
+
+}  // namespace deltafin::gui

@@ -1,0 +1,68 @@
+#pragma once
+// The engine side of the app: lives on its own QThread, owns the model, session and tokenizer,
+// and reports through queued signals. Generated text leaves in chunks at most every
+// kChunkInterval, so a fast decoder cannot flood the GUI thread's event queue.
+#include <QObject>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+
+#include "bench_types.h"
+#include "cache_inspector.h"
+#include "chat_types.h"
+
+namespace deltafin {
+class K3Model;
+class K3Session;
+class Tokenizer;
+}  // namespace deltafin
+
+namespace deltafin::gui {
+
+class EngineWorker : public QObject {
+  Q_OBJECT
+ public:
+  static constexpr std::chrono::milliseconds kChunkInterval{33};
+
+  EngineWorker();
+  ~EngineWorker() override;
+
+  // Thread-safe: called from the GUI thread. A stop requested before the queued request
+  // is picked up still applies to it, so clearStop() comes from the sender, not the worker.
+  void requestStop() { stop_.store(true); }
+  void clearStop() { stop_.store(false); }
+
+ public slots:
+  void load(const QString& modelRoot, bool isDemo);
+  void generate(const deltafin::gui::GenerationRequest& request);
+  void runBench(const deltafin::gui::BenchArm& arm);
+  void inspectCache();
+  void warmCacheLayer(int layer);
+  void evictCache(quint64 targetBytes);
+
+ signals:
+  void loaded(const deltafin::gui::BackendInfo& info);
+  void loadFailed(const QString& whatFailed, const QString& whatToDo);
+  void chunk(quint64 id, const QString& reasoning, const QString& answer);
+  void finished(quint64 id, const deltafin::gui::GenerationStats& stats);
+  void failed(quint64 id, const QString& whatFailed, const QString& whatToDo);
+  void countersChanged(const deltafin::gui::CacheCounters& counters);
+  void benchProgress(const QString& arm, int run, int runs);
+  void benchResult(const deltafin::gui::BenchResult& result);
+  void benchFailed(const QString& arm, const QString& whatFailed, const QString& whatToDo);
+  void cacheSnapshot(const deltafin::gui::CacheSnapshot& snapshot);
+  void cacheActionDone(const QString& message);
+  void cacheActionFailed(const QString& whatFailed, const QString& whatToDo);
+
+ private:
+  void emitCounters();
+
+  std::unique_ptr<K3Model> model_;
+  std::unique_ptr<K3Session> session_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  BackendInfo info_;
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace deltafin::gui

@@ -1,0 +1,51 @@
+#pragma once
+// The main window: Chat, Jobs, Cache and Benchmark pages, menus for setup, settings and
+// language, and the status bar. All state lives in Studio, so the window can be rebuilt.
+#include <QMainWindow>
+
+class QTabWidget;
+
+namespace deltafin::gui {
+
+class BenchView;
+class CacheView;
+class ChatView;
+class JobsView;
+class StatusPanel;
+class Studio;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  enum class Page { Chat, Jobs, Cache, Bench };
+
+  explicit MainWindow(Studio* studio, QWidget* parent = nullptr);
+
+  void showPage(Page page);
+  ChatView* chatView() const { return chat_; }
+  JobsView* jobsView() const { return jobs_; }
+  CacheView* cacheView() const { return cache_; }
+  BenchView* benchView() const { return bench_; }
+  StatusPanel* statusPanel() const { return status_; }
+
+ public slots:
+  void openSetupWizard();
+  void openSettings();
+
+ signals:
+  void languageRequested(const QString& code);  // "" follows the system
+
+ private:
+  void buildMenus();
+  void connectBackend();
+
+  Studio* studio_;
+  QTabWidget* tabs_ = nullptr;
+  ChatView* chat_ = nullptr;
+  JobsView* jobs_ = nullptr;
+  CacheView* cache_ = nullptr;
+  BenchView* bench_ = nullptr;
+  StatusPanel* status_ = nullptr;
+};
+
+}  // namespace deltafin::gui

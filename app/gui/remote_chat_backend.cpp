@@ -1,0 +1,173 @@
+#include "remote_chat_backend.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QNetworkReply>
+
+namespace deltafin::gui {
+
+RemoteChatBackend::RemoteChatBackend(QObject* parent) : ChatBackend(parent) {}
+
+QNetworkRequest RemoteChatBackend::makeRequest(const QString& path) const {
+  QUrl url = base_;
+  url.setPath(url.path().endsWith('/') ? url.path() + path : url.path() + '/' + path);
+  QNetworkRequest req(url);
+  req.setHeader(QNetworkRequest::ContentTypeHeader, QStringLiteral("application/json"));
+  if (!apiKey_.isEmpty()) req.setRawHeader("Authorization", "Bearer " + apiKey_.toUtf8());
+  req.setTransferTimeout(0);
+  return req;
+}
+
+void RemoteChatBackend::setEndpoint(const QUrl& baseUrl, const QString& model, const QString& apiKey) {
+  base_ = baseUrl;
+  model_ = model;
+  apiKey_ = apiKey;
+  ready_ = false;
+  info_ = BackendInfo{};
+  info_.name = tr("Remote");
+  info_.modelRoot = baseUrl.toString();
+  if (probe_) probe_->abort();
+  if (!base_.isValid() || base_.scheme().isEmpty()) {
+    emit unavailable(tr("the endpoint address %1 is not a URL").arg(baseUrl.toString()),
+                     tr("enter an address such as http://127.0.0.1:8080/v1 in Settings"));
+    return;
+  }
+  probe_ = net_.get(makeRequest(QStringLiteral("models")));
+  connect(probe_, &QNetworkReply::finished, this, [this, reply = probe_.data()] {
+    reply->deleteLater();
+    if (reply->error() != QNetworkReply::NoError) {
+      emit unavailable(tr("cannot reach %1: %2").arg(base_.toString(), reply->errorString()),
+                       tr("check that the server runs and the address ends in /v1"));
+      return;
+    }
+    const QJsonArray models = QJsonDocument::fromJson(reply->readAll()).object().value("data").toArray();
+    if (model_.isEmpty() && !models.isEmpty()) model_ = models.first().toObject().value("id").toString();
+    if (model_.isEmpty()) {
+      emit unavailable(tr("%1 lists no models").arg(base_.toString()), tr("enter the model name in Settings"));
+      return;
+    }
+    info_.modelName = model_;
+    ready_ = true;
+    emit ready(info_);
+  });
+}
+
+void RemoteChatBackend::start(const GenerationRequest& request) {
+  requestId_ = request.id;
+  buffer_.clear();
+  tokens_ = 0;
+  usageTokens_ = -1;
+  promptTokens_ = 0;
+  firstTokenMs_ = -1;
+  stopped_ = false;
+  errorText_.clear();
+  QJsonArray messages;
+  for (const ChatTurn& t : request.turns) messages.push_back(QJsonObject{{"role", t.role}, {"content", t.content}});
+  QJsonObject body{{"model", model_},
+                   {"messages", messages},
+                   {"stream", true},
+                   {"max_tokens", request.maxNewTokens},
+                   {"temperature", request.temperature},
+                   {"stream_options", QJsonObject{{"include_usage", true}}}};
+  clock_.start();
+  reply_ = net_.post(makeRequest(QStringLiteral("chat/completions")), QJsonDocument(body).toJson(QJsonDocument::Compact));
+  connect(reply_, &QNetworkReply::readyRead, this, &RemoteChatBackend::onData);
+  connect(reply_, &QNetworkReply::finished, this, &RemoteChatBackend::onFinished);
+}
+
+void RemoteChatBackend::stop() {
+  stopped_ = true;
+  if (reply_) reply_->abort();
+}
+
+void RemoteChatBackend::onData() {
+  if (!reply_) return;
+  buffer_ += reply_->readAll();
+  parseEvents();
+}
+
+void RemoteChatBackend::parseEvents() {
+  // Server-sent events: blank-line separated, "data: " lines carry the JSON.
+  for (;;) {
+    int end = buffer_.indexOf("\n\n");
+    int skip = 2;
+    const int crlf = buffer_.indexOf("\r\n\r\n");
+    if (crlf >= 0 && (end < 0 || crlf < end)) {
+      end = crlf;
+      skip = 4;
+    }
+    if (end < 0) break;
+    const QByteArray event = buffer_.left(end);
+    buffer_.remove(0, end + skip);
+    QByteArray data;
+    for (const QByteArray& line : event.split('\n')) {
+      const QByteArray l = line.trimmed();
+      if (l.startsWith("data:")) data += l.mid(5).trimmed();
+    }
+    if (!data.isEmpty()) {
+      handleEvent(data);
+    } else {
+      // A plain JSON error body (the request was refused before streaming began).
+      const QJsonValue err = QJsonDocument::fromJson(event.trimmed()).object().value("error");
+      if (err.isObject()) errorText_ = err.toObject().value("message").toString();
+      else if (err.isString()) errorText_ = err.toString();
+    }
+  }
+}
+
+void RemoteChatBackend::handleEvent(const QByteArray& data) {
+  if (data == "[DONE]") return;
+  const QJsonObject o = QJsonDocument::fromJson(data).object();
+  if (o.contains("error")) {
+    errorText_ = o.value("error").toObject().value("message").toString();
+    return;
+  }
+  const QJsonObject usage = o.value("usage").toObject();
+  if (!usage.isEmpty()) {
+    usageTokens_ = usage.value("completion_tokens").toInt(-1);
+    promptTokens_ = usage.value("prompt_tokens").toInt();
+  }
+  const QJsonArray choices = o.value("choices").toArray();
+  if (choices.isEmpty()) return;
+  const QJsonObject delta = choices.first().toObject().value("delta").toObject();
+  const QString reasoning = delta.value("reasoning_content").toString();
+  const QString content = delta.value("content").toString();
+  if (reasoning.isEmpty() && content.isEmpty()) return;
+  if (firstTokenMs_ < 0) firstTokenMs_ = clock_.elapsed();
+  ++tokens_;
+  emit chunk(requestId_, reasoning, content);
+}
+
+void RemoteChatBackend::onFinished() {
+  if (!reply_) return;
+  QNetworkReply* reply = reply_;
+  reply_ = nullptr;
+  reply->deleteLater();
+  // A last event may come without its blank line when the connection closes.
+  buffer_ += reply->readAll();
+  if (!buffer_.isEmpty()) {
+    buffer_ += "\n\n";
+    parseEvents();
+  }
+  const int status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
+  if (!stopped_ && (reply->error() != QNetworkReply::NoError || !errorText_.isEmpty())) {
+    QString what = errorText_;
+    if (what.isEmpty()) what = reply->errorString();
+    emit failed(requestId_, tr("the server answered %1: %2").arg(status).arg(what),
+                tr("check the endpoint and model in Settings"));
+    return;
+  }
+  GenerationStats s;
+  const double total = clock_.elapsed() / 1000.0;
+  s.newTokens = usageTokens_ >= 0 ? usageTokens_ : tokens_;
+  s.promptTokens = promptTokens_;
+  s.firstTokenSeconds = firstTokenMs_ >= 0 ? firstTokenMs_ / 1000.0 : total;
+  const double decode = total - s.firstTokenSeconds;
+  s.decodeTokensPerSecond = decode > 0 && s.newTokens > 1 ? (s.newTokens - 1) / decode : 0;
+  s.totalSeconds = total;
+  s.stoppedByUser = stopped_;
+  emit finished(requestId_, s);
+}
+
+}  // namespace deltafin::gui

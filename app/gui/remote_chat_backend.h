@@ -1,0 +1,52 @@
+#pragma once
+// Chat against any OpenAI-compatible endpoint (vLLM, SGLang, `deltafin serve`): streamed
+// /chat/completions over server-sent events, with reasoning_content shown as reasoning.
+#include <QElapsedTimer>
+#include <QNetworkAccessManager>
+#include <QPointer>
+#include <QUrl>
+
+#include "chat_backend.h"
+
+class QNetworkReply;
+
+namespace deltafin::gui {
+
+class RemoteChatBackend : public ChatBackend {
+  Q_OBJECT
+ public:
+  explicit RemoteChatBackend(QObject* parent = nullptr);
+
+  // `baseUrl` ends in /v1; an empty `model` takes the first one /models lists.
+  void setEndpoint(const QUrl& baseUrl, const QString& model, const QString& apiKey);
+  void start(const GenerationRequest& request) override;
+  void stop() override;
+  bool isReady() const override { return ready_; }
+  BackendInfo info() const override { return info_; }
+
+ private:
+  QNetworkRequest makeRequest(const QString& path) const;
+  void onData();
+  void parseEvents();
+  void onFinished();
+  void handleEvent(const QByteArray& data);
+
+  QNetworkAccessManager net_;
+  QUrl base_;
+  QString model_, apiKey_;
+  BackendInfo info_;
+  bool ready_ = false;
+  QPointer<QNetworkReply> probe_;
+
+  QPointer<QNetworkReply> reply_;
+  quint64 requestId_ = 0;
+  QByteArray buffer_;
+  QElapsedTimer clock_;
+  qint64 firstTokenMs_ = -1;
+  int tokens_ = 0;
+  int usageTokens_ = -1, promptTokens_ = 0;
+  bool stopped_ = false;
+  QString errorText_;
+};
+
+}  // namespace deltafin::gui

@@ -1,0 +1,49 @@
+#include "server_process.h"
+
+#include "app_paths.h"
+
+namespace deltafin::gui {
+
+ServerProcess::ServerProcess(QObject* parent) : QObject(parent) {
+  process_.setProcessChannelMode(QProcess::MergedChannels);
+  connect(&process_, &QProcess::readyRead, this, [this] {
+    output_ += QString::fromUtf8(process_.readAll());
+    if (output_.size() > 20000) output_ = output_.right(20000);
+  });
+  connect(&process_, &QProcess::started, this, [this] {
+    emit stateChanged(true, tr("Server running: %1").arg(process_.arguments().join(' ')));
+  });
+  connect(&process_, &QProcess::errorOccurred, this, [this](QProcess::ProcessError) {
+    if (!stopping_) emit stateChanged(false, tr("The server could not run: %1").arg(process_.errorString()));
+  });
+  connect(&process_, &QProcess::finished, this, [this](int code, QProcess::ExitStatus) {
+    const QString tail = output_.trimmed().section('\n', -3);
+    emit stateChanged(false, stopping_ ? tr("Server stopped") : tr("The server exited (%1): %2").arg(code).arg(tail));
+    stopping_ = false;
+  });
+}
+
+ServerProcess::~ServerProcess() {
+  stopping_ = true;
+  if (isRunning()) {
+    process_.terminate();
+    if (!process_.waitForFinished(5000)) process_.kill();
+    process_.waitForFinished(2000);
+  }
+}
+
+void ServerProcess::start(const QString& modelRoot, int port) {
+  if (isRunning()) return;
+  output_.clear();
+  stopping_ = false;
+  process_.start(cliExecutable(), {QStringLiteral("serve"), QStringLiteral("--model-root"), modelRoot,
+                                   QStringLiteral("--port"), QString::number(port)});
+}
+
+void ServerProcess::stop() {
+  if (!isRunning()) return;
+  stopping_ = true;
+  process_.terminate();
+}
+
+}  // namespace deltafin::gui

@@ -1,0 +1,121 @@
+#include "studio.h"
+
+#include <QStandardPaths>
+#include <QThread>
+#include <QUrl>
+
+#include "app_paths.h"
+#include "job_manager.h"
+#include "local_engine.h"
+#include "remote_chat_backend.h"
+#include "server_process.h"
+
+namespace deltafin::gui {
+
+Studio::Studio(Options options, QObject* parent)
+    : QObject(parent), override_(options.modelRoot), dataDir_(options.dataDir) {
+  settings_ = StudioSettings::load(settingsFile());
+  registerMetaTypes();
+  qRegisterMetaType<DiskUsage>();
+  conversations_ = new ConversationStore(dataPath(QStringLiteral("conversations.json")), this);
+  engine_ = new LocalEngine(this);
+  remote_ = new RemoteChatBackend(this);
+  jobs_ = new JobManager(dataPath(QStringLiteral("jobs.json")), this);
+  server_ = new ServerProcess(this);
+  // A finished install changes what the engine should load and what the disk holds.
+  connect(jobs_, &JobManager::jobChanged, this, [this](InstallJob* job) {
+    if (job->state() != InstallJob::State::Done) return;
+    refreshDiskUsage();
+    if (hasModel(modelRoot()) && activeModelRoot() != loadedRoot_) startEngine();
+  });
+  if (settings_.remoteEnabled)
+    remote_->setEndpoint(QUrl(settings_.remoteUrl), settings_.remoteModel, settings_.remoteApiKey);
+}
+
+Studio::~Studio() {
+  if (scanThread_) scanThread_->wait();
+}
+
+void Studio::saveSettings() { settings_.save(settingsFile()); }
+
+QString Studio::dataPath(const QString& name) const {
+  const QString dir =
+      dataDir_.isEmpty() ? QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) : dataDir_;
+  return dir + QLatin1Char('/') + name;
+}
+
+QString Studio::settingsFile() const {
+  return dataDir_.isEmpty() ? QString() : dataDir_ + QStringLiteral("/settings.ini");
+}
+
+ChatBackend* Studio::chatBackend() const {
+  if (settings_.remoteEnabled) return remote_;
+  return engine_;
+}
+
+QString Studio::modelRoot() const {
+  if (!override_.isEmpty()) return override_;
+  return settings_.modelFolder.isEmpty() ? defaultModelRoot() : settings_.modelFolder;
+}
+
+bool Studio::usingDemo() const {
+  if (!override_.isEmpty()) return false;
+  return !hasModel(modelRoot()) && settings_.useDemo && !bundledDemoModel().isEmpty();
+}
+
+QString Studio::activeModelRoot() const {
+  if (usingDemo()) return bundledDemoModel();
+  return modelRoot();
+}
+
+bool Studio::needsFirstRun() const {
+  return override_.isEmpty() && !hasModel(modelRoot()) && !settings_.useDemo && !settings_.remoteEnabled;
+}
+
+void Studio::startEngine() {
+  const QString root = activeModelRoot();
+  if (root == loadedRoot_ && engine_->isReady()) return;
+  loadedRoot_ = root;
+  engine_->load(root, usingDemo());
+  refreshDiskUsage();
+}
+
+void Studio::useDemoModel() {
+  settings_.useDemo = true;
+  saveSettings();
+  startEngine();
+}
+
+void Studio::applySettings() {
+  saveSettings();
+  if (settings_.remoteEnabled)
+    remote_->setEndpoint(QUrl(settings_.remoteUrl), settings_.remoteModel, settings_.remoteApiKey);
+  startEngine();
+  applyServerSetting();
+  emit chatBackendChanged(chatBackend());
+}
+
+void Studio::applyServerSetting() {
+  if (settings_.serverEnabled && !server_->isRunning()) server_->start(activeModelRoot(), settings_.serverPort);
+  else if (!settings_.serverEnabled) server_->stop();
+}
+
+void Studio::refreshDiskUsage() {
+  if (scanning_) return;
+  scanning_ = true;
+  const QString root = modelRoot();
+  // Walking a 1.5 TB install touches thousands of inodes: never on the GUI thread.
+  QThread* t = QThread::create([this, root] {
+    const DiskUsage u = scanDiskUsage(root);
+    QMetaObject::invokeMethod(this, [this, u] {
+      scanning_ = false;
+      diskUsage_ = u;
+      emit diskUsageChanged(u);
+    }, Qt::QueuedConnection);
+  });
+  connect(t, &QThread::finished, t, &QObject::deleteLater);
+  scanThread_ = t;
+  t->start();
+}
+
+}  // namespace deltafin::gui

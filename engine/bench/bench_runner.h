@@ -1,0 +1,63 @@
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "store/expert_source.h"
+#include "store/tiered_expert_source.h"
+
+namespace deltafin {
+
+// One configuration under test. Without `store` the arm reads experts in place
+// through the page cache (mmap).
+struct BenchArm {
+  std::string name;
+  std::string flags;  // as given, for the report
+  std::optional<StoreOptions> store;
+  int threads = 0;
+};
+
+struct BenchPlan {
+  std::string model_root;
+  std::vector<int32_t> prompt;
+  int new_tokens = 8;
+  int reps = 3;
+  bool cold = true, warm = true;
+  bool measure_bandwidth = true;
+  int bandwidth_experts = 48;
+};
+
+struct BenchRun {
+  std::string arm, mode;  // mode: cold | warm
+  int rep = 0;
+  double prefill_seconds = 0, decode_seconds_per_token = 0, first_token_seconds = 0;
+  std::vector<int32_t> ids;
+  ExpertCounters prefill, decode;  // counter deltas of each phase
+  bool spine_warm = true;
+};
+
+struct BenchReport {
+  std::vector<BenchRun> runs;
+  double direct_read_gbps = 0;  // measured O_DIRECT expert read bandwidth
+  std::string io_engine;
+  bool ids_identical = true;
+  std::string first_difference;
+  std::string json() const;     // every run, medians with min/max per (arm, mode), floors
+};
+
+// Runs every arm `reps` times in alternating order (cold then warm each time)
+// and checks that every run produced the same ids.
+BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
+                      const std::function<void(const std::string&)>& progress = {});
+
+// Reads `n` random experts of the checkpoint with O_DIRECT at queue depth `qd`
+// and returns GB/s (1e9 bytes per second) of expert bytes delivered.
+double measure_direct_read_gbps(const std::string& model_root, int n, int qd, std::string* engine_name = nullptr);
+
+// Drops the page-cache copy of every shard (posix_fadvise DONTNEED), then reads
+// back every non-expert tensor so that only experts start cold.
+void make_experts_cold(const std::string& model_root);
+
+}  // namespace deltafin

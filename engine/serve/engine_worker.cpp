@@ -1,0 +1,290 @@
+#include "serve/engine_worker.h"
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+
+#include "base/error.h"
+#include "runtime/generate.h"
+#include "serve/state_snapshot.h"
+#include "serve/stop_matcher.h"
+#include "tokenizer/chat_stream_parser.h"
+
+namespace deltafin::serve {
+
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+// Thrown inside the job to unwind out of prefill when the client went away or time ran out.
+struct JobAbandoned {
+  bool timed_out;
+};
+
+}  // namespace
+
+EngineWorker::EngineWorker(const K3Model& model, const Tokenizer& tokenizer, JobQueue& queue, WorkerOptions options)
+    : model_(model), tok_(tokenizer), queue_(queue), opt_(std::move(options)), session_(model),
+      cache_(opt_.state_cache_bytes), memo_(opt_.memo_entries, opt_.memo_bytes) {
+  if (!opt_.snapshot_dir.empty())
+    store_ = std::make_unique<SnapshotStore>(opt_.snapshot_dir, model_fingerprint(model.root()), opt_.snapshot_max_bytes);
+  const K3Config& c = model.config();
+  if (c.eos_token_id >= 0) end_ids_.push_back(static_cast<int32_t>(c.eos_token_id));
+  for (const char* name : {"<|end_of_msg|>", "[EOS]"})
+    if (auto id = tok_.special_id(name)) end_ids_.push_back(*id);
+}
+
+EngineWorker::~EngineWorker() { stop(); }
+
+void EngineWorker::start() { thread_ = std::thread([this] { loop(); }); }
+
+void EngineWorker::stop() {
+  if (thread_.joinable()) thread_.join();
+}
+
+WorkerStats EngineWorker::stats() const {
+  std::lock_guard lk(stats_mu_);
+  WorkerStats s = stats_;
+  s.memo_entries = memo_.count();
+  if (store_) {
+    s.snapshot_files = store_->count();
+    s.snapshot_bytes = store_->bytes();
+  }
+  return s;
+}
+
+void EngineWorker::loop() {
+  while (auto job = queue_.pop()) {
+    {
+      std::lock_guard lk(stats_mu_);
+      stats_.running = true;
+    }
+    const auto t0 = clock_type::now();
+    run(*job);
+    const double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
+    std::lock_guard lk(stats_mu_);
+    stats_.running = false;
+    stats_.mean_job_seconds = stats_.jobs_done <= 1 ? secs : 0.8 * stats_.mean_job_seconds + 0.2 * secs;
+  }
+}
+
+std::string EngineWorker::memo_key(const GenerationRequest& q) const {
+  std::string k = q.kind == GenerationRequest::Kind::Chat ? "chat" : "text";
+  k += q.thinking ? "|think" : "|plain";
+  k += "|max=" + std::to_string(q.max_tokens);
+  if (!q.sampling.greedy()) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "|t=%a|p=%a|k=%d|seed=%llu", double(q.sampling.temperature),
+                  double(q.sampling.top_p), q.sampling.top_k, static_cast<unsigned long long>(q.sampling.seed));
+    k += buf;
+  }
+  for (const std::string& s : q.stop) k += "|stop=" + std::to_string(s.size()) + ":" + s;
+  k += "|ids=";
+  k.append(reinterpret_cast<const char*>(q.prompt.data()), q.prompt.size() * sizeof(int32_t));
+  return k;
+}
+
+void EngineWorker::restore_longest_prefix(const std::vector<int32_t>& prompt, JobResult& r) {
+  // At least the last prompt token must run, for the logits of the first new token.
+  const size_t max_len = prompt.size() - 1;
+  size_t live = 0;
+  if (session_ids_.size() <= max_len && std::equal(session_ids_.begin(), session_ids_.end(), prompt.begin()))
+    live = session_ids_.size();
+  const size_t mem = cache_.best_prefix(prompt, max_len);
+  const size_t disk = store_ ? store_->best_prefix(prompt, max_len) : 0;
+  r.reuse_source = "none";
+  if (live > 0 && live >= mem && live >= disk) {
+    r.reuse_source = "session";
+    return;
+  }
+  if (mem > 0 && mem >= disk) {
+    if (auto st = cache_.get(prompt, mem)) {
+      session_.import_state(std::move(*st));
+      session_ids_.assign(prompt.begin(), prompt.begin() + mem);
+      r.reuse_source = "memory";
+      return;
+    }
+  }
+  if (disk > 0) {
+    if (auto st = store_->load(prompt, disk, model_.config())) {
+      session_.import_state(std::move(*st));
+      session_ids_.assign(prompt.begin(), prompt.begin() + disk);
+      r.reuse_source = "disk";
+      return;
+    }
+  }
+  session_.reset();
+  session_ids_.clear();
+}
+
+void EngineWorker::run(Job& job) {
+  const GenerationRequest& q = job.req;
+  const auto t0 = clock_type::now();
+  {
+    std::lock_guard lk(stats_mu_);
+    job.started = ++started_;
+  }
+  auto note = [&](const std::string& finish, uint64_t tokens, bool cancelled, bool failed) {
+    std::lock_guard lk(stats_mu_);
+    stats_.jobs_done++;
+    stats_.jobs_cancelled += cancelled;
+    stats_.jobs_failed += failed;
+    stats_.last_seq = job.seq;
+    stats_.last_completion_tokens = tokens;
+    stats_.last_finish = finish;
+    stats_.state_cache_entries = cache_.count();
+    stats_.state_cache_bytes = cache_.bytes();
+  };
+  if (job.cancelled) {
+    note("cancelled", 0, true, false);
+    job.fail(ApiError(499, "the client went away", {}, "cancelled"));
+    return;
+  }
+
+  JobResult r;
+  r.prompt_tokens = static_cast<int>(q.prompt.size());
+  const std::string key = q.seeded ? memo_key(q) : std::string();
+  if (!key.empty()) {
+    if (auto hit = memo_.find(key)) {
+      r.reasoning = hit->reasoning;
+      r.content = hit->content;
+      r.finish_reason = hit->finish_reason;
+      r.completion_tokens = hit->completion_tokens;
+      r.reasoning_tokens = hit->reasoning_tokens;
+      r.cached_tokens = r.prompt_tokens;
+      r.memo_hit = true;
+      r.reuse_source = "memo";
+      if (q.stream) job.emit(Delta{hit->reasoning, hit->content});
+      {
+        std::lock_guard lk(stats_mu_);
+        stats_.memo_hits++;
+      }
+      note(r.finish_reason, r.completion_tokens, false, false);
+      job.finish(std::move(r));
+      return;
+    }
+  }
+
+  std::optional<std::pair<std::vector<int32_t>, K3State>> to_disk;
+  auto abandoned = [&]() -> std::optional<JobAbandoned> {
+    if (job.cancelled) return JobAbandoned{false};
+    if (clock_type::now() > job.deadline) return JobAbandoned{true};
+    return std::nullopt;
+  };
+  try {
+    restore_longest_prefix(q.prompt, r);
+    r.cached_tokens = static_cast<int>(session_ids_.size());
+
+    // Prefill all but the last prompt token, stopping at the turn boundary to keep its state.
+    const size_t end = q.prompt.size() - 1;
+    auto prefill_to = [&](size_t target) {
+      while (session_ids_.size() < target) {
+        if (auto a = abandoned()) throw *a;
+        const size_t pos = session_ids_.size();
+        const size_t n = std::min<size_t>(target - pos, size_t(opt_.prefill_chunk));
+        session_.prefill(std::span<const int32_t>(q.prompt.data() + pos, n), opt_.prefill_chunk);
+        session_ids_.insert(session_ids_.end(), q.prompt.begin() + pos, q.prompt.begin() + pos + n);
+        r.prefilled_tokens += static_cast<int>(n);
+      }
+    };
+    const size_t boundary = q.turn_boundary;
+    if (boundary > session_ids_.size() && boundary <= end) {
+      prefill_to(boundary);
+      cache_.put(session_ids_, session_.export_state());
+      if (store_ && boundary >= opt_.snapshot_min_tokens) to_disk.emplace(session_ids_, session_.export_state());
+    }
+    prefill_to(end);
+    r.prefilled_tokens += 1;  // the last prompt token runs inside generate()
+
+    const bool chat = q.kind == GenerationRequest::Kind::Chat;
+    std::optional<ChatStreamParser> parser;
+    std::optional<IncrementalDecoder> decoder;
+    if (chat) parser.emplace(tok_, q.thinking);
+    else decoder.emplace(tok_);
+    StopMatcher matcher(q.stop);
+    bool ended = false, timed_out = false;
+    int count = 0;
+    auto deliver = [&](Delta d) {
+      if (d.reasoning.empty() && d.content.empty()) return;
+      r.reasoning += d.reasoning;
+      r.content += d.content;
+      if (q.stream) job.emit(std::move(d));
+    };
+    auto on_events = [&](const std::vector<ChatEvent>& events) {
+      Delta d;
+      for (const ChatEvent& ev : events) {
+        if (ev.kind == ChatEvent::Kind::Reasoning) d.reasoning += ev.text;
+        else if (ev.kind == ChatEvent::Kind::Answer) d.content += matcher.push(ev.text);
+      }
+      deliver(std::move(d));
+    };
+    GenerateOptions g;
+    g.max_new = q.max_tokens;
+    g.sampling = q.sampling;
+    g.stop_ids = end_ids_;
+    g.prefill_chunk = opt_.prefill_chunk;
+    auto on_token = [&](int32_t id) -> bool {
+      if (++count == 1) r.first_token_seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+      if (chat) {
+        if (parser->phase() == ChatStreamParser::Phase::Reasoning) r.reasoning_tokens++;
+        on_events(parser->push(id));
+        if (parser->done()) ended = true;
+      } else {
+        bool is_end = false;
+        for (int32_t e : end_ids_) is_end |= (e == id);
+        if (is_end) ended = true;
+        else deliver(Delta{{}, matcher.push(decoder->push(id))});
+      }
+      if (matcher.stopped()) ended = true;
+      if (ended) return false;
+      if (auto a = abandoned()) {
+        timed_out = a->timed_out;
+        return false;
+      }
+      return true;
+    };
+    GenerateResult gr = generate(session_, std::span<const int32_t>(q.prompt.data() + end, 1), g, on_token);
+    session_ids_.push_back(q.prompt[end]);
+    if (!gr.ids.empty()) session_ids_.insert(session_ids_.end(), gr.ids.begin(), gr.ids.end() - 1);
+    if (session_.n_past() != static_cast<int64_t>(session_ids_.size())) {
+      session_.reset();  // never guess what the state holds
+      session_ids_.clear();
+    }
+    if (!ended) {
+      if (chat) on_events(parser->finish());
+      else deliver(Delta{{}, matcher.push(decoder->finish())});
+      deliver(Delta{{}, matcher.finish()});
+    }
+    r.completion_tokens = static_cast<int>(gr.ids.size());
+    r.finish_reason = ended ? "stop" : "length";
+    if (job.cancelled) {
+      note("cancelled", r.completion_tokens, true, false);
+      job.fail(ApiError(499, "the client went away", {}, "cancelled"));
+    } else {
+      if (!key.empty() && !timed_out)
+        memo_.put(key, MemoAnswer{r.reasoning, r.content, r.finish_reason, r.completion_tokens, r.reasoning_tokens});
+      note(r.finish_reason, r.completion_tokens, false, false);
+      job.finish(std::move(r));
+    }
+  } catch (const JobAbandoned& a) {
+    note(a.timed_out ? "timeout" : "cancelled", 0, !a.timed_out, a.timed_out);
+    job.fail(a.timed_out ? ApiError(504, "The request ran past the server's time limit (--request-timeout) during prefill.",
+                                    {}, "timeout", "timeout")
+                         : ApiError(499, "the client went away", {}, "cancelled"));
+  } catch (const std::exception& e) {
+    session_.reset();
+    session_ids_.clear();
+    note("error", 0, false, true);
+    job.fail(ApiError(500, std::string("The engine failed: ") + e.what(), {}, "server_error"));
+  }
+  // After the answer went out: the disk write does not delay the client.
+  if (to_disk) {
+    try {
+      store_->save(to_disk->first, to_disk->second);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "deltafin serve: could not save a state snapshot: %s\n", e.what());
+    }
+  }
+}
+
+}  // namespace deltafin::serve

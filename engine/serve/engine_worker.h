@@ -1,0 +1,75 @@
+#pragma once
+// The one thread that owns the model: takes jobs from the FIFO queue one at a time, reuses the
+// longest committed prefix it has (live session, RAM turn snapshots, disk snapshots), prefills the
+// rest, decodes with the exact sampler, and streams text back through the job.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/k3_model.h"
+#include "serve/job_queue.h"
+#include "serve/response_memo.h"
+#include "serve/snapshot_store.h"
+#include "serve/state_cache.h"
+#include "tokenizer/tokenizer.h"
+
+namespace deltafin::serve {
+
+struct WorkerOptions {
+  int prefill_chunk = 64;
+  uint64_t state_cache_bytes = uint64_t(2) << 30;
+  std::string snapshot_dir;          // empty: no disk snapshots
+  uint64_t snapshot_max_bytes = uint64_t(16) << 30;
+  size_t snapshot_min_tokens = 512;  // shorter prefixes are cheap to prefill again
+  size_t memo_entries = 256;
+  uint64_t memo_bytes = uint64_t(64) << 20;
+};
+
+struct WorkerStats {
+  bool running = false;
+  uint64_t jobs_done = 0, jobs_cancelled = 0, jobs_failed = 0, memo_hits = 0;
+  uint64_t last_seq = 0, last_completion_tokens = 0;
+  std::string last_finish;
+  double mean_job_seconds = 0;
+  uint64_t state_cache_entries = 0, state_cache_bytes = 0, snapshot_files = 0, snapshot_bytes = 0;
+  uint64_t memo_entries = 0;
+};
+
+class EngineWorker {
+ public:
+  EngineWorker(const K3Model& model, const Tokenizer& tokenizer, JobQueue& queue, WorkerOptions options);
+  ~EngineWorker();
+  EngineWorker(const EngineWorker&) = delete;
+  EngineWorker& operator=(const EngineWorker&) = delete;
+
+  void start();
+  void stop();  // after the running job; the queue must be shut down first
+  WorkerStats stats() const;
+
+ private:
+  void loop();
+  void run(Job& job);
+  void restore_longest_prefix(const std::vector<int32_t>& prompt, JobResult& r);
+  std::string memo_key(const GenerationRequest& req) const;
+
+  const K3Model& model_;
+  const Tokenizer& tok_;
+  JobQueue& queue_;
+  WorkerOptions opt_;
+  K3Session session_;
+  std::vector<int32_t> session_ids_;  // the tokens the session has committed
+  StateCache cache_;
+  std::unique_ptr<SnapshotStore> store_;
+  ResponseMemo memo_;
+  std::vector<int32_t> end_ids_;
+  std::thread thread_;
+  mutable std::mutex stats_mu_;
+  WorkerStats stats_;
+  uint64_t started_ = 0;
+};
+
+}  // namespace deltafin::serve

@@ -1,0 +1,353 @@
+#include "serve/http_server.h"
+
+#include <httplib.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "base/error.h"
+#include "serve/api_error.h"
+#include "serve/openai_format.h"
+#include "serve/peer_socket.h"
+
+namespace deltafin::serve {
+
+using nlohmann::json;
+using clock_type = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr auto kPoll = std::chrono::milliseconds(20);
+
+json read_json_file(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) return json();
+  json j = json::parse(in, nullptr, false);
+  return j.is_discarded() ? json() : j;
+}
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status();
+  res.set_content(dump_json(e.body()), "application/json");
+}
+
+// Constant time, so the key cannot be guessed a byte at a time from response times.
+bool same_secret(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
+  return diff == 0 && !b.empty();
+}
+
+}  // namespace
+
+bool is_loopback_host(const std::string& host) {
+  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+  in_addr a{};
+  if (inet_pton(AF_INET, host.c_str(), &a) == 1) return (ntohl(a.s_addr) >> 24) == 127;
+  return false;
+}
+
+class OpenAiServer::Impl {
+ public:
+  Impl(const ServerOptions& opt, const K3Model& model, const Tokenizer& tok)
+      : opt_(opt), model_(model), tok_(tok), queue_(opt.queue_size), worker_(model, tok, queue_, opt.worker) {
+    const fs::path root = model.root();
+    const json cfg = read_json_file(root / "config.json");
+    int model_ctx = 0;
+    if (cfg.is_object()) {
+      const json& tc = cfg.contains("text_config") ? cfg["text_config"] : cfg;
+      if (tc.is_object() && tc.contains("max_position_embeddings") && tc["max_position_embeddings"].is_number_integer())
+        model_ctx = tc["max_position_embeddings"].get<int>();
+    }
+    if (model_ctx <= 0) model_ctx = 4096;
+    parse_.tokenizer = &tok;
+    parse_.model_id = opt.model_id;
+    parse_.context_limit = opt.max_context > 0 ? std::min(opt.max_context, model_ctx) : model_ctx;
+    parse_.max_tokens_limit = std::min(opt.max_tokens, parse_.context_limit - 1);
+    const json gen = read_json_file(root / "generation_config.json");
+    if (gen.is_object()) {
+      if (gen.contains("temperature") && gen["temperature"].is_number()) parse_.default_temperature = gen["temperature"].get<float>();
+      if (gen.contains("top_p") && gen["top_p"].is_number()) parse_.default_top_p = gen["top_p"].get<float>();
+    }
+    const int threads = opt.http_threads > 0 ? opt.http_threads : static_cast<int>(opt.queue_size) + 16;
+    http_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+    http_.set_payload_max_length(opt.max_body_bytes);
+    http_.set_read_timeout(opt.read_timeout_s, 0);
+    http_.set_write_timeout(opt.write_timeout_s, 0);
+    http_.set_keep_alive_timeout(5);
+    http_.set_keep_alive_max_count(1000);
+    routes();
+  }
+
+  int bind() {
+    if (opt_.port == 0) port_ = http_.bind_to_any_port(opt_.host);
+    else port_ = http_.bind_to_port(opt_.host, opt_.port) ? opt_.port : -1;
+    if (port_ <= 0)
+      throw Error("could not listen on " + opt_.host + ":" + std::to_string(opt_.port),
+                  "is another server using the port? pick another with --port");
+    return port_;
+  }
+
+  void serve() {
+    worker_.start();
+    http_.listen_after_bind();
+    queue_.shutdown();
+    worker_.stop();
+  }
+
+  void stop() {
+    http_.stop();
+    queue_.shutdown();
+  }
+
+ private:
+  void routes() {
+    http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) -> httplib::Server::HandlerResponse {
+      if (opt_.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+      const std::string auth = req.get_header_value("Authorization");
+      const std::string prefix = "Bearer ";
+      if (auth.compare(0, prefix.size(), prefix) == 0 && same_secret(auth.substr(prefix.size()), opt_.api_key))
+        return httplib::Server::HandlerResponse::Unhandled;
+      send_error(res, ApiError(401,
+                               auth.empty() ? "You didn't provide an API key. Send it as 'Authorization: Bearer KEY'."
+                                            : "Incorrect API key provided.",
+                               {}, "invalid_request_error", "invalid_api_key"));
+      return httplib::Server::HandlerResponse::Handled;
+    });
+    http_.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) -> httplib::Server::HandlerResponse {
+      if (!res.body.empty() || res.is_chunked_content_provider_) return httplib::Server::HandlerResponse::Unhandled;
+      std::string msg;
+      switch (res.status) {
+        case 404: msg = "Unknown request URL: " + req.method + " " + req.path + "."; break;
+        case 413: msg = "The request body is too large for this server (--max-body-bytes)."; break;
+        case 414: msg = "The request URL is too long."; break;
+        default: msg = "The HTTP request could not be processed (status " + std::to_string(res.status) + ")."; break;
+      }
+      res.set_content(dump_json(ApiError(res.status, msg, {}, "invalid_request_error").body()), "application/json");
+      if (res.status == 413 || res.status == 400) res.set_header("Connection", "close");
+      return httplib::Server::HandlerResponse::Handled;
+    }));
+    http_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+      std::string what = "unknown error";
+      try {
+        if (ep) std::rethrow_exception(ep);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      send_error(res, ApiError(500, "The server failed: " + what, {}, "server_error"));
+    });
+
+    http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) { health(res); });
+    for (const std::string base : {"/v1", ""}) {
+      http_.Get(base + "/models", [this](const httplib::Request&, httplib::Response& res) {
+        res.set_content(dump_json({{"object", "list"}, {"data", json::array({model_object()})}}), "application/json");
+      });
+      http_.Get(base + R"(/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+        if (req.matches[1] != opt_.model_id)
+          return send_error(res, ApiError(404, "The model '" + std::string(req.matches[1]) + "' does not exist.", "model",
+                                          "invalid_request_error", "model_not_found"));
+        res.set_content(dump_json(model_object()), "application/json");
+      });
+      for (const bool chat : {true, false}) {
+        const std::string path = base + (chat ? "/chat/completions" : "/completions");
+        http_.Post(path, [this, chat](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+          generation(chat, req, res, reader);
+        });
+        http_.Get(path, [](const httplib::Request& req, httplib::Response& res) {
+          res.set_header("Allow", "POST");
+          send_error(res, ApiError(405, "Use POST for " + req.path + ".", {}, "invalid_request_error", "method_not_allowed"));
+        });
+      }
+    }
+  }
+
+  json model_object() const {
+    return {{"id", opt_.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "deltafin"},
+            {"max_model_len", parse_.context_limit}};
+  }
+
+  void health(httplib::Response& res) {
+    const WorkerStats s = worker_.stats();
+    json j = {{"status", "ok"},
+              {"model", opt_.model_id},
+              {"queue", {{"waiting", queue_.waiting()}, {"capacity", queue_.capacity()}}},
+              {"worker",
+               {{"running", s.running},
+                {"jobs_done", s.jobs_done},
+                {"jobs_cancelled", s.jobs_cancelled},
+                {"jobs_failed", s.jobs_failed},
+                {"memo_hits", s.memo_hits},
+                {"memo_entries", s.memo_entries},
+                {"last_seq", s.last_seq},
+                {"last_completion_tokens", s.last_completion_tokens},
+                {"last_finish", s.last_finish},
+                {"state_cache_entries", s.state_cache_entries},
+                {"state_cache_bytes", s.state_cache_bytes},
+                {"snapshot_files", s.snapshot_files},
+                {"snapshot_bytes", s.snapshot_bytes}}}};
+    res.set_content(dump_json(j), "application/json");
+  }
+
+  int retry_after_seconds() const {
+    const double mean = std::max(0.1, worker_.stats().mean_job_seconds);
+    return std::max(1, static_cast<int>(std::ceil(mean * double(queue_.waiting() + 1))));
+  }
+
+  void generation(bool chat, const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+    const bool chunked = req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos;
+    if (!req.has_header("Content-Length") && !chunked) {
+      // Without a length the body would only end when the client closes: refuse at once.
+      res.set_header("Connection", "close");
+      return send_error(res, ApiError(411, "Send the request body with a Content-Length (or chunked).", {}, "invalid_request_error", "length_required"));
+    }
+    std::string body;
+    bool too_big = false;
+    const bool read_ok = reader([&](const char* data, size_t n) {
+      if (body.size() + n > opt_.max_body_bytes) {
+        too_big = true;
+        return false;
+      }
+      body.append(data, n);
+      return true;
+    });
+    if (too_big || res.status == 413) {
+      res.set_header("Connection", "close");
+      return send_error(res, ApiError(413, "The request body is too large for this server (--max-body-bytes = " +
+                                               std::to_string(opt_.max_body_bytes) + ").", {}, "invalid_request_error", "request_too_large"));
+    }
+    if (!read_ok) {
+      res.set_header("Connection", "close");
+      return send_error(res, ApiError(400, "The request body could not be read.", {}, "invalid_request_error"));
+    }
+    std::shared_ptr<Job> job;
+    try {
+      const json j = parse_json_body(body);
+      job = std::make_shared<Job>(chat ? parse_chat_request(j, parse_) : parse_completion_request(j, parse_));
+    } catch (const ApiError& e) {
+      return send_error(res, e);
+    } catch (const Error& e) {
+      return send_error(res, ApiError(400, e.what(), {}, "invalid_request_error"));
+    }
+    job->deadline = clock_type::now() + std::chrono::seconds(opt_.request_timeout_s);
+    if (!queue_.push(job)) {
+      res.set_header("Retry-After", std::to_string(retry_after_seconds()));
+      return send_error(res, ApiError(429, "The server is busy: " + std::to_string(queue_.capacity()) +
+                                               " requests are already waiting. Retry after the time in Retry-After.",
+                                      {}, "rate_limit_error", "queue_full"));
+    }
+    res.set_header("X-Deltafin-Seq", std::to_string(job->seq));
+    const int fd = find_connection_socket(req.remote_addr, req.remote_port, req.local_port > 0 ? req.local_port : port_);
+    if (job->req.stream) return stream(chat, job, fd, res);
+
+    std::vector<Delta> ignored;
+    for (;;) {
+      if (job->wait(kPoll, ignored)) break;
+      ignored.clear();
+      if (peer_gone(fd)) {
+        cancel(job);
+        return;
+      }
+      if (job->started == 0 && clock_type::now() > job->deadline && queue_.remove(job))
+        return send_error(res, ApiError(504, "The request waited in the queue past the server's time limit (--request-timeout).", {}, "timeout", "timeout"));
+    }
+    if (auto e = job->error()) return send_error(res, *e);
+    const JobResult r = *job->result();
+    const ResponseMeta meta = new_response_meta(chat, opt_.model_id);
+    res.set_header("X-Deltafin-Started", std::to_string(job->started));
+    res.set_header("X-Deltafin-Reuse", r.reuse_source);
+    res.set_header("X-Deltafin-Prefilled", std::to_string(r.prefilled_tokens));
+    res.set_content(dump_json(chat ? chat_completion_json(meta, r) : text_completion_json(meta, r)), "application/json");
+  }
+
+  void cancel(const std::shared_ptr<Job>& job) {
+    job->cancelled = true;
+    if (!queue_.remove(job)) job->wait_done();  // it is running: the worker stops within one step
+  }
+
+  void stream(bool chat, const std::shared_ptr<Job>& job, int fd, httplib::Response& res) {
+    const ResponseMeta meta = new_response_meta(chat, opt_.model_id);
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+    auto sent_role = std::make_shared<bool>(false);
+    const bool usage = job->req.include_usage;
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [this, job, fd, meta, chat, usage, sent_role](size_t, httplib::DataSink& sink) {
+          auto write = [&](const json& j) {
+            const std::string ev = sse_event(j);
+            return sink.write(ev.data(), ev.size());
+          };
+          if (chat && !*sent_role) {
+            *sent_role = true;
+            if (!write(chat_chunk_json(meta, {{"role", "assistant"}, {"content", ""}}, std::nullopt, usage))) return false;
+          }
+          std::vector<Delta> deltas;
+          const bool done = job->wait(kPoll, deltas);
+          for (const Delta& d : deltas) {
+            bool ok = true;
+            if (chat) {
+              if (!d.reasoning.empty()) ok = write(chat_chunk_json(meta, {{"reasoning_content", d.reasoning}}, std::nullopt, usage));
+              if (ok && !d.content.empty()) ok = write(chat_chunk_json(meta, {{"content", d.content}}, std::nullopt, usage));
+            } else {
+              ok = write(text_chunk_json(meta, d.content, std::nullopt, usage));
+            }
+            if (!ok) return false;
+          }
+          if (!done) {
+            if (peer_gone(fd)) return false;
+            if (job->started == 0 && clock_type::now() > job->deadline && queue_.remove(job)) {
+              job->fail(ApiError(504, "The request waited in the queue past the server's time limit (--request-timeout).", {}, "timeout", "timeout"));
+            }
+            return true;
+          }
+          if (auto e = job->error()) {
+            write(e->body());
+          } else {
+            const JobResult r = *job->result();
+            if (chat) write(chat_chunk_json(meta, json::object(), r.finish_reason, usage));
+            else write(text_chunk_json(meta, "", r.finish_reason, usage));
+            if (usage) write(usage_chunk_json(meta, chat, r));
+          }
+          static const std::string kDone = "data: [DONE]\n\n";
+          sink.write(kDone.data(), kDone.size());
+          sink.done();
+          return true;
+        },
+        [this, job](bool success) {
+          if (!success) cancel(job);
+        });
+  }
+
+  const ServerOptions& opt_;
+  const K3Model& model_;
+  const Tokenizer& tok_;
+  JobQueue queue_;
+  EngineWorker worker_;
+  ParseContext parse_;
+  httplib::Server http_;
+  int port_ = -1;
+};
+
+OpenAiServer::OpenAiServer(ServerOptions options, const K3Model& model, const Tokenizer& tokenizer) : opt_(std::move(options)) {
+  if (!is_loopback_host(opt_.host) && !opt_.allow_remote)
+    throw Error("refusing to listen on " + opt_.host + ": it is reachable from other machines",
+                "pass --allow-remote (and set --api-key) to serve beyond this machine");
+  if (opt_.model_id.empty()) opt_.model_id = fs::path(model.root()).filename().string();
+  if (opt_.model_id.empty()) opt_.model_id = fs::path(model.root()).parent_path().filename().string();
+  if (opt_.queue_size == 0) throw Error("--queue-size must be at least 1");
+  if (opt_.max_tokens < 1) throw Error("--max-tokens must be at least 1");
+  ::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
+  impl_ = std::make_unique<Impl>(opt_, model, tokenizer);
+}
+
+OpenAiServer::~OpenAiServer() = default;
+int OpenAiServer::bind() { return impl_->bind(); }
+void OpenAiServer::serve() { impl_->serve(); }
+void OpenAiServer::stop() { impl_->stop(); }
+
+}  // namespace deltafin::serve

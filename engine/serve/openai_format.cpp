@@ -1,0 +1,90 @@
+#include "serve/openai_format.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+namespace deltafin::serve {
+
+using nlohmann::json;
+
+ResponseMeta new_response_meta(bool chat, const std::string& model) {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt = std::random_device{}();
+  char id[64];
+  std::snprintf(id, sizeof id, "%s-%08llx%08llx", chat ? "chatcmpl" : "cmpl", static_cast<unsigned long long>(salt & 0xffffffffu),
+                static_cast<unsigned long long>(++counter));
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return ResponseMeta{id, now, model};
+}
+
+json usage_json(const JobResult& r) {
+  return {{"prompt_tokens", r.prompt_tokens},
+          {"completion_tokens", r.completion_tokens},
+          {"total_tokens", r.prompt_tokens + r.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", r.cached_tokens}}},
+          {"completion_tokens_details", {{"reasoning_tokens", r.reasoning_tokens}}}};
+}
+
+json chat_completion_json(const ResponseMeta& m, const JobResult& r) {
+  json msg = {{"role", "assistant"}, {"content", r.content}, {"refusal", nullptr}};
+  if (!r.reasoning.empty()) msg["reasoning_content"] = r.reasoning;
+  return {{"id", m.id},
+          {"object", "chat.completion"},
+          {"created", m.created},
+          {"model", m.model},
+          {"system_fingerprint", nullptr},
+          {"choices", json::array({{{"index", 0}, {"message", msg}, {"logprobs", nullptr}, {"finish_reason", r.finish_reason}}})},
+          {"usage", usage_json(r)}};
+}
+
+json text_completion_json(const ResponseMeta& m, const JobResult& r) {
+  return {{"id", m.id},
+          {"object", "text_completion"},
+          {"created", m.created},
+          {"model", m.model},
+          {"system_fingerprint", nullptr},
+          {"choices", json::array({{{"index", 0}, {"text", r.content}, {"logprobs", nullptr}, {"finish_reason", r.finish_reason}}})},
+          {"usage", usage_json(r)}};
+}
+
+static json finish_value(const std::optional<std::string>& f) { return f ? json(*f) : json(nullptr); }
+
+json chat_chunk_json(const ResponseMeta& m, const json& delta, const std::optional<std::string>& finish, bool with_usage_null) {
+  json j = {{"id", m.id},
+            {"object", "chat.completion.chunk"},
+            {"created", m.created},
+            {"model", m.model},
+            {"system_fingerprint", nullptr},
+            {"choices", json::array({{{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish_value(finish)}}})}};
+  if (with_usage_null) j["usage"] = nullptr;
+  return j;
+}
+
+json text_chunk_json(const ResponseMeta& m, const std::string& text, const std::optional<std::string>& finish, bool with_usage_null) {
+  json j = {{"id", m.id},
+            {"object", "text_completion"},
+            {"created", m.created},
+            {"model", m.model},
+            {"system_fingerprint", nullptr},
+            {"choices", json::array({{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_value(finish)}}})}};
+  if (with_usage_null) j["usage"] = nullptr;
+  return j;
+}
+
+json usage_chunk_json(const ResponseMeta& m, bool chat, const JobResult& r) {
+  return {{"id", m.id},
+          {"object", chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", m.created},
+          {"model", m.model},
+          {"system_fingerprint", nullptr},
+          {"choices", json::array()},
+          {"usage", usage_json(r)}};
+}
+
+std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string sse_event(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
+
+}  // namespace deltafin::serve

@@ -1,0 +1,39 @@
+#pragma once
+// The JSON shapes of OpenAI responses and stream chunks, built from a job's result.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "serve/job_queue.h"
+
+namespace deltafin::serve {
+
+struct ResponseMeta {
+  std::string id;  // chatcmpl-... or cmpl-...
+  int64_t created = 0;
+  std::string model;
+};
+
+ResponseMeta new_response_meta(bool chat, const std::string& model);
+
+nlohmann::json usage_json(const JobResult& r);
+nlohmann::json chat_completion_json(const ResponseMeta& m, const JobResult& r);
+nlohmann::json text_completion_json(const ResponseMeta& m, const JobResult& r);
+
+// One streamed chunk. `delta` is the chat delta object or the completion text; `finish` is
+// null until the last choice chunk; `with_usage_null` adds "usage": null as OpenAI does when
+// stream_options.include_usage is set.
+nlohmann::json chat_chunk_json(const ResponseMeta& m, const nlohmann::json& delta, const std::optional<std::string>& finish,
+                               bool with_usage_null);
+nlohmann::json text_chunk_json(const ResponseMeta& m, const std::string& text, const std::optional<std::string>& finish,
+                               bool with_usage_null);
+// The final usage-only chunk: empty choices.
+nlohmann::json usage_chunk_json(const ResponseMeta& m, bool chat, const JobResult& r);
+
+// JSON text that never throws on bad UTF-8 (it becomes U+FFFD).
+std::string dump_json(const nlohmann::json& j);
+std::string sse_event(const nlohmann::json& j);
+
+}  // namespace deltafin::serve

@@ -1,0 +1,47 @@
+#pragma once
+// Turns an OpenAI request body into what the engine worker runs, refusing (ApiError 400, naming
+// the field) everything that would not be honoured exactly. Runs on HTTP threads.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace deltafin::serve {
+
+struct GenerationRequest {
+  enum class Kind { Chat, Completion };
+  Kind kind = Kind::Completion;
+  std::string model;
+  std::vector<int32_t> prompt;
+  // Chat: tokens before the assistant's opening (the last turn boundary); 0 = none.
+  size_t turn_boundary = 0;
+  bool thinking = false;  // chat: the prompt ends inside <|open|>think
+  int max_tokens = 16;
+  SamplingParams sampling;
+  bool seeded = false;  // greedy or seed given: the answer is a pure function of the request
+  std::vector<std::string> stop;
+  bool stream = false, include_usage = false;
+};
+
+struct ParseContext {
+  const Tokenizer* tokenizer = nullptr;
+  std::string model_id;
+  int max_tokens_limit = 4096;  // tokens per response
+  int context_limit = 4096;     // prompt + response tokens
+  float default_temperature = 1.f, default_top_p = 1.f;
+  size_t max_messages = 4096;
+};
+
+// Parses JSON text; refuses bodies nested deeper than `max_depth` before parsing them, since
+// the parser's cost (and, for some inputs, its stack) grows with depth.
+nlohmann::json parse_json_body(std::string_view body, int max_depth = 64);
+
+GenerationRequest parse_chat_request(const nlohmann::json& body, const ParseContext& ctx);
+GenerationRequest parse_completion_request(const nlohmann::json& body, const ParseContext& ctx);
+
+}  // namespace deltafin::serve

@@ -1,0 +1,125 @@
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "store/expert_source.h"
+#include "store/heat_map.h"
+#include "store/read_engine.h"
+
+namespace deltafin {
+
+class Checkpoint;
+
+enum class EvictionPolicy { Lru, LfuDecay, HeatSeeded };
+const char* policy_name(EvictionPolicy p);
+EvictionPolicy parse_policy(const std::string& s);  // throws Error listing the choices
+
+struct StoreOptions {
+  uint64_t ram_budget = 0;      // bytes for the RAM expert cache; 0 = from measured free memory
+  EvictionPolicy policy = EvictionPolicy::LfuDecay;
+  bool direct_io = true;        // O_DIRECT: bypass the page cache (it would hold a second copy)
+  bool use_io_uring = true;     // else a pread thread pool
+  int queue_depth = 16;         // reads in flight (chunks of `chunk_bytes`)
+  uint64_t chunk_bytes = 2ull << 20;
+  bool prefetch = true;         // router-lookahead prefetch of the next layer's experts
+  bool lock_memory = true;      // mlock the cache when the limit allows
+  std::string heat_path;        // persistent heat histogram ("" = none)
+  double lfu_half_life_tokens = 64;
+  size_t max_slots = 0;         // cap on cache slots besides the byte budget (0 = none)
+};
+
+// RAM cache budget derived from MemAvailable minus a safety margin.
+uint64_t default_ram_budget(uint64_t expert_slot_bytes);
+
+// The engine-owned RAM tier over the local disk: experts read by offset
+// straight from the shards (aligned O_DIRECT supersets through io_uring or a
+// pread pool), kept in fixed slots evicted by a measured policy, prefetched
+// from router lookahead with demand reads always first.
+class TieredExpertSource : public ExpertSource {
+ public:
+  TieredExpertSource(const Checkpoint& ck, std::vector<std::vector<ExpertLocation>> locations, StoreOptions opts);
+  ~TieredExpertSource() override;
+
+  std::unique_ptr<ExpertBatch> request(int layer, std::span<const int> experts) override;
+  void prefetch(int layer, std::span<const int> experts) override;
+  bool wants_prefetch() const override { return opts_.prefetch; }
+  void end_token() override;
+  ExpertCounters counters() const override;
+  std::string describe() const override;
+
+  // Loads the hottest experts of the heat map until the cache is full (or `limit` experts).
+  size_t warm_from_heat(size_t limit = SIZE_MAX);
+  void save_heat() const;
+  const HeatMap& heat() const { return heat_; }
+  size_t slots() const { return slots_.size(); }
+  uint64_t slot_bytes() const { return slot_bytes_; }
+  bool memory_locked() const { return locked_; }
+  bool cached(int layer, int expert) const;
+  const char* io_name() const { return engine_->name(); }
+  bool direct_io() const { return direct_; }
+  // Holds back read submission (tests use it to observe queued work deterministically).
+  void pause_io(bool paused);
+
+ private:
+  friend class TieredBatch;
+  struct Slot {
+    int layer = -1, expert = -1;
+    enum State { Empty, Queued, Loading, Ready, Failed } state = Empty;
+    int pins = 0;
+    bool prefetched = false;  // loaded by prefetch and not yet used
+    uint64_t last_use = 0;
+    double score = 0;         // LFU count, decayed
+    double score_tick = 0;
+    int chunks_left = 0;
+    std::string error;
+    ExpertView view;
+  };
+  struct Chunk {
+    int slot = -1;
+    ReadJob job;
+    uint64_t need = 0;  // bytes that must arrive (less than job.bytes only at the end of a file)
+  };
+  uint64_t key(int layer, int expert) const { return uint64_t(layer) * experts_ + expert; }
+  int find_victim_locked();
+  void start_load_locked(int slot, int layer, int expert, bool demand);
+  void promote_locked(int slot);
+  void cancel_stale_prefetch_locked(int layer, std::span<const int> demand);
+  double decayed_score_locked(const Slot& s) const;
+  void touch_locked(Slot& s);
+  void io_loop();
+  void evict_locked(int slot);
+
+  const Checkpoint& ck_;
+  std::vector<std::vector<ExpertLocation>> loc_;
+  StoreOptions opts_;
+  int experts_ = 0;
+  std::vector<int> fds_;
+  std::unique_ptr<ReadEngine> engine_;
+  uint8_t* arena_ = nullptr;
+  uint64_t arena_bytes_ = 0, slot_bytes_ = 0;
+  bool locked_ = false, direct_ = false;
+  std::string io_note_;
+
+  mutable std::mutex mu_;
+  std::condition_variable ready_cv_, io_cv_;
+  std::vector<Slot> slots_;
+  std::unordered_map<uint64_t, int> index_;
+  std::deque<Chunk> demand_q_, prefetch_q_;
+  int in_flight_ = 0;
+  bool stop_ = false, paused_ = false;
+  uint64_t tick_ = 0;
+  double token_clock_ = 0;
+  HeatMap heat_;
+  ExpertCounters c_;
+  std::thread io_;
+};
+
+}  // namespace deltafin

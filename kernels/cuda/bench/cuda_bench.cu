@@ -1,0 +1,245 @@
+// deltafin-cuda-bench: device-to-device copy bandwidth, the MXFP4 routed-expert MLP at K3's real
+// shapes, and BF16 GEMV at K3's spine and lm_head shapes. Prints a table and writes JSON.
+// A benchmark program, not a test: nothing here asserts a timing.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_common.cuh"
+
+using namespace deltafin::cuda;
+
+namespace {
+
+__global__ void fill_random(uint64_t* p, size_t n, uint64_t seed) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;  // splitmix64
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    p[i] = z ^ (z >> 31);
+  }
+}
+
+// E8M0 scales near 2^-5..2^1 so the random MLP stays finite (timing does not depend on values).
+__global__ void fix_scales(uint8_t* p, size_t n) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    p[i] = static_cast<uint8_t>(122 + p[i] % 7);
+}
+
+// bf16 weights: keep sign and mantissa bits, force a moderate exponent (no NaN or Inf).
+__global__ void fix_bf16(uint16_t* p, size_t n) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    p[i] = static_cast<uint16_t>((p[i] & 0x807f) | (0x3c00 + ((p[i] >> 7) & 0x7f)));
+}
+
+void randomize(void* p, size_t bytes, uint64_t seed) {
+  fill_random<<<1024, 256>>>(static_cast<uint64_t*>(p), bytes / 8, seed);
+  DELTAFIN_CUDA_LAUNCHED("fill_random");
+}
+
+float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Timer {
+  cudaEvent_t a, b;
+  Timer() {
+    DELTAFIN_CUDA_CHECK(cudaEventCreate(&a));
+    DELTAFIN_CUDA_CHECK(cudaEventCreate(&b));
+  }
+  ~Timer() {
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+  }
+  // Mean time per call of `calls` back-to-back calls f(i) (queued without host waits, so host-side
+  // preparation overlaps the previous call's device work, as in an engine), median of `batches`.
+  template <class F>
+  float per_call_ms(int calls, int batches, F&& f) {
+    f(0);  // warm-up: module load, first-touch, occupancy queries
+    f(1);
+    DELTAFIN_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<float> per;
+    int i = 0;
+    for (int b_ = 0; b_ < batches; ++b_) {
+      DELTAFIN_CUDA_CHECK(cudaEventRecord(a));
+      for (int c = 0; c < calls; ++c) f(i++);
+      DELTAFIN_CUDA_CHECK(cudaEventRecord(b));
+      DELTAFIN_CUDA_CHECK(cudaEventSynchronize(b));
+      float t = 0;
+      DELTAFIN_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+      per.push_back(t / calls);
+    }
+    return median(per);
+  }
+};
+
+struct Row {
+  std::string what;
+  std::string shape;
+  double bytes;
+  double ms;
+  double gbs;
+  double pct_d2d;
+  std::string note;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json_path = "cuda-bench.json";
+  std::string only_variant;   // run only expert variants whose name contains this
+  bool experts_only = false;  // skip the copy and GEMV parts (for profiling one kernel)
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--variant") && i + 1 < argc) only_variant = argv[++i];
+    else if (!std::strcmp(argv[i], "--experts-only")) experts_only = true;
+    else {
+      std::fprintf(stderr, "usage: %s [--json PATH] [--variant SUBSTRING] [--experts-only]\n", argv[0]);
+      return 3;
+    }
+  }
+  std::string why;
+  if (!device_available(&why)) {
+    std::printf("SKIP: %s\n", why.c_str());
+    return 2;
+  }
+  try {
+    const DeviceInfo dev = device_info();
+    std::printf("device: %s, sm_%d%d, %d SMs, L2 %zu MiB, %zu GiB, driver %d, runtime %d\n", dev.name.c_str(), dev.cc_major,
+                dev.cc_minor, dev.sm_count, dev.l2_bytes >> 20, dev.total_bytes >> 30, dev.driver_version, dev.runtime_version);
+    Timer timer;
+    std::vector<Row> rows;
+    std::mt19937_64 rng(12345);
+
+    // 1. Device-to-device copy: 2 GiB, bytes counted = read + write (2 x size).
+    double d2d_gbs = 0;
+    if (!experts_only) {
+      const size_t n = size_t(2) << 30;
+      DeviceBuffer a(n), b(n);
+      randomize(a.data(), n, 1);
+      const float ms = timer.per_call_ms(10, 5, [&](int) {
+        DELTAFIN_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), n, cudaMemcpyDeviceToDevice));
+      });
+      d2d_gbs = 2.0 * n / (ms * 1e-3) / 1e9;
+      rows.push_back({"cudaMemcpy D2D", "2 GiB", 2.0 * n, ms, d2d_gbs, 100.0, "bytes = read + write"});
+    }
+
+    // 2. MXFP4 routed experts at K3's shapes: 896 experts of 17,547,264 bytes, checkpoint layout.
+    {
+      const int latent = 3584, inter = 3072, K = 16, E = 896;
+      const size_t packed = size_t(inter) * latent / 2, scales = size_t(inter) * latent / 32;
+      const size_t per = 3 * (packed + scales);
+      DeviceBuffer w(per * E);
+      randomize(w.data(), per * E, 2);
+      std::vector<MxExpert> all(E);
+      for (int e = 0; e < E; ++e) {
+        char* base = w.as<char>() + per * e;
+        // w1 (gate), w2 (down), w3 (up), each packed then scale: the shard's order.
+        const size_t offs[6] = {0, packed, packed + scales, 2 * packed + scales, 2 * packed + 2 * scales, 3 * packed + 2 * scales};
+        for (int k : {1, 3, 5}) fix_scales<<<64, 256>>>(reinterpret_cast<uint8_t*>(base + offs[k]), scales);
+        all[e] = MxExpert{base + offs[0], base + offs[1], base + offs[4], base + offs[5], base + offs[2], base + offs[3]};
+      }
+      DELTAFIN_CUDA_LAUNCHED("fix_scales");
+      std::vector<float> z(8 * latent);
+      std::normal_distribution<float> nd(0.f, 1.f);
+      for (float& v : z) v = nd(rng);
+      DeviceBuffer dz(z.size() * 4), dy(z.size() * 4);
+      dz.upload(z.data(), z.size() * 4);
+      ExpertMlp mlp(latent, inter, K, 8);
+      for (const std::string& variant : mlp.variants()) {
+        if (variant.find(only_variant) == std::string::npos) continue;
+        mlp.select_variant(variant);
+        for (int T : {1, 8}) {
+          // Many different routings in rotation, so no run finds its experts in the 60 MB L2.
+          const int sets = 48;
+          std::vector<std::vector<MxExpert>> tables(sets);
+          std::vector<std::vector<int32_t>> slots(sets);
+          std::vector<float> weights(size_t(T) * K, 1.0f / K);
+          double distinct_sum = 0;
+          for (int s = 0; s < sets; ++s) {
+            std::vector<int> local(E, -1);
+            std::vector<int> ids(E);
+            for (int t = 0; t < T; ++t) {
+              for (int e = 0; e < E; ++e) ids[e] = e;
+              std::shuffle(ids.begin(), ids.end(), rng);  // 16 distinct experts per row, drawn from 896
+              for (int j = 0; j < K; ++j) {
+                const int e = ids[j];
+                if (local[e] < 0) {
+                  local[e] = static_cast<int>(tables[s].size());
+                  tables[s].push_back(all[e]);
+                }
+                slots[s].push_back(local[e]);
+              }
+            }
+            distinct_sum += static_cast<double>(tables[s].size());
+          }
+          // Every batch of `sets` calls covers each routing once, so bytes per call = the average.
+          const float ms = timer.per_call_ms(sets, 5, [&](int i) {
+            const int s = i % sets;
+            mlp.run(tables[s], slots[s].data(), weights.data(), T, dz.as<float>(), dy.as<float>());
+          });
+          const double gbs = distinct_sum / sets * per / (ms * 1e-3) / 1e9;
+          char shape[160];
+          std::snprintf(shape, sizeof shape, "T=%d, %.1f distinct experts avg, 3584->3072->3584", T, distinct_sum / sets);
+          rows.push_back({"MXFP4 expert MLP [" + variant + "]", shape, distinct_sum / sets * per, ms, gbs,
+                          d2d_gbs > 0 ? 100.0 * gbs / d2d_gbs : 0.0,
+                          "bytes = distinct experts x 17,547,264; time per layer call incl. routing-table upload"});
+        }
+      }
+    }
+
+    // 3. BF16 GEMV / small-T GEMM at the spine's 7168x7168 and lm_head's 163840x7168.
+    for (const int64_t out : {int64_t(7168), int64_t(163840)}) {
+      if (experts_only) break;
+      const int64_t in = 7168;
+      const size_t wbytes = size_t(out) * in * 2;
+      const int copies = out == 7168 ? 12 : 1;  // rotate copies of the small matrix past the L2
+      DeviceBuffer w(wbytes * copies);
+      randomize(w.data(), wbytes * copies, 3);
+      fix_bf16<<<1024, 256>>>(w.as<uint16_t>(), wbytes * copies / 2);
+      DELTAFIN_CUDA_LAUNCHED("fix_bf16");
+      DeviceBuffer x(8 * in * 4), y(8 * size_t(out) * 4);
+      randomize(x.data(), 8 * in * 4, 4);
+      std::vector<float> xs(8 * in);
+      std::normal_distribution<float> nd(0.f, 1.f);
+      for (float& v : xs) v = nd(rng);
+      x.upload(xs.data(), xs.size() * 4);
+      for (int T : {1, 8}) {
+        const float ms = timer.per_call_ms(out == 7168 ? 4 * copies : 10, 5, [&](int i) {
+          bf16_gemm(w.as<char>() + wbytes * (i % copies), out, in, x.as<float>(), in, T, y.as<float>(), out);
+        });
+        const double gbs = wbytes / (ms * 1e-3) / 1e9;
+        rows.push_back({"BF16 GEMV", std::to_string(out) + "x" + std::to_string(in) + ", T=" + std::to_string(T),
+                        static_cast<double>(wbytes), ms, gbs, 100.0 * gbs / d2d_gbs, "bytes = weight bytes"});
+      }
+    }
+    synchronize();
+
+    std::printf("\n%-44s %-48s %12s %10s %10s %8s\n", "kernel", "shape", "MB", "ms (med)", "GB/s", "% D2D");
+    for (const Row& r : rows)
+      std::printf("%-44s %-48s %12.1f %10.4f %10.1f %7.1f%%\n", r.what.c_str(), r.shape.c_str(), r.bytes / 1e6, r.ms, r.gbs,
+                  r.pct_d2d);
+    std::ofstream js(json_path);
+    js << "{\n  \"device\": \"" << dev.name << "\",\n  \"sm\": \"" << dev.cc_major << dev.cc_minor << "\",\n  \"sms\": " << dev.sm_count
+       << ",\n  \"d2d_gbs\": " << d2d_gbs << ",\n  \"rows\": [\n";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      js << "    {\"kernel\": \"" << r.what << "\", \"shape\": \"" << r.shape << "\", \"bytes\": " << r.bytes << ", \"median_ms\": " << r.ms
+         << ", \"gbs\": " << r.gbs << ", \"pct_of_d2d\": " << r.pct_d2d << ", \"note\": \"" << r.note << "\"}"
+         << (i + 1 < rows.size() ? ",\n" : "\n");
+    }
+    js << "  ]\n}\n";
+    std::printf("\nJSON written to %s\n", json_path.c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 3;
+  }
+}

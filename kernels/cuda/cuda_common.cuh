@@ -1,0 +1,41 @@
+#pragma once
+// Shared device helpers for the CUDA kernels (included by .cu files only).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "cuda/cuda_kernels.h"
+
+namespace deltafin::cuda {
+
+[[noreturn]] void throw_cuda(cudaError_t err, const char* what, const char* file, int line);
+
+#define DELTAFIN_CUDA_CHECK(expr)                                                       \
+  do {                                                                                  \
+    cudaError_t deltafin_err_ = (expr);                                                 \
+    if (deltafin_err_ != cudaSuccess) ::deltafin::cuda::throw_cuda(deltafin_err_, #expr, __FILE__, __LINE__); \
+  } while (0)
+
+// After a launch: configuration errors surface here, faults at the next synchronizing call.
+#define DELTAFIN_CUDA_LAUNCHED(name) DELTAFIN_CUDA_CHECK(cudaGetLastError())
+
+inline cudaStream_t as_stream(Stream s) { return static_cast<cudaStream_t>(s); }
+
+// Butterfly sum over a warp: the same fixed tree for every call, and every lane gets the total.
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int m = 16; m >= 1; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+  return v;
+}
+
+__device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+
+// K3's SiTU GLU activation with accurate (not fast-math) tanh and exp.
+__device__ __forceinline__ float situ_act(float g, float u) {
+  const float sig = 1.0f / (1.0f + expf(-g));
+  return (4.0f * tanhf(g * 0.25f) * sig) * (25.0f * tanhf(u * 0.04f));
+}
+
+}  // namespace deltafin::cuda

@@ -1,0 +1,129 @@
+#pragma once
+// Host API of the CUDA kernels. Plain C++ only (no CUDA types) so that engine code compiled by
+// the host compiler can include it. Every pointer named dev_* is device memory; every call is
+// asynchronous on the given stream (nullptr = the legacy default stream) unless it says otherwise.
+// Errors (no device, launch failures, bad shapes) throw deltafin::cuda::CudaError.
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace deltafin::cuda {
+
+struct CudaError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+using Stream = void*;  // a cudaStream_t, kept opaque here
+
+// True when a CUDA device can be used; otherwise *why says what is missing.
+bool device_available(std::string* why = nullptr);
+
+struct DeviceInfo {
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  size_t total_bytes = 0, free_bytes = 0;
+  size_t l2_bytes = 0;
+  int driver_version = 0, runtime_version = 0;
+};
+DeviceInfo device_info();
+
+void synchronize();  // waits for all work on the device
+
+// Owns device memory (cudaMalloc). Move-only.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void* data() const { return ptr_; }
+  template <class T> T* as() const { return static_cast<T*>(ptr_); }
+  size_t size() const { return bytes_; }
+  // Synchronous copies (they return when the bytes have arrived).
+  void upload(const void* src, size_t bytes, size_t offset = 0);
+  void download(void* dst, size_t bytes, size_t offset = 0) const;
+  void fill_byte(int value);
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// ---- Spine kernels -----------------------------------------------------------------------------
+
+// Y[t][o] = sum_i W[o][i] * X[t][i] for o < out, t < T. W is BF16 bits, row-major [out][in], rows
+// 16-byte aligned (in % 8 == 0, dev_w 16-byte aligned). fp32 accumulation; each output element is
+// reduced in one fixed order that depends on `in` only, never on T or on the other rows (batch
+// invariance: row t is bit-identical alone or inside any T-row pass).
+void bf16_gemm(const void* dev_w, int64_t out, int64_t in, const float* dev_x, int64_t ldx, int T, float* dev_y,
+               int64_t ldy, Stream stream = nullptr);
+
+// y[t] = x[t] * (1 / sqrt(mean(x[t]^2) + eps)) * w, per row of n. w is BF16 bits or fp32.
+enum class WeightType { BF16, F32 };
+void rmsnorm(const float* dev_x, int64_t ldx, const void* dev_w, WeightType wtype, int64_t n, int T, float eps,
+             float* dev_y, int64_t ldy, Stream stream = nullptr);
+
+// h[i] = 4*tanh(g[i]/4)*sigmoid(g[i]) * 25*tanh(u[i]/25) for i < count (K3's SiTU GLU activation).
+void situ(const float* dev_g, const float* dev_u, float* dev_h, int64_t count, Stream stream = nullptr);
+
+// Sigmoid router: s = sigmoid(logits[t]); picks the top_k experts by s + bias (ties: lower index),
+// in descending order of that score; weight = s / (sum of the chosen s + 1e-20) * scaling, summed
+// in the chosen order. logits [T][n_experts] fp32, bias [n_experts] fp32 (may be nullptr = zero).
+void router_topk(const float* dev_logits, const float* dev_bias, int T, int n_experts, int top_k, float scaling,
+                 int32_t* dev_idx, float* dev_weight, Stream stream = nullptr);
+
+// ---- Routed experts (MXFP4, compressed-tensors mxfp4-pack-quantized) ---------------------------
+
+// One expert's six tensors in device memory: packed U8 [rows][cols/2] (low nibble = even column)
+// and E8M0 scales U8 [rows][cols/32]. gate/up: [inter][latent]; down: [latent][inter].
+struct MxExpert {
+  const void* gate_packed = nullptr;
+  const void* gate_scale = nullptr;
+  const void* up_packed = nullptr;
+  const void* up_scale = nullptr;
+  const void* down_packed = nullptr;
+  const void* down_scale = nullptr;
+};
+
+// The routed-expert MLP of one MoE layer for T rows, in one launch:
+//   y[t] = sum over j < top_k, in slot order, of weight[t][j] * down_e(SiTU(gate_e z[t], up_e z[t]))
+// with e = experts[slot_expert[t*top_k + j]]. Each distinct expert's weights are read once for all
+// rows that use it. Every (row, slot) is computed with the same reduction order whatever else is in
+// the batch, so the layer is batch invariant. Owns its device workspace; one object per stream.
+class ExpertMlp {
+ public:
+  // latent and inter: multiples of 32 (K3: 3584 and 3072).
+  ExpertMlp(int latent, int inter, int top_k, int max_rows);
+  ~ExpertMlp();
+  ExpertMlp(const ExpertMlp&) = delete;
+  ExpertMlp& operator=(const ExpertMlp&) = delete;
+
+  // experts: the distinct experts used by this batch (host array of device pointers);
+  // slot_expert / slot_weight: host arrays [T][top_k]. dev_z [T][latent], dev_y [T][latent].
+  // Host arrays may be reused as soon as this returns.
+  void run(const std::vector<MxExpert>& experts, const int32_t* slot_expert, const float* slot_weight, int T,
+           const float* dev_z, float* dev_y, Stream stream = nullptr);
+
+  int latent() const { return latent_; }
+  int inter() const { return inter_; }
+  int top_k() const { return top_k_; }
+  int max_rows() const { return max_rows_; }
+  // Numbered kernel versions built for these shapes; the constructor picks the best one.
+  const char* variant() const;
+  std::vector<std::string> variants() const;
+  void select_variant(const std::string& name);  // for benchmarks and checks
+
+ private:
+  int latent_, inter_, top_k_, max_rows_;
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace deltafin::cuda

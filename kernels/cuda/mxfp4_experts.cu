@@ -1,0 +1,826 @@
+// The routed-expert MLP of one MoE layer in one launch (MXFP4 weights, fp32 everything else).
+//
+// Work is split into tasks taken in ticket order by a persistent grid:
+//   A: (distinct expert, tile of intermediate rows): h[a][o] = SiTU(gate[o].z[t], up[o].z[t]) for
+//      every assignment a = (row t, slot j) routed to that expert;
+//   B: (distinct expert, tile of latent rows): d[a][o] = down[o].h[a], once all of the expert's A
+//      tiles are done;
+//   C: (row t, tile of latent columns): y[t][o] = sum_j weight[t][j] * d[(t, j)][o] in slot order,
+//      once the B tiles of all of the row's experts are done.
+// A task only waits for tasks with lower tickets, which running blocks already hold and finish
+// without waiting on anything later, so the grid cannot deadlock whatever its size. Each distinct
+// expert's weight bytes are read once per launch, and no stage boundary idles the whole GPU.
+//
+// Exactness and batch invariance: weights decode exactly (E2M1 values are exact in fp16 and fp32);
+// lane l of a warp always owns the same 16-column chunks of a weight row and sums them in order,
+// lanes meet in a fixed butterfly, and each assignment's sums are independent of which or how many
+// other assignments share the expert. So row t's result is bit-identical alone or in any batch.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include <cuda_fp16.h>
+
+#include "cuda/cuda_common.cuh"
+
+namespace deltafin::cuda {
+namespace {
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kTileC = 1024;  // latent columns per C task
+
+struct Params {
+  const MxExpert* experts;
+  const int* grp_begin;    // [nG + 1] into assign_list
+  const int* assign_list;  // assignments (t * K + j) grouped by distinct expert
+  const int* slot_group;   // [T * K] distinct-expert index of each slot
+  const float* slot_weight;
+  const float* z;
+  float* y;
+  float* h;
+  float* d;
+  unsigned* ticket;
+  unsigned* doneA;
+  unsigned* doneB;
+  int nG, T, K, latent, inter;
+  int tile_a, tile_b;  // intermediate rows per A task, latent rows per B task
+  int a_tiles, b_tiles, c_tiles;
+  unsigned nA, nB, nC;
+};
+
+__device__ __forceinline__ float e8m0(uint32_t s) { return s ? __uint_as_float(s << 23) : __uint_as_float(0x00400000u); }
+
+__device__ __forceinline__ float2 h2f(uint32_t v) {
+  __half2 h;
+  memcpy(&h, &v, 4);
+  return __half22float2(h);
+}
+
+// Sum over the 8 columns held by one 32-bit word of packed codes, times 2^-14. An E2M1 code
+// s|e1 e0 m becomes the fp16 whose high byte is s000 e1 e0 m 0: that fp16 is exactly the E2M1 value
+// times 2^-14 (codes with e = 0 land on fp16 subnormals, which is what makes 0 and 0.5 come out
+// right). Pairs go to half2 words with one byte permute each; the caller restores 2^14.
+__device__ __forceinline__ float dot8(uint32_t w, float4 xa, float4 xb, float p) {
+  const uint32_t ev = ((w << 1) & 0x0E0E0E0Eu) | ((w << 4) & 0x80808080u);  // even columns (low nibbles)
+  const uint32_t od = ((w >> 3) & 0x0E0E0E0Eu) | (w & 0x80808080u);         // odd columns (high nibbles)
+  const float2 c02 = h2f(__byte_perm(ev, 0u, 0x1404));
+  const float2 c46 = h2f(__byte_perm(ev, 0u, 0x3424));
+  const float2 c13 = h2f(__byte_perm(od, 0u, 0x1404));
+  const float2 c57 = h2f(__byte_perm(od, 0u, 0x3424));
+  p = __fmaf_rn(c02.x, xa.x, p);
+  p = __fmaf_rn(c13.x, xa.y, p);
+  p = __fmaf_rn(c02.y, xa.z, p);
+  p = __fmaf_rn(c13.y, xa.w, p);
+  p = __fmaf_rn(c46.x, xb.x, p);
+  p = __fmaf_rn(c57.x, xb.y, p);
+  p = __fmaf_rn(c46.y, xb.z, p);
+  p = __fmaf_rn(c57.y, xb.w, p);
+  return p;
+}
+
+struct X16 {
+  float4 a, b, c, d;
+};
+
+template <bool kCoherent>
+__device__ __forceinline__ X16 load_x16(const float* p) {
+  const float4* q = reinterpret_cast<const float4*>(p);
+  if constexpr (kCoherent) return X16{__ldcg(q), __ldcg(q + 1), __ldcg(q + 2), __ldcg(q + 3)};
+  else return X16{__ldg(q), __ldg(q + 1), __ldg(q + 2), __ldg(q + 3)};
+}
+
+// One 16-column chunk (8 bytes of codes, one E8M0 scale) of a weight row against x.
+__device__ __forceinline__ float chunk_acc(uint2 w, uint32_t s, const X16& x, float acc) {
+  float p = dot8(w.x, x.a, x.b, 0.f);
+  p = dot8(w.y, x.c, x.d, p);
+  return __fmaf_rn(p * 16384.0f, e8m0(s), acc);
+}
+
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// The producers are running blocks that never wait, so this ends within microseconds; the bound
+// only turns a logic error into a launch failure instead of a hung GPU.
+__device__ __forceinline__ void wait_at_least(const unsigned* ctr, unsigned target) {
+  for (long long spins = 0; ld_acquire(ctr) < target; ++spins) {
+    if (spins > (1ll << 25)) __trap();
+    __nanosleep(100);
+  }
+}
+
+// Called by all threads after the task's global writes.
+__device__ __forceinline__ void signal_done(unsigned* ctr) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) atomicAdd(ctr, 1u);
+}
+
+// Gate and up rows [o, o + RO) of expert g for all of its assignments, NA assignments per pass
+// over the weights. Lane l reads chunks l, l + 32, ... of each row in order (the reduction order).
+template <int RO, int NA, int U>
+__device__ __forceinline__ void task_gate_up(const Params& P, int g, int tile) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const MxExpert e = P.experts[g];
+  const int nch = P.latent / 16;  // 8-byte chunks per row
+  const int nblk = P.latent / 32;
+  const uint2* gp = static_cast<const uint2*>(e.gate_packed);
+  const uint2* up = static_cast<const uint2*>(e.up_packed);
+  const uint8_t* gs = static_cast<const uint8_t*>(e.gate_scale);
+  const uint8_t* us = static_cast<const uint8_t*>(e.up_scale);
+  const int a0 = P.grp_begin[g], a1 = P.grp_begin[g + 1];
+  const int o_end = min(P.inter, (tile + 1) * P.tile_a);
+  for (int o0 = tile * P.tile_a + warp * RO; o0 < o_end; o0 += kWarps * RO) {
+    for (int ab = a0; ab < a1; ab += NA) {
+      const int na = min(NA, a1 - ab);
+      const float* zr[NA];
+      float ag[NA][RO], au[NA][RO];
+#pragma unroll
+      for (int i = 0; i < NA; ++i) {
+        zr[i] = P.z + static_cast<int64_t>(P.assign_list[ab + (i < na ? i : 0)] / P.K) * P.latent;
+#pragma unroll
+        for (int r = 0; r < RO; ++r) ag[i][r] = au[i][r] = 0.f;
+      }
+#pragma unroll U
+      for (int c = lane; c < nch; c += 32) {
+        uint2 wg[RO], wu[RO];
+        uint32_t sg[RO], su[RO];
+#pragma unroll
+        for (int r = 0; r < RO; ++r) {
+          const int o = min(o0 + r, o_end - 1);
+          wg[r] = __ldg(gp + static_cast<int64_t>(o) * nch + c);
+          wu[r] = __ldg(up + static_cast<int64_t>(o) * nch + c);
+          sg[r] = __ldg(gs + static_cast<int64_t>(o) * nblk + c / 2);
+          su[r] = __ldg(us + static_cast<int64_t>(o) * nblk + c / 2);
+        }
+#pragma unroll
+        for (int i = 0; i < NA; ++i) {
+          if (i >= na) break;
+          const X16 x = load_x16<false>(zr[i] + c * 16);
+#pragma unroll
+          for (int r = 0; r < RO; ++r) {
+            ag[i][r] = chunk_acc(wg[r], sg[r], x, ag[i][r]);
+            au[i][r] = chunk_acc(wu[r], su[r], x, au[i][r]);
+          }
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < NA; ++i) {
+        if (i >= na) break;
+        const int a = P.assign_list[ab + i];
+#pragma unroll
+        for (int r = 0; r < RO; ++r) {
+          const float gsum = warp_sum(ag[i][r]);
+          const float usum = warp_sum(au[i][r]);
+          if (lane == 0 && o0 + r < o_end) P.h[static_cast<int64_t>(a) * P.inter + o0 + r] = situ_act(gsum, usum);
+        }
+      }
+    }
+  }
+}
+
+// Down rows [o, o + RB) of expert g for all of its assignments.
+template <int RB, int NA, int U>
+__device__ __forceinline__ void task_down(const Params& P, int g, int tile) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const MxExpert e = P.experts[g];
+  const int nch = P.inter / 16;
+  const int nblk = P.inter / 32;
+  const uint2* dp = static_cast<const uint2*>(e.down_packed);
+  const uint8_t* ds = static_cast<const uint8_t*>(e.down_scale);
+  const int a0 = P.grp_begin[g], a1 = P.grp_begin[g + 1];
+  const int o_end = min(P.latent, (tile + 1) * P.tile_b);
+  for (int o0 = tile * P.tile_b + warp * RB; o0 < o_end; o0 += kWarps * RB) {
+    for (int ab = a0; ab < a1; ab += NA) {
+      const int na = min(NA, a1 - ab);
+      const float* hr[NA];
+      float acc[NA][RB];
+#pragma unroll
+      for (int i = 0; i < NA; ++i) {
+        hr[i] = P.h + static_cast<int64_t>(P.assign_list[ab + (i < na ? i : 0)]) * P.inter;
+#pragma unroll
+        for (int r = 0; r < RB; ++r) acc[i][r] = 0.f;
+      }
+#pragma unroll U
+      for (int c = lane; c < nch; c += 32) {
+        uint2 wd[RB];
+        uint32_t sd[RB];
+#pragma unroll
+        for (int r = 0; r < RB; ++r) {
+          const int o = min(o0 + r, o_end - 1);
+          wd[r] = __ldg(dp + static_cast<int64_t>(o) * nch + c);
+          sd[r] = __ldg(ds + static_cast<int64_t>(o) * nblk + c / 2);
+        }
+#pragma unroll
+        for (int i = 0; i < NA; ++i) {
+          if (i >= na) break;
+          const X16 x = load_x16<true>(hr[i] + c * 16);  // h was written by this launch: skip L1
+#pragma unroll
+          for (int r = 0; r < RB; ++r) acc[i][r] = chunk_acc(wd[r], sd[r], x, acc[i][r]);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < NA; ++i) {
+        if (i >= na) break;
+        const int a = P.assign_list[ab + i];
+#pragma unroll
+        for (int r = 0; r < RB; ++r) {
+          const float sum = warp_sum(acc[i][r]);
+          if (lane == 0 && o0 + r < o_end) P.d[static_cast<int64_t>(a) * P.latent + o0 + r] = sum;
+        }
+      }
+    }
+  }
+}
+
+// Streamed versions: each warp walks its rows' chunks as one flat sequence of steps (pass, k) and
+// keeps the next step's weights, scales and x in flight while it computes the current one, so
+// memory latency overlaps arithmetic across row boundaries too. Same per-lane order as above.
+template <int R>
+struct Step {
+  uint2 w[R];
+  uint32_t s[R];
+  X16 x;
+};
+
+template <int RO>
+__device__ __forceinline__ Step<2 * RO> load_gate_up_step(const uint2* gp, const uint2* up, const uint8_t* gs,
+                                                         const uint8_t* us, int nch, int nblk, const float* zr, int first,
+                                                         int stride, int o_end, int lane, int p, int k) {
+  Step<2 * RO> st;
+  const int c = lane + 32 * k;
+#pragma unroll
+  for (int r = 0; r < RO; ++r) {
+    const int o = first + p * stride + r;
+    if (o < o_end && c < nch) {
+      st.w[r] = __ldcs(gp + static_cast<int64_t>(o) * nch + c);
+      st.w[RO + r] = __ldcs(up + static_cast<int64_t>(o) * nch + c);
+      st.s[r] = __ldg(gs + static_cast<int64_t>(o) * nblk + c / 2);
+      st.s[RO + r] = __ldg(us + static_cast<int64_t>(o) * nblk + c / 2);
+    } else {
+      st.w[r] = st.w[RO + r] = make_uint2(0, 0);
+      st.s[r] = st.s[RO + r] = 127;
+    }
+  }
+  if (c < nch) st.x = load_x16<false>(zr + c * 16);
+  else st.x = X16{};
+  return st;
+}
+
+template <int RO>
+__device__ __forceinline__ void task_gate_up_streamed(const Params& P, int g, int tile) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const MxExpert e = P.experts[g];
+  const int nch = P.latent / 16, nblk = P.latent / 32, nk = (nch + 31) / 32;
+  const uint2* gp = static_cast<const uint2*>(e.gate_packed);
+  const uint2* up = static_cast<const uint2*>(e.up_packed);
+  const uint8_t* gs = static_cast<const uint8_t*>(e.gate_scale);
+  const uint8_t* us = static_cast<const uint8_t*>(e.up_scale);
+  const int first = tile * P.tile_a + warp * RO, stride = kWarps * RO;
+  const int o_end = min(P.inter, (tile + 1) * P.tile_a);
+  const int npass = first < o_end ? (o_end - first + stride - 1) / stride : 0;
+  const int steps = npass * nk;
+  for (int ai = P.grp_begin[g]; ai < P.grp_begin[g + 1] && steps > 0; ++ai) {
+    const int a = P.assign_list[ai];
+    const float* zr = P.z + static_cast<int64_t>(a / P.K) * P.latent;
+    float ag[RO], au[RO];
+#pragma unroll
+    for (int r = 0; r < RO; ++r) ag[r] = au[r] = 0.f;
+    Step<2 * RO> cur = load_gate_up_step<RO>(gp, up, gs, us, nch, nblk, zr, first, stride, o_end, lane, 0, 0);
+    int p = 0, k = 0;
+#pragma unroll 1
+    for (int s = 0; s < steps; ++s) {
+      int pn = p, kn = k + 1;
+      if (kn == nk) {
+        kn = 0;
+        ++pn;
+      }
+      if (s + 1 == steps) pn = p, kn = k;  // nothing left: re-read the current step (cache hit)
+      const Step<2 * RO> nxt = load_gate_up_step<RO>(gp, up, gs, us, nch, nblk, zr, first, stride, o_end, lane, pn, kn);
+      if (lane + 32 * k < nch) {
+#pragma unroll
+        for (int r = 0; r < RO; ++r) {
+          ag[r] = chunk_acc(cur.w[r], cur.s[r], cur.x, ag[r]);
+          au[r] = chunk_acc(cur.w[RO + r], cur.s[RO + r], cur.x, au[r]);
+        }
+      }
+      if (k == nk - 1) {
+#pragma unroll
+        for (int r = 0; r < RO; ++r) {
+          const int o = first + p * stride + r;
+          const float gsum = warp_sum(ag[r]);
+          const float usum = warp_sum(au[r]);
+          if (lane == 0 && o < o_end) P.h[static_cast<int64_t>(a) * P.inter + o] = situ_act(gsum, usum);
+          ag[r] = au[r] = 0.f;
+        }
+      }
+      cur = nxt;
+      p = pn;
+      k = kn;
+    }
+  }
+}
+
+template <int RB>
+__device__ __forceinline__ Step<RB> load_down_step(const uint2* dp, const uint8_t* ds, int nch, int nblk, const float* hr,
+                                                   int first, int stride, int o_end, int lane, int p, int k) {
+  Step<RB> st;
+  const int c = lane + 32 * k;
+#pragma unroll
+  for (int r = 0; r < RB; ++r) {
+    const int o = first + p * stride + r;
+    if (o < o_end && c < nch) {
+      st.w[r] = __ldcs(dp + static_cast<int64_t>(o) * nch + c);
+      st.s[r] = __ldg(ds + static_cast<int64_t>(o) * nblk + c / 2);
+    } else {
+      st.w[r] = make_uint2(0, 0);
+      st.s[r] = 127;
+    }
+  }
+  if (c < nch) st.x = load_x16<true>(hr + c * 16);  // h was written by this launch: skip L1
+  else st.x = X16{};
+  return st;
+}
+
+template <int RB>
+__device__ __forceinline__ void task_down_streamed(const Params& P, int g, int tile) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const MxExpert e = P.experts[g];
+  const int nch = P.inter / 16, nblk = P.inter / 32, nk = (nch + 31) / 32;
+  const uint2* dp = static_cast<const uint2*>(e.down_packed);
+  const uint8_t* ds = static_cast<const uint8_t*>(e.down_scale);
+  const int first = tile * P.tile_b + warp * RB, stride = kWarps * RB;
+  const int o_end = min(P.latent, (tile + 1) * P.tile_b);
+  const int npass = first < o_end ? (o_end - first + stride - 1) / stride : 0;
+  const int steps = npass * nk;
+  for (int ai = P.grp_begin[g]; ai < P.grp_begin[g + 1] && steps > 0; ++ai) {
+    const int a = P.assign_list[ai];
+    const float* hr = P.h + static_cast<int64_t>(a) * P.inter;
+    float acc[RB];
+#pragma unroll
+    for (int r = 0; r < RB; ++r) acc[r] = 0.f;
+    Step<RB> cur = load_down_step<RB>(dp, ds, nch, nblk, hr, first, stride, o_end, lane, 0, 0);
+    int p = 0, k = 0;
+#pragma unroll 1
+    for (int s = 0; s < steps; ++s) {
+      int pn = p, kn = k + 1;
+      if (kn == nk) {
+        kn = 0;
+        ++pn;
+      }
+      if (s + 1 == steps) pn = p, kn = k;
+      const Step<RB> nxt = load_down_step<RB>(dp, ds, nch, nblk, hr, first, stride, o_end, lane, pn, kn);
+      if (lane + 32 * k < nch) {
+#pragma unroll
+        for (int r = 0; r < RB; ++r) acc[r] = chunk_acc(cur.w[r], cur.s[r], cur.x, acc[r]);
+      }
+      if (k == nk - 1) {
+#pragma unroll
+        for (int r = 0; r < RB; ++r) {
+          const int o = first + p * stride + r;
+          const float sum = warp_sum(acc[r]);
+          if (lane == 0 && o < o_end) P.d[static_cast<int64_t>(a) * P.latent + o] = sum;
+          acc[r] = 0.f;
+        }
+      }
+      cur = nxt;
+      p = pn;
+      k = kn;
+    }
+  }
+}
+
+// Exact-shape versions (chunks per lane known at compile time, as for K3's 3584 and 3072): the
+// chunk loop is unrolled so every load uses an immediate offset from a per-row pointer, the next
+// chunk's weights are in flight while the current one is computed (also across row passes), x is
+// staged once per task in shared memory (lane-major, conflict-free), and weights bypass L1. Same
+// per-lane order as the versions above, so results are bit-identical to them.
+__device__ __forceinline__ uint2 ld_stream(const uint2* p) {
+  uint2 v;
+  asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  return v;
+}
+
+// x[c*16 .. c*16+15] for chunk c = lane + 32k lives at float4 slots ((k*4 + j)*32 + lane), j < 4.
+template <bool kCoherent>
+__device__ __forceinline__ void stage_x(float4* xs, const float* x, int width) {
+  const float4* src = reinterpret_cast<const float4*>(x);
+  for (int f = threadIdx.x; f < width / 4; f += kThreads) {
+    const int c = f >> 2, j = f & 3;
+    xs[((c >> 5) * 4 + j) * 32 + (c & 31)] = kCoherent ? __ldcg(src + f) : __ldg(src + f);
+  }
+}
+
+__device__ __forceinline__ X16 x_from_smem(const float4* xs, int k, int lane) {
+  const float4* b = xs + k * 128 + lane;
+  return X16{b[0], b[32], b[64], b[96]};
+}
+
+// Streams R rows (row r at packed rw[r], scales rs[r]; pointers already offset for this lane)
+// through NK chunks, adding into acc. `next_w/next_s` are the following pass's rows, prefetched
+// during the last chunk; `cur` holds chunk 0 of this pass on entry and chunk 0 of the next on exit.
+template <int R, int NK>
+__device__ __forceinline__ void rows_pass(const uint2* const (&rw)[R], const uint8_t* const (&rs)[R],
+                                          const uint2* const (&nw)[R], const uint8_t* const (&ns)[R], Step<R>& cur,
+                                          const float4* xs, int lane, float (&acc)[R]) {
+#pragma unroll
+  for (int k = 0; k < NK; ++k) {
+    Step<R> nxt;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (k + 1 < NK) {
+        nxt.w[r] = ld_stream(rw[r] + 32 * (k + 1));
+        nxt.s[r] = __ldg(rs[r] + 16 * (k + 1));
+      } else {
+        nxt.w[r] = ld_stream(nw[r]);
+        nxt.s[r] = __ldg(ns[r]);
+      }
+    }
+    const X16 x = x_from_smem(xs, k, lane);
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r] = chunk_acc(cur.w[r], cur.s[r], x, acc[r]);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      cur.w[r] = nxt.w[r];
+      cur.s[r] = nxt.s[r];
+    }
+  }
+}
+
+template <int RO, int NK>
+__device__ __forceinline__ void task_gate_up_exact(const Params& P, int g, int tile, float4* xs) {
+  constexpr int R = 2 * RO;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const MxExpert e = P.experts[g];
+  constexpr int nch = NK * 32, nblk = NK * 16;
+  const uint2* gp = static_cast<const uint2*>(e.gate_packed) + lane;
+  const uint2* up = static_cast<const uint2*>(e.up_packed) + lane;
+  const uint8_t* gs = static_cast<const uint8_t*>(e.gate_scale) + lane / 2;
+  const uint8_t* us = static_cast<const uint8_t*>(e.up_scale) + lane / 2;
+  const int first = tile * P.tile_a + warp * RO, stride = kWarps * RO;
+  const int o_end = min(P.inter, (tile + 1) * P.tile_a);
+  for (int ai = P.grp_begin[g]; ai < P.grp_begin[g + 1]; ++ai) {
+    const int a = P.assign_list[ai];
+    __syncthreads();  // the previous assignment's readers are done with xs
+    stage_x<false>(xs, P.z + static_cast<int64_t>(a / P.K) * P.latent, P.latent);
+    __syncthreads();
+    if (first >= o_end) continue;
+    auto row_ptrs = [&](int o0, const uint2* (&w)[R], const uint8_t* (&sc)[R]) {
+#pragma unroll
+      for (int r = 0; r < RO; ++r) {
+        const int o = min(o0 + r, o_end - 1);  // a short last pass recomputes a valid row, unstored
+        w[r] = gp + static_cast<int64_t>(o) * nch;
+        w[RO + r] = up + static_cast<int64_t>(o) * nch;
+        sc[r] = gs + static_cast<int64_t>(o) * nblk;
+        sc[RO + r] = us + static_cast<int64_t>(o) * nblk;
+      }
+    };
+    const uint2* rw[R];
+    const uint8_t* rs[R];
+    row_ptrs(first, rw, rs);
+    Step<R> cur;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      cur.w[r] = ld_stream(rw[r]);
+      cur.s[r] = __ldg(rs[r]);
+    }
+#pragma unroll 1
+    for (int o0 = first; o0 < o_end; o0 += stride) {
+      const uint2* nw[R];
+      const uint8_t* ns[R];
+      row_ptrs(o0 + stride < o_end ? o0 + stride : o0, nw, ns);
+      float acc[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) acc[r] = 0.f;
+      rows_pass<R, NK>(rw, rs, nw, ns, cur, xs, lane, acc);
+#pragma unroll
+      for (int r = 0; r < RO; ++r) {
+        const float gsum = warp_sum(acc[r]);
+        const float usum = warp_sum(acc[RO + r]);
+        if (lane == 0 && o0 + r < o_end) P.h[static_cast<int64_t>(a) * P.inter + o0 + r] = situ_act(gsum, usum);
+      }
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        rw[r] = nw[r];
+        rs[r] = ns[r];
+      }
+    }
+  }
+}
+
+template <int RB, int NK>
+__device__ __forceinline__ void task_down_exact(const Params& P, int g, int tile, float4* xs) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const MxExpert e = P.experts[g];
+  constexpr int nch = NK * 32, nblk = NK * 16;
+  const uint2* dp = static_cast<const uint2*>(e.down_packed) + lane;
+  const uint8_t* ds = static_cast<const uint8_t*>(e.down_scale) + lane / 2;
+  const int first = tile * P.tile_b + warp * RB, stride = kWarps * RB;
+  const int o_end = min(P.latent, (tile + 1) * P.tile_b);
+  for (int ai = P.grp_begin[g]; ai < P.grp_begin[g + 1]; ++ai) {
+    const int a = P.assign_list[ai];
+    __syncthreads();
+    stage_x<true>(xs, P.h + static_cast<int64_t>(a) * P.inter, P.inter);  // written by this launch: L2 only
+    __syncthreads();
+    if (first >= o_end) continue;
+    auto row_ptrs = [&](int o0, const uint2* (&w)[RB], const uint8_t* (&sc)[RB]) {
+#pragma unroll
+      for (int r = 0; r < RB; ++r) {
+        const int o = min(o0 + r, o_end - 1);
+        w[r] = dp + static_cast<int64_t>(o) * nch;
+        sc[r] = ds + static_cast<int64_t>(o) * nblk;
+      }
+    };
+    const uint2* rw[RB];
+    const uint8_t* rs[RB];
+    row_ptrs(first, rw, rs);
+    Step<RB> cur;
+#pragma unroll
+    for (int r = 0; r < RB; ++r) {
+      cur.w[r] = ld_stream(rw[r]);
+      cur.s[r] = __ldg(rs[r]);
+    }
+#pragma unroll 1
+    for (int o0 = first; o0 < o_end; o0 += stride) {
+      const uint2* nw[RB];
+      const uint8_t* ns[RB];
+      row_ptrs(o0 + stride < o_end ? o0 + stride : o0, nw, ns);
+      float acc[RB];
+#pragma unroll
+      for (int r = 0; r < RB; ++r) acc[r] = 0.f;
+      rows_pass<RB, NK>(rw, rs, nw, ns, cur, xs, lane, acc);
+#pragma unroll
+      for (int r = 0; r < RB; ++r) {
+        const float sum = warp_sum(acc[r]);
+        if (lane == 0 && o0 + r < o_end) P.d[static_cast<int64_t>(a) * P.latent + o0 + r] = sum;
+      }
+#pragma unroll
+      for (int r = 0; r < RB; ++r) {
+        rw[r] = nw[r];
+        rs[r] = ns[r];
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ void task_combine(const Params& P, int t, int tile) {
+  const int o_end = min(P.latent, (tile + 1) * kTileC);
+  for (int o = tile * kTileC + threadIdx.x; o < o_end; o += kThreads) {
+    float acc = 0.f;
+    for (int j = 0; j < P.K; ++j) {
+      const int a = t * P.K + j;
+      acc = __fmaf_rn(__ldg(P.slot_weight + a), __ldcg(P.d + static_cast<int64_t>(a) * P.latent + o), acc);
+    }
+    P.y[static_cast<int64_t>(t) * P.latent + o] = acc;
+  }
+}
+
+// Mode 0: plain, 1: streamed (any shape), 2: exact (chunks per lane NK1 / NK2).
+template <int RO, int RB, int NA, int U, int kMinBlocks, int kMode, int NK1 = 0, int NK2 = 0>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const Params P) {
+  extern __shared__ float4 xs[];
+  __shared__ unsigned s_task;
+  const unsigned total = P.nA + P.nB + P.nC;
+  if (threadIdx.x == 0) s_task = atomicAdd(P.ticket, 1u);
+  __syncthreads();
+  unsigned task = s_task;
+  while (task < total) {
+    __syncthreads();  // everyone has read s_task
+    unsigned next = 0;
+    if (threadIdx.x == 0) next = atomicAdd(P.ticket, 1u);  // in flight while this task runs
+    if (task < P.nA) {
+      const int g = static_cast<int>(task) / P.a_tiles;
+      if constexpr (kMode == 2) task_gate_up_exact<RO, NK1>(P, g, static_cast<int>(task) % P.a_tiles, xs);
+      else if constexpr (kMode == 1) task_gate_up_streamed<RO>(P, g, static_cast<int>(task) % P.a_tiles);
+      else task_gate_up<RO, NA, U>(P, g, static_cast<int>(task) % P.a_tiles);
+      signal_done(P.doneA + g);
+    } else if (task < P.nA + P.nB) {
+      const int b = static_cast<int>(task - P.nA);
+      const int g = b / P.b_tiles;
+      if (threadIdx.x == 0) wait_at_least(P.doneA + g, static_cast<unsigned>(P.a_tiles));
+      __syncthreads();
+      if constexpr (kMode == 2) task_down_exact<RB, NK2>(P, g, b % P.b_tiles, xs);
+      else if constexpr (kMode == 1) task_down_streamed<RB>(P, g, b % P.b_tiles);
+      else task_down<RB, NA, U>(P, g, b % P.b_tiles);
+      signal_done(P.doneB + g);
+    } else {
+      const int c = static_cast<int>(task - P.nA - P.nB);
+      const int t = c / P.c_tiles;
+      if (threadIdx.x == 0)
+        for (int j = 0; j < P.K; ++j) wait_at_least(P.doneB + P.slot_group[t * P.K + j], static_cast<unsigned>(P.b_tiles));
+      __syncthreads();
+      task_combine(P, t, c % P.c_tiles);
+    }
+    if (threadIdx.x == 0) s_task = next;
+    __syncthreads();
+    task = s_task;
+  }
+}
+
+using KernelFn = void (*)(Params);
+
+// Numbered versions (kept for the checker and the benchmark); the first is the default, chosen
+// by measurement on an H200 (docs/PERFORMANCE.md). RO/RB: gate-up / down rows per warp pass;
+// NA: assignments per pass over the weights; U: chunk iterations unrolled (loads in flight);
+// last: blocks per SM the registers are capped for.
+struct Variant {
+  const char* name;
+  KernelFn fn;
+  int tile_a, tile_b;
+  int nk1 = 0, nk2 = 0;  // exact versions: the chunks per lane they are built for (0: any shape)
+};
+// Measured on an H200 (docs/PERFORMANCE.md has the runs), % of device-to-device copy bandwidth at
+// T=1 / T=8: v11 50.5-50.8 / 61.1-62.2, v9 50.5-53.3 / 50.1-60.3, v12 40-43 / 59-63, v6 36-39 / 42-45,
+// v2 35 / 40. Dropped after measuring: v8 (RO=4 RB=8) 51/56, v10 (128-row tiles) 43/58, v13 (v12 with
+// 32-row tiles) 50/48, v15 (v9 with 32-row tiles) 46/52, v14 (v15 for few experts, v11 for many)
+// 47.5/61.5. Every version computes the same bits (the checker compares them), so the choice never
+// changes results. The first version that fits the shapes is the default.
+const Variant kVariants[] = {
+    {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
+    {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
+    {"v12 k3-exact RO=1 RB=2 tiles 64/64 4 blocks/SM", expert_mlp_kernel<1, 2, 1, 1, 4, 2, 7, 6>, 64, 64, 7, 6},
+    {"v6 streamed RO=4 RB=8 tiles 64/64", expert_mlp_kernel<4, 8, 1, 1, 2, 1>, 64, 64},
+    {"v2 RO=4 RB=8 tiles 32/32", expert_mlp_kernel<4, 8, 1, 1, 2, 0>, 32, 32},
+};
+constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
+static_assert(kNumVariants <= 16, "ExpertMlp::Impl::blocks_per_sm holds 16 versions");
+
+bool fits(const Variant& v, int latent, int inter) {
+  return v.nk1 == 0 || (latent == v.nk1 * 512 && inter == v.nk2 * 512);
+}
+
+size_t smem_bytes(const Variant& v, int latent, int inter) {
+  return v.nk1 ? static_cast<size_t>(std::max(latent, inter)) * sizeof(float) : 0;
+}
+
+}  // namespace
+
+struct ExpertMlp::Impl {
+  int variant = 0;
+  int blocks_per_sm[16] = {};  // per version, from the occupancy calculator
+  int sms = 0;
+  int max_assign = 0;
+  DeviceBuffer h, d, counters, tables;
+  void* staging = nullptr;  // pinned host copy of the tables
+  size_t staging_bytes = 0;
+  cudaEvent_t staged{};
+};
+
+ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows)
+    : latent_(latent), inter_(inter), top_k_(top_k), max_rows_(max_rows), impl_(new Impl) {
+  try {
+    if (latent <= 0 || inter <= 0 || latent % 32 || inter % 32)
+      throw CudaError("ExpertMlp: latent (" + std::to_string(latent) + ") and intermediate (" + std::to_string(inter) +
+                      ") widths must be positive multiples of 32");
+    if (top_k <= 0 || max_rows <= 0) throw CudaError("ExpertMlp: top_k and max_rows must be positive");
+    impl_->variant = -1;
+    for (int v = 0; v < kNumVariants && impl_->variant < 0; ++v)
+      if (fits(kVariants[v], latent, inter)) impl_->variant = v;
+    const int64_t A = static_cast<int64_t>(max_rows) * top_k;
+    impl_->max_assign = static_cast<int>(A);
+    impl_->h = DeviceBuffer(static_cast<size_t>(A) * inter * sizeof(float));
+    impl_->d = DeviceBuffer(static_cast<size_t>(A) * latent * sizeof(float));
+    impl_->counters = DeviceBuffer((1 + 2 * static_cast<size_t>(A)) * sizeof(unsigned));
+    impl_->staging_bytes = static_cast<size_t>(A) * sizeof(MxExpert) + (A + 1 + A + A) * sizeof(int) + A * sizeof(float) + 64;
+    impl_->tables = DeviceBuffer(impl_->staging_bytes);
+    DELTAFIN_CUDA_CHECK(cudaMallocHost(&impl_->staging, impl_->staging_bytes));
+    DELTAFIN_CUDA_CHECK(cudaEventCreateWithFlags(&impl_->staged, cudaEventDisableTiming));
+    int dev = 0;
+    DELTAFIN_CUDA_CHECK(cudaGetDevice(&dev));
+    DELTAFIN_CUDA_CHECK(cudaDeviceGetAttribute(&impl_->sms, cudaDevAttrMultiProcessorCount, dev));
+  } catch (...) {
+    if (impl_->staging) cudaFreeHost(impl_->staging);
+    delete impl_;
+    throw;
+  }
+}
+
+ExpertMlp::~ExpertMlp() {
+  cudaEventSynchronize(impl_->staged);
+  cudaEventDestroy(impl_->staged);
+  cudaFreeHost(impl_->staging);
+  delete impl_;
+}
+
+const char* ExpertMlp::variant() const { return kVariants[impl_->variant].name; }
+
+std::vector<std::string> ExpertMlp::variants() const {
+  std::vector<std::string> out;
+  for (const Variant& v : kVariants)
+    if (fits(v, latent_, inter_)) out.push_back(v.name);
+  return out;
+}
+
+void ExpertMlp::select_variant(const std::string& name) {
+  for (int v = 0; v < kNumVariants; ++v) {
+    if (name != kVariants[v].name || !fits(kVariants[v], latent_, inter_)) continue;
+    impl_->variant = v;
+    return;
+  }
+  throw CudaError("ExpertMlp: no kernel variant named '" + name + "' fits these shapes");
+}
+
+void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_expert, const float* slot_weight, int T,
+                    const float* dev_z, float* dev_y, Stream stream) {
+  if (T < 0 || T > max_rows_)
+    throw CudaError("ExpertMlp::run: T = " + std::to_string(T) + " is outside 0.." + std::to_string(max_rows_));
+  if (T == 0) return;
+  const int K = top_k_;
+  const int nA_assign = T * K;
+  const int nG = static_cast<int>(experts.size());
+  if (nG <= 0 || nG > nA_assign)
+    throw CudaError("ExpertMlp::run: " + std::to_string(nG) + " distinct experts for " + std::to_string(nA_assign) +
+                    " slots (pass only the experts the slots use)");
+  for (int a = 0; a < nA_assign; ++a)
+    if (slot_expert[a] < 0 || slot_expert[a] >= nG)
+      throw CudaError("ExpertMlp::run: slot " + std::to_string(a) + " names expert " + std::to_string(slot_expert[a]) +
+                      ", outside the " + std::to_string(nG) + " passed");
+  for (const MxExpert& e : experts)
+    if (!e.gate_packed || !e.gate_scale || !e.up_packed || !e.up_scale || !e.down_packed || !e.down_scale ||
+        reinterpret_cast<uintptr_t>(e.gate_packed) % 8 || reinterpret_cast<uintptr_t>(e.up_packed) % 8 ||
+        reinterpret_cast<uintptr_t>(e.down_packed) % 8)
+      throw CudaError("ExpertMlp::run: every expert needs six device pointers, packed weights 8-byte aligned");
+
+  // The staging buffer may still be feeding the previous launch's copy.
+  DELTAFIN_CUDA_CHECK(cudaEventSynchronize(impl_->staged));
+  char* st = static_cast<char*>(impl_->staging);
+  size_t off = 0;
+  auto take = [&](size_t bytes) {
+    off = (off + 15) & ~size_t(15);
+    const size_t at = off;
+    off += bytes;
+    return at;
+  };
+  const size_t o_exp = take(nG * sizeof(MxExpert));
+  const size_t o_beg = take((nG + 1) * sizeof(int));
+  const size_t o_list = take(nA_assign * sizeof(int));
+  const size_t o_sg = take(nA_assign * sizeof(int));
+  const size_t o_w = take(nA_assign * sizeof(float));
+  if (off > impl_->staging_bytes) throw CudaError("ExpertMlp::run: internal table overflow");
+  std::memcpy(st + o_exp, experts.data(), nG * sizeof(MxExpert));
+  int* beg = reinterpret_cast<int*>(st + o_beg);
+  int* list = reinterpret_cast<int*>(st + o_list);
+  std::memset(beg, 0, (nG + 1) * sizeof(int));
+  for (int a = 0; a < nA_assign; ++a) ++beg[slot_expert[a] + 1];
+  for (int g = 0; g < nG; ++g) beg[g + 1] += beg[g];
+  {
+    std::vector<int> fill(beg, beg + nG);
+    for (int a = 0; a < nA_assign; ++a) list[fill[slot_expert[a]]++] = a;
+  }
+  std::memcpy(st + o_sg, slot_expert, nA_assign * sizeof(int));
+  std::memcpy(st + o_w, slot_weight, nA_assign * sizeof(float));
+  for (int g = 0; g < nG; ++g)
+    if (beg[g + 1] == beg[g])
+      throw CudaError("ExpertMlp::run: expert " + std::to_string(g) + " is passed but no slot uses it");
+
+  const cudaStream_t s = as_stream(stream);
+  char* dt = impl_->tables.as<char>();
+  DELTAFIN_CUDA_CHECK(cudaMemcpyAsync(dt, st, off, cudaMemcpyHostToDevice, s));
+  DELTAFIN_CUDA_CHECK(cudaEventRecord(impl_->staged, s));
+  DELTAFIN_CUDA_CHECK(cudaMemsetAsync(impl_->counters.data(), 0, (1 + 2 * static_cast<size_t>(nG)) * sizeof(unsigned), s));
+
+  Params P{};
+  P.experts = reinterpret_cast<const MxExpert*>(dt + o_exp);
+  P.grp_begin = reinterpret_cast<const int*>(dt + o_beg);
+  P.assign_list = reinterpret_cast<const int*>(dt + o_list);
+  P.slot_group = reinterpret_cast<const int*>(dt + o_sg);
+  P.slot_weight = reinterpret_cast<const float*>(dt + o_w);
+  P.z = dev_z;
+  P.y = dev_y;
+  P.h = impl_->h.as<float>();
+  P.d = impl_->d.as<float>();
+  unsigned* ctr = impl_->counters.as<unsigned>();
+  P.ticket = ctr;
+  P.doneA = ctr + 1;
+  P.doneB = ctr + 1 + nG;
+  P.nG = nG;
+  P.T = T;
+  P.K = K;
+  P.latent = latent_;
+  P.inter = inter_;
+  const int vi = impl_->variant;
+  const Variant& v = kVariants[vi];
+  P.tile_a = v.tile_a;
+  P.tile_b = v.tile_b;
+  P.a_tiles = (inter_ + P.tile_a - 1) / P.tile_a;
+  P.b_tiles = (latent_ + P.tile_b - 1) / P.tile_b;
+  P.c_tiles = (latent_ + kTileC - 1) / kTileC;
+  P.nA = static_cast<unsigned>(nG * P.a_tiles);
+  P.nB = static_cast<unsigned>(nG * P.b_tiles);
+  P.nC = static_cast<unsigned>(T * P.c_tiles);
+
+  int& bps = impl_->blocks_per_sm[vi];
+  if (!bps) {
+    DELTAFIN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, v.fn, kThreads, smem_bytes(v, latent_, inter_)));
+    if (bps < 1) bps = 1;
+  }
+  const unsigned total = P.nA + P.nB + P.nC;
+  const unsigned cap = static_cast<unsigned>(impl_->sms * bps);
+  v.fn<<<std::min(total, cap), kThreads, smem_bytes(v, latent_, inter_), s>>>(P);
+  DELTAFIN_CUDA_LAUNCHED("expert_mlp_kernel");
+}
+
+}  // namespace deltafin::cuda

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The .deb end to end: build it with CPack, check its metadata and contents, unpack it into a
+# temporary root with dpkg -x, and run the installed binaries from there (with an empty HOME, so
+# nothing of the build tree or the user's data is used). The tarball is checked for the same files.
+# usage: test_package.sh BUILD_DIR
+set -euo pipefail
+build=$(cd "$1" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+cd "$build"
+cpack -G DEB -B "$work/pkg" >"$work/cpack-deb.log" 2>&1 || { cat "$work/cpack-deb.log"; fail "cpack -G DEB"; }
+deb=$(ls "$work"/pkg/*.deb)
+echo "package: $(basename "$deb") ($(du -h "$deb" | cut -f1))"
+
+depends=$(dpkg-deb -f "$deb" Depends)
+echo "Depends: $depends"
+for dep in libqt6widgets6 libqt6charts6 libqt6network6 libc6 qt6-qpa-plugins; do
+  grep -q "$dep" <<<"$depends" || fail "Depends lacks $dep (dpkg-shlibdeps should have found it)"
+done
+
+dpkg-deb -c "$deb" | awk '{print $NF}' >"$work/contents"
+for f in ./usr/bin/deltafin ./usr/bin/deltafin-studio ./usr/share/applications/deltafin.desktop \
+         ./usr/share/icons/hicolor/scalable/apps/deltafin.svg ./usr/share/icons/hicolor/256x256/apps/deltafin.png \
+         ./usr/share/icons/hicolor/48x48/apps/deltafin.png ./usr/share/metainfo/deltafin.metainfo.xml \
+         ./usr/lib/systemd/user/deltafin-serve.service ./usr/share/deltafin/demo-model/config.json; do
+  grep -qxF "$f" "$work/contents" || fail "the package lacks $f"
+done
+
+root="$work/root"
+dpkg -x "$deb" "$root"
+export HOME="$work/home" XDG_DATA_HOME="$work/home/data" XDG_CONFIG_HOME="$work/home/config"
+mkdir -p "$HOME"
+unset DELTAFIN_MODEL_ROOT
+
+"$root/usr/bin/deltafin" --help >/dev/null || fail "installed deltafin --help"
+demo="$root/usr/share/deltafin/demo-model"
+ids=$("$root/usr/bin/deltafin" generate-ids --model-root "$demo" --ids 768,100,200 --max-new 4) ||
+  fail "installed deltafin generate-ids on the installed demo model"
+echo "deltafin generate-ids: $ids"
+
+# No --model-root: the installed app must find its bundled demo model next to itself.
+QT_QPA_PLATFORM=offscreen "$root/usr/bin/deltafin-studio" --screenshot "$work/chat.png" --view chat \
+  --prompt "Hello" || fail "installed deltafin-studio --screenshot"
+[ "$(head -c 8 "$work/chat.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "chat.png is not a PNG"
+QT_QPA_PLATFORM=offscreen "$root/usr/bin/deltafin-studio" --version | grep -q deltafin-studio ||
+  fail "installed deltafin-studio --version"
+
+if command -v appstreamcli >/dev/null; then
+  # Errors fail; the one warning left is the id not being reverse-DNS (kept equal to the .desktop name).
+  appstreamcli validate --no-net "$root/usr/share/metainfo/deltafin.metainfo.xml" >"$work/appstream.log" 2>&1 || true
+  cat "$work/appstream.log"
+  ! grep -q '^E:' "$work/appstream.log" || fail "AppStream metainfo has errors"
+  [ -z "$(grep '^W:' "$work/appstream.log" | grep -v cid-desktopapp-is-not-rdns)" ] || fail "AppStream metainfo has warnings"
+fi
+if command -v desktop-file-validate >/dev/null; then
+  desktop-file-validate "$root/usr/share/applications/deltafin.desktop" || fail ".desktop file"
+fi
+grep -q '^ExecStart=deltafin serve' "$root/usr/lib/systemd/user/deltafin-serve.service" || fail "systemd unit"
+
+cpack -G TGZ -B "$work/tgz" >"$work/cpack-tgz.log" 2>&1 || { cat "$work/cpack-tgz.log"; fail "cpack -G TGZ"; }
+tgz=$(ls "$work"/tgz/*.tar.gz)
+tar -tzf "$tgz" >"$work/tgz-contents"
+for f in bin/deltafin bin/deltafin-studio share/deltafin/demo-model/config.json share/applications/deltafin.desktop; do
+  grep -q "/$f\$" "$work/tgz-contents" || fail "the tarball lacks $f"
+done
+echo "PASS: $(basename "$deb") and $(basename "$tgz")"

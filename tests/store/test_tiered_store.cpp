@@ -1,0 +1,257 @@
+// The RAM expert tier over direct disk reads: exact bytes, eviction policies,
+// prefetch accounting and cancellation, waves larger than the cache, and
+// identical model output whatever the configuration. Nothing here is timed.
+#include <cstring>
+
+#include "base/error.h"
+#include "model/checkpoint.h"
+#include "runtime/generate.h"
+#include "runtime/k3_model.h"
+#include "runtime/k3_weights.h"
+#include "store/mmap_expert_source.h"
+#include "store/tiered_expert_source.h"
+#include "support/test_support.h"
+#include "synth/k3_synth.h"
+
+using namespace deltafin;
+
+namespace {
+
+struct Fixture {
+  std::string dir;
+  K3Config cfg;
+  std::unique_ptr<Checkpoint> ck;
+  K3Weights w;
+};
+
+Fixture make(const std::string& preset, const std::string& tag) {
+  Fixture f;
+  f.dir = test::temp_dir(tag);
+  write_k3_synth(synth_preset(preset), f.dir);
+  f.cfg = K3Config::load(f.dir + "/config.json");
+  f.ck = Checkpoint::open(f.dir);
+  f.w = K3Weights::bind(*f.ck, f.cfg);
+  return f;
+}
+
+bool same_expert(const ExpertView& a, const ExpertView& b, const ExpertLocation& L) {
+  const uint8_t* pa[6] = {a.w1_packed, a.w1_scale, a.w2_packed, a.w2_scale, a.w3_packed, a.w3_scale};
+  const uint8_t* pb[6] = {b.w1_packed, b.w1_scale, b.w2_packed, b.w2_scale, b.w3_packed, b.w3_scale};
+  for (int k = 0; k < 6; ++k)
+    if (std::memcmp(pa[k], pb[k], L.part_bytes[k]) != 0) return false;
+  return true;
+}
+
+StoreOptions opts(size_t nslots, EvictionPolicy p = EvictionPolicy::Lru) {
+  StoreOptions o;
+  o.ram_budget = 1ull << 30;
+  o.max_slots = nslots;
+  o.policy = p;
+  o.prefetch = false;
+  o.lock_memory = false;
+  return o;
+}
+
+std::vector<int32_t> prompt_for(const K3Config& c) {
+  std::vector<int32_t> p = {int32_t(c.bos_token_id)};
+  for (int i = 0; i < 23; ++i) p.push_back(int32_t((i * 37 + 11) % 256));
+  return p;
+}
+
+}  // namespace
+
+class TestTieredStore : public QObject {
+  Q_OBJECT
+  Fixture demo_;
+
+ private slots:
+  void initTestCase() { demo_ = make("demo", "store"); }
+
+  void bytesEqualTheShards_data() {
+    QTest::addColumn<bool>("direct");
+    QTest::addColumn<bool>("uring");
+    QTest::newRow("O_DIRECT + io_uring") << true << true;
+    QTest::newRow("O_DIRECT + pread pool") << true << false;
+    QTest::newRow("page cache + io_uring") << false << true;
+  }
+
+  void bytesEqualTheShards() {
+    QFETCH(bool, direct);
+    QFETCH(bool, uring);
+    StoreOptions o = opts(5);
+    o.direct_io = direct;
+    o.use_io_uring = uring;
+    o.chunk_bytes = 8192;  // several chunks per expert
+    TieredExpertSource t(*demo_.ck, demo_.w.experts, o);
+    MmapExpertSource m(*demo_.ck, demo_.w.experts);
+    qInfo("%s", t.describe().c_str());
+    for (int l = 0; l < demo_.cfg.layers; ++l) {
+      if (!demo_.cfg.is_moe(l)) continue;
+      for (int e0 = 0; e0 < demo_.cfg.experts; e0 += 3) {
+        std::vector<int> ids = {e0, (e0 + 7) % demo_.cfg.experts, (e0 + 13) % demo_.cfg.experts};
+        std::vector<ExpertView> a, b;
+        t.acquire(l, ids, a);  // 3 experts in 5 slots: forces constant eviction
+        m.acquire(l, ids, b);
+        for (size_t i = 0; i < ids.size(); ++i) QVERIFY(same_expert(a[i], b[i], demo_.w.experts[l][ids[i]]));
+      }
+    }
+    const auto c = t.counters();
+    QVERIFY(c.disk_reads > 0);
+    QVERIFY(c.evictions > 0);
+    QCOMPARE(c.requests, c.ram_hits + c.disk_reads);
+  }
+
+  void lruEvictsTheLeastRecent() {
+    TieredExpertSource t(*demo_.ck, demo_.w.experts, opts(3, EvictionPolicy::Lru));
+    std::vector<ExpertView> v;
+    for (int e : {0, 1, 2}) t.acquire(1, std::vector<int>{e}, v);
+    t.acquire(1, std::vector<int>{0}, v);  // 0 becomes most recent; 1 is now least recent
+    t.acquire(1, std::vector<int>{3}, v);
+    QVERIFY(t.cached(1, 0));
+    QVERIFY(!t.cached(1, 1));
+    QVERIFY(t.cached(1, 2));
+    QVERIFY(t.cached(1, 3));
+  }
+
+  void lfuKeepsTheFrequent() {
+    TieredExpertSource t(*demo_.ck, demo_.w.experts, opts(3, EvictionPolicy::LfuDecay));
+    std::vector<ExpertView> v;
+    for (int i = 0; i < 5; ++i) t.acquire(1, std::vector<int>{0}, v);
+    for (int e : {1, 2, 3, 4, 5}) t.acquire(1, std::vector<int>{e}, v);
+    QVERIFY(t.cached(1, 0));  // LRU would have dropped it long ago
+    QVERIFY(!t.cached(1, 1));
+    QVERIFY(t.cached(1, 5));
+  }
+
+  void prefetchUseWasteAndCancellation() {
+    StoreOptions o = opts(8);
+    o.prefetch = true;
+    TieredExpertSource t(*demo_.ck, demo_.w.experts, o);
+    std::vector<ExpertView> v;
+    // Used: prefetched, then demanded.
+    t.prefetch(2, std::vector<int>{4, 5});
+    QTRY_VERIFY_WITH_TIMEOUT(t.cached(2, 4) && t.cached(2, 5), 20000);  // both read before layer 2 is demanded
+    t.acquire(2, std::vector<int>{4}, v);
+    auto c = t.counters();
+    QCOMPARE(c.prefetch_issued, uint64_t(2));
+    QCOMPARE(c.prefetch_used, uint64_t(1));
+    // Cancelled: still queued when its layer is demanded without it.
+    t.pause_io(true);
+    t.prefetch(3, std::vector<int>{6, 7});
+    auto batch = t.request(3, std::vector<int>{7});
+    c = t.counters();
+    QCOMPARE(c.prefetch_cancelled, uint64_t(1));  // 6 was never read
+    QCOMPARE(c.prefetch_used, uint64_t(2));       // 7 was promoted to a demand read
+    t.pause_io(false);
+    auto [i, view] = batch->next();
+    QCOMPARE(i, 0);
+    batch.reset();
+    QVERIFY(!t.cached(3, 6));
+    // Wasted: 5 was read by prefetch and is evicted unused.
+    for (int e = 10; e < 20; ++e) t.acquire(4, std::vector<int>{e}, v);
+    c = t.counters();
+    QVERIFY(c.prefetch_wasted >= 1);
+  }
+
+  void requestsLargerThanTheCacheRunInWaves() {
+    TieredExpertSource t(*demo_.ck, demo_.w.experts, opts(3));
+    MmapExpertSource m(*demo_.ck, demo_.w.experts);
+    std::vector<int> all;
+    for (int e = 0; e < demo_.cfg.experts; ++e) all.push_back(e);
+    auto batch = t.request(1, all);
+    std::vector<int> seen(all.size(), 0);
+    std::vector<ExpertView> ref;
+    m.acquire(1, all, ref);
+    for (size_t k = 0; k < all.size(); ++k) {
+      auto [i, view] = batch->next();
+      QVERIFY(!seen[i]);
+      seen[i] = 1;
+      QVERIFY(same_expert(view, ref[i], demo_.w.experts[1][i]));
+    }
+  }
+
+  void modelOutputIdenticalInEveryConfiguration() {
+    const auto prompt = prompt_for(demo_.cfg);
+    GenerateOptions g;
+    g.max_new = 12;
+    auto base_model = K3Model::load(demo_.dir);
+    K3Session s0(*base_model);
+    const auto want = generate(s0, prompt, g).ids;
+    struct Arm {
+      const char* name;
+      StoreOptions o;
+    };
+    std::vector<Arm> arms;
+    for (auto p : {EvictionPolicy::Lru, EvictionPolicy::LfuDecay, EvictionPolicy::HeatSeeded})
+      for (bool pf : {false, true}) {
+        StoreOptions o = opts(6, p);  // smaller than one prefill layer's union: waves and evictions
+        o.prefetch = pf;
+        arms.push_back({policy_name(p), o});
+      }
+    StoreOptions pread = opts(40);
+    pread.use_io_uring = false;
+    arms.push_back({"pread", pread});
+    for (const auto& a : arms) {
+      K3Model::Options mo;
+      mo.store = a.o;
+      auto m = K3Model::load(demo_.dir, std::move(mo));
+      K3Session s(*m);
+      QCOMPARE(generate(s, prompt, g).ids, want);
+      const auto c = m->experts().counters();
+      qInfo("%s prefetch=%d: %llu requests, %llu RAM hits, %llu reads, prefetch %llu issued / %llu used / %llu wasted / %llu cancelled",
+            a.name, int(a.o.prefetch), (unsigned long long)c.requests, (unsigned long long)c.ram_hits,
+            (unsigned long long)c.disk_reads, (unsigned long long)c.prefetch_issued, (unsigned long long)c.prefetch_used,
+            (unsigned long long)c.prefetch_wasted, (unsigned long long)c.prefetch_cancelled);
+      if (a.o.prefetch) QVERIFY(c.prefetch_issued > 0);
+    }
+  }
+
+  void heatMapPersistsAndSeeds() {
+    const std::string heat = test::temp_dir("heat") + "/heat.bin";
+    const auto prompt = prompt_for(demo_.cfg);
+    GenerateOptions g;
+    g.max_new = 4;
+    {
+      StoreOptions o = opts(64, EvictionPolicy::HeatSeeded);
+      o.heat_path = heat;
+      K3Model::Options mo;
+      mo.store = o;
+      auto m = K3Model::load(demo_.dir, std::move(mo));
+      K3Session s(*m);
+      generate(s, prompt, g);
+    }  // saved on destruction
+    HeatMap h(demo_.cfg.layers, demo_.cfg.experts);
+    QVERIFY(h.load(heat));
+    QVERIFY(h.total() > 0);
+    StoreOptions o = opts(8, EvictionPolicy::HeatSeeded);
+    o.heat_path = heat;
+    TieredExpertSource t(*demo_.ck, demo_.w.experts, o);
+    QCOMPARE(t.warm_from_heat(), size_t(8));
+    const auto hot = h.hottest();
+    QVERIFY(t.cached(hot[0].first, hot[0].second));
+  }
+
+  void corruptScaleFailsTheRequest() {
+    // A NaN scale in the file is caught when the tier loads the expert.
+    Fixture f = make("tiny-alt", "nan");
+    const auto& L = f.w.experts[2][1];
+    {
+      FILE* fp = std::fopen(f.ck->shard_path(L.shard).c_str(), "r+b");
+      QVERIFY(fp);
+      std::fseek(fp, long(L.part_offset[1]), SEEK_SET);
+      std::fputc(255, fp);
+      std::fclose(fp);
+    }
+    TieredExpertSource t(*f.ck, f.w.experts, opts(4));
+    std::vector<ExpertView> v;
+    try {
+      t.acquire(2, std::vector<int>{1}, v);
+      QFAIL("a NaN scale was accepted");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find("NaN") != std::string::npos, e.what());
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestTieredStore)
+#include "test_tiered_store.moc"

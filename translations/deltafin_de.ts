@@ -1,0 +1,1049 @@
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="de">
+<context>
+    <name>DiskUsage</name>
+    <message>
+        <source>Model shards</source>
+        <translation>Modell-Shards</translation>
+    </message>
+    <message>
+        <source>Configuration and tokenizer</source>
+        <translation>Konfiguration und Tokenizer</translation>
+    </message>
+    <message>
+        <source>Add-on: %1</source>
+        <translation>Erweiterung: %1</translation>
+    </message>
+    <message>
+        <source>Install records, cache index and heat</source>
+        <translation>Installationsprotokolle, Cache-Index und Nutzungsstatistik</translation>
+    </message>
+    <message>
+        <source>Other files</source>
+        <translation>Andere Dateien</translation>
+    </message>
+</context>
+<context>
+    <name>Formatting</name>
+    <message>
+        <source>unknown</source>
+        <translation>unbekannt</translation>
+    </message>
+    <message>
+        <source>%1 s</source>
+        <translation>%1 s</translation>
+    </message>
+    <message>
+        <source>%1 min %2 s</source>
+        <translation>%1 min %2 s</translation>
+    </message>
+    <message>
+        <source>%1 h %2 min</source>
+        <translation>%1 h %2 min</translation>
+    </message>
+    <message>
+        <source>%1/s</source>
+        <translation>%1/s</translation>
+    </message>
+    <message>
+        <source>%1 tok/s · first token %2 s · %3 tokens</source>
+        <translation>%1 Tok./s · erstes Token %2 s · %3 Tokens</translation>
+    </message>
+    <message>
+        <source> · stopped</source>
+        <translation> · abgebrochen</translation>
+    </message>
+</context>
+<context>
+    <name>JobsView</name>
+    <message>
+        <source>%1 of %2</source>
+        <translation>%1 von %2</translation>
+    </message>
+</context>
+<context>
+    <name>QObject</name>
+    <message>
+        <source>System language</source>
+        <translation>Systemsprache</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::BenchView</name>
+    <message>
+        <source>Arm</source>
+        <translation>Variante</translation>
+    </message>
+    <message>
+        <source>Prompt tokens</source>
+        <translation>Prompt-Tokens</translation>
+    </message>
+    <message>
+        <source>New tokens</source>
+        <translation>Neue Tokens</translation>
+    </message>
+    <message>
+        <source>&amp;Runs per arm:</source>
+        <translation>&amp;Läufe pro Variante:</translation>
+    </message>
+    <message>
+        <source>&amp;Run benchmark</source>
+        <translation>Benchmark &amp;starten</translation>
+    </message>
+    <message>
+        <source>S&amp;top</source>
+        <translation>S&amp;toppen</translation>
+    </message>
+    <message>
+        <source>&amp;Export JSON…</source>
+        <translation>Als JSON &amp;exportieren…</translation>
+    </message>
+    <message>
+        <source>C&amp;lear history</source>
+        <translation>Verlauf &amp;löschen</translation>
+    </message>
+    <message>
+        <source>Each arm prefills a prompt and decodes greedily on a fresh session; the median run is kept. Close other programs for steady numbers.</source>
+        <translation>Jede Variante verarbeitet einen Prompt und dekodiert greedy in einer frischen Sitzung; der Median-Lauf wird behalten. Schließen Sie andere Programme für stabile Werte.</translation>
+    </message>
+    <message>
+        <source>Tokens per second</source>
+        <translation>Tokens pro Sekunde</translation>
+    </message>
+    <message>
+        <source>Where experts came from</source>
+        <translation>Woher die Experten kamen</translation>
+    </message>
+    <message>
+        <source>When</source>
+        <translation>Wann</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>Modell</translation>
+    </message>
+    <message>
+        <source>Prefill tok/s</source>
+        <translation>Prefill Tok./s</translation>
+    </message>
+    <message>
+        <source>Decode tok/s</source>
+        <translation>Dekodierung Tok./s</translation>
+    </message>
+    <message>
+        <source>First token</source>
+        <translation>Erstes Token</translation>
+    </message>
+    <message>
+        <source>RAM hits</source>
+        <translation>RAM-Treffer</translation>
+    </message>
+    <message>
+        <source>Disk reads</source>
+        <translation>Plattenlesevorgänge</translation>
+    </message>
+    <message>
+        <source>Network</source>
+        <translation>Netzwerk</translation>
+    </message>
+    <message>
+        <source>Export benchmark history</source>
+        <translation>Benchmark-Verlauf exportieren</translation>
+    </message>
+    <message>
+        <source>JSON (*.json)</source>
+        <translation>JSON (*.json)</translation>
+    </message>
+    <message>
+        <source>Exported %1 results to %2</source>
+        <translation>%1 Ergebnisse nach %2 exportiert</translation>
+    </message>
+    <message>
+        <source>Running %1: run %2 of %3…</source>
+        <translation>%1 läuft: Lauf %2 von %3…</translation>
+    </message>
+    <message>
+        <source>%1: prefill %2 tok/s, decode %3 tok/s</source>
+        <translation>%1: Prefill %2 Tok./s, Dekodierung %3 Tok./s</translation>
+    </message>
+    <message>
+        <source>%1 failed: %2 %3</source>
+        <translation>%1 fehlgeschlagen: %2 %3</translation>
+    </message>
+    <message>
+        <source>No model is loaded.</source>
+        <translation>Kein Modell geladen.</translation>
+    </message>
+    <message>
+        <source>%1 s</source>
+        <translation>%1 s</translation>
+    </message>
+    <message>
+        <source>Prefill</source>
+        <translation>Prefill</translation>
+    </message>
+    <message>
+        <source>Decode</source>
+        <translation>Dekodierung</translation>
+    </message>
+    <message>
+        <source>RAM</source>
+        <translation>RAM</translation>
+    </message>
+    <message>
+        <source>Disk</source>
+        <translation>Festplatte</translation>
+    </message>
+    <message>
+        <source>no runs yet</source>
+        <translation>noch keine Läufe</translation>
+    </message>
+    <message>
+        <source>tok/s</source>
+        <translation>Tok./s</translation>
+    </message>
+    <message>
+        <source>% of expert lookups</source>
+        <translation>% der Expertenabrufe</translation>
+    </message>
+    <message>
+        <source>Cannot write %1: %2</source>
+        <translation>%1 kann nicht geschrieben werden: %2</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::CacheView</name>
+    <message>
+        <source>Cached experts per layer</source>
+        <translation>Zwischengespeicherte Experten pro Schicht</translation>
+    </message>
+    <message>
+        <source>&amp;Warm selected layer</source>
+        <translation>Gewählte Schicht &amp;vorladen</translation>
+    </message>
+    <message>
+        <source>Fetch every expert of the selected layer now</source>
+        <translation>Alle Experten der gewählten Schicht jetzt laden</translation>
+    </message>
+    <message>
+        <source>Evict down to</source>
+        <translation>Verdrängen bis auf</translation>
+    </message>
+    <message>
+        <source> GB</source>
+        <translation> GB</translation>
+    </message>
+    <message>
+        <source>&amp;Evict</source>
+        <translation>&amp;Verdrängen</translation>
+    </message>
+    <message>
+        <source>Punch holes for the least recently used experts until the cache is this small</source>
+        <translation>Die am längsten nicht genutzten Experten freigeben, bis der Cache so klein ist</translation>
+    </message>
+    <message>
+        <source>Where experts came from</source>
+        <translation>Woher die Experten kamen</translation>
+    </message>
+    <message>
+        <source>Tier</source>
+        <translation>Ebene</translation>
+    </message>
+    <message>
+        <source>Lookups</source>
+        <translation>Abrufe</translation>
+    </message>
+    <message>
+        <source>Share</source>
+        <translation>Anteil</translation>
+    </message>
+    <message>
+        <source>Disk usage</source>
+        <translation>Speicherbelegung</translation>
+    </message>
+    <message>
+        <source>Part</source>
+        <translation>Teil</translation>
+    </message>
+    <message>
+        <source>On disk</source>
+        <translation>Auf der Platte</translation>
+    </message>
+    <message>
+        <source>Files</source>
+        <translation>Dateien</translation>
+    </message>
+    <message>
+        <source>&amp;Refresh</source>
+        <translation>&amp;Aktualisieren</translation>
+    </message>
+    <message>
+        <source>Warming layer %1…</source>
+        <translation>Schicht %1 wird vorgeladen…</translation>
+    </message>
+    <message>
+        <source>Evicting…</source>
+        <translation>Wird verdrängt…</translation>
+    </message>
+    <message>
+        <source>%1 — %2</source>
+        <translation>%1 – %2</translation>
+    </message>
+    <message>
+        <source>No model is loaded.</source>
+        <translation>Kein Modell geladen.</translation>
+    </message>
+    <message>
+        <source>Full install: all %1 experts of each of %2 layers are read from local disk. Source: %3</source>
+        <translation>Vollständige Installation: alle %1 Experten jeder der %2 Schichten werden von der lokalen Platte gelesen. Quelle: %3</translation>
+    </message>
+    <message>
+        <source>Streaming install: %1 of %2 experts cached, %3 of a %4 cap (%5 per expert). Experts not cached are fetched from the Hub on first use.</source>
+        <translation>Streaming-Installation: %1 von %2 Experten zwischengespeichert, %3 von maximal %4 (%5 pro Experte). Nicht gespeicherte Experten werden bei der ersten Nutzung vom Hub geladen.</translation>
+    </message>
+    <message>
+        <source>n/a</source>
+        <translation>k. A.</translation>
+    </message>
+    <message>
+        <source>VRAM cache</source>
+        <translation>VRAM-Cache</translation>
+    </message>
+    <message>
+        <source>RAM cache</source>
+        <translation>RAM-Cache</translation>
+    </message>
+    <message>
+        <source>Local disk</source>
+        <translation>Lokale Platte</translation>
+    </message>
+    <message>
+        <source>Network</source>
+        <translation>Netzwerk</translation>
+    </message>
+    <message>
+        <source>%1 allocated of %2 in file sizes (sparse files)</source>
+        <translation>%1 belegt von %2 Dateigröße (Sparse-Dateien)</translation>
+    </message>
+    <message>
+        <source>Total</source>
+        <translation>Gesamt</translation>
+    </message>
+    <message>
+        <source>Free on this disk</source>
+        <translation>Frei auf dieser Platte</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::ChatView</name>
+    <message>
+        <source>&amp;New chat</source>
+        <translation>&amp;Neuer Chat</translation>
+    </message>
+    <message>
+        <source>Conversations</source>
+        <translation>Unterhaltungen</translation>
+    </message>
+    <message>
+        <source>Delete chat</source>
+        <translation>Chat löschen</translation>
+    </message>
+    <message>
+        <source>Ask K3 anything. Ctrl+Enter sends.</source>
+        <translation>Fragen Sie K3 alles. Strg+Eingabe sendet.</translation>
+    </message>
+    <message>
+        <source>Message K3…</source>
+        <translation>Nachricht an K3…</translation>
+    </message>
+    <message>
+        <source>Message</source>
+        <translation>Nachricht</translation>
+    </message>
+    <message>
+        <source>&amp;Think first</source>
+        <translation>Erst &amp;nachdenken</translation>
+    </message>
+    <message>
+        <source>Let K3 reason before it answers; the reasoning is shown collapsed</source>
+        <translation>K3 denkt vor der Antwort nach; die Überlegungen werden eingeklappt angezeigt</translation>
+    </message>
+    <message>
+        <source>S&amp;top</source>
+        <translation>S&amp;toppen</translation>
+    </message>
+    <message>
+        <source>&amp;Send</source>
+        <translation>&amp;Senden</translation>
+    </message>
+    <message>
+        <source>%1 — %2</source>
+        <translation>%1 – %2</translation>
+    </message>
+    <message>
+        <source>Untitled</source>
+        <translation>Ohne Titel</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::ConversationStore</name>
+    <message>
+        <source>New chat</source>
+        <translation>Neuer Chat</translation>
+    </message>
+    <message>
+        <source>Cannot read %1: %2</source>
+        <translation>%1 kann nicht gelesen werden: %2</translation>
+    </message>
+    <message>
+        <source>%1 was damaged (%2); it was kept as %1.broken</source>
+        <translation>%1 war beschädigt (%2); sie wurde als %1.broken aufbewahrt</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::EngineWorker</name>
+    <message>
+        <source>the runtime computes on the CPU in this version</source>
+        <translation>die Laufzeit rechnet in dieser Version auf der CPU</translation>
+    </message>
+    <message>
+        <source>this build has no CUDA support</source>
+        <translation>dieser Build hat keine CUDA-Unterstützung</translation>
+    </message>
+    <message>
+        <source>check the model folder in Settings</source>
+        <translation>prüfen Sie den Modellordner in den Einstellungen</translation>
+    </message>
+    <message>
+        <source>no model is loaded</source>
+        <translation>kein Modell geladen</translation>
+    </message>
+    <message>
+        <source>run the setup wizard or choose a model folder in Settings</source>
+        <translation>starten Sie den Einrichtungsassistenten oder wählen Sie einen Modellordner in den Einstellungen</translation>
+    </message>
+    <message>
+        <source>the benchmark was stopped</source>
+        <translation>der Benchmark wurde gestoppt</translation>
+    </message>
+    <message>
+        <source>Layer %1 is cached</source>
+        <translation>Schicht %1 ist zwischengespeichert</translation>
+    </message>
+    <message>
+        <source>Freed %1 bytes</source>
+        <translation>%1 Bytes freigegeben</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::ExpertHeatMap</name>
+    <message>
+        <source>Cached experts per layer</source>
+        <translation>Zwischengespeicherte Experten pro Schicht</translation>
+    </message>
+    <message>
+        <source>No expert cache yet</source>
+        <translation>Noch kein Experten-Cache</translation>
+    </message>
+    <message>
+        <source>Every expert is read from local disk (full install)</source>
+        <translation>Alle Experten werden von der lokalen Platte gelesen (vollständige Installation)</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::InstallJob</name>
+    <message>
+        <source>Queued</source>
+        <translation>Wartend</translation>
+    </message>
+    <message>
+        <source>Running</source>
+        <translation>Läuft</translation>
+    </message>
+    <message>
+        <source>Pausing…</source>
+        <translation>Wird pausiert…</translation>
+    </message>
+    <message>
+        <source>Paused</source>
+        <translation>Pausiert</translation>
+    </message>
+    <message>
+        <source>Cancelling…</source>
+        <translation>Wird abgebrochen…</translation>
+    </message>
+    <message>
+        <source>Cancelled</source>
+        <translation>Abgebrochen</translation>
+    </message>
+    <message>
+        <source>Failed</source>
+        <translation>Fehlgeschlagen</translation>
+    </message>
+    <message>
+        <source>Done</source>
+        <translation>Fertig</translation>
+    </message>
+    <message>
+        <source>Started</source>
+        <translation>Gestartet</translation>
+    </message>
+    <message>
+        <source>Finished</source>
+        <translation>Abgeschlossen</translation>
+    </message>
+    <message>
+        <source>Paused; the bytes on disk are kept</source>
+        <translation>Pausiert; die Daten auf der Platte bleiben erhalten</translation>
+    </message>
+    <message>
+        <source>Cancelled; verified files are kept, run setup again to finish</source>
+        <translation>Abgebrochen; geprüfte Dateien bleiben erhalten, starten Sie die Einrichtung erneut, um fertigzustellen</translation>
+    </message>
+    <message>
+        <source>the install stopped</source>
+        <translation>die Installation wurde beendet</translation>
+    </message>
+    <message>
+        <source>Failed: %1</source>
+        <translation>Fehlgeschlagen: %1</translation>
+    </message>
+    <message>
+        <source>Resuming</source>
+        <translation>Wird fortgesetzt</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::JobsView</name>
+    <message>
+        <source>Job</source>
+        <translation>Auftrag</translation>
+    </message>
+    <message>
+        <source>State</source>
+        <translation>Status</translation>
+    </message>
+    <message>
+        <source>Progress</source>
+        <translation>Fortschritt</translation>
+    </message>
+    <message>
+        <source>Speed</source>
+        <translation>Geschwindigkeit</translation>
+    </message>
+    <message>
+        <source>Time left</source>
+        <translation>Restzeit</translation>
+    </message>
+    <message>
+        <source>No jobs yet. Setup, upgrades and add-on installs run here in the background.</source>
+        <translation>Noch keine Aufträge. Einrichtung, Aktualisierungen und Erweiterungen laufen hier im Hintergrund.</translation>
+    </message>
+    <message>
+        <source>&amp;Pause</source>
+        <translation>&amp;Pausieren</translation>
+    </message>
+    <message>
+        <source>&amp;Resume</source>
+        <translation>&amp;Fortsetzen</translation>
+    </message>
+    <message>
+        <source>&amp;Cancel job</source>
+        <translation>Auftrag &amp;abbrechen</translation>
+    </message>
+    <message>
+        <source>Re&amp;move from list</source>
+        <translation>Aus Liste &amp;entfernen</translation>
+    </message>
+    <message>
+        <source>Job log</source>
+        <translation>Auftragsprotokoll</translation>
+    </message>
+    <message>
+        <source> · %1 · %2 left</source>
+        <translation> · %1 · noch %2</translation>
+    </message>
+    <message>
+        <source> · file %1 of %2</source>
+        <translation> · Datei %1 von %2</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;What failed:&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;What to do:&lt;/b&gt; %2</source>
+        <translation>&lt;b&gt;Was fehlschlug:&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;Was zu tun ist:&lt;/b&gt; %2</translation>
+    </message>
+    <message>
+        <source>see the log below</source>
+        <translation>siehe Protokoll unten</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::MainWindow</name>
+    <message>
+        <source>Deltafin Studio</source>
+        <translation>Deltafin Studio</translation>
+    </message>
+    <message>
+        <source>&amp;Chat</source>
+        <translation>&amp;Chat</translation>
+    </message>
+    <message>
+        <source>&amp;Jobs</source>
+        <translation>&amp;Aufträge</translation>
+    </message>
+    <message>
+        <source>C&amp;ache</source>
+        <translation>&amp;Cache</translation>
+    </message>
+    <message>
+        <source>&amp;Benchmark</source>
+        <translation>&amp;Benchmark</translation>
+    </message>
+    <message>
+        <source>&amp;File</source>
+        <translation>&amp;Datei</translation>
+    </message>
+    <message>
+        <source>&amp;New chat</source>
+        <translation>&amp;Neuer Chat</translation>
+    </message>
+    <message>
+        <source>&amp;Setup wizard…</source>
+        <translation>&amp;Einrichtungsassistent…</translation>
+    </message>
+    <message>
+        <source>S&amp;ettings…</source>
+        <translation>E&amp;instellungen…</translation>
+    </message>
+    <message>
+        <source>&amp;Quit</source>
+        <translation>&amp;Beenden</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>&amp;Ansicht</translation>
+    </message>
+    <message>
+        <source>&amp;Language</source>
+        <translation>&amp;Sprache</translation>
+    </message>
+    <message>
+        <source>&amp;Help</source>
+        <translation>&amp;Hilfe</translation>
+    </message>
+    <message>
+        <source>&amp;About Deltafin</source>
+        <translation>Ü&amp;ber Deltafin</translation>
+    </message>
+    <message>
+        <source>About Deltafin</source>
+        <translation>Über Deltafin</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Deltafin Studio %1&lt;/b&gt;&lt;p&gt;The full Kimi K3 on one machine: every weight exactly as shipped, streamed from disk into RAM and VRAM caches.&lt;/p&gt;</source>
+        <translation>&lt;b&gt;Deltafin Studio %1&lt;/b&gt;&lt;p&gt;Das vollständige Kimi K3 auf einem Rechner: jedes Gewicht exakt wie ausgeliefert, von der Platte in RAM- und VRAM-Caches gestreamt.&lt;/p&gt;</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::MessageWidget</name>
+    <message>
+        <source>You</source>
+        <translation>Sie</translation>
+    </message>
+    <message>
+        <source>K3</source>
+        <translation>K3</translation>
+    </message>
+    <message>
+        <source>Copy</source>
+        <translation>Kopieren</translation>
+    </message>
+    <message>
+        <source>Copy this message as Markdown</source>
+        <translation>Diese Nachricht als Markdown kopieren</translation>
+    </message>
+    <message>
+        <source>Regenerate</source>
+        <translation>Neu erzeugen</translation>
+    </message>
+    <message>
+        <source>Replace this answer with a new one</source>
+        <translation>Diese Antwort durch eine neue ersetzen</translation>
+    </message>
+    <message>
+        <source>Reasoning</source>
+        <translation>Überlegungen</translation>
+    </message>
+    <message>
+        <source>Prompt: %1 tokens at %2 tok/s; total %3 s</source>
+        <translation>Prompt: %1 Tokens mit %2 Tok./s; gesamt %3 s</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::RemoteChatBackend</name>
+    <message>
+        <source>Remote</source>
+        <translation>Entfernt</translation>
+    </message>
+    <message>
+        <source>the endpoint address %1 is not a URL</source>
+        <translation>die Endpunktadresse %1 ist keine URL</translation>
+    </message>
+    <message>
+        <source>enter an address such as http://127.0.0.1:8080/v1 in Settings</source>
+        <translation>geben Sie in den Einstellungen eine Adresse wie http://127.0.0.1:8080/v1 ein</translation>
+    </message>
+    <message>
+        <source>cannot reach %1: %2</source>
+        <translation>%1 ist nicht erreichbar: %2</translation>
+    </message>
+    <message>
+        <source>check that the server runs and the address ends in /v1</source>
+        <translation>prüfen Sie, ob der Server läuft und die Adresse auf /v1 endet</translation>
+    </message>
+    <message>
+        <source>%1 lists no models</source>
+        <translation>%1 bietet keine Modelle an</translation>
+    </message>
+    <message>
+        <source>enter the model name in Settings</source>
+        <translation>geben Sie den Modellnamen in den Einstellungen ein</translation>
+    </message>
+    <message>
+        <source>the server answered %1: %2</source>
+        <translation>der Server antwortete %1: %2</translation>
+    </message>
+    <message>
+        <source>check the endpoint and model in Settings</source>
+        <translation>prüfen Sie Endpunkt und Modell in den Einstellungen</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::ServerProcess</name>
+    <message>
+        <source>Server running: %1</source>
+        <translation>Server läuft: %1</translation>
+    </message>
+    <message>
+        <source>The server could not run: %1</source>
+        <translation>Der Server konnte nicht starten: %1</translation>
+    </message>
+    <message>
+        <source>Server stopped</source>
+        <translation>Server gestoppt</translation>
+    </message>
+    <message>
+        <source>The server exited (%1): %2</source>
+        <translation>Der Server wurde beendet (%1): %2</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::SettingsDialog</name>
+    <message>
+        <source>Settings</source>
+        <translation>Einstellungen</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>Modell</translation>
+    </message>
+    <message>
+        <source>&amp;Browse…</source>
+        <translation>&amp;Durchsuchen…</translation>
+    </message>
+    <message>
+        <source>Model folder</source>
+        <translation>Modellordner</translation>
+    </message>
+    <message>
+        <source>&amp;Model folder:</source>
+        <translation>&amp;Modellordner:</translation>
+    </message>
+    <message>
+        <source>Use the bundled demo model while K3 is not installed</source>
+        <translation>Das mitgelieferte Demomodell verwenden, solange K3 nicht installiert ist</translation>
+    </message>
+    <message>
+        <source>Engine</source>
+        <translation>Engine</translation>
+    </message>
+    <message>
+        <source>Automatic</source>
+        <translation>Automatisch</translation>
+    </message>
+    <message>
+        <source>CPU</source>
+        <translation>CPU</translation>
+    </message>
+    <message>
+        <source>CUDA GPU</source>
+        <translation>CUDA-GPU</translation>
+    </message>
+    <message>
+        <source>&amp;Device:</source>
+        <translation>&amp;Gerät:</translation>
+    </message>
+    <message>
+        <source> GiB</source>
+        <translation> GiB</translation>
+    </message>
+    <message>
+        <source>&amp;RAM expert cache:</source>
+        <translation>&amp;RAM-Experten-Cache:</translation>
+    </message>
+    <message>
+        <source>&amp;VRAM expert cache:</source>
+        <translation>&amp;VRAM-Experten-Cache:</translation>
+    </message>
+    <message>
+        <source>None</source>
+        <translation>Keiner</translation>
+    </message>
+    <message>
+        <source>DSpark</source>
+        <translation>DSpark</translation>
+    </message>
+    <message>
+        <source>Qwen3</source>
+        <translation>Qwen3</translation>
+    </message>
+    <message>
+        <source>Drafters only guess ahead; K3 checks every token, so answers do not change</source>
+        <translation>Drafter raten nur voraus; K3 prüft jedes Token, die Antworten ändern sich also nicht</translation>
+    </message>
+    <message>
+        <source>D&amp;rafter:</source>
+        <translation>D&amp;rafter:</translation>
+    </message>
+    <message>
+        <source>Longest &amp;reply (tokens):</source>
+        <translation>Längste &amp;Antwort (Tokens):</translation>
+    </message>
+    <message>
+        <source>Local server</source>
+        <translation>Lokaler Server</translation>
+    </message>
+    <message>
+        <source>Run the OpenAI-compatible server (deltafin serve)</source>
+        <translation>Den OpenAI-kompatiblen Server ausführen (deltafin serve)</translation>
+    </message>
+    <message>
+        <source>&amp;Port:</source>
+        <translation>&amp;Port:</translation>
+    </message>
+    <message>
+        <source>Remote engine</source>
+        <translation>Entfernte Engine</translation>
+    </message>
+    <message>
+        <source>Chat with an OpenAI-compatible endpoint instead of this machine</source>
+        <translation>Mit einem OpenAI-kompatiblen Endpunkt statt mit diesem Rechner chatten</translation>
+    </message>
+    <message>
+        <source>&amp;Address:</source>
+        <translation>&amp;Adresse:</translation>
+    </message>
+    <message>
+        <source>first model the server lists</source>
+        <translation>erstes Modell, das der Server anbietet</translation>
+    </message>
+    <message>
+        <source>Mo&amp;del:</source>
+        <translation>Mo&amp;dell:</translation>
+    </message>
+    <message>
+        <source>API &amp;key:</source>
+        <translation>API-&amp;Schlüssel:</translation>
+    </message>
+    <message>
+        <source>&amp;Language:</source>
+        <translation>&amp;Sprache:</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::SetupWizard</name>
+    <message>
+        <source>Set up Deltafin</source>
+        <translation>Deltafin einrichten</translation>
+    </message>
+    <message>
+        <source>Welcome to Deltafin</source>
+        <translation>Willkommen bei Deltafin</translation>
+    </message>
+    <message>
+        <source>Deltafin runs the full Kimi K3 on this machine, every weight exactly as Moonshot shipped it. The next pages download it: either all of it (1.56 TB), or a streaming install that fetches experts when they are first used.</source>
+        <translation>Deltafin führt das vollständige Kimi K3 auf diesem Rechner aus, jedes Gewicht exakt so, wie Moonshot es ausgeliefert hat. Die nächsten Seiten laden es herunter: entweder vollständig (1,56 TB) oder als Streaming-Installation, die Experten bei der ersten Nutzung lädt.</translation>
+    </message>
+    <message>
+        <source>Not ready to download? The bundled demo model has K3's exact format with small random weights, so you can try every part of the app right now. Its answers are gibberish.</source>
+        <translation>Noch nicht bereit zum Herunterladen? Das mitgelieferte Demomodell hat exakt das Format von K3 mit kleinen Zufallsgewichten, sodass Sie jeden Teil der App sofort ausprobieren können. Seine Antworten sind Kauderwelsch.</translation>
+    </message>
+    <message>
+        <source>Try the &amp;demo model</source>
+        <translation>&amp;Demomodell ausprobieren</translation>
+    </message>
+    <message>
+        <source>How should K3 be installed?</source>
+        <translation>Wie soll K3 installiert werden?</translation>
+    </message>
+    <message>
+        <source>&amp;Full install: every file from the Hub, verified (about 1.56 TB)</source>
+        <translation>&amp;Vollständige Installation: jede Datei vom Hub, geprüft (etwa 1,56 TB)</translation>
+    </message>
+    <message>
+        <source>&amp;Streaming install: configuration and non-expert weights now (about 114 GB); experts are fetched on first use into a capped cache</source>
+        <translation>&amp;Streaming-Installation: Konfiguration und Nicht-Experten-Gewichte jetzt (etwa 114 GB); Experten werden bei der ersten Nutzung in einen begrenzten Cache geladen</translation>
+    </message>
+    <message>
+        <source>&amp;Browse…</source>
+        <translation>&amp;Durchsuchen…</translation>
+    </message>
+    <message>
+        <source>Model folder</source>
+        <translation>Modellordner</translation>
+    </message>
+    <message>
+        <source>&amp;Model folder:</source>
+        <translation>&amp;Modellordner:</translation>
+    </message>
+    <message>
+        <source>&amp;Hub address:</source>
+        <translation>&amp;Hub-Adresse:</translation>
+    </message>
+    <message>
+        <source>Free on this disk: %1</source>
+        <translation>Frei auf dieser Platte: %1</translation>
+    </message>
+    <message>
+        <source>Add-ons</source>
+        <translation>Erweiterungen</translation>
+    </message>
+    <message>
+        <source>D&amp;Spark drafter (recommended: faster replies, identical answers)</source>
+        <translation>D&amp;Spark-Drafter (empfohlen: schnellere Antworten, identische Ergebnisse)</translation>
+    </message>
+    <message>
+        <source>&amp;Qwen3 0.6B and 1.7B drafters</source>
+        <translation>&amp;Qwen3-0.6B- und -1.7B-Drafter</translation>
+    </message>
+    <message>
+        <source>Every repository is installed at the revision Deltafin was tested with:</source>
+        <translation>Jedes Repository wird in der Revision installiert, mit der Deltafin getestet wurde:</translation>
+    </message>
+    <message>
+        <source>Part</source>
+        <translation>Teil</translation>
+    </message>
+    <message>
+        <source>Repository</source>
+        <translation>Repository</translation>
+    </message>
+    <message>
+        <source>Revision</source>
+        <translation>Revision</translation>
+    </message>
+    <message>
+        <source>Disk space</source>
+        <translation>Speicherplatz</translation>
+    </message>
+    <message>
+        <source>Files</source>
+        <translation>Dateien</translation>
+    </message>
+    <message>
+        <source>On disk</source>
+        <translation>Auf der Platte</translation>
+    </message>
+    <message>
+        <source>To download</source>
+        <translation>Herunterzuladen</translation>
+    </message>
+    <message>
+        <source>&amp;Install in the background</source>
+        <translation>Im &amp;Hintergrund installieren</translation>
+    </message>
+    <message>
+        <source>Asking the Hub for the file lists…</source>
+        <translation>Dateilisten werden vom Hub abgefragt…</translation>
+    </message>
+    <message>
+        <source>The plan failed: %1</source>
+        <translation>Die Planung ist fehlgeschlagen: %1</translation>
+    </message>
+    <message>
+        <source>Needed: %1 to download (%2 on disk in all). Free: %3.</source>
+        <translation>Benötigt: %1 zum Herunterladen (%2 insgesamt auf der Platte). Frei: %3.</translation>
+    </message>
+    <message>
+        <source> Expert cache cap: %1.</source>
+        <translation> Obergrenze des Experten-Caches: %1.</translation>
+    </message>
+    <message>
+        <source> This does not fit: choose another folder or a streaming install.</source>
+        <translation> Das passt nicht: wählen Sie einen anderen Ordner oder eine Streaming-Installation.</translation>
+    </message>
+    <message>
+        <source>Streaming install of Kimi K3</source>
+        <translation>Streaming-Installation von Kimi K3</translation>
+    </message>
+    <message>
+        <source>Full install of Kimi K3</source>
+        <translation>Vollständige Installation von Kimi K3</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::StatusPanel</name>
+    <message>
+        <source>No model loaded</source>
+        <translation>Kein Modell geladen</translation>
+    </message>
+    <message>
+        <source>Disk: –</source>
+        <translation>Platte: –</translation>
+    </message>
+    <message>
+        <source>Loading %1…</source>
+        <translation>%1 wird geladen…</translation>
+    </message>
+    <message>
+        <source>%1 · demo model (random weights)</source>
+        <translation>%1 · Demomodell (Zufallsgewichte)</translation>
+    </message>
+    <message>
+        <source>%1 · %2</source>
+        <translation>%1 · %2</translation>
+    </message>
+    <message>
+        <source> (%1)</source>
+        <translation> (%1)</translation>
+    </message>
+    <message>
+        <source>No model: %1</source>
+        <translation>Kein Modell: %1</translation>
+    </message>
+    <message>
+        <source>%1 tok/s</source>
+        <translation>%1 Tok./s</translation>
+    </message>
+    <message>
+        <source>Experts: VRAM – · RAM – · disk – · net –</source>
+        <translation>Experten: VRAM – · RAM – · Platte – · Netz –</translation>
+    </message>
+    <message>
+        <source>n/a</source>
+        <translation>k. A.</translation>
+    </message>
+    <message>
+        <source>Experts: VRAM %1 · RAM %2 · disk %3 · net %4</source>
+        <translation>Experten: VRAM %1 · RAM %2 · Platte %3 · Netz %4</translation>
+    </message>
+    <message>
+        <source>%1 expert lookups since the model was loaded</source>
+        <translation>%1 Expertenabrufe seit dem Laden des Modells</translation>
+    </message>
+    <message>
+        <source>Disk: %1 used, %2 free</source>
+        <translation>Platte: %1 belegt, %2 frei</translation>
+    </message>
+</context>
+</TS>

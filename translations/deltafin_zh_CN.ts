@@ -1,0 +1,1049 @@
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="zh_CN">
+<context>
+    <name>DiskUsage</name>
+    <message>
+        <source>Model shards</source>
+        <translation>模型分片</translation>
+    </message>
+    <message>
+        <source>Configuration and tokenizer</source>
+        <translation>配置和分词器</translation>
+    </message>
+    <message>
+        <source>Add-on: %1</source>
+        <translation>附加组件：%1</translation>
+    </message>
+    <message>
+        <source>Install records, cache index and heat</source>
+        <translation>安装记录、缓存索引和热度</translation>
+    </message>
+    <message>
+        <source>Other files</source>
+        <translation>其他文件</translation>
+    </message>
+</context>
+<context>
+    <name>Formatting</name>
+    <message>
+        <source>unknown</source>
+        <translation>未知</translation>
+    </message>
+    <message>
+        <source>%1 s</source>
+        <translation>%1 秒</translation>
+    </message>
+    <message>
+        <source>%1 min %2 s</source>
+        <translation>%1 分 %2 秒</translation>
+    </message>
+    <message>
+        <source>%1 h %2 min</source>
+        <translation>%1 小时 %2 分</translation>
+    </message>
+    <message>
+        <source>%1/s</source>
+        <translation>%1/秒</translation>
+    </message>
+    <message>
+        <source>%1 tok/s · first token %2 s · %3 tokens</source>
+        <translation>%1 词元/秒 · 首词元 %2 秒 · %3 个词元</translation>
+    </message>
+    <message>
+        <source> · stopped</source>
+        <translation> · 已停止</translation>
+    </message>
+</context>
+<context>
+    <name>JobsView</name>
+    <message>
+        <source>%1 of %2</source>
+        <translation>%1 / %2</translation>
+    </message>
+</context>
+<context>
+    <name>QObject</name>
+    <message>
+        <source>System language</source>
+        <translation>系统语言</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::BenchView</name>
+    <message>
+        <source>Arm</source>
+        <translation>测试项</translation>
+    </message>
+    <message>
+        <source>Prompt tokens</source>
+        <translation>提示词元</translation>
+    </message>
+    <message>
+        <source>New tokens</source>
+        <translation>新词元</translation>
+    </message>
+    <message>
+        <source>&amp;Runs per arm:</source>
+        <translation>每项运行次数(&amp;R)：</translation>
+    </message>
+    <message>
+        <source>&amp;Run benchmark</source>
+        <translation>运行基准测试(&amp;R)</translation>
+    </message>
+    <message>
+        <source>S&amp;top</source>
+        <translation>停止(&amp;T)</translation>
+    </message>
+    <message>
+        <source>&amp;Export JSON…</source>
+        <translation>导出 JSON(&amp;E)…</translation>
+    </message>
+    <message>
+        <source>C&amp;lear history</source>
+        <translation>清除历史(&amp;L)</translation>
+    </message>
+    <message>
+        <source>Each arm prefills a prompt and decodes greedily on a fresh session; the median run is kept. Close other programs for steady numbers.</source>
+        <translation>每个测试项在新会话中预填充提示并贪心解码，保留中位数那次运行。关闭其他程序可获得稳定的数值。</translation>
+    </message>
+    <message>
+        <source>Tokens per second</source>
+        <translation>每秒词元数</translation>
+    </message>
+    <message>
+        <source>Where experts came from</source>
+        <translation>专家来源</translation>
+    </message>
+    <message>
+        <source>When</source>
+        <translation>时间</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Prefill tok/s</source>
+        <translation>预填充 词元/秒</translation>
+    </message>
+    <message>
+        <source>Decode tok/s</source>
+        <translation>解码 词元/秒</translation>
+    </message>
+    <message>
+        <source>First token</source>
+        <translation>首词元</translation>
+    </message>
+    <message>
+        <source>RAM hits</source>
+        <translation>内存命中</translation>
+    </message>
+    <message>
+        <source>Disk reads</source>
+        <translation>磁盘读取</translation>
+    </message>
+    <message>
+        <source>Network</source>
+        <translation>网络</translation>
+    </message>
+    <message>
+        <source>Export benchmark history</source>
+        <translation>导出基准测试历史</translation>
+    </message>
+    <message>
+        <source>JSON (*.json)</source>
+        <translation>JSON (*.json)</translation>
+    </message>
+    <message>
+        <source>Exported %1 results to %2</source>
+        <translation>已将 %1 条结果导出到 %2</translation>
+    </message>
+    <message>
+        <source>Running %1: run %2 of %3…</source>
+        <translation>正在运行 %1：第 %2 / %3 次…</translation>
+    </message>
+    <message>
+        <source>%1: prefill %2 tok/s, decode %3 tok/s</source>
+        <translation>%1：预填充 %2 词元/秒，解码 %3 词元/秒</translation>
+    </message>
+    <message>
+        <source>%1 failed: %2 %3</source>
+        <translation>%1 失败：%2 %3</translation>
+    </message>
+    <message>
+        <source>No model is loaded.</source>
+        <translation>未加载模型。</translation>
+    </message>
+    <message>
+        <source>%1 s</source>
+        <translation>%1 秒</translation>
+    </message>
+    <message>
+        <source>Prefill</source>
+        <translation>预填充</translation>
+    </message>
+    <message>
+        <source>Decode</source>
+        <translation>解码</translation>
+    </message>
+    <message>
+        <source>RAM</source>
+        <translation>内存</translation>
+    </message>
+    <message>
+        <source>Disk</source>
+        <translation>磁盘</translation>
+    </message>
+    <message>
+        <source>no runs yet</source>
+        <translation>尚无运行</translation>
+    </message>
+    <message>
+        <source>tok/s</source>
+        <translation>词元/秒</translation>
+    </message>
+    <message>
+        <source>% of expert lookups</source>
+        <translation>专家查询占比 %</translation>
+    </message>
+    <message>
+        <source>Cannot write %1: %2</source>
+        <translation>无法写入 %1：%2</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::CacheView</name>
+    <message>
+        <source>Cached experts per layer</source>
+        <translation>各层已缓存的专家</translation>
+    </message>
+    <message>
+        <source>&amp;Warm selected layer</source>
+        <translation>预热所选层(&amp;W)</translation>
+    </message>
+    <message>
+        <source>Fetch every expert of the selected layer now</source>
+        <translation>立即获取所选层的全部专家</translation>
+    </message>
+    <message>
+        <source>Evict down to</source>
+        <translation>逐出直到剩余</translation>
+    </message>
+    <message>
+        <source> GB</source>
+        <translation> GB</translation>
+    </message>
+    <message>
+        <source>&amp;Evict</source>
+        <translation>逐出(&amp;E)</translation>
+    </message>
+    <message>
+        <source>Punch holes for the least recently used experts until the cache is this small</source>
+        <translation>为最久未使用的专家打洞释放空间，直到缓存缩小到此大小</translation>
+    </message>
+    <message>
+        <source>Where experts came from</source>
+        <translation>专家来源</translation>
+    </message>
+    <message>
+        <source>Tier</source>
+        <translation>层级</translation>
+    </message>
+    <message>
+        <source>Lookups</source>
+        <translation>查询次数</translation>
+    </message>
+    <message>
+        <source>Share</source>
+        <translation>占比</translation>
+    </message>
+    <message>
+        <source>Disk usage</source>
+        <translation>磁盘占用</translation>
+    </message>
+    <message>
+        <source>Part</source>
+        <translation>部分</translation>
+    </message>
+    <message>
+        <source>On disk</source>
+        <translation>磁盘上</translation>
+    </message>
+    <message>
+        <source>Files</source>
+        <translation>文件</translation>
+    </message>
+    <message>
+        <source>&amp;Refresh</source>
+        <translation>刷新(&amp;R)</translation>
+    </message>
+    <message>
+        <source>Warming layer %1…</source>
+        <translation>正在预热第 %1 层…</translation>
+    </message>
+    <message>
+        <source>Evicting…</source>
+        <translation>正在逐出…</translation>
+    </message>
+    <message>
+        <source>%1 — %2</source>
+        <translation>%1 — %2</translation>
+    </message>
+    <message>
+        <source>No model is loaded.</source>
+        <translation>未加载模型。</translation>
+    </message>
+    <message>
+        <source>Full install: all %1 experts of each of %2 layers are read from local disk. Source: %3</source>
+        <translation>完整安装：%2 层中每层的全部 %1 个专家都从本地磁盘读取。来源：%3</translation>
+    </message>
+    <message>
+        <source>Streaming install: %1 of %2 experts cached, %3 of a %4 cap (%5 per expert). Experts not cached are fetched from the Hub on first use.</source>
+        <translation>流式安装：已缓存 %2 个专家中的 %1 个，占用 %3，上限 %4（每个专家 %5）。未缓存的专家在首次使用时从 Hub 获取。</translation>
+    </message>
+    <message>
+        <source>n/a</source>
+        <translation>不适用</translation>
+    </message>
+    <message>
+        <source>VRAM cache</source>
+        <translation>显存缓存</translation>
+    </message>
+    <message>
+        <source>RAM cache</source>
+        <translation>内存缓存</translation>
+    </message>
+    <message>
+        <source>Local disk</source>
+        <translation>本地磁盘</translation>
+    </message>
+    <message>
+        <source>Network</source>
+        <translation>网络</translation>
+    </message>
+    <message>
+        <source>%1 allocated of %2 in file sizes (sparse files)</source>
+        <translation>文件大小 %2，实际占用 %1（稀疏文件）</translation>
+    </message>
+    <message>
+        <source>Total</source>
+        <translation>合计</translation>
+    </message>
+    <message>
+        <source>Free on this disk</source>
+        <translation>此磁盘可用空间</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::ChatView</name>
+    <message>
+        <source>&amp;New chat</source>
+        <translation>新对话(&amp;N)</translation>
+    </message>
+    <message>
+        <source>Conversations</source>
+        <translation>对话</translation>
+    </message>
+    <message>
+        <source>Delete chat</source>
+        <translation>删除对话</translation>
+    </message>
+    <message>
+        <source>Ask K3 anything. Ctrl+Enter sends.</source>
+        <translation>向 K3 提任何问题。Ctrl+Enter 发送。</translation>
+    </message>
+    <message>
+        <source>Message K3…</source>
+        <translation>给 K3 发消息…</translation>
+    </message>
+    <message>
+        <source>Message</source>
+        <translation>消息</translation>
+    </message>
+    <message>
+        <source>&amp;Think first</source>
+        <translation>先思考(&amp;T)</translation>
+    </message>
+    <message>
+        <source>Let K3 reason before it answers; the reasoning is shown collapsed</source>
+        <translation>让 K3 先推理再回答；推理过程默认折叠显示</translation>
+    </message>
+    <message>
+        <source>S&amp;top</source>
+        <translation>停止(&amp;T)</translation>
+    </message>
+    <message>
+        <source>&amp;Send</source>
+        <translation>发送(&amp;S)</translation>
+    </message>
+    <message>
+        <source>%1 — %2</source>
+        <translation>%1 — %2</translation>
+    </message>
+    <message>
+        <source>Untitled</source>
+        <translation>未命名</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::ConversationStore</name>
+    <message>
+        <source>New chat</source>
+        <translation>新对话</translation>
+    </message>
+    <message>
+        <source>Cannot read %1: %2</source>
+        <translation>无法读取 %1：%2</translation>
+    </message>
+    <message>
+        <source>%1 was damaged (%2); it was kept as %1.broken</source>
+        <translation>%1 已损坏（%2）；已保留为 %1.broken</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::EngineWorker</name>
+    <message>
+        <source>the runtime computes on the CPU in this version</source>
+        <translation>此版本的运行时在 CPU 上计算</translation>
+    </message>
+    <message>
+        <source>this build has no CUDA support</source>
+        <translation>此构建不支持 CUDA</translation>
+    </message>
+    <message>
+        <source>check the model folder in Settings</source>
+        <translation>请在设置中检查模型文件夹</translation>
+    </message>
+    <message>
+        <source>no model is loaded</source>
+        <translation>未加载模型</translation>
+    </message>
+    <message>
+        <source>run the setup wizard or choose a model folder in Settings</source>
+        <translation>请运行安装向导，或在设置中选择模型文件夹</translation>
+    </message>
+    <message>
+        <source>the benchmark was stopped</source>
+        <translation>基准测试已停止</translation>
+    </message>
+    <message>
+        <source>Layer %1 is cached</source>
+        <translation>第 %1 层已缓存</translation>
+    </message>
+    <message>
+        <source>Freed %1 bytes</source>
+        <translation>已释放 %1 字节</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::ExpertHeatMap</name>
+    <message>
+        <source>Cached experts per layer</source>
+        <translation>各层已缓存的专家</translation>
+    </message>
+    <message>
+        <source>No expert cache yet</source>
+        <translation>尚无专家缓存</translation>
+    </message>
+    <message>
+        <source>Every expert is read from local disk (full install)</source>
+        <translation>所有专家都从本地磁盘读取（完整安装）</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::InstallJob</name>
+    <message>
+        <source>Queued</source>
+        <translation>排队中</translation>
+    </message>
+    <message>
+        <source>Running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>Pausing…</source>
+        <translation>正在暂停…</translation>
+    </message>
+    <message>
+        <source>Paused</source>
+        <translation>已暂停</translation>
+    </message>
+    <message>
+        <source>Cancelling…</source>
+        <translation>正在取消…</translation>
+    </message>
+    <message>
+        <source>Cancelled</source>
+        <translation>已取消</translation>
+    </message>
+    <message>
+        <source>Failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>Done</source>
+        <translation>完成</translation>
+    </message>
+    <message>
+        <source>Started</source>
+        <translation>已开始</translation>
+    </message>
+    <message>
+        <source>Finished</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>Paused; the bytes on disk are kept</source>
+        <translation>已暂停；磁盘上的数据会保留</translation>
+    </message>
+    <message>
+        <source>Cancelled; verified files are kept, run setup again to finish</source>
+        <translation>已取消；已校验的文件会保留，再次运行安装即可完成</translation>
+    </message>
+    <message>
+        <source>the install stopped</source>
+        <translation>安装已中止</translation>
+    </message>
+    <message>
+        <source>Failed: %1</source>
+        <translation>失败：%1</translation>
+    </message>
+    <message>
+        <source>Resuming</source>
+        <translation>正在继续</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::JobsView</name>
+    <message>
+        <source>Job</source>
+        <translation>任务</translation>
+    </message>
+    <message>
+        <source>State</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>Progress</source>
+        <translation>进度</translation>
+    </message>
+    <message>
+        <source>Speed</source>
+        <translation>速度</translation>
+    </message>
+    <message>
+        <source>Time left</source>
+        <translation>剩余时间</translation>
+    </message>
+    <message>
+        <source>No jobs yet. Setup, upgrades and add-on installs run here in the background.</source>
+        <translation>暂无任务。安装、升级和附加组件安装会在此后台运行。</translation>
+    </message>
+    <message>
+        <source>&amp;Pause</source>
+        <translation>暂停(&amp;P)</translation>
+    </message>
+    <message>
+        <source>&amp;Resume</source>
+        <translation>继续(&amp;R)</translation>
+    </message>
+    <message>
+        <source>&amp;Cancel job</source>
+        <translation>取消任务(&amp;C)</translation>
+    </message>
+    <message>
+        <source>Re&amp;move from list</source>
+        <translation>从列表中移除(&amp;M)</translation>
+    </message>
+    <message>
+        <source>Job log</source>
+        <translation>任务日志</translation>
+    </message>
+    <message>
+        <source> · %1 · %2 left</source>
+        <translation> · %1 · 剩余 %2</translation>
+    </message>
+    <message>
+        <source> · file %1 of %2</source>
+        <translation> · 第 %1 / %2 个文件</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;What failed:&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;What to do:&lt;/b&gt; %2</source>
+        <translation>&lt;b&gt;失败原因：&lt;/b&gt;%1&lt;br&gt;&lt;b&gt;解决办法：&lt;/b&gt;%2</translation>
+    </message>
+    <message>
+        <source>see the log below</source>
+        <translation>见下方日志</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::MainWindow</name>
+    <message>
+        <source>Deltafin Studio</source>
+        <translation>Deltafin Studio</translation>
+    </message>
+    <message>
+        <source>&amp;Chat</source>
+        <translation>对话(&amp;C)</translation>
+    </message>
+    <message>
+        <source>&amp;Jobs</source>
+        <translation>任务(&amp;J)</translation>
+    </message>
+    <message>
+        <source>C&amp;ache</source>
+        <translation>缓存(&amp;A)</translation>
+    </message>
+    <message>
+        <source>&amp;Benchmark</source>
+        <translation>基准测试(&amp;B)</translation>
+    </message>
+    <message>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <source>&amp;New chat</source>
+        <translation>新对话(&amp;N)</translation>
+    </message>
+    <message>
+        <source>&amp;Setup wizard…</source>
+        <translation>安装向导(&amp;S)…</translation>
+    </message>
+    <message>
+        <source>S&amp;ettings…</source>
+        <translation>设置(&amp;E)…</translation>
+    </message>
+    <message>
+        <source>&amp;Quit</source>
+        <translation>退出(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <source>&amp;Language</source>
+        <translation>语言(&amp;L)</translation>
+    </message>
+    <message>
+        <source>&amp;Help</source>
+        <translation>帮助(&amp;H)</translation>
+    </message>
+    <message>
+        <source>&amp;About Deltafin</source>
+        <translation>关于 Deltafin(&amp;A)</translation>
+    </message>
+    <message>
+        <source>About Deltafin</source>
+        <translation>关于 Deltafin</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Deltafin Studio %1&lt;/b&gt;&lt;p&gt;The full Kimi K3 on one machine: every weight exactly as shipped, streamed from disk into RAM and VRAM caches.&lt;/p&gt;</source>
+        <translation>&lt;b&gt;Deltafin Studio %1&lt;/b&gt;&lt;p&gt;在一台机器上运行完整的 Kimi K3：每个权重都与发布时完全一致，从磁盘流式载入内存和显存缓存。&lt;/p&gt;</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::MessageWidget</name>
+    <message>
+        <source>You</source>
+        <translation>你</translation>
+    </message>
+    <message>
+        <source>K3</source>
+        <translation>K3</translation>
+    </message>
+    <message>
+        <source>Copy</source>
+        <translation>复制</translation>
+    </message>
+    <message>
+        <source>Copy this message as Markdown</source>
+        <translation>以 Markdown 复制此消息</translation>
+    </message>
+    <message>
+        <source>Regenerate</source>
+        <translation>重新生成</translation>
+    </message>
+    <message>
+        <source>Replace this answer with a new one</source>
+        <translation>用新回答替换此回答</translation>
+    </message>
+    <message>
+        <source>Reasoning</source>
+        <translation>推理过程</translation>
+    </message>
+    <message>
+        <source>Prompt: %1 tokens at %2 tok/s; total %3 s</source>
+        <translation>提示：%1 个词元，%2 词元/秒；总计 %3 秒</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::RemoteChatBackend</name>
+    <message>
+        <source>Remote</source>
+        <translation>远程</translation>
+    </message>
+    <message>
+        <source>the endpoint address %1 is not a URL</source>
+        <translation>端点地址 %1 不是 URL</translation>
+    </message>
+    <message>
+        <source>enter an address such as http://127.0.0.1:8080/v1 in Settings</source>
+        <translation>请在设置中输入类似 http://127.0.0.1:8080/v1 的地址</translation>
+    </message>
+    <message>
+        <source>cannot reach %1: %2</source>
+        <translation>无法连接 %1：%2</translation>
+    </message>
+    <message>
+        <source>check that the server runs and the address ends in /v1</source>
+        <translation>请确认服务器正在运行且地址以 /v1 结尾</translation>
+    </message>
+    <message>
+        <source>%1 lists no models</source>
+        <translation>%1 未列出任何模型</translation>
+    </message>
+    <message>
+        <source>enter the model name in Settings</source>
+        <translation>请在设置中输入模型名称</translation>
+    </message>
+    <message>
+        <source>the server answered %1: %2</source>
+        <translation>服务器返回 %1：%2</translation>
+    </message>
+    <message>
+        <source>check the endpoint and model in Settings</source>
+        <translation>请在设置中检查端点和模型</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::ServerProcess</name>
+    <message>
+        <source>Server running: %1</source>
+        <translation>服务器运行中：%1</translation>
+    </message>
+    <message>
+        <source>The server could not run: %1</source>
+        <translation>服务器无法运行：%1</translation>
+    </message>
+    <message>
+        <source>Server stopped</source>
+        <translation>服务器已停止</translation>
+    </message>
+    <message>
+        <source>The server exited (%1): %2</source>
+        <translation>服务器已退出（%1）：%2</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::SettingsDialog</name>
+    <message>
+        <source>Settings</source>
+        <translation>设置</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>&amp;Browse…</source>
+        <translation>浏览(&amp;B)…</translation>
+    </message>
+    <message>
+        <source>Model folder</source>
+        <translation>模型文件夹</translation>
+    </message>
+    <message>
+        <source>&amp;Model folder:</source>
+        <translation>模型文件夹(&amp;M)：</translation>
+    </message>
+    <message>
+        <source>Use the bundled demo model while K3 is not installed</source>
+        <translation>在未安装 K3 时使用附带的演示模型</translation>
+    </message>
+    <message>
+        <source>Engine</source>
+        <translation>引擎</translation>
+    </message>
+    <message>
+        <source>Automatic</source>
+        <translation>自动</translation>
+    </message>
+    <message>
+        <source>CPU</source>
+        <translation>CPU</translation>
+    </message>
+    <message>
+        <source>CUDA GPU</source>
+        <translation>CUDA GPU</translation>
+    </message>
+    <message>
+        <source>&amp;Device:</source>
+        <translation>设备(&amp;D)：</translation>
+    </message>
+    <message>
+        <source> GiB</source>
+        <translation> GiB</translation>
+    </message>
+    <message>
+        <source>&amp;RAM expert cache:</source>
+        <translation>内存专家缓存(&amp;R)：</translation>
+    </message>
+    <message>
+        <source>&amp;VRAM expert cache:</source>
+        <translation>显存专家缓存(&amp;V)：</translation>
+    </message>
+    <message>
+        <source>None</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>DSpark</source>
+        <translation>DSpark</translation>
+    </message>
+    <message>
+        <source>Qwen3</source>
+        <translation>Qwen3</translation>
+    </message>
+    <message>
+        <source>Drafters only guess ahead; K3 checks every token, so answers do not change</source>
+        <translation>草稿模型只负责提前猜测；K3 会校验每个词元，因此回答不会改变</translation>
+    </message>
+    <message>
+        <source>D&amp;rafter:</source>
+        <translation>草稿模型(&amp;R)：</translation>
+    </message>
+    <message>
+        <source>Longest &amp;reply (tokens):</source>
+        <translation>最长回复（词元）(&amp;R)：</translation>
+    </message>
+    <message>
+        <source>Local server</source>
+        <translation>本地服务器</translation>
+    </message>
+    <message>
+        <source>Run the OpenAI-compatible server (deltafin serve)</source>
+        <translation>运行兼容 OpenAI 的服务器（deltafin serve）</translation>
+    </message>
+    <message>
+        <source>&amp;Port:</source>
+        <translation>端口(&amp;P)：</translation>
+    </message>
+    <message>
+        <source>Remote engine</source>
+        <translation>远程引擎</translation>
+    </message>
+    <message>
+        <source>Chat with an OpenAI-compatible endpoint instead of this machine</source>
+        <translation>改为与兼容 OpenAI 的端点对话，而不是本机</translation>
+    </message>
+    <message>
+        <source>&amp;Address:</source>
+        <translation>地址(&amp;A)：</translation>
+    </message>
+    <message>
+        <source>first model the server lists</source>
+        <translation>服务器列出的第一个模型</translation>
+    </message>
+    <message>
+        <source>Mo&amp;del:</source>
+        <translation>模型(&amp;D)：</translation>
+    </message>
+    <message>
+        <source>API &amp;key:</source>
+        <translation>API 密钥(&amp;K)：</translation>
+    </message>
+    <message>
+        <source>&amp;Language:</source>
+        <translation>语言(&amp;L)：</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::SetupWizard</name>
+    <message>
+        <source>Set up Deltafin</source>
+        <translation>安装 Deltafin</translation>
+    </message>
+    <message>
+        <source>Welcome to Deltafin</source>
+        <translation>欢迎使用 Deltafin</translation>
+    </message>
+    <message>
+        <source>Deltafin runs the full Kimi K3 on this machine, every weight exactly as Moonshot shipped it. The next pages download it: either all of it (1.56 TB), or a streaming install that fetches experts when they are first used.</source>
+        <translation>Deltafin 在本机运行完整的 Kimi K3，每个权重都与 Moonshot 发布时完全一致。接下来的页面会下载它：可以全部下载（1.56 TB），也可以选择流式安装，在首次使用专家时再获取。</translation>
+    </message>
+    <message>
+        <source>Not ready to download? The bundled demo model has K3's exact format with small random weights, so you can try every part of the app right now. Its answers are gibberish.</source>
+        <translation>还不想下载？附带的演示模型与 K3 格式完全相同，只是权重很小且随机，你现在就可以试用应用的所有功能。它的回答是无意义的。</translation>
+    </message>
+    <message>
+        <source>Try the &amp;demo model</source>
+        <translation>试用演示模型(&amp;D)</translation>
+    </message>
+    <message>
+        <source>How should K3 be installed?</source>
+        <translation>如何安装 K3？</translation>
+    </message>
+    <message>
+        <source>&amp;Full install: every file from the Hub, verified (about 1.56 TB)</source>
+        <translation>完整安装(&amp;F)：从 Hub 下载并校验每个文件（约 1.56 TB）</translation>
+    </message>
+    <message>
+        <source>&amp;Streaming install: configuration and non-expert weights now (about 114 GB); experts are fetched on first use into a capped cache</source>
+        <translation>流式安装(&amp;S)：现在下载配置和非专家权重（约 114 GB）；专家在首次使用时获取到有上限的缓存中</translation>
+    </message>
+    <message>
+        <source>&amp;Browse…</source>
+        <translation>浏览(&amp;B)…</translation>
+    </message>
+    <message>
+        <source>Model folder</source>
+        <translation>模型文件夹</translation>
+    </message>
+    <message>
+        <source>&amp;Model folder:</source>
+        <translation>模型文件夹(&amp;M)：</translation>
+    </message>
+    <message>
+        <source>&amp;Hub address:</source>
+        <translation>Hub 地址(&amp;H)：</translation>
+    </message>
+    <message>
+        <source>Free on this disk: %1</source>
+        <translation>此磁盘可用：%1</translation>
+    </message>
+    <message>
+        <source>Add-ons</source>
+        <translation>附加组件</translation>
+    </message>
+    <message>
+        <source>D&amp;Spark drafter (recommended: faster replies, identical answers)</source>
+        <translation>DSpark 草稿模型(&amp;S)（推荐：回复更快，答案完全相同）</translation>
+    </message>
+    <message>
+        <source>&amp;Qwen3 0.6B and 1.7B drafters</source>
+        <translation>Qwen3 0.6B 和 1.7B 草稿模型(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>Every repository is installed at the revision Deltafin was tested with:</source>
+        <translation>每个仓库都会安装 Deltafin 测试过的版本：</translation>
+    </message>
+    <message>
+        <source>Part</source>
+        <translation>部分</translation>
+    </message>
+    <message>
+        <source>Repository</source>
+        <translation>仓库</translation>
+    </message>
+    <message>
+        <source>Revision</source>
+        <translation>版本</translation>
+    </message>
+    <message>
+        <source>Disk space</source>
+        <translation>磁盘空间</translation>
+    </message>
+    <message>
+        <source>Files</source>
+        <translation>文件</translation>
+    </message>
+    <message>
+        <source>On disk</source>
+        <translation>磁盘上</translation>
+    </message>
+    <message>
+        <source>To download</source>
+        <translation>待下载</translation>
+    </message>
+    <message>
+        <source>&amp;Install in the background</source>
+        <translation>在后台安装(&amp;I)</translation>
+    </message>
+    <message>
+        <source>Asking the Hub for the file lists…</source>
+        <translation>正在向 Hub 查询文件列表…</translation>
+    </message>
+    <message>
+        <source>The plan failed: %1</source>
+        <translation>规划失败：%1</translation>
+    </message>
+    <message>
+        <source>Needed: %1 to download (%2 on disk in all). Free: %3.</source>
+        <translation>需要：下载 %1（磁盘上共 %2）。可用：%3。</translation>
+    </message>
+    <message>
+        <source> Expert cache cap: %1.</source>
+        <translation> 专家缓存上限：%1。</translation>
+    </message>
+    <message>
+        <source> This does not fit: choose another folder or a streaming install.</source>
+        <translation> 空间不足：请选择其他文件夹或流式安装。</translation>
+    </message>
+    <message>
+        <source>Streaming install of Kimi K3</source>
+        <translation>Kimi K3 流式安装</translation>
+    </message>
+    <message>
+        <source>Full install of Kimi K3</source>
+        <translation>Kimi K3 完整安装</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::StatusPanel</name>
+    <message>
+        <source>No model loaded</source>
+        <translation>未加载模型</translation>
+    </message>
+    <message>
+        <source>Disk: –</source>
+        <translation>磁盘：–</translation>
+    </message>
+    <message>
+        <source>Loading %1…</source>
+        <translation>正在加载 %1…</translation>
+    </message>
+    <message>
+        <source>%1 · demo model (random weights)</source>
+        <translation>%1 · 演示模型（随机权重）</translation>
+    </message>
+    <message>
+        <source>%1 · %2</source>
+        <translation>%1 · %2</translation>
+    </message>
+    <message>
+        <source> (%1)</source>
+        <translation>（%1）</translation>
+    </message>
+    <message>
+        <source>No model: %1</source>
+        <translation>无模型：%1</translation>
+    </message>
+    <message>
+        <source>%1 tok/s</source>
+        <translation>%1 词元/秒</translation>
+    </message>
+    <message>
+        <source>Experts: VRAM – · RAM – · disk – · net –</source>
+        <translation>专家：显存 – · 内存 – · 磁盘 – · 网络 –</translation>
+    </message>
+    <message>
+        <source>n/a</source>
+        <translation>不适用</translation>
+    </message>
+    <message>
+        <source>Experts: VRAM %1 · RAM %2 · disk %3 · net %4</source>
+        <translation>专家：显存 %1 · 内存 %2 · 磁盘 %3 · 网络 %4</translation>
+    </message>
+    <message>
+        <source>%1 expert lookups since the model was loaded</source>
+        <translation>自加载模型以来共 %1 次专家查询</translation>
+    </message>
+    <message>
+        <source>Disk: %1 used, %2 free</source>
+        <translation>磁盘：已用 %1，可用 %2</translation>
+    </message>
+</context>
+</TS>
