@@ -273,6 +273,11 @@ SetupPlan run_setup(const SetupOptions& opt, InstallObserver& obs, const std::at
       manifest.save(root);
       const std::string dir = repo_dir(root, r);
       fs::create_directories(dir);
+      if (r.role == RepoRole::K3 && !r.stream) {
+        // Turning a stream install into a full one: its sparse shards are re-checked below and replaced.
+        fs::remove(StreamMarker::path(root), ec);
+        fs::remove(StreamMarker::presence_path(root), ec);
+      }
 
       auto record = [&](const HubFile& f, const std::string& state) {
         InstalledRepo* cur = manifest.find_folder(r.folder);
@@ -300,6 +305,17 @@ SetupPlan run_setup(const SetupOptions& opt, InstallObserver& obs, const std::at
           presence = std::make_unique<StreamPresence>(r.layers, r.experts, static_cast<int>(shard_order.size()));
           presence->save(pp);
         }
+        // The marker goes first: a half-finished stream install must never look like a full one
+        // (its holes would be read as weights); the stream source refuses it until the spine is complete.
+        StreamMarker m;
+        m.hub_url = opt.hub.base_url;
+        m.repo = r.repo;
+        m.revision = r.revision;
+        m.cap_bytes = plan.cache_cap;
+        for (const auto& name : shard_order)
+          for (const auto& x : r.files)
+            if (x.file.path == name) m.shards.push_back({name, x.file.size, x.file.sha256});
+        m.save(root);
       }
 
       for (const auto& pf : r.files) {
@@ -382,20 +398,6 @@ SetupPlan run_setup(const SetupOptions& opt, InstallObserver& obs, const std::at
         meter.file_done();
       }
 
-      if (r.stream) {
-        StreamMarker m;
-        m.hub_url = opt.hub.base_url;
-        m.repo = r.repo;
-        m.revision = r.revision;
-        m.cap_bytes = plan.cache_cap;
-        for (const auto& name : shard_order) {
-          const PlannedFile* pf = nullptr;
-          for (const auto& x : r.files)
-            if (x.file.path == name) pf = &x;
-          m.shards.push_back({name, pf->file.size, pf->file.sha256});
-        }
-        m.save(root);
-      }
       manifest.find_folder(r.folder)->complete = true;
       manifest.save(root);
     }

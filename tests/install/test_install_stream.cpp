@@ -1,5 +1,9 @@
 // Stream installs: setup --stream, the sparse expert cache on its own, and a
 // K3 prompt end to end with experts fetched on demand, capped, cached, offline.
+// Engine headers first: Qt's `slots` keyword macro must not see them.
+#include "runtime/generate.h"
+#include "runtime/k3_model.h"
+
 #include <QtTest/QtTest>
 
 #include <fcntl.h>
@@ -219,6 +223,35 @@ class TestInstallStream : public QObject {
     QVERIFY2(error.find("does not match its SHA-256") != std::string::npos || error.find("NaN") != std::string::npos, error.c_str());
     // The damaged shard's cached experts were dropped: nothing wrong is left to serve.
     for (const auto& c : src.list()) QVERIFY(loc[static_cast<size_t>(c.layer)][static_cast<size_t>(c.expert)].shard != target);
+  }
+
+  void fullSetupReplacesAStreamInstall() {
+    const std::string root = stream_install(40 * expert_bytes_);
+    SetupOptions s;
+    s.model_root = root;
+    s.hub.base_url = hub_->url();
+    s.revision = "main";
+    s.space_margin = 0;
+    Quiet q;
+    run_setup(s, q, nullptr);
+    QVERIFY(!StreamMarker::find(root));
+    for (const auto& e : fs::directory_iterator(k3_))
+      QVERIFY2(slurp(root + "/" + e.path().filename().string()) == slurp(e.path().string()), e.path().c_str());
+    auto m = K3Model::load(root);
+    QVERIFY(m->experts().describe().find("stream") == std::string::npos);
+  }
+
+  void unfinishedStreamInstallIsRefusedNotReadAsWeights() {
+    const std::string root = stream_install(40 * expert_bytes_);
+    StreamPresence p = StreamPresence::load(StreamMarker::presence_path(root));
+    p.set_spine_done(0, false);  // as if setup had been killed before this shard's spine landed
+    p.save(StreamMarker::presence_path(root));
+    try {
+      K3Model::load(root);
+      QFAIL("an unfinished stream install loaded");
+    } catch (const Error& e) {
+      QVERIFY(std::string(e.what()).find("setup --stream again") != std::string::npos);
+    }
   }
 
   void promptEndToEndFetchesCachesAndRunsOffline() {
