@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <cstdlib>
 #include <string>
 #include <unistd.h>
 
@@ -66,7 +67,7 @@ void add_run(CLI::App& app) {
     uint64_t seed = 0;
     double ram_cache_gb = -1;
     std::string policy = "lfu", io = "uring", heat;
-    bool no_prefetch = false, page_cache = false;
+    bool no_prefetch = false, page_cache = false, offline = false;
   };
   auto o = std::make_shared<Opts>();
   auto* c = app.add_subcommand("run", "Generate text from a prompt (raw completion, or one chat turn with --chat)");
@@ -92,11 +93,13 @@ void add_run(CLI::App& app) {
   c->add_flag("--page-cache", o->page_cache, "Read experts through the page cache instead of O_DIRECT");
   c->add_option("--io", o->io, "Read engine: uring or pread")->check(CLI::IsMember({"uring", "pread"}))->capture_default_str();
   c->add_option("--heat", o->heat, "Persistent expert heat map file (seeds the heat policy)");
+  c->add_flag("--offline", o->offline, "Stream installs: use only cached experts, never the network");
   c->callback([o] {
     apply_threads(o->threads);
     if (o->root.empty()) o->root = default_model_root();
     if (!o->chat && (o->show_reasoning || o->no_think || !o->effort.empty() || !o->system.empty()))
       throw Error("--system, --show-reasoning, --no-think and --effort apply to chat", "add --chat");
+    if (o->offline) ::setenv("DELTAFIN_OFFLINE", "1", 1);  // read by the stream cache
     K3Model::Options mo;
     if (o->ram_cache_gb >= 0) {
       StoreOptions so;

@@ -59,7 +59,7 @@ class TieredExpertSource : public ExpertSource {
   size_t warm_from_heat(size_t limit = SIZE_MAX);
   void save_heat() const;
   const HeatMap& heat() const { return heat_; }
-  size_t slots() const { return slots_.size(); }
+  size_t slot_count() const { return slots_.size(); }
   uint64_t slot_bytes() const { return slot_bytes_; }
   bool memory_locked() const { return locked_; }
   bool cached(int layer, int expert) const;
