@@ -335,7 +335,7 @@ class TestServeHttp : public QObject {
 
   void prefix_reuse_cuts_the_prefill() {
     std::string system;
-    for (int i = 0; i < 120; ++i) system += "Rule " + std::to_string(i) + ": answer carefully and briefly. ";
+    for (int i = 0; i < 40; ++i) system += "Rule " + std::to_string(i) + ": answer carefully and briefly. ";
     json turn1 = {{"model", "demo-model"},
                   {"messages", json::array({{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", "First question?"}}})},
                   {"max_tokens", 8}, {"temperature", 0}, {"reasoning_effort", "none"}, {"stream", true},
