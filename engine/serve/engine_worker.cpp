@@ -154,7 +154,7 @@ void EngineWorker::run(Job& job) {
       r.cached_tokens = r.prompt_tokens;
       r.memo_hit = true;
       r.reuse_source = "memo";
-      if (q.stream) job.emit(Delta{hit->reasoning, hit->content});
+      if (q.stream) job.push_delta(Delta{hit->reasoning, hit->content});
       {
         std::lock_guard lk(stats_mu_);
         stats_.memo_hits++;
@@ -208,7 +208,7 @@ void EngineWorker::run(Job& job) {
       if (d.reasoning.empty() && d.content.empty()) return;
       r.reasoning += d.reasoning;
       r.content += d.content;
-      if (q.stream) job.emit(std::move(d));
+      if (q.stream) job.push_delta(std::move(d));
     };
     auto on_events = [&](const std::vector<ChatEvent>& events) {
       Delta d;

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -100,6 +101,7 @@ class OpenAiServer::Impl {
   }
 
   void stop() {
+    stopping_ = true;  // waiting handlers cancel their jobs, so shutdown never waits for a long answer
     http_.stop();
     queue_.shutdown();
   }
@@ -252,6 +254,10 @@ class OpenAiServer::Impl {
         cancel(job);
         return;
       }
+      if (stopping_) {
+        cancel(job);
+        return send_error(res, ApiError(503, "The server is shutting down.", {}, "server_error", "shutting_down"));
+      }
       if (job->started == 0 && clock_type::now() > job->deadline && queue_.remove(job))
         return send_error(res, ApiError(504, "The request waited in the queue past the server's time limit (--request-timeout).", {}, "timeout", "timeout"));
     }
@@ -299,7 +305,7 @@ class OpenAiServer::Impl {
             if (!ok) return false;
           }
           if (!done) {
-            if (peer_gone(fd)) return false;
+            if (peer_gone(fd) || stopping_) return false;
             if (job->started == 0 && clock_type::now() > job->deadline && queue_.remove(job)) {
               job->fail(ApiError(504, "The request waited in the queue past the server's time limit (--request-timeout).", {}, "timeout", "timeout"));
             }
@@ -331,6 +337,7 @@ class OpenAiServer::Impl {
   ParseContext parse_;
   httplib::Server http_;
   int port_ = -1;
+  std::atomic<bool> stopping_{false};
 };
 
 OpenAiServer::OpenAiServer(ServerOptions options, const K3Model& model, const Tokenizer& tokenizer) : opt_(std::move(options)) {

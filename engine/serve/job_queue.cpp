@@ -4,7 +4,7 @@
 
 namespace deltafin::serve {
 
-void Job::emit(Delta d) {
+void Job::push_delta(Delta d) {
   {
     std::lock_guard lk(mu_);
     deltas_.push_back(std::move(d));

@@ -44,7 +44,7 @@ class Job {
   std::atomic<bool> cancelled{false};
 
   // Worker side.
-  void emit(Delta d);
+  void push_delta(Delta d);
   void finish(JobResult r);
   void fail(const ApiError& e);
 

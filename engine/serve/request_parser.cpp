@@ -72,12 +72,13 @@ int64_t get_int(const json& obj, const char* name, int64_t lo, int64_t hi, int64
 }
 
 // Fields that are accepted only at the value that means "off", since nothing else is honoured.
-void must_be_off(const json& obj, const char* name, const std::string& why) {
+void must_be_off(const json& obj, const char* name, const std::string& why, const std::string& prefix = {}) {
   const json* f = field(obj, name);
   if (!f) return;
   const bool off = (f->is_boolean() && !f->get<bool>()) || (f->is_number() && f->get<double>() == 0.0) ||
                    (f->is_array() && f->empty()) || (f->is_object() && f->empty());
-  if (!off) throw ApiError(400, "'" + std::string(name) + "' is not supported: " + why, name, "invalid_request_error", "unsupported_parameter");
+  if (!off)
+    throw ApiError(400, "'" + prefix + name + "' is not supported: " + why, prefix + name, "invalid_request_error", "unsupported_parameter");
 }
 
 void check_common(const json& body, const ParseContext& ctx, GenerationRequest& r) {
@@ -298,7 +299,7 @@ GenerationRequest parse_chat_request(const json& body, const ParseContext& ctx) 
       throw ApiError(400, "'" + rl + "' messages are not supported: tool calls are not implemented yet.", p + ".role", "invalid_request_error", "unsupported_parameter");
     if (rl != "system" && rl != "user" && rl != "assistant")
       throw bad_field(p + ".role", "unknown role '" + rl + "': use system, developer, user or assistant.");
-    must_be_off(m, "tool_calls", "tool calls are not implemented yet.");
+    must_be_off(m, "tool_calls", "tool calls are not implemented yet.", p + ".");
     if (field(m, "tool_call_id")) throw bad_field(p + ".tool_call_id", "'tool_call_id' belongs to tool messages, which are not supported.");
     if (field(m, "function_call")) throw bad_field(p + ".function_call", "function calls are not implemented yet.");
     if (const json* rf = field(m, "refusal"); rf && !rf->is_string()) throw wrong_type(p + ".refusal", "a string", *rf);

@@ -333,9 +333,25 @@ class TestServeHttp : public QObject {
     }
   }
 
+  void request_timeout_ends_a_long_answer() {
+    ServerProcess s([&] { auto a = base_args(); a.insert(a.end(), {"--max-tokens", "100000", "--request-timeout", "2"}); return a; }());
+    QVERIFY2(s.ok(), s.output().c_str());
+    json b = {{"model", "demo-model"}, {"prompt", "Long"}, {"max_tokens", 100000}, {"temperature", 0}, {"stream", true},
+              {"stream_options", {{"include_usage", true}}}};
+    RawConnection c(s.port());
+    const std::string body = b.dump();
+    c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body);
+    QVERIFY(c.wait_closed(300000));  // the server ends the answer at its time limit
+    const Streamed st = read_stream(parse_http_reply(c.received(), true), false);
+    QVERIFY(st.done);
+    QCOMPARE(st.finish, std::string("length"));
+    QVERIFY(st.events.back()["usage"]["completion_tokens"].get<int>() < 100000);
+  }
+
   void prefix_reuse_cuts_the_prefill() {
     std::string system;
-    for (int i = 0; i < 120; ++i) system += "Rule " + std::to_string(i) + ": answer carefully and briefly. ";
+    for (int i = 0; i < 40; ++i) system += "Rule " + std::to_string(i) + ": answer carefully and briefly. ";
     json turn1 = {{"model", "demo-model"},
                   {"messages", json::array({{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", "First question?"}}})},
                   {"max_tokens", 8}, {"temperature", 0}, {"reasoning_effort", "none"}, {"stream", true},

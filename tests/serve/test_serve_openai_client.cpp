@@ -22,7 +22,8 @@ class TestServeOpenAiClient : public QObject {
     if (!std::filesystem::exists(tools + "/node_modules/openai/package.json"))
       QSKIP("the openai npm package is not installed (run `npm ci --prefix tests/node-serve`; npm may have been unreachable)");
 
-    ServerProcess s({"--model-root", demo_model_dir(), "--no-snapshots", "--api-key", "k-test"});
+    // No memo: the streamed runs must generate, not replay.
+    ServerProcess s({"--model-root", demo_model_dir(), "--no-snapshots", "--api-key", "k-test", "--memo-entries", "0"});
     QVERIFY2(s.ok(), s.output().c_str());
     const std::string base = "http://127.0.0.1:" + std::to_string(s.port()) + "/v1";
     const RunResult r = run_process({node, tools + "/openai_client_check.mjs", base, "demo-model", "k-test"}, 300000);
