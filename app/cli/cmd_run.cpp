@@ -12,6 +12,8 @@
 #include "cpu/gemm.h"
 #include "runtime/generate.h"
 #include "runtime/k3_model.h"
+#include "runtime/speculative_drafters.h"
+#include "runtime/speculative_stats.h"
 #include "tokenizer/chat_stream_parser.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -68,6 +70,7 @@ void add_run(CLI::App& app) {
     double ram_cache_gb = -1;
     std::string policy = "lfu", io = "uring", heat;
     bool no_prefetch = false, page_cache = false, offline = false;
+    std::string draft = "auto", draft_model;
   };
   auto o = std::make_shared<Opts>();
   auto* c = app.add_subcommand("run", "Generate text from a prompt (raw completion, or one chat turn with --chat)");
@@ -94,6 +97,9 @@ void add_run(CLI::App& app) {
   c->add_option("--io", o->io, "Read engine: uring or pread")->check(CLI::IsMember({"uring", "pread"}))->capture_default_str();
   c->add_option("--heat", o->heat, "Persistent expert heat map file (seeds the heat policy)");
   c->add_flag("--offline", o->offline, "Stream installs: use only cached experts, never the network");
+  c->add_option("--draft", o->draft, "Drafter: auto, off, dspark, qwen or ngram (the output never changes)")
+      ->capture_default_str();
+  c->add_option("--draft-model", o->draft_model, "The drafter's model folder (default: beside the K3 folder)");
   c->callback([o] {
     apply_threads(o->threads);
     if (o->root.empty()) o->root = default_model_root();
@@ -165,6 +171,13 @@ void add_run(CLI::App& app) {
         }
       }
     };
+    DraftSetupOptions dso;
+    dso.choice = parse_draft_choice(o->draft);
+    dso.draft_root = o->draft_model;
+    dso.chat = o->chat;
+    auto drafts = DraftSetup::create(*model, dso);
+    auto proposer = drafts->make_proposer();
+    g.drafter = proposer.get();
     K3Session s(*model);
     // Live counters go to a terminal status line only when the text itself is not on that terminal.
     const bool live = o->stats && ::isatty(STDERR_FILENO) && !::isatty(STDOUT_FILENO);
@@ -192,7 +205,10 @@ void add_run(CLI::App& app) {
     if (parser) show(parser->finish());
     else std::fputs(decoder->finish().c_str(), stdout);
     std::fputs("\n", stdout);
-    if (o->stats) print_stats(*model, r, s);
+    if (o->stats) {
+      print_stats(*model, r, s);
+      std::fprintf(stderr, "drafting            %s\n", generate_stats_json(r.stats, drafts->note()).c_str());
+    }
   });
 }
 
