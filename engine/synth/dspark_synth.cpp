@@ -9,27 +9,15 @@
 #include "base/bf16.h"
 #include "base/error.h"
 #include "model/safetensors_writer.h"
+#include "synth/synth_random.h"
 
 namespace deltafin {
 
 namespace {
 
-uint64_t splitmix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-uint64_t hash_name(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-float normal(uint64_t key, uint64_t i) {
-  auto u = [&](uint64_t j) { return (splitmix(key ^ splitmix(j)) >> 40) * (1.0f / 16777216.0f); };
-  const float u1 = std::max(u(2 * i), 1e-7f), u2 = u(2 * i + 1);
-  return std::sqrt(-2.f * std::log(u1)) * std::cos(6.2831853f * u2);
-}
+using synth_random::hash_name;
+using synth_random::normal;
+using synth_random::splitmix;
 
 void add_bf16(SafetensorsWriter& w, uint64_t seed, const std::string& name, std::vector<int64_t> shape, bool norm,
               float stddev = 0.f) {

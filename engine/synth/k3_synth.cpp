@@ -11,6 +11,7 @@
 #include "base/bf16.h"
 #include "base/error.h"
 #include "model/safetensors_writer.h"
+#include "synth/synth_random.h"
 #include "synth/synth_tokenizer.h"
 
 namespace fs = std::filesystem;
@@ -19,24 +20,10 @@ namespace deltafin {
 
 namespace {
 
-uint64_t splitmix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-uint64_t hash_name(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-// Counter-based: value i of a tensor depends only on (seed, name, i), so any
-// chunk of a huge tensor can be produced independently.
-float uniform01(uint64_t key, uint64_t i) { return (splitmix(key ^ splitmix(i)) >> 40) * (1.0f / 16777216.0f); }
-float normal(uint64_t key, uint64_t i) {
-  float u1 = std::max(uniform01(key, 2 * i), 1e-7f), u2 = uniform01(key, 2 * i + 1);
-  return std::sqrt(-2.f * std::log(u1)) * std::cos(6.2831853f * u2);
-}
+using synth_random::hash_name;
+using synth_random::normal;
+using synth_random::splitmix;
+using synth_random::uniform01;
 
 enum class Init { Normal, NormWeight, Alog, Small, Conv };
 
