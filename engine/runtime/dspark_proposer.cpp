@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/thread_pool.h"
+#include "runtime/latent_attention.h"
 
 namespace deltafin {
 
@@ -89,26 +90,8 @@ void DSparkProposer::attention(int layer, const float* x, int T, int64_t pos0, f
       const float* qr = qn + N;
       std::fill(qabs.begin(), qabs.end(), 0.f);
       for (int n = 0; n < N; ++n) add_scaled_row(w.kv_b_proj, int64_t(h) * kvh + n, qn[n], qabs.data());
-      float mx = -INFINITY;
-      for (size_t s = 0; s < total; ++s) {
-        const float* row = s < n_ctx ? &cache[s * W] : &block[(s - n_ctx) * W];
-        float a = 0.f, r = 0.f;
-        for (int j = 0; j < R; ++j) a += qabs[j] * row[j];
-        for (int j = 0; j < P; ++j) r += qr[j] * row[R + j];
-        probs[s] = (a + r) * scale_;
-        mx = std::max(mx, probs[s]);
-      }
-      float sum = 0.f;
-      for (size_t s = 0; s < total; ++s) {
-        probs[s] = std::exp(probs[s] - mx);
-        sum += probs[s];
-      }
-      std::fill(olat.begin(), olat.end(), 0.f);
-      for (size_t s = 0; s < total; ++s) {
-        const float p = probs[s] / sum;
-        const float* row = s < n_ctx ? &cache[s * W] : &block[(s - n_ctx) * W];
-        for (int j = 0; j < R; ++j) olat[j] += p * row[j];
-      }
+      latent_attention(qabs.data(), qr, R, P, scale_, total,
+                       [&](size_t r) { return r < n_ctx ? &cache[r * W] : &block[(r - n_ctx) * W]; }, probs, olat.data());
       const Mat wv = row_slice(w.kv_b_proj, int64_t(h) * kvh + N, Vd);
       matmul_rows(wv, 0, Vd, olat.data(), R, 1, &attn[(size_t(t) * nh + h) * Vd], Vd);
     }

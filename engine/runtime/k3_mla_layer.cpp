@@ -6,6 +6,7 @@
 
 #include "base/thread_pool.h"
 #include "runtime/k3_model.h"
+#include "runtime/latent_attention.h"
 #include "runtime/ops.h"
 
 namespace deltafin {
@@ -46,28 +47,7 @@ void K3Session::attention_mla(int layer, const float* x, int T, float* out) {
       std::fill(qabs.begin(), qabs.end(), 0.f);
       for (int n = 0; n < N; ++n) add_scaled_row(w.kv_b_proj, int64_t(h) * kvh + n, qn[n], qabs.data());
       const size_t ctx = base + t + 1;
-      probs.resize(ctx);
-      float mx = -INFINITY;
-      for (size_t s = 0; s < ctx; ++s) {
-        const float* row = &cache[s * width];
-        float a = 0.f;
-        for (int j = 0; j < R; ++j) a += qabs[j] * row[j];
-        float r = 0.f;
-        for (int j = 0; j < P; ++j) r += qr[j] * row[R + j];
-        probs[s] = (a + r) * scale;
-        mx = std::max(mx, probs[s]);
-      }
-      float sum = 0.f;
-      for (size_t s = 0; s < ctx; ++s) {
-        probs[s] = std::exp(probs[s] - mx);
-        sum += probs[s];
-      }
-      std::fill(olat.begin(), olat.end(), 0.f);
-      for (size_t s = 0; s < ctx; ++s) {
-        const float p = probs[s] / sum;
-        const float* row = &cache[s * width];
-        for (int j = 0; j < R; ++j) olat[j] += p * row[j];
-      }
+      latent_attention(qabs.data(), qr, R, P, scale, ctx, [&](size_t r) { return &cache[r * width]; }, probs, olat.data());
       const Mat wv = row_slice(w.kv_b_proj, int64_t(h) * kvh + N, Vd);
       matmul_rows(wv, 0, Vd, olat.data(), R, 1, &attn[(size_t(t) * nh + h) * Vd], Vd);
     }
