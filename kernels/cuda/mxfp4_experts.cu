@@ -620,6 +620,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const 
   }
 }
 
+#include "cuda/mxfp4_experts_mma.cuh"
+
 using KernelFn = void (*)(Params);
 
 // Numbered versions (kept for the checker and the benchmark); the first is the default, chosen
@@ -631,6 +633,8 @@ struct Variant {
   KernelFn fn;
   int tile_a, tile_b;
   int nk1 = 0, nk2 = 0;  // exact versions: the chunks per lane they are built for (0: any shape)
+  int order = 0;         // versions with the same order compute the same bits
+  bool mma = false;      // tensor-core version (mxfp4_experts_mma.cuh): 16-byte aligned tensors
 };
 // Measured on an H200 (docs/PERFORMANCE.md has the runs), % of device-to-device copy bandwidth at
 // T=1 / T=8: v11 50.5-50.8 / 61.1-62.2, v9 50.5-53.3 / 50.1-60.3, v12 40-43 / 59-63, v6 36-39 / 42-45,
@@ -640,6 +644,7 @@ struct Variant {
 // changes results. The first version that fits the shapes is the default.
 const Variant kVariants[] = {
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
+    {"v16 mma fp16x3 tiles 128/256", expert_mlp_mma_kernel, mma16::kTileA, mma16::kTileB, 0, 0, 1, true},
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v12 k3-exact RO=1 RB=2 tiles 64/64 4 blocks/SM", expert_mlp_kernel<1, 2, 1, 1, 4, 2, 7, 6>, 64, 64, 7, 6},
     {"v6 streamed RO=4 RB=8 tiles 64/64", expert_mlp_kernel<4, 8, 1, 1, 2, 1>, 64, 64},
@@ -649,10 +654,12 @@ constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 static_assert(kNumVariants <= 16, "ExpertMlp::Impl::blocks_per_sm holds 16 versions");
 
 bool fits(const Variant& v, int latent, int inter) {
+  if (v.mma) return mma16::fits(latent, inter);
   return v.nk1 == 0 || (latent == v.nk1 * 512 && inter == v.nk2 * 512);
 }
 
 size_t smem_bytes(const Variant& v, int latent, int inter) {
+  if (v.mma) return mma16::smem_bytes(latent, inter);
   return v.nk1 ? static_cast<size_t>(std::max(latent, inter)) * sizeof(float) : 0;
 }
 
@@ -714,6 +721,12 @@ std::vector<std::string> ExpertMlp::variants() const {
   return out;
 }
 
+int ExpertMlp::reduction_order(const std::string& name) const {
+  for (const Variant& v : kVariants)
+    if (name == v.name) return v.order;
+  throw CudaError("ExpertMlp: no kernel variant named '" + name + "'");
+}
+
 void ExpertMlp::select_variant(const std::string& name) {
   for (int v = 0; v < kNumVariants; ++v) {
     if (name != kVariants[v].name || !fits(kVariants[v], latent_, inter_)) continue;
@@ -743,6 +756,20 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
         reinterpret_cast<uintptr_t>(e.gate_packed) % 8 || reinterpret_cast<uintptr_t>(e.up_packed) % 8 ||
         reinterpret_cast<uintptr_t>(e.down_packed) % 8)
       throw CudaError("ExpertMlp::run: every expert needs six device pointers, packed weights 8-byte aligned");
+  // The tensor-core version copies rows in 16-byte units; with other alignments the call takes the
+  // first FFMA version that fits (its bits differ, see Variant::order).
+  int vi = impl_->variant;
+  if (kVariants[vi].mma) {
+    bool aligned = true;
+    for (const MxExpert& e : experts)
+      for (const void* p : {e.gate_packed, e.gate_scale, e.up_packed, e.up_scale, e.down_packed, e.down_scale})
+        aligned = aligned && reinterpret_cast<uintptr_t>(p) % 16 == 0;
+    for (int v = 0; !aligned && v < kNumVariants; ++v)
+      if (!kVariants[v].mma && fits(kVariants[v], latent_, inter_)) {
+        vi = v;
+        aligned = true;
+      }
+  }
 
   // The staging buffer may still be feeding the previous launch's copy.
   DELTAFIN_CUDA_CHECK(cudaEventSynchronize(impl_->staged));
@@ -801,7 +828,6 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
   P.K = K;
   P.latent = latent_;
   P.inter = inter_;
-  const int vi = impl_->variant;
   const Variant& v = kVariants[vi];
   P.tile_a = v.tile_a;
   P.tile_b = v.tile_b;
@@ -814,6 +840,9 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
 
   int& bps = impl_->blocks_per_sm[vi];
   if (!bps) {
+    const size_t smem = smem_bytes(v, latent_, inter_);
+    if (smem > 48 * 1024)
+      DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     DELTAFIN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, v.fn, kThreads, smem_bytes(v, latent_, inter_)));
     if (bps < 1) bps = 1;
   }
