@@ -634,7 +634,7 @@ struct Variant {
   int tile_a, tile_b;
   int nk1 = 0, nk2 = 0;  // exact versions: the chunks per lane they are built for (0: any shape)
   int order = 0;         // versions with the same order compute the same bits
-  bool mma = false;      // tensor-core version (mxfp4_experts_mma.cuh): 16-byte aligned tensors
+  int mma = 0;           // tensor-core version (mxfp4_experts_mma.cuh; 2: float-scale buffers): 16-byte alignment
 };
 // Measured on an H200 (docs/PERFORMANCE.md has the runs), % of device-to-device copy bandwidth at
 // T=1 / T=8: v11 50.5-50.8 / 61.1-62.2, v9 50.5-53.3 / 50.1-60.3, v12 40-43 / 59-63, v6 36-39 / 42-45,
@@ -644,7 +644,10 @@ struct Variant {
 // changes results. The first version that fits the shapes is the default.
 const Variant kVariants[] = {
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
-    {"v16 mma fp16x3 tiles 128/256", expert_mlp_mma_kernel, mma16::kTileA, mma16::kTileB, 0, 0, 1, true},
+    {"v18 mma fp16x3 L2-ahead 2 float scales", expert_mlp_mma_kernel<2, true>, mma16::kTileA, mma16::kTileB, 0, 0, 1, 2},
+    {"v19 mma fp16x3 L2-ahead 1 float scales", expert_mlp_mma_kernel<1, true>, mma16::kTileA, mma16::kTileB, 0, 0, 1, 2},
+    {"v17 mma fp16x3 L2-ahead 2", expert_mlp_mma_kernel<2, false>, mma16::kTileA, mma16::kTileB, 0, 0, 1, 1},
+    {"v16 mma fp16x3 tiles 128/256", expert_mlp_mma_kernel<0, false>, mma16::kTileA, mma16::kTileB, 0, 0, 1, 1},
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v12 k3-exact RO=1 RB=2 tiles 64/64 4 blocks/SM", expert_mlp_kernel<1, 2, 1, 1, 4, 2, 7, 6>, 64, 64, 7, 6},
     {"v6 streamed RO=4 RB=8 tiles 64/64", expert_mlp_kernel<4, 8, 1, 1, 2, 1>, 64, 64},
@@ -654,12 +657,12 @@ constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 static_assert(kNumVariants <= 16, "ExpertMlp::Impl::blocks_per_sm holds 16 versions");
 
 bool fits(const Variant& v, int latent, int inter) {
-  if (v.mma) return mma16::fits(latent, inter);
+  if (v.mma) return mma16::fits(latent, inter, v.mma == 2);
   return v.nk1 == 0 || (latent == v.nk1 * 512 && inter == v.nk2 * 512);
 }
 
 size_t smem_bytes(const Variant& v, int latent, int inter) {
-  if (v.mma) return mma16::smem_bytes(latent, inter);
+  if (v.mma) return mma16::smem_bytes(latent, inter, v.mma == 2);
   return v.nk1 ? static_cast<size_t>(std::max(latent, inter)) * sizeof(float) : 0;
 }
 

@@ -46,14 +46,17 @@ constexpr int kHeader = 256;                                   // mbarriers (128
 constexpr int kTileA = kWarps * 16;                            // intermediate rows per A task
 constexpr int kTileB = kWarps * 32;                            // latent rows per B task
 
-inline size_t smem_bytes(int latent, int inter) {
+constexpr int kFloatScaleBytes = kRows * (kChunkCols / 32) * 4;  // per warp: one stage's scales as floats
+
+inline size_t smem_bytes(int latent, int inter, bool float_scales) {
   return kHeader + static_cast<size_t>(kWarps) * kStages * kStageBytes +
+         (float_scales ? static_cast<size_t>(kWarps) * kFloatScaleBytes : 0) +
          static_cast<size_t>(std::max(latent, inter) / 32) * kFragBytes;
 }
 
-inline bool fits(int latent, int inter) {
+inline bool fits(int latent, int inter, bool float_scales) {
   return latent % kChunkCols == 0 && inter % kChunkCols == 0 && latent % kTileB == 0 && inter % kTileA == 0 &&
-         smem_bytes(latent, inter) <= 227 * 1024;
+         smem_bytes(latent, inter, float_scales) <= 227 * 1024;
 }
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
@@ -87,6 +90,11 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
                "l"(__cvta_generic_to_global(src)), "r"(bytes), "r"(bar)
                : "memory");
+}
+
+// A hint: pulls bytes into L2 ahead of the bulk copy that will read them (no completion to wait for).
+__device__ __forceinline__ void prefetch_l2(const void* src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(__cvta_generic_to_global(src)), "r"(bytes) : "memory");
 }
 
 __device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t (&r)[4]) {
@@ -125,27 +133,86 @@ struct Pipe {
   uint32_t used;
 };
 
-// Stage `chunk` (512 columns) of the warp's 32 rows: lane l copies row l (tile l / 16, row l % 16).
-__device__ __forceinline__ void issue(Pipe& p, const char* const (&pk)[2], const uint8_t* const (&sc)[2], int row_bytes,
-                                      int srow_bytes, int chunk, int lane) {
+// The 32 weight rows a warp streams for one A or B task: tile 0 and tile 1 (16 rows each).
+struct Rows {
+  const char* pk[2];
+  const uint8_t* sc[2];
+  int row_bytes, srow_bytes, nchunks, o0;
+  bool valid;  // false for combine tasks and ids past the end
+};
+
+__device__ __forceinline__ Rows task_rows(const Params& P, unsigned task, int warp) {
+  Rows r{};
+  if (task < P.nA) {
+    const int g = static_cast<int>(task) / P.a_tiles, tile = static_cast<int>(task) % P.a_tiles;
+    const MxExpert e = P.experts[g];
+    r.row_bytes = P.latent / 2;
+    r.srow_bytes = P.latent / 32;
+    r.nchunks = P.latent / kChunkCols;
+    r.o0 = tile * kTileA + warp * 16;
+    r.pk[0] = static_cast<const char*>(e.gate_packed) + static_cast<int64_t>(r.o0) * r.row_bytes;
+    r.pk[1] = static_cast<const char*>(e.up_packed) + static_cast<int64_t>(r.o0) * r.row_bytes;
+    r.sc[0] = static_cast<const uint8_t*>(e.gate_scale) + static_cast<int64_t>(r.o0) * r.srow_bytes;
+    r.sc[1] = static_cast<const uint8_t*>(e.up_scale) + static_cast<int64_t>(r.o0) * r.srow_bytes;
+    r.valid = true;
+  } else if (task < P.nA + P.nB) {
+    const int b = static_cast<int>(task - P.nA);
+    const int g = b / P.b_tiles, tile = b % P.b_tiles;
+    const MxExpert e = P.experts[g];
+    r.row_bytes = P.inter / 2;
+    r.srow_bytes = P.inter / 32;
+    r.nchunks = P.inter / kChunkCols;
+    r.o0 = tile * kTileB + warp * 32;
+    r.pk[0] = static_cast<const char*>(e.down_packed) + static_cast<int64_t>(r.o0) * r.row_bytes;
+    r.pk[1] = r.pk[0] + static_cast<int64_t>(16) * r.row_bytes;
+    r.sc[0] = static_cast<const uint8_t*>(e.down_scale) + static_cast<int64_t>(r.o0) * r.srow_bytes;
+    r.sc[1] = r.sc[0] + 16 * r.srow_bytes;
+    r.valid = true;
+  }
+  return r;
+}
+
+// Lane l's row (tile l / 16, row l % 16) of `chunk`: packed bytes and scales.
+__device__ __forceinline__ const char* lane_row(const Rows& rw, int chunk, int lane) {
+  return (lane >> 4 ? rw.pk[1] : rw.pk[0]) + static_cast<int64_t>(lane & 15) * rw.row_bytes + chunk * kChunkBytes;
+}
+__device__ __forceinline__ const uint8_t* lane_scales(const Rows& rw, int chunk, int lane) {
+  return (lane >> 4 ? rw.sc[1] : rw.sc[0]) + static_cast<int64_t>(lane & 15) * rw.srow_bytes + chunk * kScaleBytes;
+}
+
+// Stage `chunk` (512 columns) of the warp's 32 rows: lane l copies row l.
+__device__ __forceinline__ void issue(Pipe& p, const Rows& rw, int chunk, int lane) {
   const uint32_t s = p.issued % kStages;
   const uint32_t st = p.stages + s * kStageBytes, bar = p.bars + s * 8;
   if (lane == 0) mbar_expect_tx(bar, kRows * (kChunkBytes + kScaleBytes));
   __syncwarp();
-  const int r = lane & 15;
-  const char* rp = (lane >> 4 ? pk[1] : pk[0]) + static_cast<int64_t>(r) * row_bytes;  // no run-time array index
-  const uint8_t* rs = (lane >> 4 ? sc[1] : sc[0]) + static_cast<int64_t>(r) * srow_bytes;
-  bulk_copy(st + lane * kRowStride, rp + chunk * kChunkBytes, kChunkBytes, bar);
-  bulk_copy(st + kScaleOff + lane * kScaleBytes, rs + chunk * kScaleBytes, kScaleBytes, bar);
+  bulk_copy(st + lane * kRowStride, lane_row(rw, chunk, lane), kChunkBytes, bar);
+  bulk_copy(st + kScaleOff + lane * kScaleBytes, lane_scales(rw, chunk, lane), kScaleBytes, bar);
   ++p.issued;
 }
 
+__device__ __forceinline__ void prefetch(const Rows& rw, int chunk, int lane) {
+  prefetch_l2(lane_row(rw, chunk, lane), kChunkBytes);
+  prefetch_l2(lane_scales(rw, chunk, lane), kScaleBytes);
+}
+
 // One stage: 16 blocks of 32 columns, both tiles. acc[t]: rows g / g+8 of tile t, columns 2q, 2q+1.
-__device__ __forceinline__ void compute_stage(uint32_t st, const char* stage_generic, const uint4* frag, int lane,
-                                              float (&acc)[2][4]) {
+// kFS: the warp first turns the stage's 512 scale bytes into floats (each once, instead of once
+// per lane quad) laid out [tile][block][row g][g / g+8], so a lane reads its two with one 8-byte load.
+template <bool kFS>
+__device__ __forceinline__ void compute_stage(uint32_t st, const char* stage_generic, const uint4* frag, float* fs,
+                                              int lane, float (&acc)[2][4]) {
   const int g = lane >> 2;
   const uint32_t lm = st + (lane & 15) * kRowStride + (lane >> 4) * 16;
   const uint8_t* scl = reinterpret_cast<const uint8_t*>(stage_generic + kScaleOff);
+  if constexpr (kFS) {
+    const uint4 sb = *reinterpret_cast<const uint4*>(scl + lane * kScaleBytes);
+    const uint32_t wds[4] = {sb.x, sb.y, sb.z, sb.w};
+    float* dst = fs + (lane >> 4) * 256 + (lane & 7) * 2 + ((lane >> 3) & 1);
+#pragma unroll
+    for (int j = 0; j < 16; ++j) dst[j * 16] = e8m0_max((wds[j / 4] >> (8 * (j % 4))) & 0xFFu);
+    __syncwarp();
+  }
 #pragma unroll
   for (int bp = 0; bp < 8; ++bp) {
     const uint4 f[2] = {frag[(2 * bp) * 32 + lane], frag[(2 * bp + 1) * 32 + lane]};
@@ -162,8 +229,15 @@ __device__ __forceinline__ void compute_stage(uint32_t st, const char* stage_gen
         mma16816(d, ra[0], rb[0], ra[1], rb[1], f[hb].x, f[hb].y);
         mma16816(d, ra[2], rb[2], ra[3], rb[3], f[hb].z, f[hb].w);
         const int blk = 2 * bp + hb;
-        const float s0 = e8m0_max(scl[(t * 16 + g) * kScaleBytes + blk]);
-        const float s1 = e8m0_max(scl[(t * 16 + g + 8) * kScaleBytes + blk]);
+        float s0, s1;
+        if constexpr (kFS) {
+          const float2 sp = *reinterpret_cast<const float2*>(fs + t * 256 + blk * 16 + g * 2);
+          s0 = sp.x;
+          s1 = sp.y;
+        } else {
+          s0 = e8m0_max(scl[(t * 16 + g) * kScaleBytes + blk]);
+          s1 = e8m0_max(scl[(t * 16 + g + 8) * kScaleBytes + blk]);
+        }
         acc[t][0] = __fmaf_rn(d[0], s0, acc[t][0]);
         acc[t][1] = __fmaf_rn(d[1], s0, acc[t][1]);
         acc[t][2] = __fmaf_rn(d[2], s1, acc[t][2]);
@@ -267,40 +341,30 @@ __device__ void stage_frags(char* frag, float* red, const float* x0, const float
   __syncthreads();
 }
 
-// Rows of one task for every assignment of expert g, two assignments per pass over the weights.
-// kGateUp: A task (gate and up rows tile*128 + warp*16 .. +15, writes h = SiTU(gate, up));
-// otherwise B task (down rows tile*256 + warp*32 .. +31, writes d).
-template <bool kGateUp>
-__device__ __forceinline__ void task(const Params& P, int g, int tile, char* smem, Pipe& pipe) {
+// Rows of one task for every assignment of its expert, two assignments per pass over the weights.
+// kGateUp: A task (gate and up rows o0..o0+15, writes h = SiTU(gate, up)); otherwise B task (down
+// rows o0..o0+31, writes d). kAhead: stages pulled into L2 ahead of the bulk copies, continuing
+// into the next task this block holds a ticket for (*s_next) near the end of this one.
+template <bool kGateUp, int kAhead, bool kFS>
+__device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Pipe& pipe,
+                                     const volatile unsigned* s_next) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   float* red = reinterpret_cast<float*>(smem + kWarps * kStages * 8);
   char* stages = smem + kHeader;
-  char* frag = stages + kWarps * kStages * kStageBytes;
-  const MxExpert e = P.experts[g];
+  float* fs = reinterpret_cast<float*>(stages + kWarps * kStages * kStageBytes) + warp * (kFloatScaleBytes / 4);
+  char* frag = stages + kWarps * kStages * kStageBytes + (kFS ? kWarps * kFloatScaleBytes : 0);
+  const Rows rw = task_rows(P, task_id, warp);
+  const int g = kGateUp ? static_cast<int>(task_id) / P.a_tiles : static_cast<int>(task_id - P.nA) / P.b_tiles;
   const int K = kGateUp ? P.latent : P.inter;
-  const int nchunks = K / kChunkCols;
-  const int row_bytes = K / 2, srow_bytes = K / 32;
-  const char* pk[2];
-  const uint8_t* sc[2];
-  int o0;
-  if constexpr (kGateUp) {
-    o0 = tile * kTileA + warp * 16;
-    pk[0] = static_cast<const char*>(e.gate_packed) + static_cast<int64_t>(o0) * row_bytes;
-    pk[1] = static_cast<const char*>(e.up_packed) + static_cast<int64_t>(o0) * row_bytes;
-    sc[0] = static_cast<const uint8_t*>(e.gate_scale) + static_cast<int64_t>(o0) * srow_bytes;
-    sc[1] = static_cast<const uint8_t*>(e.up_scale) + static_cast<int64_t>(o0) * srow_bytes;
-  } else {
-    o0 = tile * kTileB + warp * 32;
-    pk[0] = static_cast<const char*>(e.down_packed) + static_cast<int64_t>(o0) * row_bytes;
-    pk[1] = pk[0] + static_cast<int64_t>(16) * row_bytes;
-    sc[0] = static_cast<const uint8_t*>(e.down_scale) + static_cast<int64_t>(o0) * srow_bytes;
-    sc[1] = sc[0] + 16 * srow_bytes;
-  }
+  const int nchunks = rw.nchunks;
   const int a0 = P.grp_begin[g], a1 = P.grp_begin[g + 1];
   const int npairs = (a1 - a0 + 1) / 2;
   const int total = npairs * nchunks;
   // Weights do not depend on the activations: start streaming before staging them.
-  for (int i = 0; i < kStages && i < total; ++i) issue(pipe, pk, sc, row_bytes, srow_bytes, i % nchunks, lane);
+  for (int i = 0; i < kStages && i < total; ++i) issue(pipe, rw, i % nchunks, lane);
+  for (int i = kStages; i < kStages + kAhead && i < nchunks; ++i) prefetch(rw, i, lane);
+  Rows nx{};
+  bool have_nx = false;
   const char* stage0 = stages + warp * kStages * kStageBytes;
   for (int pr = 0; pr < npairs; ++pr) {
     const int aA = P.assign_list[a0 + 2 * pr];
@@ -321,12 +385,24 @@ __device__ __forceinline__ void task(const Params& P, int g, int tile, char* sme
     for (int c = 0; c < nchunks; ++c) {
       const uint32_t s = pipe.used % kStages;
       mbar_wait(pipe.bars + s * 8, (pipe.used / kStages) & 1);
-      compute_stage(pipe.stages + s * kStageBytes, stage0 + s * kStageBytes,
-                    reinterpret_cast<const uint4*>(frag + static_cast<size_t>(c) * 16 * kFragBytes), lane, acc);
+      compute_stage<kFS>(pipe.stages + s * kStageBytes, stage0 + s * kStageBytes,
+                         reinterpret_cast<const uint4*>(frag + static_cast<size_t>(c) * 16 * kFragBytes), fs, lane, acc);
       __syncwarp();  // every lane's ldmatrix of this stage is done before it is refilled
       ++pipe.used;
-      const int next = pr * nchunks + c + kStages;
-      if (next < total) issue(pipe, pk, sc, row_bytes, srow_bytes, next % nchunks, lane);
+      const int n = pr * nchunks + c;
+      if (n + kStages < total) issue(pipe, rw, (n + kStages) % nchunks, lane);
+      if constexpr (kAhead > 0) {
+        const int p = n + kStages + kAhead;
+        if (p < nchunks) {
+          prefetch(rw, p, lane);
+        } else if (p >= total) {
+          if (!have_nx) {
+            nx = task_rows(P, *s_next, warp);  // a stale id only makes this hint useless
+            have_nx = true;
+          }
+          if (nx.valid && p - total < nx.nchunks) prefetch(nx, p - total, lane);
+        }
+      }
     }
     // Lane quad q holds columns 2q, 2q+1: slot 0 = columns 0,1,2 (quads 0, 1), slot 1 = 3,4,5 (1, 2).
     const int q = lane & 3, gr = lane >> 2;
@@ -344,7 +420,7 @@ __device__ __forceinline__ void task(const Params& P, int g, int tile, char* sme
       const float bs = q ? back[1] : back[0];
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) {
-        const int row = o0 + gr + 8 * hr;
+        const int row = rw.o0 + gr + 8 * hr;
         if constexpr (kGateUp) {
           P.h[static_cast<int64_t>(a) * P.inter + row] = situ_act(v[0][hr] * bs, v[1][hr] * bs);
         } else {
@@ -358,10 +434,11 @@ __device__ __forceinline__ void task(const Params& P, int g, int tile, char* sme
 
 }  // namespace mma16
 
-// The tensor-core version: same tickets and tasks as expert_mlp_kernel, one block per SM.
+// The tensor-core versions: same tickets and tasks as expert_mlp_kernel, one block per SM.
+template <int kAhead, bool kFS>
 __global__ void __launch_bounds__(kThreads, 1) expert_mlp_mma_kernel(const Params P) {
   extern __shared__ __align__(128) char smem[];
-  __shared__ unsigned s_task;
+  __shared__ unsigned s_task, s_next;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   mma16::Pipe pipe{mma16::smem_u32(smem + mma16::kHeader + warp * mma16::kStages * mma16::kStageBytes),
                    mma16::smem_u32(smem + warp * mma16::kStages * 8), 0u, 0u};
@@ -370,23 +447,28 @@ __global__ void __launch_bounds__(kThreads, 1) expert_mlp_mma_kernel(const Param
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   const unsigned total = P.nA + P.nB + P.nC;
-  if (threadIdx.x == 0) s_task = atomicAdd(P.ticket, 1u);
+  if (threadIdx.x == 0) {
+    s_task = atomicAdd(P.ticket, 1u);
+    s_next = total;
+  }
   __syncthreads();
   unsigned task = s_task;
   while (task < total) {
     __syncthreads();  // everyone has read s_task
     unsigned next = 0;
-    if (threadIdx.x == 0) next = atomicAdd(P.ticket, 1u);  // in flight while this task runs
+    if (threadIdx.x == 0) {
+      next = atomicAdd(P.ticket, 1u);
+      if (kAhead > 0) *static_cast<volatile unsigned*>(&s_next) = next;  // for the L2 prefetch hint only
+    }
     if (task < P.nA) {
       const int g = static_cast<int>(task) / P.a_tiles;
-      mma16::task<true>(P, g, static_cast<int>(task) % P.a_tiles, smem, pipe);
+      mma16::task<true, kAhead, kFS>(P, task, smem, pipe, &s_next);
       signal_done(P.doneA + g);
     } else if (task < P.nA + P.nB) {
-      const int b = static_cast<int>(task - P.nA);
-      const int g = b / P.b_tiles;
+      const int g = static_cast<int>(task - P.nA) / P.b_tiles;
       if (threadIdx.x == 0) wait_at_least(P.doneA + g, static_cast<unsigned>(P.a_tiles));
       __syncthreads();
-      mma16::task<false>(P, g, b % P.b_tiles, smem, pipe);
+      mma16::task<false, kAhead, kFS>(P, task, smem, pipe, &s_next);
       signal_done(P.doneB + g);
     } else {
       const int c = static_cast<int>(task - P.nA - P.nB);
