@@ -26,11 +26,17 @@
 // the FFMA versions' (a different summation order), which is why Variant::order separates them.
 //
 // Data flow per warp: 32 weight rows (gate and up rows o..o+15 of an A task, or down rows o..o+31
-// of a B task) stream through a two-stage shared-memory ring, 512 columns per stage, by bulk copies
-// (cp.async.bulk, one per row and lane) completing on an mbarrier; ldmatrix.x4 then hands each lane
-// exactly the 32-bit code word the mma fragment layout asks for. The activation fragments for the
-// whole K are staged once per (task, pair of assignments) for the block, in lane order (one 16-byte
-// load per lane and 32-column block, conflict-free).
+// of a B task) stream through a two-stage shared-memory ring, 512 columns per stage, either by bulk
+// copies (cp.async.bulk, one per row and lane, completing on an mbarrier) or by cp.async (16 bytes
+// per lane and instruction); ldmatrix.x4 then hands each lane exactly the 32-bit code word the mma
+// fragment layout asks for. The activation fragments for the whole K are staged once per (task,
+// pair of assignments) for the block, in lane order (one 16-byte load per lane and 32-column
+// block, conflict-free).
+//
+// Measured on an H200 (docs/PERFORMANCE.md): exact and batch invariant, but slower than the FFMA
+// version v11 (best here 46% / 56% of the copy bandwidth at T=1 / T=8 against 51% / 61%), so not
+// the default. The 221 KB of shared memory per block leave one block (8 warps) per SM, too few to
+// hide the decode -> mma -> FMA latencies (0.41 instructions issued per scheduler and cycle).
 namespace mma16 {
 
 constexpr int kChunkCols = 512;                                // weight columns per stage
@@ -61,17 +67,25 @@ inline bool fits(int latent, int inter, bool float_scales) {
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
+// Bulk copies and mbarrier transactions exist from sm_90 on. The library is also built for sm_86 and
+// sm_89, where these versions never run (fits() needs compute capability 9): there the helpers trap.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define DELTAFIN_SM90_ASM(...) __trap()
+#else
+#define DELTAFIN_SM90_ASM(...) asm volatile(__VA_ARGS__)
+#endif
+
 __device__ __forceinline__ void mbar_init(uint32_t bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+  DELTAFIN_SM90_ASM("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
 }
 
 __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+  DELTAFIN_SM90_ASM("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
 
 __device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
-  uint32_t ok;
-  asm volatile(
+  uint32_t ok = 0;
+  DELTAFIN_SM90_ASM(
       "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
       : "=r"(ok)
       : "r"(bar), "r"(parity)
@@ -87,14 +101,9 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 }
 
 __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+  DELTAFIN_SM90_ASM("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
                "l"(__cvta_generic_to_global(src)), "r"(bytes), "r"(bar)
                : "memory");
-}
-
-// A hint: pulls bytes into L2 ahead of the bulk copy that will read them (no completion to wait for).
-__device__ __forceinline__ void prefetch_l2(const void* src, uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(__cvta_generic_to_global(src)), "r"(bytes) : "memory");
 }
 
 __device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t (&r)[4]) {
@@ -191,12 +200,35 @@ __device__ __forceinline__ void issue(Pipe& p, const Rows& rw, int chunk, int la
   ++p.issued;
 }
 
-__device__ __forceinline__ void prefetch(const Rows& rw, int chunk, int lane) {
-  prefetch_l2(lane_row(rw, chunk, lane), kChunkBytes);
-  prefetch_l2(lane_scales(rw, chunk, lane), kScaleBytes);
+// The same stage through cp.async (16 bytes per lane and instruction, L2 only): 17 instructions per
+// lane and stage instead of two bulk copies, for when many small bulk copies queue in the copy engine.
+// Lanes 0-15 copy one row's 256 bytes and lanes 16-31 the next row's, 16 rows per instruction pair.
+__device__ __forceinline__ void cp16(uint32_t dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(__cvta_generic_to_global(src)) : "memory");
 }
 
-// One stage: 16 blocks of 32 columns, both tiles. acc[t]: rows g / g+8 of tile t, columns 2q, 2q+1.
+__device__ __forceinline__ void issue_cp(Pipe& p, const Rows& rw, int chunk, int lane) {
+  const uint32_t st = p.stages + (p.issued % kStages) * kStageBytes;
+  const int half = lane >> 4, col = (lane & 15) * 16;
+#pragma unroll
+  for (int i = 0; i < kRows / 2; ++i) {
+    const int row = 2 * i + half;  // tile row / 16, compile-time except for `half`
+    const char* src = (i < 8 ? rw.pk[0] : rw.pk[1]) + static_cast<int64_t>(row & 15) * rw.row_bytes + chunk * kChunkBytes + col;
+    cp16(st + row * kRowStride + col, src);
+  }
+  cp16(st + kScaleOff + lane * kScaleBytes, lane_scales(rw, chunk, lane));
+  asm volatile("cp.async.commit_group;" ::: "memory");
+  ++p.issued;
+}
+
+// Waits for the oldest outstanding stage of this warp (cp.async path), then makes every lane's
+// copies visible to the whole warp.
+__device__ __forceinline__ void wait_cp(const Pipe& p) {
+  if (p.issued - p.used > 1) asm volatile("cp.async.wait_group 1;" ::: "memory");
+  else asm volatile("cp.async.wait_group 0;" ::: "memory");
+  __syncwarp();
+}
+
 // kFS: the warp first turns the stage's 512 scale bytes into floats (each once, instead of once
 // per lane quad) laid out [tile][block][row g][g / g+8], so a lane reads its two with one 8-byte load.
 template <bool kFS>
@@ -343,11 +375,10 @@ __device__ void stage_frags(char* frag, float* red, const float* x0, const float
 
 // Rows of one task for every assignment of its expert, two assignments per pass over the weights.
 // kGateUp: A task (gate and up rows o0..o0+15, writes h = SiTU(gate, up)); otherwise B task (down
-// rows o0..o0+31, writes d). kAhead: stages pulled into L2 ahead of the bulk copies, continuing
-// into the next task this block holds a ticket for (*s_next) near the end of this one.
-template <bool kGateUp, int kAhead, bool kFS>
-__device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Pipe& pipe,
-                                     const volatile unsigned* s_next) {
+// rows o0..o0+31, writes d). kFS: float scale buffers; kCp: stages filled by cp.async instead of
+// bulk copies.
+template <bool kGateUp, bool kFS, bool kCp>
+__device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Pipe& pipe) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   float* red = reinterpret_cast<float*>(smem + kWarps * kStages * 8);
   char* stages = smem + kHeader;
@@ -361,10 +392,10 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
   const int npairs = (a1 - a0 + 1) / 2;
   const int total = npairs * nchunks;
   // Weights do not depend on the activations: start streaming before staging them.
-  for (int i = 0; i < kStages && i < total; ++i) issue(pipe, rw, i % nchunks, lane);
-  for (int i = kStages; i < kStages + kAhead && i < nchunks; ++i) prefetch(rw, i, lane);
-  Rows nx{};
-  bool have_nx = false;
+  for (int i = 0; i < kStages && i < total; ++i) {
+    if constexpr (kCp) issue_cp(pipe, rw, i % nchunks, lane);
+    else issue(pipe, rw, i % nchunks, lane);
+  }
   const char* stage0 = stages + warp * kStages * kStageBytes;
   for (int pr = 0; pr < npairs; ++pr) {
     const int aA = P.assign_list[a0 + 2 * pr];
@@ -384,24 +415,16 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
 #pragma unroll 1
     for (int c = 0; c < nchunks; ++c) {
       const uint32_t s = pipe.used % kStages;
-      mbar_wait(pipe.bars + s * 8, (pipe.used / kStages) & 1);
+      if constexpr (kCp) wait_cp(pipe);
+      else mbar_wait(pipe.bars + s * 8, (pipe.used / kStages) & 1);
       compute_stage<kFS>(pipe.stages + s * kStageBytes, stage0 + s * kStageBytes,
                          reinterpret_cast<const uint4*>(frag + static_cast<size_t>(c) * 16 * kFragBytes), fs, lane, acc);
       __syncwarp();  // every lane's ldmatrix of this stage is done before it is refilled
       ++pipe.used;
       const int n = pr * nchunks + c;
-      if (n + kStages < total) issue(pipe, rw, (n + kStages) % nchunks, lane);
-      if constexpr (kAhead > 0) {
-        const int p = n + kStages + kAhead;
-        if (p < nchunks) {
-          prefetch(rw, p, lane);
-        } else if (p >= total) {
-          if (!have_nx) {
-            nx = task_rows(P, *s_next, warp);  // a stale id only makes this hint useless
-            have_nx = true;
-          }
-          if (nx.valid && p - total < nx.nchunks) prefetch(nx, p - total, lane);
-        }
+      if (n + kStages < total) {
+        if constexpr (kCp) issue_cp(pipe, rw, (n + kStages) % nchunks, lane);
+        else issue(pipe, rw, (n + kStages) % nchunks, lane);
       }
     }
     // Lane quad q holds columns 2q, 2q+1: slot 0 = columns 0,1,2 (quads 0, 1), slot 1 = 3,4,5 (1, 2).
@@ -435,40 +458,34 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
 }  // namespace mma16
 
 // The tensor-core versions: same tickets and tasks as expert_mlp_kernel, one block per SM.
-template <int kAhead, bool kFS>
+template <bool kFS, bool kCp>
 __global__ void __launch_bounds__(kThreads, 1) expert_mlp_mma_kernel(const Params P) {
   extern __shared__ __align__(128) char smem[];
-  __shared__ unsigned s_task, s_next;
+  __shared__ unsigned s_task;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   mma16::Pipe pipe{mma16::smem_u32(smem + mma16::kHeader + warp * mma16::kStages * mma16::kStageBytes),
                    mma16::smem_u32(smem + warp * mma16::kStages * 8), 0u, 0u};
-  if (lane == 0) {
+  if (!kCp && lane == 0) {
     for (int s = 0; s < mma16::kStages; ++s) mma16::mbar_init(pipe.bars + 8 * s);
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    DELTAFIN_SM90_ASM("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   const unsigned total = P.nA + P.nB + P.nC;
-  if (threadIdx.x == 0) {
-    s_task = atomicAdd(P.ticket, 1u);
-    s_next = total;
-  }
+  if (threadIdx.x == 0) s_task = atomicAdd(P.ticket, 1u);
   __syncthreads();
   unsigned task = s_task;
   while (task < total) {
     __syncthreads();  // everyone has read s_task
     unsigned next = 0;
-    if (threadIdx.x == 0) {
-      next = atomicAdd(P.ticket, 1u);
-      if (kAhead > 0) *static_cast<volatile unsigned*>(&s_next) = next;  // for the L2 prefetch hint only
-    }
+    if (threadIdx.x == 0) next = atomicAdd(P.ticket, 1u);  // in flight while this task runs
     if (task < P.nA) {
       const int g = static_cast<int>(task) / P.a_tiles;
-      mma16::task<true, kAhead, kFS>(P, task, smem, pipe, &s_next);
+      mma16::task<true, kFS, kCp>(P, task, smem, pipe);
       signal_done(P.doneA + g);
     } else if (task < P.nA + P.nB) {
       const int g = static_cast<int>(task - P.nA) / P.b_tiles;
       if (threadIdx.x == 0) wait_at_least(P.doneA + g, static_cast<unsigned>(P.a_tiles));
       __syncthreads();
-      mma16::task<false, kAhead, kFS>(P, task, smem, pipe, &s_next);
+      mma16::task<false, kFS, kCp>(P, task, smem, pipe);
       signal_done(P.doneB + g);
     } else {
       const int c = static_cast<int>(task - P.nA - P.nB);

@@ -390,14 +390,16 @@ void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts
   ExpertSet es = make_experts(rng, n_experts, latent, inter);
   const Routing rt = make_routing(rng, T, K, n_experts);
   auto z = randn(rng, static_cast<size_t>(T) * latent);
-  // Odd rows get a wide dynamic range (a few elements x1000, many x1e-5): the tensor-core versions
-  // scale each vector by its largest element before splitting it into fp16 parts.
+  // Odd rows get a wide dynamic range (a few elements x100, many x1e-5): the tensor-core versions
+  // scale each vector by its largest element before splitting it into fp16 parts, so the small
+  // elements land on fp16 subnormals there. (With x1000 every version, FFMA or tensor core, drifted
+  // to 1.2e-5..1.5e-5 from the fp32 reference on the H200: too close to the limit for a steady test.)
   {
     std::uniform_int_distribution<int> pick(0, 99);
     for (int t = 1; t < T; t += 2)
       for (int i = 0; i < latent; ++i) {
         const int u = pick(rng);
-        if (u == 0) z[static_cast<size_t>(t) * latent + i] *= 1000.f;
+        if (u == 0) z[static_cast<size_t>(t) * latent + i] *= 100.f;
         else if (u < 10) z[static_cast<size_t>(t) * latent + i] *= 1e-5f;
       }
   }
