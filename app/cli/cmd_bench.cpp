@@ -111,8 +111,8 @@ void add_bench(CLI::App& app) {
     if (arms.empty()) arms.push_back(parse_arm("mmap:--mmap"));
     auto report = run_bench(plan, arms, [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); });
     std::ofstream(o->out) << report.json() << "\n";
-    std::printf("%-14s %-5s %12s %13s %8s %11s %11s %8s %8s\n", "arm", "mode", "decode s/tok", "(min-max)", "RAM hit",
-                "disk MB/tok", "disk floor", "t/max", "t/sum");
+    std::printf("%-14s %-5s %12s %13s %8s %11s %11s %8s %8s %9s %8s\n", "arm", "mode", "decode s/tok", "(min-max)", "RAM hit",
+                "disk MB/tok", "disk floor", "t/max", "t/sum", "steal s/t", "t/vm");
     std::printf("(disk floor: missed bytes / the faster of the O_DIRECT probe before the run and the run's own read rate)\n");
     auto j = nlohmann::json::parse(report.json());
     for (const auto& s : j["summary"]) {
@@ -122,7 +122,8 @@ void add_bench(CLI::App& app) {
                   s["decode_seconds_per_token"]["min"].get<double>(), s["decode_seconds_per_token"]["max"].get<double>(),
                   100 * med("decode_ram_hit_rate"), med("decode_disk_bytes_per_token") / 1e6, med("decode_disk_floor_seconds"));
       if (s.contains("decode_vs_max_floor"))
-        std::printf(" %8.3f %8.3f", med("decode_vs_max_floor"), med("decode_vs_sum_of_floors"));
+        std::printf(" %8.3f %8.3f %9.3f %8.3f", med("decode_vs_max_floor"), med("decode_vs_sum_of_floors"),
+                    med("decode_steal_cpu_seconds_per_token"), med("decode_vs_steal_adjusted_floor"));
       std::printf("\n");
     }
     for (const auto& f : j["compute_floors"])
@@ -130,7 +131,9 @@ void add_bench(CLI::App& app) {
                   f["threads"].get<int>() ? std::to_string(f["threads"].get<int>()).c_str() : "all",
                   f["seconds_per_token"].get<double>());
     if (!j["compute_floors"].empty())
-      std::printf("t/max and t/sum: each run against max(disk floor, compute floor) and their sum, same thread count\n");
+      std::printf("t/max and t/sum: each run against max(disk floor, compute floor) and their sum, same thread count;\n"
+                  "steal s/t: CPU seconds per token the hypervisor took (/proc/stat); t/vm: against max(disk floor,\n"
+                  "compute floor + steal / compute threads), what a VM that charges disk emulation to its CPUs allows\n");
     std::printf("O_DIRECT read bandwidth (median of the probes) %.2f GB/s (%s); results in %s\n", report.direct_read_gbps, report.io_engine.c_str(),
                 o->out.c_str());
     if (!report.ids_identical) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <chrono>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sys/mman.h>
@@ -68,6 +69,18 @@ Spread spread(std::vector<double> v) {
   return {med, v.front(), v.back()};
 }
 
+// Stolen CPU seconds so far, summed over all CPUs (0 where /proc/stat has none).
+double steal_seconds() {
+  std::ifstream f("/proc/stat");
+  std::string cpu;
+  uint64_t v[8] = {};
+  if (!(f >> cpu) || cpu != "cpu") return 0;
+  for (auto& x : v)
+    if (!(f >> x)) return 0;
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  return hz > 0 ? double(v[7]) / double(hz) : 0;
+}
+
 BenchRun one_run(K3Model& m, const BenchPlan& plan, const std::string& arm, const std::string& mode, int rep) {
   BenchRun r;
   r.arm = arm;
@@ -80,10 +93,12 @@ BenchRun one_run(K3Model& m, const BenchPlan& plan, const std::string& arm, cons
   g.max_new = plan.new_tokens;
   int produced = 0;
   Clock::time_point t_first;
+  double steal_first = 0;
   auto res = generate(s, plan.prompt, g, [&](int32_t) {
     if (produced++ == 0) {
       c1 = m.experts().counters();
       t_first = Clock::now();
+      steal_first = steal_seconds();
     }
     return true;
   });
@@ -94,6 +109,8 @@ BenchRun one_run(K3Model& m, const BenchPlan& plan, const std::string& arm, cons
   // Decode: every token after the first, each one forward pass.
   const double decode = std::chrono::duration<double>(Clock::now() - t_first).count();
   r.decode_seconds_per_token = plan.new_tokens > 1 ? decode / (plan.new_tokens - 1) : 0;
+  r.decode_steal_seconds_per_token = plan.new_tokens > 1 ? (steal_seconds() - steal_first) / (plan.new_tokens - 1) : 0;
+  r.compute_threads = ThreadPool::global().size();
   r.prefill = diff(c1, c0);
   r.decode = diff(c2, c1);
   return r;
@@ -252,6 +269,9 @@ std::string BenchReport::json() const {
                          {"prefill_seconds", r.prefill_seconds},
                          {"first_token_seconds", r.first_token_seconds},
                          {"decode_seconds_per_token", r.decode_seconds_per_token},
+                         {"decode_steal_cpu_seconds_per_token", r.decode_steal_seconds_per_token},
+                         {"compute_threads", r.compute_threads},
+                         {"probe_gbps", r.probe_gbps},
                          {"ids", r.ids},
                          {"prefill_counters", counters_json(r.prefill)},
                          {"decode_counters", counters_json(r.decode)}});
@@ -272,7 +292,7 @@ std::string BenchReport::json() const {
   }
   j["summary"] = nlohmann::json::array();
   for (const auto& [k, rs] : groups) {
-    std::vector<double> dec, pre, hit, miss_bytes, disk_floor, recall, vs_max, vs_sum, achieved;
+    std::vector<double> dec, pre, hit, miss_bytes, disk_floor, recall, vs_max, vs_sum, achieved, steal, vs_vm;
     const int tokens = rs.front()->ids.size() > 1 ? static_cast<int>(rs.front()->ids.size()) - 1 : 1;
     for (auto* r : rs) {
       dec.push_back(r->decode_seconds_per_token);
@@ -293,7 +313,11 @@ std::string BenchReport::json() const {
       if (auto cf = compute_floor.find(r->threads); cf != compute_floor.end()) {
         vs_max.push_back(r->decode_seconds_per_token / std::max(floor, cf->second));
         vs_sum.push_back(r->decode_seconds_per_token / (floor + cf->second));
+        // What this machine allows: the compute slowed by the CPU time taken from it.
+        const double cpu_floor = cf->second + r->decode_steal_seconds_per_token / std::max(1, r->compute_threads);
+        vs_vm.push_back(r->decode_seconds_per_token / std::max(floor, cpu_floor));
       }
+      steal.push_back(r->decode_steal_seconds_per_token);
       recall.push_back(c.prefetch_issued ? double(c.prefetch_used) / c.prefetch_issued : 0);
     }
     auto js = [](const Spread& s) { return nlohmann::json{{"median", s.median}, {"min", s.min}, {"max", s.max}}; };
@@ -307,6 +331,8 @@ std::string BenchReport::json() const {
                         {"decode_disk_floor_seconds", js(spread(disk_floor))},
                         {"prefetch_precision", js(spread(recall))}};
     if (!achieved.empty()) g["in_run_read_gbps"] = js(spread(achieved));
+    g["decode_steal_cpu_seconds_per_token"] = js(spread(steal));
+    if (!vs_vm.empty()) g["decode_vs_steal_adjusted_floor"] = js(spread(vs_vm));
     if (!vs_max.empty()) {
       g["decode_vs_max_floor"] = js(spread(vs_max));
       g["decode_vs_sum_of_floors"] = js(spread(vs_sum));

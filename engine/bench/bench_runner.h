@@ -34,6 +34,11 @@ struct BenchRun {
   int rep = 0;
   int threads = 0;        // compute threads of the arm (0 = all cores)
   bool ram_tier = false;  // experts through the RAM tier (its counters see disk reads; mmap's do not)
+  int compute_threads = 1;  // threads the compute actually used
+  // CPU time the hypervisor took from this machine during decode (/proc/stat
+  // "steal", all CPUs), per token. On a VM whose disk emulation is charged to
+  // the guest's CPU quota this grows with the bytes read and slows the compute.
+  double decode_steal_seconds_per_token = 0;
   double prefill_seconds = 0, decode_seconds_per_token = 0, first_token_seconds = 0;
   std::vector<int32_t> ids;
   ExpertCounters prefill, decode;  // counter deltas of each phase
