@@ -55,7 +55,10 @@ SettingsDialog::SettingsDialog(const StudioSettings& s, QWidget* parent) : QDial
   layout->addWidget(model);
 
   auto* engine = new QGroupBox(tr("Engine"), this);
-  auto* engineForm = new QFormLayout(engine);
+  // Wrapped notes go below the form: a form row does not grow with a label's wrapped height.
+  auto* engineBox = new QVBoxLayout(engine);
+  auto* engineForm = new QFormLayout;
+  engineBox->addLayout(engineForm);
   device_ = new QComboBox(engine);
   device_->setObjectName(QStringLiteral("deviceCombo"));
   device_->addItem(tr("Automatic"), QStringLiteral("auto"));
@@ -117,7 +120,6 @@ SettingsDialog::SettingsDialog(const StudioSettings& s, QWidget* parent) : QDial
                                    "in this version."),
                                 engine);
   streamNote->setWordWrap(true);
-  engineForm->addRow(QString(), streamNote);
 
   drafter_ = new QComboBox(engine);
   drafter_->setObjectName(QStringLiteral("drafterCombo"));
@@ -133,6 +135,7 @@ SettingsDialog::SettingsDialog(const StudioSettings& s, QWidget* parent) : QDial
   maxTokens_->setRange(1, 131072);
   maxTokens_->setValue(s.maxNewTokens);
   engineForm->addRow(tr("Longest &reply (tokens):"), maxTokens_);
+  engineBox->addWidget(streamNote);
   layout->addWidget(engine);
 
   auto* server = new QGroupBox(tr("Local server"), this);

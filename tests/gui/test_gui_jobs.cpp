@@ -293,6 +293,8 @@ class TestGuiJobs : public QObject {
     QCOMPARE(withDspark.drafter, QString("dspark"));
     QVERIFY2(withDspark.proposed > 0, "DSpark made no guesses");
     QVERIFY(withDspark.accepted <= withDspark.proposed);
+    qInfo("DSpark on k3-tiny through the chat: %d of %d guesses accepted, %d tokens", withDspark.accepted,
+          withDspark.proposed, withDspark.newTokens);
     auto* stats = window.chatView()->messageWidgets().last()->findChild<QLabel*>("messageStats");
     QVERIFY(stats->text().contains(QString::number(withDspark.proposed)));
     QVERIFY(stats->text().contains("dspark"));

@@ -146,6 +146,8 @@ class TestGuiSettings : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(studio.engine()->isReady() && ramSlots(studio.engine()->info().expertSource) != smallSlots,
                              120000);
     const int bigSlots = ramSlots(studio.engine()->info().expertSource);
+    qInfo("RAM cache: %d slots at 0.05 GiB, %d at 0.10 GiB (%s)", smallSlots, bigSlots,
+          qPrintable(studio.engine()->info().expertSource));
     QVERIFY2(bigSlots >= 2 * smallSlots - 1 && bigSlots <= 2 * smallSlots + 1,
              qPrintable(QString("%1 then %2 slots").arg(smallSlots).arg(bigSlots)));
     QVERIFY(window.statusPanel()->findChild<QLabel*>("statusBackend")->toolTip().contains("RAM cache"));
