@@ -145,7 +145,7 @@ void walk(Uploader& u, const K3Config& c, const K3Weights& w, CudaK3Weights& d) 
 
 CudaK3Model::CudaK3Model(const K3Model& host, Options opts) : host_(host), opts_(opts), w_(std::make_unique<CudaK3Weights>()) {
   std::string why;
-  if (!device_available(&why)) throw Error("no usable CUDA device: " + why, "run with --device cpu");
+  if (!device_available(&why)) throw Error(why, "run with --device cpu");
   if (opts_.max_rows < 1 || opts_.max_context < 1) throw Error("CUDA K3: max_rows and max_context must be positive");
   const K3Config& c = host.config();
   Uploader plan{w_->arena, false};

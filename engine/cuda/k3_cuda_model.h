@@ -44,6 +44,7 @@ class CudaK3Model {
   std::unique_ptr<VramExpertCache> cache_;
 };
 
+// Sessions of one model share its VRAM expert tier: use them from one thread at a time.
 class CudaK3Session {
  public:
   explicit CudaK3Session(const CudaK3Model& model);
