@@ -8,13 +8,14 @@
 #include "base/error.h"
 #include "cli_common.h"
 #include "commands.h"
+#include "cuda_device.h"
 #include "runtime/verifier_bench.h"
 
 namespace deltafin::cli {
 
 void add_bench_verify(CLI::App& app) {
   struct Opts {
-    std::string root, rows = "1,2,4,8", experts = "resident", out;
+    std::string root, rows = "1,2,4,8", experts = "resident", out, device = "cpu";
     int context = 64, reps = 5, threads = 0;
   };
   auto o = std::make_shared<Opts>();
@@ -28,8 +29,15 @@ void add_bench_verify(CLI::App& app) {
   c->add_option("--reps", o->reps, "Timed passes per T (median reported)")->check(CLI::Range(1, 1000))->capture_default_str();
   c->add_option("--threads", o->threads, "Worker threads (0 = all cores)");
   c->add_option("--out", o->out, "Also write the JSON here");
+  add_device_option(c, o->device);
   c->callback([o] {
     apply_threads(o->threads);
+    if (wants_cuda(o->device)) {  // a Markdown table of GPU pass costs (--out unused)
+      std::vector<int> rows;
+      for (int32_t t : parse_ids(o->rows)) rows.push_back(t);
+      std::printf("%s", cuda_bench_verify(o->root, rows, o->context, o->reps, o->experts).c_str());
+      return;
+    }
     VerifyBenchOptions b;
     b.model_root = o->root;
     b.context = o->context;

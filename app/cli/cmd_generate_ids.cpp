@@ -5,6 +5,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "cuda_device.h"
 #include "runtime/generate.h"
 #include "runtime/speculative_drafters.h"
 #include "runtime/speculative_stats.h"
@@ -13,7 +14,7 @@ namespace deltafin::cli {
 
 void add_generate_ids(CLI::App& app) {
   struct Opts {
-    std::string root, ids, draft = "off", draft_model;
+    std::string root, ids, draft = "off", draft_model, device = "cpu";
     int max_new = 16, threads = 0, draft_max = 0;
     bool stats = false, draft_always = false;
   };
@@ -30,10 +31,15 @@ void add_generate_ids(CLI::App& app) {
   c->add_option("--draft-max", o->draft_max, "Most guesses per verify pass (0 = the drafter's own)")->check(CLI::Range(0, 64));
   c->add_flag("--draft-always", o->draft_always, "Verify guesses every step even when drafting does not pay");
   c->add_flag("--stats", o->stats, "Print drafting and timing statistics as JSON on stderr");
+  add_device_option(c, o->device);
   c->callback([o] {
     apply_threads(o->threads);
     auto ids = parse_ids(o->ids);
     auto model = K3Model::load(o->root);
+    if (wants_cuda(o->device)) {
+      std::printf("%s\n", ids_json(cuda_generate_ids(*model, ids, o->max_new)).c_str());
+      return;
+    }
     K3Session s(*model);
     GenerateOptions g;
     g.max_new = o->max_new;

@@ -1,0 +1,71 @@
+#include "cuda_device.h"
+
+#include <algorithm>
+#include <span>
+#include <sstream>
+
+#include "base/error.h"
+#include "runtime/k3_model.h"
+#ifdef DELTAFIN_HAVE_CUDA_K3
+#include "cuda/k3_cuda_bench.h"
+#include "cuda/k3_cuda_model.h"
+#endif
+
+namespace deltafin::cli {
+
+void add_device_option(CLI::App* cmd, std::string& device) {
+  cmd->add_option("--device", device, "Run the forward on the cpu or on a CUDA GPU")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+}
+
+bool wants_cuda(const std::string& device) {
+  if (device != "cuda") return false;
+#ifdef DELTAFIN_HAVE_CUDA_K3
+  return true;
+#else
+  throw Error("this deltafin was built without the CUDA backend", "rebuild with -DDELTAFIN_CUDA=ON or use --device cpu");
+#endif
+}
+
+#ifdef DELTAFIN_HAVE_CUDA_K3
+std::vector<int32_t> cuda_generate_ids(const K3Model& model, const std::vector<int32_t>& prompt, int max_new) {
+  cuda::CudaK3Model::Options o;
+  o.max_context = int64_t(prompt.size()) + max_new + 1;
+  cuda::CudaK3Model gpu(model, o);
+  cuda::CudaK3Session s(gpu);
+  return s.greedy(prompt, max_new);
+}
+
+std::vector<float> cuda_all_logits(const K3Model& model, const std::vector<int32_t>& ids) {
+  cuda::CudaK3Model::Options o;
+  o.max_context = int64_t(ids.size()) + 1;
+  cuda::CudaK3Model gpu(model, o);
+  cuda::CudaK3Session s(gpu);
+  std::vector<float> all, part;
+  const size_t chunk = size_t(o.max_rows);
+  for (size_t i = 0; i < ids.size(); i += chunk) {
+    const size_t n = std::min(chunk, ids.size() - i);
+    s.stage(std::span<const int32_t>(ids).subspan(i, n), part);
+    s.commit(int(n));
+    all.insert(all.end(), part.begin(), part.end());
+  }
+  return all;
+}
+
+std::string cuda_bench_verify(const std::string& root, const std::vector<int>& rows, int context, int reps,
+                              const std::string& experts) {
+  std::ostringstream out;
+  cuda::bench_verify(root, rows, context, reps, experts == "streamed" ? "disk" : "resident", out);
+  return out.str();
+}
+#else
+std::vector<int32_t> cuda_generate_ids(const K3Model&, const std::vector<int32_t>&, int) { wants_cuda("cuda"); return {}; }
+std::vector<float> cuda_all_logits(const K3Model&, const std::vector<int32_t>&) { wants_cuda("cuda"); return {}; }
+std::string cuda_bench_verify(const std::string&, const std::vector<int>&, int, int, const std::string&) {
+  wants_cuda("cuda");
+  return {};
+}
+#endif
+
+}  // namespace deltafin::cli

@@ -1,0 +1,582 @@
+#include "cuda/k3_cuda_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "base/error.h"
+#include "cuda/cuda_support.h"
+#include "cuda/k3_cuda_ops.h"
+#include "cuda/vram_expert_cache.h"
+
+namespace deltafin::cuda {
+
+using k3::DevMat;
+
+namespace {
+struct DKda {
+  DevMat qkv, g, o, fa, fb, b;  // qkv: q, k and v projections stacked (rows [3C])
+  const float *qc = nullptr, *kc = nullptr, *vc = nullptr, *a_log = nullptr, *dt_bias = nullptr, *o_norm = nullptr;
+};
+struct DMla {
+  DevMat q_a, q_b, kv_a, kv_b, o, g;
+  const float *q_a_norm = nullptr, *kv_a_norm = nullptr;
+};
+struct DMlp {
+  DevMat gate, up, down;
+};
+struct DMoe {
+  DevMat router, latent_down, latent_up;
+  const float *bias = nullptr, *latent_norm = nullptr;
+  DMlp shared;
+  bool has_shared = false;
+};
+struct DLayer {
+  bool mla = false, moe = false;
+  const float *input_norm = nullptr, *post_norm = nullptr, *attn_res = nullptr, *mlp_res = nullptr;
+  DKda kda;
+  DMla mla_w;
+  DMlp dense;
+  DMoe moe_w;
+};
+}  // namespace
+
+struct CudaK3Weights {
+  DeviceArena arena;
+  DevMat embed, lm_head;
+  const float *final_norm = nullptr, *output_res = nullptr;
+  std::vector<DLayer> layers;
+};
+
+namespace {
+
+// Walks every spine tensor twice: once to size the arena, once to copy into it.
+struct Uploader {
+  DeviceArena& arena;
+  bool copy = false;
+  DevMat mat(const Mat& m) {
+    if (m.dtype != DType::BF16 && m.dtype != DType::F32) throw Error("CUDA K3: a spine matrix is neither BF16 nor F32");
+    const size_t n = m.bytes();
+    if (!copy) {
+      arena.reserve(n);
+      return {};
+    }
+    void* p = arena.take(n);
+    check_cuda(cudaMemcpy(p, m.data, n, cudaMemcpyHostToDevice), "cudaMemcpy (weights)");
+    return DevMat{p, m.dtype == DType::BF16, m.rows, m.cols};
+  }
+  const float* vec(const std::vector<float>& v) {
+    if (v.empty()) return nullptr;
+    if (!copy) {
+      arena.reserve(v.size() * 4);
+      return nullptr;
+    }
+    auto* p = arena.take_n<float>(v.size());
+    check_cuda(cudaMemcpy(p, v.data(), v.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy (weights)");
+    return p;
+  }
+  DMlp mlp(const DenseMlpWeights& w) { return DMlp{mat(w.gate), mat(w.up), mat(w.down)}; }
+  // Matrices with the same width and dtype stacked into one [sum rows][cols] matrix: one GEMV
+  // launch instead of several, each output row reduced exactly as it would be alone.
+  DevMat stacked(std::initializer_list<const Mat*> ms) {
+    const Mat& f = **ms.begin();
+    uint64_t n = 0;
+    int64_t rows = 0;
+    for (const Mat* m : ms) {
+      if (m->dtype != f.dtype || m->cols != f.cols) throw Error("CUDA K3: stacked matrices differ in dtype or width");
+      n += m->bytes();
+      rows += m->rows;
+    }
+    if (!copy) {
+      arena.reserve(n);
+      return {};
+    }
+    auto* p = static_cast<uint8_t*>(arena.take(n));
+    uint64_t off = 0;
+    for (const Mat* m : ms) {
+      check_cuda(cudaMemcpy(p + off, m->data, m->bytes(), cudaMemcpyHostToDevice), "cudaMemcpy (weights)");
+      off += m->bytes();
+    }
+    return DevMat{p, f.dtype == DType::BF16, rows, f.cols};
+  }
+};
+
+void walk(Uploader& u, const K3Config& c, const K3Weights& w, CudaK3Weights& d) {
+  d.embed = u.mat(w.embed);
+  d.lm_head = c.tie_word_embeddings ? d.embed : u.mat(w.lm_head);
+  d.final_norm = u.vec(w.final_norm);
+  d.output_res = u.vec(w.output_res.w);
+  d.layers.assign(c.layers, {});
+  for (int l = 0; l < c.layers; ++l) {
+    const LayerWeights& L = w.layers[l];
+    DLayer& D = d.layers[l];
+    D.mla = L.mla;
+    D.moe = L.moe;
+    D.input_norm = u.vec(L.input_norm);
+    D.post_norm = u.vec(L.post_attn_norm);
+    D.attn_res = u.vec(L.attn_res.w);
+    D.mlp_res = u.vec(L.mlp_res.w);
+    if (L.mla) {
+      const MlaWeights& m = L.mla_w;
+      D.mla_w = DMla{u.mat(m.q_a_proj), u.mat(m.q_b_proj), u.mat(m.kv_a_proj), u.mat(m.kv_b_proj), u.mat(m.o_proj),
+                     c.mla_output_gate ? u.mat(m.g_proj) : DevMat{}, u.vec(m.q_a_norm), u.vec(m.kv_a_norm)};
+    } else {
+      const KdaWeights& k = L.kda;
+      D.kda = DKda{u.stacked({&k.q_proj, &k.k_proj, &k.v_proj}), u.mat(k.g_proj), u.mat(k.o_proj), u.mat(k.f_a),
+                   u.mat(k.f_b),    u.mat(k.b_proj), u.vec(k.q_conv), u.vec(k.k_conv), u.vec(k.v_conv), u.vec(k.a_log),
+                   u.vec(k.dt_bias), u.vec(k.o_norm)};
+    }
+    if (!L.moe) {
+      D.dense = u.mlp(L.dense);
+      continue;
+    }
+    const MoeWeights& mw = L.moe_w;
+    D.moe_w.router = u.mat(mw.router);
+    D.moe_w.bias = u.vec(mw.router_bias);
+    D.moe_w.latent_down = u.mat(mw.latent_down);
+    D.moe_w.latent_up = u.mat(mw.latent_up);
+    D.moe_w.latent_norm = u.vec(mw.latent_norm);
+    D.moe_w.has_shared = mw.has_shared;
+    if (mw.has_shared) D.moe_w.shared = u.mlp(mw.shared);
+  }
+}
+
+}  // namespace
+
+CudaK3Model::CudaK3Model(const K3Model& host, Options opts) : host_(host), opts_(opts), w_(std::make_unique<CudaK3Weights>()) {
+  std::string why;
+  if (!device_available(&why)) throw Error(why, "run with --device cpu");
+  if (opts_.max_rows < 1 || opts_.max_context < 1) throw Error("CUDA K3: max_rows and max_context must be positive");
+  const K3Config& c = host.config();
+  Uploader plan{w_->arena, false};
+  walk(plan, c, host.weights(), *w_);
+  w_->arena.allocate();
+  Uploader up{w_->arena, true};
+  walk(up, c, host.weights(), *w_);
+  if (c.moe_layers() > 0) {
+    const int all = c.moe_layers() * c.experts;
+    const int slots = opts_.expert_slots > 0 ? opts_.expert_slots : all;
+    cache_ = std::make_unique<VramExpertCache>(host.experts(), c.latent, c.moe_intermediate, slots);
+    if (slots >= all && opts_.preload) {
+      std::vector<int> layers;
+      for (int l = 0; l < c.layers; ++l)
+        if (c.is_moe(l)) layers.push_back(l);
+      cache_->preload(layers, c.experts);
+    }
+  }
+}
+
+CudaK3Model::~CudaK3Model() = default;
+
+uint64_t CudaK3Model::spine_device_bytes() const { return w_->arena.bytes(); }
+
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+struct KdaDev {
+  float *S = nullptr, *conv = nullptr, *S0 = nullptr, *conv0 = nullptr;
+  float *q = nullptr, *k = nullptr, *v = nullptr, *la = nullptr, *beta = nullptr, *raw = nullptr;
+};
+}  // namespace
+
+struct CudaK3Session::Impl {
+  OwnedStream stream;
+  DeviceArena arena;
+  int32_t* ids = nullptr;
+  float *h = nullptr, *prefix = nullptr, *x = nullptr, *a = nullptr, *mixed = nullptr, *m = nullptr;
+  std::vector<float*> blocks;
+  float *gate = nullptr, *fa = nullptr, *fb = nullptr, *braw = nullptr, *o = nullptr;
+  float *qa = nullptr, *q = nullptr, *ckv = nullptr, *qabs = nullptr, *olat = nullptr, *scores = nullptr;
+  float *attn = nullptr, *g = nullptr;
+  float *rl = nullptr, *z = nullptr, *y = nullptr, *sh = nullptr, *mg = nullptr, *mu = nullptr, *rw = nullptr;
+  int32_t* rid = nullptr;
+  float* logits = nullptr;
+  std::vector<KdaDev> kda;
+  std::vector<float*> cache;
+  PinnedBuffer host_ids, host_rid, host_rw;
+  std::unique_ptr<ExpertMlp> mlp;
+  std::vector<MxExpert> experts;
+  size_t S_floats = 0, conv_floats = 0;
+  OwnedEvent routed;  // the routing of the current MoE layer has reached the host
+  std::vector<std::unique_ptr<OwnedEvent>> layer_ev;  // [layers + 1] when timing
+  bool timed_pass = false;
+};
+
+CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model), d_(std::make_unique<Impl>()) {
+  const K3Config& c = model.config();
+  const auto& W = model.weights();
+  const int64_t T = model.options().max_rows, H = c.hidden, C = c.kda_dim(), V = c.vocab;
+  const int64_t nh = c.mla_heads, R = c.kv_lora_rank, P = c.qk_rope, Vd = c.v_head, qh = c.mla_qk_head();
+  const int64_t ctx = model.options().max_context;
+  int64_t rank = 0, inter = 0;
+  for (const auto& L : W.layers) {
+    rank = std::max(rank, L.kda.fa.rows);
+    inter = std::max({inter, L.dense.gate.rows, L.moe_w.shared.gate.rows});
+  }
+  d_->S_floats = size_t(c.kda_heads) * c.kda_head_dim * c.kda_head_dim;
+  d_->conv_floats = size_t(3) * (c.conv_kernel - 1) * C;
+  const int nblocks = (c.layers + c.attn_res_block - 1) / std::max(1, c.attn_res_block) + 1;
+  DeviceArena& A = d_->arena;
+  // The same sequence of sizes is reserved, then taken.
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool take = pass == 1;
+    auto f = [&](int64_t n) -> float* {
+      if (!take) {
+        A.reserve(size_t(std::max<int64_t>(n, 1)) * 4);
+        return nullptr;
+      }
+      return A.take_n<float>(size_t(std::max<int64_t>(n, 1)));
+    };
+    d_->ids = reinterpret_cast<int32_t*>(f(T));
+    d_->h = f(T * H);
+    d_->prefix = f(T * H);
+    d_->x = f(T * H);
+    d_->a = f(T * H);
+    d_->mixed = f(T * H);
+    d_->m = f(T * H);
+    d_->blocks.assign(nblocks, nullptr);
+    for (auto& b : d_->blocks) b = f(T * H);
+    d_->gate = f(T * C);
+    d_->fa = f(T * rank);
+    d_->fb = f(T * C);
+    d_->braw = f(T * c.kda_heads);
+    d_->o = f(T * C);
+    d_->qa = f(T * c.q_lora_rank);
+    d_->q = f(T * nh * qh);
+    d_->ckv = f(T * (R + P));
+    d_->qabs = f(T * nh * R);
+    d_->olat = f(T * nh * R);
+    d_->scores = f(T * nh * ctx);
+    d_->attn = f(T * nh * Vd);
+    d_->g = f(T * nh * Vd);
+    d_->rl = f(T * c.experts);
+    d_->z = f(T * c.latent);
+    d_->y = f(T * c.latent);
+    d_->sh = f(T * H);
+    d_->mg = f(T * inter);
+    d_->mu = f(T * inter);
+    d_->rw = f(T * c.top_k);
+    d_->rid = reinterpret_cast<int32_t*>(f(T * c.top_k));
+    d_->logits = f(T * V);
+    d_->kda.assign(c.layers, {});
+    d_->cache.assign(c.layers, nullptr);
+    for (int l = 0; l < c.layers; ++l) {
+      if (c.is_mla[l]) {
+        d_->cache[l] = f(ctx * (R + P));
+        continue;
+      }
+      KdaDev& k = d_->kda[l];
+      k.S = f(d_->S_floats);
+      k.S0 = f(d_->S_floats);
+      k.conv = f(d_->conv_floats);
+      k.conv0 = f(d_->conv_floats);
+      k.q = f(T * C);
+      k.k = f(T * C);
+      k.v = f(T * C);
+      k.la = f(T * C);
+      k.beta = f(T * c.kda_heads);
+      k.raw = f(T * 3 * C);
+    }
+    if (!take) A.allocate();
+  }
+  d_->host_ids = PinnedBuffer(size_t(T) * 4);
+  d_->host_rid = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 4);
+  d_->host_rw = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 4);
+  if (c.moe_layers() > 0) d_->mlp = std::make_unique<ExpertMlp>(c.latent, c.moe_intermediate, c.top_k, int(T));
+  reset();
+}
+
+CudaK3Session::~CudaK3Session() = default;
+
+void CudaK3Session::sync() const { d_->stream.sync(); }
+
+void CudaK3Session::set_layer_timing(bool on) {
+  d_->layer_ev.clear();
+  if (on)
+    for (int l = 0; l <= m_.config().layers; ++l) d_->layer_ev.push_back(std::make_unique<OwnedEvent>(true));
+}
+
+std::vector<float> CudaK3Session::layer_ms() const {
+  std::vector<float> ms;
+  if (d_->layer_ev.empty() || !d_->timed_pass) return ms;
+  for (size_t l = 0; l + 1 < d_->layer_ev.size(); ++l) ms.push_back(d_->layer_ev[l + 1]->since(*d_->layer_ev[l]));
+  return ms;
+}
+
+void CudaK3Session::reset() {
+  const K3Config& c = m_.config();
+  cudaStream_t s = d_->stream.get();
+  for (int l = 0; l < c.layers; ++l) {
+    if (c.is_mla[l]) continue;
+    check_cuda(cudaMemsetAsync(d_->kda[l].S, 0, d_->S_floats * 4, s), "cudaMemsetAsync");
+    check_cuda(cudaMemsetAsync(d_->kda[l].conv, 0, d_->conv_floats * 4, s), "cudaMemsetAsync");
+  }
+  d_->stream.sync();
+  n_past_ = 0;
+  staged_T_ = 0;
+  staged_partial_ = false;
+}
+
+void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts) {
+  if (staged_T_ > 0) throw Error("a pass is already staged", "commit or roll back before staging another");
+  const K3Config& c = m_.config();
+  const auto& W = m_.weights();
+  const int T = static_cast<int>(ids.size());
+  if (T == 0) throw Error("stage() called with no tokens");
+  if (T > m_.options().max_rows)
+    throw Error("a CUDA pass of " + std::to_string(T) + " rows exceeds max_rows " + std::to_string(m_.options().max_rows),
+                "stage fewer rows per pass (prefill() splits long prompts)");
+  if (n_past_ + T > m_.options().max_context)
+    throw Error("the CUDA session's context is full (" + std::to_string(m_.options().max_context) + " tokens)",
+                "start a new session or allocate a larger max_context");
+  for (int32_t id : ids)
+    if (id < 0 || id >= c.vocab)
+      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(c.vocab - 1) + ")");
+  const int H = c.hidden;
+  const size_t TH = size_t(T) * H;
+  cudaStream_t s = d_->stream.get();
+  const Stream so = d_->stream.opaque();
+  staged_T_ = T;
+  staged_partial_ = opts.partial_commit;
+  ForwardTrace* tr = opts.trace;
+  if (tr) {
+    tr->layers.clear();
+    tr->topk_ids.clear();
+    tr->topk_weights.clear();
+  }
+  auto copy = [&](float* dst, const float* src, size_t n) {
+    check_cuda(cudaMemcpyAsync(dst, src, n * 4, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
+  };
+  k3::ResEntries e;
+  int nb = 0;
+  auto entries = [&](const float* last) {
+    e.n = 0;
+    for (int i = 0; i < nb; ++i) e.p[e.n++] = d_->blocks[i];
+    e.p[e.n++] = last;
+  };
+  std::memcpy(d_->host_ids.as<int32_t>(), ids.data(), size_t(T) * 4);
+  check_cuda(cudaMemcpyAsync(d_->ids, d_->host_ids.as<int32_t>(), size_t(T) * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
+  k3::gather_rows(W.embed, d_->ids, T, d_->h, so);
+  try {
+    const bool timing = !d_->layer_ev.empty();
+    d_->timed_pass = timing;
+    for (int l = 0; l < c.layers; ++l) {
+      const DLayer& L = W.layers[l];
+      if (timing) d_->layer_ev[l]->record(s);
+      copy(d_->prefix, d_->h, TH);
+      bool have_prefix = true;
+      if (nb > 0) {
+        entries(d_->prefix);
+        k3::attn_res_mix(e, L.attn_res, T, H, c.rms_eps, d_->h, so);
+      }
+      if (l % c.attn_res_block == 0) {
+        if (nb + 1 >= k3::kMaxResEntries) throw Error("CUDA K3: more AttnRes blocks than the kernel takes");
+        copy(d_->blocks[nb++], d_->prefix, TH);
+        have_prefix = false;
+      }
+      rmsnorm(d_->h, H, L.input_norm, WeightType::F32, H, T, c.rms_eps, d_->x, H, so);
+      if (L.mla) attention_mla(l, T);
+      else attention_kda(l, T, opts.partial_commit);
+      if (have_prefix) k3::add(d_->prefix, d_->a, d_->prefix, int64_t(TH), so);
+      else copy(d_->prefix, d_->a, TH);
+      entries(d_->prefix);
+      k3::attn_res_mix(e, L.mlp_res, T, H, c.rms_eps, d_->mixed, so);
+      rmsnorm(d_->mixed, H, L.post_norm, WeightType::F32, H, T, c.rms_eps, d_->x, H, so);
+      if (L.moe) moe(l, T, tr && tr->routing ? tr : nullptr);
+      else dense(l, false, T, d_->x, d_->m);
+      k3::add(d_->prefix, d_->m, d_->h, int64_t(TH), so);
+      if (tr && tr->layer_out) {
+        tr->layers.emplace_back(TH);
+        check_cuda(cudaMemcpyAsync(tr->layers.back().data(), d_->h, TH * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+        d_->stream.sync();
+      }
+    }
+    if (timing) d_->layer_ev[c.layers]->record(s);
+    entries(d_->h);
+    k3::attn_res_mix(e, W.output_res, T, H, c.rms_eps, d_->mixed, so);
+    for (int t = 0; t < T; ++t) m_.host().experts().end_token();
+    const int first = opts.all_logits ? 0 : T - 1;
+    const int rows = T - first;
+    rmsnorm(d_->mixed + size_t(first) * H, H, W.final_norm, WeightType::F32, H, rows, c.rms_eps, d_->x, H, so);
+    k3::gemm(W.lm_head, d_->x, H, rows, d_->logits, c.vocab, so);
+    logits.resize(size_t(rows) * c.vocab);
+    check_cuda(cudaMemcpyAsync(logits.data(), d_->logits, logits.size() * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+    d_->stream.sync();
+  } catch (...) {
+    // A failed pass may have touched any layer's state before its snapshot was taken: start over.
+    try {
+      d_->stream.sync();
+      reset();
+    } catch (...) {
+    }
+    staged_T_ = 0;
+    throw;
+  }
+}
+
+void CudaK3Session::attention_kda(int layer, int T, bool partial) {
+  const K3Config& c = m_.config();
+  const DKda& w = m_.weights().layers[layer].kda;
+  KdaDev& k = d_->kda[layer];
+  const Stream so = d_->stream.opaque();
+  cudaStream_t s = d_->stream.get();
+  const int C = c.kda_dim(), K = c.conv_kernel, nh = c.kda_heads, dh = c.kda_head_dim;
+  const float* x = d_->x;
+  const int H = c.hidden;
+  k3::gemm(w.qkv, x, H, T, k.raw, 3 * C, so);  // rows land as [T][q | k | v]
+  k3::gemm(w.g, x, H, T, d_->gate, C, so);
+  k3::gemm(w.fa, x, H, T, d_->fa, w.fa.rows, so);
+  k3::gemm(w.fb, d_->fa, w.fa.rows, T, d_->fb, C, so);
+  k3::gemm(w.b, x, H, T, d_->braw, nh, so);
+  check_cuda(cudaMemcpyAsync(k.conv0, k.conv, d_->conv_floats * 4, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
+  if (partial) check_cuda(cudaMemcpyAsync(k.S0, k.S, d_->S_floats * 4, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
+  k3::kda_conv(k.conv0, k.raw, T, C, K, w.qc, w.kc, w.vc, k.q, k.k, k.v, so);
+  k3::l2norm_heads(k.q, T, nh, dh, 1.f / std::sqrt(static_cast<float>(dh)), so);
+  k3::l2norm_heads(k.k, T, nh, dh, 1.f, so);
+  k3::kda_gates(d_->fb, w.dt_bias, w.a_log, d_->braw, T, nh, dh, c.gate_lower_bound, k.la, k.beta, so);
+  k3::kda_window_after(k.conv0, k.raw, T, C, K, k.conv, so);
+  k3::kda_recurrent(k.S, nh, dh, dh, T, k.q, k.k, k.v, k.la, k.beta, d_->o, so);
+  k3::kda_out_norm_gate(d_->o, d_->gate, w.o_norm, T, nh, dh, c.rms_eps, so);
+  k3::gemm(w.o, d_->o, C, T, d_->a, H, so);
+}
+
+void CudaK3Session::attention_mla(int layer, int T) {
+  const K3Config& c = m_.config();
+  const DMla& w = m_.weights().layers[layer].mla_w;
+  const Stream so = d_->stream.opaque();
+  cudaStream_t s = d_->stream.get();
+  const int H = c.hidden, nh = c.mla_heads, R = c.kv_lora_rank, P = c.qk_rope, N = c.qk_nope, Vd = c.v_head;
+  const int qh = N + P, width = R + P, ql = c.q_lora_rank;
+  float* cache = d_->cache[layer];
+  k3::gemm(w.q_a, d_->x, H, T, d_->qa, ql, so);
+  rmsnorm(d_->qa, ql, w.q_a_norm, WeightType::F32, ql, T, c.rms_eps, d_->qa, ql, so);
+  k3::gemm(w.q_b, d_->qa, ql, T, d_->q, int64_t(nh) * qh, so);
+  k3::gemm(w.kv_a, d_->x, H, T, d_->ckv, width, so);
+  float* rows = cache + size_t(n_past_) * width;
+  rmsnorm(d_->ckv, width, w.kv_a_norm, WeightType::F32, R, T, c.rms_eps, rows, width, so);
+  check_cuda(cudaMemcpy2DAsync(rows + R, size_t(width) * 4, d_->ckv + R, size_t(width) * 4, size_t(P) * 4, T,
+                          cudaMemcpyDeviceToDevice, s),
+        "cudaMemcpy2DAsync");
+  k3::mla_absorb_q(d_->q, w.kv_b, T, nh, N, P, Vd, d_->qabs, so);
+  const float scale = 1.f / std::sqrt(static_cast<float>(qh));
+  k3::mla_attend(d_->qabs, d_->q, cache, n_past_, T, nh, N, R, P, scale, d_->scores, m_.options().max_context, d_->olat, so);
+  k3::mla_value(d_->olat, w.kv_b, T, nh, N, R, Vd, d_->attn, so);
+  if (c.mla_output_gate) {
+    k3::gemm(w.g, d_->x, H, T, d_->g, int64_t(nh) * Vd, so);
+    k3::mul_sigmoid(d_->attn, d_->g, d_->attn, int64_t(T) * nh * Vd, so);
+  }
+  k3::gemm(w.o, d_->attn, int64_t(nh) * Vd, T, d_->a, H, so);
+}
+
+void CudaK3Session::dense(int layer, bool shared, int T, const float* x, float* out) {
+  const K3Config& c = m_.config();
+  const DLayer& L = m_.weights().layers[layer];
+  const DMlp& w = shared ? L.moe_w.shared : L.dense;
+  const Stream so = d_->stream.opaque();
+  const int64_t I = w.gate.rows;
+  k3::gemm(w.gate, x, c.hidden, T, d_->mg, I, so);
+  k3::gemm(w.up, x, c.hidden, T, d_->mu, I, so);
+  k3::situ_glu(d_->mg, d_->mu, int64_t(T) * I, c.situ_beta, c.situ_linear_beta, d_->mg, so);
+  k3::gemm(w.down, d_->mg, I, T, out, c.hidden, so);
+}
+
+void CudaK3Session::moe(int layer, int T, ForwardTrace* trace) {
+  const K3Config& c = m_.config();
+  const DMoe& w = m_.weights().layers[layer].moe_w;
+  const Stream so = d_->stream.opaque();
+  cudaStream_t s = d_->stream.get();
+  const int E = c.experts, k = c.top_k, Z = c.latent, H = c.hidden;
+  k3::gemm(w.router, d_->x, H, T, d_->rl, E, so);
+  k3::router_select(d_->rl, w.bias, T, E, k, c.renormalize, c.routed_scaling, d_->rid, d_->rw, so);
+  const size_t n = size_t(T) * k;
+  check_cuda(cudaMemcpyAsync(d_->host_rid.as<int32_t>(), d_->rid, n * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+  check_cuda(cudaMemcpyAsync(d_->host_rw.as<float>(), d_->rw, n * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+  d_->routed.record(s);
+  // Work that does not depend on the routing keeps the GPU busy while the host reads it back.
+  k3::gemm(w.latent_down, d_->x, H, T, d_->z, Z, so);
+  if (w.has_shared) dense(layer, true, T, d_->x, d_->sh);
+  d_->routed.sync();  // the host needs the routing to supply the experts
+  const int32_t* chosen = d_->host_rid.as<int32_t>();
+  const float* weight = d_->host_rw.as<float>();
+  if (trace) {
+    trace->topk_ids.emplace_back(chosen, chosen + n);
+    trace->topk_weights.emplace_back(weight, weight + n);
+  }
+  std::vector<int> uni(chosen, chosen + n);
+  std::sort(uni.begin(), uni.end());
+  uni.erase(std::unique(uni.begin(), uni.end()), uni.end());
+  std::vector<int32_t> slot(n);
+  for (size_t i = 0; i < n; ++i)
+    slot[i] = int32_t(std::lower_bound(uni.begin(), uni.end(), chosen[i]) - uni.begin());
+  m_.experts().gather(layer, uni, d_->experts, so);
+  d_->mlp->run(d_->experts, slot.data(), weight, T, d_->z, d_->y, so);
+  if (c.latent_norm) rmsnorm(d_->y, Z, w.latent_norm, WeightType::F32, Z, T, c.rms_eps, d_->y, Z, so);
+  k3::gemm(w.latent_up, d_->y, Z, T, d_->m, H, so);
+  if (w.has_shared) k3::add(d_->m, d_->sh, d_->m, int64_t(T) * H, so);
+}
+
+void CudaK3Session::commit(int n) {
+  const K3Config& c = m_.config();
+  const int T = staged_T_;
+  if (T == 0) throw Error("commit() without a staged pass");
+  if (n < 0 || n > T) throw Error("commit(" + std::to_string(n) + ") outside 0.." + std::to_string(T));
+  if (n < T && !staged_partial_)
+    throw Error("partial commit of a pass staged without partial_commit", "stage verify passes with partial_commit");
+  if (n < T) {
+    cudaStream_t s = d_->stream.get();
+    const Stream so = d_->stream.opaque();
+    const int C = c.kda_dim(), nh = c.kda_heads, dh = c.kda_head_dim;
+    for (int l = 0; l < c.layers; ++l) {
+      if (c.is_mla[l]) continue;
+      KdaDev& k = d_->kda[l];
+      check_cuda(cudaMemcpyAsync(k.S, k.S0, d_->S_floats * 4, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
+      if (n > 0) k3::kda_recurrent(k.S, nh, dh, dh, n, k.q, k.k, k.v, k.la, k.beta, d_->o, so);
+      k3::kda_window_after(k.conv0, k.raw, n, C, c.conv_kernel, k.conv, so);
+    }
+    d_->stream.sync();
+  }
+  n_past_ += n;
+  staged_T_ = 0;
+  staged_partial_ = false;
+}
+
+void CudaK3Session::rollback() {
+  if (staged_T_ == 0) return;
+  if (!staged_partial_) {
+    reset();  // without a snapshot of S the KDA state cannot be restored (as the CPU session)
+    return;
+  }
+  commit(0);
+}
+
+std::vector<float> CudaK3Session::prefill(std::span<const int32_t> ids) {
+  std::vector<float> logits;
+  const size_t chunk = size_t(m_.options().max_rows);
+  for (size_t i = 0; i < ids.size(); i += chunk) {
+    const size_t n = std::min(chunk, ids.size() - i);
+    PassOptions o;
+    o.all_logits = false;
+    stage(ids.subspan(i, n), logits, o);
+    commit(static_cast<int>(n));
+  }
+  return logits;
+}
+
+std::vector<int32_t> CudaK3Session::greedy(std::span<const int32_t> prompt, int max_new) {
+  std::vector<int32_t> out;
+  if (max_new <= 0) return out;
+  std::vector<float> logits = prefill(prompt);
+  const int V = m_.config().vocab;
+  for (;;) {
+    const int32_t id = static_cast<int32_t>(std::max_element(logits.end() - V, logits.end()) - (logits.end() - V));
+    out.push_back(id);
+    if (int(out.size()) == max_new) break;
+    PassOptions o;
+    o.all_logits = false;
+    stage(std::span<const int32_t>(&out.back(), 1), logits, o);
+    commit(1);
+  }
+  return out;
+}
+
+}  // namespace deltafin::cuda

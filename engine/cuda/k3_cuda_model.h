@@ -1,0 +1,89 @@
+#pragma once
+// The K3 forward on one CUDA GPU: the spine weights copied to device memory once, routed experts
+// through a VRAM expert tier over the host model's ExpertSource, and a session with the same
+// stage / commit(n) / rollback transactions as the CPU K3Session (runtime/k3_model.h). All
+// arithmetic is fp32 with batch-invariant kernels: a row's logits do not depend on the other rows
+// of its pass. Not bit-identical to the CPU path (different summation trees); compared by tolerance.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "runtime/k3_model.h"
+
+namespace deltafin::cuda {
+
+class VramExpertCache;
+struct CudaK3Weights;
+
+class CudaK3Model {
+ public:
+  struct Options {
+    int max_rows = 16;          // most rows of one pass (verify passes; prefill runs in chunks of this)
+    int64_t max_context = 4096;  // MLA cache rows per layer
+    int expert_slots = 0;        // VRAM expert slots; 0 = every expert of the model (resident)
+    bool preload = true;         // resident mode: copy every expert in before the first pass
+  };
+  CudaK3Model(const K3Model& host, Options opts);
+  explicit CudaK3Model(const K3Model& host) : CudaK3Model(host, Options{}) {}
+  ~CudaK3Model();
+  CudaK3Model(const CudaK3Model&) = delete;
+  CudaK3Model& operator=(const CudaK3Model&) = delete;
+
+  const K3Model& host() const { return host_; }
+  const K3Config& config() const { return host_.config(); }
+  const Options& options() const { return opts_; }
+  const CudaK3Weights& weights() const { return *w_; }
+  VramExpertCache& experts() const { return *cache_; }
+  uint64_t spine_device_bytes() const;
+
+ private:
+  const K3Model& host_;
+  Options opts_;
+  std::unique_ptr<CudaK3Weights> w_;
+  std::unique_ptr<VramExpertCache> cache_;
+};
+
+// Sessions of one model share its VRAM expert tier: use them from one thread at a time.
+class CudaK3Session {
+ public:
+  explicit CudaK3Session(const CudaK3Model& model);
+  ~CudaK3Session();
+  CudaK3Session(const CudaK3Session&) = delete;
+  CudaK3Session& operator=(const CudaK3Session&) = delete;
+
+  // Same contract as K3Session::stage: rows n_past()..n_past()+T-1, T <= max_rows.
+  // opts.chunked_kda is ignored (the step form is used for every pass).
+  void stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts = {});
+  void commit(int n);
+  void rollback();
+  bool staged() const { return staged_T_ > 0; }
+  int64_t n_past() const { return n_past_; }
+  void reset();
+  // stage + commit in chunks of at most max_rows; returns the last row's logits.
+  std::vector<float> prefill(std::span<const int32_t> ids);
+  // Greedy decoding of up to max_new tokens after `prompt` (first maximum wins, as runtime/sampler).
+  std::vector<int32_t> greedy(std::span<const int32_t> prompt, int max_new);
+  // Waits for the session's stream (for timing).
+  void sync() const;
+  // Per-layer GPU time of the last pass (CUDA events around each layer; includes the wait for
+  // the routing read-back and expert copies inside the layer). Empty unless enabled.
+  void set_layer_timing(bool on);
+  std::vector<float> layer_ms() const;
+  const CudaK3Model& model() const { return m_; }
+
+ private:
+  struct Impl;
+  void attention_kda(int layer, int T, bool partial);
+  void attention_mla(int layer, int T);
+  void moe(int layer, int T, ForwardTrace* trace);
+  void dense(int which_layer, bool shared, int T, const float* x, float* out);
+
+  const CudaK3Model& m_;
+  std::unique_ptr<Impl> d_;
+  int64_t n_past_ = 0;
+  int staged_T_ = 0;
+  bool staged_partial_ = false;
+};
+
+}  // namespace deltafin::cuda

@@ -1,0 +1,591 @@
+#include "cuda/k3_cuda_ops.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "cuda/cuda_common.cuh"
+
+namespace deltafin::cuda::k3 {
+namespace {
+
+__device__ __forceinline__ float sigm(float x) { return 1.f / (1.f + expf(-x)); }
+
+__device__ __forceinline__ float load_w(const void* w, bool bf16, int64_t i) {
+  if (bf16) return __uint_as_float(static_cast<uint32_t>(static_cast<const uint16_t*>(w)[i]) << 16);
+  return static_cast<const float*>(w)[i];
+}
+
+// Sum over a block of NT threads: warp butterflies, then warp totals in warp order (the same
+// tree for every call). `sh` holds NT/32 floats; every thread gets the total.
+template <int NT>
+__device__ __forceinline__ float block_sum(float v, float* sh) {
+  v = warp_sum(v);
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float t = 0.f;
+#pragma unroll
+  for (int k = 0; k < NT / 32; ++k) t += sh[k];
+  __syncthreads();
+  return t;
+}
+
+template <int NT>
+__device__ __forceinline__ float block_max(float v, float* sh) {
+#pragma unroll
+  for (int m = 16; m >= 1; m >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, m));
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float t = sh[0];
+#pragma unroll
+  for (int k = 1; k < NT / 32; ++k) t = fmaxf(t, sh[k]);
+  __syncthreads();
+  return t;
+}
+
+unsigned blocks_for(int64_t n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
+
+// ---- generic ----
+
+__global__ void f32_rows_kernel(const float* __restrict__ w, int64_t out, int64_t in, const float* __restrict__ x,
+                                int64_t ldx, int T, float* __restrict__ y, int64_t ldy) {
+  const int64_t o = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (o >= out) return;
+  for (int t = 0; t < T; ++t) {
+    float a = 0.f;
+    for (int64_t i = lane; i < in; i += 32) a = __fmaf_rn(w[o * in + i], x[t * ldx + i], a);
+    a = warp_sum(a);
+    if (lane == 0) y[t * ldy + o] = a;
+  }
+}
+
+
+// One block per weight row (BF16): each thread takes fixed 16-byte chunks of the row, warps meet in
+// butterflies, warp totals are added in warp order. The order of every (row, t) sum depends on the
+// width only, so the result is the same for any T (batch invariant). Gives narrow matrices (router,
+// f_a, b_proj, q_a, kv_a) one block per row instead of a handful of warps for the whole matrix.
+constexpr int kRowThreads = 256, kRowUnroll = 4;
+template <int TT>
+__global__ void __launch_bounds__(kRowThreads) bf16_row_block_kernel(const uint4* __restrict__ w, int64_t in,
+                                                                   const float* __restrict__ x, int64_t ldx, int T,
+                                                                   float* __restrict__ y, int64_t ldy) {
+  __shared__ float sh[kRowThreads / 32][TT];
+  const int64_t o = blockIdx.x;
+  const int64_t nch = in / 8;
+  const uint4* wr = w + o * nch;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int t0 = 0; t0 < T; t0 += TT) {
+    float acc[TT];
+#pragma unroll
+    for (int t = 0; t < TT; ++t) acc[t] = 0.f;
+    for (int64_t c0 = threadIdx.x; c0 < nch; c0 += int64_t(kRowThreads) * kRowUnroll) {
+      uint4 wv[kRowUnroll];
+#pragma unroll
+      for (int u = 0; u < kRowUnroll; ++u) {
+        const int64_t c = c0 + int64_t(kRowThreads) * u;
+        wv[u] = c < nch ? __ldg(wr + c) : make_uint4(0, 0, 0, 0);
+      }
+#pragma unroll
+      for (int u = 0; u < kRowUnroll; ++u) {
+        const int64_t c = c0 + int64_t(kRowThreads) * u;
+        if (c >= nch) break;
+#pragma unroll
+        for (int t = 0; t < TT; ++t) {
+          if (t0 + t >= T) break;
+          const float4* xp = reinterpret_cast<const float4*>(x + (t0 + t) * ldx + c * 8);
+          const float4 xa = __ldg(xp), xb = __ldg(xp + 1);
+          float a = acc[t];
+          a = __fmaf_rn(bf16_lo(wv[u].x), xa.x, a);
+          a = __fmaf_rn(bf16_hi(wv[u].x), xa.y, a);
+          a = __fmaf_rn(bf16_lo(wv[u].y), xa.z, a);
+          a = __fmaf_rn(bf16_hi(wv[u].y), xa.w, a);
+          a = __fmaf_rn(bf16_lo(wv[u].z), xb.x, a);
+          a = __fmaf_rn(bf16_hi(wv[u].z), xb.y, a);
+          a = __fmaf_rn(bf16_lo(wv[u].w), xb.z, a);
+          a = __fmaf_rn(bf16_hi(wv[u].w), xb.w, a);
+          acc[t] = a;
+        }
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < TT; ++t) {
+      const float v = warp_sum(acc[t]);
+      if (lane == 0) sh[warp][t] = v;
+    }
+    __syncthreads();
+    if (threadIdx.x < TT && t0 + int(threadIdx.x) < T) {
+      float tot = 0.f;
+#pragma unroll
+      for (int k = 0; k < kRowThreads / 32; ++k) tot += sh[k][threadIdx.x];
+      y[(t0 + threadIdx.x) * ldy + o] = tot;
+    }
+    __syncthreads();
+  }
+}
+
+// Which GEMV serves a BF16 matrix: "library" (kernels/cuda bf16_gemm) for wide ones and this file's
+// block-per-row kernel below `narrow` rows; DELTAFIN_CUDA_ROW_GEMV=all uses the latter everywhere,
+// =off nowhere (for measurements).
+int row_gemv_mode() {
+  static const int mode = [] {
+    const char* e = std::getenv("DELTAFIN_CUDA_ROW_GEMV");
+    if (!e) return 1;
+    const std::string v(e);
+    return v == "all" ? 2 : v == "off" ? 0 : 1;
+  }();
+  return mode;
+}
+constexpr int64_t kNarrowRows = 4096;
+
+__global__ void gather_kernel(const void* table, bool bf16, int64_t cols, const int32_t* ids, float* y) {
+  const int t = blockIdx.y;
+  const int64_t row = ids[t];
+  for (int64_t j = blockIdx.x * blockDim.x + threadIdx.x; j < cols; j += int64_t(gridDim.x) * blockDim.x)
+    y[t * cols + j] = load_w(table, bf16, row * cols + j);
+}
+
+constexpr int kResThreads = 256;
+__global__ void __launch_bounds__(kResThreads) attn_res_kernel(ResEntries e, const float* __restrict__ w, int H,
+                                                               float eps, float* __restrict__ out) {
+  __shared__ float sh[kResThreads / 32];
+  __shared__ float prob[kMaxResEntries];
+  const int64_t t = blockIdx.x;
+  for (int i = 0; i < e.n; ++i) {
+    const float* v = e.p[i] + t * H;
+    float ss = 0.f;
+    for (int j = threadIdx.x; j < H; j += kResThreads) ss = __fmaf_rn(v[j], v[j], ss);
+    const float inv = 1.f / sqrtf(block_sum<kResThreads>(ss, sh) / static_cast<float>(H) + eps);
+    float d = 0.f;
+    for (int j = threadIdx.x; j < H; j += kResThreads) d = __fmaf_rn(v[j] * inv, w[j], d);
+    d = block_sum<kResThreads>(d, sh);
+    if (threadIdx.x == 0) prob[i] = d;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float mx = prob[0];
+    for (int i = 1; i < e.n; ++i) mx = fmaxf(mx, prob[i]);
+    float sum = 0.f;
+    for (int i = 0; i < e.n; ++i) {
+      prob[i] = expf(prob[i] - mx);
+      sum += prob[i];
+    }
+    for (int i = 0; i < e.n; ++i) prob[i] = prob[i] / sum;
+  }
+  __syncthreads();
+  for (int j = threadIdx.x; j < H; j += kResThreads) {
+    float o = 0.f;
+    for (int i = 0; i < e.n; ++i) o = __fmaf_rn(prob[i], e.p[i][t * H + j], o);
+    out[t * H + j] = o;
+  }
+}
+
+__global__ void add_kernel(const float* a, const float* b, float* o, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    o[i] = a[i] + b[i];
+}
+__global__ void mul_sigmoid_kernel(const float* a, const float* g, float* o, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    o[i] = a[i] * sigm(g[i]);
+}
+__global__ void situ_kernel(const float* g, const float* u, int64_t n, float beta, float lbeta, float* o) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const float a = beta * tanhf(g[i] / beta) * sigm(g[i]);
+    const float b = lbeta * tanhf(u[i] / lbeta);
+    o[i] = a * b;
+  }
+}
+
+unsigned grid_1d(int64_t n) { return static_cast<unsigned>(std::min<int64_t>(blocks_for(n, 256), 4096)); }
+
+// ---- KDA ----
+
+__global__ void kda_conv_kernel(const float* __restrict__ window, const float* __restrict__ raw, int T, int C, int K,
+                                const float* tq, const float* tk, const float* tv, float* q, float* k, float* v) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  const int which = blockIdx.y;
+  if (ch >= C) return;
+  const float* taps = (which == 0 ? tq : which == 1 ? tk : tv) + int64_t(ch) * K;
+  float* out = which == 0 ? q : which == 1 ? k : v;
+  const int K1 = K - 1;
+  const float* win = window + int64_t(which) * K1 * C;
+  for (int t = 0; t < T; ++t) {
+    float acc = 0.f;
+    for (int j = 0; j < K; ++j) {
+      const int src = t + j;
+      const float xv = src < K1 ? win[int64_t(src) * C + ch] : raw[(int64_t(src - K1) * 3 + which) * C + ch];
+      acc = __fmaf_rn(taps[j], xv, acc);
+    }
+    out[int64_t(t) * C + ch] = acc * sigm(acc);
+  }
+}
+
+__global__ void kda_window_kernel(const float* __restrict__ window, const float* __restrict__ raw, int n, int C, int K,
+                                  float* __restrict__ nw) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  const int which = blockIdx.y;
+  if (ch >= C) return;
+  const int K1 = K - 1;
+  for (int r = 0; r < K1; ++r) {
+    const int src = n + r;
+    nw[(int64_t(which) * K1 + r) * C + ch] =
+        src < K1 ? window[(int64_t(which) * K1 + src) * C + ch] : raw[(int64_t(src - K1) * 3 + which) * C + ch];
+  }
+}
+
+__global__ void l2norm_heads_kernel(float* x, int d, float scale) {
+  float* v = x + int64_t(blockIdx.x) * d;  // one warp per (row, head)
+  float ss = 0.f;
+  for (int i = threadIdx.x; i < d; i += 32) ss = __fmaf_rn(v[i], v[i], ss);
+  ss = warp_sum(ss);
+  const float inv = 1.f / sqrtf(ss + 1e-6f);
+  for (int i = threadIdx.x; i < d; i += 32) v[i] = (v[i] * inv) * scale;
+}
+
+__global__ void kda_gates_kernel(const float* fb, const float* dt_bias, const float* a_log, const float* braw, int T,
+                                 int heads, int d, float lower, float* la, float* beta) {
+  const int64_t C = int64_t(heads) * d;
+  const int64_t n = int64_t(T) * C;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t idx = i % C;
+    const int h = static_cast<int>(idx / d);
+    const float ea = expf(a_log[h]);
+    la[i] = lower * sigm(ea * (fb[i] + dt_bias[idx]));
+    if (idx % d == 0) beta[(i / C) * heads + h] = sigm(braw[(i / C) * heads + h]);
+  }
+}
+
+// One block per head, one thread per value column j; the head's state lives in shared memory for
+// all T steps. Per column the arithmetic is runtime/kda_core.cpp's step_head, summed in key order.
+__global__ void kda_step_kernel(float* S, int heads, int dk, int dv, int T, const float* __restrict__ q,
+                                const float* __restrict__ k, const float* __restrict__ v,
+                                const float* __restrict__ log_alpha, const float* __restrict__ beta, float* o) {
+  extern __shared__ float smem[];
+  float* Ss = smem;                    // [dk][dv]
+  float* ea = Ss + int64_t(dk) * dv;   // [dk]
+  float* ks = ea + dk;                 // [dk]
+  float* qs = ks + dk;                 // [dk]
+  const int h = blockIdx.x, j = threadIdx.x;
+  float* Sg = S + int64_t(h) * dk * dv;
+  for (int64_t i = j; i < int64_t(dk) * dv; i += blockDim.x) Ss[i] = Sg[i];
+  const int64_t qk = int64_t(heads) * dk, vw = int64_t(heads) * dv;
+  for (int t = 0; t < T; ++t) {
+    __syncthreads();
+    for (int i = j; i < dk; i += blockDim.x) {
+      ea[i] = expf(log_alpha[t * qk + int64_t(h) * dk + i]);
+      ks[i] = k[t * qk + int64_t(h) * dk + i];
+      qs[i] = q[t * qk + int64_t(h) * dk + i];
+    }
+    __syncthreads();
+    if (j < dv) {
+      float kS = 0.f;
+      for (int i = 0; i < dk; ++i) {
+        const float sv = Ss[i * dv + j] * ea[i];
+        Ss[i * dv + j] = sv;
+        kS = __fmaf_rn(ks[i], sv, kS);
+      }
+      const float u = beta[t * heads + h] * (v[t * vw + int64_t(h) * dv + j] - kS);
+      float acc = 0.f;
+      for (int i = 0; i < dk; ++i) {
+        const float sv = __fmaf_rn(ks[i], u, Ss[i * dv + j]);
+        Ss[i * dv + j] = sv;
+        acc = __fmaf_rn(qs[i], sv, acc);
+      }
+      o[t * vw + int64_t(h) * dv + j] = acc;
+    }
+  }
+  __syncthreads();
+  for (int64_t i = j; i < int64_t(dk) * dv; i += blockDim.x) Sg[i] = Ss[i];
+}
+
+constexpr int kHeadThreads = 128;
+__global__ void __launch_bounds__(kHeadThreads) kda_out_kernel(float* o, const float* gate, const float* w, int d, float eps) {
+  __shared__ float sh[kHeadThreads / 32];
+  float* v = o + int64_t(blockIdx.x) * d;
+  const float* g = gate + int64_t(blockIdx.x) * d;
+  float ss = 0.f;
+  for (int i = threadIdx.x; i < d; i += kHeadThreads) ss = __fmaf_rn(v[i], v[i], ss);
+  const float inv = 1.f / sqrtf(block_sum<kHeadThreads>(ss, sh) / static_cast<float>(d) + eps);
+  for (int i = threadIdx.x; i < d; i += kHeadThreads) v[i] = ((v[i] * inv) * w[i]) * sigm(g[i]);
+}
+
+// ---- MLA ----
+
+__global__ void mla_absorb_kernel(const float* q, const void* kvb, bool bf16, int nh, int N, int P, int Vd, int R,
+                                  float* qabs) {
+  const int th = blockIdx.y;  // t * nh + h
+  const int h = th % nh;
+  const float* qn = q + int64_t(th) * (N + P);
+  for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < R; j += gridDim.x * blockDim.x) {
+    float acc = 0.f;
+    for (int n = 0; n < N; ++n) acc = __fmaf_rn(qn[n], load_w(kvb, bf16, (int64_t(h) * (N + Vd) + n) * R + j), acc);
+    qabs[int64_t(th) * R + j] = acc;
+  }
+}
+
+constexpr int kAttThreads = 256;
+__global__ void __launch_bounds__(kAttThreads) mla_attend_kernel(const float* __restrict__ qabs, const float* __restrict__ q,
+                                                                 const float* __restrict__ cache, int64_t base, int nh,
+                                                                 int N, int R, int P, float scale, float* scores,
+                                                                 int64_t max_ctx, float* olat) {
+  __shared__ float sh[kAttThreads / 32];
+  const int th = blockIdx.x;
+  const int t = th / nh;
+  const int W = R + P;
+  const int64_t ctx = base + t + 1;
+  const float* qa = qabs + int64_t(th) * R;
+  const float* qr = q + int64_t(th) * (N + P) + N;
+  float* sc = scores + int64_t(th) * max_ctx;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int64_t s = warp; s < ctx; s += kAttThreads / 32) {
+    const float* row = cache + s * W;
+    float a = 0.f, r = 0.f;
+    for (int j = lane; j < R; j += 32) a = __fmaf_rn(qa[j], row[j], a);
+    for (int j = lane; j < P; j += 32) r = __fmaf_rn(qr[j], row[R + j], r);
+    a = warp_sum(a);
+    r = warp_sum(r);
+    if (lane == 0) sc[s] = (a + r) * scale;
+  }
+  __syncthreads();
+  float mx = -INFINITY;
+  for (int64_t s = threadIdx.x; s < ctx; s += kAttThreads) mx = fmaxf(mx, sc[s]);
+  mx = block_max<kAttThreads>(mx, sh);
+  float sum = 0.f;
+  for (int64_t s = threadIdx.x; s < ctx; s += kAttThreads) {
+    const float e = expf(sc[s] - mx);
+    sc[s] = e;
+    sum += e;
+  }
+  sum = block_sum<kAttThreads>(sum, sh);  // also orders the writes of sc before the reads below
+  for (int j = threadIdx.x; j < R; j += kAttThreads) {
+    float acc = 0.f;
+    for (int64_t s = 0; s < ctx; ++s) acc = __fmaf_rn(sc[s] / sum, cache[s * W + j], acc);
+    olat[int64_t(th) * R + j] = acc;
+  }
+}
+
+__global__ void mla_value_kernel(const float* olat, const void* kvb, bool bf16, int nh, int N, int R, int Vd,
+                                 float* attn, int64_t total) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);  // (t*nh + h)*Vd + v
+  const int lane = threadIdx.x & 31;
+  if (idx >= total) return;
+  const int64_t th = idx / Vd;
+  const int vv = static_cast<int>(idx % Vd);
+  const int h = static_cast<int>(th % nh);
+  const int64_t wrow = int64_t(h) * (N + Vd) + N + vv;
+  const float* x = olat + th * R;
+  float a = 0.f;
+  for (int j = lane; j < R; j += 32) a = __fmaf_rn(load_w(kvb, bf16, wrow * R + j), x[j], a);
+  a = warp_sum(a);
+  if (lane == 0) attn[idx] = a;
+}
+
+// ---- MoE ----
+
+constexpr int kRouterThreads = 256;
+__global__ void __launch_bounds__(kRouterThreads) router_kernel(const float* logits, const float* bias, int E, int k,
+                                                                bool renorm, float scaling, int32_t* ids, float* wts) {
+  extern __shared__ float rs[];
+  float* s = rs;       // [E]
+  float* key = s + E;  // [E]
+  __shared__ float bv[kRouterThreads / 32];
+  __shared__ int bi[kRouterThreads / 32];
+  __shared__ int chosen[64];
+  const int t = blockIdx.x;
+  for (int e = threadIdx.x; e < E; e += kRouterThreads) {
+    s[e] = sigm(logits[int64_t(t) * E + e]);
+    key[e] = s[e] + (bias ? bias[e] : 0.f);
+  }
+  __syncthreads();
+  for (int r = 0; r < k; ++r) {
+    float best = -INFINITY;
+    int besti = 0x7fffffff;
+    for (int e = threadIdx.x; e < E; e += kRouterThreads)
+      if (key[e] > best || (key[e] == best && e < besti)) {
+        best = key[e];
+        besti = e;
+      }
+#pragma unroll
+    for (int m = 16; m >= 1; m >>= 1) {
+      const float ob = __shfl_xor_sync(0xffffffffu, best, m);
+      const int oi = __shfl_xor_sync(0xffffffffu, besti, m);
+      if (ob > best || (ob == best && oi < besti)) {
+        best = ob;
+        besti = oi;
+      }
+    }
+    if ((threadIdx.x & 31) == 0) {
+      bv[threadIdx.x >> 5] = best;
+      bi[threadIdx.x >> 5] = besti;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float b = bv[0];
+      int i0 = bi[0];
+      for (int w = 1; w < kRouterThreads / 32; ++w)
+        if (bv[w] > b || (bv[w] == b && bi[w] < i0)) {
+          b = bv[w];
+          i0 = bi[w];
+        }
+      chosen[r] = i0;
+      key[i0] = -INFINITY;
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    for (int a = 1; a < k; ++a)  // ascending expert id: the fixed summation order
+      for (int b = a; b > 0 && chosen[b - 1] > chosen[b]; --b) {
+        const int tmp = chosen[b];
+        chosen[b] = chosen[b - 1];
+        chosen[b - 1] = tmp;
+      }
+    float sum = 0.f;
+    for (int i = 0; i < k; ++i) sum += s[chosen[i]];
+    for (int i = 0; i < k; ++i) {
+      ids[t * k + i] = chosen[i];
+      const float sc = s[chosen[i]];
+      wts[t * k + i] = (renorm ? sc / (sum + 1e-20f) : sc) * scaling;
+    }
+  }
+}
+
+}  // namespace
+
+void gemm(const DevMat& w, const float* x, int64_t ldx, int T, float* y, int64_t ldy, Stream s) {
+  if (T <= 0) return;
+  if (w.bf16) {
+    const int mode = row_gemv_mode();
+    const bool rows_kernel = mode == 2 || (mode == 1 && w.rows < kNarrowRows);
+    if (!rows_kernel || w.cols % 8 != 0 || ldx % 4 != 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0 ||
+        reinterpret_cast<uintptr_t>(w.data) % 16 != 0) {
+      bf16_gemm(w.data, w.rows, w.cols, x, ldx, T, y, ldy, s);
+      return;
+    }
+    const auto* wv = static_cast<const uint4*>(w.data);
+    const unsigned grid = static_cast<unsigned>(w.rows);
+    if (T == 1) bf16_row_block_kernel<1><<<grid, kRowThreads, 0, as_stream(s)>>>(wv, w.cols, x, ldx, T, y, ldy);
+    else if (T == 2) bf16_row_block_kernel<2><<<grid, kRowThreads, 0, as_stream(s)>>>(wv, w.cols, x, ldx, T, y, ldy);
+    else if (T <= 4) bf16_row_block_kernel<4><<<grid, kRowThreads, 0, as_stream(s)>>>(wv, w.cols, x, ldx, T, y, ldy);
+    else bf16_row_block_kernel<8><<<grid, kRowThreads, 0, as_stream(s)>>>(wv, w.cols, x, ldx, T, y, ldy);
+    DELTAFIN_CUDA_LAUNCHED("bf16_row_block_kernel");
+    return;
+  }
+  f32_rows_kernel<<<blocks_for(w.rows, 8), 256, 0, as_stream(s)>>>(static_cast<const float*>(w.data), w.rows, w.cols, x,
+                                                                  ldx, T, y, ldy);
+  DELTAFIN_CUDA_LAUNCHED("f32_rows_kernel");
+}
+
+void gather_rows(const DevMat& table, const int32_t* ids, int T, float* y, Stream s) {
+  if (T <= 0) return;
+  dim3 grid(blocks_for(table.cols, 256), T);
+  gather_kernel<<<grid, 256, 0, as_stream(s)>>>(table.data, table.bf16, table.cols, ids, y);
+  DELTAFIN_CUDA_LAUNCHED("gather_kernel");
+}
+
+void attn_res_mix(const ResEntries& e, const float* w, int T, int H, float eps, float* out, Stream s) {
+  if (e.n < 1 || e.n > kMaxResEntries) throw CudaError("attn_res_mix: 1.." + std::to_string(kMaxResEntries) + " entries");
+  if (T <= 0) return;
+  attn_res_kernel<<<T, kResThreads, 0, as_stream(s)>>>(e, w, H, eps, out);
+  DELTAFIN_CUDA_LAUNCHED("attn_res_kernel");
+}
+
+void add(const float* a, const float* b, float* out, int64_t n, Stream s) {
+  if (n <= 0) return;
+  add_kernel<<<grid_1d(n), 256, 0, as_stream(s)>>>(a, b, out, n);
+  DELTAFIN_CUDA_LAUNCHED("add_kernel");
+}
+
+void mul_sigmoid(const float* a, const float* g, float* out, int64_t n, Stream s) {
+  if (n <= 0) return;
+  mul_sigmoid_kernel<<<grid_1d(n), 256, 0, as_stream(s)>>>(a, g, out, n);
+  DELTAFIN_CUDA_LAUNCHED("mul_sigmoid_kernel");
+}
+
+void situ_glu(const float* g, const float* u, int64_t n, float beta, float lbeta, float* out, Stream s) {
+  if (n <= 0) return;
+  situ_kernel<<<grid_1d(n), 256, 0, as_stream(s)>>>(g, u, n, beta, lbeta, out);
+  DELTAFIN_CUDA_LAUNCHED("situ_kernel");
+}
+
+void kda_conv(const float* window, const float* raw, int T, int C, int K, const float* tq, const float* tk,
+              const float* tv, float* q, float* k, float* v, Stream s) {
+  if (T <= 0) return;
+  kda_conv_kernel<<<dim3(blocks_for(C, 128), 3), 128, 0, as_stream(s)>>>(window, raw, T, C, K, tq, tk, tv, q, k, v);
+  DELTAFIN_CUDA_LAUNCHED("kda_conv_kernel");
+}
+
+void kda_window_after(const float* window, const float* raw, int n, int C, int K, float* nw, Stream s) {
+  kda_window_kernel<<<dim3(blocks_for(C, 128), 3), 128, 0, as_stream(s)>>>(window, raw, n, C, K, nw);
+  DELTAFIN_CUDA_LAUNCHED("kda_window_kernel");
+}
+
+void l2norm_heads(float* x, int T, int heads, int d, float scale, Stream s) {
+  if (T <= 0) return;
+  l2norm_heads_kernel<<<T * heads, 32, 0, as_stream(s)>>>(x, d, scale);
+  DELTAFIN_CUDA_LAUNCHED("l2norm_heads_kernel");
+}
+
+void kda_gates(const float* fb, const float* dt_bias, const float* a_log, const float* braw, int T, int heads, int d,
+               float lower, float* la, float* beta, Stream s) {
+  if (T <= 0) return;
+  kda_gates_kernel<<<grid_1d(int64_t(T) * heads * d), 256, 0, as_stream(s)>>>(fb, dt_bias, a_log, braw, T, heads, d,
+                                                                             lower, la, beta);
+  DELTAFIN_CUDA_LAUNCHED("kda_gates_kernel");
+}
+
+void kda_recurrent(float* S, int heads, int dk, int dv, int T, const float* q, const float* k, const float* v,
+                   const float* log_alpha, const float* beta, float* o, Stream s) {
+  if (T <= 0) return;
+  const size_t smem = (size_t(dk) * dv + 3 * size_t(dk)) * sizeof(float);
+  static size_t opted = 48 * 1024;
+  if (smem > opted) {
+    DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(kda_step_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    opted = smem;
+  }
+  const int threads = std::max(32, (dv + 31) / 32 * 32);
+  if (threads > 1024) throw CudaError("kda_recurrent: value head width above 1024");
+  kda_step_kernel<<<heads, threads, smem, as_stream(s)>>>(S, heads, dk, dv, T, q, k, v, log_alpha, beta, o);
+  DELTAFIN_CUDA_LAUNCHED("kda_step_kernel");
+}
+
+void kda_out_norm_gate(float* o, const float* gate, const float* w, int T, int heads, int d, float eps, Stream s) {
+  if (T <= 0) return;
+  kda_out_kernel<<<T * heads, kHeadThreads, 0, as_stream(s)>>>(o, gate, w, d, eps);
+  DELTAFIN_CUDA_LAUNCHED("kda_out_kernel");
+}
+
+void mla_absorb_q(const float* q, const DevMat& kv_b, int T, int nh, int N, int P, int Vd, float* qabs, Stream s) {
+  if (T <= 0) return;
+  const int R = static_cast<int>(kv_b.cols);
+  mla_absorb_kernel<<<dim3(blocks_for(R, 128), T * nh), 128, 0, as_stream(s)>>>(q, kv_b.data, kv_b.bf16, nh, N, P, Vd,
+                                                                                 R, qabs);
+  DELTAFIN_CUDA_LAUNCHED("mla_absorb_kernel");
+}
+
+void mla_attend(const float* qabs, const float* q, const float* cache, int64_t base, int T, int nh, int N, int R, int P,
+                float scale, float* scores, int64_t max_ctx, float* olat, Stream s) {
+  if (T <= 0) return;
+  if (base + T > max_ctx) throw CudaError("mla_attend: context beyond the score scratch");
+  mla_attend_kernel<<<T * nh, kAttThreads, 0, as_stream(s)>>>(qabs, q, cache, base, nh, N, R, P, scale, scores, max_ctx,
+                                                              olat);
+  DELTAFIN_CUDA_LAUNCHED("mla_attend_kernel");
+}
+
+void mla_value(const float* olat, const DevMat& kv_b, int T, int nh, int N, int R, int Vd, float* attn, Stream s) {
+  if (T <= 0) return;
+  const int64_t total = int64_t(T) * nh * Vd;
+  mla_value_kernel<<<blocks_for(total, 8), 256, 0, as_stream(s)>>>(olat, kv_b.data, kv_b.bf16, nh, N, R, Vd, attn, total);
+  DELTAFIN_CUDA_LAUNCHED("mla_value_kernel");
+}
+
+void router_select(const float* logits, const float* bias, int T, int E, int k, bool renormalize, float scaling,
+                   int32_t* ids, float* weights, Stream s) {
+  if (T <= 0) return;
+  if (k < 1 || k > 64 || k > E) throw CudaError("router_select: top_k must be 1..64 and at most the expert count");
+  const size_t smem = size_t(2) * E * sizeof(float);
+  if (smem > 48 * 1024) throw CudaError("router_select: too many experts for shared memory");
+  router_kernel<<<T, kRouterThreads, smem, as_stream(s)>>>(logits, bias, E, k, renormalize, scaling, ids, weights);
+  DELTAFIN_CUDA_LAUNCHED("router_kernel");
+}
+
+}  // namespace deltafin::cuda::k3

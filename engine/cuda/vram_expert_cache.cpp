@@ -1,0 +1,156 @@
+#include "cuda/vram_expert_cache.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "base/error.h"
+#include "base/thread_pool.h"
+#include "cuda/cuda_support.h"
+
+namespace deltafin::cuda {
+
+struct VramExpertCache::Impl {
+  DeviceBuffer pool;
+  OwnedStream copy;
+  std::vector<PinnedBuffer> staging;
+  std::vector<std::unique_ptr<OwnedEvent>> staged;  // one per staging buffer: its DMA is done
+  std::vector<bool> staged_used;
+  OwnedEvent done, compute_done;
+};
+
+VramExpertCache::VramExpertCache(ExpertSource& host, int latent, int inter, int slots, int staging_buffers)
+    : host_(host), impl_(std::make_unique<Impl>()) {
+  if (slots < 1) throw Error("the VRAM expert tier needs at least one slot");
+  // ExpertView order: w1 packed, w1 scale, w2 packed, w2 scale, w3 packed, w3 scale.
+  const uint64_t I = inter, Z = latent;
+  const uint64_t sizes[6] = {I * Z / 2, I * Z / 32, Z * I / 2, Z * I / 32, I * Z / 2, I * Z / 32};
+  for (int p = 0; p < 6; ++p) {
+    part_bytes_[p] = sizes[p];
+    part_off_[p] = slot_bytes_;
+    slot_bytes_ += DeviceArena::round(sizes[p]);
+  }
+  impl_->pool = DeviceBuffer(slot_bytes_ * uint64_t(slots));
+  slot_key_.assign(slots, -1);
+  slot_used_.assign(slots, 0);
+  for (int i = 0; i < staging_buffers; ++i) {
+    impl_->staging.emplace_back(slot_bytes_);
+    impl_->staged.push_back(std::make_unique<OwnedEvent>());
+    impl_->staged_used.push_back(false);
+  }
+}
+
+VramExpertCache::~VramExpertCache() = default;
+
+MxExpert VramExpertCache::view(int slot) const {
+  auto* b = static_cast<const uint8_t*>(impl_->pool.data()) + uint64_t(slot) * slot_bytes_;
+  // MxExpert: gate = w1, up = w3, down = w2.
+  return MxExpert{b + part_off_[0], b + part_off_[1], b + part_off_[4], b + part_off_[5], b + part_off_[2], b + part_off_[3]};
+}
+
+void VramExpertCache::gather(int layer, std::span<const int> experts, std::vector<MxExpert>& out, Stream stream) {
+  const auto t0 = std::chrono::steady_clock::now();
+  out.assign(experts.size(), MxExpert{});
+  if (experts.size() > slot_key_.size())
+    throw Error("a pass needs " + std::to_string(experts.size()) + " experts of one layer but the VRAM tier has " +
+                    std::to_string(slot_key_.size()) + " slots",
+                "give the VRAM tier more slots or run fewer rows per pass");
+  ++tick_;
+  std::vector<int> missing_idx;
+  std::vector<int> missing;
+  for (size_t i = 0; i < experts.size(); ++i) {
+    ++c_.requests;
+    const int64_t key = (int64_t(layer) << 32) | uint32_t(experts[i]);
+    auto it = where_.find(key);
+    if (it != where_.end()) {
+      ++c_.hits;
+      slot_used_[it->second] = tick_;
+      out[i] = view(it->second);
+    } else {
+      missing_idx.push_back(int(i));
+      missing.push_back(experts[i]);
+    }
+  }
+  if (missing.empty()) return;
+  // Slots for the misses: empty ones first, then the least recently used not touched by this request.
+  std::vector<int> slot_for(missing.size());
+  for (size_t m = 0; m < missing.size(); ++m) {
+    int best = -1;
+    for (int s = 0; s < slots(); ++s) {
+      if (slot_used_[s] == tick_) continue;
+      if (slot_key_[s] < 0) {
+        best = s;
+        break;
+      }
+      if (best < 0 || slot_used_[s] < slot_used_[best]) best = s;
+    }
+    if (slot_key_[best] >= 0) {
+      where_.erase(slot_key_[best]);
+      ++c_.evictions;
+    }
+    const int64_t key = (int64_t(layer) << 32) | uint32_t(missing[m]);
+    slot_key_[best] = key;
+    slot_used_[best] = tick_;
+    where_[key] = best;
+    slot_for[m] = best;
+    out[missing_idx[m]] = view(best);
+  }
+  cudaStream_t cs = impl_->copy.get();
+  // A slot being overwritten may still be read by work already queued on the compute stream.
+  impl_->compute_done.record(static_cast<cudaStream_t>(stream));
+  check_cuda(cudaStreamWaitEvent(cs, impl_->compute_done.get(), 0), "cudaStreamWaitEvent");
+  auto batch = host_.request(layer, missing);
+  const int nstage = static_cast<int>(impl_->staging.size());
+  for (size_t done = 0; done < missing.size(); ++done) {
+    auto [mi, v] = batch->next();
+    const int sb = static_cast<int>(done % nstage);
+    if (impl_->staged_used[sb]) impl_->staged[sb]->sync();  // its previous DMA has finished
+    uint8_t* st = impl_->staging[sb].as<uint8_t>();
+    const uint8_t* parts[6] = {v.w1_packed, v.w1_scale, v.w2_packed, v.w2_scale, v.w3_packed, v.w3_scale};
+    // Host memory -> pinned staging over the pool's threads: one thread's memcpy (about 5 GB/s
+    // from the page cache) would otherwise be the bound, not PCIe.
+    constexpr uint64_t kPiece = 1ull << 20;
+    std::vector<std::pair<int, uint64_t>> pieces;
+    for (int p = 0; p < 6; ++p)
+      for (uint64_t o = 0; o < part_bytes_[p]; o += kPiece) pieces.emplace_back(p, o);
+    ThreadPool::global().parallel_for(pieces.size(), [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) {
+        const auto [p, o] = pieces[i];
+        std::memcpy(st + part_off_[p] + o, parts[p] + o, std::min(kPiece, part_bytes_[p] - o));
+      }
+    });
+    auto* dst = static_cast<uint8_t*>(impl_->pool.data()) + uint64_t(slot_for[mi]) * slot_bytes_;
+    check_cuda(cudaMemcpyAsync(dst, st, slot_bytes_, cudaMemcpyHostToDevice, cs), "cudaMemcpyAsync (expert)");
+    impl_->staged[sb]->record(cs);
+    impl_->staged_used[sb] = true;
+    ++c_.misses;
+    c_.bytes_h2d += slot_bytes_;
+  }
+  impl_->done.record(cs);
+  check_cuda(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), impl_->done.get(), 0), "cudaStreamWaitEvent");
+  c_.fill_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void VramExpertCache::evict_all() {
+  where_.clear();
+  std::fill(slot_key_.begin(), slot_key_.end(), -1);
+  std::fill(slot_used_.begin(), slot_used_.end(), 0);
+}
+
+void VramExpertCache::preload(const std::vector<int>& layers, int experts_per_layer) {
+  if (uint64_t(layers.size()) * experts_per_layer > slot_key_.size())
+    throw Error("resident experts need " + std::to_string(layers.size() * experts_per_layer) + " VRAM slots, the tier has " +
+                std::to_string(slot_key_.size()));
+  std::vector<int> all(experts_per_layer);
+  for (int e = 0; e < experts_per_layer; ++e) all[e] = e;
+  std::vector<MxExpert> out;
+  for (int l : layers) {
+    for (int e0 = 0; e0 < experts_per_layer; e0 += 64) {
+      const int n = std::min(64, experts_per_layer - e0);
+      gather(l, std::span<const int>(all).subspan(e0, n), out, impl_->copy.opaque());
+    }
+  }
+  impl_->copy.sync();
+}
+
+}  // namespace deltafin::cuda

@@ -1,0 +1,68 @@
+#pragma once
+// The VRAM tier of routed experts: a fixed number of expert slots in device memory over any host
+// ExpertSource (the RAM tier, mmap or streamed reads). Misses are copied through pinned staging
+// buffers on a copy stream, the next expert's host copy overlapping the previous one's DMA; the
+// compute stream waits on an event, never on the host.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_kernels.h"
+#include "store/expert_source.h"
+
+namespace deltafin {
+struct ExpertLocation;
+}
+
+namespace deltafin::cuda {
+
+struct VramTierCounters {
+  uint64_t requests = 0;   // expert lookups
+  uint64_t hits = 0;       // already resident in VRAM
+  uint64_t misses = 0;     // copied host -> device
+  uint64_t evictions = 0;
+  uint64_t bytes_h2d = 0;
+  double fill_seconds = 0;  // host wall time spent supplying misses (host tier + staging + DMA)
+};
+
+class VramExpertCache {
+ public:
+  // slots: experts kept in VRAM (each expert_bytes rounded up per tensor); at least the most
+  // distinct experts one layer of one pass can need.
+  VramExpertCache(ExpertSource& host, int latent, int inter, int slots, int staging_buffers = 4);
+  ~VramExpertCache();
+  VramExpertCache(const VramExpertCache&) = delete;
+  VramExpertCache& operator=(const VramExpertCache&) = delete;
+
+  // Device pointers of `experts` of `layer` (in request order) in `out`; work enqueued on
+  // `stream` after this call sees every copy finished.
+  void gather(int layer, std::span<const int> experts, std::vector<MxExpert>& out, Stream stream);
+  // Copies every expert of the given layers in (resident mode); throws when they do not fit.
+  void preload(const std::vector<int>& layers, int experts_per_layer);
+
+  int slots() const { return static_cast<int>(slot_key_.size()); }
+  uint64_t slot_bytes() const { return slot_bytes_; }
+  const VramTierCounters& counters() const { return c_; }
+  void reset_counters() { c_ = {}; }
+  // Forgets every resident expert (benchmarks of the streamed case); the next gather copies again.
+  void evict_all();
+  ExpertSource& host() const { return host_; }
+
+ private:
+  MxExpert view(int slot) const;
+
+  ExpertSource& host_;
+  uint64_t part_bytes_[6] = {}, part_off_[6] = {}, slot_bytes_ = 0;
+  std::vector<int64_t> slot_key_;      // layer * 2^32 + expert, -1 = empty
+  std::vector<uint64_t> slot_used_;    // last use tick
+  std::map<int64_t, int> where_;
+  uint64_t tick_ = 0;
+  VramTierCounters c_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace deltafin::cuda

@@ -1,0 +1,374 @@
+#include "cuda_k3_checks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "base/error.h"
+#include "cuda/cuda_support.h"
+#include "cuda/k3_cuda_model.h"
+#include "cuda/k3_cuda_ops.h"
+#include "model/safetensors.h"
+#include "runtime/generate.h"
+#include "runtime/kda_core.h"
+#include "runtime/ops.h"
+
+namespace deltafin::cuda::check {
+namespace {
+
+struct Golden {
+  std::vector<uint8_t> bytes;
+  SafetensorsHeader header;
+  const TensorInfo& need(const std::string& n) const {
+    const TensorInfo* ti = header.find(n);
+    if (!ti) throw Error("golden tensor " + n + " missing");
+    return *ti;
+  }
+  std::vector<float> f32(const std::string& n) const {
+    const TensorInfo& ti = need(n);
+    if (ti.dtype != DType::F32) throw Error("golden tensor " + n + " is not F32");
+    std::vector<float> v(ti.numel());
+    std::memcpy(v.data(), bytes.data() + header.data_start + ti.begin, ti.nbytes());
+    return v;
+  }
+  std::vector<int64_t> i64(const std::string& n) const {
+    const TensorInfo& ti = need(n);
+    std::vector<int64_t> v(ti.numel());
+    const uint8_t* p = bytes.data() + header.data_start + ti.begin;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (ti.dtype == DType::I64) std::memcpy(&v[i], p + 8 * i, 8);
+      else {
+        int32_t x;
+        std::memcpy(&x, p + 4 * i, 4);
+        v[i] = x;
+      }
+    }
+    return v;
+  }
+};
+
+std::string read_all(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error("cannot read " + path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+double rel(const float* a, const float* ref, size_t n) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; ++i) {
+    num += (double(a[i]) - ref[i]) * (double(a[i]) - ref[i]);
+    den += double(ref[i]) * ref[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+double mad(const float* a, const float* ref, size_t n) {
+  double m = 0;
+  for (size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(double(a[i]) - ref[i]));
+  return m;
+}
+std::string fmt(double v) {
+  std::ostringstream o;
+  o.precision(3);
+  o << v;
+  return o.str();
+}
+
+}  // namespace
+
+std::vector<Result> k3_goldens(const std::string& dir) {
+  std::vector<Result> out;
+  auto host = K3Model::load(dir);
+  const K3Config& c = host->config();
+  CudaK3Model::Options mo;
+  mo.max_rows = 128;  // the longest golden prompt (65 ids) in one pass
+  CudaK3Model model(*host, mo);
+  Golden g;
+  const std::string raw = read_all(dir + "/golden.safetensors");
+  g.bytes.assign(raw.begin(), raw.end());
+  g.header = SafetensorsHeader::parse(g.bytes.data(), g.bytes.size(), g.bytes.size(), dir + "/golden.safetensors");
+  const auto meta = nlohmann::json::parse(read_all(dir + "/golden.json"));
+  const int V = c.vocab, H = c.hidden;
+
+  for (const auto& p : meta["prompts"]) {
+    const int index = p["index"].get<int>();
+    const std::string P = "prompt." + std::to_string(index) + ".";
+    auto ids64 = g.i64(P + "ids");
+    std::vector<int32_t> ids(ids64.begin(), ids64.end());
+    const int T = int(ids.size());
+    CudaK3Session s(model);
+    ForwardTrace tr;
+    tr.layer_out = tr.routing = true;
+    PassOptions o;
+    o.trace = &tr;
+    std::vector<float> logits;
+    s.stage(ids, logits, o);
+    s.commit(T);
+    const auto want = g.f32(P + "logits");
+    Result r{"golden logits, prompt " + std::to_string(index) + " (T=" + std::to_string(T) + ")", false, ""};
+    const double rl = rel(logits.data(), want.data(), want.size()), ma = mad(logits.data(), want.data(), want.size());
+    int argmax_checked = 0, argmax_bad = 0;
+    for (int t = 0; t < T; ++t) {
+      const float* w = &want[size_t(t) * V];
+      std::vector<float> row(w, w + V);
+      std::sort(row.begin(), row.end(), std::greater<float>());
+      if (row[0] - row[1] <= 2e-3f) continue;
+      ++argmax_checked;
+      const float* gl = &logits[size_t(t) * V];
+      if (std::max_element(gl, gl + V) - gl != std::max_element(w, w + V) - w) ++argmax_bad;
+    }
+    r.ok = logits.size() == want.size() && rl <= 5e-4 && ma <= 5e-3 && argmax_bad == 0;
+    r.detail = "rel_l2 " + fmt(rl) + " (<= 5e-4), max abs " + fmt(ma) + " (<= 5e-3), argmax equal at " +
+               std::to_string(argmax_checked - argmax_bad) + "/" + std::to_string(argmax_checked) + " clear rows";
+    out.push_back(r);
+
+    const auto layers = g.f32(P + "layer_out");
+    double worst = 0;
+    for (size_t l = 0; l < tr.layers.size(); ++l)
+      worst = std::max(worst, rel(tr.layers[l].data(), &layers[l * T * H], size_t(T) * H));
+    out.push_back({"golden layer streams, prompt " + std::to_string(index),
+                   tr.layers.size() == size_t(c.layers) && worst <= 5e-4, "worst rel_l2 " + fmt(worst) + " (<= 5e-4)"});
+
+    const auto ids_want = g.i64(P + "topk_ids");
+    const auto w_want = g.f32(P + "topk_weights");
+    const int k = c.top_k;
+    bool same = int(tr.topk_ids.size()) == c.moe_layers();
+    double wmax = 0;
+    for (int l = 0; same && l < c.moe_layers(); ++l)
+      for (int i = 0; i < T * k; ++i) {
+        same = same && int64_t(tr.topk_ids[l][i]) == ids_want[size_t(l) * T * k + i];
+        wmax = std::max(wmax, std::fabs(double(tr.topk_weights[l][i]) - w_want[size_t(l) * T * k + i]));
+      }
+    out.push_back({"golden routing, prompt " + std::to_string(index), same && wmax <= 1e-4,
+                   std::string(same ? "experts identical" : "experts DIFFER") + ", max weight diff " + fmt(wmax)});
+  }
+
+  for (const auto& gr : meta["greedy"]) {
+    const int index = gr["index"].get<int>();
+    const std::string G = "greedy." + std::to_string(index) + ".";
+    auto p64 = g.i64(G + "prompt_ids");
+    const auto want = g.i64(G + "ids");
+    const auto margins = g.f32(G + "margins");
+    std::vector<int32_t> prompt(p64.begin(), p64.end());
+    CudaK3Session s(model);
+    const auto gpu = s.greedy(prompt, int(want.size()));
+    K3Session cs(*host);
+    GenerateOptions go;
+    go.max_new = int(want.size());
+    const auto cpu = generate(cs, prompt, go).ids;
+    size_t clear = 0;
+    while (clear < want.size() && margins[clear] > 2e-3f) ++clear;
+    bool golden_ok = gpu.size() == want.size(), cpu_ok = gpu.size() == cpu.size();
+    for (size_t i = 0; i < clear && golden_ok; ++i) golden_ok = gpu[i] == want[i];
+    size_t agree = 0;
+    while (agree < std::min(gpu.size(), cpu.size()) && gpu[agree] == cpu[agree]) ++agree;
+    cpu_ok = cpu_ok && agree >= clear;
+    out.push_back({"greedy golden " + std::to_string(index), golden_ok,
+                   "GPU ids equal the golden over the " + std::to_string(clear) + " clear-margin steps of " +
+                       std::to_string(want.size())});
+    out.push_back({"greedy GPU == CPU " + std::to_string(index), cpu_ok,
+                   "GPU and CPU ids agree on the first " + std::to_string(agree) + " of " + std::to_string(gpu.size()) +
+                       " (required: the " + std::to_string(clear) + " clear-margin steps)"});
+  }
+  return out;
+}
+
+std::vector<Result> k3_transactions(const std::string& dir, uint64_t seed) {
+  std::vector<Result> out;
+  auto host = K3Model::load(dir);
+  const K3Config& c = host->config();
+  CudaK3Model::Options mo;
+  mo.max_rows = 8;
+  CudaK3Model model(*host, mo);
+  std::mt19937_64 rng(seed);
+  auto ids = [&](int n) {
+    std::vector<int32_t> v(n);
+    for (auto& x : v) x = int32_t(rng() % uint64_t(c.vocab));
+    return v;
+  };
+  const auto context = ids(11), rows = ids(8), next = ids(1);
+  const size_t V = c.vocab;
+  PassOptions all;
+  all.partial_commit = true;
+
+  // One 8-row pass vs eight 1-row passes.
+  CudaK3Session a(model), b(model);
+  a.prefill(context);
+  b.prefill(context);
+  std::vector<float> la, lb;
+  a.stage(rows, la, all);
+  bool same = la.size() == 8 * V;
+  for (int t = 0; t < 8 && same; ++t) {
+    b.stage(std::span<const int32_t>(&rows[t], 1), lb, all);
+    b.commit(1);
+    same = std::memcmp(lb.data(), &la[t * V], V * 4) == 0;
+    if (!same) out.push_back({"batch invariance", false, "row " + std::to_string(t) + " differs from its 1-row pass"});
+  }
+  if (same) out.push_back({"batch invariance", true, "8 rows of one pass bit-identical to 8 one-row passes"});
+
+  // commit(3) then a token == a session that ran only those 3 rows.
+  a.commit(3);
+  CudaK3Session ref(model);
+  ref.prefill(context);
+  std::vector<float> lr;
+  ref.stage(std::span<const int32_t>(rows.data(), 3), lr, all);
+  ref.commit(3);
+  a.stage(next, la, all);
+  a.commit(1);
+  ref.stage(next, lr, all);
+  ref.commit(1);
+  out.push_back({"partial commit", la == lr && a.n_past() == ref.n_past(),
+                 "commit(3) of an 8-row pass then one token: logits " + std::string(la == lr ? "bit-identical" : "DIFFER") +
+                     " to a session that staged only those 3 rows"});
+
+  // rollback == never staged.
+  a.stage(rows, la, all);
+  a.rollback();
+  a.stage(next, la, all);
+  a.commit(1);
+  ref.stage(next, lr, all);
+  ref.commit(1);
+  out.push_back({"rollback", la == lr, std::string("after rollback the next token's logits are ") +
+                                          (la == lr ? "bit-identical" : "DIFFERENT") + " to a session that never staged"});
+
+  // The GPU session matches the CPU session on this random prompt within fp32 rounding.
+  K3Session cpu(*host);
+  const auto lc = cpu.prefill(context);
+  CudaK3Session g(model);
+  const auto lg = g.prefill(context);
+  const double r = rel(lg.data(), lc.data(), lc.size());
+  out.push_back({"GPU vs CPU prefill logits", r <= 5e-4, "rel_l2 " + fmt(r) + " (<= 5e-4)"});
+
+  bool threw = false;
+  try {
+    a.stage(ids(9), la, all);
+  } catch (const Error&) {
+    threw = true;
+  }
+  out.push_back({"pass above max_rows is refused", threw && !a.staged(), threw ? "Error thrown, nothing staged" : "no error"});
+  return out;
+}
+
+std::vector<Result> k3_kernels(uint64_t seed) {
+  std::vector<Result> out;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  OwnedStream st;
+  auto up = [&](const std::vector<float>& v) {
+    DeviceBuffer b(v.size() * 4);
+    b.upload(v.data(), v.size() * 4);
+    return b;
+  };
+  auto down = [&](const DeviceBuffer& b, size_t n) {
+    std::vector<float> v(n);
+    st.sync();
+    b.download(v.data(), n * 4);
+    return v;
+  };
+  {  // KDA recurrence: K3 head shape, a few heads
+    const int heads = 3, dk = 128, dv = 128, T = 5;
+    std::vector<float> S(size_t(heads) * dk * dv), q(size_t(T) * heads * dk), k(q.size()), v(size_t(T) * heads * dv),
+        la(q.size()), beta(size_t(T) * heads);
+    for (auto& x : S) x = 0.1f * nd(rng);
+    for (size_t i = 0; i < q.size(); ++i) {
+      q[i] = 0.09f * nd(rng);
+      k[i] = 0.09f * nd(rng);
+      la[i] = -5.f / (1.f + std::exp(-nd(rng)));
+    }
+    for (auto& x : v) x = nd(rng);
+    for (auto& x : beta) x = 1.f / (1.f + std::exp(-nd(rng)));
+    auto dS = up(S), dq = up(q), dk_ = up(k), dv_ = up(v), dla = up(la), db = up(beta);
+    DeviceBuffer dout(v.size() * 4);
+    k3::kda_recurrent(dS.as<float>(), heads, dk, dv, T, dq.as<float>(), dk_.as<float>(), dv_.as<float>(), dla.as<float>(),
+                      db.as<float>(), dout.as<float>(), st.opaque());
+    const auto go = down(dout, v.size()), gS = down(dS, S.size());
+    std::vector<float> o(v.size());
+    deltafin::kda_recurrent(KdaShape{heads, dk, dv}, S.data(), T, q.data(), k.data(), v.data(), la.data(), beta.data(),
+                            o.data());
+    const double ro = rel(go.data(), o.data(), o.size()), rs = rel(gS.data(), S.data(), S.size());
+    out.push_back({"KDA recurrence vs CPU", ro <= 1e-5 && rs <= 1e-5, "outputs rel_l2 " + fmt(ro) + ", state " + fmt(rs) + " (<= 1e-5)"});
+  }
+  {  // Router: sigmoid + bias top-k, ascending ids, renormalised weights
+    const int T = 6, E = 96, K = 8;
+    std::vector<float> logits(size_t(T) * E), bias(E);
+    for (auto& x : logits) x = nd(rng);
+    for (auto& x : bias) x = 0.1f * nd(rng);
+    for (int e = 0; e < 4; ++e) logits[e] = logits[E + e] = 0.5f;  // exact ties: the lower id wins
+    auto dl = up(logits), db = up(bias);
+    DeviceBuffer di(size_t(T) * K * 4), dw(size_t(T) * K * 4);
+    k3::router_select(dl.as<float>(), db.as<float>(), T, E, K, true, 2.5f, di.as<int32_t>(), dw.as<float>(), st.opaque());
+    std::vector<int32_t> gi(size_t(T) * K);
+    const auto gw = down(dw, size_t(T) * K);
+    di.download(gi.data(), gi.size() * 4);
+    bool ids_ok = true;
+    double wdiff = 0;
+    for (int t = 0; t < T; ++t) {
+      std::vector<int> order(E);
+      std::vector<float> s(E), key(E);
+      for (int e = 0; e < E; ++e) {
+        s[e] = sigmoidf(logits[size_t(t) * E + e]);
+        key[e] = s[e] + bias[e];
+      }
+      for (int e = 0; e < E; ++e) order[e] = e;
+      std::partial_sort(order.begin(), order.begin() + K, order.end(),
+                        [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
+      std::sort(order.begin(), order.begin() + K);
+      float sum = 0.f;
+      for (int i = 0; i < K; ++i) sum += s[order[i]];
+      for (int i = 0; i < K; ++i) {
+        ids_ok = ids_ok && gi[size_t(t) * K + i] == order[i];
+        wdiff = std::max(wdiff, std::fabs(double(gw[size_t(t) * K + i]) - s[order[i]] / (sum + 1e-20f) * 2.5f));
+      }
+    }
+    out.push_back({"router top-k vs CPU", ids_ok && wdiff <= 1e-6,
+                   std::string(ids_ok ? "ids identical" : "ids DIFFER") + ", max weight diff " + fmt(wdiff)});
+  }
+  {  // AttnRes mix
+    const int T = 3, H = 7168, n = 5;
+    std::vector<std::vector<float>> ent(n, std::vector<float>(size_t(T) * H));
+    std::vector<float> w(H);
+    for (auto& e : ent)
+      for (auto& x : e) x = nd(rng);
+    for (auto& x : w) x = 0.02f * nd(rng);
+    std::vector<DeviceBuffer> de;
+    k3::ResEntries re;
+    for (auto& e : ent) {
+      de.push_back(up(e));
+      re.p[re.n++] = de.back().as<float>();
+    }
+    auto dw = up(w);
+    DeviceBuffer dout(size_t(T) * H * 4);
+    k3::attn_res_mix(re, dw.as<float>(), T, H, 1e-5f, dout.as<float>(), st.opaque());
+    const auto go = down(dout, size_t(T) * H);
+    std::vector<float> ref(size_t(T) * H);
+    for (int t = 0; t < T; ++t) {
+      std::vector<double> sc(n);
+      double mx = -1e300;
+      for (int i = 0; i < n; ++i) {
+        const float* v = &ent[i][size_t(t) * H];
+        const float inv = rms_inv(v, H, 1e-5f);
+        double d = 0;
+        for (int j = 0; j < H; ++j) d += double(v[j] * inv) * w[j];
+        sc[i] = d;
+        mx = std::max(mx, d);
+      }
+      double sum = 0;
+      for (auto& x : sc) sum += (x = std::exp(x - mx));
+      for (int j = 0; j < H; ++j) {
+        double o = 0;
+        for (int i = 0; i < n; ++i) o += sc[i] / sum * ent[i][size_t(t) * H + j];
+        ref[size_t(t) * H + j] = float(o);
+      }
+    }
+    const double r = rel(go.data(), ref.data(), ref.size());
+    out.push_back({"AttnRes mix vs CPU", r <= 1e-5, "rel_l2 " + fmt(r) + " (<= 1e-5)"});
+  }
+  return out;
+}
+
+}  // namespace deltafin::cuda::check

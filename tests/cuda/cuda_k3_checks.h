@@ -1,0 +1,20 @@
+#pragma once
+// Checks of the CUDA K3 forward (engine/cuda) against the k3-tiny goldens, the CPU session and
+// itself (batch invariance, partial commits). Qt-free so that deltafin-cuda-k3 can run them on
+// GPU machines without Qt; tst_cuda_k3 wraps them for ctest.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cuda_checks.h"
+
+namespace deltafin::cuda::check {
+
+// Logits, layer streams and routing of every golden prompt; greedy goldens; GPU greedy == CPU greedy.
+std::vector<Result> k3_goldens(const std::string& fixture_dir);
+// Row alone == the same row inside a T-row pass (bitwise); commit(n) and rollback == never staged.
+std::vector<Result> k3_transactions(const std::string& model_dir, uint64_t seed);
+// The new kernels against the CPU reference on random inputs: KDA recurrence, router, AttnRes.
+std::vector<Result> k3_kernels(uint64_t seed);
+
+}  // namespace deltafin::cuda::check

@@ -1,0 +1,87 @@
+// deltafin-cuda-k3: the CUDA K3 checks and measurements for GPU machines without Qt.
+//   deltafin-cuda-k3 check <k3-tiny dir> [seed]
+//   deltafin-cuda-k3 roofline <file on the disk to measure>
+//   deltafin-cuda-k3 layers <model> <context> <reps> <shard for the disk roofline> [T...]
+//   deltafin-cuda-k3 verify <model> resident|ram|disk <context> <reps> [T...]
+//   deltafin-cuda-k3 stream <model> <ram MB> <vram slots> <warm-up tokens> <tokens> <shard for the disk roofline>
+//   deltafin-cuda-k3 synth <preset> <out dir>   (deltafin synth's checkpoints, for machines without the CLI)
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "cuda/cuda_kernels.h"
+#include "cuda/k3_cuda_bench.h"
+#include "cuda_k3_checks.h"
+#include "synth/k3_synth.h"
+
+using namespace deltafin;
+
+namespace {
+std::vector<int> rows_from(int argc, char** argv, int first) {
+  std::vector<int> r;
+  for (int i = first; i < argc; ++i) r.push_back(std::atoi(argv[i]));
+  if (r.empty()) r = {1, 2, 4, 8};
+  return r;
+}
+int report(const std::vector<cuda::check::Result>& rs) {
+  int bad = 0;
+  for (const auto& r : rs) {
+    std::printf("%s %s: %s\n", r.ok ? "PASS" : "FAIL", r.name.c_str(), r.detail.c_str());
+    bad += r.ok ? 0 : 1;
+  }
+  return bad;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::string cmd = argc > 1 ? argv[1] : "";
+    if (cmd == "synth" && argc >= 4) {
+      write_k3_synth(synth_preset(argv[2]), argv[3]);
+      std::printf("wrote %s to %s\n", argv[2], argv[3]);
+      return 0;
+    }
+    std::string why;
+    if (!cuda::device_available(&why)) {
+      std::fprintf(stderr, "no usable CUDA device: %s\n", why.c_str());
+      return 2;
+    }
+    if (cmd == "check" && argc >= 3) {
+      const uint64_t seed = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1;
+      int bad = report(cuda::check::k3_kernels(seed));
+      bad += report(cuda::check::k3_goldens(argv[2]));
+      bad += report(cuda::check::k3_transactions(argv[2], seed));
+      std::printf("%s\n", bad ? "SOME CHECKS FAILED" : "all checks passed");
+      return bad ? 1 : 0;
+    }
+    if (cmd == "roofline" && argc >= 3) {
+      cuda::measure_roofline(argv[2], std::cout);
+      return 0;
+    }
+    if (cmd == "layers" && argc >= 6) {
+      const auto roof = cuda::measure_roofline(argv[5], std::cout);
+      cuda::bench_layers(argv[2], rows_from(argc, argv, 6), std::atoi(argv[3]), std::atoi(argv[4]), roof, std::cout);
+      return 0;
+    }
+    if (cmd == "verify" && argc >= 6) {
+      cuda::bench_verify(argv[2], rows_from(argc, argv, 6), std::atoi(argv[4]), std::atoi(argv[5]), argv[3], std::cout);
+      return 0;
+    }
+    if (cmd == "stream" && argc >= 8) {
+      const auto roof = cuda::measure_roofline(argv[7], std::cout);
+      cuda::bench_stream(argv[2], std::strtoull(argv[3], nullptr, 10) << 20, std::atoi(argv[4]), std::atoi(argv[5]),
+                         std::atoi(argv[6]), roof, std::cout);
+      return 0;
+    }
+    std::fprintf(stderr, "usage: see the comment at the top of tests/cuda/cuda_k3_main.cpp\n");
+    return 2;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+  }
+  return 1;
+}
