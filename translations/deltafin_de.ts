@@ -2,6 +2,25 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="de">
 <context>
+    <name>DeviceChoice</name>
+    <message>
+        <source>this build has no CUDA support</source>
+        <translation>dieser Build enthält keine CUDA-Unterstützung</translation>
+    </message>
+    <message>
+        <source>no usable NVIDIA GPU: %1</source>
+        <translation>keine nutzbare NVIDIA-GPU: %1</translation>
+    </message>
+    <message>
+        <source>CPU chosen in Settings</source>
+        <translation>CPU in den Einstellungen gewählt</translation>
+    </message>
+    <message>
+        <source>the K3 runtime computes on the CPU in this version; %1 is not used yet</source>
+        <translation>die K3-Laufzeit rechnet in dieser Version auf der CPU; %1 wird noch nicht genutzt</translation>
+    </message>
+</context>
+<context>
     <name>DiskUsage</name>
     <message>
         <source>Model shards</source>
@@ -53,6 +72,29 @@
     <message>
         <source> · stopped</source>
         <translation> · abgebrochen</translation>
+    </message>
+    <message>
+        <source> · %1: %2 of %3 guesses accepted</source>
+        <translation> · %1: %2 von %3 Vorschlägen angenommen</translation>
+    </message>
+</context>
+<context>
+    <name>InstallRunner</name>
+    <message>
+        <source>Already up to date at %1 (%2)</source>
+        <translation>Bereits aktuell bei %1 (%2)</translation>
+    </message>
+    <message>
+        <source>Upgraded %1 from %2 to %3 (%4 commits)</source>
+        <translation>%1 von %2 auf %3 aktualisiert (%4 Commits)</translation>
+    </message>
+    <message>
+        <source>An upgrade is available: %1 commits, %2 to %3</source>
+        <translation>Eine Aktualisierung ist verfügbar: %1 Commits, %2 auf %3</translation>
+    </message>
+    <message>
+        <source>%1 is ahead of %2: nothing to upgrade</source>
+        <translation>%1 ist %2 voraus: nichts zu aktualisieren</translation>
     </message>
 </context>
 <context>
@@ -334,6 +376,10 @@
         <source>Free on this disk</source>
         <translation>Frei auf dieser Platte</translation>
     </message>
+    <message>
+        <source>Each of the %1 lookups counts once, in the fastest tier that served it. Experts fetched from the network: %2 (Warm and prefetch included).</source>
+        <translation>Jede der %1 Abfragen zählt einmal, in der schnellsten Stufe, die sie bedient hat. Aus dem Netz geholte Experten: %2 (Vorwärmen und Vorabladen eingeschlossen).</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::ChatView</name>
@@ -404,14 +450,6 @@
 <context>
     <name>deltafin::gui::EngineWorker</name>
     <message>
-        <source>the runtime computes on the CPU in this version</source>
-        <translation>die Laufzeit rechnet in dieser Version auf der CPU</translation>
-    </message>
-    <message>
-        <source>this build has no CUDA support</source>
-        <translation>dieser Build hat keine CUDA-Unterstützung</translation>
-    </message>
-    <message>
         <source>check the model folder in Settings</source>
         <translation>prüfen Sie den Modellordner in den Einstellungen</translation>
     </message>
@@ -434,6 +472,10 @@
     <message>
         <source>Freed %1 bytes</source>
         <translation>%1 Bytes freigegeben</translation>
+    </message>
+    <message>
+        <source>off in Settings</source>
+        <translation>in den Einstellungen ausgeschaltet</translation>
     </message>
 </context>
 <context>
@@ -513,6 +555,22 @@
         <source>Resuming</source>
         <translation>Wird fortgesetzt</translation>
     </message>
+    <message>
+        <source>Finished: %1</source>
+        <translation>Fertig: %1</translation>
+    </message>
+    <message>
+        <source>the upgrade stopped</source>
+        <translation>die Aktualisierung wurde angehalten</translation>
+    </message>
+    <message>
+        <source>the app quit while this upgrade was running</source>
+        <translation>die App wurde beendet, während diese Aktualisierung lief</translation>
+    </message>
+    <message>
+        <source>run it again with Resume: an upgrade that had finished reports that it is up to date</source>
+        <translation>mit „Fortsetzen“ erneut ausführen: eine bereits abgeschlossene Aktualisierung meldet, dass alles aktuell ist</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::JobsView</name>
@@ -575,6 +633,10 @@
     <message>
         <source>see the log below</source>
         <translation>siehe Protokoll unten</translation>
+    </message>
+    <message>
+        <source>An upgrade runs git and CMake to the end of each step</source>
+        <translation>Eine Aktualisierung führt git und CMake bis zum Ende jedes Schritts aus</translation>
     </message>
 </context>
 <context>
@@ -642,6 +704,14 @@
     <message>
         <source>&lt;b&gt;Deltafin Studio %1&lt;/b&gt;&lt;p&gt;The full Kimi K3 on one machine: every weight exactly as shipped, streamed from disk into RAM and VRAM caches.&lt;/p&gt;</source>
         <translation>&lt;b&gt;Deltafin Studio %1&lt;/b&gt;&lt;p&gt;Das vollständige Kimi K3 auf einem Rechner: jedes Gewicht exakt wie ausgeliefert, von der Platte in RAM- und VRAM-Caches gestreamt.&lt;/p&gt;</translation>
+    </message>
+    <message>
+        <source>Install &amp;add-ons…</source>
+        <translation>&amp;Erweiterungen installieren…</translation>
+    </message>
+    <message>
+        <source>&amp;Upgrade Deltafin…</source>
+        <translation>Deltafin a&amp;ktualisieren…</translation>
     </message>
 </context>
 <context>
@@ -736,6 +806,10 @@
         <source>The server exited (%1): %2</source>
         <translation>Der Server wurde beendet (%1): %2</translation>
     </message>
+    <message>
+        <source>Server listening on %1</source>
+        <translation>Server lauscht auf %1</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::SettingsDialog</name>
@@ -790,14 +864,6 @@
     <message>
         <source>&amp;RAM expert cache:</source>
         <translation>&amp;RAM-Experten-Cache:</translation>
-    </message>
-    <message>
-        <source>&amp;VRAM expert cache:</source>
-        <translation>&amp;VRAM-Experten-Cache:</translation>
-    </message>
-    <message>
-        <source>None</source>
-        <translation>Keiner</translation>
     </message>
     <message>
         <source>DSpark</source>
@@ -859,6 +925,62 @@
         <source>&amp;Language:</source>
         <translation>&amp;Sprache:</translation>
     </message>
+    <message>
+        <source>Through the page cache (memory-mapped shards)</source>
+        <translation>Über den Seitencache (eingeblendete Shards)</translation>
+    </message>
+    <message>
+        <source>Engine RAM cache over direct disk reads</source>
+        <translation>RAM-Cache der Engine über direkte Plattenzugriffe</translation>
+    </message>
+    <message>
+        <source>&amp;Expert reads:</source>
+        <translation>&amp;Expertenzugriffe:</translation>
+    </message>
+    <message>
+        <source>Automatic (free memory less a margin)</source>
+        <translation>Automatisch (freier Speicher abzüglich Reserve)</translation>
+    </message>
+    <message>
+        <source>Bypass the page cache (O_DIRECT), so experts are not held twice</source>
+        <translation>Seitencache umgehen (O_DIRECT), damit Experten nicht doppelt im Speicher liegen</translation>
+    </message>
+    <message>
+        <source>Frequency with decay (LFU)</source>
+        <translation>Häufigkeit mit Abklingen (LFU)</translation>
+    </message>
+    <message>
+        <source>Least recently used (LRU)</source>
+        <translation>Am längsten ungenutzt (LRU)</translation>
+    </message>
+    <message>
+        <source>Frequency seeded from the saved heat map</source>
+        <translation>Häufigkeit, vorbelegt aus der gespeicherten Heatmap</translation>
+    </message>
+    <message>
+        <source>E&amp;viction:</source>
+        <translation>&amp;Verdrängung:</translation>
+    </message>
+    <message>
+        <source>Streaming installs keep experts in their own capped stream cache (see the Cache page); the RAM cache applies to full installs. There is no VRAM expert tier in this version.</source>
+        <translation>Streaming-Installationen halten Experten in ihrem eigenen begrenzten Stream-Cache (siehe Seite „Cache“); der RAM-Cache gilt für vollständige Installationen. Eine VRAM-Expertenstufe gibt es in dieser Version nicht.</translation>
+    </message>
+    <message>
+        <source>Automatic (DSpark if installed, else n-gram)</source>
+        <translation>Automatisch (DSpark, falls installiert, sonst N-Gramm)</translation>
+    </message>
+    <message>
+        <source>Off (plain decoding)</source>
+        <translation>Aus (einfaches Dekodieren)</translation>
+    </message>
+    <message>
+        <source>n-gram (no model)</source>
+        <translation>N-Gramm (ohne Modell)</translation>
+    </message>
+    <message>
+        <source>any free port</source>
+        <translation>beliebiger freier Port</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::SetupWizard</name>
@@ -875,7 +997,7 @@
         <translation>Deltafin führt das vollständige Kimi K3 auf diesem Rechner aus, jedes Gewicht exakt so, wie Moonshot es ausgeliefert hat. Die nächsten Seiten laden es herunter: entweder vollständig (1,56 TB) oder als Streaming-Installation, die Experten bei der ersten Nutzung lädt.</translation>
     </message>
     <message>
-        <source>Not ready to download? The bundled demo model has K3's exact format with small random weights, so you can try every part of the app right now. Its answers are gibberish.</source>
+        <source>Not ready to download? The bundled demo model has K3&apos;s exact format with small random weights, so you can try every part of the app right now. Its answers are gibberish.</source>
         <translation>Noch nicht bereit zum Herunterladen? Das mitgelieferte Demomodell hat exakt das Format von K3 mit kleinen Zufallsgewichten, sodass Sie jeden Teil der App sofort ausprobieren können. Seine Antworten sind Kauderwelsch.</translation>
     </message>
     <message>
@@ -990,6 +1112,50 @@
         <source>Full install of Kimi K3</source>
         <translation>Vollständige Installation von Kimi K3</translation>
     </message>
+    <message>
+        <source>K3 already installed? Add the drafters (DSpark, Qwen3) to it without touching the model.</source>
+        <translation>K3 schon installiert? Fügen Sie die Entwurfsmodelle (DSpark, Qwen3) hinzu, ohne das Modell anzutasten.</translation>
+    </message>
+    <message>
+        <source>Install only &amp;add-ons…</source>
+        <translation>Nur &amp;Erweiterungen installieren…</translation>
+    </message>
+    <message>
+        <source>The add-ons go into this K3 install&apos;s addons folder; the model itself is not touched.</source>
+        <translation>Die Erweiterungen kommen in den addons-Ordner dieser K3-Installation; das Modell selbst bleibt unverändert.</translation>
+    </message>
+    <message>
+        <source>This folder holds no K3 install yet. The drafters are installed anyway, but they only help once K3 is installed here.</source>
+        <translation>Dieser Ordner enthält noch keine K3-Installation. Die Entwurfsmodelle werden trotzdem installiert, helfen aber erst, wenn K3 hier installiert ist.</translation>
+    </message>
+    <message>
+        <source>Which install gets the add-ons?</source>
+        <translation>Welche Installation erhält die Erweiterungen?</translation>
+    </message>
+    <message>
+        <source>Install add-ons</source>
+        <translation>Erweiterungen installieren</translation>
+    </message>
+    <message>
+        <source>no add-on is chosen</source>
+        <translation>keine Erweiterung ausgewählt</translation>
+    </message>
+    <message>
+        <source>Choose DSpark, Qwen3 or both on the previous page.</source>
+        <translation>Wählen Sie auf der vorigen Seite DSpark, Qwen3 oder beide.</translation>
+    </message>
+    <message>
+        <source>DSpark</source>
+        <translation>DSpark</translation>
+    </message>
+    <message>
+        <source>Qwen3</source>
+        <translation>Qwen3</translation>
+    </message>
+    <message>
+        <source>Add-ons: %1</source>
+        <translation>Erweiterungen: %1</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::StatusPanel</name>
@@ -1044,6 +1210,57 @@
     <message>
         <source>Disk: %1 used, %2 free</source>
         <translation>Platte: %1 belegt, %2 frei</translation>
+    </message>
+    <message>
+        <source> · drafter %1</source>
+        <translation> · Entwurfsmodell %1</translation>
+    </message>
+    <message>
+        <source>Experts: %1</source>
+        <translation>Experten: %1</translation>
+    </message>
+    <message>
+        <source>Drafter: %1</source>
+        <translation>Entwurfsmodell: %1</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::UpgradeDialog</name>
+    <message>
+        <source>Upgrade Deltafin</source>
+        <translation>Deltafin aktualisieren</translation>
+    </message>
+    <message>
+        <source>Fetches the git checkout&apos;s upstream, fast-forwards it (never merges or rebases) and rebuilds it with the CMake configuration it was built with, so a CUDA build stays a CUDA build. Models and caches are not touched. A checkout with local changes, a detached HEAD or diverged history is refused, with what to do.</source>
+        <translation>Holt den Upstream des git-Checkouts, spult ihn vor (ohne Merge oder Rebase) und baut ihn mit der CMake-Konfiguration neu, mit der er gebaut wurde; ein CUDA-Build bleibt also ein CUDA-Build. Modelle und Caches bleiben unberührt. Ein Checkout mit lokalen Änderungen, losgelöstem HEAD oder abweichender Historie wird abgelehnt, mit Hinweis, was zu tun ist.</translation>
+    </message>
+    <message>
+        <source>Browse…</source>
+        <translation>Durchsuchen…</translation>
+    </message>
+    <message>
+        <source>Choose a folder</source>
+        <translation>Ordner wählen</translation>
+    </message>
+    <message>
+        <source>&amp;Source checkout:</source>
+        <translation>&amp;Quell-Checkout:</translation>
+    </message>
+    <message>
+        <source>B&amp;uild folder:</source>
+        <translation>B&amp;uild-Ordner:</translation>
+    </message>
+    <message>
+        <source>&amp;Only check whether an upgrade is available</source>
+        <translation>Nur &amp;prüfen, ob eine Aktualisierung verfügbar ist</translation>
+    </message>
+    <message>
+        <source>&amp;Upgrade in the background</source>
+        <translation>Im &amp;Hintergrund aktualisieren</translation>
+    </message>
+    <message>
+        <source>Check for a Deltafin upgrade</source>
+        <translation>Nach einer Deltafin-Aktualisierung suchen</translation>
     </message>
 </context>
 </TS>

@@ -2,6 +2,25 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN">
 <context>
+    <name>DeviceChoice</name>
+    <message>
+        <source>this build has no CUDA support</source>
+        <translation>此构建不含 CUDA 支持</translation>
+    </message>
+    <message>
+        <source>no usable NVIDIA GPU: %1</source>
+        <translation>没有可用的 NVIDIA GPU：%1</translation>
+    </message>
+    <message>
+        <source>CPU chosen in Settings</source>
+        <translation>已在设置中选择 CPU</translation>
+    </message>
+    <message>
+        <source>the K3 runtime computes on the CPU in this version; %1 is not used yet</source>
+        <translation>此版本的 K3 运行时在 CPU 上计算；尚未使用 %1</translation>
+    </message>
+</context>
+<context>
     <name>DiskUsage</name>
     <message>
         <source>Model shards</source>
@@ -53,6 +72,29 @@
     <message>
         <source> · stopped</source>
         <translation> · 已停止</translation>
+    </message>
+    <message>
+        <source> · %1: %2 of %3 guesses accepted</source>
+        <translation> · %1：%3 个猜测中接受了 %2 个</translation>
+    </message>
+</context>
+<context>
+    <name>InstallRunner</name>
+    <message>
+        <source>Already up to date at %1 (%2)</source>
+        <translation>已是最新：%1（%2）</translation>
+    </message>
+    <message>
+        <source>Upgraded %1 from %2 to %3 (%4 commits)</source>
+        <translation>已将 %1 从 %2 升级到 %3（%4 个提交）</translation>
+    </message>
+    <message>
+        <source>An upgrade is available: %1 commits, %2 to %3</source>
+        <translation>有可用升级：%1 个提交，%2 到 %3</translation>
+    </message>
+    <message>
+        <source>%1 is ahead of %2: nothing to upgrade</source>
+        <translation>%1 领先于 %2：无需升级</translation>
     </message>
 </context>
 <context>
@@ -334,6 +376,10 @@
         <source>Free on this disk</source>
         <translation>此磁盘可用空间</translation>
     </message>
+    <message>
+        <source>Each of the %1 lookups counts once, in the fastest tier that served it. Experts fetched from the network: %2 (Warm and prefetch included).</source>
+        <translation>%1 次查找中的每一次只计一次，计入提供它的最快层级。从网络获取的专家：%2（含预热和预取）。</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::ChatView</name>
@@ -404,14 +450,6 @@
 <context>
     <name>deltafin::gui::EngineWorker</name>
     <message>
-        <source>the runtime computes on the CPU in this version</source>
-        <translation>此版本的运行时在 CPU 上计算</translation>
-    </message>
-    <message>
-        <source>this build has no CUDA support</source>
-        <translation>此构建不支持 CUDA</translation>
-    </message>
-    <message>
         <source>check the model folder in Settings</source>
         <translation>请在设置中检查模型文件夹</translation>
     </message>
@@ -434,6 +472,10 @@
     <message>
         <source>Freed %1 bytes</source>
         <translation>已释放 %1 字节</translation>
+    </message>
+    <message>
+        <source>off in Settings</source>
+        <translation>已在设置中关闭</translation>
     </message>
 </context>
 <context>
@@ -513,6 +555,22 @@
         <source>Resuming</source>
         <translation>正在继续</translation>
     </message>
+    <message>
+        <source>Finished: %1</source>
+        <translation>完成：%1</translation>
+    </message>
+    <message>
+        <source>the upgrade stopped</source>
+        <translation>升级已停止</translation>
+    </message>
+    <message>
+        <source>the app quit while this upgrade was running</source>
+        <translation>升级运行期间应用已退出</translation>
+    </message>
+    <message>
+        <source>run it again with Resume: an upgrade that had finished reports that it is up to date</source>
+        <translation>点击“继续”重新运行：已完成的升级会报告已是最新</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::JobsView</name>
@@ -575,6 +633,10 @@
     <message>
         <source>see the log below</source>
         <translation>见下方日志</translation>
+    </message>
+    <message>
+        <source>An upgrade runs git and CMake to the end of each step</source>
+        <translation>升级会让 git 和 CMake 完成每一步</translation>
     </message>
 </context>
 <context>
@@ -642,6 +704,14 @@
     <message>
         <source>&lt;b&gt;Deltafin Studio %1&lt;/b&gt;&lt;p&gt;The full Kimi K3 on one machine: every weight exactly as shipped, streamed from disk into RAM and VRAM caches.&lt;/p&gt;</source>
         <translation>&lt;b&gt;Deltafin Studio %1&lt;/b&gt;&lt;p&gt;在一台机器上运行完整的 Kimi K3：每个权重都与发布时完全一致，从磁盘流式载入内存和显存缓存。&lt;/p&gt;</translation>
+    </message>
+    <message>
+        <source>Install &amp;add-ons…</source>
+        <translation>安装附加组件(&amp;A)…</translation>
+    </message>
+    <message>
+        <source>&amp;Upgrade Deltafin…</source>
+        <translation>升级 Deltafin(&amp;U)…</translation>
     </message>
 </context>
 <context>
@@ -736,6 +806,10 @@
         <source>The server exited (%1): %2</source>
         <translation>服务器已退出（%1）：%2</translation>
     </message>
+    <message>
+        <source>Server listening on %1</source>
+        <translation>服务器正在监听 %1</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::SettingsDialog</name>
@@ -790,14 +864,6 @@
     <message>
         <source>&amp;RAM expert cache:</source>
         <translation>内存专家缓存(&amp;R)：</translation>
-    </message>
-    <message>
-        <source>&amp;VRAM expert cache:</source>
-        <translation>显存专家缓存(&amp;V)：</translation>
-    </message>
-    <message>
-        <source>None</source>
-        <translation>无</translation>
     </message>
     <message>
         <source>DSpark</source>
@@ -859,6 +925,62 @@
         <source>&amp;Language:</source>
         <translation>语言(&amp;L)：</translation>
     </message>
+    <message>
+        <source>Through the page cache (memory-mapped shards)</source>
+        <translation>经由页缓存（内存映射分片）</translation>
+    </message>
+    <message>
+        <source>Engine RAM cache over direct disk reads</source>
+        <translation>引擎内存缓存，直接读取磁盘</translation>
+    </message>
+    <message>
+        <source>&amp;Expert reads:</source>
+        <translation>专家读取(&amp;E)：</translation>
+    </message>
+    <message>
+        <source>Automatic (free memory less a margin)</source>
+        <translation>自动（空闲内存减去余量）</translation>
+    </message>
+    <message>
+        <source>Bypass the page cache (O_DIRECT), so experts are not held twice</source>
+        <translation>绕过页缓存（O_DIRECT），避免专家在内存中存两份</translation>
+    </message>
+    <message>
+        <source>Frequency with decay (LFU)</source>
+        <translation>带衰减的频率（LFU）</translation>
+    </message>
+    <message>
+        <source>Least recently used (LRU)</source>
+        <translation>最近最少使用（LRU）</translation>
+    </message>
+    <message>
+        <source>Frequency seeded from the saved heat map</source>
+        <translation>以保存的热度图初始化的频率</translation>
+    </message>
+    <message>
+        <source>E&amp;viction:</source>
+        <translation>淘汰策略(&amp;V)：</translation>
+    </message>
+    <message>
+        <source>Streaming installs keep experts in their own capped stream cache (see the Cache page); the RAM cache applies to full installs. There is no VRAM expert tier in this version.</source>
+        <translation>流式安装把专家保存在自己有上限的流式缓存中（见“缓存”页）；内存缓存适用于完整安装。此版本没有显存专家层。</translation>
+    </message>
+    <message>
+        <source>Automatic (DSpark if installed, else n-gram)</source>
+        <translation>自动（已安装则用 DSpark，否则用 n-gram）</translation>
+    </message>
+    <message>
+        <source>Off (plain decoding)</source>
+        <translation>关闭（普通解码）</translation>
+    </message>
+    <message>
+        <source>n-gram (no model)</source>
+        <translation>n-gram（无需模型）</translation>
+    </message>
+    <message>
+        <source>any free port</source>
+        <translation>任意空闲端口</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::SetupWizard</name>
@@ -875,7 +997,7 @@
         <translation>Deltafin 在本机运行完整的 Kimi K3，每个权重都与 Moonshot 发布时完全一致。接下来的页面会下载它：可以全部下载（1.56 TB），也可以选择流式安装，在首次使用专家时再获取。</translation>
     </message>
     <message>
-        <source>Not ready to download? The bundled demo model has K3's exact format with small random weights, so you can try every part of the app right now. Its answers are gibberish.</source>
+        <source>Not ready to download? The bundled demo model has K3&apos;s exact format with small random weights, so you can try every part of the app right now. Its answers are gibberish.</source>
         <translation>还不想下载？附带的演示模型与 K3 格式完全相同，只是权重很小且随机，你现在就可以试用应用的所有功能。它的回答是无意义的。</translation>
     </message>
     <message>
@@ -990,6 +1112,50 @@
         <source>Full install of Kimi K3</source>
         <translation>Kimi K3 完整安装</translation>
     </message>
+    <message>
+        <source>K3 already installed? Add the drafters (DSpark, Qwen3) to it without touching the model.</source>
+        <translation>已安装 K3？只添加草稿模型（DSpark、Qwen3），不改动模型本身。</translation>
+    </message>
+    <message>
+        <source>Install only &amp;add-ons…</source>
+        <translation>仅安装附加组件(&amp;A)…</translation>
+    </message>
+    <message>
+        <source>The add-ons go into this K3 install&apos;s addons folder; the model itself is not touched.</source>
+        <translation>附加组件安装到此 K3 安装的 addons 文件夹；模型本身不受影响。</translation>
+    </message>
+    <message>
+        <source>This folder holds no K3 install yet. The drafters are installed anyway, but they only help once K3 is installed here.</source>
+        <translation>此文件夹中还没有 K3 安装。草稿模型仍会安装，但只有在这里安装 K3 后才有用。</translation>
+    </message>
+    <message>
+        <source>Which install gets the add-ons?</source>
+        <translation>为哪个安装添加附加组件？</translation>
+    </message>
+    <message>
+        <source>Install add-ons</source>
+        <translation>安装附加组件</translation>
+    </message>
+    <message>
+        <source>no add-on is chosen</source>
+        <translation>未选择附加组件</translation>
+    </message>
+    <message>
+        <source>Choose DSpark, Qwen3 or both on the previous page.</source>
+        <translation>请在上一页选择 DSpark、Qwen3 或两者。</translation>
+    </message>
+    <message>
+        <source>DSpark</source>
+        <translation>DSpark</translation>
+    </message>
+    <message>
+        <source>Qwen3</source>
+        <translation>Qwen3</translation>
+    </message>
+    <message>
+        <source>Add-ons: %1</source>
+        <translation>附加组件：%1</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::StatusPanel</name>
@@ -1044,6 +1210,57 @@
     <message>
         <source>Disk: %1 used, %2 free</source>
         <translation>磁盘：已用 %1，可用 %2</translation>
+    </message>
+    <message>
+        <source> · drafter %1</source>
+        <translation> · 草稿模型 %1</translation>
+    </message>
+    <message>
+        <source>Experts: %1</source>
+        <translation>专家：%1</translation>
+    </message>
+    <message>
+        <source>Drafter: %1</source>
+        <translation>草稿模型：%1</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::UpgradeDialog</name>
+    <message>
+        <source>Upgrade Deltafin</source>
+        <translation>升级 Deltafin</translation>
+    </message>
+    <message>
+        <source>Fetches the git checkout&apos;s upstream, fast-forwards it (never merges or rebases) and rebuilds it with the CMake configuration it was built with, so a CUDA build stays a CUDA build. Models and caches are not touched. A checkout with local changes, a detached HEAD or diverged history is refused, with what to do.</source>
+        <translation>获取 git 检出的上游，快进（从不合并或变基），并按原来的 CMake 配置重新构建，因此 CUDA 构建仍是 CUDA 构建。模型和缓存不受影响。有本地修改、分离 HEAD 或历史已分叉的检出会被拒绝，并说明该怎么做。</translation>
+    </message>
+    <message>
+        <source>Browse…</source>
+        <translation>浏览…</translation>
+    </message>
+    <message>
+        <source>Choose a folder</source>
+        <translation>选择文件夹</translation>
+    </message>
+    <message>
+        <source>&amp;Source checkout:</source>
+        <translation>源码检出(&amp;S)：</translation>
+    </message>
+    <message>
+        <source>B&amp;uild folder:</source>
+        <translation>构建文件夹(&amp;U)：</translation>
+    </message>
+    <message>
+        <source>&amp;Only check whether an upgrade is available</source>
+        <translation>仅检查是否有可用升级(&amp;O)</translation>
+    </message>
+    <message>
+        <source>&amp;Upgrade in the background</source>
+        <translation>在后台升级(&amp;U)</translation>
+    </message>
+    <message>
+        <source>Check for a Deltafin upgrade</source>
+        <translation>检查 Deltafin 升级</translation>
     </message>
 </context>
 </TS>

@@ -14,6 +14,7 @@
 #include "formatting.h"
 #include "local_engine.h"
 #include "studio.h"
+#include "tier_shares.h"
 
 namespace deltafin::gui {
 
@@ -137,15 +138,19 @@ void CacheView::showSnapshot(const CacheSnapshot& s) {
 
 void CacheView::showCounters(const CacheCounters& c) {
   tiers_->clear();
-  const double n = static_cast<double>(std::max<quint64>(1, c.requests));
+  const TierShares t = tierShares(c);
   auto row = [&](const QString& name, quint64 count, bool known) {
     new QTreeWidgetItem(tiers_, {name, known ? QString::number(count) : tr("n/a"),
-                                 known && c.requests ? formatPercent(count / n) : QStringLiteral("–")});
+                                 known && t.lookups ? formatPercent(t.share(count)) : QStringLiteral("–")});
   };
-  row(tr("VRAM cache"), c.vramHits, c.hasVram);
-  row(tr("RAM cache"), c.ramHits, true);
-  row(tr("Local disk"), c.diskReads, true);
-  row(tr("Network"), c.netFetches, true);
+  row(tr("VRAM cache"), t.vram, c.hasVram);
+  row(tr("RAM cache"), t.ram, true);
+  row(tr("Local disk"), t.disk, true);
+  row(tr("Network"), t.network, true);
+  tiers_->setToolTip(tr("Each of the %1 lookups counts once, in the fastest tier that served it. "
+                        "Experts fetched from the network: %2 (Warm and prefetch included).")
+                         .arg(c.requests)
+                         .arg(c.netFetches));
 }
 
 void CacheView::showDisk(const DiskUsage& u) {

@@ -29,6 +29,26 @@ struct GenerationStats {
   double prefillTokensPerSecond = 0;
   double totalSeconds = 0;
   bool stoppedByUser = false;
+  // Speculative decoding: which drafter guessed, and how many of its guesses K3 accepted.
+  QString drafter;         // empty: plain decoding
+  int proposed = 0, accepted = 0;
+  QString draftFallback;   // why drafting stopped during this reply, if it did
+};
+
+// What Settings ask of the local engine; applied when the model loads (the drafter also later).
+struct EngineOptions {
+  QString device = QStringLiteral("auto");  // "auto", "cpu", "cuda"
+  bool ramCache = false;       // engine-owned RAM expert cache over direct reads; else the page cache
+  quint64 ramBudgetBytes = 0;  // 0: sized from free memory
+  bool directIo = true;        // the RAM cache reads with O_DIRECT, so the page cache holds no second copy
+  QString policy = QStringLiteral("lfu");   // "lru", "lfu", "heat"
+  QString drafter = QStringLiteral("auto"); // "auto", "off", "dspark", "qwen", "ngram"
+
+  bool sameModelSetup(const EngineOptions& o) const {
+    return device == o.device && ramCache == o.ramCache && ramBudgetBytes == o.ramBudgetBytes &&
+           directIo == o.directIo && policy == o.policy;
+  }
+  bool operator==(const EngineOptions& o) const { return sameModelSetup(o) && drafter == o.drafter; }
 };
 
 // Expert lookups since the model was loaded, by the tier that served them.
@@ -47,6 +67,9 @@ struct BackendInfo {
   QString modelName;
   QString modelRoot;
   bool isDemo = false;
+  QString expertSource;    // the engine's description of where experts are read from
+  QString drafter;         // the drafter in use ("" = plain decoding)
+  QString drafterNote;     // which drafter was picked and from where, or why none
 };
 
 }  // namespace deltafin::gui
@@ -56,3 +79,4 @@ Q_DECLARE_METATYPE(deltafin::gui::GenerationRequest)
 Q_DECLARE_METATYPE(deltafin::gui::GenerationStats)
 Q_DECLARE_METATYPE(deltafin::gui::CacheCounters)
 Q_DECLARE_METATYPE(deltafin::gui::BackendInfo)
+Q_DECLARE_METATYPE(deltafin::gui::EngineOptions)

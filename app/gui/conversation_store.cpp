@@ -21,7 +21,10 @@ QJsonObject statsToJson(const GenerationStats& s) {
                      {"decode_tokens_per_second", s.decodeTokensPerSecond},
                      {"prefill_tokens_per_second", s.prefillTokensPerSecond},
                      {"total_seconds", s.totalSeconds},
-                     {"stopped_by_user", s.stoppedByUser}};
+                     {"stopped_by_user", s.stoppedByUser},
+                     {"drafter", s.drafter},
+                     {"draft_proposed", s.proposed},
+                     {"draft_accepted", s.accepted}};
 }
 
 GenerationStats statsFromJson(const QJsonObject& o) {
@@ -33,6 +36,9 @@ GenerationStats statsFromJson(const QJsonObject& o) {
   s.prefillTokensPerSecond = o.value("prefill_tokens_per_second").toDouble();
   s.totalSeconds = o.value("total_seconds").toDouble();
   s.stoppedByUser = o.value("stopped_by_user").toBool();
+  s.drafter = o.value("drafter").toString();
+  s.proposed = o.value("draft_proposed").toInt();
+  s.accepted = o.value("draft_accepted").toInt();
   return s;
 }
 

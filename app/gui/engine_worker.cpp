@@ -6,9 +6,12 @@
 #include <vector>
 
 #include "base/error.h"
-#include "deltafin/build_info.h"
+#include "device_choice.h"
+#include "tier_shares.h"
 #include "runtime/generate.h"
 #include "runtime/k3_model.h"
+#include "runtime/speculative_drafters.h"
+#include "store/tiered_expert_source.h"
 #include "tokenizer/chat_stream_parser.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -45,35 +48,76 @@ std::vector<int32_t> benchPrompt(const Tokenizer& tok, int length) {
 EngineWorker::EngineWorker() = default;
 EngineWorker::~EngineWorker() = default;
 
-void EngineWorker::load(const QString& modelRoot, bool isDemo) {
+void EngineWorker::load(const QString& modelRoot, bool isDemo, const EngineOptions& options) {
+  drafts_.reset();
   session_.reset();
   model_.reset();
   tokenizer_.reset();
   try {
     const std::string root = modelRoot.toStdString();
     tokenizer_ = load_tokenizer(root);
-    model_ = K3Model::load(root);
+    K3Model::Options mo;
+    if (options.ramCache) {
+      // Stream installs keep their own capped cache; these options apply to full installs.
+      StoreOptions so;
+      so.ram_budget = options.ramBudgetBytes;
+      so.policy = parse_policy(options.policy.toStdString());
+      so.direct_io = options.directIo;
+      mo.store = so;
+    }
+    model_ = K3Model::load(root, std::move(mo));
     session_ = std::make_unique<K3Session>(*model_);
     info_ = BackendInfo{};
-    info_.name = QStringLiteral("CPU");
-    // The K3 runtime computes on the CPU; say why when the user might expect the GPU.
-    info_.fallbackReason = build_info::cuda ? tr("the runtime computes on the CPU in this version")
-                                            : tr("this build has no CUDA support");
+    const DeviceChoice device = resolveDevice(options.device);
+    info_.name = device.name;
+    info_.fallbackReason = device.reason;
     info_.modelRoot = modelRoot;
     info_.modelName = QFileInfo(modelRoot).fileName();
     info_.isDemo = isDemo;
+    info_.expertSource = QString::fromStdString(model_->experts().describe());
+    loadDrafter(options.drafter);
     emit loaded(info_);
     emitCounters();
   } catch (const Error& e) {
+    drafts_.reset();
     session_.reset();
     model_.reset();
     tokenizer_.reset();
     emit loadFailed(QString::fromStdString(e.what_failed()), QString::fromStdString(e.what_to_do()));
   } catch (const std::exception& e) {
+    drafts_.reset();
     session_.reset();
     model_.reset();
     tokenizer_.reset();
     emit loadFailed(QString::fromStdString(e.what()), tr("check the model folder in Settings"));
+  }
+}
+
+void EngineWorker::loadDrafter(const QString& drafter) {
+  drafts_.reset();
+  DraftSetupOptions dso;
+  // An unknown name (an old settings file) falls back to the engine's own choice.
+  try {
+    dso.choice = parse_draft_choice(drafter.toStdString());
+  } catch (const Error&) {
+    dso.choice = DraftChoice::Auto;
+  }
+  dso.chat = true;  // the app sends chat prompts: auto prefers DSpark, the drafter made for them
+  drafts_ = DraftSetup::create(*model_, dso);
+  info_.drafter = drafts_->proposer() ? QString::fromStdString(drafts_->proposer()->name()) : QString();
+  info_.drafterNote = QString::fromStdString(drafts_->note());
+  if (dso.choice == DraftChoice::Off) info_.drafterNote = tr("off in Settings");
+}
+
+void EngineWorker::setDrafter(const QString& drafter) {
+  if (!model_) return;
+  try {
+    loadDrafter(drafter);
+    emit loaded(info_);
+  } catch (const Error& e) {
+    emit loadFailed(QString::fromStdString(e.what_failed()), QString::fromStdString(e.what_to_do()));
+  } catch (const std::exception& e) {
+    emit loadFailed(QString::fromStdString(e.what()), QString());
   }
 }
 
@@ -117,6 +161,9 @@ void EngineWorker::generate(const GenerationRequest& request) {
       lastEmit = Clock::now();
     };
 
+    // A fresh proposer per reply: it follows this session's tokens from the start.
+    const std::unique_ptr<DraftProposer> proposer = drafts_ ? drafts_->make_proposer() : nullptr;
+    opts.drafter = proposer.get();
     session_->reset();
     const GenerateResult result = deltafin::generate(*session_, prompt, opts, [&](int32_t id) {
       if (!sawFirst) {
@@ -139,6 +186,10 @@ void EngineWorker::generate(const GenerationRequest& request) {
         result.stats.prefill_seconds > 0 ? result.stats.prompt_tokens / result.stats.prefill_seconds : 0;
     stats.totalSeconds = std::chrono::duration<double>(Clock::now() - started).count();
     stats.stoppedByUser = stop_.load();
+    stats.drafter = QString::fromStdString(result.stats.drafter);
+    stats.proposed = result.stats.proposed;
+    stats.accepted = result.stats.accepted;
+    stats.draftFallback = QString::fromStdString(result.stats.draft_fallback);
     emitCounters();
     emit finished(request.id, stats);
   } catch (const Error& e) {
@@ -201,10 +252,10 @@ void EngineWorker::runBench(const BenchArm& arm) {
     res.prefillTokensPerSecond = m.prefill;
     res.decodeTokensPerSecond = m.decode;
     res.firstTokenSeconds = m.ttft;
-    const double req = static_cast<double>(std::max<uint64_t>(1, m.delta.requests));
-    res.ramHitRate = m.delta.ram_hits / req;
-    res.diskReadRate = m.delta.disk_reads / req;
-    res.netFetchRate = m.delta.net_fetches / req;
+    const TierShares tiers = tierShares(toCounters(m.delta));
+    res.ramHitRate = tiers.share(tiers.ram);
+    res.diskReadRate = tiers.share(tiers.disk);
+    res.netFetchRate = tiers.share(tiers.network);
     res.expertBytes = m.bytes;
     emit benchResult(res);
   } catch (const Error& e) {

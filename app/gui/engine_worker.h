@@ -13,6 +13,7 @@
 #include "chat_types.h"
 
 namespace deltafin {
+class DraftSetup;
 class K3Model;
 class K3Session;
 class Tokenizer;
@@ -34,7 +35,9 @@ class EngineWorker : public QObject {
   void clearStop() { stop_.store(false); }
 
  public slots:
-  void load(const QString& modelRoot, bool isDemo);
+  void load(const QString& modelRoot, bool isDemo, const deltafin::gui::EngineOptions& options);
+  // Swaps the drafter without reloading the model; reports through loaded().
+  void setDrafter(const QString& drafter);
   void generate(const deltafin::gui::GenerationRequest& request);
   void runBench(const deltafin::gui::BenchArm& arm);
   void inspectCache();
@@ -57,10 +60,12 @@ class EngineWorker : public QObject {
 
  private:
   void emitCounters();
+  void loadDrafter(const QString& drafter);
 
   std::unique_ptr<K3Model> model_;
   std::unique_ptr<K3Session> session_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<DraftSetup> drafts_;
   BackendInfo info_;
   std::atomic<bool> stop_{false};
 };

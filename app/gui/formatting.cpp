@@ -27,6 +27,11 @@ QString formatStats(const GenerationStats& s) {
                      .arg(QLocale().toString(s.decodeTokensPerSecond, 'f', 1))
                      .arg(QLocale().toString(s.firstTokenSeconds, 'f', 2))
                      .arg(s.newTokens);
+  if (s.proposed > 0)
+    text += QCoreApplication::translate("Formatting", " · %1: %2 of %3 guesses accepted")
+                .arg(s.drafter)
+                .arg(s.accepted)
+                .arg(s.proposed);
   if (s.stoppedByUser) text += QCoreApplication::translate("Formatting", " · stopped");
   return text;
 }

@@ -52,6 +52,7 @@ void InstallJob::start() {
   cancel_.store(false);
   errorWhat_.clear();
   errorTodo_.clear();
+  outcome_.clear();
   setState(State::Running);
   appendLog(tr("Started"));
   const InstallRequest req = request_;
@@ -75,9 +76,10 @@ void InstallJob::start() {
   };
   QThread* t = QThread::create([this, req, cb, self] {
     bool ok = false;
-    QString what, todo;
+    QString what, todo, outcome;
     try {
-      runInstall(req, cb, &cancel_);
+      if (req.kind == InstallRequest::Kind::Upgrade) outcome = runUpgrade(req, cb);
+      else runInstall(req, cb, &cancel_);
       ok = true;
     } catch (const Error& e) {
       what = QString::fromStdString(e.what_failed());
@@ -85,8 +87,8 @@ void InstallJob::start() {
     } catch (const std::exception& e) {
       what = QString::fromStdString(e.what());
     }
-    QMetaObject::invokeMethod(self, [self, ok, what, todo] {
-      if (self) self->runFinished(ok, what, todo);
+    QMetaObject::invokeMethod(self, [self, ok, what, todo, outcome] {
+      if (self) self->runFinished(ok, what, todo, outcome);
     }, Qt::QueuedConnection);
   });
   t->setObjectName(QStringLiteral("deltafin-install"));
@@ -95,13 +97,14 @@ void InstallJob::start() {
   t->start();
 }
 
-void InstallJob::runFinished(bool ok, const QString& what, const QString& todo) {
+void InstallJob::runFinished(bool ok, const QString& what, const QString& todo, const QString& outcome) {
   if (thread_) thread_->wait();
   thread_ = nullptr;
   if (ok && !cancel_.load()) {
     progress_.bytesDone = progress_.bytesTotal;
     progress_.etaSeconds = 0;
-    appendLog(tr("Finished"));
+    outcome_ = outcome;
+    appendLog(outcome.isEmpty() ? tr("Finished") : tr("Finished: %1").arg(outcome));
     setState(State::Done);
   } else if (state_ == State::Pausing) {
     appendLog(tr("Paused; the bytes on disk are kept"));
@@ -110,7 +113,7 @@ void InstallJob::runFinished(bool ok, const QString& what, const QString& todo) 
     appendLog(tr("Cancelled; verified files are kept, run setup again to finish"));
     setState(State::Cancelled);
   } else {
-    errorWhat_ = what.isEmpty() ? tr("the install stopped") : what;
+    errorWhat_ = what.isEmpty() ? (isUpgrade() ? tr("the upgrade stopped") : tr("the install stopped")) : what;
     errorTodo_ = todo;
     appendLog(tr("Failed: %1").arg(todo.isEmpty() ? errorWhat_ : errorWhat_ + QStringLiteral(" — ") + todo));
     setState(State::Failed);
@@ -118,6 +121,7 @@ void InstallJob::runFinished(bool ok, const QString& what, const QString& todo) 
 }
 
 void InstallJob::pause() {
+  if (!canPause()) return;
   if (state_ == State::Running) {
     setState(State::Pausing);
     cancel_.store(true);
@@ -134,6 +138,7 @@ void InstallJob::resume() {
 }
 
 void InstallJob::cancel() {
+  if (isUpgrade() && isActive()) return;  // git and CMake finish their step; the log says how it ended
   if (state_ == State::Running || state_ == State::Pausing) {
     setState(State::Cancelling);
     cancel_.store(true);
@@ -158,6 +163,8 @@ QJsonObject InstallJob::toJson() const {
   }
   if (state_ == State::Pausing) state = QStringLiteral("paused");
   if (state_ == State::Cancelling) state = QStringLiteral("cancelled");
+  // An upgrade is never restarted by itself: the next start reports that it was interrupted.
+  if (isUpgrade() && isActive()) state = QStringLiteral("interrupted");
   return QJsonObject{{"id", id_},
                      {"title", title_},
                      {"state", state},
@@ -167,6 +174,7 @@ QJsonObject InstallJob::toJson() const {
                      {"bytes_total", static_cast<double>(progress_.bytesTotal)},
                      {"error_what", errorWhat_},
                      {"error_todo", errorTodo_},
+                     {"outcome", outcome_},
                      {"log", QJsonArray::fromStringList(log_)}};
 }
 
@@ -184,6 +192,12 @@ InstallJob* InstallJob::fromJson(const QJsonObject& o, QObject* parent) {
   job->progress_.bytesTotal = static_cast<quint64>(o.value("bytes_total").toDouble());
   job->errorWhat_ = o.value("error_what").toString();
   job->errorTodo_ = o.value("error_todo").toString();
+  job->outcome_ = o.value("outcome").toString();
+  if (state == QLatin1String("interrupted")) {
+    job->state_ = State::Failed;
+    job->errorWhat_ = tr("the app quit while this upgrade was running");
+    job->errorTodo_ = tr("run it again with Resume: an upgrade that had finished reports that it is up to date");
+  }
   for (const QJsonValue& v : o.value("log").toArray()) job->log_.push_back(v.toString());
   return job;
 }

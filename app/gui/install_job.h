@@ -1,7 +1,9 @@
 #pragma once
-// A setup or add-on install running in the background. Pause stops the transfer and keeps
+// A setup, add-on install or upgrade running in the background. Pause stops a transfer and keeps
 // every byte already on disk; resume starts the install again, which skips verified files and
-// continues partial ones. Events from the install thread are posted to the GUI thread.
+// continues partial ones. An upgrade (git fast-forward and rebuild) cannot be paused or
+// cancelled halfway; a failed one can be run again. Events from the job's thread are posted to
+// the GUI thread.
 #include <QDateTime>
 #include <QObject>
 #include <QPointer>
@@ -34,6 +36,11 @@ class InstallJob : public QObject {
   QString errorTodo() const { return errorTodo_; }
   QDateTime created() const { return created_; }
   bool isActive() const { return state_ == State::Running || state_ == State::Pausing || state_ == State::Cancelling; }
+  bool isUpgrade() const { return request_.kind == InstallRequest::Kind::Upgrade; }
+  // Installs stop between byte ranges; an upgrade's git and CMake steps must not be cut off.
+  bool canPause() const { return !isUpgrade(); }
+  // What a finished job achieved in one line (an upgrade's outcome); empty for installs.
+  QString outcome() const { return outcome_; }
 
   QJsonObject toJson() const;
   static InstallJob* fromJson(const QJsonObject& o, QObject* parent);
@@ -52,14 +59,14 @@ class InstallJob : public QObject {
  private:
   void setState(State s);
   void appendLog(const QString& line);
-  void runFinished(bool ok, const QString& what, const QString& todo);
+  void runFinished(bool ok, const QString& what, const QString& todo, const QString& outcome);
 
   QString id_, title_;
   InstallRequest request_;
   State state_ = State::Queued;
   InstallProgressView progress_;
   QStringList log_;
-  QString errorWhat_, errorTodo_;
+  QString errorWhat_, errorTodo_, outcome_;
   QDateTime created_;
   QPointer<QThread> thread_;
   std::atomic<bool> cancel_{false};

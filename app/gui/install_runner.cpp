@@ -1,10 +1,14 @@
 #include "install_runner.h"
 
+#include <QCoreApplication>
+
 #include "install/disk_space.h"
 #include "install/hub_client.h"
 #include "install/install_events.h"
 #include "install/pinned_repos.h"
 #include "install/setup.h"
+#include "install/upgrade.h"
+#include "deltafin/build_info.h"
 
 namespace deltafin::gui {
 namespace {
@@ -90,5 +94,34 @@ void runInstall(const InstallRequest& request, const InstallCallbacks& callbacks
   CallbackObserver obs(callbacks);
   run_setup(toOptions(request), obs, cancel);
 }
+
+QString runUpgrade(const InstallRequest& request, const InstallCallbacks& callbacks) {
+  UpgradeOptions o;
+  o.source_dir = request.sourceDir.toStdString();
+  o.build_dir = request.buildDir.toStdString();
+  o.dry_run = request.dryRun;
+  const UpgradeResult r = run_upgrade(o, [&](const std::string& line) {
+    if (callbacks.message) callbacks.message(q(line));
+  });
+  auto shortId = [](const std::string& id) { return q(id.substr(0, 12)); };
+  switch (r.outcome) {
+    case UpgradeResult::Outcome::UpToDate:
+      return QCoreApplication::translate("InstallRunner", "Already up to date at %1 (%2)").arg(shortId(r.from), q(r.branch));
+    case UpgradeResult::Outcome::Upgraded:
+      return QCoreApplication::translate("InstallRunner", "Upgraded %1 from %2 to %3 (%4 commits)")
+          .arg(q(r.branch), shortId(r.from), shortId(r.to))
+          .arg(r.commits);
+    case UpgradeResult::Outcome::WouldUpgrade:
+      return QCoreApplication::translate("InstallRunner", "An upgrade is available: %1 commits, %2 to %3")
+          .arg(r.commits)
+          .arg(shortId(r.from), shortId(r.to));
+    case UpgradeResult::Outcome::AheadOfUpstream:
+      return QCoreApplication::translate("InstallRunner", "%1 is ahead of %2: nothing to upgrade").arg(q(r.branch), q(r.upstream));
+  }
+  return {};
+}
+
+QString builtFromSourceDir() { return QString::fromUtf8(build_info::source_dir); }
+QString builtInBuildDir() { return QString::fromUtf8(build_info::binary_dir); }
 
 }  // namespace deltafin::gui

@@ -1,6 +1,6 @@
 #pragma once
-// The one file between the GUI and the install engine (engine/install): what a setup or add-on
-// job asks for, its plan in display form, and blocking calls made from job threads.
+// The one file between the GUI and the install engine (engine/install): what a setup, add-on or
+// upgrade job asks for, its plan in display form, and blocking calls made from job threads.
 #include <QJsonObject>
 #include <QList>
 #include <QString>
@@ -11,13 +11,18 @@
 namespace deltafin::gui {
 
 struct InstallRequest {
+  enum class Kind { Install, Upgrade };
+  Kind kind = Kind::Install;
   bool stream = false;      // stream install (spine + on-demand experts) instead of full
-  bool k3 = true;           // false: add-ons only (setup-qwen)
+  bool k3 = true;           // false: add-ons only (DSpark and/or Qwen into an existing install)
   bool withDspark = true;
   bool withQwen = false;
   QString modelRoot;
   QString hubUrl;           // empty: $DELTAFIN_HUB_URL or the public Hub
   quint64 cacheCap = 0;     // stream: 0 picks the default from free space
+  // Upgrade: the git checkout and its CMake build folder (empty: those this app was built from).
+  QString sourceDir, buildDir;
+  bool dryRun = false;      // upgrade: check and report, change nothing
 
   QJsonObject toJson() const;
   static InstallRequest fromJson(const QJsonObject& o);
@@ -62,5 +67,11 @@ quint64 freeDiskBytes(const QString& path);
 InstallPlanView planInstall(const InstallRequest& request);
 // The whole install (resumes what an earlier run left); throws deltafin::Error, also when cancelled.
 void runInstall(const InstallRequest& request, const InstallCallbacks& callbacks, const std::atomic<bool>* cancel);
+// `deltafin upgrade`: fast-forward the checkout and rebuild it; throws deltafin::Error saying why
+// not (dirty, detached, diverged, build failed). Returns its one-line outcome. Cannot be paused.
+QString runUpgrade(const InstallRequest& request, const InstallCallbacks& callbacks);
+// Where this app was built from, the defaults of an upgrade.
+QString builtFromSourceDir();
+QString builtInBuildDir();
 
 }  // namespace deltafin::gui

@@ -156,9 +156,12 @@ void JobsView::showDetails() {
   using S = InstallJob::State;
   const InstallProgressView& p = j->progress();
   title_->setText(QStringLiteral("<b>%1</b> — %2").arg(j->title().toHtmlEscaped(), j->stateText()));
-  bar_->setValue(percent(p));
-  QString text = progressText(p);
-  if (j->state() == S::Running) {
+  // An upgrade has steps, not bytes: a busy bar while it runs.
+  const bool busy = j->isUpgrade() && j->isActive();
+  bar_->setRange(0, busy ? 0 : 1000);
+  bar_->setValue(j->isUpgrade() ? (j->state() == S::Done ? 1000 : 0) : percent(p));
+  QString text = j->isUpgrade() ? j->outcome() : progressText(p);
+  if (j->state() == S::Running && !j->isUpgrade()) {
     text += tr(" · %1 · %2 left").arg(formatSpeed(p.bytesPerSecond), formatDuration(p.etaSeconds));
     if (p.filesTotal) text += tr(" · file %1 of %2").arg(p.filesDone).arg(p.filesTotal);
     if (!p.current.isEmpty()) text += QStringLiteral("\n") + p.current;
@@ -167,10 +170,12 @@ void JobsView::showDetails() {
   error_->setText(tr("<b>What failed:</b> %1<br><b>What to do:</b> %2")
                       .arg(j->errorWhat().toHtmlEscaped(),
                            (j->errorTodo().isEmpty() ? tr("see the log below") : j->errorTodo()).toHtmlEscaped()));
-  pause_->setEnabled(j->state() == S::Running || j->state() == S::Queued);
+  pause_->setEnabled(j->canPause() && (j->state() == S::Running || j->state() == S::Queued));
+  pause_->setToolTip(j->canPause() ? QString() : tr("An upgrade runs git and CMake to the end of each step"));
   resume_->setEnabled(j->state() == S::Paused || j->state() == S::Failed || j->state() == S::Cancelled);
-  cancel_->setEnabled(j->state() == S::Running || j->state() == S::Paused || j->state() == S::Queued ||
-                      j->state() == S::Failed || j->state() == S::Pausing);
+  cancel_->setEnabled(!(j->isUpgrade() && j->isActive()) &&
+                      (j->state() == S::Running || j->state() == S::Paused || j->state() == S::Queued ||
+                       j->state() == S::Failed || j->state() == S::Pausing));
   remove_->setEnabled(!j->isActive());
   const QString joined = j->log().join('\n');
   if (log_->toPlainText() != joined) {

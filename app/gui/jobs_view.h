@@ -1,6 +1,6 @@
 #pragma once
-// Background jobs (setup, add-ons): progress with speed and ETA, the log, clear errors, and
-// pause/resume/cancel.
+// Background jobs (setup, add-ons, upgrade): progress with speed and ETA, the log, clear errors,
+// and pause/resume/cancel.
 #include <QWidget>
 
 class QLabel;
@@ -26,6 +26,7 @@ class JobsView : public QWidget {
   QPushButton* resumeButton() const { return resume_; }
   QPushButton* cancelButton() const { return cancel_; }
   QTreeWidget* list() const { return list_; }
+  QProgressBar* progressBar() const { return bar_; }
 
  private:
   void rebuild();

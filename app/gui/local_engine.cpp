@@ -10,6 +10,7 @@ void registerMetaTypes() {
   qRegisterMetaType<GenerationStats>();
   qRegisterMetaType<CacheCounters>();
   qRegisterMetaType<BackendInfo>();
+  qRegisterMetaType<EngineOptions>();
   qRegisterMetaType<BenchArm>();
   qRegisterMetaType<BenchResult>();
   qRegisterMetaType<CacheSnapshot>();
@@ -63,11 +64,16 @@ LocalEngine::~LocalEngine() {
   thread_.wait();
 }
 
-void LocalEngine::load(const QString& modelRoot, bool isDemo) {
+void LocalEngine::load(const QString& modelRoot, bool isDemo, const EngineOptions& options) {
   ready_ = false;
   setBusy(true);
   emit loading(modelRoot);
-  QMetaObject::invokeMethod(worker_, "load", Qt::QueuedConnection, Q_ARG(QString, modelRoot), Q_ARG(bool, isDemo));
+  QMetaObject::invokeMethod(worker_, "load", Qt::QueuedConnection, Q_ARG(QString, modelRoot), Q_ARG(bool, isDemo),
+                            Q_ARG(deltafin::gui::EngineOptions, options));
+}
+
+void LocalEngine::setDrafter(const QString& drafter) {
+  QMetaObject::invokeMethod(worker_, "setDrafter", Qt::QueuedConnection, Q_ARG(QString, drafter));
 }
 
 void LocalEngine::start(const GenerationRequest& request) {

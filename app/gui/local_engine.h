@@ -17,7 +17,8 @@ class LocalEngine : public ChatBackend {
   explicit LocalEngine(QObject* parent = nullptr);
   ~LocalEngine() override;
 
-  void load(const QString& modelRoot, bool isDemo);
+  void load(const QString& modelRoot, bool isDemo, const EngineOptions& options);
+  void setDrafter(const QString& drafter);
   void start(const GenerationRequest& request) override;
   void stop() override;
   bool isReady() const override { return ready_; }

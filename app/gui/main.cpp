@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   QApplication::setApplicationName(QStringLiteral("deltafin-studio"));
   QApplication::setApplicationDisplayName(QStringLiteral("Deltafin Studio"));
   QApplication::setApplicationVersion(QStringLiteral(DELTAFIN_VERSION));
-  QApplication::setDesktopFileName(QStringLiteral("deltafin"));
+  QApplication::setDesktopFileName(QStringLiteral("io.github.deltafin.Studio"));
   QApplication::setWindowIcon(deltafin::gui::studioIcon());
   QFile style(QStringLiteral(":/styles/studio.qss"));
   if (style.open(QIODevice::ReadOnly)) app.setStyleSheet(QString::fromUtf8(style.readAll()));
@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
                                      QStringLiteral("DIR"));
   const QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                       QStringLiteral("Render a view to a PNG file and exit."), QStringLiteral("FILE"));
-  const QCommandLineOption view(QStringLiteral("view"), QStringLiteral("View for --screenshot: chat, setup, jobs, cache, bench."),
+  const QCommandLineOption view(QStringLiteral("view"), QStringLiteral("View for --screenshot: chat, setup, jobs, cache, bench, settings."),
                                 QStringLiteral("VIEW"), QStringLiteral("chat"));
   const QCommandLineOption dataDir(QStringLiteral("data-dir"),
                                    QStringLiteral("Keep conversations, jobs and settings here (default: the user's; "

@@ -21,6 +21,7 @@
 #include "status_panel.h"
 #include "studio_icon.h"
 #include "studio.h"
+#include "upgrade_dialog.h"
 
 namespace deltafin::gui {
 
@@ -76,8 +77,15 @@ void MainWindow::buildMenus() {
   connect(newChat, &QAction::triggered, chat_, &ChatView::newConversation);
   QAction* wizard = file->addAction(tr("&Setup wizard…"));
   connect(wizard, &QAction::triggered, this, &MainWindow::openSetupWizard);
+  QAction* addons = file->addAction(tr("Install &add-ons…"));
+  addons->setObjectName(QStringLiteral("addonsAction"));
+  connect(addons, &QAction::triggered, this, &MainWindow::openAddonsWizard);
+  QAction* upgrade = file->addAction(tr("&Upgrade Deltafin…"));
+  upgrade->setObjectName(QStringLiteral("upgradeAction"));
+  connect(upgrade, &QAction::triggered, this, &MainWindow::openUpgradeDialog);
   QAction* settings = file->addAction(tr("S&ettings…"));
   settings->setShortcut(QKeySequence::Preferences);
+  settings->setObjectName(QStringLiteral("settingsAction"));
   connect(settings, &QAction::triggered, this, &MainWindow::openSettings);
   file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"));
@@ -117,21 +125,41 @@ void MainWindow::buildMenus() {
 
 void MainWindow::showPage(Page page) { tabs_->setCurrentIndex(static_cast<int>(page)); }
 
-void MainWindow::openSetupWizard() {
+SetupWizard* MainWindow::openSetupWizard() {
   auto* wizard = new SetupWizard(studio_, this);
   wizard->setAttribute(Qt::WA_DeleteOnClose);
   wizard->open();
+  return wizard;
 }
 
-void MainWindow::openSettings() {
-  SettingsDialog dialog(studio_->settings(), this);
-  if (dialog.exec() != QDialog::Accepted) return;
-  const StudioSettings next = dialog.result();
-  const bool languageChanged = next.language != studio_->settings().language;
-  studio_->settings() = next;
-  chat_->setMaxNewTokens(next.maxNewTokens);
-  studio_->applySettings();
-  if (languageChanged) emit languageRequested(next.language);
+SetupWizard* MainWindow::openAddonsWizard() {
+  auto* wizard = new SetupWizard(studio_, this, SetupWizard::Purpose::Addons);
+  wizard->setAttribute(Qt::WA_DeleteOnClose);
+  wizard->open();
+  return wizard;
+}
+
+UpgradeDialog* MainWindow::openUpgradeDialog() {
+  auto* dialog = new UpgradeDialog(studio_, this);
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  dialog->open();
+  return dialog;
+}
+
+SettingsDialog* MainWindow::openSettings() {
+  // Window-modal but not blocking: the engine keeps streaming while the dialog is open.
+  auto* dialog = new SettingsDialog(studio_->settings(), this);
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  connect(dialog, &QDialog::accepted, this, [this, dialog] {
+    const StudioSettings next = dialog->result();
+    const bool languageChanged = next.language != studio_->settings().language;
+    studio_->settings() = next;
+    chat_->setMaxNewTokens(next.maxNewTokens);
+    studio_->applySettings();
+    if (languageChanged) emit languageRequested(next.language);
+  });
+  dialog->open();
+  return dialog;
 }
 
 }  // namespace deltafin::gui

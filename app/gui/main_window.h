@@ -8,6 +8,9 @@ class QTabWidget;
 namespace deltafin::gui {
 
 class BenchView;
+class SettingsDialog;
+class SetupWizard;
+class UpgradeDialog;
 class CacheView;
 class ChatView;
 class JobsView;
@@ -29,8 +32,10 @@ class MainWindow : public QMainWindow {
   StatusPanel* statusPanel() const { return status_; }
 
  public slots:
-  void openSetupWizard();
-  void openSettings();
+  SetupWizard* openSetupWizard();
+  SetupWizard* openAddonsWizard();  // the drafters only, into an existing install
+  UpgradeDialog* openUpgradeDialog();
+  SettingsDialog* openSettings();
 
  signals:
   void languageRequested(const QString& code);  // "" follows the system

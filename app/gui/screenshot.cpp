@@ -16,6 +16,7 @@
 #include "job_manager.h"
 #include "local_engine.h"
 #include "main_window.h"
+#include "settings_dialog.h"
 #include "setup_wizard.h"
 #include "studio_app.h"
 
@@ -61,8 +62,8 @@ void settle() {
 }  // namespace
 
 QStringList screenshotViews() {
-  return {QStringLiteral("chat"), QStringLiteral("setup"), QStringLiteral("jobs"), QStringLiteral("cache"),
-          QStringLiteral("bench")};
+  return {QStringLiteral("chat"),  QStringLiteral("setup"), QStringLiteral("jobs"),
+          QStringLiteral("cache"), QStringLiteral("bench"), QStringLiteral("settings")};
 }
 
 int takeScreenshot(StudioApp& app, const ScreenshotOptions& options) {
@@ -150,6 +151,12 @@ int takeScreenshot(StudioApp& app, const ScreenshotOptions& options) {
       err << "deltafin-studio: the benchmark did not finish\n";
       return 1;
     }
+  } else if (view == QLatin1String("settings")) {
+    // The dialog over the main window, once the engine has loaded (the device note is real).
+    if (!waitForEngine(studio->engine(), err)) return 1;
+    SettingsDialog* dialog = w->openSettings();
+    dialog->adjustSize();
+    target = dialog;
   } else {
     err << "deltafin-studio: unknown view '" << view << "' (choose " << screenshotViews().join(", ") << ")\n";
     return 2;

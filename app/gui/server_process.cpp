@@ -1,5 +1,9 @@
 #include "server_process.h"
 
+#include <utility>
+
+#include <QRegularExpression>
+
 #include "app_paths.h"
 
 namespace deltafin::gui {
@@ -9,6 +13,15 @@ ServerProcess::ServerProcess(QObject* parent) : QObject(parent) {
   connect(&process_, &QProcess::readyRead, this, [this] {
     output_ += QString::fromUtf8(process_.readAll());
     if (output_.size() > 20000) output_ = output_.right(20000);
+    if (url_.isEmpty()) {
+      static const QRegularExpression re(QStringLiteral("listening on (http://[^ \\s]+)"));
+      const QRegularExpressionMatch m = re.match(output_);
+      if (m.hasMatch()) {
+        url_ = m.captured(1);
+        emit stateChanged(true, tr("Server listening on %1").arg(url_));
+        emit listening(url_);
+      }
+    }
   });
   connect(&process_, &QProcess::started, this, [this] {
     emit stateChanged(true, tr("Server running: %1").arg(process_.arguments().join(' ')));
@@ -20,6 +33,8 @@ ServerProcess::ServerProcess(QObject* parent) : QObject(parent) {
     const QString tail = output_.trimmed().section('\n', -3);
     emit stateChanged(false, stopping_ ? tr("Server stopped") : tr("The server exited (%1): %2").arg(code).arg(tail));
     stopping_ = false;
+    url_.clear();
+    if (std::exchange(restartPending_, false)) start(modelRoot_, port_);
   });
 }
 
@@ -35,12 +50,28 @@ ServerProcess::~ServerProcess() {
 void ServerProcess::start(const QString& modelRoot, int port) {
   if (isRunning()) return;
   output_.clear();
+  url_.clear();
+  modelRoot_ = modelRoot;
+  port_ = port;
   stopping_ = false;
   process_.start(cliExecutable(), {QStringLiteral("serve"), QStringLiteral("--model-root"), modelRoot,
                                    QStringLiteral("--port"), QString::number(port)});
 }
 
+void ServerProcess::restart(const QString& modelRoot, int port) {
+  modelRoot_ = modelRoot;
+  port_ = port;
+  if (!isRunning()) {
+    start(modelRoot, port);
+    return;
+  }
+  restartPending_ = true;
+  stopping_ = true;
+  process_.terminate();
+}
+
 void ServerProcess::stop() {
+  restartPending_ = false;
   if (!isRunning()) return;
   stopping_ = true;
   process_.terminate();

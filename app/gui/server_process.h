@@ -13,18 +13,28 @@ class ServerProcess : public QObject {
   explicit ServerProcess(QObject* parent = nullptr);
   ~ServerProcess() override;
 
-  void start(const QString& modelRoot, int port);
+  void start(const QString& modelRoot, int port);  // port 0: any free port
   void stop();
+  // Stops the running server, then starts it with these.
+  void restart(const QString& modelRoot, int port);
   bool isRunning() const { return process_.state() != QProcess::NotRunning; }
+  const QString& modelRoot() const { return modelRoot_; }
+  int port() const { return port_; }
+  // The address the server printed once it listens ("http://127.0.0.1:PORT"); empty until then.
+  const QString& url() const { return url_; }
   QString lastOutput() const { return output_; }
 
  signals:
   void stateChanged(bool running, const QString& message);
+  void listening(const QString& url);
 
  private:
   QProcess process_;
   QString output_;
+  QString modelRoot_, url_;
+  int port_ = 0;
   bool stopping_ = false;
+  bool restartPending_ = false;
 };
 
 }  // namespace deltafin::gui

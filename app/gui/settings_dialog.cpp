@@ -3,6 +3,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
+#include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFormLayout>
 #include <QGroupBox>
@@ -15,8 +16,10 @@
 
 #include <algorithm>
 
+#include <QStandardItemModel>
+
 #include "app_paths.h"
-#include "deltafin/build_info.h"
+#include "device_choice.h"
 
 namespace deltafin::gui {
 
@@ -52,29 +55,79 @@ SettingsDialog::SettingsDialog(const StudioSettings& s, QWidget* parent) : QDial
   layout->addWidget(model);
 
   auto* engine = new QGroupBox(tr("Engine"), this);
-  auto* engineForm = new QFormLayout(engine);
+  // Wrapped notes go below the form: a form row does not grow with a label's wrapped height.
+  auto* engineBox = new QVBoxLayout(engine);
+  auto* engineForm = new QFormLayout;
+  engineBox->addLayout(engineForm);
   device_ = new QComboBox(engine);
+  device_->setObjectName(QStringLiteral("deviceCombo"));
   device_->addItem(tr("Automatic"), QStringLiteral("auto"));
   device_->addItem(tr("CPU"), QStringLiteral("cpu"));
-  if (build_info::cuda) device_->addItem(tr("CUDA GPU"), QStringLiteral("cuda"));
+  QString noGpu;
+  const bool gpu = cudaDeviceUsable(&noGpu);
+  device_->addItem(tr("CUDA GPU"), QStringLiteral("cuda"));
+  if (!gpu) {
+    // Listed but not selectable, with the reason, so nobody wonders where the GPU went.
+    auto* items = qobject_cast<QStandardItemModel*>(device_->model());
+    if (QStandardItem* item = items ? items->item(device_->count() - 1) : nullptr) {
+      item->setEnabled(false);
+      item->setToolTip(noGpu);
+    }
+  }
   device_->setCurrentIndex(std::max(0, device_->findData(s.device)));
   engineForm->addRow(tr("&Device:"), device_);
-  ram_ = new QSpinBox(engine);
+  auto* deviceNote = new QLabel(resolveDevice(QStringLiteral("auto")).reason, engine);
+  deviceNote->setObjectName(QStringLiteral("deviceNote"));
+  deviceNote->setWordWrap(true);
+  engineForm->addRow(QString(), deviceNote);
+
+  expertReads_ = new QComboBox(engine);
+  expertReads_->setObjectName(QStringLiteral("expertReads"));
+  expertReads_->addItem(tr("Through the page cache (memory-mapped shards)"), false);
+  expertReads_->addItem(tr("Engine RAM cache over direct disk reads"), true);
+  expertReads_->setCurrentIndex(s.ramCache ? 1 : 0);
+  engineForm->addRow(tr("&Expert reads:"), expertReads_);
+  ram_ = new QDoubleSpinBox(engine);
+  ram_->setObjectName(QStringLiteral("ramBudget"));
+  ram_->setDecimals(2);
   ram_->setRange(0, 4096);
+  ram_->setSingleStep(1);
   ram_->setSuffix(tr(" GiB"));
-  ram_->setSpecialValueText(tr("Automatic"));
-  ram_->setValue(s.ramCacheGiB);
+  ram_->setSpecialValueText(tr("Automatic (free memory less a margin)"));
+  ram_->setValue(s.ramCacheMiB / 1024.0);
   engineForm->addRow(tr("&RAM expert cache:"), ram_);
-  vram_ = new QSpinBox(engine);
-  vram_->setRange(0, 1024);
-  vram_->setSuffix(tr(" GiB"));
-  vram_->setSpecialValueText(tr("Automatic"));
-  vram_->setValue(s.vramCacheGiB);
-  engineForm->addRow(tr("&VRAM expert cache:"), vram_);
+  directIo_ = new QCheckBox(tr("Bypass the page cache (O_DIRECT), so experts are not held twice"), engine);
+  directIo_->setObjectName(QStringLiteral("directIo"));
+  directIo_->setChecked(s.directIo);
+  engineForm->addRow(QString(), directIo_);
+  policy_ = new QComboBox(engine);
+  policy_->setObjectName(QStringLiteral("cachePolicy"));
+  policy_->addItem(tr("Frequency with decay (LFU)"), QStringLiteral("lfu"));
+  policy_->addItem(tr("Least recently used (LRU)"), QStringLiteral("lru"));
+  policy_->addItem(tr("Frequency seeded from the saved heat map"), QStringLiteral("heat"));
+  policy_->setCurrentIndex(std::max(0, policy_->findData(s.cachePolicy)));
+  engineForm->addRow(tr("E&viction:"), policy_);
+  auto cacheEnabled = [this] {
+    const bool on = expertReads_->currentData().toBool();
+    ram_->setEnabled(on);
+    directIo_->setEnabled(on);
+    policy_->setEnabled(on);
+  };
+  connect(expertReads_, &QComboBox::currentIndexChanged, this, cacheEnabled);
+  cacheEnabled();
+  auto* streamNote = new QLabel(tr("Streaming installs keep experts in their own capped stream cache (see the Cache "
+                                   "page); the RAM cache applies to full installs. There is no VRAM expert tier "
+                                   "in this version."),
+                                engine);
+  streamNote->setWordWrap(true);
+
   drafter_ = new QComboBox(engine);
-  drafter_->addItem(tr("None"), QStringLiteral("none"));
+  drafter_->setObjectName(QStringLiteral("drafterCombo"));
+  drafter_->addItem(tr("Automatic (DSpark if installed, else n-gram)"), QStringLiteral("auto"));
+  drafter_->addItem(tr("Off (plain decoding)"), QStringLiteral("off"));
   drafter_->addItem(tr("DSpark"), QStringLiteral("dspark"));
   drafter_->addItem(tr("Qwen3"), QStringLiteral("qwen"));
+  drafter_->addItem(tr("n-gram (no model)"), QStringLiteral("ngram"));
   drafter_->setCurrentIndex(std::max(0, drafter_->findData(s.drafter)));
   drafter_->setToolTip(tr("Drafters only guess ahead; K3 checks every token, so answers do not change"));
   engineForm->addRow(tr("D&rafter:"), drafter_);
@@ -82,15 +135,19 @@ SettingsDialog::SettingsDialog(const StudioSettings& s, QWidget* parent) : QDial
   maxTokens_->setRange(1, 131072);
   maxTokens_->setValue(s.maxNewTokens);
   engineForm->addRow(tr("Longest &reply (tokens):"), maxTokens_);
+  engineBox->addWidget(streamNote);
   layout->addWidget(engine);
 
   auto* server = new QGroupBox(tr("Local server"), this);
   auto* serverForm = new QFormLayout(server);
   server_ = new QCheckBox(tr("Run the OpenAI-compatible server (deltafin serve)"), server);
+  server_->setObjectName(QStringLiteral("serverEnabled"));
   server_->setChecked(s.serverEnabled);
   serverForm->addRow(server_);
   port_ = new QSpinBox(server);
-  port_->setRange(1, 65535);
+  port_->setObjectName(QStringLiteral("serverPort"));
+  port_->setRange(0, 65535);
+  port_->setSpecialValueText(tr("any free port"));
   port_->setValue(s.serverPort);
   serverForm->addRow(tr("&Port:"), port_);
   layout->addWidget(server);
@@ -128,8 +185,10 @@ StudioSettings SettingsDialog::result() const {
   s.modelFolder = folder_->text().trimmed();
   s.useDemo = demo_->isChecked();
   s.device = device_->currentData().toString();
-  s.ramCacheGiB = ram_->value();
-  s.vramCacheGiB = vram_->value();
+  s.ramCache = expertReads_->currentData().toBool();
+  s.ramCacheMiB = static_cast<int>(ram_->value() * 1024.0 + 0.5);
+  s.directIo = directIo_->isChecked();
+  s.cachePolicy = policy_->currentData().toString();
   s.drafter = drafter_->currentData().toString();
   s.maxNewTokens = maxTokens_->value();
   s.serverEnabled = server_->isChecked();

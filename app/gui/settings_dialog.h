@@ -7,6 +7,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QDoubleSpinBox;
 class QLineEdit;
 class QSpinBox;
 
@@ -23,8 +24,10 @@ class SettingsDialog : public QDialog {
   QLineEdit* folder_ = nullptr;
   QCheckBox* demo_ = nullptr;
   QComboBox* device_ = nullptr;
-  QSpinBox* ram_ = nullptr;
-  QSpinBox* vram_ = nullptr;
+  QComboBox* expertReads_ = nullptr;
+  QDoubleSpinBox* ram_ = nullptr;
+  QCheckBox* directIo_ = nullptr;
+  QComboBox* policy_ = nullptr;
   QComboBox* drafter_ = nullptr;
   QCheckBox* server_ = nullptr;
   QSpinBox* port_ = nullptr;

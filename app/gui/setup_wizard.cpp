@@ -36,7 +36,7 @@ class PlanWizardPage : public QWizardPage {
   SetupWizard* wizard_;
 };
 
-SetupWizard::SetupWizard(Studio* studio, QWidget* parent) : QWizard(parent), studio_(studio) {
+SetupWizard::SetupWizard(Studio* studio, QWidget* parent, Purpose purpose) : QWizard(parent), studio_(studio) {
   setWindowTitle(tr("Set up Deltafin"));
   setOption(QWizard::NoBackButtonOnStartPage);
   setWizardStyle(QWizard::ClassicStyle);
@@ -68,6 +68,18 @@ SetupWizard::SetupWizard(Studio* studio, QWidget* parent) : QWizard(parent), stu
     });
     wl->addWidget(demoButton, 0, Qt::AlignLeft);
   }
+  auto* addonsText = new QLabel(tr("K3 already installed? Add the drafters (DSpark, Qwen3) to it without touching the "
+                                   "model."),
+                                welcome);
+  addonsText->setWordWrap(true);
+  wl->addWidget(addonsText);
+  auto* addonsButton = new QPushButton(tr("Install only &add-ons…"), welcome);
+  addonsButton->setObjectName(QStringLiteral("addonsOnlyButton"));
+  connect(addonsButton, &QPushButton::clicked, this, [this] {
+    setPurpose(Purpose::Addons);
+    next();
+  });
+  wl->addWidget(addonsButton, 0, Qt::AlignLeft);
   wl->addStretch(1);
   setPage(WelcomePage, welcome);
 
@@ -75,6 +87,10 @@ SetupWizard::SetupWizard(Studio* studio, QWidget* parent) : QWizard(parent), stu
   auto* mode = new QWizardPage(this);
   mode->setTitle(tr("How should K3 be installed?"));
   auto* ml = new QVBoxLayout(mode);
+  addonsNote_ = new QLabel(mode);
+  addonsNote_->setObjectName(QStringLiteral("addonsNote"));
+  addonsNote_->setWordWrap(true);
+  ml->addWidget(addonsNote_);
   full_ = new QRadioButton(tr("&Full install: every file from the Hub, verified (about 1.56 TB)"), mode);
   full_->setObjectName(QStringLiteral("fullInstall"));
   stream_ = new QRadioButton(tr("&Streaming install: configuration and non-expert weights now (about 114 GB); "
@@ -103,13 +119,9 @@ SetupWizard::SetupWizard(Studio* studio, QWidget* parent) : QWizard(parent), stu
   hub_->setPlaceholderText(QStringLiteral("https://huggingface.co"));
   form->addRow(tr("&Hub address:"), hub_);
   ml->addLayout(form);
-  auto* freeLabel = new QLabel(mode);
-  auto updateFree = [this, freeLabel] {
-    freeLabel->setText(tr("Free on this disk: %1").arg(formatBytes(freeDiskBytes(folder_->text()))));
-  };
-  connect(folder_, &QLineEdit::textChanged, this, updateFree);
-  updateFree();
-  ml->addWidget(freeLabel);
+  freeLabel_ = new QLabel(mode);
+  connect(folder_, &QLineEdit::textChanged, this, &SetupWizard::updateFolderNotes);
+  ml->addWidget(freeLabel_);
   ml->addStretch(1);
   setPage(ModePage, mode);
 
@@ -155,11 +167,34 @@ SetupWizard::SetupWizard(Studio* studio, QWidget* parent) : QWizard(parent), stu
   setPage(PlanPage, planPage);
   setButtonText(QWizard::FinishButton, tr("&Install in the background"));
   setStartId(WelcomePage);
+  setPurpose(purpose);
+}
+
+void SetupWizard::updateFolderNotes() {
+  freeLabel_->setText(tr("Free on this disk: %1").arg(formatBytes(freeDiskBytes(folder_->text()))));
+  addonsNote_->setText(hasModel(folder_->text().trimmed())
+                           ? tr("The add-ons go into this K3 install's addons folder; the model itself is not "
+                                "touched.")
+                           : tr("This folder holds no K3 install yet. The drafters are installed anyway, but "
+                                "they only help once K3 is installed here."));
+}
+
+void SetupWizard::setPurpose(Purpose purpose) {
+  purpose_ = purpose;
+  const bool addons = purpose == Purpose::Addons;
+  full_->setVisible(!addons);
+  stream_->setVisible(!addons);
+  addonsNote_->setVisible(addons);
+  page(ModePage)->setTitle(addons ? tr("Which install gets the add-ons?") : tr("How should K3 be installed?"));
+  setWindowTitle(addons ? tr("Install add-ons") : tr("Set up Deltafin"));
+  if (addons) setStartId(ModePage);  // add-ons only: straight to the folder
+  updateFolderNotes();
 }
 
 InstallRequest SetupWizard::request() const {
   InstallRequest r;
-  r.stream = stream_->isChecked();
+  r.k3 = purpose_ != Purpose::Addons;
+  r.stream = r.k3 && stream_->isChecked();
   r.withDspark = dspark_->isChecked();
   r.withQwen = qwen_->isChecked();
   r.modelRoot = folder_->text().trimmed();
@@ -175,6 +210,12 @@ void SetupWizard::startPlanning() {
   static_cast<PlanWizardPage*>(page(PlanPage))->refresh();
   const InstallRequest req = request();
   const quint64 generation = ++planGeneration_;
+  if (!req.k3 && !req.withDspark && !req.withQwen) {
+    planError_ = tr("no add-on is chosen");
+    planSummary_->setText(tr("Choose DSpark, Qwen3 or both on the previous page."));
+    emit planFinished(false);
+    return;
+  }
   QPointer<SetupWizard> self(this);
   // Listing repositories is network work: it runs off the GUI thread.
   QThread* t = QThread::create([self, req, generation] {
@@ -220,10 +261,18 @@ void SetupWizard::startPlanning() {
 void SetupWizard::accept() {
   if (!planReady_) return;
   const InstallRequest req = request();
-  studio_->settings().modelFolder = req.modelRoot;
-  studio_->settings().wizardDone = true;
-  studio_->saveSettings();
-  const QString title = req.stream ? tr("Streaming install of Kimi K3") : tr("Full install of Kimi K3");
+  QString title;
+  if (!req.k3) {
+    QStringList parts;
+    if (req.withDspark) parts << tr("DSpark");
+    if (req.withQwen) parts << tr("Qwen3");
+    title = tr("Add-ons: %1").arg(parts.join(QStringLiteral(", ")));
+  } else {
+    studio_->settings().modelFolder = req.modelRoot;
+    studio_->settings().wizardDone = true;
+    studio_->saveSettings();
+    title = req.stream ? tr("Streaming install of Kimi K3") : tr("Full install of Kimi K3");
+  }
   jobId_ = studio_->jobs()->startInstall(title, req)->id();
   QWizard::accept();
 }

@@ -1,7 +1,8 @@
 #pragma once
 // First run and Setup menu: full or streaming install, the model folder, add-ons, the pinned
 // revisions, and the disk space needed against what is free. The install itself becomes a
-// background job; the wizard only plans it.
+// background job; the wizard only plans it. With Purpose::Addons (File > Install add-ons, or
+// the welcome page's button) it installs only the drafters into a folder that holds K3.
 #include <QWizard>
 
 #include "install_runner.h"
@@ -20,9 +21,12 @@ class SetupWizard : public QWizard {
   Q_OBJECT
  public:
   enum PageId { WelcomePage, ModePage, AddonsPage, PlanPage };
+  enum class Purpose { Setup, Addons };
 
-  SetupWizard(Studio* studio, QWidget* parent = nullptr);
+  explicit SetupWizard(Studio* studio, QWidget* parent = nullptr, Purpose purpose = Purpose::Setup);
 
+  Purpose purpose() const { return purpose_; }
+  void setPurpose(Purpose purpose);
   InstallRequest request() const;
   // Set by the plan page once the hub listed every repository.
   const InstallPlanView& plan() const { return plan_; }
@@ -39,8 +43,12 @@ class SetupWizard : public QWizard {
  private:
   friend class PlanWizardPage;
   void startPlanning();
+  void updateFolderNotes();
 
   Studio* studio_;
+  Purpose purpose_ = Purpose::Setup;
+  QLabel* addonsNote_ = nullptr;
+  QLabel* freeLabel_ = nullptr;
   QRadioButton* full_ = nullptr;
   QRadioButton* stream_ = nullptr;
   QLineEdit* folder_ = nullptr;

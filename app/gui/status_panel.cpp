@@ -4,6 +4,7 @@
 #include <QLocale>
 
 #include "formatting.h"
+#include "tier_shares.h"
 
 namespace deltafin::gui {
 
@@ -35,8 +36,12 @@ void StatusPanel::setBackend(const BackendInfo& info) {
   QString text = info.isDemo ? tr("%1 · demo model (random weights)").arg(info.name)
                              : tr("%1 · %2").arg(info.name, info.modelName);
   if (!info.fallbackReason.isEmpty()) text += tr(" (%1)").arg(info.fallbackReason);
+  if (!info.drafter.isEmpty()) text += tr(" · drafter %1").arg(info.drafter);
   backend_->setText(text);
-  backend_->setToolTip(info.modelRoot);
+  QStringList tip{info.modelRoot};
+  if (!info.expertSource.isEmpty()) tip << tr("Experts: %1").arg(info.expertSource);
+  if (!info.drafterNote.isEmpty()) tip << tr("Drafter: %1").arg(info.drafterNote);
+  backend_->setToolTip(tip.join('\n'));
 }
 
 void StatusPanel::setUnavailable(const QString& whatFailed) {
@@ -53,11 +58,11 @@ void StatusPanel::setCounters(const CacheCounters& c) {
     cache_->setText(tr("Experts: VRAM – · RAM – · disk – · net –"));
     return;
   }
-  const double n = static_cast<double>(c.requests);
-  const QString vram = c.hasVram ? formatPercent(c.vramHits / n) : tr("n/a");
+  const TierShares t = tierShares(c);
+  const QString vram = c.hasVram ? formatPercent(t.share(t.vram)) : tr("n/a");
   cache_->setText(tr("Experts: VRAM %1 · RAM %2 · disk %3 · net %4")
-                      .arg(vram, formatPercent(c.ramHits / n), formatPercent(c.diskReads / n),
-                           formatPercent(c.netFetches / n)));
+                      .arg(vram, formatPercent(t.share(t.ram)), formatPercent(t.share(t.disk)),
+                           formatPercent(t.share(t.network))));
   cache_->setToolTip(tr("%1 expert lookups since the model was loaded").arg(c.requests));
 }
 

@@ -1,5 +1,6 @@
 #include "studio.h"
 
+#include <QFileInfo>
 #include <QStandardPaths>
 #include <QThread>
 #include <QUrl>
@@ -24,9 +25,15 @@ Studio::Studio(Options options, QObject* parent)
   server_ = new ServerProcess(this);
   // A finished install changes what the engine should load and what the disk holds.
   connect(jobs_, &JobManager::jobChanged, this, [this](InstallJob* job) {
-    if (job->state() != InstallJob::State::Done) return;
+    if (job->state() != InstallJob::State::Done || job->isUpgrade()) return;
     refreshDiskUsage();
-    if (hasModel(modelRoot()) && activeModelRoot() != loadedRoot_) startEngine();
+    if (hasModel(modelRoot()) && activeModelRoot() != loadedRoot_) {
+      startEngine();
+    } else if (!job->request().k3 && engine_->isReady() &&
+               QFileInfo(job->request().modelRoot) == QFileInfo(loadedRoot_)) {
+      // New drafters next to the loaded model: look for them again without reloading K3.
+      engine_->setDrafter(loadedOptions_.drafter);
+    }
   });
   if (settings_.remoteEnabled)
     remote_->setEndpoint(QUrl(settings_.remoteUrl), settings_.remoteModel, settings_.remoteApiKey);
@@ -74,9 +81,18 @@ bool Studio::needsFirstRun() const {
 
 void Studio::startEngine() {
   const QString root = activeModelRoot();
-  if (root == loadedRoot_ && engine_->isReady()) return;
+  const EngineOptions options = settings_.engineOptions();
+  if (root == loadedRoot_ && engine_->isReady()) {
+    if (options == loadedOptions_) return;
+    if (options.sameModelSetup(loadedOptions_)) {
+      loadedOptions_ = options;
+      engine_->setDrafter(options.drafter);
+      return;
+    }
+  }
   loadedRoot_ = root;
-  engine_->load(root, usingDemo());
+  loadedOptions_ = options;
+  engine_->load(root, usingDemo(), options);
   refreshDiskUsage();
 }
 
@@ -96,8 +112,15 @@ void Studio::applySettings() {
 }
 
 void Studio::applyServerSetting() {
-  if (settings_.serverEnabled && !server_->isRunning()) server_->start(activeModelRoot(), settings_.serverPort);
-  else if (!settings_.serverEnabled) server_->stop();
+  if (!settings_.serverEnabled) {
+    server_->stop();
+    return;
+  }
+  // A running server with another model or port is restarted with the new ones.
+  if (server_->isRunning() && (server_->modelRoot() != activeModelRoot() || server_->port() != settings_.serverPort))
+    server_->restart(activeModelRoot(), settings_.serverPort);
+  else if (!server_->isRunning())
+    server_->start(activeModelRoot(), settings_.serverPort);
 }
 
 void Studio::refreshDiskUsage() {

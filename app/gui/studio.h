@@ -50,7 +50,9 @@ class Studio : public QObject {
 
   void startEngine();
   void useDemoModel();
-  void applySettings();  // after the settings dialog: reload what changed
+  // After the settings dialog: reloads the model when its options changed, swaps only the drafter
+  // when that is all that changed, and starts or stops the server.
+  void applySettings();
   void refreshDiskUsage();
   void applyServerSetting();
   const DiskUsage& diskUsage() const { return diskUsage_; }
@@ -71,6 +73,7 @@ class Studio : public QObject {
   JobManager* jobs_ = nullptr;
   ServerProcess* server_ = nullptr;
   QString loadedRoot_;
+  EngineOptions loadedOptions_;
   DiskUsage diskUsage_;
   bool scanning_ = false;
   QPointer<QThread> scanThread_;

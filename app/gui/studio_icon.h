@@ -1,5 +1,5 @@
 #pragma once
-// The app icon, painted in code (the same drawing as resources/icons/deltafin.svg) because Qt
+// The app icon, painted in code (the same drawing as resources/icons/io.github.deltafin.Studio.svg) because Qt
 // reads no SVG without the optional svg plugin. Used for the window icon and, at build time,
 // for the PNG icons the package installs.
 #include <QIcon>

@@ -2,6 +2,7 @@
 
 #include <QSettings>
 
+#include <algorithm>
 #include <memory>
 
 namespace deltafin::gui {
@@ -20,9 +21,14 @@ StudioSettings StudioSettings::load(const QString& file) {
   out.modelFolder = s.value("model/folder", d.modelFolder).toString();
   out.useDemo = s.value("model/useDemo", d.useDemo).toBool();
   out.device = s.value("engine/device", d.device).toString();
-  out.ramCacheGiB = s.value("engine/ramCacheGiB", d.ramCacheGiB).toInt();
-  out.vramCacheGiB = s.value("engine/vramCacheGiB", d.vramCacheGiB).toInt();
+  out.ramCache = s.value("engine/ramCache", d.ramCache).toBool();
+  // Older settings kept the budget in whole GiB.
+  out.ramCacheMiB = s.contains("engine/ramCacheMiB") ? s.value("engine/ramCacheMiB").toInt()
+                                                      : s.value("engine/ramCacheGiB", 0).toInt() * 1024;
+  out.directIo = s.value("engine/directIo", d.directIo).toBool();
+  out.cachePolicy = s.value("engine/cachePolicy", d.cachePolicy).toString();
   out.drafter = s.value("engine/drafter", d.drafter).toString();
+  if (out.drafter == QLatin1String("none")) out.drafter = QStringLiteral("off");
   out.serverEnabled = s.value("server/enabled", d.serverEnabled).toBool();
   out.serverPort = s.value("server/port", d.serverPort).toInt();
   out.remoteEnabled = s.value("remote/enabled", d.remoteEnabled).toBool();
@@ -35,14 +41,28 @@ StudioSettings StudioSettings::load(const QString& file) {
   return out;
 }
 
+EngineOptions StudioSettings::engineOptions() const {
+  EngineOptions o;
+  o.device = device;
+  o.ramCache = ramCache;
+  o.ramBudgetBytes = static_cast<quint64>(std::max(0, ramCacheMiB)) << 20;
+  o.directIo = directIo;
+  o.policy = cachePolicy;
+  o.drafter = drafter;
+  return o;
+}
+
 void StudioSettings::save(const QString& file) const {
   auto store = openSettings(file);
   QSettings& s = *store;
   s.setValue("model/folder", modelFolder);
   s.setValue("model/useDemo", useDemo);
   s.setValue("engine/device", device);
-  s.setValue("engine/ramCacheGiB", ramCacheGiB);
-  s.setValue("engine/vramCacheGiB", vramCacheGiB);
+  s.setValue("engine/ramCache", ramCache);
+  s.setValue("engine/ramCacheMiB", ramCacheMiB);
+  s.remove("engine/ramCacheGiB");
+  s.setValue("engine/directIo", directIo);
+  s.setValue("engine/cachePolicy", cachePolicy);
   s.setValue("engine/drafter", drafter);
   s.setValue("server/enabled", serverEnabled);
   s.setValue("server/port", serverPort);

@@ -2,15 +2,19 @@
 // The app's persistent settings (QSettings), with their defaults in one place.
 #include <QString>
 
+#include "chat_types.h"
+
 namespace deltafin::gui {
 
 struct StudioSettings {
   QString modelFolder;       // empty: the default model root
   bool useDemo = false;      // run the bundled demo model instead of K3
   QString device = QStringLiteral("auto");  // "auto", "cpu", "cuda"
-  int ramCacheGiB = 0;       // 0: sized from free memory
-  int vramCacheGiB = 0;
-  QString drafter = QStringLiteral("dspark");  // "none", "dspark", "qwen"
+  bool ramCache = false;     // engine RAM expert cache (full installs); else read through the page cache
+  int ramCacheMiB = 0;       // 0: sized from free memory
+  bool directIo = true;      // the RAM cache bypasses the page cache (O_DIRECT)
+  QString cachePolicy = QStringLiteral("lfu");  // "lru", "lfu", "heat"
+  QString drafter = QStringLiteral("auto");  // "auto", "off", "dspark", "qwen", "ngram"
   bool serverEnabled = false;
   int serverPort = 8080;
   bool remoteEnabled = false;
@@ -20,6 +24,9 @@ struct StudioSettings {
   QString language;          // empty: follow the system
   int maxNewTokens = 256;
   bool wizardDone = false;
+
+  // What of these the local engine applies.
+  EngineOptions engineOptions() const;
 
   // `file`: an INI file; empty uses the platform's settings store for the app.
   static StudioSettings load(const QString& file = {});

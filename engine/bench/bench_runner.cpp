@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <chrono>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sys/mman.h>
@@ -51,6 +52,12 @@ nlohmann::json counters_json(const ExpertCounters& c) {
           {"wait_seconds", c.wait_seconds}};
 }
 
+// Bytes over the wall time with at least one read in flight, both phases.
+double in_run_gbps(const BenchRun& r) {
+  const double sec = r.prefill.read_seconds + r.decode.read_seconds;
+  return sec > 0 ? double(r.prefill.bytes_read + r.decode.bytes_read) / sec / 1e9 : 0;
+}
+
 struct Spread {
   double median = 0, min = 0, max = 0;
 };
@@ -60,6 +67,18 @@ Spread spread(std::vector<double> v) {
   const size_t n = v.size();
   const double med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
   return {med, v.front(), v.back()};
+}
+
+// Stolen CPU seconds so far, summed over all CPUs (0 where /proc/stat has none).
+double steal_seconds() {
+  std::ifstream f("/proc/stat");
+  std::string cpu;
+  uint64_t v[8] = {};
+  if (!(f >> cpu) || cpu != "cpu") return 0;
+  for (auto& x : v)
+    if (!(f >> x)) return 0;
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  return hz > 0 ? double(v[7]) / double(hz) : 0;
 }
 
 BenchRun one_run(K3Model& m, const BenchPlan& plan, const std::string& arm, const std::string& mode, int rep) {
@@ -74,10 +93,12 @@ BenchRun one_run(K3Model& m, const BenchPlan& plan, const std::string& arm, cons
   g.max_new = plan.new_tokens;
   int produced = 0;
   Clock::time_point t_first;
+  double steal_first = 0;
   auto res = generate(s, plan.prompt, g, [&](int32_t) {
     if (produced++ == 0) {
       c1 = m.experts().counters();
       t_first = Clock::now();
+      steal_first = steal_seconds();
     }
     return true;
   });
@@ -88,6 +109,8 @@ BenchRun one_run(K3Model& m, const BenchPlan& plan, const std::string& arm, cons
   // Decode: every token after the first, each one forward pass.
   const double decode = std::chrono::duration<double>(Clock::now() - t_first).count();
   r.decode_seconds_per_token = plan.new_tokens > 1 ? decode / (plan.new_tokens - 1) : 0;
+  r.decode_steal_seconds_per_token = plan.new_tokens > 1 ? (steal_seconds() - steal_first) / (plan.new_tokens - 1) : 0;
+  r.compute_threads = ThreadPool::global().size();
   r.prefill = diff(c1, c0);
   r.decode = diff(c2, c1);
   return r;
@@ -116,7 +139,7 @@ void make_experts_cold(const std::string& root) {
   asm volatile("" : : "r"(sum) : "memory");
 }
 
-double measure_direct_read_gbps(const std::string& root, int n, int qd, std::string* engine_name) {
+double measure_direct_read_gbps(const std::string& root, int n, int qd, std::string* engine_name, uint32_t seed) {
   auto cfg = K3Config::load(root + "/config.json");
   auto ck = Checkpoint::open(root);
   auto w = K3Weights::bind(*ck, cfg);
@@ -124,7 +147,7 @@ double measure_direct_read_gbps(const std::string& root, int n, int qd, std::str
   for (const auto& row : w.experts)
     for (const auto& L : row) all.push_back(&L);
   if (all.empty()) throw Error("no routed experts to read in " + root);
-  std::mt19937 rng(12345);
+  std::mt19937 rng(seed);
   std::shuffle(all.begin(), all.end(), rng);
   n = std::min<int>(n, static_cast<int>(all.size()));
   std::vector<int> fds;
@@ -179,33 +202,48 @@ BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
   auto say = [&](const std::string& s) {
     if (progress) progress(s);
   };
-  if (plan.measure_bandwidth) {
+  std::vector<double> probes;
+  uint32_t probe_seed = 12345;
+  auto probe = [&] {
     make_experts_cold(plan.model_root);
-    rep.direct_read_gbps = measure_direct_read_gbps(plan.model_root, plan.bandwidth_experts, 16, &rep.io_engine);
-    say("O_DIRECT expert reads: " + std::to_string(rep.direct_read_gbps) + " GB/s (" + rep.io_engine + ", QD 16)");
-  }
+    const double g = measure_direct_read_gbps(plan.model_root, plan.bandwidth_experts, 16, &rep.io_engine, probe_seed++);
+    probes.push_back(g);
+    say("O_DIRECT expert reads: " + std::to_string(g) + " GB/s (" + rep.io_engine + ", QD 16)");
+    return g;
+  };
   for (int r = 0; r < plan.reps; ++r) {
     std::vector<const BenchArm*> order;
     for (const auto& a : arms) order.push_back(&a);
     if (r % 2) std::reverse(order.begin(), order.end());  // alternate so drift hits every arm alike
     for (const BenchArm* a : order) {
       ThreadPool::set_global_threads(a->threads);
+      const double g = plan.measure_bandwidth ? probe() : 0;
       make_experts_cold(plan.model_root);
       K3Model::Options o;
       o.store = a->store;
       auto m = K3Model::load(plan.model_root, std::move(o));
       if (plan.cold) {
         rep.runs.push_back(one_run(*m, plan, a->name, "cold", r));
+        rep.runs.back().probe_gbps = g;
+        rep.runs.back().threads = a->threads;
+        rep.runs.back().ram_tier = a->store.has_value();
         say(a->name + " cold #" + std::to_string(r) + ": decode " + std::to_string(rep.runs.back().decode_seconds_per_token) + " s/token");
       }
       if (plan.warm) {
         if (!plan.cold) one_run(*m, plan, a->name, "fill", r);
         rep.runs.push_back(one_run(*m, plan, a->name, "warm", r));
+        rep.runs.back().probe_gbps = g;
+        rep.runs.back().threads = a->threads;
+        rep.runs.back().ram_tier = a->store.has_value();
         say(a->name + " warm #" + std::to_string(r) + ": decode " + std::to_string(rep.runs.back().decode_seconds_per_token) + " s/token");
       }
     }
   }
   ThreadPool::set_global_threads(0);
+  if (!probes.empty()) {
+    std::sort(probes.begin(), probes.end());
+    rep.direct_read_gbps = probes[probes.size() / 2];
+  }
   for (const auto& run : rep.runs)
     if (run.ids != rep.runs.front().ids) {
       rep.ids_identical = false;
@@ -231,14 +269,30 @@ std::string BenchReport::json() const {
                          {"prefill_seconds", r.prefill_seconds},
                          {"first_token_seconds", r.first_token_seconds},
                          {"decode_seconds_per_token", r.decode_seconds_per_token},
+                         {"decode_steal_cpu_seconds_per_token", r.decode_steal_seconds_per_token},
+                         {"compute_threads", r.compute_threads},
+                         {"probe_gbps", r.probe_gbps},
                          {"ids", r.ids},
                          {"prefill_counters", counters_json(r.prefill)},
                          {"decode_counters", counters_json(r.decode)}});
     groups[{r.arm, r.mode}].push_back(&r);
   }
+  // The compute floor of this workload: decode with every expert already in RAM,
+  // i.e. the warm runs that read nothing from disk (e.g. an arm whose budget
+  // holds every expert the workload touches), per compute thread count.
+  std::map<int, std::vector<double>> resident;
+  for (const auto& r : runs)
+    if (r.ram_tier && r.mode == "warm" && r.decode.disk_reads == 0 && r.decode.requests > 0)
+      resident[r.threads].push_back(r.decode_seconds_per_token);
+  std::map<int, double> compute_floor;
+  j["compute_floors"] = nlohmann::json::array();
+  for (const auto& [threads, v] : resident) {
+    compute_floor[threads] = spread(v).median;
+    j["compute_floors"].push_back({{"threads", threads}, {"seconds_per_token", compute_floor[threads]}, {"runs", v.size()}});
+  }
   j["summary"] = nlohmann::json::array();
   for (const auto& [k, rs] : groups) {
-    std::vector<double> dec, pre, hit, miss_bytes, disk_floor, recall;
+    std::vector<double> dec, pre, hit, miss_bytes, disk_floor, recall, vs_max, vs_sum, achieved, steal, vs_vm;
     const int tokens = rs.front()->ids.size() > 1 ? static_cast<int>(rs.front()->ids.size()) - 1 : 1;
     for (auto* r : rs) {
       dec.push_back(r->decode_seconds_per_token);
@@ -247,18 +301,43 @@ std::string BenchReport::json() const {
       hit.push_back(c.requests ? double(c.ram_hits) / c.requests : 0);
       const double mb = double(c.bytes_read) / tokens;
       miss_bytes.push_back(mb);
-      disk_floor.push_back(direct_read_gbps > 0 ? mb / (direct_read_gbps * 1e9) : 0);
+      // The disk floor uses the faster of the probe next to this run and what the
+      // run's own reads achieved (bytes over the wall time with a read in flight):
+      // a host-side cache can make the run's reads faster than a fresh probe, and
+      // the floor must not flatter the run.
+      const double in_run = in_run_gbps(*r);
+      if (in_run > 0) achieved.push_back(in_run);
+      const double gbps = std::max(r->probe_gbps > 0 ? r->probe_gbps : direct_read_gbps, in_run);
+      const double floor = gbps > 0 ? mb / (gbps * 1e9) : 0;
+      disk_floor.push_back(floor);
+      if (auto cf = compute_floor.find(r->threads); cf != compute_floor.end()) {
+        vs_max.push_back(r->decode_seconds_per_token / std::max(floor, cf->second));
+        vs_sum.push_back(r->decode_seconds_per_token / (floor + cf->second));
+        // What this machine allows: the compute slowed by the CPU time taken from it.
+        const double cpu_floor = cf->second + r->decode_steal_seconds_per_token / std::max(1, r->compute_threads);
+        vs_vm.push_back(r->decode_seconds_per_token / std::max(floor, cpu_floor));
+      }
+      steal.push_back(r->decode_steal_seconds_per_token);
       recall.push_back(c.prefetch_issued ? double(c.prefetch_used) / c.prefetch_issued : 0);
     }
     auto js = [](const Spread& s) { return nlohmann::json{{"median", s.median}, {"min", s.min}, {"max", s.max}}; };
-    j["summary"].push_back({{"arm", k.first},
-                            {"mode", k.second},
-                            {"decode_seconds_per_token", js(spread(dec))},
-                            {"prefill_seconds", js(spread(pre))},
-                            {"decode_ram_hit_rate", js(spread(hit))},
-                            {"decode_disk_bytes_per_token", js(spread(miss_bytes))},
-                            {"decode_disk_floor_seconds", js(spread(disk_floor))},
-                            {"prefetch_precision", js(spread(recall))}});
+    nlohmann::json g = {{"arm", k.first},
+                        {"threads", rs.front()->threads},
+                        {"mode", k.second},
+                        {"decode_seconds_per_token", js(spread(dec))},
+                        {"prefill_seconds", js(spread(pre))},
+                        {"decode_ram_hit_rate", js(spread(hit))},
+                        {"decode_disk_bytes_per_token", js(spread(miss_bytes))},
+                        {"decode_disk_floor_seconds", js(spread(disk_floor))},
+                        {"prefetch_precision", js(spread(recall))}};
+    if (!achieved.empty()) g["in_run_read_gbps"] = js(spread(achieved));
+    g["decode_steal_cpu_seconds_per_token"] = js(spread(steal));
+    if (!vs_vm.empty()) g["decode_vs_steal_adjusted_floor"] = js(spread(vs_vm));
+    if (!vs_max.empty()) {
+      g["decode_vs_max_floor"] = js(spread(vs_max));
+      g["decode_vs_sum_of_floors"] = js(spread(vs_sum));
+    }
+    j["summary"].push_back(g);
   }
   return j.dump(2);
 }

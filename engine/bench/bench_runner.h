@@ -26,21 +26,31 @@ struct BenchPlan {
   int reps = 3;
   bool cold = true, warm = true;
   bool measure_bandwidth = true;
-  int bandwidth_experts = 48;
+  int bandwidth_experts = 64;
 };
 
 struct BenchRun {
   std::string arm, mode;  // mode: cold | warm
   int rep = 0;
+  int threads = 0;        // compute threads of the arm (0 = all cores)
+  bool ram_tier = false;  // experts through the RAM tier (its counters see disk reads; mmap's do not)
+  int compute_threads = 1;  // threads the compute actually used
+  // CPU time the hypervisor took from this machine during decode (/proc/stat
+  // "steal", all CPUs), per token. On a VM whose disk emulation is charged to
+  // the guest's CPU quota this grows with the bytes read and slows the compute.
+  double decode_steal_seconds_per_token = 0;
   double prefill_seconds = 0, decode_seconds_per_token = 0, first_token_seconds = 0;
   std::vector<int32_t> ids;
   ExpertCounters prefill, decode;  // counter deltas of each phase
   bool spine_warm = true;
+  // O_DIRECT bandwidth probed just before this arm's cold run (the disk's speed
+  // drifts, so each run's disk floor uses the probe taken next to it); 0 if none.
+  double probe_gbps = 0;
 };
 
 struct BenchReport {
   std::vector<BenchRun> runs;
-  double direct_read_gbps = 0;  // measured O_DIRECT expert read bandwidth
+  double direct_read_gbps = 0;  // median of the O_DIRECT expert read probes
   std::string io_engine;
   bool ids_identical = true;
   std::string first_difference;
@@ -52,9 +62,12 @@ struct BenchReport {
 BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
                       const std::function<void(const std::string&)>& progress = {});
 
-// Reads `n` random experts of the checkpoint with O_DIRECT at queue depth `qd`
-// and returns GB/s (1e9 bytes per second) of expert bytes delivered.
-double measure_direct_read_gbps(const std::string& model_root, int n, int qd, std::string* engine_name = nullptr);
+// Reads `n` random experts of the checkpoint (chosen by `seed`) with O_DIRECT at
+// queue depth `qd` and returns GB/s (1e9 bytes per second) of expert bytes
+// delivered. A new seed per probe keeps a host-side disk cache from serving a
+// repeat of the previous probe.
+double measure_direct_read_gbps(const std::string& model_root, int n, int qd, std::string* engine_name = nullptr,
+                                uint32_t seed = 12345);
 
 // Drops the page-cache copy of every shard (posix_fadvise DONTNEED), then reads
 // back every non-expert tensor so that only experts start cold.

@@ -48,8 +48,13 @@ std::vector<Target> targets(const SetupOptions& opt) {
       const auto& ds = pinned(RepoRole::DSpark);
       t.push_back({RepoRole::DSpark, opt.dspark_repo.empty() ? ds.repo : opt.dspark_repo, rev(ds.revision)});
     }
+  } else if (opt.with_dspark) {
+    // Add-ons only (the app's "Install add-ons"): DSpark into a folder that already holds K3.
+    const auto& ds = pinned(RepoRole::DSpark);
+    t.push_back({RepoRole::DSpark, opt.dspark_repo.empty() ? ds.repo : opt.dspark_repo, rev(ds.revision)});
   }
-  if (opt.include_qwen || !opt.k3) {
+  // Without K3 and without DSpark, the add-ons are the Qwen drafters (setup-qwen).
+  if (opt.include_qwen || (!opt.k3 && !opt.with_dspark)) {
     std::vector<const PinnedRepo*> qwen;
     for (const auto& p : pinned_repos())
       if (p.role == RepoRole::Qwen) qwen.push_back(&p);

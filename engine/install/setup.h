@@ -14,7 +14,7 @@ namespace deltafin {
 struct SetupOptions {
   enum class Mode { Full, Stream };
   Mode mode = Mode::Full;
-  bool k3 = true;             // false for setup-qwen: only the Qwen add-ons
+  bool k3 = true;             // false: add-ons only (DSpark if with_dspark, Qwen if include_qwen; neither: Qwen)
   bool with_dspark = true;    // DSpark is part of every K3 setup unless --without-dspark
   bool include_qwen = false;
   bool dry_run = false;

@@ -54,8 +54,12 @@ const char* draft_choice_name(DraftChoice c) {
 
 std::vector<std::string> draft_search_paths(DraftChoice c, const std::string& k3_root) {
   const std::string parent = fs::path(k3_root).lexically_normal().parent_path().string();
-  if (c == DraftChoice::DSpark) return {k3_root + "/dspark", parent + "/kimi-k3-dspark"};
-  if (c == DraftChoice::Qwen) return {parent + "/qwen3-1.7b-base", parent + "/qwen3-0.6b-base", k3_root + "/qwen3"};
+  // First where `deltafin setup` installs add-ons (<root>/addons/<folder>, install/model_root.h).
+  if (c == DraftChoice::DSpark)
+    return {k3_root + "/addons/kimi-k3-dspark", k3_root + "/dspark", parent + "/kimi-k3-dspark"};
+  if (c == DraftChoice::Qwen)
+    return {k3_root + "/addons/qwen3-1.7b-base", k3_root + "/addons/qwen3-0.6b-base", parent + "/qwen3-1.7b-base",
+            parent + "/qwen3-0.6b-base", k3_root + "/qwen3"};
   return {};
 }
 

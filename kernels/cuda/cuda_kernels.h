@@ -119,6 +119,8 @@ class ExpertMlp {
   const char* variant() const;
   std::vector<std::string> variants() const;
   void select_variant(const std::string& name);  // for benchmarks and checks
+  // Versions with the same number sum in the same order and so compute bit-identical results.
+  int reduction_order(const std::string& name) const;
 
  private:
   int latent_, inter_, top_k_, max_rows_;

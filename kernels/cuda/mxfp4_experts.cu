@@ -620,6 +620,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const 
   }
 }
 
+#include "cuda/mxfp4_experts_mma.cuh"
+
 using KernelFn = void (*)(Params);
 
 // Numbered versions (kept for the checker and the benchmark); the first is the default, chosen
@@ -631,15 +633,24 @@ struct Variant {
   KernelFn fn;
   int tile_a, tile_b;
   int nk1 = 0, nk2 = 0;  // exact versions: the chunks per lane they are built for (0: any shape)
+  int order = 0;         // versions with the same order compute the same bits
+  int mma = 0;           // tensor-core version (mxfp4_experts_mma.cuh; 2: float-scale buffers): 16-byte alignment
 };
 // Measured on an H200 (docs/PERFORMANCE.md has the runs), % of device-to-device copy bandwidth at
 // T=1 / T=8: v11 50.5-50.8 / 61.1-62.2, v9 50.5-53.3 / 50.1-60.3, v12 40-43 / 59-63, v6 36-39 / 42-45,
 // v2 35 / 40. Dropped after measuring: v8 (RO=4 RB=8) 51/56, v10 (128-row tiles) 43/58, v13 (v12 with
 // 32-row tiles) 50/48, v15 (v9 with 32-row tiles) 46/52, v14 (v15 for few experts, v11 for many)
-// 47.5/61.5. Every version computes the same bits (the checker compares them), so the choice never
-// changes results. The first version that fits the shapes is the default.
+// 47.5/61.5. Every FFMA version computes the same bits (the checker compares them), so the choice
+// among them never changes results. The first version that fits the shapes is the default.
+// Tensor-core versions (mxfp4_experts_mma.cuh, reduction order 1: their bits differ from the FFMA
+// versions', and agree among themselves), 2026-12-02: v21 46.3 / 56.3, v20 45.1 / 55.8, v16 36 / 42;
+// dropped: v17-v19 (v16 plus L2 prefetch of later stages through cp.async.bulk.prefetch, with or
+// without float scale buffers) 26.5-27.9 / 30.1-31.7.
 const Variant kVariants[] = {
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
+    {"v20 mma fp16x3 cp.async", expert_mlp_mma_kernel<false, true>, mma16::kTileA, mma16::kTileB, 0, 0, 1, 1},
+    {"v21 mma fp16x3 cp.async float scales", expert_mlp_mma_kernel<true, true>, mma16::kTileA, mma16::kTileB, 0, 0, 1, 2},
+    {"v16 mma fp16x3 tiles 128/256", expert_mlp_mma_kernel<false, false>, mma16::kTileA, mma16::kTileB, 0, 0, 1, 1},
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v12 k3-exact RO=1 RB=2 tiles 64/64 4 blocks/SM", expert_mlp_kernel<1, 2, 1, 1, 4, 2, 7, 6>, 64, 64, 7, 6},
     {"v6 streamed RO=4 RB=8 tiles 64/64", expert_mlp_kernel<4, 8, 1, 1, 2, 1>, 64, 64},
@@ -648,12 +659,22 @@ const Variant kVariants[] = {
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 static_assert(kNumVariants <= 16, "ExpertMlp::Impl::blocks_per_sm holds 16 versions");
 
-bool fits(const Variant& v, int latent, int inter) {
-  return v.nk1 == 0 || (latent == v.nk1 * 512 && inter == v.nk2 * 512);
+size_t smem_bytes(const Variant& v, int latent, int inter) {
+  if (v.mma) return mma16::smem_bytes(latent, inter, v.mma == 2);
+  return v.nk1 ? static_cast<size_t>(std::max(latent, inter)) * sizeof(float) : 0;
 }
 
-size_t smem_bytes(const Variant& v, int latent, int inter) {
-  return v.nk1 ? static_cast<size_t>(std::max(latent, inter)) * sizeof(float) : 0;
+// What the device offers: the tensor-core versions need Hopper (sm_90: bulk copies, mbarrier
+// transactions) and 221 KB of shared memory per block, which consumer GPUs do not have.
+struct DeviceLimits {
+  int cc_major = 0;
+  size_t smem_optin = 0;
+};
+
+bool fits(const Variant& v, int latent, int inter, const DeviceLimits& dl) {
+  if (v.mma)
+    return dl.cc_major >= 9 && mma16::fits(latent, inter, v.mma == 2) && smem_bytes(v, latent, inter) <= dl.smem_optin;
+  return v.nk1 == 0 || (latent == v.nk1 * 512 && inter == v.nk2 * 512);
 }
 
 }  // namespace
@@ -662,6 +683,7 @@ struct ExpertMlp::Impl {
   int variant = 0;
   int blocks_per_sm[16] = {};  // per version, from the occupancy calculator
   int sms = 0;
+  DeviceLimits limits;
   int max_assign = 0;
   DeviceBuffer h, d, counters, tables;
   void* staging = nullptr;  // pinned host copy of the tables
@@ -676,9 +698,16 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows)
       throw CudaError("ExpertMlp: latent (" + std::to_string(latent) + ") and intermediate (" + std::to_string(inter) +
                       ") widths must be positive multiples of 32");
     if (top_k <= 0 || max_rows <= 0) throw CudaError("ExpertMlp: top_k and max_rows must be positive");
+    int dev = 0;
+    DELTAFIN_CUDA_CHECK(cudaGetDevice(&dev));
+    DELTAFIN_CUDA_CHECK(cudaDeviceGetAttribute(&impl_->sms, cudaDevAttrMultiProcessorCount, dev));
+    DELTAFIN_CUDA_CHECK(cudaDeviceGetAttribute(&impl_->limits.cc_major, cudaDevAttrComputeCapabilityMajor, dev));
+    int optin = 0;
+    DELTAFIN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    impl_->limits.smem_optin = static_cast<size_t>(optin);
     impl_->variant = -1;
     for (int v = 0; v < kNumVariants && impl_->variant < 0; ++v)
-      if (fits(kVariants[v], latent, inter)) impl_->variant = v;
+      if (fits(kVariants[v], latent, inter, impl_->limits)) impl_->variant = v;
     const int64_t A = static_cast<int64_t>(max_rows) * top_k;
     impl_->max_assign = static_cast<int>(A);
     impl_->h = DeviceBuffer(static_cast<size_t>(A) * inter * sizeof(float));
@@ -688,9 +717,6 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows)
     impl_->tables = DeviceBuffer(impl_->staging_bytes);
     DELTAFIN_CUDA_CHECK(cudaMallocHost(&impl_->staging, impl_->staging_bytes));
     DELTAFIN_CUDA_CHECK(cudaEventCreateWithFlags(&impl_->staged, cudaEventDisableTiming));
-    int dev = 0;
-    DELTAFIN_CUDA_CHECK(cudaGetDevice(&dev));
-    DELTAFIN_CUDA_CHECK(cudaDeviceGetAttribute(&impl_->sms, cudaDevAttrMultiProcessorCount, dev));
   } catch (...) {
     if (impl_->staging) cudaFreeHost(impl_->staging);
     delete impl_;
@@ -710,13 +736,19 @@ const char* ExpertMlp::variant() const { return kVariants[impl_->variant].name; 
 std::vector<std::string> ExpertMlp::variants() const {
   std::vector<std::string> out;
   for (const Variant& v : kVariants)
-    if (fits(v, latent_, inter_)) out.push_back(v.name);
+    if (fits(v, latent_, inter_, impl_->limits)) out.push_back(v.name);
   return out;
+}
+
+int ExpertMlp::reduction_order(const std::string& name) const {
+  for (const Variant& v : kVariants)
+    if (name == v.name) return v.order;
+  throw CudaError("ExpertMlp: no kernel variant named '" + name + "'");
 }
 
 void ExpertMlp::select_variant(const std::string& name) {
   for (int v = 0; v < kNumVariants; ++v) {
-    if (name != kVariants[v].name || !fits(kVariants[v], latent_, inter_)) continue;
+    if (name != kVariants[v].name || !fits(kVariants[v], latent_, inter_, impl_->limits)) continue;
     impl_->variant = v;
     return;
   }
@@ -743,6 +775,20 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
         reinterpret_cast<uintptr_t>(e.gate_packed) % 8 || reinterpret_cast<uintptr_t>(e.up_packed) % 8 ||
         reinterpret_cast<uintptr_t>(e.down_packed) % 8)
       throw CudaError("ExpertMlp::run: every expert needs six device pointers, packed weights 8-byte aligned");
+  // The tensor-core version copies rows in 16-byte units; with other alignments the call takes the
+  // first FFMA version that fits (its bits differ, see Variant::order).
+  int vi = impl_->variant;
+  if (kVariants[vi].mma) {
+    bool aligned = true;
+    for (const MxExpert& e : experts)
+      for (const void* p : {e.gate_packed, e.gate_scale, e.up_packed, e.up_scale, e.down_packed, e.down_scale})
+        aligned = aligned && reinterpret_cast<uintptr_t>(p) % 16 == 0;
+    for (int v = 0; !aligned && v < kNumVariants; ++v)
+      if (!kVariants[v].mma && fits(kVariants[v], latent_, inter_, impl_->limits)) {
+        vi = v;
+        aligned = true;
+      }
+  }
 
   // The staging buffer may still be feeding the previous launch's copy.
   DELTAFIN_CUDA_CHECK(cudaEventSynchronize(impl_->staged));
@@ -801,7 +847,6 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
   P.K = K;
   P.latent = latent_;
   P.inter = inter_;
-  const int vi = impl_->variant;
   const Variant& v = kVariants[vi];
   P.tile_a = v.tile_a;
   P.tile_b = v.tile_b;
@@ -814,6 +859,9 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
 
   int& bps = impl_->blocks_per_sm[vi];
   if (!bps) {
+    const size_t smem = smem_bytes(v, latent_, inter_);
+    if (smem > 48 * 1024)
+      DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     DELTAFIN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, v.fn, kThreads, smem_bytes(v, latent_, inter_)));
     if (bps < 1) bps = 1;
   }

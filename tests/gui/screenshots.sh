@@ -44,6 +44,7 @@ shot chat --model-root "$demo" --prompt "Explain in two sentences why the sky is
 shot setup --hub-url "$hub"
 shot jobs --hub-url "$hub"
 shot bench --model-root "$demo"
+shot settings --model-root "$demo"
 
 # The cache browser on a stream install from the local hub; the view runs a short warm-up first,
 # which fetches the experts it routes to.

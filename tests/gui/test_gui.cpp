@@ -315,6 +315,15 @@ class TestGui : public QObject {
     studio.engine()->warmCacheLayer(layer);
     QTRY_VERIFY_WITH_TIMEOUT(updated.count() > 0, 60000);
     for (int e = 0; e < cache->snapshot().experts; ++e) QVERIFY(cache->snapshot().cached(layer, e));
+    // Warm fetched experts that no lookup asked for: each tier's share still counts lookups only.
+    double shares = 0;
+    for (int i = 0; i < tiers->topLevelItemCount(); ++i)
+      shares += tiers->topLevelItem(i)->text(2).section(' ', 0, 0).replace(',', '.').toDouble();
+    QVERIFY2(shares > 0 && shares <= 100.05, qPrintable(QString::number(shares)));
+    QRegularExpressionMatchIterator it = QRegularExpression("(\\d+(?:[.,]\\d+)?) %").globalMatch(window.statusPanel()->cacheText());
+    double status = 0;
+    while (it.hasNext()) status += it.next().captured(1).replace(',', '.').toDouble();
+    QVERIFY2(status > 0 && status <= 100.05, qPrintable(window.statusPanel()->cacheText()));
     updated.clear();
     studio.engine()->evictCache(0);
     QTRY_VERIFY_WITH_TIMEOUT(updated.count() > 0, 60000);

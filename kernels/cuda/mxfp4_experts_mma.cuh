@@ -1,0 +1,502 @@
+// Tensor-core tasks of the routed-expert MLP (mma.sync, fp16 operands, fp32 accumulators).
+// Included by mxfp4_experts.cu inside its anonymous namespace: the task scheme (tickets, A/B/C
+// tasks, counters) and Params are shared with the FFMA versions there.
+//
+// Why: the FFMA versions issue about 5 instructions per weight value (docs/PERFORMANCE.md) and stop
+// near 60% of the copy bandwidth. Here a warp multiplies a 16-row weight tile by up to 8 activation
+// columns per mma.sync.m16n8k16 instruction, so the FMA per value disappears; what is left per value
+// is the E2M1 decode (about 1.4 integer operations), plus per 32-column block and row one fp32 FMA
+// that applies the E8M0 scale.
+//
+// Exactness:
+// - Weights: an E2M1 code becomes the fp16 E2M1 x 2^-14 exactly (as in dot8: codes with e = 0 land
+//   on fp16 subnormals, which the tensor cores take as they are).
+// - Activations: each fp32 vector x is scaled by 2^k (k from its largest magnitude, so |x 2^k| <
+//   2^15) and split into three fp16 parts x 2^k = p1 + p2 + p3 (p1 = fp16(x 2^k), p2 = fp16 of the
+//   exact remainder, p3 likewise). The parts hold every bit of each element down to 2^-24 in scaled
+//   units, i.e. 2^-39 of the vector's largest element; only bits below that are dropped.
+// - Each part is one mma column, so the tensor core forms exact fp16 x fp16 products and sums 32
+//   columns (two chained mma, one E8M0 block) in fp32; the block sum is scaled by its E8M0 factor
+//   and added in fp32 (FFMA), per part; the three parts are added last ((p1 + p2) + p3) and the
+//   power of two 2^(14 - k) restored. Errors are those of fp32 summation, not of fp16.
+// Batch invariance: an assignment's columns (0-2 or 3-5 of the mma) are computed by the same
+// instructions in the same K order whatever the other column pair holds; k depends on the row's own
+// vector only; the part sums use one fixed order for either column pair. So a row's result is
+// bit-identical alone or inside any batch (deltafin-cuda-check verifies it). The bits differ from
+// the FFMA versions' (a different summation order), which is why Variant::order separates them.
+//
+// Data flow per warp: 32 weight rows (gate and up rows o..o+15 of an A task, or down rows o..o+31
+// of a B task) stream through a two-stage shared-memory ring, 512 columns per stage, either by bulk
+// copies (cp.async.bulk, one per row and lane, completing on an mbarrier) or by cp.async (16 bytes
+// per lane and instruction); ldmatrix.x4 then hands each lane exactly the 32-bit code word the mma
+// fragment layout asks for. The activation fragments for the whole K are staged once per (task,
+// pair of assignments) for the block, in lane order (one 16-byte load per lane and 32-column
+// block, conflict-free).
+//
+// Measured on an H200 (docs/PERFORMANCE.md): exact and batch invariant, but slower than the FFMA
+// version v11 (best here 46% / 56% of the copy bandwidth at T=1 / T=8 against 51% / 61%), so not
+// the default. The 221 KB of shared memory per block leave one block (8 warps) per SM, too few to
+// hide the decode -> mma -> FMA latencies (0.41 instructions issued per scheduler and cycle).
+namespace mma16 {
+
+constexpr int kChunkCols = 512;                                // weight columns per stage
+constexpr int kChunkBytes = kChunkCols / 2;                    // packed bytes per row and stage
+constexpr int kRowStride = kChunkBytes + 16;                   // padded: ldmatrix rows hit distinct banks
+constexpr int kRows = 32;                                      // weight rows per warp: two 16-row tiles
+constexpr int kScaleBytes = kChunkCols / 32;                   // E8M0 scales per row and stage
+constexpr int kScaleOff = kRows * kRowStride;
+constexpr int kStageBytes = kScaleOff + kRows * kScaleBytes;   // 9216
+constexpr int kStages = 2;
+constexpr int kFragBytes = 512;                                // B fragments per 32-column block
+constexpr int kHeader = 256;                                   // mbarriers (128 B), then reduction scratch (64 B)
+constexpr int kTileA = kWarps * 16;                            // intermediate rows per A task
+constexpr int kTileB = kWarps * 32;                            // latent rows per B task
+
+constexpr int kFloatScaleBytes = kRows * (kChunkCols / 32) * 4;  // per warp: one stage's scales as floats
+
+inline size_t smem_bytes(int latent, int inter, bool float_scales) {
+  return kHeader + static_cast<size_t>(kWarps) * kStages * kStageBytes +
+         (float_scales ? static_cast<size_t>(kWarps) * kFloatScaleBytes : 0) +
+         static_cast<size_t>(std::max(latent, inter) / 32) * kFragBytes;
+}
+
+inline bool fits(int latent, int inter, bool float_scales) {
+  return latent % kChunkCols == 0 && inter % kChunkCols == 0 && latent % kTileB == 0 && inter % kTileA == 0 &&
+         smem_bytes(latent, inter, float_scales) <= 227 * 1024;
+}
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+// Bulk copies and mbarrier transactions exist from sm_90 on. The library is also built for sm_86 and
+// sm_89, where these versions never run (fits() needs compute capability 9): there the helpers trap.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define DELTAFIN_SM90_ASM(...) __trap()
+#else
+#define DELTAFIN_SM90_ASM(...) asm volatile(__VA_ARGS__)
+#endif
+
+__device__ __forceinline__ void mbar_init(uint32_t bar) {
+  DELTAFIN_SM90_ASM("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+}
+
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+  DELTAFIN_SM90_ASM("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
+  uint32_t ok = 0;
+  DELTAFIN_SM90_ASM(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+      : "=r"(ok)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return ok != 0;
+}
+
+// The copies were issued by this warp and complete on their own; the bound only turns a logic error
+// into a launch failure instead of a hung GPU.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  for (long long spins = 0; !mbar_try_wait(bar, parity); ++spins)
+    if (spins > (1ll << 26)) __trap();
+}
+
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  DELTAFIN_SM90_ASM("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+               "l"(__cvta_generic_to_global(src)), "r"(bytes), "r"(bar)
+               : "memory");
+}
+
+__device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr)
+               : "memory");
+}
+
+__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                         uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// 8 codes (one 32-bit word, code i = nibble i) -> four half2 of E2M1 x 2^-14: (c0,c2) (c4,c6) (c1,c3)
+// (c5,c7). The same byte arithmetic as dot8.
+__device__ __forceinline__ void decode8(uint32_t w, uint32_t (&h)[4]) {
+  const uint32_t ev = ((w << 1) & 0x0E0E0E0Eu) | ((w << 4) & 0x80808080u);
+  const uint32_t od = ((w >> 3) & 0x0E0E0E0Eu) | (w & 0x80808080u);
+  h[0] = __byte_perm(ev, 0u, 0x1404);
+  h[1] = __byte_perm(ev, 0u, 0x3424);
+  h[2] = __byte_perm(od, 0u, 0x1404);
+  h[3] = __byte_perm(od, 0u, 0x3424);
+}
+
+// e8m0 in two integer operations (shift, max) instead of a compare and a select: same bits.
+__device__ __forceinline__ float e8m0_max(uint32_t s) { return __uint_as_float(max(s << 23, 0x00400000u)); }
+
+struct Pipe {
+  uint32_t stages;  // shared address of this warp's stage 0
+  uint32_t bars;    // shared address of this warp's mbarrier 0
+  uint32_t issued;  // stages filled so far by this warp (stage = n % kStages, phase = n / kStages)
+  uint32_t used;
+};
+
+// The 32 weight rows a warp streams for one A or B task: tile 0 and tile 1 (16 rows each).
+struct Rows {
+  const char* pk[2];
+  const uint8_t* sc[2];
+  int row_bytes, srow_bytes, nchunks, o0;
+  bool valid;  // false for combine tasks and ids past the end
+};
+
+__device__ __forceinline__ Rows task_rows(const Params& P, unsigned task, int warp) {
+  Rows r{};
+  if (task < P.nA) {
+    const int g = static_cast<int>(task) / P.a_tiles, tile = static_cast<int>(task) % P.a_tiles;
+    const MxExpert e = P.experts[g];
+    r.row_bytes = P.latent / 2;
+    r.srow_bytes = P.latent / 32;
+    r.nchunks = P.latent / kChunkCols;
+    r.o0 = tile * kTileA + warp * 16;
+    r.pk[0] = static_cast<const char*>(e.gate_packed) + static_cast<int64_t>(r.o0) * r.row_bytes;
+    r.pk[1] = static_cast<const char*>(e.up_packed) + static_cast<int64_t>(r.o0) * r.row_bytes;
+    r.sc[0] = static_cast<const uint8_t*>(e.gate_scale) + static_cast<int64_t>(r.o0) * r.srow_bytes;
+    r.sc[1] = static_cast<const uint8_t*>(e.up_scale) + static_cast<int64_t>(r.o0) * r.srow_bytes;
+    r.valid = true;
+  } else if (task < P.nA + P.nB) {
+    const int b = static_cast<int>(task - P.nA);
+    const int g = b / P.b_tiles, tile = b % P.b_tiles;
+    const MxExpert e = P.experts[g];
+    r.row_bytes = P.inter / 2;
+    r.srow_bytes = P.inter / 32;
+    r.nchunks = P.inter / kChunkCols;
+    r.o0 = tile * kTileB + warp * 32;
+    r.pk[0] = static_cast<const char*>(e.down_packed) + static_cast<int64_t>(r.o0) * r.row_bytes;
+    r.pk[1] = r.pk[0] + static_cast<int64_t>(16) * r.row_bytes;
+    r.sc[0] = static_cast<const uint8_t*>(e.down_scale) + static_cast<int64_t>(r.o0) * r.srow_bytes;
+    r.sc[1] = r.sc[0] + 16 * r.srow_bytes;
+    r.valid = true;
+  }
+  return r;
+}
+
+// Lane l's row (tile l / 16, row l % 16) of `chunk`: packed bytes and scales.
+__device__ __forceinline__ const char* lane_row(const Rows& rw, int chunk, int lane) {
+  return (lane >> 4 ? rw.pk[1] : rw.pk[0]) + static_cast<int64_t>(lane & 15) * rw.row_bytes + chunk * kChunkBytes;
+}
+__device__ __forceinline__ const uint8_t* lane_scales(const Rows& rw, int chunk, int lane) {
+  return (lane >> 4 ? rw.sc[1] : rw.sc[0]) + static_cast<int64_t>(lane & 15) * rw.srow_bytes + chunk * kScaleBytes;
+}
+
+// Stage `chunk` (512 columns) of the warp's 32 rows: lane l copies row l.
+__device__ __forceinline__ void issue(Pipe& p, const Rows& rw, int chunk, int lane) {
+  const uint32_t s = p.issued % kStages;
+  const uint32_t st = p.stages + s * kStageBytes, bar = p.bars + s * 8;
+  if (lane == 0) mbar_expect_tx(bar, kRows * (kChunkBytes + kScaleBytes));
+  __syncwarp();
+  bulk_copy(st + lane * kRowStride, lane_row(rw, chunk, lane), kChunkBytes, bar);
+  bulk_copy(st + kScaleOff + lane * kScaleBytes, lane_scales(rw, chunk, lane), kScaleBytes, bar);
+  ++p.issued;
+}
+
+// The same stage through cp.async (16 bytes per lane and instruction, L2 only): 17 instructions per
+// lane and stage instead of two bulk copies, for when many small bulk copies queue in the copy engine.
+// Lanes 0-15 copy one row's 256 bytes and lanes 16-31 the next row's, 16 rows per instruction pair.
+__device__ __forceinline__ void cp16(uint32_t dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(__cvta_generic_to_global(src)) : "memory");
+}
+
+__device__ __forceinline__ void issue_cp(Pipe& p, const Rows& rw, int chunk, int lane) {
+  const uint32_t st = p.stages + (p.issued % kStages) * kStageBytes;
+  const int half = lane >> 4, col = (lane & 15) * 16;
+#pragma unroll
+  for (int i = 0; i < kRows / 2; ++i) {
+    const int row = 2 * i + half;  // tile row / 16, compile-time except for `half`
+    const char* src = (i < 8 ? rw.pk[0] : rw.pk[1]) + static_cast<int64_t>(row & 15) * rw.row_bytes + chunk * kChunkBytes + col;
+    cp16(st + row * kRowStride + col, src);
+  }
+  cp16(st + kScaleOff + lane * kScaleBytes, lane_scales(rw, chunk, lane));
+  asm volatile("cp.async.commit_group;" ::: "memory");
+  ++p.issued;
+}
+
+// Waits for the oldest outstanding stage of this warp (cp.async path), then makes every lane's
+// copies visible to the whole warp.
+__device__ __forceinline__ void wait_cp(const Pipe& p) {
+  if (p.issued - p.used > 1) asm volatile("cp.async.wait_group 1;" ::: "memory");
+  else asm volatile("cp.async.wait_group 0;" ::: "memory");
+  __syncwarp();
+}
+
+// kFS: the warp first turns the stage's 512 scale bytes into floats (each once, instead of once
+// per lane quad) laid out [tile][block][row g][g / g+8], so a lane reads its two with one 8-byte load.
+template <bool kFS>
+__device__ __forceinline__ void compute_stage(uint32_t st, const char* stage_generic, const uint4* frag, float* fs,
+                                              int lane, float (&acc)[2][4]) {
+  const int g = lane >> 2;
+  const uint32_t lm = st + (lane & 15) * kRowStride + (lane >> 4) * 16;
+  const uint8_t* scl = reinterpret_cast<const uint8_t*>(stage_generic + kScaleOff);
+  if constexpr (kFS) {
+    const uint4 sb = *reinterpret_cast<const uint4*>(scl + lane * kScaleBytes);
+    const uint32_t wds[4] = {sb.x, sb.y, sb.z, sb.w};
+    float* dst = fs + (lane >> 4) * 256 + (lane & 7) * 2 + ((lane >> 3) & 1);
+#pragma unroll
+    for (int j = 0; j < 16; ++j) dst[j * 16] = e8m0_max((wds[j / 4] >> (8 * (j % 4))) & 0xFFu);
+    __syncwarp();
+  }
+#pragma unroll
+  for (int bp = 0; bp < 8; ++bp) {
+    const uint4 f[2] = {frag[(2 * bp) * 32 + lane], frag[(2 * bp + 1) * 32 + lane]};
+#pragma unroll
+    for (int t = 0; t < 2; ++t) {
+      uint32_t w[4];  // row g / g+8 of block 2bp, then of block 2bp+1
+      ldsm_x4(lm + t * 16 * kRowStride + bp * 32, w);
+#pragma unroll
+      for (int hb = 0; hb < 2; ++hb) {
+        uint32_t ra[4], rb[4];
+        decode8(w[2 * hb], ra);
+        decode8(w[2 * hb + 1], rb);
+        float d[4] = {0.f, 0.f, 0.f, 0.f};
+        mma16816(d, ra[0], rb[0], ra[1], rb[1], f[hb].x, f[hb].y);
+        mma16816(d, ra[2], rb[2], ra[3], rb[3], f[hb].z, f[hb].w);
+        const int blk = 2 * bp + hb;
+        float s0, s1;
+        if constexpr (kFS) {
+          const float2 sp = *reinterpret_cast<const float2*>(fs + t * 256 + blk * 16 + g * 2);
+          s0 = sp.x;
+          s1 = sp.y;
+        } else {
+          s0 = e8m0_max(scl[(t * 16 + g) * kScaleBytes + blk]);
+          s1 = e8m0_max(scl[(t * 16 + g + 8) * kScaleBytes + blk]);
+        }
+        acc[t][0] = __fmaf_rn(d[0], s0, acc[t][0]);
+        acc[t][1] = __fmaf_rn(d[1], s0, acc[t][1]);
+        acc[t][2] = __fmaf_rn(d[2], s1, acc[t][2]);
+        acc[t][3] = __fmaf_rn(d[3], s1, acc[t][3]);
+      }
+    }
+  }
+}
+
+// x * 2^k exactly for k in [-128, 160] (two steps so that each factor is a normal float).
+__device__ __forceinline__ float scale_pow2(float x, int k) {
+  const int k1 = k / 2, k2 = k - k1;
+  return x * __uint_as_float(static_cast<uint32_t>(k1 + 127) << 23) * __uint_as_float(static_cast<uint32_t>(k2 + 127) << 23);
+}
+
+template <bool kCoherent>
+__device__ __forceinline__ float4 ld4(const float* p) {
+  if constexpr (kCoherent) return __ldcg(reinterpret_cast<const float4*>(p));
+  else return __ldg(reinterpret_cast<const float4*>(p));
+}
+
+// B fragments for one or two activation vectors of width K (x1 may be null): slot s occupies
+// columns 3s..3s+2 (parts 1..3); absent slots and columns 6, 7 are zero. Block b, column n, lane
+// quad q hold, at frag + b*512 + (4n + q)*16, the halves of columns 8q + {0,2,4,6,1,3,5,7}.
+// back[s] receives 2^(14 - k_s), the factor that undoes the staging scale and the decode's 2^-14.
+// Called by the whole block (it synchronizes).
+template <bool kCoherent>
+__device__ void stage_frags(char* frag, float* red, const float* x0, const float* x1, int K, float (&back)[2]) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  float m0 = 0.f, m1 = 0.f;
+  for (int i = threadIdx.x; i < K / 4; i += kThreads) {
+    const float4 v = ld4<kCoherent>(x0 + 4 * i);
+    m0 = fmaxf(m0, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
+    if (x1) {
+      const float4 u = ld4<kCoherent>(x1 + 4 * i);
+      m1 = fmaxf(m1, fmaxf(fmaxf(fabsf(u.x), fabsf(u.y)), fmaxf(fabsf(u.z), fabsf(u.w))));
+    }
+  }
+#pragma unroll
+  for (int m = 16; m >= 1; m >>= 1) {
+    m0 = fmaxf(m0, __shfl_xor_sync(0xffffffffu, m0, m));
+    m1 = fmaxf(m1, __shfl_xor_sync(0xffffffffu, m1, m));
+  }
+  if (lane == 0) {
+    red[2 * warp] = m0;
+    red[2 * warp + 1] = m1;
+  }
+  __syncthreads();
+  m0 = m1 = 0.f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    m0 = fmaxf(m0, red[2 * w]);
+    m1 = fmaxf(m1, red[2 * w + 1]);
+  }
+  // Biased exponent eb of the largest magnitude: |x| < 2^(eb - 126), so k = 141 - eb gives |x 2^k| < 2^15.
+  const int eb0 = min(static_cast<int>(__float_as_uint(m0) >> 23), 254);
+  const int eb1 = min(static_cast<int>(__float_as_uint(m1) >> 23), 254);
+  back[0] = e8m0(static_cast<uint32_t>(eb0));  // 2^(eb - 127) = 2^(14 - k)
+  back[1] = e8m0(static_cast<uint32_t>(eb1));
+  const int nq = K / 8;  // (block, quad) pairs
+  uint4* f = reinterpret_cast<uint4*>(frag);
+  for (int i = threadIdx.x; i < nq; i += kThreads) {
+    const int b = i >> 2, q = i & 3;
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      const float* x = s ? x1 : x0;
+      const int k = 141 - (s ? eb1 : eb0);
+      uint32_t parts[3][4];
+      if (x) {
+        const float4 lo = ld4<kCoherent>(x + 8 * i), hi = ld4<kCoherent>(x + 8 * i + 4);
+        const float v[8] = {lo.x, lo.z, hi.x, hi.z, lo.y, lo.w, hi.y, hi.w};  // columns 0,2,4,6,1,3,5,7
+        __half p[3][8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const float xs = scale_pow2(v[j], k);
+          p[0][j] = __float2half_rn(xs);
+          const float r1 = xs - __half2float(p[0][j]);
+          p[1][j] = __float2half_rn(r1);
+          const float r2 = r1 - __half2float(p[1][j]);
+          p[2][j] = __float2half_rn(r2);
+        }
+#pragma unroll
+        for (int pp = 0; pp < 3; ++pp)
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+            parts[pp][j] = static_cast<uint32_t>(__half_as_ushort(p[pp][2 * j])) |
+                           (static_cast<uint32_t>(__half_as_ushort(p[pp][2 * j + 1])) << 16);
+      } else {
+#pragma unroll
+        for (int pp = 0; pp < 3; ++pp)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) parts[pp][j] = 0u;
+      }
+#pragma unroll
+      for (int pp = 0; pp < 3; ++pp)
+        f[b * 32 + (3 * s + pp) * 4 + q] = make_uint4(parts[pp][0], parts[pp][1], parts[pp][2], parts[pp][3]);
+    }
+    f[b * 32 + 6 * 4 + q] = make_uint4(0u, 0u, 0u, 0u);
+    f[b * 32 + 7 * 4 + q] = make_uint4(0u, 0u, 0u, 0u);
+  }
+  __syncthreads();
+}
+
+// Rows of one task for every assignment of its expert, two assignments per pass over the weights.
+// kGateUp: A task (gate and up rows o0..o0+15, writes h = SiTU(gate, up)); otherwise B task (down
+// rows o0..o0+31, writes d). kFS: float scale buffers; kCp: stages filled by cp.async instead of
+// bulk copies.
+template <bool kGateUp, bool kFS, bool kCp>
+__device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Pipe& pipe) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  float* red = reinterpret_cast<float*>(smem + kWarps * kStages * 8);
+  char* stages = smem + kHeader;
+  float* fs = reinterpret_cast<float*>(stages + kWarps * kStages * kStageBytes) + warp * (kFloatScaleBytes / 4);
+  char* frag = stages + kWarps * kStages * kStageBytes + (kFS ? kWarps * kFloatScaleBytes : 0);
+  const Rows rw = task_rows(P, task_id, warp);
+  const int g = kGateUp ? static_cast<int>(task_id) / P.a_tiles : static_cast<int>(task_id - P.nA) / P.b_tiles;
+  const int K = kGateUp ? P.latent : P.inter;
+  const int nchunks = rw.nchunks;
+  const int a0 = P.grp_begin[g], a1 = P.grp_begin[g + 1];
+  const int npairs = (a1 - a0 + 1) / 2;
+  const int total = npairs * nchunks;
+  // Weights do not depend on the activations: start streaming before staging them.
+  for (int i = 0; i < kStages && i < total; ++i) {
+    if constexpr (kCp) issue_cp(pipe, rw, i % nchunks, lane);
+    else issue(pipe, rw, i % nchunks, lane);
+  }
+  const char* stage0 = stages + warp * kStages * kStageBytes;
+  for (int pr = 0; pr < npairs; ++pr) {
+    const int aA = P.assign_list[a0 + 2 * pr];
+    const int aB = a0 + 2 * pr + 1 < a1 ? P.assign_list[a0 + 2 * pr + 1] : -1;
+    const float* xA = kGateUp ? P.z + static_cast<int64_t>(aA / P.K) * P.latent : P.h + static_cast<int64_t>(aA) * P.inter;
+    const float* xB = aB < 0 ? nullptr
+                      : kGateUp ? P.z + static_cast<int64_t>(aB / P.K) * P.latent
+                                : P.h + static_cast<int64_t>(aB) * P.inter;
+    __syncthreads();  // every warp is done with the previous fragments
+    float back[2];
+    stage_frags<!kGateUp>(frag, red, xA, xB, K, back);  // h was written by this launch: L2 only
+    float acc[2][4];
+#pragma unroll
+    for (int t = 0; t < 2; ++t)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[t][i] = 0.f;
+#pragma unroll 1
+    for (int c = 0; c < nchunks; ++c) {
+      const uint32_t s = pipe.used % kStages;
+      if constexpr (kCp) wait_cp(pipe);
+      else mbar_wait(pipe.bars + s * 8, (pipe.used / kStages) & 1);
+      compute_stage<kFS>(pipe.stages + s * kStageBytes, stage0 + s * kStageBytes,
+                         reinterpret_cast<const uint4*>(frag + static_cast<size_t>(c) * 16 * kFragBytes), fs, lane, acc);
+      __syncwarp();  // every lane's ldmatrix of this stage is done before it is refilled
+      ++pipe.used;
+      const int n = pr * nchunks + c;
+      if (n + kStages < total) {
+        if constexpr (kCp) issue_cp(pipe, rw, (n + kStages) % nchunks, lane);
+        else issue(pipe, rw, (n + kStages) % nchunks, lane);
+      }
+    }
+    // Lane quad q holds columns 2q, 2q+1: slot 0 = columns 0,1,2 (quads 0, 1), slot 1 = 3,4,5 (1, 2).
+    const int q = lane & 3, gr = lane >> 2;
+    float v[2][2];  // [tile][row half]
+#pragma unroll
+    for (int t = 0; t < 2; ++t)
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const float ev = acc[t][2 * hr], od = acc[t][2 * hr + 1];
+        const float nev = __shfl_down_sync(0xffffffffu, ev, 1), nod = __shfl_down_sync(0xffffffffu, od, 1);
+        v[t][hr] = q == 0 ? (ev + od) + nev : (od + nev) + nod;
+      }
+    const int a = q == 0 ? aA : aB;
+    if (q < 2 && a >= 0) {
+      const float bs = q ? back[1] : back[0];
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const int row = rw.o0 + gr + 8 * hr;
+        if constexpr (kGateUp) {
+          P.h[static_cast<int64_t>(a) * P.inter + row] = situ_act(v[0][hr] * bs, v[1][hr] * bs);
+        } else {
+          P.d[static_cast<int64_t>(a) * P.latent + row] = v[0][hr] * bs;
+          P.d[static_cast<int64_t>(a) * P.latent + row + 16] = v[1][hr] * bs;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace mma16
+
+// The tensor-core versions: same tickets and tasks as expert_mlp_kernel, one block per SM.
+template <bool kFS, bool kCp>
+__global__ void __launch_bounds__(kThreads, 1) expert_mlp_mma_kernel(const Params P) {
+  extern __shared__ __align__(128) char smem[];
+  __shared__ unsigned s_task;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  mma16::Pipe pipe{mma16::smem_u32(smem + mma16::kHeader + warp * mma16::kStages * mma16::kStageBytes),
+                   mma16::smem_u32(smem + warp * mma16::kStages * 8), 0u, 0u};
+  if (!kCp && lane == 0) {
+    for (int s = 0; s < mma16::kStages; ++s) mma16::mbar_init(pipe.bars + 8 * s);
+    DELTAFIN_SM90_ASM("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  const unsigned total = P.nA + P.nB + P.nC;
+  if (threadIdx.x == 0) s_task = atomicAdd(P.ticket, 1u);
+  __syncthreads();
+  unsigned task = s_task;
+  while (task < total) {
+    __syncthreads();  // everyone has read s_task
+    unsigned next = 0;
+    if (threadIdx.x == 0) next = atomicAdd(P.ticket, 1u);  // in flight while this task runs
+    if (task < P.nA) {
+      const int g = static_cast<int>(task) / P.a_tiles;
+      mma16::task<true, kFS, kCp>(P, task, smem, pipe);
+      signal_done(P.doneA + g);
+    } else if (task < P.nA + P.nB) {
+      const int g = static_cast<int>(task - P.nA) / P.b_tiles;
+      if (threadIdx.x == 0) wait_at_least(P.doneA + g, static_cast<unsigned>(P.a_tiles));
+      __syncthreads();
+      mma16::task<false, kFS, kCp>(P, task, smem, pipe);
+      signal_done(P.doneB + g);
+    } else {
+      const int c = static_cast<int>(task - P.nA - P.nB);
+      const int t = c / P.c_tiles;
+      if (threadIdx.x == 0)
+        for (int j = 0; j < P.K; ++j) wait_at_least(P.doneB + P.slot_group[t * P.K + j], static_cast<unsigned>(P.b_tiles));
+      __syncthreads();
+      task_combine(P, t, c % P.c_tiles);
+    }
+    if (threadIdx.x == 0) s_task = next;
+    __syncthreads();
+    task = s_task;
+  }
+}

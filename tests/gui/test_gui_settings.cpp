@@ -1,0 +1,245 @@
+// Settings that reach the engine, changed through the real Settings dialog: the RAM expert
+// cache and its budget, the device (and why it is the CPU), the local server on and off; and
+// the per-tier shares of expert lookups, which never add up to more than all lookups.
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QDoubleSpinBox>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QNetworkAccessManager>
+#include <QNetworkReply>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QStandardItemModel>
+
+#include "chat_view.h"
+#include "device_choice.h"
+#include "local_engine.h"
+#include "main_window.h"
+#include "server_process.h"
+#include "settings_dialog.h"
+#include "status_panel.h"
+#include "studio.h"
+#include "studio_settings.h"
+#include "support/test_support.h"
+#include "tier_shares.h"
+
+using namespace deltafin::gui;
+namespace T = deltafin::test;
+
+namespace {
+
+void waitReady(LocalEngine* engine) {
+  QSignalSpy failed(engine, &ChatBackend::unavailable);
+  QTRY_VERIFY_WITH_TIMEOUT(engine->isReady() || failed.count() > 0, 180000);
+  if (!failed.isEmpty()) QFAIL(qPrintable(failed.first().first().toString()));
+}
+
+void clickOk(SettingsDialog* dialog) {
+  QTest::mouseClick(dialog->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok), Qt::LeftButton);
+}
+
+void choose(SettingsDialog* dialog, const char* combo, const QString& value) {
+  auto* c = dialog->findChild<QComboBox*>(QString::fromLatin1(combo));
+  QVERIFY2(c, combo);
+  const int i = c->findData(value);
+  QVERIFY2(i >= 0, qPrintable(value));
+  c->setCurrentIndex(i);
+}
+
+// Slots of the engine's RAM cache, from its own description ("RAM cache N x ..."); -1 if none.
+int ramSlots(const QString& expertSource) {
+  const QRegularExpressionMatch m = QRegularExpression("^RAM cache (\\d+) x").match(expertSource);
+  return m.hasMatch() ? m.captured(1).toInt() : -1;
+}
+
+// The percentages a text shows ("12.5 %"), summed.
+double percentSum(const QString& text) {
+  double sum = 0;
+  QRegularExpressionMatchIterator it = QRegularExpression("(\\d+(?:[.,]\\d+)?) %").globalMatch(text);
+  while (it.hasNext()) sum += it.next().captured(1).replace(',', '.').toDouble();
+  return sum;
+}
+
+void sendAndWait(ChatView* chat, const QString& text) {
+  chat->input()->setPlainText(text);
+  chat->send();
+  QTRY_VERIFY_WITH_TIMEOUT(!chat->isGenerating(), 300000);
+}
+
+}  // namespace
+
+class TestGuiSettings : public QObject {
+  Q_OBJECT
+
+  QString demoModel() const { return QString::fromStdString(T::build_dir() + "/demo-model"); }
+
+ private slots:
+  void tierSharesNeverExceedAllLookups() {
+    // A stream install after Warm: more experts fetched than looked up, every lookup also a disk read.
+    CacheCounters warmed;
+    warmed.requests = 40;
+    warmed.diskReads = 40;
+    warmed.netFetches = 96;
+    // A RAM tier whose prefetch reads are counted as disk reads as well as later RAM hits.
+    CacheCounters prefetched;
+    prefetched.requests = 50;
+    prefetched.ramHits = 30;
+    prefetched.diskReads = 35;
+    // A stream install where some lookups had to wait for the network.
+    CacheCounters streamed;
+    streamed.requests = 64;
+    streamed.diskReads = 64;
+    streamed.netFetches = 24;
+    for (const CacheCounters& c : {warmed, prefetched, streamed}) {
+      const TierShares t = tierShares(c);
+      QVERIFY(t.vram + t.ram + t.disk + t.network <= c.requests);
+      QVERIFY(t.network <= c.netFetches);
+      QVERIFY(t.ram <= c.ramHits);
+      StatusPanel panel;
+      panel.setCounters(c);
+      QVERIFY2(percentSum(panel.cacheText()) <= 100.05, qPrintable(panel.cacheText()));
+    }
+    // Every lookup of the stream install is accounted for: fetched ones on the network, the rest on disk.
+    const TierShares s = tierShares(streamed);
+    QCOMPARE(s.network, streamed.netFetches);
+    QCOMPARE(s.disk, streamed.requests - streamed.netFetches);
+    QCOMPARE(tierShares(warmed).network, warmed.requests);
+    QCOMPARE(tierShares(warmed).disk, quint64(0));
+  }
+
+  void ramCacheSettingReachesTheEngine() {
+    const QString data = QString::fromStdString(T::temp_dir("gui-ram"));
+    Studio studio({demoModel(), data});
+    MainWindow window(&studio);
+    window.show();
+    studio.startEngine();
+    waitReady(studio.engine());
+    // By default experts are read in place, through the page cache.
+    QCOMPARE(ramSlots(studio.engine()->info().expertSource), -1);
+
+    SettingsDialog* dialog = window.openSettings();
+    auto* budget = dialog->findChild<QDoubleSpinBox*>("ramBudget");
+    QVERIFY(!budget->isEnabled());  // only with the RAM cache chosen
+    auto* reads = dialog->findChild<QComboBox*>("expertReads");
+    reads->setCurrentIndex(reads->findData(true));
+    QVERIFY(budget->isEnabled());
+    budget->setValue(0.05);
+    choose(dialog, "cachePolicy", "lru");
+    clickOk(dialog);
+    QTRY_VERIFY_WITH_TIMEOUT(studio.engine()->isReady() && ramSlots(studio.engine()->info().expertSource) > 0, 120000);
+    const QString small = studio.engine()->info().expertSource;
+    QVERIFY2(small.contains("lru"), qPrintable(small));
+    const int smallSlots = ramSlots(small);
+
+    // Twice the budget, twice the slots: the number reached the engine's cache.
+    dialog = window.openSettings();
+    dialog->findChild<QDoubleSpinBox*>("ramBudget")->setValue(0.10);
+    clickOk(dialog);
+    QTRY_VERIFY_WITH_TIMEOUT(studio.engine()->isReady() && ramSlots(studio.engine()->info().expertSource) != smallSlots,
+                             120000);
+    const int bigSlots = ramSlots(studio.engine()->info().expertSource);
+    qInfo("RAM cache: %d slots at 0.05 GiB, %d at 0.10 GiB (%s)", smallSlots, bigSlots,
+          qPrintable(studio.engine()->info().expertSource));
+    QVERIFY2(bigSlots >= 2 * smallSlots - 1 && bigSlots <= 2 * smallSlots + 1,
+             qPrintable(QString("%1 then %2 slots").arg(smallSlots).arg(bigSlots)));
+    QVERIFY(window.statusPanel()->findChild<QLabel*>("statusBackend")->toolTip().contains("RAM cache"));
+
+    // Replies now go through that cache: the second one finds experts in RAM.
+    QSignalSpy counters(studio.engine(), &ChatBackend::countersChanged);
+    sendAndWait(window.chatView(), "Hello");
+    window.chatView()->newConversation();
+    sendAndWait(window.chatView(), "Hello");
+    QVERIFY(!counters.isEmpty());
+    const auto last = counters.last().first().value<CacheCounters>();
+    QVERIFY(last.requests > 0);
+    QVERIFY2(last.ramHits > 0, "no expert came from the RAM cache");
+
+    // Saved, and read back as the same engine options.
+    const StudioSettings saved = StudioSettings::load(data + "/settings.ini");
+    QVERIFY(saved.ramCache);
+    QCOMPARE(saved.cachePolicy, QString("lru"));
+    QVERIFY(saved.engineOptions() == studio.settings().engineOptions());
+    QCOMPARE(saved.engineOptions().ramBudgetBytes, quint64(saved.ramCacheMiB) << 20);
+  }
+
+  void deviceSettingIsAppliedAndExplained() {
+    Studio studio({demoModel(), QString::fromStdString(T::temp_dir("gui-device"))});
+    MainWindow window(&studio);
+    window.show();
+    studio.startEngine();
+    waitReady(studio.engine());
+
+    QString whyNot;
+    const bool gpu = cudaDeviceUsable(&whyNot);
+    SettingsDialog* dialog = window.openSettings();
+    auto* device = dialog->findChild<QComboBox*>("deviceCombo");
+    const int cudaItem = device->findData("cuda");
+    QVERIFY(cudaItem >= 0);
+    auto* items = qobject_cast<QStandardItemModel*>(device->model());
+    QCOMPARE(items->item(cudaItem)->isEnabled(), gpu);
+    if (!gpu) QCOMPARE(items->item(cudaItem)->toolTip(), whyNot);
+    choose(dialog, "deviceCombo", "cpu");
+    clickOk(dialog);
+    QTRY_VERIFY_WITH_TIMEOUT(studio.engine()->isReady() && studio.engine()->info().fallbackReason ==
+                                                               resolveDevice("cpu").reason,
+                             120000);
+    QCOMPARE(studio.engine()->info().name, resolveDevice("cpu").name);
+    QVERIFY(window.statusPanel()->backendText().contains(resolveDevice("cpu").reason));
+
+    dialog = window.openSettings();
+    choose(dialog, "deviceCombo", "auto");
+    clickOk(dialog);
+    const DeviceChoice automatic = resolveDevice("auto");
+    QTRY_VERIFY_WITH_TIMEOUT(studio.engine()->isReady() && studio.engine()->info().fallbackReason == automatic.reason,
+                             120000);
+    // The K3 runtime computes on the CPU; the status bar always says why the GPU is not used.
+    QCOMPARE(studio.engine()->info().name, QString("CPU"));
+    QVERIFY(!automatic.reason.isEmpty());
+    QVERIFY(window.statusPanel()->backendText().contains(automatic.reason));
+    if (!gpu) QVERIFY(automatic.reason.contains(whyNot));
+  }
+
+  void serverSwitchesOnAndOff() {
+    const T::RunResult help = T::run_process({T::bin_dir() + "/deltafin", "--help"});
+    if (help.out.find("serve") == std::string::npos) QSKIP("this tree's deltafin has no serve command");
+    Studio studio({demoModel(), QString::fromStdString(T::temp_dir("gui-server"))});
+    MainWindow window(&studio);
+    window.show();
+    studio.startEngine();
+    waitReady(studio.engine());
+    QVERIFY(!studio.server()->isRunning());
+
+    SettingsDialog* dialog = window.openSettings();
+    dialog->findChild<QCheckBox*>("serverEnabled")->setChecked(true);
+    dialog->findChild<QSpinBox*>("serverPort")->setValue(0);  // any free port
+    clickOk(dialog);
+    QTRY_VERIFY_WITH_TIMEOUT(!studio.server()->url().isEmpty() || !studio.server()->isRunning(), 120000);
+    QVERIFY2(!studio.server()->url().isEmpty(), qPrintable(studio.server()->lastOutput()));
+
+    QNetworkAccessManager net;
+    QNetworkReply* reply = net.get(QNetworkRequest(QUrl(studio.server()->url() + "/v1/models")));
+    QSignalSpy done(reply, &QNetworkReply::finished);
+    QVERIFY(done.wait(60000));
+    QCOMPARE(reply->error(), QNetworkReply::NoError);
+    const QJsonObject models = QJsonDocument::fromJson(reply->readAll()).object();
+    QVERIFY2(models.value("data").isArray() && !models.value("data").toArray().isEmpty(), "no models listed");
+    reply->deleteLater();
+
+    dialog = window.openSettings();
+    dialog->findChild<QCheckBox*>("serverEnabled")->setChecked(false);
+    clickOk(dialog);
+    QTRY_VERIFY_WITH_TIMEOUT(!studio.server()->isRunning(), 60000);
+    QVERIFY(studio.server()->url().isEmpty());
+  }
+};
+
+QTEST_MAIN(TestGuiSettings)
+#include "test_gui_settings.moc"
