@@ -11,6 +11,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "runtime/k3_model.h"
+#include "runtime/speculative_drafters.h"
 #include "serve/http_server.h"
 #include "serve/state_snapshot.h"
 #include "tokenizer/tokenizer.h"
@@ -36,6 +37,7 @@ void add_serve(CLI::App& app) {
     bool no_snapshots = false;
     uint64_t state_cache_mb = 2048, snapshot_max_mb = 16384;
     int threads = 0;
+    std::string draft = "auto", draft_model;
   };
   auto o = std::make_shared<Opts>();
   auto* c = app.add_subcommand("serve", "Serve the model over an OpenAI-compatible HTTP API (see docs/SERVER.md)");
@@ -61,6 +63,12 @@ void add_serve(CLI::App& app) {
   c->add_option("--snapshot-min-tokens", o->s.worker.snapshot_min_tokens, "Only snapshot turn boundaries at least this long")->capture_default_str();
   c->add_option("--memo-entries", o->s.worker.memo_entries, "Identical-request answers kept (0 = off)")->capture_default_str();
   c->add_option("--threads", o->threads, "Worker threads (0 = all cores)");
+  c->add_option("--draft", o->draft,
+                "Drafter: auto (DSpark, else n-gram), off, dspark, qwen or ngram (answers never change)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "off", "dspark", "qwen", "ngram"}));
+  c->add_option("--draft-model", o->draft_model, "The drafter's model folder (default: beside the K3 folder)");
+  c->add_flag("--draft-always", o->s.worker.draft_always, "Verify guesses every step even when drafting does not pay");
   c->callback([o] {
     // Signals go to one waiting thread (below), so every thread started from here on blocks them.
     sigset_t stop_signals;
@@ -73,7 +81,14 @@ void add_serve(CLI::App& app) {
     const std::string root = o->root.empty() ? default_model_root() : o->root;
     auto model = K3Model::load(root);
     auto tokenizer = load_tokenizer(root);
+    DraftSetupOptions dso;
+    dso.choice = parse_draft_choice(o->draft);
+    dso.draft_root = o->draft_model;
+    dso.chat = true;  // the server's main traffic; --draft qwen picks the raw-text drafter
+    auto drafts = DraftSetup::create(*model, dso);
+    if (dso.choice != DraftChoice::Off) std::fprintf(stderr, "deltafin serve: drafting: %s\n", drafts->note().c_str());
     serve::ServerOptions s = o->s;
+    s.worker.drafts = drafts.get();
     s.worker.state_cache_bytes = o->state_cache_mb << 20;
     s.worker.snapshot_max_bytes = o->snapshot_max_mb << 20;
     if (!o->no_snapshots) {

@@ -21,6 +21,9 @@ struct GenerateOptions {
   DraftProposer* drafter = nullptr;
   int draft_max = 0;          // most guesses per verify pass (0 = the drafter's preferred length)
   bool draft_always = false;  // verify every step even when drafting does not pay (tests, benchmarks)
+  // Ids the session committed before `prompt` (or a suffix of them), for drafters that read the
+  // history (Qwen, n-gram) when a caller prefilled the session itself. Must outlive the call.
+  std::span<const int32_t> draft_context;
 };
 
 struct GenerateStats {

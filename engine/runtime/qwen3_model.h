@@ -7,6 +7,7 @@
 
 #include "model/checkpoint.h"
 #include "runtime/ops.h"
+#include "runtime/qwen3_runner.h"
 
 namespace deltafin {
 
@@ -45,15 +46,13 @@ class Qwen3Model {
   uint64_t bytes_ = 0;
 };
 
-// One sequence over a Qwen3Model with a KV cache that can be cut back.
-class Qwen3Session {
+// One sequence over a Qwen3Model on the CPU.
+class Qwen3Session : public Qwen3Runner {
  public:
   explicit Qwen3Session(const Qwen3Model& m);
-  // Runs `ids` at positions n_past().. and commits them; `logits` gets [rows][vocab]
-  // (every row, or only the last when all_logits is false).
-  void forward(std::span<const int32_t> ids, std::vector<float>& logits, bool all_logits = false);
-  void truncate(int64_t n);
-  int64_t n_past() const { return n_past_; }
+  void forward(std::span<const int32_t> ids, std::vector<float>& logits, bool all_logits = false) override;
+  void truncate(int64_t n) override;
+  int64_t n_past() const override { return n_past_; }
 
  private:
   const Qwen3Model& m_;

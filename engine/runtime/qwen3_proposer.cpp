@@ -26,7 +26,12 @@ std::vector<int32_t> k3_ids_extending(const Tokenizer& k3, std::span<const int32
 }
 
 Qwen3Proposer::Qwen3Proposer(const Qwen3Model& m, const Tokenizer& k3, const Tokenizer& qwen, int k)
-    : m_(m), k3_(k3), qwen_(qwen), k_(k), session_(m) {}
+    : host_(&m), k3_(k3), qwen_(qwen), k_(k), vocab_(m.config().vocab), session_(std::make_unique<Qwen3Session>(m)),
+      device_("cpu") {}
+
+Qwen3Proposer::Qwen3Proposer(const Qwen3Backend& b, const Tokenizer& k3, const Tokenizer& qwen, int k)
+    : host_(b.host_model()), k3_(k3), qwen_(qwen), k_(k), vocab_(b.config().vocab), session_(b.session()),
+      device_(b.device()) {}
 
 void Qwen3Proposer::propose(std::span<const int32_t> history, int32_t pending, int max_k, std::vector<int32_t>& out) {
   out.clear();
@@ -35,31 +40,44 @@ void Qwen3Proposer::propose(std::span<const int32_t> history, int32_t pending, i
   // Qwen reads the whole known history as text; its cache keeps the common prefix.
   std::vector<int32_t> q = qwen_.encode(k3_.decode(ids_));
   if (q.empty()) return;
-  const int V = m_.config().vocab;
-  size_t common = 0;
-  while (common < cached_.size() && common < q.size() && cached_[common] == q[common]) ++common;
-  if (common == q.size()) --common;  // at least one row must run to get its logits
-  session_.truncate(static_cast<int64_t>(common));
-  cached_.assign(q.begin(), q.begin() + common);
-  session_.forward(std::span<const int32_t>(q).subspan(common), logits_);
-  cached_.insert(cached_.end(), q.begin() + common, q.end());
-  // Greedy Qwen tokens; roughly one per K3 token wanted.
   std::vector<int32_t> gen;
-  for (int i = 0; i < max_k; ++i) {
-    const int32_t next = static_cast<int32_t>(argmax(logits_.data(), V));
-    if (next >= qwen_.vocab_size() || qwen_.is_special(next)) break;
-    gen.push_back(next);
-    if (i + 1 < max_k) {
-      const int32_t one[1] = {next};
-      session_.forward(one, logits_);
-    }
+  try {
+    draft(q, max_k, gen);
+  } catch (const std::exception& e) {
+    // Drafts only change speed: a GPU that fails hands the work to the CPU, from scratch.
+    if (std::string(device_) == "cpu" || !host_) throw;
+    fallback_ = e.what();
+    session_ = std::make_unique<Qwen3Session>(*host_);
+    device_ = "cpu";
+    cached_.clear();
+    gen.clear();
+    draft(q, max_k, gen);
   }
-  // Keep the cache at the history: the guesses may be wrong.
-  session_.truncate(static_cast<int64_t>(cached_.size()));
   if (gen.empty()) return;
   const size_t tail_n = std::min(kTailIds, ids_.size());
   out = k3_ids_extending(k3_, std::span<const int32_t>(ids_).last(tail_n), qwen_.decode(gen));
   if (static_cast<int>(out.size()) > max_k) out.resize(max_k);
+}
+
+void Qwen3Proposer::draft(std::span<const int32_t> q, int max_k, std::vector<int32_t>& gen) {
+  size_t common = 0;
+  while (common < cached_.size() && common < q.size() && cached_[common] == q[common]) ++common;
+  if (common == q.size()) --common;  // at least one row must run to get its logits
+  session_->truncate(static_cast<int64_t>(common));
+  cached_.assign(q.begin(), q.begin() + common);
+  int32_t next = session_->forward_greedy(q.subspan(common));
+  cached_.insert(cached_.end(), q.begin() + common, q.end());
+  // Greedy Qwen tokens; roughly one per K3 token wanted.
+  for (int i = 0; i < max_k; ++i) {
+    if (next < 0 || next >= vocab_ || next >= qwen_.vocab_size() || qwen_.is_special(next)) break;
+    gen.push_back(next);
+    if (i + 1 < max_k) {
+      const int32_t one[1] = {next};
+      next = session_->forward_greedy(one);
+    }
+  }
+  // Keep the cache at the history: the guesses may be wrong.
+  session_->truncate(static_cast<int64_t>(cached_.size()));
 }
 
 }  // namespace deltafin

@@ -59,7 +59,8 @@ GenerateResult generate_speculative(K3Session& s, std::span<const int32_t> promp
   const uint64_t bytes0 = s.model().experts().counters().bytes_read + s.model().experts().counters().bytes_fetched;
   const auto t0 = Clock::now();
   // Prefill in the same chunks as plain generate(), capturing the drafter's taps.
-  std::vector<int32_t> history(prompt.begin(), prompt.end());
+  std::vector<int32_t> history(opts.draft_context.begin(), opts.draft_context.end());
+  history.insert(history.end(), prompt.begin(), prompt.end());
   std::vector<float> logits;
   const int chunk = std::max(1, opts.prefill_chunk);
   for (size_t i = 0; i < prompt.size(); i += chunk) {

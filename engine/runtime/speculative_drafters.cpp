@@ -78,6 +78,7 @@ struct DraftSetup::Loaded {
   DraftChoice kind = DraftChoice::Off;
   std::unique_ptr<DSparkModel> dspark;
   std::unique_ptr<Qwen3Model> qwen;
+  std::unique_ptr<Qwen3Backend> qwen_backend;  // after qwen: it may read the host weights
   std::unique_ptr<Tokenizer> k3_tok, qwen_tok;
 };
 
@@ -87,7 +88,8 @@ std::unique_ptr<DraftProposer> DraftSetup::make_proposer() const {
   if (!loaded_) return nullptr;
   switch (loaded_->kind) {
     case DraftChoice::DSpark: return std::make_unique<DSparkProposer>(*loaded_->dspark);
-    case DraftChoice::Qwen: return std::make_unique<Qwen3Proposer>(*loaded_->qwen, *loaded_->k3_tok, *loaded_->qwen_tok);
+    case DraftChoice::Qwen:
+      return std::make_unique<Qwen3Proposer>(*loaded_->qwen_backend, *loaded_->k3_tok, *loaded_->qwen_tok);
     case DraftChoice::Ngram: return std::make_unique<NgramProposer>();
     default: return nullptr;
   }
@@ -134,6 +136,11 @@ std::unique_ptr<DraftSetup> DraftSetup::create(const K3Model& target, const Draf
           L->qwen_tok = load_tokenizer(root);
         }
         ds->note_ = std::string(draft_choice_name(c)) + " from " + root;
+        if (c == DraftChoice::Qwen) {
+          std::string device;
+          L->qwen_backend = make_qwen3_backend(*L->qwen, opts.qwen_device, &device);
+          ds->note_ += " on " + device;
+        }
       } else {
         ds->note_ = "ngram";
       }

@@ -5,6 +5,7 @@
 
 #include "runtime/draft_proposer.h"
 #include "runtime/k3_model.h"
+#include "runtime/qwen3_runner.h"
 
 namespace deltafin {
 
@@ -18,6 +19,8 @@ struct DraftSetupOptions {
   DraftChoice choice = DraftChoice::Auto;
   std::string draft_root;  // the drafter's folder; empty = the default places (draft_search_paths)
   bool chat = false;       // chat prompts: DSpark is the drafter made for them; Qwen is for raw text
+  // Where Qwen3 runs: Auto = the GPU when this is a CUDA build and one is usable, else the CPU.
+  Qwen3Device qwen_device = Qwen3Device::Auto;
 };
 
 // Where a drafter is looked for when no folder is given, in order.

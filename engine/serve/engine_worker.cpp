@@ -32,6 +32,11 @@ EngineWorker::EngineWorker(const K3Model& model, const Tokenizer& tokenizer, Job
   if (c.eos_token_id >= 0) end_ids_.push_back(static_cast<int32_t>(c.eos_token_id));
   for (const char* name : {"<|end_of_msg|>", "[EOS]"})
     if (auto id = tok_.special_id(name)) end_ids_.push_back(*id);
+  if (opt_.drafts) proposer_ = opt_.drafts->make_proposer();
+  if (proposer_) {
+    drafter_taps_ = !proposer_->tap_layers().empty();
+    stats_.drafter = proposer_->name();
+  }
 }
 
 EngineWorker::~EngineWorker() { stop(); }
@@ -117,6 +122,43 @@ void EngineWorker::restore_longest_prefix(const std::vector<int32_t>& prompt, Jo
   session_ids_.clear();
 }
 
+bool EngineWorker::drafter_follows_session() {
+  if (!proposer_ || !drafter_taps_) return proposer_ != nullptr;
+  const size_t n = session_ids_.size();
+  if (drafter_seen_.size() >= n && std::equal(session_ids_.begin(), session_ids_.end(), drafter_seen_.begin())) {
+    drafter_seen_.resize(n);  // begin(n) cuts the drafter back to the session
+    return true;
+  }
+  // It saw other tokens (a restored state it never saw): a fresh one can only follow from empty.
+  proposer_ = opt_.drafts->make_proposer();
+  drafter_seen_.clear();
+  return n == 0;
+}
+
+void EngineWorker::prefill_chunk(std::span<const int32_t> ids) {
+  if (!drafter_in_step_) {
+    session_.prefill(ids, opt_.prefill_chunk);
+    return;
+  }
+  // The same pass as K3Session::prefill (one chunk), with the layer outputs the drafter reads.
+  ForwardTrace trace;
+  trace.layer_out = true;
+  PassOptions po;
+  po.all_logits = false;
+  po.trace = &trace;
+  const int64_t pos0 = session_.n_past();
+  session_.stage(ids, prefill_logits_, po);
+  session_.commit(static_cast<int>(ids.size()));
+  try {
+    std::vector<const float*> taps;
+    for (int l : proposer_->tap_layers()) taps.push_back(trace.layers.at(l).data());
+    proposer_->on_commit(pos0, ids, taps);
+    drafter_seen_.insert(drafter_seen_.end(), ids.begin(), ids.end());
+  } catch (const std::exception&) {
+    drafter_in_step_ = false;  // drafting stops; the answer does not change
+  }
+}
+
 void EngineWorker::run(Job& job) {
   const GenerationRequest& q = job.req;
   const auto t0 = clock_type::now();
@@ -174,6 +216,8 @@ void EngineWorker::run(Job& job) {
   try {
     restore_longest_prefix(q.prompt, r);
     r.cached_tokens = static_cast<int>(session_ids_.size());
+    const bool drafting = drafter_follows_session();
+    drafter_in_step_ = drafting && drafter_taps_;
 
     // Prefill all but the last prompt token, stopping at the turn boundary to keep its state.
     const size_t end = q.prompt.size() - 1;
@@ -182,7 +226,7 @@ void EngineWorker::run(Job& job) {
         if (auto a = abandoned()) throw *a;
         const size_t pos = session_ids_.size();
         const size_t n = std::min<size_t>(target - pos, size_t(opt_.prefill_chunk));
-        session_.prefill(std::span<const int32_t>(q.prompt.data() + pos, n), opt_.prefill_chunk);
+        prefill_chunk(std::span<const int32_t>(q.prompt.data() + pos, n));
         session_ids_.insert(session_ids_.end(), q.prompt.begin() + pos, q.prompt.begin() + pos + n);
         r.prefilled_tokens += static_cast<int>(n);
       }
@@ -223,6 +267,9 @@ void EngineWorker::run(Job& job) {
     g.sampling = q.sampling;
     g.stop_ids = end_ids_;
     g.prefill_chunk = opt_.prefill_chunk;
+    // A tap drafter that missed a prefill chunk sits this request out.
+    if (drafting && (!drafter_taps_ || drafter_in_step_)) g.drafter = proposer_.get();
+    g.draft_always = opt_.draft_always;
     auto on_token = [&](int32_t id) -> bool {
       if (++count == 1) r.first_token_seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
       if (chat) {
@@ -243,12 +290,33 @@ void EngineWorker::run(Job& job) {
       }
       return true;
     };
+    // Text drafters read the history: the session holds all but the last prompt token already.
+    const std::vector<int32_t> context_ids = session_ids_;  // stays put while generate() runs
+    if (g.drafter && !drafter_taps_) g.draft_context = context_ids;
     GenerateResult gr = generate(session_, std::span<const int32_t>(q.prompt.data() + end, 1), g, on_token);
+    r.draft_proposed = gr.stats.proposed;
+    r.draft_accepted = gr.stats.accepted;
+    {
+      std::lock_guard lk(stats_mu_);
+      stats_.draft_proposed += gr.stats.proposed;
+      stats_.draft_accepted += gr.stats.accepted;
+      // Sitting a request out counts too: the drafter was configured but did not draft.
+      stats_.draft_fallbacks += (proposer_ && !g.drafter) || !gr.stats.draft_fallback.empty();
+    }
     session_ids_.push_back(q.prompt[end]);
     if (!gr.ids.empty()) session_ids_.insert(session_ids_.end(), gr.ids.begin(), gr.ids.end() - 1);
     if (session_.n_past() != static_cast<int64_t>(session_ids_.size())) {
       session_.reset();  // never guess what the state holds
       session_ids_.clear();
+    }
+    // A tap drafter saw every committed token unless it stopped; then it starts over next time.
+    if (g.drafter && drafter_taps_) {
+      if (gr.stats.draft_fallback.empty()) {
+        drafter_seen_ = session_ids_;
+      } else {
+        drafter_seen_.clear();
+        proposer_ = opt_.drafts->make_proposer();
+      }
     }
     if (!ended) {
       if (chat) on_events(parser->finish());

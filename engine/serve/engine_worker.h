@@ -10,7 +10,9 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/draft_proposer.h"
 #include "runtime/k3_model.h"
+#include "runtime/speculative_drafters.h"
 #include "serve/job_queue.h"
 #include "serve/response_memo.h"
 #include "serve/snapshot_store.h"
@@ -27,6 +29,9 @@ struct WorkerOptions {
   size_t snapshot_min_tokens = 512;  // shorter prefixes are cheap to prefill again
   size_t memo_entries = 256;
   uint64_t memo_bytes = uint64_t(64) << 20;
+  // Speculative decoding (the ids never change): null or a setup without a proposer = plain.
+  const DraftSetup* drafts = nullptr;
+  bool draft_always = false;  // verify guesses every step even when drafting does not pay (tests)
 };
 
 struct WorkerStats {
@@ -37,6 +42,8 @@ struct WorkerStats {
   double mean_job_seconds = 0;
   uint64_t state_cache_entries = 0, state_cache_bytes = 0, snapshot_files = 0, snapshot_bytes = 0;
   uint64_t memo_entries = 0;
+  std::string drafter;               // the drafter's name, "" = plain decoding
+  uint64_t draft_proposed = 0, draft_accepted = 0, draft_fallbacks = 0;
 };
 
 class EngineWorker {
@@ -55,6 +62,9 @@ class EngineWorker {
   void run(Job& job);
   void restore_longest_prefix(const std::vector<int32_t>& prompt, JobResult& r);
   std::string memo_key(const GenerationRequest& req) const;
+  void prefill_chunk(std::span<const int32_t> ids);
+  bool drafter_follows_session();
+
 
   const K3Model& model_;
   const Tokenizer& tok_;
@@ -66,6 +76,12 @@ class EngineWorker {
   std::unique_ptr<SnapshotStore> store_;
   ResponseMemo memo_;
   std::vector<int32_t> end_ids_;
+  // One proposer follows the one session. A drafter that reads target taps (DSpark) must have
+  // seen every committed token: drafter_seen_ is what it saw, and prefill feeds it while in step.
+  std::unique_ptr<DraftProposer> proposer_;
+  bool drafter_taps_ = false, drafter_in_step_ = false;
+  std::vector<int32_t> drafter_seen_;
+  std::vector<float> prefill_logits_;
   std::thread thread_;
   mutable std::mutex stats_mu_;
   WorkerStats stats_;

@@ -191,7 +191,12 @@ class OpenAiServer::Impl {
                 {"state_cache_entries", s.state_cache_entries},
                 {"state_cache_bytes", s.state_cache_bytes},
                 {"snapshot_files", s.snapshot_files},
-                {"snapshot_bytes", s.snapshot_bytes}}}};
+                {"snapshot_bytes", s.snapshot_bytes}}},
+              {"drafts",
+               {{"drafter", s.drafter},
+                {"proposed", s.draft_proposed},
+                {"accepted", s.draft_accepted},
+                {"fallbacks", s.draft_fallbacks}}}};
     res.set_content(dump_json(j), "application/json");
   }
 

