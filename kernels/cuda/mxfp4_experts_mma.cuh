@@ -74,6 +74,12 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast
 #else
 #define DELTAFIN_SM90_ASM(...) asm volatile(__VA_ARGS__)
 #endif
+// cp.async exists from sm_80 on; an explicit older target (e.g. a cached sm_75 build) still compiles.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define DELTAFIN_SM80_ASM(...) __trap()
+#else
+#define DELTAFIN_SM80_ASM(...) asm volatile(__VA_ARGS__)
+#endif
 
 __device__ __forceinline__ void mbar_init(uint32_t bar) {
   DELTAFIN_SM90_ASM("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
@@ -115,10 +121,14 @@ __device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t (&r)[4]) {
 
 __device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                          uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  __trap();
+#else
   asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%0, %1, %2, %3};"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
 }
 
 // 8 codes (one 32-bit word, code i = nibble i) -> four half2 of E2M1 x 2^-14: (c0,c2) (c4,c6) (c1,c3)
@@ -204,7 +214,7 @@ __device__ __forceinline__ void issue(Pipe& p, const Rows& rw, int chunk, int la
 // lane and stage instead of two bulk copies, for when many small bulk copies queue in the copy engine.
 // Lanes 0-15 copy one row's 256 bytes and lanes 16-31 the next row's, 16 rows per instruction pair.
 __device__ __forceinline__ void cp16(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(__cvta_generic_to_global(src)) : "memory");
+  DELTAFIN_SM80_ASM("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(__cvta_generic_to_global(src)) : "memory");
 }
 
 __device__ __forceinline__ void issue_cp(Pipe& p, const Rows& rw, int chunk, int lane) {
@@ -217,15 +227,15 @@ __device__ __forceinline__ void issue_cp(Pipe& p, const Rows& rw, int chunk, int
     cp16(st + row * kRowStride + col, src);
   }
   cp16(st + kScaleOff + lane * kScaleBytes, lane_scales(rw, chunk, lane));
-  asm volatile("cp.async.commit_group;" ::: "memory");
+  DELTAFIN_SM80_ASM("cp.async.commit_group;" ::: "memory");
   ++p.issued;
 }
 
 // Waits for the oldest outstanding stage of this warp (cp.async path), then makes every lane's
 // copies visible to the whole warp.
 __device__ __forceinline__ void wait_cp(const Pipe& p) {
-  if (p.issued - p.used > 1) asm volatile("cp.async.wait_group 1;" ::: "memory");
-  else asm volatile("cp.async.wait_group 0;" ::: "memory");
+  if (p.issued - p.used > 1) DELTAFIN_SM80_ASM("cp.async.wait_group 1;" ::: "memory");
+  else DELTAFIN_SM80_ASM("cp.async.wait_group 0;" ::: "memory");
   __syncwarp();
 }
 
