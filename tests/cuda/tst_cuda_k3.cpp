@@ -3,37 +3,20 @@
 // builds this with nvcc but has no GPU).
 #include <QtTest/QtTest>
 
-#include <random>
-
-#include "cuda/cuda_kernels.h"
 #include "cuda_k3_checks.h"
+#include "gpu_test_support.h"
 #include "support/test_support.h"
-
-#define REQUIRE_GPU()                                                                                    \
-  do {                                                                                                   \
-    std::string why_;                                                                                    \
-    if (!deltafin::cuda::device_available(&why_))                                                        \
-      QSKIP(qPrintable(QString::fromStdString("needs an NVIDIA GPU with a working driver: " + why_))); \
-  } while (0)
 
 class TstCudaK3 : public QObject {
   Q_OBJECT
   uint64_t seed_ = 0;
 
   void verify(const std::vector<deltafin::cuda::check::Result>& results) {
-    QVERIFY(!results.empty());
-    for (const auto& r : results) {
-      qInfo("%s %s: %s", r.ok ? "PASS" : "FAIL", r.name.c_str(), r.detail.c_str());
-      QVERIFY2(r.ok, qPrintable(QString::fromStdString(r.name + ": " + r.detail + " (seed " + std::to_string(seed_) + ")")));
-    }
+    deltafin::cuda::test::verify_results(results, seed_);
   }
 
  private slots:
-  void initTestCase() {
-    seed_ = qEnvironmentVariableIsSet("DELTAFIN_TEST_SEED") ? qEnvironmentVariable("DELTAFIN_TEST_SEED").toULongLong()
-                                                           : std::random_device{}();
-    qInfo("seed %llu (set DELTAFIN_TEST_SEED to repeat)", static_cast<unsigned long long>(seed_));
-  }
+  void initTestCase() { seed_ = deltafin::cuda::test::test_seed(); }
   void kernelsAgainstCpu() {
     REQUIRE_GPU();
     verify(deltafin::cuda::check::k3_kernels(seed_));
