@@ -44,4 +44,17 @@ std::string default_model_root() {
   return base + "/deltafin/models/kimi-k3";
 }
 
+StoreOptions StoreFlags::options() const {
+  StoreOptions s;
+  s.ram_budget = static_cast<uint64_t>(ram_gb * 1e9);
+  s.policy = parse_policy(policy);
+  s.prefetch = !no_prefetch;
+  s.direct_io = !page_cache;
+  s.use_io_uring = io == "uring";
+  s.queue_depth = qd;
+  s.lock_memory = !no_lock;
+  s.heat_path = heat;
+  return s;
+}
+
 }  // namespace deltafin::cli

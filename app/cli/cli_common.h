@@ -5,6 +5,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "store/tiered_expert_source.h"
+
 namespace deltafin::cli {
 
 // "1,2,3" -> {1, 2, 3}; throws Error naming the bad element.
@@ -14,5 +16,14 @@ std::string ids_json(const std::vector<int32_t>& ids);
 void apply_threads(int threads);
 // The model folder used when --model-root is not given.
 std::string default_model_root();
+
+// The RAM expert tier's command-line flags (run, bench arms), turned into StoreOptions in one place.
+struct StoreFlags {
+  double ram_gb = 0;
+  std::string policy = "lfu", io = "uring", heat;
+  bool no_prefetch = false, page_cache = false, no_lock = false;
+  int qd = 16;
+  StoreOptions options() const;  // throws Error for an unknown policy
+};
 
 }  // namespace deltafin::cli

@@ -32,20 +32,18 @@ BenchArm parse_arm(const std::string& spec) {
   arm.flags = colon == std::string::npos ? "" : spec.substr(colon + 1);
   if (arm.name.empty()) throw Error("--arm '" + spec + "' has no name", "write --arm NAME:FLAGS");
   CLI::App p{"arm"};
-  bool mmap = false, no_prefetch = false, page_cache = false, no_lock = false;
-  double ram_gb = 0;
-  std::string policy = "lfu", io = "uring", heat;
-  int qd = 16;
+  bool mmap = false;
+  StoreFlags f;
   p.add_flag("--mmap", mmap);
-  p.add_option("--ram-cache", ram_gb);
-  p.add_option("--policy", policy);
-  p.add_flag("--no-prefetch", no_prefetch);
-  p.add_flag("--page-cache", page_cache);
-  p.add_flag("--no-lock", no_lock);
-  p.add_option("--io", io)->check(CLI::IsMember({"uring", "pread"}));
-  p.add_option("--qd", qd)->check(CLI::Range(1, 256));
+  p.add_option("--ram-cache", f.ram_gb);
+  p.add_option("--policy", f.policy);
+  p.add_flag("--no-prefetch", f.no_prefetch);
+  p.add_flag("--page-cache", f.page_cache);
+  p.add_flag("--no-lock", f.no_lock);
+  p.add_option("--io", f.io)->check(CLI::IsMember({"uring", "pread"}));
+  p.add_option("--qd", f.qd)->check(CLI::Range(1, 256));
   p.add_option("--threads", arm.threads);
-  p.add_option("--heat", heat);
+  p.add_option("--heat", f.heat);
   auto words = split_words(arm.flags);
   std::vector<std::string> rev(words.rbegin(), words.rend());
   try {
@@ -54,18 +52,7 @@ BenchArm parse_arm(const std::string& spec) {
     throw Error("arm '" + arm.name + "': " + e.what(),
                 "arm flags: --mmap --ram-cache GB --policy lru|lfu|heat --no-prefetch --page-cache --io uring|pread --qd N --threads N --heat FILE");
   }
-  if (!mmap) {
-    StoreOptions s;
-    s.ram_budget = static_cast<uint64_t>(ram_gb * 1e9);
-    s.policy = parse_policy(policy);
-    s.prefetch = !no_prefetch;
-    s.direct_io = !page_cache;
-    s.use_io_uring = io == "uring";
-    s.queue_depth = qd;
-    s.lock_memory = !no_lock;
-    s.heat_path = heat;
-    arm.store = s;
-  }
+  if (!mmap) arm.store = f.options();
   return arm;
 }
 

@@ -67,9 +67,12 @@ void add_run(CLI::App& app) {
     bool stats = false, chat = false, show_reasoning = false, no_think = false;
     float temperature = 0.f, top_p = 1.f;
     uint64_t seed = 0;
-    double ram_cache_gb = -1;
-    std::string policy = "lfu", io = "uring", heat;
-    bool no_prefetch = false, page_cache = false, offline = false;
+    StoreFlags store = [] {
+      StoreFlags f;
+      f.ram_gb = -1;  // below 0: experts in place through the page cache
+      return f;
+    }();
+    bool offline = false;
     std::string draft = "auto", draft_model;
   };
   auto o = std::make_shared<Opts>();
@@ -88,14 +91,14 @@ void add_run(CLI::App& app) {
   c->add_option("--top-k", o->top_k, "Sample among the k most likely tokens (0 = all)")->check(CLI::Range(0, 1 << 30));
   c->add_option("--seed", o->seed, "Seed for sampling (the same seed gives the same text)");
   c->add_option("--threads", o->threads, "Worker threads (0 = all cores)");
-  c->add_option("--ram-cache", o->ram_cache_gb,
+  c->add_option("--ram-cache", o->store.ram_gb,
                 "Engine RAM expert cache in GB over direct disk reads (0 = size from free memory; default: read experts "
                 "in place through the page cache)");
-  c->add_option("--policy", o->policy, "RAM cache eviction: lru, lfu or heat")->capture_default_str();
-  c->add_flag("--no-prefetch", o->no_prefetch, "Disable router-lookahead prefetch");
-  c->add_flag("--page-cache", o->page_cache, "Read experts through the page cache instead of O_DIRECT");
-  c->add_option("--io", o->io, "Read engine: uring or pread")->check(CLI::IsMember({"uring", "pread"}))->capture_default_str();
-  c->add_option("--heat", o->heat, "Persistent expert heat map file (seeds the heat policy)");
+  c->add_option("--policy", o->store.policy, "RAM cache eviction: lru, lfu or heat")->capture_default_str();
+  c->add_flag("--no-prefetch", o->store.no_prefetch, "Disable router-lookahead prefetch");
+  c->add_flag("--page-cache", o->store.page_cache, "Read experts through the page cache instead of O_DIRECT");
+  c->add_option("--io", o->store.io, "Read engine: uring or pread")->check(CLI::IsMember({"uring", "pread"}))->capture_default_str();
+  c->add_option("--heat", o->store.heat, "Persistent expert heat map file (seeds the heat policy)");
   c->add_flag("--offline", o->offline, "Stream installs: use only cached experts, never the network");
   c->add_option("--draft", o->draft, "Drafter: auto, off, dspark, qwen or ngram (the output never changes)")
       ->capture_default_str();
@@ -107,16 +110,7 @@ void add_run(CLI::App& app) {
       throw Error("--system, --show-reasoning, --no-think and --effort apply to chat", "add --chat");
     if (o->offline) ::setenv("DELTAFIN_OFFLINE", "1", 1);  // read by the stream cache
     K3Model::Options mo;
-    if (o->ram_cache_gb >= 0) {
-      StoreOptions so;
-      so.ram_budget = static_cast<uint64_t>(o->ram_cache_gb * 1e9);
-      so.policy = parse_policy(o->policy);
-      so.prefetch = !o->no_prefetch;
-      so.direct_io = !o->page_cache;
-      so.use_io_uring = o->io == "uring";
-      so.heat_path = o->heat;
-      mo.store = so;
-    }
+    if (o->store.ram_gb >= 0) mo.store = o->store.options();
     auto model = K3Model::load(o->root, std::move(mo));
     auto tok = load_tokenizer(o->root);
     const K3Config& cfg = model->config();

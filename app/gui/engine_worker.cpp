@@ -225,10 +225,7 @@ void EngineWorker::runBench(const BenchArm& arm) {
       run.prefill = r.stats.prefill_seconds > 0 ? r.stats.prompt_tokens / r.stats.prefill_seconds : 0;
       run.decode = r.stats.decode_tokens_per_second();
       run.ttft = r.stats.first_token_seconds;
-      run.delta.requests = after.requests - before.requests;
-      run.delta.ram_hits = after.ram_hits - before.ram_hits;
-      run.delta.disk_reads = after.disk_reads - before.disk_reads;
-      run.delta.net_fetches = after.net_fetches - before.net_fetches;
+      run.delta = after - before;
       run.bytes = r.stats.expert_bytes;
       runs.push_back(run);
     }

@@ -25,24 +25,6 @@ namespace deltafin {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-ExpertCounters diff(const ExpertCounters& a, const ExpertCounters& b) {
-  ExpertCounters d;
-  d.requests = a.requests - b.requests;
-  d.ram_hits = a.ram_hits - b.ram_hits;
-  d.disk_reads = a.disk_reads - b.disk_reads;
-  d.bytes_read = a.bytes_read - b.bytes_read;
-  d.net_fetches = a.net_fetches - b.net_fetches;
-  d.bytes_fetched = a.bytes_fetched - b.bytes_fetched;
-  d.prefetch_issued = a.prefetch_issued - b.prefetch_issued;
-  d.prefetch_used = a.prefetch_used - b.prefetch_used;
-  d.prefetch_wasted = a.prefetch_wasted - b.prefetch_wasted;
-  d.prefetch_cancelled = a.prefetch_cancelled - b.prefetch_cancelled;
-  d.evictions = a.evictions - b.evictions;
-  d.read_seconds = a.read_seconds - b.read_seconds;
-  d.wait_seconds = a.wait_seconds - b.wait_seconds;
-  return d;
-}
-
 nlohmann::json counters_json(const ExpertCounters& c) {
   return {{"requests", c.requests},           {"ram_hits", c.ram_hits},
           {"disk_reads", c.disk_reads},       {"bytes_read", c.bytes_read},
@@ -111,8 +93,8 @@ BenchRun one_run(K3Model& m, const BenchPlan& plan, const std::string& arm, cons
   r.decode_seconds_per_token = plan.new_tokens > 1 ? decode / (plan.new_tokens - 1) : 0;
   r.decode_steal_seconds_per_token = plan.new_tokens > 1 ? (steal_seconds() - steal_first) / (plan.new_tokens - 1) : 0;
   r.compute_threads = ThreadPool::global().size();
-  r.prefill = diff(c1, c0);
-  r.decode = diff(c2, c1);
+  r.prefill = c1 - c0;
+  r.decode = c2 - c1;
   return r;
 }
 

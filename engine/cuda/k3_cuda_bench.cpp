@@ -268,9 +268,9 @@ void bench_stream(const std::string& root, uint64_t ram_bytes, int vram_slots, i
   for (int i = 0; i < tokens; ++i) step();
   const double dt = secs(t0);
   const VramTierCounters v = model.experts().counters();
-  const ExpertCounters h1 = host->experts().counters();
-  const double ram_req = double(h1.requests - h0.requests), ram_hits = double(h1.ram_hits - h0.ram_hits);
-  const double disk_bytes = double(h1.bytes_read - h0.bytes_read) / tokens;
+  const ExpertCounters h = host->experts().counters() - h0;
+  const double ram_req = double(h.requests), ram_hits = double(h.ram_hits);
+  const double disk_bytes = double(h.bytes_read) / tokens;
   const double h2d_bytes = double(v.bytes_h2d) / tokens;
   uint64_t spine = 0;
   for (const auto& L : host->weights().layers) spine += layer_spine_bytes(L);

@@ -41,6 +41,25 @@ struct ExpertCounters {
   double wait_seconds = 0;    // compute time spent waiting for a miss
 };
 
+// What happened between two readings of the counters (later - earlier).
+inline ExpertCounters operator-(const ExpertCounters& a, const ExpertCounters& b) {
+  ExpertCounters d;
+  d.requests = a.requests - b.requests;
+  d.ram_hits = a.ram_hits - b.ram_hits;
+  d.disk_reads = a.disk_reads - b.disk_reads;
+  d.bytes_read = a.bytes_read - b.bytes_read;
+  d.net_fetches = a.net_fetches - b.net_fetches;
+  d.bytes_fetched = a.bytes_fetched - b.bytes_fetched;
+  d.prefetch_issued = a.prefetch_issued - b.prefetch_issued;
+  d.prefetch_used = a.prefetch_used - b.prefetch_used;
+  d.prefetch_wasted = a.prefetch_wasted - b.prefetch_wasted;
+  d.prefetch_cancelled = a.prefetch_cancelled - b.prefetch_cancelled;
+  d.evictions = a.evictions - b.evictions;
+  d.read_seconds = a.read_seconds - b.read_seconds;
+  d.wait_seconds = a.wait_seconds - b.wait_seconds;
+  return d;
+}
+
 // The experts of one request, handed out as they become ready (cached ones
 // first), so compute on hits overlaps the reads of misses.
 class ExpertBatch {
