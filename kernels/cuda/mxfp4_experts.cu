@@ -40,9 +40,14 @@ struct Params {
   float* y;
   float* h;
   float* d;
+  // Counters are never reset between calls: each call knows where its own counts start (so no
+  // memset precedes the launch). Comparisons are wrap-safe.
   unsigned* ticket;
   unsigned* doneA;
   unsigned* doneB;
+  unsigned ticket_base;      // ticket value when this call starts
+  const unsigned* doneA_base;  // [nG] doneA / doneB values when this call starts
+  const unsigned* doneB_base;
   int nG, T, K, latent, inter;
   int tile_a, tile_b;  // intermediate rows per A task, latent rows per B task
   int a_tiles, b_tiles, c_tiles;
@@ -106,10 +111,20 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
 // The producers are running blocks that never wait, so this ends within microseconds; the bound
 // only turns a logic error into a launch failure instead of a hung GPU.
 __device__ __forceinline__ void wait_at_least(const unsigned* ctr, unsigned target) {
-  for (long long spins = 0; ld_acquire(ctr) < target; ++spins) {
+  for (long long spins = 0; static_cast<int>(ld_acquire(ctr) - target) < 0; ++spins) {
     if (spins > (1ll << 25)) __trap();
     __nanosleep(100);
   }
+}
+
+// This call's next task number (tickets past the last task end a block's loop).
+__device__ __forceinline__ unsigned take_ticket(const Params& P) { return atomicAdd(P.ticket, 1u) - P.ticket_base; }
+// All gate/up (A) or down (B) tiles of distinct expert g are done.
+__device__ __forceinline__ void wait_expert_a(const Params& P, int g) {
+  wait_at_least(P.doneA + g, P.doneA_base[g] + static_cast<unsigned>(P.a_tiles));
+}
+__device__ __forceinline__ void wait_expert_b(const Params& P, int g) {
+  wait_at_least(P.doneB + g, P.doneB_base[g] + static_cast<unsigned>(P.b_tiles));
 }
 
 // Called by all threads after the task's global writes.
@@ -584,13 +599,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const 
   extern __shared__ float4 xs[];
   __shared__ unsigned s_task;
   const unsigned total = P.nA + P.nB + P.nC;
-  if (threadIdx.x == 0) s_task = atomicAdd(P.ticket, 1u);
+  if (threadIdx.x == 0) s_task = take_ticket(P);
   __syncthreads();
   unsigned task = s_task;
   while (task < total) {
     __syncthreads();  // everyone has read s_task
     unsigned next = 0;
-    if (threadIdx.x == 0) next = atomicAdd(P.ticket, 1u);  // in flight while this task runs
+    if (threadIdx.x == 0) next = take_ticket(P);  // in flight while this task runs
     if (task < P.nA) {
       const int g = static_cast<int>(task) / P.a_tiles;
       if constexpr (kMode == 2) task_gate_up_exact<RO, NK1>(P, g, static_cast<int>(task) % P.a_tiles, xs);
@@ -600,7 +615,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const 
     } else if (task < P.nA + P.nB) {
       const int b = static_cast<int>(task - P.nA);
       const int g = b / P.b_tiles;
-      if (threadIdx.x == 0) wait_at_least(P.doneA + g, static_cast<unsigned>(P.a_tiles));
+      if (threadIdx.x == 0) wait_expert_a(P, g);
       __syncthreads();
       if constexpr (kMode == 2) task_down_exact<RB, NK2>(P, g, b % P.b_tiles, xs);
       else if constexpr (kMode == 1) task_down_streamed<RB>(P, g, b % P.b_tiles);
@@ -610,7 +625,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const 
       const int c = static_cast<int>(task - P.nA - P.nB);
       const int t = c / P.c_tiles;
       if (threadIdx.x == 0)
-        for (int j = 0; j < P.K; ++j) wait_at_least(P.doneB + P.slot_group[t * P.K + j], static_cast<unsigned>(P.b_tiles));
+        for (int j = 0; j < P.K; ++j) wait_expert_b(P, P.slot_group[t * P.K + j]);
       __syncthreads();
       task_combine(P, t, c % P.c_tiles);
     }
@@ -621,6 +636,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const 
 }
 
 #include "cuda/mxfp4_experts_mma.cuh"
+#include "cuda/mxfp4_experts_imma.cuh"
 
 using KernelFn = void (*)(Params);
 
@@ -635,6 +651,8 @@ struct Variant {
   int nk1 = 0, nk2 = 0;  // exact versions: the chunks per lane they are built for (0: any shape)
   int order = 0;         // versions with the same order compute the same bits
   int mma = 0;           // tensor-core version (mxfp4_experts_mma.cuh; 2: float-scale buffers): 16-byte alignment
+  int imma = 0;          // integer tensor-core version (mxfp4_experts_imma.cuh): activation vectors per pass; 16-byte alignment
+  int ring = 0;          // imma versions: ring stages per warp (0: register prefetch)
 };
 // Measured on an H200 (docs/PERFORMANCE.md has the runs), % of device-to-device copy bandwidth at
 // T=1 / T=8: v11 50.5-50.8 / 61.1-62.2, v9 50.5-53.3 / 50.1-60.3, v12 40-43 / 59-63, v6 36-39 / 42-45,
@@ -646,12 +664,24 @@ struct Variant {
 // versions', and agree among themselves), 2026-12-02: v21 46.3 / 56.3, v20 45.1 / 55.8, v16 36 / 42;
 // dropped: v17-v19 (v16 plus L2 prefetch of later stages through cp.async.bulk.prefetch, with or
 // without float scale buffers) 26.5-27.9 / 30.1-31.7.
+// Integer tensor-core versions (mxfp4_experts_imma.cuh, reduction order 2), session 3, six H200
+// runs: v39 (cp.async ring) 45.6-48.5 / 62.4-64.9, v38 (register prefetch) 46.4-49.3 / 57.4-60.1,
+// v41 42-47 / 50-58; in the same runs v9 53.4-53.8 / 57.8-60.3 and v11 48.8-49.9 / 57.5-62.5.
+// Dropped: v30-v37 and v40, v42-v44 (earlier cuts, 4 blocks/SM, 64-row down tiles, 5-6 ring
+// stages: 36-47 / 50-59). A load-only build of the same task scheme (no decode, no mma) streamed
+// 50-55 / 59-64% with register prefetch and 67.5 / 87.4% with the ring: the ring is the scheme
+// that can reach the target at T=8; at T=1 the task scheme itself (tail of ~200 KB tasks, per-task
+// staging) caps it. v9 stays the default: the best at T=1 (a decode step), within a few points
+// of the best at T=8.
 const Variant kVariants[] = {
+    {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
+    {"v39 imma ring 4 stages tiles 64/128", expert_mlp_imma_kernel<1, 2, 3, 4>, imma::kTileA, 128, 0, 0, 2, 0, 1, 4},
+    {"v38 imma tiles 64/128 3 blocks/SM", expert_mlp_imma_kernel<1, 2, 3>, imma::kTileA, 128, 0, 0, 2, 0, 1},
+    {"v41 imma 2 vectors per pass tiles 64/128", expert_mlp_imma_kernel<2, 2, 2>, imma::kTileA, 128, 0, 0, 2, 0, 2},
     {"v20 mma fp16x3 cp.async", expert_mlp_mma_kernel<false, true>, mma16::kTileA, mma16::kTileB, 0, 0, 1, 1},
     {"v21 mma fp16x3 cp.async float scales", expert_mlp_mma_kernel<true, true>, mma16::kTileA, mma16::kTileB, 0, 0, 1, 2},
     {"v16 mma fp16x3 tiles 128/256", expert_mlp_mma_kernel<false, false>, mma16::kTileA, mma16::kTileB, 0, 0, 1, 1},
-    {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v12 k3-exact RO=1 RB=2 tiles 64/64 4 blocks/SM", expert_mlp_kernel<1, 2, 1, 1, 4, 2, 7, 6>, 64, 64, 7, 6},
     {"v6 streamed RO=4 RB=8 tiles 64/64", expert_mlp_kernel<4, 8, 1, 1, 2, 1>, 64, 64},
     {"v2 RO=4 RB=8 tiles 32/32", expert_mlp_kernel<4, 8, 1, 1, 2, 0>, 32, 32},
@@ -661,6 +691,7 @@ static_assert(kNumVariants <= 16, "ExpertMlp::Impl::blocks_per_sm holds 16 versi
 
 size_t smem_bytes(const Variant& v, int latent, int inter) {
   if (v.mma) return mma16::smem_bytes(latent, inter, v.mma == 2);
+  if (v.imma) return imma::smem_bytes(latent, inter, v.imma, v.ring);
   return v.nk1 ? static_cast<size_t>(std::max(latent, inter)) * sizeof(float) : 0;
 }
 
@@ -672,6 +703,8 @@ struct DeviceLimits {
 };
 
 bool fits(const Variant& v, int latent, int inter, const DeviceLimits& dl) {
+  if (v.imma)
+    return dl.cc_major >= 8 && imma::fits(latent, inter, v.tile_b) && smem_bytes(v, latent, inter) <= dl.smem_optin;
   if (v.mma)
     return dl.cc_major >= 9 && mma16::fits(latent, inter, v.mma == 2) && smem_bytes(v, latent, inter) <= dl.smem_optin;
   return v.nk1 == 0 || (latent == v.nk1 * 512 && inter == v.nk2 * 512);
@@ -686,9 +719,17 @@ struct ExpertMlp::Impl {
   DeviceLimits limits;
   int max_assign = 0;
   DeviceBuffer h, d, counters, tables;
-  void* staging = nullptr;  // pinned host copy of the tables
+  // A ring of table slots (pinned host copy + device copy each), so that a call never waits for
+  // the previous call's upload: the host runs ahead of the GPU as with any other launch.
+  static constexpr int kSlots = 8;
+  void* staging = nullptr;  // kSlots x staging_bytes, pinned
   size_t staging_bytes = 0;
-  cudaEvent_t staged{};
+  cudaEvent_t staged[kSlots]{};
+  int next_slot = 0;
+  // Where the counters stand after the calls queued so far (they are never reset between calls).
+  bool counters_known = false;
+  unsigned ticket_base = 0;
+  std::vector<unsigned> doneA_base, doneB_base;  // [max_assign]
 };
 
 ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows)
@@ -713,11 +754,16 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows)
     impl_->h = DeviceBuffer(static_cast<size_t>(A) * inter * sizeof(float));
     impl_->d = DeviceBuffer(static_cast<size_t>(A) * latent * sizeof(float));
     impl_->counters = DeviceBuffer((1 + 2 * static_cast<size_t>(A)) * sizeof(unsigned));
-    impl_->staging_bytes = static_cast<size_t>(A) * sizeof(MxExpert) + (A + 1 + A + A) * sizeof(int) + A * sizeof(float) + 64;
-    impl_->tables = DeviceBuffer(impl_->staging_bytes);
-    DELTAFIN_CUDA_CHECK(cudaMallocHost(&impl_->staging, impl_->staging_bytes));
-    DELTAFIN_CUDA_CHECK(cudaEventCreateWithFlags(&impl_->staged, cudaEventDisableTiming));
+    impl_->staging_bytes = (static_cast<size_t>(A) * sizeof(MxExpert) + (A + 1 + A + A) * sizeof(int) + A * sizeof(float) +
+                            2 * A * sizeof(unsigned) + 128 + 255) & ~size_t(255);
+    impl_->tables = DeviceBuffer(impl_->staging_bytes * Impl::kSlots);
+    DELTAFIN_CUDA_CHECK(cudaMallocHost(&impl_->staging, impl_->staging_bytes * Impl::kSlots));
+    for (cudaEvent_t& e : impl_->staged) DELTAFIN_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    impl_->doneA_base.assign(static_cast<size_t>(A), 0u);
+    impl_->doneB_base.assign(static_cast<size_t>(A), 0u);
   } catch (...) {
+    for (cudaEvent_t e : impl_->staged)
+      if (e) cudaEventDestroy(e);
     if (impl_->staging) cudaFreeHost(impl_->staging);
     delete impl_;
     throw;
@@ -725,8 +771,10 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows)
 }
 
 ExpertMlp::~ExpertMlp() {
-  cudaEventSynchronize(impl_->staged);
-  cudaEventDestroy(impl_->staged);
+  for (cudaEvent_t e : impl_->staged) {
+    cudaEventSynchronize(e);
+    cudaEventDestroy(e);
+  }
   cudaFreeHost(impl_->staging);
   delete impl_;
 }
@@ -778,21 +826,23 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
   // The tensor-core version copies rows in 16-byte units; with other alignments the call takes the
   // first FFMA version that fits (its bits differ, see Variant::order).
   int vi = impl_->variant;
-  if (kVariants[vi].mma) {
+  if (kVariants[vi].mma || kVariants[vi].imma) {
     bool aligned = true;
     for (const MxExpert& e : experts)
       for (const void* p : {e.gate_packed, e.gate_scale, e.up_packed, e.up_scale, e.down_packed, e.down_scale})
         aligned = aligned && reinterpret_cast<uintptr_t>(p) % 16 == 0;
     for (int v = 0; !aligned && v < kNumVariants; ++v)
-      if (!kVariants[v].mma && fits(kVariants[v], latent_, inter_, impl_->limits)) {
+      if (!kVariants[v].mma && !kVariants[v].imma && fits(kVariants[v], latent_, inter_, impl_->limits)) {
         vi = v;
         aligned = true;
       }
   }
 
-  // The staging buffer may still be feeding the previous launch's copy.
-  DELTAFIN_CUDA_CHECK(cudaEventSynchronize(impl_->staged));
-  char* st = static_cast<char*>(impl_->staging);
+  // This slot's staging buffer may still be feeding the copy of the call kSlots calls ago.
+  const int slot = impl_->next_slot;
+  impl_->next_slot = (slot + 1) % Impl::kSlots;
+  DELTAFIN_CUDA_CHECK(cudaEventSynchronize(impl_->staged[slot]));
+  char* st = static_cast<char*>(impl_->staging) + impl_->staging_bytes * slot;
   size_t off = 0;
   auto take = [&](size_t bytes) {
     off = (off + 15) & ~size_t(15);
@@ -805,6 +855,8 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
   const size_t o_list = take(nA_assign * sizeof(int));
   const size_t o_sg = take(nA_assign * sizeof(int));
   const size_t o_w = take(nA_assign * sizeof(float));
+  const size_t o_ab = take(nG * sizeof(unsigned));
+  const size_t o_bb = take(nG * sizeof(unsigned));
   if (off > impl_->staging_bytes) throw CudaError("ExpertMlp::run: internal table overflow");
   std::memcpy(st + o_exp, experts.data(), nG * sizeof(MxExpert));
   int* beg = reinterpret_cast<int*>(st + o_beg);
@@ -823,10 +875,18 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
       throw CudaError("ExpertMlp::run: expert " + std::to_string(g) + " is passed but no slot uses it");
 
   const cudaStream_t s = as_stream(stream);
-  char* dt = impl_->tables.as<char>();
+  if (!impl_->counters_known) {
+    DELTAFIN_CUDA_CHECK(cudaMemsetAsync(impl_->counters.data(), 0, impl_->counters.size(), s));
+    impl_->ticket_base = 0;
+    std::fill(impl_->doneA_base.begin(), impl_->doneA_base.end(), 0u);
+    std::fill(impl_->doneB_base.begin(), impl_->doneB_base.end(), 0u);
+    impl_->counters_known = true;
+  }
+  std::memcpy(st + o_ab, impl_->doneA_base.data(), nG * sizeof(unsigned));
+  std::memcpy(st + o_bb, impl_->doneB_base.data(), nG * sizeof(unsigned));
+  char* dt = impl_->tables.as<char>() + impl_->staging_bytes * slot;
   DELTAFIN_CUDA_CHECK(cudaMemcpyAsync(dt, st, off, cudaMemcpyHostToDevice, s));
-  DELTAFIN_CUDA_CHECK(cudaEventRecord(impl_->staged, s));
-  DELTAFIN_CUDA_CHECK(cudaMemsetAsync(impl_->counters.data(), 0, (1 + 2 * static_cast<size_t>(nG)) * sizeof(unsigned), s));
+  DELTAFIN_CUDA_CHECK(cudaEventRecord(impl_->staged[slot], s));
 
   Params P{};
   P.experts = reinterpret_cast<const MxExpert*>(dt + o_exp);
@@ -841,7 +901,10 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
   unsigned* ctr = impl_->counters.as<unsigned>();
   P.ticket = ctr;
   P.doneA = ctr + 1;
-  P.doneB = ctr + 1 + nG;
+  P.doneB = ctr + 1 + impl_->max_assign;
+  P.ticket_base = impl_->ticket_base;
+  P.doneA_base = reinterpret_cast<const unsigned*>(dt + o_ab);
+  P.doneB_base = reinterpret_cast<const unsigned*>(dt + o_bb);
   P.nG = nG;
   P.T = T;
   P.K = K;
@@ -867,8 +930,15 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
   }
   const unsigned total = P.nA + P.nB + P.nC;
   const unsigned cap = static_cast<unsigned>(impl_->sms * bps);
-  v.fn<<<std::min(total, cap), kThreads, smem_bytes(v, latent_, inter_), s>>>(P);
+  const unsigned grid = std::min(total, cap);
+  v.fn<<<grid, kThreads, smem_bytes(v, latent_, inter_), s>>>(P);
   DELTAFIN_CUDA_LAUNCHED("expert_mlp_kernel");
+  // Every block takes one ticket per task it runs plus the one that ends its loop.
+  impl_->ticket_base += total + grid;
+  for (int g = 0; g < nG; ++g) {
+    impl_->doneA_base[g] += static_cast<unsigned>(P.a_tiles);
+    impl_->doneB_base[g] += static_cast<unsigned>(P.b_tiles);
+  }
 }
 
 }  // namespace deltafin::cuda

@@ -480,20 +480,20 @@ __global__ void __launch_bounds__(kThreads, 1) expert_mlp_mma_kernel(const Param
     DELTAFIN_SM90_ASM("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   const unsigned total = P.nA + P.nB + P.nC;
-  if (threadIdx.x == 0) s_task = atomicAdd(P.ticket, 1u);
+  if (threadIdx.x == 0) s_task = take_ticket(P);
   __syncthreads();
   unsigned task = s_task;
   while (task < total) {
     __syncthreads();  // everyone has read s_task
     unsigned next = 0;
-    if (threadIdx.x == 0) next = atomicAdd(P.ticket, 1u);  // in flight while this task runs
+    if (threadIdx.x == 0) next = take_ticket(P);  // in flight while this task runs
     if (task < P.nA) {
       const int g = static_cast<int>(task) / P.a_tiles;
       mma16::task<true, kFS, kCp>(P, task, smem, pipe);
       signal_done(P.doneA + g);
     } else if (task < P.nA + P.nB) {
       const int g = static_cast<int>(task - P.nA) / P.b_tiles;
-      if (threadIdx.x == 0) wait_at_least(P.doneA + g, static_cast<unsigned>(P.a_tiles));
+      if (threadIdx.x == 0) wait_expert_a(P, g);
       __syncthreads();
       mma16::task<false, kFS, kCp>(P, task, smem, pipe);
       signal_done(P.doneB + g);
@@ -501,7 +501,7 @@ __global__ void __launch_bounds__(kThreads, 1) expert_mlp_mma_kernel(const Param
       const int c = static_cast<int>(task - P.nA - P.nB);
       const int t = c / P.c_tiles;
       if (threadIdx.x == 0)
-        for (int j = 0; j < P.K; ++j) wait_at_least(P.doneB + P.slot_group[t * P.K + j], static_cast<unsigned>(P.b_tiles));
+        for (int j = 0; j < P.K; ++j) wait_expert_b(P, P.slot_group[t * P.K + j]);
       __syncthreads();
       task_combine(P, t, c % P.c_tiles);
     }
