@@ -665,7 +665,8 @@ struct Variant {
 // dropped: v17-v19 (v16 plus L2 prefetch of later stages through cp.async.bulk.prefetch, with or
 // without float scale buffers) 26.5-27.9 / 30.1-31.7.
 // Integer tensor-core versions (mxfp4_experts_imma.cuh, reduction order 2), session 3, six H200
-// runs: v39 (cp.async ring) 45.6-48.5 / 62.4-64.9, v38 (register prefetch) 46.4-49.3 / 57.4-60.1,
+// runs: v39 (cp.async ring) 45.6-48.5 / 62.4-64.9 (50.5 / 65.3 in the last run, after moving the
+// permute table into a per-thread register), v38 (register prefetch) 46.4-49.5 / 55.9-60.1,
 // v41 42-47 / 50-58; in the same runs v9 53.4-53.8 / 57.8-60.3 and v11 48.8-49.9 / 57.5-62.5.
 // Dropped: v30-v37 and v40, v42-v44 (earlier cuts, 4 blocks/SM, 64-row down tiles, 5-6 ring
 // stages: 36-47 / 50-59). A load-only build of the same task scheme (no decode, no mma) streamed

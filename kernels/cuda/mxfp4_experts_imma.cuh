@@ -36,7 +36,7 @@
 //
 // Measured (docs/PERFORMANCE.md, session 3): exact and batch invariant, the best version at T=8
 // with the cp.async ring (v39, 62-65% of the copy bandwidth against 58-62% for the FFMA versions),
-// not at T=1 (45-49% against 53%). Not the default.
+// not at T=1 (46-51% against 53%). Not the default.
 //
 // Batch invariance: an assignment's digits depend on its own vector only; its mma columns are
 // computed whatever the other assignments are; the per-block, per-lane and cross-lane (fixed
@@ -89,14 +89,11 @@ __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
 }
 
 // 2 x |E2M1| by magnitude code 0..7, as bytes 0..7 of the pair (lo, hi). kLutHi is an immediate
-// of the permute; kLutLo lives in a register from lut_register() (a plain constant gets
-// re-materialized before every permute, 32 extra instructions per block step).
+// of the permute; kLutLo must sit in a per-thread register: as a constant the compiler keeps it
+// in a uniform register and copies it back before every permute (32 extra instructions per block
+// step), so it comes from a shuffle, whose result it does not rebuild.
 constexpr uint32_t kLutLo = 0x03020100u, kLutHi = 0x0C080604u;
-__device__ __forceinline__ uint32_t lut_register() {
-  uint32_t r;
-  asm volatile("mov.b32 %0, 0x03020100;" : "=r"(r));
-  return r;
-}
+__device__ __forceinline__ uint32_t lut_register() { return __shfl_sync(0xffffffffu, kLutLo, 0); }
 
 // One 32-bit word of 8 codes (code i = nibble i, column i) -> the A fragment of one weight row:
 // a0 / a2 = magnitudes of the positive codes 0-3 / 4-7 (M row g), a1 / a3 = of the negative ones
