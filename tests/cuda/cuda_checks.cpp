@@ -127,42 +127,46 @@ std::vector<Result> bf16_gemm(uint64_t seed) {
     std::vector<float> first;  // the first version's output, for the version-vs-version figure
     for (const int v : versions) {
       const std::string vtag = tag + " [v" + std::to_string(v) + "]";
-      dy.fill_byte(0xff);  // NaN poison: an unwritten output fails
-      bf16_gemm_version(v, dw.data(), sh.out, sh.in, dx.as<float>(), sh.in, Tmax, dy.as<float>(), sh.out);
-      const auto y = from_device<float>(dy, ref.size());
-      // |y - ref| <= 2 * gamma_n * sum |w x|: both sides' worst-case fp32 summation error.
-      double worst = 0;
-      bool finite = true;
-      for (size_t i = 0; i < ref.size(); ++i) {
-        if (!std::isfinite(y[i])) finite = false;
-        worst = std::max(worst, std::fabs(static_cast<double>(y[i]) - ref[i]) / (2 * gamma * mag[i] + 1e-30));
-      }
-      const double rl = rel_l2(y.data(), ref.data(), ref.size());
-      Result r;
-      r.name = vtag + " vs CPU scalar, T=11";
-      r.ok = finite && worst <= 1.0 && rl <= 1e-5;
-      r.detail = "rel L2 error " + fmt(rl) + " (limit 1e-5); worst |err| / (2 gamma_n sum|wx|) = " + fmt(worst) +
-                 " (limit 1)";
-      if (first.empty()) first = y;
-      else r.detail += "; rel L2 vs v" + std::to_string(versions.front()) + " " + fmt(rel_l2(y.data(), first.data(), ref.size()));
-      out.push_back(r);
+      try {
+        dy.fill_byte(0xff);  // NaN poison: an unwritten output fails
+        bf16_gemm_version(v, dw.data(), sh.out, sh.in, dx.as<float>(), sh.in, Tmax, dy.as<float>(), sh.out);
+        const auto y = from_device<float>(dy, ref.size());
+        // |y - ref| <= 2 * gamma_n * sum |w x|: both sides' worst-case fp32 summation error.
+        double worst = 0;
+        bool finite = true;
+        for (size_t i = 0; i < ref.size(); ++i) {
+          if (!std::isfinite(y[i])) finite = false;
+          worst = std::max(worst, std::fabs(static_cast<double>(y[i]) - ref[i]) / (2 * gamma * mag[i] + 1e-30));
+        }
+        const double rl = rel_l2(y.data(), ref.data(), ref.size());
+        Result r;
+        r.name = vtag + " vs CPU scalar, T=11";
+        r.ok = finite && worst <= 1.0 && rl <= 1e-5;
+        r.detail = "rel L2 error " + fmt(rl) + " (limit 1e-5); worst |err| / (2 gamma_n sum|wx|) = " + fmt(worst) +
+                   " (limit 1)";
+        if (first.empty()) first = y;
+        else r.detail += "; rel L2 vs v" + std::to_string(versions.front()) + " " + fmt(rel_l2(y.data(), first.data(), ref.size()));
+        out.push_back(r);
 
-      // Batch invariance: row p alone vs inside T-row passes.
-      std::vector<std::vector<float>> alone(Tmax);
-      for (int p = 0; p < Tmax; ++p) {
-        dy.fill_byte(0xff);
-        bf16_gemm_version(v, dw.data(), sh.out, sh.in, dx.as<float>() + p * sh.in, sh.in, 1, dy.as<float>(), sh.out);
-        alone[p] = from_device<float>(dy, static_cast<size_t>(sh.out));
+        // Batch invariance: row p alone vs inside T-row passes.
+        std::vector<std::vector<float>> alone(Tmax);
+        for (int p = 0; p < Tmax; ++p) {
+          dy.fill_byte(0xff);
+          bf16_gemm_version(v, dw.data(), sh.out, sh.in, dx.as<float>() + p * sh.in, sh.in, 1, dy.as<float>(), sh.out);
+          alone[p] = from_device<float>(dy, static_cast<size_t>(sh.out));
+        }
+        int bad = 0, checked = 0;
+        for (int T : {2, 3, 4, 8, 11}) {
+          dy.fill_byte(0xff);
+          bf16_gemm_version(v, dw.data(), sh.out, sh.in, dx.as<float>(), sh.in, T, dy.as<float>(), sh.out);
+          const auto yt = from_device<float>(dy, static_cast<size_t>(T * sh.out));
+          for (int p = 0; p < T; ++p, ++checked)
+            if (!bits_equal(yt.data() + p * sh.out, alone[p].data(), static_cast<size_t>(sh.out))) ++bad;
+        }
+        out.push_back(invariance_result(vtag + " batch invariance (T=2,3,4,8,11)", bad, checked));
+      } catch (const CudaError& e) {  // a launch error of one version must not hide the others' results
+        out.push_back(Result{vtag, false, std::string("error: ") + e.what()});
       }
-      int bad = 0, checked = 0;
-      for (int T : {2, 3, 4, 8, 11}) {
-        dy.fill_byte(0xff);
-        bf16_gemm_version(v, dw.data(), sh.out, sh.in, dx.as<float>(), sh.in, T, dy.as<float>(), sh.out);
-        const auto yt = from_device<float>(dy, static_cast<size_t>(T * sh.out));
-        for (int p = 0; p < T; ++p, ++checked)
-          if (!bits_equal(yt.data() + p * sh.out, alone[p].data(), static_cast<size_t>(sh.out))) ++bad;
-      }
-      out.push_back(invariance_result(vtag + " batch invariance (T=2,3,4,8,11)", bad, checked));
     }
 
     // The public entry point is the shape's default version, bit for bit.

@@ -225,10 +225,16 @@ int main(int argc, char** argv) {
       for (const int version : bf16_gemm_versions()) {
         if (!only_gemm_version.empty() && std::to_string(version) != only_gemm_version) continue;
         for (int T : {1, 2, 4, 8}) {
-          const float ms = timer.per_call_ms(copies > 1 ? 4 * copies : 10, 5, [&](int i) {
+          float ms = 0;
+          try {
+            ms = timer.per_call_ms(copies > 1 ? 4 * copies : 10, 5, [&](int i) {
             bf16_gemm_version(version, w.as<char>() + wbytes * (i % copies), out, in, x.as<float>(), in, T, y.as<float>(),
                               out);
-          });
+            });
+          } catch (const CudaError& e) {
+            std::printf("v%d %lldx%lld T=%d: %s\n", version, static_cast<long long>(out), static_cast<long long>(in), T, e.what());
+            continue;
+          }
           const double gbs = wbytes / (ms * 1e-3) / 1e9;
           rows.push_back({"BF16 GEMM [v" + std::to_string(version) + (version == dv ? ", default]" : "]"),
                           std::to_string(out) + "x" + std::to_string(in) + ", T=" + std::to_string(T),
