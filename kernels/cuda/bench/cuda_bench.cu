@@ -202,12 +202,13 @@ int main(int argc, char** argv) {
     }
 
     // 3. BF16 GEMV / small-T GEMM, every numbered version, at the spine's 7168x7168, lm_head's
-    // 163840x7168 and two narrow K3 shapes (router 896x7168, q_a 1536x7168).
+    // 163840x7168 and narrow K3 shapes (router 896x7168, q_a 1536x7168, latent_down 3584x7168).
     struct GemmShape {
       int64_t out;
       int copies;  // rotate copies of a small matrix so no call finds its weights in the 60 MB L2
     };
-    for (const GemmShape gs : {GemmShape{7168, 12}, GemmShape{163840, 1}, GemmShape{896, 12}, GemmShape{1536, 8}}) {
+    for (const GemmShape gs : {GemmShape{7168, 12}, GemmShape{163840, 1}, GemmShape{896, 12}, GemmShape{1536, 8},
+                              GemmShape{3584, 4}}) {
       if (experts_only) break;
       const int64_t out = gs.out, in = 7168;
       const int copies = gs.copies;
