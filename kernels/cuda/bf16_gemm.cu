@@ -6,17 +6,19 @@
 //   T=1, but every weight value is converted and FMA'd once per row of x, so at T=8 it is bound by
 //   the FFMA pipe (22-29% of the copy bandwidth on the H200).
 //
-// v2..v5 (tensor cores, mma.sync.m16n8k16 bf16 x bf16 -> fp32): the weights are the A operand as
+// v2, v3, v5 and v10..v12 (the same three with an L2 prefetch hint on the weight loads; tensor
+//   cores, mma.sync.m16n8k16 bf16 x bf16 -> fp32): the weights are the A operand as
 //   they are (exact). Each fp32 x value is split exactly into three bf16 parts x = p1 + p2 + p3
 //   (split8 below) and the parts are separate B columns: n-tile p holds part p of the 8 rows of x of
 //   one group, so a row's three partial sums S1, S2, S3 land in the same lane's accumulators and are
-//   added last as (S1 + S2) + S3. The tensor core forms exact bf16 x bf16 products and sums them in
-//   fp32, so the error is that of an fp32 dot product, not of bf16.
+//   added last as (S1 + S2) + S3. The tensor core forms exact bf16 x bf16 products and accumulates
+//   them in fp32 (its own rounding inside one mma, fixed for given inputs), so the error is that of
+//   an fp32 dot product, not of bf16: the checker measures at most ~2% of the fp32 worst-case bound.
 //   K order inside an mma is free as long as A and B use the same permutation: lane (g, tig) loads
 //   the 16 contiguous bytes (8 weights) of chunk q = 4 s + tig of rows g and g+8 straight from global
 //   memory into its A registers for the two mma of k32-step s, and loads x[g][8q .. 8q+7] for its B
 //   registers, so neither needs shared memory or a shuffle. Each x element is split once per warp.
-//   The k32-steps are dealt to the W warps of a block (and to the CL blocks of a cluster, v5) in a
+//   The k32-steps are dealt to the W warps of a block (and to the CL blocks of a cluster, v5/v12) in a
 //   fixed interleaving that depends on `in` only; the warps' partial sums meet in shared memory and
 //   are added in warp order (then in block-rank order through distributed shared memory).
 //
@@ -28,9 +30,9 @@
 // their bits differ from each other; each is checked to be bit-identical to itself across T.
 #include <cooperative_groups.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
-#include <utility>
 
 #include "cuda/cuda_common.cuh"
 
@@ -184,9 +186,31 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1
 #endif
 }
 
+// Weight loads: read once, so they should not displace x or other data in L1/L2 (v1..v5: __ldcs,
+// evict-first). HINT: ld.global.nc with L1::no_allocate and the L2::256B prefetch-size hint, so each
+// DRAM request fetches the 256 bytes around the 64 a lane quad asks for; the warps after it (the
+// next k32-steps of the same rows) then find them in L2. More bytes in flight per SM without more
+// registers, which is what limits v2 on lm_head at T=1 (94% of the copy figure vs v1's 105%).
+template <bool HINT>
+__device__ __forceinline__ uint4 load_w(const uint4* p) {
+  if constexpr (HINT) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+#else
+    return __ldcs(p);
+#endif
+  } else {
+    return __ldcs(p);
+  }
+}
+
 // A block (or a cluster of CL blocks) owns MT m16 tiles of weight rows over the whole width; its
 // W * CL warps take k32-steps in groups of U: warp v (= rank * W + warp) the groups v, v + W*CL, ...
-template <int MT, int W, int U, int CL>
+template <int MT, int W, int U, int CL, bool HINT>
 __global__ void __launch_bounds__(W * 32, (W <= 8 ? 2 : 1))
     bf16_mma_kernel(const uint4* __restrict__ w, int64_t out, int64_t in, const float* __restrict__ x, int64_t ldx,
                     int T, float* __restrict__ y, int64_t ldy) {
@@ -232,7 +256,7 @@ __global__ void __launch_bounds__(W * 32, (W <= 8 ? 2 : 1))
         for (int m = 0; m < MT; ++m)
 #pragma unroll
           for (int h = 0; h < 2; ++h)
-            wa[u][m][h] = ok && rok[m][h] ? __ldcs(wr[m][h] + q) : make_uint4(0, 0, 0, 0);  // streamed: read once
+            wa[u][m][h] = ok && rok[m][h] ? load_w<HINT>(wr[m][h] + q) : make_uint4(0, 0, 0, 0);
         const float4* xp = reinterpret_cast<const float4*>(xr + q * 8);
         xa[u][0] = ok && xok ? __ldg(xp) : make_float4(0.f, 0.f, 0.f, 0.f);
         xa[u][1] = ok && xok ? __ldg(xp + 1) : make_float4(0.f, 0.f, 0.f, 0.f);
@@ -293,13 +317,13 @@ __global__ void __launch_bounds__(W * 32, (W <= 8 ? 2 : 1))
   }
 }
 
-template <int MT, int W, int U, int CL>
+template <int MT, int W, int U, int CL, bool HINT>
 void launch_mma(const void* w, int64_t out, int64_t in, const float* x, int64_t ldx, int T, float* y, int64_t ldy,
                 cudaStream_t s) {
   const int64_t tiles = (out + MT * 16 - 1) / (MT * 16);
   const auto* wv = static_cast<const uint4*>(w);
   if constexpr (CL == 1) {
-    bf16_mma_kernel<MT, W, U, 1><<<static_cast<unsigned>(tiles), W * 32, 0, s>>>(wv, out, in, x, ldx, T, y, ldy);
+    bf16_mma_kernel<MT, W, U, 1, HINT><<<static_cast<unsigned>(tiles), W * 32, 0, s>>>(wv, out, in, x, ldx, T, y, ldy);
   } else {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(static_cast<unsigned>(tiles * CL));
@@ -312,208 +336,9 @@ void launch_mma(const void* w, int64_t out, int64_t in, const float* x, int64_t 
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    DELTAFIN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, bf16_mma_kernel<MT, W, U, CL>, wv, out, in, x, ldx, T, y, ldy));
+    DELTAFIN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, bf16_mma_kernel<MT, W, U, CL, HINT>, wv, out, in, x, ldx, T, y, ldy));
   }
   DELTAFIN_CUDA_LAUNCHED("bf16_mma_kernel");
-}
-
-// v6..v8: the same arithmetic and K order as bf16_mma_kernel with U = 1, but the weights stream
-// through a per-warp ring of S shared-memory stages filled by cp.async (16 bytes per lane and row
-// pair, the lane later reads back exactly what it copied, so no barrier and no bank conflict), which
-// keeps S - 1 steps of weights in flight per warp without holding them in registers (v2 holds 2 and
-// stays near 94% of the copy bandwidth on lm_head, where v1 with twice the bytes in flight reaches
-// 105%). x for the next step is loaded into registers one step ahead (it comes from L2).
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-  __trap();
-#else
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
-#endif
-}
-__device__ __forceinline__ void cp_async_commit() {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-#endif
-}
-__device__ __forceinline__ uint4 lds128(uint32_t a) {
-  uint4 v;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a) : "memory");
-  return v;
-}
-
-template <int MT, int W, int S>
-constexpr size_t pipe_smem_bytes() {
-  return static_cast<size_t>(W) * S * MT * 2 * 512 + static_cast<size_t>(W) * MT * 16 * 8 * 4 + MT * 16 * 8 * 4;
-}
-
-template <int MT, int W, int S, int CL>
-__global__ void __launch_bounds__(W * 32, MT == 1 ? 3 : 2)
-    bf16_mma_pipe_kernel(const uint4* __restrict__ w, int64_t out, int64_t in, const float* __restrict__ x, int64_t ldx,
-                         int T, float* __restrict__ y, int64_t ldy) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  constexpr int kStage = MT * 2 * 512;  // one k32-step of MT m16 tiles: 16 bytes per lane and row
-  float(*red)[MT * 16][8] = reinterpret_cast<float(*)[MT * 16][8]>(smem + W * S * kStage);
-  float* part = reinterpret_cast<float*>(smem + W * S * kStage + W * MT * 16 * 8 * 4);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int g = lane >> 2, tig = lane & 3;
-  const int64_t nch = in / 8;
-  const int64_t steps = (nch + 3) / 4;
-  const int64_t tile = blockIdx.x / CL;
-  const int rank = static_cast<int>(blockIdx.x % CL);
-  const int64_t r0 = tile * (MT * 16);
-  const int64_t v = static_cast<int64_t>(rank) * W + warp, nw = static_cast<int64_t>(W) * CL;
-  const int64_t js = v < steps ? (steps - v + nw - 1) / nw : 0;  // this warp's steps: v, v + nw, ...
-  const uint32_t ring = smem_addr(smem) + static_cast<uint32_t>(warp * S * kStage + lane * 16);
-  const uint4* wr[MT][2];
-  bool rok[MT][2];
-#pragma unroll
-  for (int m = 0; m < MT; ++m)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int64_t row = r0 + m * 16 + h * 8 + g;
-      rok[m][h] = row < out;
-      wr[m][h] = w + (rok[m][h] ? row : 0) * nch;
-    }
-  for (int t0 = 0; t0 < T; t0 += 8) {
-    const int tn = min(8, T - t0);
-    const bool xok = g < tn;
-    const float* xr = x + (t0 + (xok ? g : 0)) * ldx;
-    auto issue = [&](int64_t j) {
-      if (j < js) {
-        const int64_t q = (v + j * nw) * 4 + tig;
-        const bool ok = q < nch;
-        const uint32_t d = ring + static_cast<uint32_t>((j % S) * kStage);
-#pragma unroll
-        for (int m = 0; m < MT; ++m)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) cp_async16(d + (m * 2 + h) * 512, wr[m][h] + (ok ? q : 0), ok && rok[m][h]);
-      }
-      cp_async_commit();  // empty groups too, so that wait_group counts steps
-    };
-    auto load_x = [&](int64_t j, float4& a, float4& b) {
-      const int64_t q = (v + j * nw) * 4 + tig;
-      const bool ok = j < js && q < nch && xok;
-      const float4* xp = reinterpret_cast<const float4*>(xr + (ok ? q * 8 : 0));
-      a = ok ? __ldg(xp) : make_float4(0.f, 0.f, 0.f, 0.f);
-      b = ok ? __ldg(xp + 1) : make_float4(0.f, 0.f, 0.f, 0.f);
-    };
-    float acc[MT][3][4];
-#pragma unroll
-    for (int m = 0; m < MT; ++m)
-#pragma unroll
-      for (int p = 0; p < 3; ++p)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[m][p][i] = 0.f;
-#pragma unroll
-    for (int j = 0; j < S - 1; ++j) issue(j);
-    float4 xa, xb;
-    load_x(0, xa, xb);
-    for (int64_t j = 0; j < js; ++j) {
-      cp_async_wait<S - 2>();  // step j has landed (this lane's own copies)
-      const uint32_t d = ring + static_cast<uint32_t>((j % S) * kStage);
-      uint4 wa[MT][2];
-#pragma unroll
-      for (int m = 0; m < MT; ++m)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) wa[m][h] = lds128(d + (m * 2 + h) * 512);
-      // Into the stage step j - 1 used: its values were consumed by that step's mma.
-      issue(j + S - 1);
-      float4 na, nb;
-      load_x(j + 1, na, nb);
-      uint32_t f[3][4];
-      split8(xa, xb, f);
-#pragma unroll
-      for (int m = 0; m < MT; ++m) {
-        const uint4 a = wa[m][0], b = wa[m][1];
-#pragma unroll
-        for (int p = 0; p < 3; ++p) {
-          mma_bf16(acc[m][p], a.x, b.x, a.y, b.y, f[p][0], f[p][1]);
-          mma_bf16(acc[m][p], a.z, b.z, a.w, b.w, f[p][2], f[p][3]);
-        }
-      }
-      xa = na;
-      xb = nb;
-    }
-    cp_async_wait<0>();  // the ring is refilled from stage 0 by the next group of 8 rows
-#pragma unroll
-    for (int m = 0; m < MT; ++m)
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        red[warp][m * 16 + g + (i >> 1) * 8][2 * tig + (i & 1)] = (acc[m][0][i] + acc[m][1][i]) + acc[m][2][i];
-    __syncthreads();
-    for (int i = threadIdx.x; i < MT * 16 * 8; i += W * 32) {
-      const int row = i >> 3, t = i & 7;
-      float s = red[0][row][t];
-#pragma unroll
-      for (int k = 1; k < W; ++k) s += red[k][row][t];
-      if constexpr (CL == 1) {
-        if (t < tn && r0 + row < out) y[(t0 + t) * ldy + r0 + row] = s;
-      } else {
-        part[i] = s;
-      }
-    }
-    if constexpr (CL > 1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-      namespace cg = cooperative_groups;
-      cg::cluster_group cluster = cg::this_cluster();
-      cluster.sync();
-      if (rank == 0) {
-        for (int i = threadIdx.x; i < MT * 16 * 8; i += W * 32) {
-          const int row = i >> 3, t = i & 7;
-          float s = part[i];
-#pragma unroll
-          for (int k = 1; k < CL; ++k) s += cluster.map_shared_rank(part, k)[i];
-          if (t < tn && r0 + row < out) y[(t0 + t) * ldy + r0 + row] = s;
-        }
-      }
-      cluster.sync();
-#else
-      __trap();
-#endif
-    }
-    __syncthreads();
-  }
-}
-
-template <int MT, int W, int S, int CL>
-void launch_pipe(const void* w, int64_t out, int64_t in, const float* x, int64_t ldx, int T, float* y, int64_t ldy,
-                 cudaStream_t s) {
-  constexpr size_t smem = pipe_smem_bytes<MT, W, S>();
-  static bool configured = false;
-  if (!configured) {
-    DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(bf16_mma_pipe_kernel<MT, W, S, CL>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    configured = true;
-  }
-  const int64_t tiles = (out + MT * 16 - 1) / (MT * 16);
-  const auto* wv = static_cast<const uint4*>(w);
-  if constexpr (CL == 1) {
-    bf16_mma_pipe_kernel<MT, W, S, 1><<<static_cast<unsigned>(tiles), W * 32, smem, s>>>(wv, out, in, x, ldx, T, y, ldy);
-  } else {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(static_cast<unsigned>(tiles * CL));
-    cfg.blockDim = dim3(W * 32);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = CL;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    DELTAFIN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, bf16_mma_pipe_kernel<MT, W, S, CL>, wv, out, in, x, ldx, T, y, ldy));
-  }
-  DELTAFIN_CUDA_LAUNCHED("bf16_mma_pipe_kernel");
 }
 
 struct DeviceCaps {
@@ -537,16 +362,17 @@ struct Version {
   void (*run)(const void*, int64_t, int64_t, const float*, int64_t, int, float*, int64_t, cudaStream_t);
 };
 
+// Numbers of dropped versions are not reused: v4 (16 rows x 16 warps per block, below v3 at every
+// shape) and v6..v9 (weights through a cp.async shared-memory ring, 10-25 points below v2/v3/v5),
+// both measured in session 3 (docs/PERFORMANCE.md).
 const Version kVersions[] = {
     {1, "FFMA, warp per 4 rows", 0, run_v1},
-    {2, "mma, 32 rows x 8 warps per block", 8, launch_mma<2, 8, 2, 1>},
-    {3, "mma, 16 rows x 8 warps per block", 8, launch_mma<1, 8, 4, 1>},
-    {4, "mma, 16 rows x 16 warps per block", 8, launch_mma<1, 16, 2, 1>},
-    {5, "mma, 16 rows x 4 blocks x 8 warps per cluster", 9, launch_mma<1, 8, 2, 4>},
-    {6, "mma + cp.async ring, 32 rows x 8 warps per block, 6 stages", 8, launch_pipe<2, 8, 6, 1>},
-    {7, "mma + cp.async ring, 16 rows x 4 blocks x 8 warps per cluster, 4 stages", 9, launch_pipe<1, 8, 4, 4>},
-    {8, "mma + cp.async ring, 16 rows x 8 blocks x 8 warps per cluster, 4 stages", 9, launch_pipe<1, 8, 4, 8>},
-    {9, "mma + cp.async ring, 16 rows x 8 warps per block, 6 stages", 8, launch_pipe<1, 8, 6, 1>},
+    {2, "mma, 32 rows x 8 warps per block", 8, launch_mma<2, 8, 2, 1, false>},
+    {3, "mma, 16 rows x 8 warps per block", 8, launch_mma<1, 8, 4, 1, false>},
+    {5, "mma, 16 rows x 4 blocks x 8 warps per cluster", 9, launch_mma<1, 8, 2, 4, false>},
+    {10, "v2 + L2::256B prefetch hint", 8, launch_mma<2, 8, 2, 1, true>},
+    {11, "v3 + L2::256B prefetch hint", 8, launch_mma<1, 8, 4, 1, true>},
+    {12, "v5 + L2::256B prefetch hint", 9, launch_mma<1, 8, 2, 4, true>},
 };
 
 const Version* find_version(int number) {
@@ -581,27 +407,29 @@ std::string bf16_gemm_version_name(int version) {
 
 int bf16_gemm_default_version(int64_t out, int64_t in) {
   (void)in;
-  // DELTAFIN_CUDA_GEMM_VERSIONS=W,N (measurements only): version W for matrices of 4096 rows or
-  // more, N below. Still a choice by shape only.
-  static const std::pair<int, int> forced = [] {
-    std::pair<int, int> f{0, 0};
+  // DELTAFIN_CUDA_GEMM_VERSIONS=W,M,N (measurements only): version W for matrices of 4096 rows or
+  // more, M from 1024 rows, N below. Still a choice by shape only.
+  static const std::array<int, 3> forced = [] {
+    std::array<int, 3> f{0, 0, 0};
     if (const char* e = std::getenv("DELTAFIN_CUDA_GEMM_VERSIONS")) {
-      if (std::sscanf(e, "%d,%d", &f.first, &f.second) != 2) f = {0, 0};
-      for (int* v : {&f.first, &f.second}) {
-        const Version* k = find_version(*v);
-        if (!k || caps().cc_major < k->min_cc_major) f = {0, 0};
+      if (std::sscanf(e, "%d,%d,%d", &f[0], &f[1], &f[2]) != 3) f = {0, 0, 0};
+      for (const int v : f) {
+        const Version* k = find_version(v);
+        if (!k || caps().cc_major < k->min_cc_major) f = {0, 0, 0};
       }
     }
     return f;
   }();
-  const bool wide = out >= 4096;
-  if (forced.first) return wide ? forced.first : forced.second;
+  const int cls = out >= 4096 ? 0 : out >= 1024 ? 1 : 2;
+  if (forced[0]) return forced[cls];
   const int cc = caps().cc_major;
   if (cc < 8) return 1;
-  // Below 4096 rows a block per 16 rows leaves most SMs idle; a cluster splits the width over
-  // several blocks. (Measured on the H200: docs/PERFORMANCE.md "BF16 GEMM, session 3".)
-  if (!wide) return cc >= 9 ? 8 : 9;
-  return 6;
+  // By rows (measured on the H200, docs/PERFORMANCE.md "BF16 GEMM, session 3"): 32-row tiles from
+  // 4096 rows; 16-row tiles from 1024 (enough blocks for the SMs); below that a cluster of four
+  // blocks splits the width so a few hundred rows still occupy most SMs.
+  if (cls == 0) return 2;
+  if (cls == 1 || cc < 9) return 3;
+  return 5;
 }
 
 void bf16_gemm_version(int version, const void* dev_w, int64_t out, int64_t in, const float* dev_x, int64_t ldx, int T,
