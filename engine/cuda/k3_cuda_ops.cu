@@ -125,10 +125,11 @@ __global__ void __launch_bounds__(kRowThreads) bf16_row_block_kernel(const uint4
 }
 
 // Which GEMV serves a BF16 matrix. Default: the library's bf16_gemm for every matrix (its own shape
-// policy picks a tensor-core version, with the width split over a cluster of blocks for matrices
-// under 4096 rows). DELTAFIN_CUDA_ROW_GEMV=narrow: this file's block-per-row FFMA kernel below
-// kNarrowRows rows (the session-2 policy), =all: that kernel everywhere, =off: the library everywhere
-// (the default). Each choice depends on the matrix shape only, never on T.
+// policy picks a tensor-core version; below 1024 rows it splits the width over a cluster of blocks,
+// which is what this file's block-per-row kernel was for). DELTAFIN_CUDA_ROW_GEMV=narrow: the
+// block-per-row FFMA kernel below kNarrowRows rows (the session-2 policy; on the H200 it matches the
+// default at T=1 and is 5-8% slower per layer at T=8), =all: that kernel everywhere, =off: the
+// library everywhere (the default). Each choice depends on the matrix shape only, never on T.
 enum RowGemvMode { kRowOff = 0, kRowNarrow = 1, kRowAll = 2 };
 int row_gemv_mode() {
   static const int mode = [] {

@@ -189,8 +189,8 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1
 // Weight loads: read once, so they should not displace x or other data in L1/L2 (v1..v5: __ldcs,
 // evict-first). HINT: ld.global.nc with L1::no_allocate and the L2::256B prefetch-size hint, so each
 // DRAM request fetches the 256 bytes around the 64 a lane quad asks for; the warps after it (the
-// next k32-steps of the same rows) then find them in L2. More bytes in flight per SM without more
-// registers, which is what limits v2 on lm_head at T=1 (94% of the copy figure vs v1's 105%).
+// next k32-steps of the same rows) then find them in L2: more bytes in flight per SM without more
+// registers (v2 -> v10 on the H200: lm_head 97% -> 100% of the copy figure, 7168x7168 81% -> 83%).
 template <bool HINT>
 __device__ __forceinline__ uint4 load_w(const uint4* p) {
   if constexpr (HINT) {
@@ -426,10 +426,11 @@ int bf16_gemm_default_version(int64_t out, int64_t in) {
   if (cc < 8) return 1;
   // By rows (measured on the H200, docs/PERFORMANCE.md "BF16 GEMM, session 3"): 32-row tiles from
   // 4096 rows; 16-row tiles from 1024 (enough blocks for the SMs); below that a cluster of four
-  // blocks splits the width so a few hundred rows still occupy most SMs.
-  if (cls == 0) return 2;
-  if (cls == 1 || cc < 9) return 3;
-  return 5;
+  // blocks splits the width so a few hundred rows still occupy most SMs. The prefetch-hinted
+  // versions were at or above their plain twins at every measured shape and T.
+  if (cls == 0) return 10;
+  if (cls == 1 || cc < 9) return 11;
+  return 12;
 }
 
 void bf16_gemm_version(int version, const void* dev_w, int64_t out, int64_t in, const float* dev_x, int64_t ldx, int T,
