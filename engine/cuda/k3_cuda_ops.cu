@@ -128,7 +128,7 @@ __global__ void __launch_bounds__(kRowThreads) bf16_row_block_kernel(const uint4
 // policy picks a tensor-core version; below 1024 rows it splits the width over a cluster of blocks,
 // which is what this file's block-per-row kernel was for). DELTAFIN_CUDA_ROW_GEMV=narrow: the
 // block-per-row FFMA kernel below kNarrowRows rows (the session-2 policy; on the H200 it matches the
-// default at T=1 and is 5-8% slower per layer at T=8), =all: that kernel everywhere, =off: the
+// default at T=1 and is 6-8% slower per layer at T=8), =all: that kernel everywhere, =off: the
 // library everywhere (the default). Each choice depends on the matrix shape only, never on T.
 enum RowGemvMode { kRowOff = 0, kRowNarrow = 1, kRowAll = 2 };
 int row_gemv_mode() {
