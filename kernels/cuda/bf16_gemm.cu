@@ -363,8 +363,9 @@ struct Version {
 };
 
 // Numbers of dropped versions are not reused: v4 (16 rows x 16 warps per block, below v3 at every
-// shape) and v6..v9 (weights through a cp.async shared-memory ring, 10-25 points below v2/v3/v5),
-// both measured in session 3 (docs/PERFORMANCE.md).
+// shape) and v6..v9 (weights through a cp.async shared-memory ring, 7-28 points of the copy
+// bandwidth below the best of v2/v3/v5 at every shape), both measured in session 3
+// (docs/PERFORMANCE.md "BF16 GEMM on tensor cores").
 const Version kVersions[] = {
     {1, "FFMA, warp per 4 rows", 0, run_v1},
     {2, "mma, 32 rows x 8 warps per block", 8, launch_mma<2, 8, 2, 1, false>},
@@ -382,7 +383,8 @@ const Version* find_version(int number) {
 }
 
 void check_args(const char* who, const void* dev_w, int64_t out, int64_t in, const float* dev_x, int64_t ldx, int T) {
-  if (out <= 0 || in <= 0 || T < 0) throw CudaError(std::string(who) + ": out and in must be positive and T non-negative");
+  if (out <= 0 || in <= 0 || T < 0)
+    throw CudaError(std::string(who) + ": out and in must be positive and T non-negative");
   if (in % 8 != 0 || reinterpret_cast<uintptr_t>(dev_w) % 16 != 0)
     throw CudaError(std::string(who) + ": the input width (" + std::to_string(in) +
                     ") must be a multiple of 8 and the weights 16-byte aligned");
@@ -424,8 +426,8 @@ int bf16_gemm_default_version(int64_t out, int64_t in) {
   if (forced[0]) return forced[cls];
   const int cc = caps().cc_major;
   if (cc < 8) return 1;
-  // By rows (measured on the H200, docs/PERFORMANCE.md "BF16 GEMM, session 3"): 32-row tiles from
-  // 4096 rows; 16-row tiles from 1024 (enough blocks for the SMs); below that a cluster of four
+  // By rows (measured on the H200, docs/PERFORMANCE.md "BF16 GEMM on tensor cores"): 32-row tiles
+  // from 4096 rows; 16-row tiles from 1024 (enough blocks for the SMs); below that a cluster of four
   // blocks splits the width so a few hundred rows still occupy most SMs. The prefetch-hinted
   // versions were at or above their plain twins at every measured shape and T.
   if (cls == 0) return 10;
