@@ -124,15 +124,19 @@ __global__ void __launch_bounds__(kRowThreads) bf16_row_block_kernel(const uint4
   }
 }
 
-// Which GEMV serves a BF16 matrix: "library" (kernels/cuda bf16_gemm) for wide ones and this file's
-// block-per-row kernel below `narrow` rows; DELTAFIN_CUDA_ROW_GEMV=all uses the latter everywhere,
-// =off nowhere (for measurements).
+// Which GEMV serves a BF16 matrix. Default: the library's bf16_gemm for every matrix (its own shape
+// policy picks a tensor-core version; below 1024 rows it splits the width over a cluster of blocks,
+// which is what this file's block-per-row kernel was for). DELTAFIN_CUDA_ROW_GEMV=narrow: the
+// block-per-row FFMA kernel below kNarrowRows rows (the session-2 policy; on the H200 it matches the
+// default at T=1 and is 6-8% slower per layer at T=8), =all: that kernel everywhere, =off: the
+// library everywhere (the default). Each choice depends on the matrix shape only, never on T.
+enum RowGemvMode { kRowOff = 0, kRowNarrow = 1, kRowAll = 2 };
 int row_gemv_mode() {
   static const int mode = [] {
     const char* e = std::getenv("DELTAFIN_CUDA_ROW_GEMV");
-    if (!e) return 1;
+    if (!e) return static_cast<int>(kRowOff);
     const std::string v(e);
-    return v == "all" ? 2 : v == "off" ? 0 : 1;
+    return static_cast<int>(v == "all" ? kRowAll : v == "narrow" ? kRowNarrow : kRowOff);
   }();
   return mode;
 }
@@ -455,7 +459,7 @@ void gemm(const DevMat& w, const float* x, int64_t ldx, int T, float* y, int64_t
   if (T <= 0) return;
   if (w.bf16) {
     const int mode = row_gemv_mode();
-    const bool rows_kernel = mode == 2 || (mode == 1 && w.rows < kNarrowRows);
+    const bool rows_kernel = mode == kRowAll || (mode == kRowNarrow && w.rows < kNarrowRows);
     if (!rows_kernel || w.cols % 8 != 0 || ldx % 4 != 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0 ||
         reinterpret_cast<uintptr_t>(w.data) % 16 != 0) {
       bf16_gemm(w.data, w.rows, w.cols, x, ldx, T, y, ldy, s);

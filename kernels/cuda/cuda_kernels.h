@@ -62,8 +62,18 @@ class DeviceBuffer {
 // 16-byte aligned (in % 8 == 0, dev_w 16-byte aligned). fp32 accumulation; each output element is
 // reduced in one fixed order that depends on `in` only, never on T or on the other rows (batch
 // invariance: row t is bit-identical alone or inside any T-row pass).
+// Runs the version bf16_gemm_default_version(out, in) picks: a choice by shape only, never by T.
 void bf16_gemm(const void* dev_w, int64_t out, int64_t in, const float* dev_x, int64_t ldx, int T, float* dev_y,
                int64_t ldy, Stream stream = nullptr);
+
+// Numbered versions of bf16_gemm (for checks and benchmarks): 1 = FFMA, 2.. = tensor cores with x
+// split exactly into three bf16 parts. Each version is batch invariant on its own; different
+// versions sum in different orders and so give different (equally accurate) bits.
+std::vector<int> bf16_gemm_versions();  // those this device can run
+std::string bf16_gemm_version_name(int version);
+int bf16_gemm_default_version(int64_t out, int64_t in);
+void bf16_gemm_version(int version, const void* dev_w, int64_t out, int64_t in, const float* dev_x, int64_t ldx, int T,
+                       float* dev_y, int64_t ldy, Stream stream = nullptr);
 
 // y[t] = x[t] * (1 / sqrt(mean(x[t]^2) + eps)) * w, per row of n. w is BF16 bits or fp32.
 enum class WeightType { BF16, F32 };

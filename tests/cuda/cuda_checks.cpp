@@ -91,8 +91,12 @@ std::vector<Result> bf16_gemm(uint64_t seed) {
   struct Shape {
     int64_t out, in;
   };
-  for (const Shape sh : {Shape{1031, 7168}, Shape{384, 1536}, Shape{96, 128}}) {
-    const int Tmax = 8;
+  const std::vector<int> versions = bf16_gemm_versions();
+  // 1031 and 40 rows: partial row tiles; in = 72: a k32-step with only some chunks (72 / 8 = 9);
+  // 896x7168: K3's router (a narrow shape, another default version than 1031x7168).
+  for (const Shape sh : {Shape{1031, 7168}, Shape{896, 7168}, Shape{384, 1536}, Shape{96, 128}, Shape{40, 72}}) {
+    // 11 rows: the tensor-core versions take x in groups of 8 rows, so T=11 is two groups.
+    const int Tmax = 11;
     const auto w = rand_bf16(rng, static_cast<size_t>(sh.out * sh.in), 0.05f);
     const auto x = randn(rng, static_cast<size_t>(Tmax * sh.in));
     DeviceBuffer dw = to_device(w), dx = to_device(x);
@@ -112,44 +116,123 @@ std::vector<Result> bf16_gemm(uint64_t seed) {
     a.y = ref.data();
     a.ldy = sh.out;
     kernels::scalar::bf16_rows(a);
-    dy.fill_byte(0xff);  // NaN poison: an unwritten output fails
-    deltafin::cuda::bf16_gemm(dw.data(), sh.out, sh.in, dx.as<float>(), sh.in, Tmax, dy.as<float>(), sh.out);
-    const auto y = from_device<float>(dy, ref.size());
-    // |y - ref| <= 2 * gamma_n * sum |w x|: both sides' worst-case fp32 summation error.
-    const double gamma = sh.in * kU / (1 - sh.in * kU);
-    double worst = 0;
-    bool finite = true;
+    std::vector<double> mag(ref.size());
     for (int t = 0; t < Tmax; ++t)
       for (int64_t o = 0; o < sh.out; ++o) {
-        double mag = 0;
-        for (int64_t i = 0; i < sh.in; ++i) mag += std::fabs(bf16_to_float(w[o * sh.in + i]) * x[t * sh.in + i]);
-        const double err = std::fabs(static_cast<double>(y[t * sh.out + o]) - ref[t * sh.out + o]);
-        if (!std::isfinite(y[t * sh.out + o])) finite = false;
-        worst = std::max(worst, err / (2 * gamma * mag + 1e-30));
+        double m = 0;
+        for (int64_t i = 0; i < sh.in; ++i) m += std::fabs(bf16_to_float(w[o * sh.in + i]) * x[t * sh.in + i]);
+        mag[t * sh.out + o] = m;
       }
-    const double rl = rel_l2(y.data(), ref.data(), ref.size());
-    Result r;
-    r.name = tag + " vs CPU scalar, T=8";
-    r.ok = finite && worst <= 1.0 && rl <= 1e-5;
-    r.detail = "rel L2 error " + fmt(rl) + " (limit 1e-5); worst |err| / (2 gamma_n sum|wx|) = " + fmt(worst) +
-               " (limit 1)";
-    out.push_back(r);
+    const double gamma = sh.in * kU / (1 - sh.in * kU);
+    std::vector<float> first;  // the first version's output, for the version-vs-version figure
+    for (const int v : versions) {
+      const std::string vtag = tag + " [v" + std::to_string(v) + "]";
+      try {
+        dy.fill_byte(0xff);  // NaN poison: an unwritten output fails
+        bf16_gemm_version(v, dw.data(), sh.out, sh.in, dx.as<float>(), sh.in, Tmax, dy.as<float>(), sh.out);
+        const auto y = from_device<float>(dy, ref.size());
+        // |y - ref| <= 2 * gamma_n * sum |w x|: both sides' worst-case fp32 summation error.
+        double worst = 0;
+        bool finite = true;
+        for (size_t i = 0; i < ref.size(); ++i) {
+          if (!std::isfinite(y[i])) finite = false;
+          worst = std::max(worst, std::fabs(static_cast<double>(y[i]) - ref[i]) / (2 * gamma * mag[i] + 1e-30));
+        }
+        const double rl = rel_l2(y.data(), ref.data(), ref.size());
+        Result r;
+        r.name = vtag + " vs CPU scalar, T=11";
+        r.ok = finite && worst <= 1.0 && rl <= 1e-5;
+        r.detail = "rel L2 error " + fmt(rl) + " (limit 1e-5); worst |err| / (2 gamma_n sum|wx|) = " + fmt(worst) +
+                   " (limit 1)";
+        if (first.empty()) first = y;
+        else r.detail += "; rel L2 vs v" + std::to_string(versions.front()) + " " + fmt(rel_l2(y.data(), first.data(), ref.size()));
+        out.push_back(r);
 
-    // Batch invariance: row p alone vs inside T-row passes.
-    std::vector<std::vector<float>> alone(Tmax);
-    for (int p = 0; p < Tmax; ++p) {
-      deltafin::cuda::bf16_gemm(dw.data(), sh.out, sh.in, dx.as<float>() + p * sh.in, sh.in, 1, dy.as<float>(), sh.out);
-      alone[p] = from_device<float>(dy, static_cast<size_t>(sh.out));
+        // Batch invariance: row p alone vs inside T-row passes.
+        std::vector<std::vector<float>> alone(Tmax);
+        for (int p = 0; p < Tmax; ++p) {
+          dy.fill_byte(0xff);
+          bf16_gemm_version(v, dw.data(), sh.out, sh.in, dx.as<float>() + p * sh.in, sh.in, 1, dy.as<float>(), sh.out);
+          alone[p] = from_device<float>(dy, static_cast<size_t>(sh.out));
+        }
+        int bad = 0, checked = 0;
+        for (int T : {2, 3, 4, 8, 11}) {
+          dy.fill_byte(0xff);
+          bf16_gemm_version(v, dw.data(), sh.out, sh.in, dx.as<float>(), sh.in, T, dy.as<float>(), sh.out);
+          const auto yt = from_device<float>(dy, static_cast<size_t>(T * sh.out));
+          for (int p = 0; p < T; ++p, ++checked)
+            if (!bits_equal(yt.data() + p * sh.out, alone[p].data(), static_cast<size_t>(sh.out))) ++bad;
+        }
+        out.push_back(invariance_result(vtag + " batch invariance (T=2,3,4,8,11)", bad, checked));
+      } catch (const CudaError& e) {  // a launch error of one version must not hide the others' results
+        out.push_back(Result{vtag, false, std::string("error: ") + e.what()});
+      }
     }
-    int bad = 0, checked = 0;
-    for (int T : {2, 3, 4, 8}) {
-      dy.fill_byte(0xff);
-      deltafin::cuda::bf16_gemm(dw.data(), sh.out, sh.in, dx.as<float>(), sh.in, T, dy.as<float>(), sh.out);
-      const auto yt = from_device<float>(dy, static_cast<size_t>(T * sh.out));
-      for (int p = 0; p < T; ++p, ++checked)
-        if (!bits_equal(yt.data() + p * sh.out, alone[p].data(), static_cast<size_t>(sh.out))) ++bad;
+
+    // The public entry point is the shape's default version, bit for bit.
+    const int dv = bf16_gemm_default_version(sh.out, sh.in);
+    dy.fill_byte(0xff);
+    deltafin::cuda::bf16_gemm(dw.data(), sh.out, sh.in, dx.as<float>(), sh.in, Tmax, dy.as<float>(), sh.out);
+    const auto yd = from_device<float>(dy, ref.size());
+    dy.fill_byte(0xff);
+    bf16_gemm_version(dv, dw.data(), sh.out, sh.in, dx.as<float>(), sh.in, Tmax, dy.as<float>(), sh.out);
+    const auto yv = from_device<float>(dy, ref.size());
+    Result d;
+    d.name = tag + " bf16_gemm runs its default version v" + std::to_string(dv);
+    d.ok = bits_equal(yd.data(), yv.data(), ref.size());
+    d.detail = d.ok ? "same bits" : "outputs differ";
+    out.push_back(d);
+  }
+
+  // Non-finite and extreme inputs: an infinite x element gives +-inf (not NaN), a NaN gives NaN, and
+  // |x| near FLT_MAX stays finite (the exact three-part split must not overflow).
+  {
+    const int64_t O = 64, I = 256;
+    const int T = 4;
+    const auto w = rand_bf16(rng, static_cast<size_t>(O * I), 0.05f);
+    auto x = randn(rng, static_cast<size_t>(T * I));
+    x[0 * I + 5] = INFINITY;
+    x[1 * I + 9] = NAN;
+    x[2 * I + 17] = 3.0e38f;   // rounds to +inf as bf16 to nearest; w * x stays finite
+    x[3 * I + 33] = -1.0e-30f; // small normal value: parts far below 1
+    std::vector<float> ref(static_cast<size_t>(T * O));
+    kernels::RowsArgs a{};
+    a.w = w.data();
+    a.in = I;
+    a.o0 = 0;
+    a.o1 = O;
+    a.x = x.data();
+    a.ldx = I;
+    a.T = T;
+    a.y = ref.data();
+    a.ldy = O;
+    kernels::scalar::bf16_rows(a);
+    DeviceBuffer dw = to_device(w), dx = to_device(x), dy(static_cast<size_t>(T * O) * sizeof(float));
+    const double gamma = I * kU / (1 - I * kU);
+    std::vector<double> mag(ref.size(), 0.0);
+    for (int t = 0; t < T; ++t)
+      for (int64_t o = 0; o < O; ++o)
+        for (int64_t i = 0; i < I; ++i)
+          if (std::isfinite(x[t * I + i])) mag[t * O + o] += std::fabs(bf16_to_float(w[o * I + i]) * x[t * I + i]);
+    for (const int v : versions) {
+      dy.fill_byte(0);
+      bf16_gemm_version(v, dw.data(), O, I, dx.as<float>(), I, T, dy.as<float>(), O);
+      const auto y = from_device<float>(dy, ref.size());
+      int bad = 0;
+      for (size_t i = 0; i < ref.size(); ++i) {
+        const bool same_class = std::isnan(y[i]) == std::isnan(ref[i]) && std::isinf(y[i]) == std::isinf(ref[i]) &&
+                                (!std::isinf(ref[i]) || std::signbit(y[i]) == std::signbit(ref[i]));
+        const bool close =
+            !std::isfinite(ref[i]) || std::fabs(static_cast<double>(y[i]) - ref[i]) <= 2 * gamma * mag[i] + 1e-30;
+        if (!same_class || !close) ++bad;
+      }
+      Result r;
+      r.name = "bf16_gemm 64x256 [v" + std::to_string(v) + "] with inf, NaN, 3e38 and 1e-30 in x";
+      r.ok = bad == 0;
+      r.detail = std::to_string(ref.size()) + " outputs, " + std::to_string(bad) +
+                 " differ from the CPU in class (inf sign / NaN / finite) or beyond 2 gamma_n sum|wx|";
+      out.push_back(r);
     }
-    out.push_back(invariance_result(tag + " batch invariance (T=2,3,4,8)", bad, checked));
   }
   return out;
 }

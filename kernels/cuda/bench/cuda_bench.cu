@@ -1,5 +1,6 @@
 // deltafin-cuda-bench: device-to-device copy bandwidth, the MXFP4 routed-expert MLP at K3's real
-// shapes, and BF16 GEMV at K3's spine and lm_head shapes. Prints a table and writes JSON.
+// shapes, and every BF16 GEMM version at K3's spine, lm_head and narrow shapes for T = 1, 2, 4, 8.
+// Prints a table and writes JSON.
 // A benchmark program, not a test: nothing here asserts a timing.
 #include <algorithm>
 #include <chrono>
@@ -96,12 +97,17 @@ int main(int argc, char** argv) {
   std::string json_path = "cuda-bench.json";
   std::string only_variant;   // run only expert variants whose name contains this
   bool experts_only = false;  // skip the copy and GEMV parts (for profiling one kernel)
+  bool gemm_only = false;     // skip the expert part
+  std::string only_gemm_version;  // run only this BF16 GEMM version number
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--variant") && i + 1 < argc) only_variant = argv[++i];
     else if (!std::strcmp(argv[i], "--experts-only")) experts_only = true;
+    else if (!std::strcmp(argv[i], "--gemm-only")) gemm_only = true;
+    else if (!std::strcmp(argv[i], "--gemm-version") && i + 1 < argc) only_gemm_version = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [--json PATH] [--variant SUBSTRING] [--experts-only]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--json PATH] [--variant SUBSTRING] [--experts-only] [--gemm-only] [--gemm-version N]\n",
+                   argv[0]);
       return 3;
     }
   }
@@ -132,7 +138,7 @@ int main(int argc, char** argv) {
     }
 
     // 2. MXFP4 routed experts at K3's shapes: 896 experts of 17,547,264 bytes, checkpoint layout.
-    {
+    if (!gemm_only) {
       const int latent = 3584, inter = 3072, K = 16, E = 896;
       const size_t packed = size_t(inter) * latent / 2, scales = size_t(inter) * latent / 32;
       const size_t per = 3 * (packed + scales);
@@ -195,29 +201,47 @@ int main(int argc, char** argv) {
       }
     }
 
-    // 3. BF16 GEMV / small-T GEMM at the spine's 7168x7168 and lm_head's 163840x7168.
-    for (const int64_t out : {int64_t(7168), int64_t(163840)}) {
+    // 3. BF16 GEMV / small-T GEMM, every numbered version, at the spine's 7168x7168, lm_head's
+    // 163840x7168 and narrow K3 shapes (router 896x7168, q_a 1536x7168, latent_down 3584x7168).
+    struct GemmShape {
+      int64_t out;
+      int copies;  // rotate copies of a small matrix so no call finds its weights in the 60 MB L2
+    };
+    for (const GemmShape gs : {GemmShape{7168, 12}, GemmShape{163840, 1}, GemmShape{896, 12}, GemmShape{1536, 8},
+                              GemmShape{3584, 4}}) {
       if (experts_only) break;
-      const int64_t in = 7168;
+      const int64_t out = gs.out, in = 7168;
+      const int copies = gs.copies;
       const size_t wbytes = size_t(out) * in * 2;
-      const int copies = out == 7168 ? 12 : 1;  // rotate copies of the small matrix past the L2
       DeviceBuffer w(wbytes * copies);
       randomize(w.data(), wbytes * copies, 3);
       fix_bf16<<<1024, 256>>>(w.as<uint16_t>(), wbytes * copies / 2);
       DELTAFIN_CUDA_LAUNCHED("fix_bf16");
       DeviceBuffer x(8 * in * 4), y(8 * size_t(out) * 4);
-      randomize(x.data(), 8 * in * 4, 4);
       std::vector<float> xs(8 * in);
       std::normal_distribution<float> nd(0.f, 1.f);
       for (float& v : xs) v = nd(rng);
       x.upload(xs.data(), xs.size() * 4);
-      for (int T : {1, 8}) {
-        const float ms = timer.per_call_ms(out == 7168 ? 4 * copies : 10, 5, [&](int i) {
-          bf16_gemm(w.as<char>() + wbytes * (i % copies), out, in, x.as<float>(), in, T, y.as<float>(), out);
-        });
-        const double gbs = wbytes / (ms * 1e-3) / 1e9;
-        rows.push_back({"BF16 GEMV", std::to_string(out) + "x" + std::to_string(in) + ", T=" + std::to_string(T),
-                        static_cast<double>(wbytes), ms, gbs, 100.0 * gbs / d2d_gbs, "bytes = weight bytes"});
+      const int dv = bf16_gemm_default_version(out, in);
+      for (const int version : bf16_gemm_versions()) {
+        if (!only_gemm_version.empty() && std::to_string(version) != only_gemm_version) continue;
+        for (int T : {1, 2, 4, 8}) {
+          float ms = 0;
+          try {
+            ms = timer.per_call_ms(copies > 1 ? 4 * copies : 10, 5, [&](int i) {
+            bf16_gemm_version(version, w.as<char>() + wbytes * (i % copies), out, in, x.as<float>(), in, T, y.as<float>(),
+                              out);
+            });
+          } catch (const CudaError& e) {
+            std::printf("v%d %lldx%lld T=%d: %s\n", version, static_cast<long long>(out), static_cast<long long>(in), T, e.what());
+            continue;
+          }
+          const double gbs = wbytes / (ms * 1e-3) / 1e9;
+          rows.push_back({"BF16 GEMM [v" + std::to_string(version) + (version == dv ? ", default]" : "]"),
+                          std::to_string(out) + "x" + std::to_string(in) + ", T=" + std::to_string(T),
+                          static_cast<double>(wbytes), ms, gbs, d2d_gbs > 0 ? 100.0 * gbs / d2d_gbs : 0.0,
+                          "bytes = weight bytes; " + bf16_gemm_version_name(version)});
+        }
       }
     }
     synchronize();
