@@ -22,6 +22,7 @@
 #include <cuda_fp16.h>
 
 #include "cuda/cuda_common.cuh"
+#include "cuda/expert_routing.cuh"
 
 namespace deltafin::cuda {
 namespace {
@@ -689,6 +690,31 @@ struct ExpertMlp::Impl {
   void* staging = nullptr;  // pinned host copy of the tables
   size_t staging_bytes = 0;
   cudaEvent_t staged{};
+
+  // Byte offsets of the routing tables for nG groups and A slots, in the staging buffer (run) and
+  // in `tables` alike.
+  struct Layout {
+    size_t exp, beg, list, sg, w, end;
+  };
+  static Layout layout(int nG, int A) {
+    size_t off = 0;
+    auto take = [&](size_t bytes) {
+      off = (off + 15) & ~size_t(15);
+      const size_t at = off;
+      off += bytes;
+      return at;
+    };
+    Layout L{};
+    L.exp = take(nG * sizeof(MxExpert));
+    L.beg = take((nG + 1) * sizeof(int));
+    L.list = take(A * sizeof(int));
+    L.sg = take(A * sizeof(int));
+    L.w = take(A * sizeof(float));
+    L.end = off;
+    return L;
+  }
+  // The expert kernel over tables already in `tables` and counters already reset.
+  void launch(const ExpertMlp& m, int vi, int nG, int T, const Layout& L, const float* dev_z, float* dev_y, cudaStream_t s);
 };
 
 ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows)
@@ -793,22 +819,11 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
   // The staging buffer may still be feeding the previous launch's copy.
   DELTAFIN_CUDA_CHECK(cudaEventSynchronize(impl_->staged));
   char* st = static_cast<char*>(impl_->staging);
-  size_t off = 0;
-  auto take = [&](size_t bytes) {
-    off = (off + 15) & ~size_t(15);
-    const size_t at = off;
-    off += bytes;
-    return at;
-  };
-  const size_t o_exp = take(nG * sizeof(MxExpert));
-  const size_t o_beg = take((nG + 1) * sizeof(int));
-  const size_t o_list = take(nA_assign * sizeof(int));
-  const size_t o_sg = take(nA_assign * sizeof(int));
-  const size_t o_w = take(nA_assign * sizeof(float));
-  if (off > impl_->staging_bytes) throw CudaError("ExpertMlp::run: internal table overflow");
-  std::memcpy(st + o_exp, experts.data(), nG * sizeof(MxExpert));
-  int* beg = reinterpret_cast<int*>(st + o_beg);
-  int* list = reinterpret_cast<int*>(st + o_list);
+  const Impl::Layout L = Impl::layout(nG, nA_assign);
+  if (L.end > impl_->staging_bytes) throw CudaError("ExpertMlp::run: internal table overflow");
+  std::memcpy(st + L.exp, experts.data(), nG * sizeof(MxExpert));
+  int* beg = reinterpret_cast<int*>(st + L.beg);
+  int* list = reinterpret_cast<int*>(st + L.list);
   std::memset(beg, 0, (nG + 1) * sizeof(int));
   for (int a = 0; a < nA_assign; ++a) ++beg[slot_expert[a] + 1];
   for (int g = 0; g < nG; ++g) beg[g + 1] += beg[g];
@@ -816,58 +831,88 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
     std::vector<int> fill(beg, beg + nG);
     for (int a = 0; a < nA_assign; ++a) list[fill[slot_expert[a]]++] = a;
   }
-  std::memcpy(st + o_sg, slot_expert, nA_assign * sizeof(int));
-  std::memcpy(st + o_w, slot_weight, nA_assign * sizeof(float));
+  std::memcpy(st + L.sg, slot_expert, nA_assign * sizeof(int));
+  std::memcpy(st + L.w, slot_weight, nA_assign * sizeof(float));
   for (int g = 0; g < nG; ++g)
     if (beg[g + 1] == beg[g])
       throw CudaError("ExpertMlp::run: expert " + std::to_string(g) + " is passed but no slot uses it");
 
   const cudaStream_t s = as_stream(stream);
-  char* dt = impl_->tables.as<char>();
-  DELTAFIN_CUDA_CHECK(cudaMemcpyAsync(dt, st, off, cudaMemcpyHostToDevice, s));
+  DELTAFIN_CUDA_CHECK(cudaMemcpyAsync(impl_->tables.data(), st, L.end, cudaMemcpyHostToDevice, s));
   DELTAFIN_CUDA_CHECK(cudaEventRecord(impl_->staged, s));
   DELTAFIN_CUDA_CHECK(cudaMemsetAsync(impl_->counters.data(), 0, (1 + 2 * static_cast<size_t>(nG)) * sizeof(unsigned), s));
+  impl_->launch(*this, vi, nG, T, L, dev_z, dev_y, s);
+}
 
+void ExpertMlp::run_routed(const MxExpert* dev_table, int n_experts, const int32_t* dev_idx, const float* dev_weight,
+                           int T, const float* dev_z, float* dev_y, Stream stream) {
+  if (T < 0 || T > max_rows_)
+    throw CudaError("ExpertMlp::run_routed: T = " + std::to_string(T) + " is outside 0.." + std::to_string(max_rows_));
+  if (T == 0) return;
+  if (!dev_table || n_experts < top_k_)
+    throw CudaError("ExpertMlp::run_routed: a table of " + std::to_string(n_experts) + " experts for top-" +
+                    std::to_string(top_k_) + " routing");
+  const int A = T * top_k_;
+  // The distinct experts are known only on the device: plan for the most there can be. At T = 1
+  // that is exactly top_k (a row's experts are distinct), so nothing is wasted there.
+  const int nG = std::min(n_experts, A);
+  const int vi = impl_->variant;
+  const Variant& v = kVariants[vi];
+  const Impl::Layout L = Impl::layout(nG, A);
+  if (L.end > impl_->tables.size()) throw CudaError("ExpertMlp::run_routed: internal table overflow");
+  char* dt = impl_->tables.as<char>();
+  RoutingTables out{reinterpret_cast<MxExpert*>(dt + L.exp), reinterpret_cast<int*>(dt + L.beg),
+                    reinterpret_cast<int*>(dt + L.list), reinterpret_cast<int*>(dt + L.sg),
+                    reinterpret_cast<float*>(dt + L.w), impl_->counters.as<unsigned>()};
+  const cudaStream_t s = as_stream(stream);
+  build_routing_tables(dev_table, n_experts, dev_idx, dev_weight, T, top_k_, nG, (inter_ + v.tile_a - 1) / v.tile_a,
+                       v.mma ? 16 : 8, out, s);
+  impl_->launch(*this, vi, nG, T, L, dev_z, dev_y, s);
+}
+
+void ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int nG, int T, const Layout& L, const float* dev_z, float* dev_y,
+                             cudaStream_t s) {
+  const char* dt = tables.as<char>();
   Params P{};
-  P.experts = reinterpret_cast<const MxExpert*>(dt + o_exp);
-  P.grp_begin = reinterpret_cast<const int*>(dt + o_beg);
-  P.assign_list = reinterpret_cast<const int*>(dt + o_list);
-  P.slot_group = reinterpret_cast<const int*>(dt + o_sg);
-  P.slot_weight = reinterpret_cast<const float*>(dt + o_w);
+  P.experts = reinterpret_cast<const MxExpert*>(dt + L.exp);
+  P.grp_begin = reinterpret_cast<const int*>(dt + L.beg);
+  P.assign_list = reinterpret_cast<const int*>(dt + L.list);
+  P.slot_group = reinterpret_cast<const int*>(dt + L.sg);
+  P.slot_weight = reinterpret_cast<const float*>(dt + L.w);
   P.z = dev_z;
   P.y = dev_y;
-  P.h = impl_->h.as<float>();
-  P.d = impl_->d.as<float>();
-  unsigned* ctr = impl_->counters.as<unsigned>();
+  P.h = h.as<float>();
+  P.d = d.as<float>();
+  unsigned* ctr = counters.as<unsigned>();
   P.ticket = ctr;
   P.doneA = ctr + 1;
   P.doneB = ctr + 1 + nG;
   P.nG = nG;
   P.T = T;
-  P.K = K;
-  P.latent = latent_;
-  P.inter = inter_;
+  P.K = m.top_k_;
+  P.latent = m.latent_;
+  P.inter = m.inter_;
   const Variant& v = kVariants[vi];
   P.tile_a = v.tile_a;
   P.tile_b = v.tile_b;
-  P.a_tiles = (inter_ + P.tile_a - 1) / P.tile_a;
-  P.b_tiles = (latent_ + P.tile_b - 1) / P.tile_b;
-  P.c_tiles = (latent_ + kTileC - 1) / kTileC;
+  P.a_tiles = (m.inter_ + P.tile_a - 1) / P.tile_a;
+  P.b_tiles = (m.latent_ + P.tile_b - 1) / P.tile_b;
+  P.c_tiles = (m.latent_ + kTileC - 1) / kTileC;
   P.nA = static_cast<unsigned>(nG * P.a_tiles);
   P.nB = static_cast<unsigned>(nG * P.b_tiles);
   P.nC = static_cast<unsigned>(T * P.c_tiles);
 
-  int& bps = impl_->blocks_per_sm[vi];
+  const size_t smem = smem_bytes(v, m.latent_, m.inter_);
+  int& bps = blocks_per_sm[vi];
   if (!bps) {
-    const size_t smem = smem_bytes(v, latent_, inter_);
     if (smem > 48 * 1024)
       DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    DELTAFIN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, v.fn, kThreads, smem_bytes(v, latent_, inter_)));
+    DELTAFIN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, v.fn, kThreads, smem));
     if (bps < 1) bps = 1;
   }
   const unsigned total = P.nA + P.nB + P.nC;
-  const unsigned cap = static_cast<unsigned>(impl_->sms * bps);
-  v.fn<<<std::min(total, cap), kThreads, smem_bytes(v, latent_, inter_), s>>>(P);
+  const unsigned cap = static_cast<unsigned>(sms * bps);
+  v.fn<<<std::min(total, cap), kThreads, smem, s>>>(P);
   DELTAFIN_CUDA_LAUNCHED("expert_mlp_kernel");
 }
 
