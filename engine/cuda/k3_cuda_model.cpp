@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -202,6 +203,7 @@ struct PassGraph {
   int T = 0;
   bool partial = false, all_logits = false;
   int eager_passes = 0;  // captured only after one eager pass (lazy kernel set-up happens outside a capture)
+  bool failed = false;    // the capture failed: this shape stays eager
   cudaGraphExec_t exec = nullptr;
   PassGraph() = default;
   PassGraph(const PassGraph&) = delete;
@@ -211,11 +213,18 @@ struct PassGraph {
   }
 };
 
+// Measurement switches: DELTAFIN_CUDA_GRAPHS=off runs every pass eagerly; DELTAFIN_CUDA_ROUTED=off
+// takes the host-routed MoE path (routing read back) even with every expert resident.
+bool env_off(const char* name) {
+  const char* e = std::getenv(name);
+  return e && std::string(e) == "off";
+}
 bool graphs_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("DELTAFIN_CUDA_GRAPHS");
-    return !(e && std::string(e) == "off");
-  }();
+  static const bool on = !env_off("DELTAFIN_CUDA_GRAPHS");
+  return on;
+}
+bool device_routing_enabled() {
+  static const bool on = !env_off("DELTAFIN_CUDA_ROUTED");
   return on;
 }
 }  // namespace
@@ -392,7 +401,7 @@ void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logi
   }
   // Routed: every MoE layer's experts are resident, so the routing stays on the device and the
   // pass has no host round trip; it can then be replayed as a CUDA graph.
-  bool routed = true;
+  bool routed = device_routing_enabled();
   for (int l = 0; l < c.layers; ++l)
     if (c.is_moe(l) && !m_.resident_experts(l)) routed = false;
   const bool timing = !d_->layer_ev.empty();
@@ -405,7 +414,7 @@ void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logi
     const bool graph = routed && !timing && !tr && graphs_enabled();
     PassGraph* g = nullptr;
     if (graph) {
-      const uint64_t epoch = m_.experts().epoch();
+      const uint64_t epoch = c.moe_layers() > 0 ? m_.experts().epoch() : 0;
       if (epoch != d_->graphs_epoch) d_->graphs.clear();
       d_->graphs_epoch = epoch;
       for (auto& p : d_->graphs)
@@ -418,19 +427,28 @@ void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logi
         g->all_logits = opts.all_logits;
       }
     }
-    if (g && !g->exec && g->eager_passes > 0) {
-      cudaGraph_t cg = nullptr;
-      check_cuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    if (g && !g->exec && !g->failed && g->eager_passes > 0) {
+      // Nothing captured has run yet, so a capture that fails costs only the graph: this shape
+      // then stays eager (and a real device fault shows again in the eager pass).
       try {
-        forward(T, opts, nullptr, true);
-      } catch (...) {
-        if (cudaStreamEndCapture(s, &cg) == cudaSuccess && cg) cudaGraphDestroy(cg);
-        throw;
+        cudaGraph_t cg = nullptr;
+        check_cuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+        try {
+          forward(T, opts, nullptr, true);
+        } catch (...) {
+          if (cudaStreamEndCapture(s, &cg) == cudaSuccess && cg) cudaGraphDestroy(cg);
+          throw;
+        }
+        check_cuda(cudaStreamEndCapture(s, &cg), "cudaStreamEndCapture");
+        const cudaError_t err = cudaGraphInstantiate(&g->exec, cg, 0);
+        cudaGraphDestroy(cg);
+        if (err != cudaSuccess) g->exec = nullptr;
+        check_cuda(err, "cudaGraphInstantiate");
+      } catch (const std::exception& ex) {
+        g->failed = true;
+        (void)cudaGetLastError();
+        std::fprintf(stderr, "CUDA K3: capturing a %d-row pass as a CUDA graph failed (%s); it runs eagerly\n", T, ex.what());
       }
-      check_cuda(cudaStreamEndCapture(s, &cg), "cudaStreamEndCapture");
-      const cudaError_t err = cudaGraphInstantiate(&g->exec, cg, 0);
-      cudaGraphDestroy(cg);
-      check_cuda(err, "cudaGraphInstantiate");
     }
     if (g && g->exec) {
       check_cuda(cudaGraphLaunch(g->exec, s), "cudaGraphLaunch");
