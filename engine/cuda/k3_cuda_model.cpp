@@ -227,10 +227,33 @@ bool device_routing_enabled() {
   static const bool on = !env_off("DELTAFIN_CUDA_ROUTED");
   return on;
 }
+// DELTAFIN_CUDA_BRANCHES=off: every launch on the one stream (no concurrent branches).
+bool branches_enabled() {
+  static const bool on = !env_off("DELTAFIN_CUDA_BRANCHES");
+  return on;
+}
 }  // namespace
 
 struct CudaK3Session::Impl {
   OwnedStream stream;
+  // Independent work of a layer (small GEMVs beside big ones) runs on side streams, forked from
+  // and joined back into `stream` with events, so it overlaps in eager passes and becomes parallel
+  // branches of a captured graph. Every kernel computes the same bits wherever it runs.
+  OwnedStream side[2];
+  OwnedEvent fork_ev, join_ev[2];
+  // A stream that starts after everything queued on `stream` so far (`stream` itself without branches).
+  Stream branch(int i) {
+    if (!branches_enabled()) return stream.opaque();
+    fork_ev.record(stream.get());
+    check_cuda(cudaStreamWaitEvent(side[i].get(), fork_ev.get(), 0), "cudaStreamWaitEvent");
+    return side[i].opaque();
+  }
+  // `stream`'s later work waits for what branch(i) queued.
+  void join(int i) {
+    if (!branches_enabled()) return;
+    join_ev[i].record(side[i].get());
+    check_cuda(cudaStreamWaitEvent(stream.get(), join_ev[i].get(), 0), "cudaStreamWaitEvent");
+  }
   DeviceArena arena;
   int32_t* ids = nullptr;
   float *h = nullptr, *prefix = nullptr, *x = nullptr, *a = nullptr, *mixed = nullptr, *m = nullptr;
@@ -472,6 +495,8 @@ void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logi
   } catch (...) {
     // A failed pass may have touched any layer's state before its snapshot was taken: start over.
     try {
+      d_->side[0].sync();
+      d_->side[1].sync();
       d_->stream.sync();
       reset();
     } catch (...) {
@@ -540,7 +565,7 @@ void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bo
       }
       ++moe_index;
     } else {
-      dense(l, false, T, d_->x, d_->m);
+      dense(l, false, T, d_->x, d_->m, so);
     }
     k3::add(d_->prefix, d_->m, d_->h, int64_t(TH), so);
     if (tr && tr->layer_out) {
@@ -567,19 +592,24 @@ void CudaK3Session::attention_kda(int layer, int T, bool partial) {
   const int C = c.kda_dim(), K = c.conv_kernel, nh = c.kda_heads, dh = c.kda_head_dim;
   const float* x = d_->x;
   const int H = c.hidden;
+  // Branches: the output gate; the decay and beta gates (f_a -> f_b, b). Main: q/k/v, conv, norms.
+  const Stream sg = d_->branch(0);
+  k3::gemm(w.g, x, H, T, d_->gate, C, sg);
+  const Stream sf = d_->branch(1);
+  k3::gemm(w.fa, x, H, T, d_->fa, w.fa.rows, sf);
+  k3::gemm(w.fb, d_->fa, w.fa.rows, T, d_->fb, C, sf);
+  k3::gemm(w.b, x, H, T, d_->braw, nh, sf);
+  k3::kda_gates(d_->fb, w.dt_bias, w.a_log, d_->braw, T, nh, dh, c.gate_lower_bound, k.la, k.beta, sf);
   k3::gemm(w.qkv, x, H, T, k.raw, 3 * C, so);  // rows land as [T][q | k | v]
-  k3::gemm(w.g, x, H, T, d_->gate, C, so);
-  k3::gemm(w.fa, x, H, T, d_->fa, w.fa.rows, so);
-  k3::gemm(w.fb, d_->fa, w.fa.rows, T, d_->fb, C, so);
-  k3::gemm(w.b, x, H, T, d_->braw, nh, so);
   check_cuda(cudaMemcpyAsync(k.conv0, k.conv, d_->conv_floats * 4, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
   if (partial) check_cuda(cudaMemcpyAsync(k.S0, k.S, d_->S_floats * 4, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
   k3::kda_conv(k.conv0, k.raw, T, C, K, w.qc, w.kc, w.vc, k.q, k.k, k.v, so);
   k3::l2norm_heads(k.q, T, nh, dh, 1.f / std::sqrt(static_cast<float>(dh)), so);
   k3::l2norm_heads(k.k, T, nh, dh, 1.f, so);
-  k3::kda_gates(d_->fb, w.dt_bias, w.a_log, d_->braw, T, nh, dh, c.gate_lower_bound, k.la, k.beta, so);
   k3::kda_window_after(k.conv0, k.raw, T, C, K, k.conv, so);
+  d_->join(1);
   k3::kda_recurrent(k.S, nh, dh, dh, T, k.q, k.k, k.v, k.la, k.beta, d_->o, so);
+  d_->join(0);
   k3::kda_out_norm_gate(d_->o, d_->gate, w.o_norm, T, nh, dh, c.rms_eps, so);
   k3::gemm(w.o, d_->o, C, T, d_->a, H, so);
 }
@@ -591,30 +621,33 @@ void CudaK3Session::attention_mla(int layer, int T) {
   const int H = c.hidden, nh = c.mla_heads, R = c.kv_lora_rank, P = c.qk_rope, N = c.qk_nope, Vd = c.v_head;
   const int qh = N + P, width = R + P, ql = c.q_lora_rank;
   float* cache = d_->cache[layer];
+  // Branches: the latent cache rows; the output gate. Main: the query.
+  const Stream sk = d_->branch(0);
+  k3::gemm(w.kv_a, d_->x, H, T, d_->ckv, width, sk);
+  // The rows land at n_past read on the device, so a captured pass stays valid as the context grows.
+  rmsnorm(d_->ckv, width, w.kv_a_norm, WeightType::F32, R, T, c.rms_eps, d_->ckv, width, sk);
+  k3::rows_to_at(d_->ckv, T, width, cache, d_->n_past, sk);
+  if (c.mla_output_gate) k3::gemm(w.g, d_->x, H, T, d_->g, int64_t(nh) * Vd, d_->branch(1));
   k3::gemm(w.q_a, d_->x, H, T, d_->qa, ql, so);
   rmsnorm(d_->qa, ql, w.q_a_norm, WeightType::F32, ql, T, c.rms_eps, d_->qa, ql, so);
   k3::gemm(w.q_b, d_->qa, ql, T, d_->q, int64_t(nh) * qh, so);
-  k3::gemm(w.kv_a, d_->x, H, T, d_->ckv, width, so);
-  // The rows land at n_past read on the device, so a captured pass stays valid as the context grows.
-  rmsnorm(d_->ckv, width, w.kv_a_norm, WeightType::F32, R, T, c.rms_eps, d_->ckv, width, so);
-  k3::rows_to_at(d_->ckv, T, width, cache, d_->n_past, so);
   k3::mla_absorb_q(d_->q, w.kv_b, T, nh, N, P, Vd, d_->qabs, so);
+  d_->join(0);
   const float scale = 1.f / std::sqrt(static_cast<float>(qh));
   k3::mla_attend_at(d_->qabs, d_->q, cache, d_->n_past, T, nh, N, R, P, scale, d_->scores, m_.options().max_context,
                     d_->olat, so);
   k3::mla_value(d_->olat, w.kv_b, T, nh, N, R, Vd, d_->attn, so);
   if (c.mla_output_gate) {
-    k3::gemm(w.g, d_->x, H, T, d_->g, int64_t(nh) * Vd, so);
+    d_->join(1);
     k3::mul_sigmoid(d_->attn, d_->g, d_->attn, int64_t(T) * nh * Vd, so);
   }
   k3::gemm(w.o, d_->attn, int64_t(nh) * Vd, T, d_->a, H, so);
 }
 
-void CudaK3Session::dense(int layer, bool shared, int T, const float* x, float* out) {
+void CudaK3Session::dense(int layer, bool shared, int T, const float* x, float* out, Stream so) {
   const K3Config& c = m_.config();
   const DLayer& L = m_.weights().layers[layer];
   const DMlp& w = shared ? L.moe_w.shared : L.dense;
-  const Stream so = d_->stream.opaque();
   const int64_t I = w.gate.rows;
   k3::gemm(w.gate, x, c.hidden, T, d_->mg, I, so);
   k3::gemm(w.up, x, c.hidden, T, d_->mu, I, so);
@@ -627,20 +660,28 @@ void CudaK3Session::moe(int layer, int T, ForwardTrace* trace, bool routed) {
   const DMoe& w = m_.weights().layers[layer].moe_w;
   const Stream so = d_->stream.opaque();
   const int E = c.experts, k = c.top_k, Z = c.latent, H = c.hidden;
-  k3::gemm(w.router, d_->x, H, T, d_->rl, E, so);
-  k3::router_select(d_->rl, w.bias, T, E, k, c.renormalize, c.routed_scaling, d_->rid, d_->rw, so);
   if (routed) {
     // Every expert is resident: the expert kernel's tables are built from the routing on the
-    // device (the caller reads a trace's routing after the pass).
+    // device (the caller reads a trace's routing after the pass). Branches: the router; the
+    // shared expert. Main: latent_down, then the routed experts once the router has joined.
+    const Stream sr = d_->branch(0);
+    k3::gemm(w.router, d_->x, H, T, d_->rl, E, sr);
+    k3::router_select(d_->rl, w.bias, T, E, k, c.renormalize, c.routed_scaling, d_->rid, d_->rw, sr);
+    if (w.has_shared) dense(layer, true, T, d_->x, d_->sh, d_->branch(1));
     k3::gemm(w.latent_down, d_->x, H, T, d_->z, Z, so);
-    if (w.has_shared) dense(layer, true, T, d_->x, d_->sh);
+    d_->join(0);
     d_->mlp->run_routed(m_.resident_experts(layer), E, d_->rid, d_->rw, T, d_->z, d_->y, so);
   } else {
+    k3::gemm(w.router, d_->x, H, T, d_->rl, E, so);
+    k3::router_select(d_->rl, w.bias, T, E, k, c.renormalize, c.routed_scaling, d_->rid, d_->rw, so);
     moe_streamed(layer, T, trace);
   }
   if (c.latent_norm) rmsnorm(d_->y, Z, w.latent_norm, WeightType::F32, Z, T, c.rms_eps, d_->y, Z, so);
   k3::gemm(w.latent_up, d_->y, Z, T, d_->m, H, so);
-  if (w.has_shared) k3::add(d_->m, d_->sh, d_->m, int64_t(T) * H, so);
+  if (w.has_shared) {
+    if (routed) d_->join(1);
+    k3::add(d_->m, d_->sh, d_->m, int64_t(T) * H, so);
+  }
 }
 
 // The host must know the routing to supply the experts: read it back, and keep the GPU busy with
@@ -657,7 +698,7 @@ void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
   d_->routed.record(s);
   // Work that does not depend on the routing keeps the GPU busy while the host reads it back.
   k3::gemm(w.latent_down, d_->x, H, T, d_->z, Z, so);
-  if (w.has_shared) dense(layer, true, T, d_->x, d_->sh);
+  if (w.has_shared) dense(layer, true, T, d_->x, d_->sh, so);
   d_->routed.sync();  // the host needs the routing to supply the experts
   const int32_t* chosen = d_->host_rid.as<int32_t>();
   const float* weight = d_->host_rw.as<float>();

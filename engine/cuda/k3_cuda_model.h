@@ -9,13 +9,13 @@
 #include <span>
 #include <vector>
 
+#include "cuda/cuda_kernels.h"
 #include "runtime/k3_model.h"
 
 namespace deltafin::cuda {
 
 class VramExpertCache;
 struct CudaK3Weights;
-struct MxExpert;
 
 class CudaK3Model {
  public:
@@ -84,7 +84,7 @@ class CudaK3Session {
   void attention_mla(int layer, int T);
   void moe(int layer, int T, ForwardTrace* trace, bool routed);
   void moe_streamed(int layer, int T, ForwardTrace* trace);
-  void dense(int which_layer, bool shared, int T, const float* x, float* out);
+  void dense(int which_layer, bool shared, int T, const float* x, float* out, Stream so);
 
   const CudaK3Model& m_;
   std::unique_ptr<Impl> d_;
