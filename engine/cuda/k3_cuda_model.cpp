@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "base/error.h"
 #include "cuda/cuda_support.h"
@@ -46,6 +49,10 @@ struct CudaK3Weights {
   DevMat embed, lm_head;
   const float *final_norm = nullptr, *output_res = nullptr;
   std::vector<DLayer> layers;
+  // Resident mode: per MoE layer, every expert's device pointers by id (empty otherwise), built
+  // when the tier's epoch was tables_epoch.
+  std::vector<DeviceBuffer> expert_tables;
+  uint64_t tables_epoch = 0;
 };
 
 namespace {
@@ -162,8 +169,21 @@ CudaK3Model::CudaK3Model(const K3Model& host, Options opts) : host_(host), opts_
       for (int l = 0; l < c.layers; ++l)
         if (c.is_moe(l)) layers.push_back(l);
       cache_->preload(layers, c.experts);
+      w_->expert_tables.resize(c.layers);
+      std::vector<MxExpert> views;
+      for (int l : layers)
+        if (cache_->resident_views(l, c.experts, views)) {
+          w_->expert_tables[l] = DeviceBuffer(views.size() * sizeof(MxExpert));
+          w_->expert_tables[l].upload(views.data(), views.size() * sizeof(MxExpert));
+        }
+      w_->tables_epoch = cache_->epoch();
     }
   }
+}
+
+const MxExpert* CudaK3Model::resident_experts(int layer) const {
+  if (!cache_ || cache_->epoch() != w_->tables_epoch || layer < 0 || size_t(layer) >= w_->expert_tables.size()) return nullptr;
+  return w_->expert_tables[layer].as<const MxExpert>();
 }
 
 CudaK3Model::~CudaK3Model() = default;
@@ -177,10 +197,63 @@ struct KdaDev {
   float *S = nullptr, *conv = nullptr, *S0 = nullptr, *conv0 = nullptr;
   float *q = nullptr, *k = nullptr, *v = nullptr, *la = nullptr, *beta = nullptr, *raw = nullptr;
 };
+
+// One pass shape (rows, partial commit, logits rows) replayed as a CUDA graph.
+struct PassGraph {
+  int T = 0;
+  bool partial = false, all_logits = false;
+  int eager_passes = 0;  // captured only after one eager pass (lazy kernel set-up happens outside a capture)
+  bool failed = false;    // the capture failed: this shape stays eager
+  cudaGraphExec_t exec = nullptr;
+  PassGraph() = default;
+  PassGraph(const PassGraph&) = delete;
+  PassGraph& operator=(const PassGraph&) = delete;
+  ~PassGraph() {
+    if (exec) cudaGraphExecDestroy(exec);
+  }
+};
+
+// Measurement switches: DELTAFIN_CUDA_GRAPHS=off runs every pass eagerly; DELTAFIN_CUDA_ROUTED=off
+// takes the host-routed MoE path (routing read back) even with every expert resident.
+bool env_off(const char* name) {
+  const char* e = std::getenv(name);
+  return e && std::string(e) == "off";
+}
+bool graphs_enabled() {
+  static const bool on = !env_off("DELTAFIN_CUDA_GRAPHS");
+  return on;
+}
+bool device_routing_enabled() {
+  static const bool on = !env_off("DELTAFIN_CUDA_ROUTED");
+  return on;
+}
+// DELTAFIN_CUDA_BRANCHES=off: every launch on the one stream (no concurrent branches).
+bool branches_enabled() {
+  static const bool on = !env_off("DELTAFIN_CUDA_BRANCHES");
+  return on;
+}
 }  // namespace
 
 struct CudaK3Session::Impl {
   OwnedStream stream;
+  // Independent work of a layer (small GEMVs beside big ones) runs on side streams, forked from
+  // and joined back into `stream` with events, so it overlaps in eager passes and becomes parallel
+  // branches of a captured graph. Every kernel computes the same bits wherever it runs.
+  OwnedStream side[2];
+  OwnedEvent fork_ev, join_ev[2];
+  // A stream that starts after everything queued on `stream` so far (`stream` itself without branches).
+  Stream branch(int i) {
+    if (!branches_enabled()) return stream.opaque();
+    fork_ev.record(stream.get());
+    check_cuda(cudaStreamWaitEvent(side[i].get(), fork_ev.get(), 0), "cudaStreamWaitEvent");
+    return side[i].opaque();
+  }
+  // `stream`'s later work waits for what branch(i) queued.
+  void join(int i) {
+    if (!branches_enabled()) return;
+    join_ev[i].record(side[i].get());
+    check_cuda(cudaStreamWaitEvent(stream.get(), join_ev[i].get(), 0), "cudaStreamWaitEvent");
+  }
   DeviceArena arena;
   int32_t* ids = nullptr;
   float *h = nullptr, *prefix = nullptr, *x = nullptr, *a = nullptr, *mixed = nullptr, *m = nullptr;
@@ -190,16 +263,20 @@ struct CudaK3Session::Impl {
   float *attn = nullptr, *g = nullptr;
   float *rl = nullptr, *z = nullptr, *y = nullptr, *sh = nullptr, *mg = nullptr, *mu = nullptr, *rw = nullptr;
   int32_t* rid = nullptr;
+  int64_t* n_past = nullptr;  // the pass's first row, read by the MLA kernels when they run
   float* logits = nullptr;
   std::vector<KdaDev> kda;
   std::vector<float*> cache;
-  PinnedBuffer host_ids, host_rid, host_rw;
+  PinnedBuffer host_ids, host_rid, host_rw, host_n_past;
+  PinnedBuffer trace_rid, trace_rw;  // routed passes: every MoE layer's routing, read after the pass
   std::unique_ptr<ExpertMlp> mlp;
   std::vector<MxExpert> experts;
   size_t S_floats = 0, conv_floats = 0;
   OwnedEvent routed;  // the routing of the current MoE layer has reached the host
   std::vector<std::unique_ptr<OwnedEvent>> layer_ev;  // [layers + 1] when timing
   bool timed_pass = false;
+  std::vector<std::unique_ptr<PassGraph>> graphs;
+  uint64_t graphs_epoch = 0;  // the expert tables the graphs were captured with
 };
 
 CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model), d_(std::make_unique<Impl>()) {
@@ -257,6 +334,7 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model), d_(std::make
     d_->mu = f(T * inter);
     d_->rw = f(T * c.top_k);
     d_->rid = reinterpret_cast<int32_t*>(f(T * c.top_k));
+    d_->n_past = reinterpret_cast<int64_t*>(f(2));
     d_->logits = f(T * V);
     d_->kda.assign(c.layers, {});
     d_->cache.assign(c.layers, nullptr);
@@ -282,6 +360,10 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model), d_(std::make
   d_->host_ids = PinnedBuffer(size_t(T) * 4);
   d_->host_rid = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 4);
   d_->host_rw = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 4);
+  d_->host_n_past = PinnedBuffer(sizeof(int64_t));
+  const size_t trace_n = size_t(std::max(1, c.moe_layers())) * T * std::max(1, c.top_k);
+  d_->trace_rid = PinnedBuffer(trace_n * 4);
+  d_->trace_rw = PinnedBuffer(trace_n * 4);
   if (c.moe_layers() > 0) d_->mlp = std::make_unique<ExpertMlp>(c.latent, c.moe_intermediate, c.top_k, int(T));
   reset();
 }
@@ -320,7 +402,6 @@ void CudaK3Session::reset() {
 void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts) {
   if (staged_T_ > 0) throw Error("a pass is already staged", "commit or roll back before staging another");
   const K3Config& c = m_.config();
-  const auto& W = m_.weights();
   const int T = static_cast<int>(ids.size());
   if (T == 0) throw Error("stage() called with no tokens");
   if (T > m_.options().max_rows)
@@ -332,10 +413,7 @@ void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logi
   for (int32_t id : ids)
     if (id < 0 || id >= c.vocab)
       throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(c.vocab - 1) + ")");
-  const int H = c.hidden;
-  const size_t TH = size_t(T) * H;
   cudaStream_t s = d_->stream.get();
-  const Stream so = d_->stream.opaque();
   staged_T_ = T;
   staged_partial_ = opts.partial_commit;
   ForwardTrace* tr = opts.trace;
@@ -344,6 +422,100 @@ void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logi
     tr->topk_ids.clear();
     tr->topk_weights.clear();
   }
+  // Routed: every MoE layer's experts are resident, so the routing stays on the device and the
+  // pass has no host round trip; it can then be replayed as a CUDA graph.
+  bool routed = device_routing_enabled();
+  for (int l = 0; l < c.layers; ++l)
+    if (c.is_moe(l) && !m_.resident_experts(l)) routed = false;
+  const bool timing = !d_->layer_ev.empty();
+  d_->timed_pass = timing;
+  // What the pass reads from the host travels through pinned buffers the graph's copies name.
+  std::memcpy(d_->host_ids.as<int32_t>(), ids.data(), size_t(T) * 4);
+  *d_->host_n_past.as<int64_t>() = n_past_;
+  const int first = opts.all_logits ? 0 : T - 1;
+  try {
+    const bool graph = routed && !timing && !tr && graphs_enabled();
+    PassGraph* g = nullptr;
+    if (graph) {
+      const uint64_t epoch = c.moe_layers() > 0 ? m_.experts().epoch() : 0;
+      if (epoch != d_->graphs_epoch) d_->graphs.clear();
+      d_->graphs_epoch = epoch;
+      for (auto& p : d_->graphs)
+        if (p->T == T && p->partial == opts.partial_commit && p->all_logits == opts.all_logits) g = p.get();
+      if (!g) {
+        d_->graphs.push_back(std::make_unique<PassGraph>());
+        g = d_->graphs.back().get();
+        g->T = T;
+        g->partial = opts.partial_commit;
+        g->all_logits = opts.all_logits;
+      }
+    }
+    if (g && !g->exec && !g->failed && g->eager_passes > 0) {
+      // Nothing captured has run yet, so a capture that fails costs only the graph: this shape
+      // then stays eager (and a real device fault shows again in the eager pass).
+      try {
+        cudaGraph_t cg = nullptr;
+        check_cuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+        try {
+          forward(T, opts, nullptr, true);
+        } catch (...) {
+          if (cudaStreamEndCapture(s, &cg) == cudaSuccess && cg) cudaGraphDestroy(cg);
+          throw;
+        }
+        check_cuda(cudaStreamEndCapture(s, &cg), "cudaStreamEndCapture");
+        const cudaError_t err = cudaGraphInstantiate(&g->exec, cg, 0);
+        cudaGraphDestroy(cg);
+        if (err != cudaSuccess) g->exec = nullptr;
+        check_cuda(err, "cudaGraphInstantiate");
+      } catch (const std::exception& ex) {
+        g->failed = true;
+        (void)cudaGetLastError();
+        std::fprintf(stderr, "CUDA K3: capturing a %d-row pass as a CUDA graph failed (%s); it runs eagerly\n", T, ex.what());
+      }
+    }
+    if (g && g->exec) {
+      check_cuda(cudaGraphLaunch(g->exec, s), "cudaGraphLaunch");
+    } else {
+      forward(T, opts, tr, routed);
+      if (g) ++g->eager_passes;
+    }
+    for (int t = 0; t < T; ++t) m_.host().experts().end_token();
+    logits.resize(size_t(T - first) * c.vocab);
+    check_cuda(cudaMemcpyAsync(logits.data(), d_->logits, logits.size() * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+    d_->stream.sync();
+    if (tr && tr->routing && routed) {
+      const size_t n = size_t(T) * c.top_k;
+      for (int i = 0; i < c.moe_layers(); ++i) {
+        const int32_t* ids_i = d_->trace_rid.as<int32_t>() + i * n;
+        const float* w_i = d_->trace_rw.as<float>() + i * n;
+        tr->topk_ids.emplace_back(ids_i, ids_i + n);
+        tr->topk_weights.emplace_back(w_i, w_i + n);
+      }
+    }
+  } catch (...) {
+    // A failed pass may have touched any layer's state before its snapshot was taken: start over.
+    try {
+      d_->side[0].sync();
+      d_->side[1].sync();
+      d_->stream.sync();
+      reset();
+    } catch (...) {
+    }
+    staged_T_ = 0;
+    throw;
+  }
+}
+
+// Everything a pass puts on the stream, from the token ids to the logits rows in d_->logits;
+// with routed and no trace, nothing here waits for the device or reads host memory other than the
+// pinned ids and n_past (so it can be captured).
+void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bool routed) {
+  const K3Config& c = m_.config();
+  const auto& W = m_.weights();
+  const int H = c.hidden;
+  const size_t TH = size_t(T) * H;
+  cudaStream_t s = d_->stream.get();
+  const Stream so = d_->stream.opaque();
   auto copy = [&](float* dst, const float* src, size_t n) {
     check_cuda(cudaMemcpyAsync(dst, src, n * 4, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
   };
@@ -354,64 +526,61 @@ void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logi
     for (int i = 0; i < nb; ++i) e.p[e.n++] = d_->blocks[i];
     e.p[e.n++] = last;
   };
-  std::memcpy(d_->host_ids.as<int32_t>(), ids.data(), size_t(T) * 4);
   check_cuda(cudaMemcpyAsync(d_->ids, d_->host_ids.as<int32_t>(), size_t(T) * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
+  check_cuda(cudaMemcpyAsync(d_->n_past, d_->host_n_past.as<int64_t>(), sizeof(int64_t), cudaMemcpyHostToDevice, s),
+             "cudaMemcpyAsync");
   k3::gather_rows(W.embed, d_->ids, T, d_->h, so);
-  try {
-    const bool timing = !d_->layer_ev.empty();
-    d_->timed_pass = timing;
-    for (int l = 0; l < c.layers; ++l) {
-      const DLayer& L = W.layers[l];
-      if (timing) d_->layer_ev[l]->record(s);
-      copy(d_->prefix, d_->h, TH);
-      bool have_prefix = true;
-      if (nb > 0) {
-        entries(d_->prefix);
-        k3::attn_res_mix(e, L.attn_res, T, H, c.rms_eps, d_->h, so);
-      }
-      if (l % c.attn_res_block == 0) {
-        if (nb + 1 >= k3::kMaxResEntries) throw Error("CUDA K3: more AttnRes blocks than the kernel takes");
-        copy(d_->blocks[nb++], d_->prefix, TH);
-        have_prefix = false;
-      }
-      rmsnorm(d_->h, H, L.input_norm, WeightType::F32, H, T, c.rms_eps, d_->x, H, so);
-      if (L.mla) attention_mla(l, T);
-      else attention_kda(l, T, opts.partial_commit);
-      if (have_prefix) k3::add(d_->prefix, d_->a, d_->prefix, int64_t(TH), so);
-      else copy(d_->prefix, d_->a, TH);
+  const bool timing = d_->timed_pass;
+  int moe_index = 0;
+  for (int l = 0; l < c.layers; ++l) {
+    const DLayer& L = W.layers[l];
+    if (timing) d_->layer_ev[l]->record(s);
+    copy(d_->prefix, d_->h, TH);
+    bool have_prefix = true;
+    if (nb > 0) {
       entries(d_->prefix);
-      k3::attn_res_mix(e, L.mlp_res, T, H, c.rms_eps, d_->mixed, so);
-      rmsnorm(d_->mixed, H, L.post_norm, WeightType::F32, H, T, c.rms_eps, d_->x, H, so);
-      if (L.moe) moe(l, T, tr && tr->routing ? tr : nullptr);
-      else dense(l, false, T, d_->x, d_->m);
-      k3::add(d_->prefix, d_->m, d_->h, int64_t(TH), so);
-      if (tr && tr->layer_out) {
-        tr->layers.emplace_back(TH);
-        check_cuda(cudaMemcpyAsync(tr->layers.back().data(), d_->h, TH * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
-        d_->stream.sync();
+      k3::attn_res_mix(e, L.attn_res, T, H, c.rms_eps, d_->h, so);
+    }
+    if (l % c.attn_res_block == 0) {
+      if (nb + 1 >= k3::kMaxResEntries) throw Error("CUDA K3: more AttnRes blocks than the kernel takes");
+      copy(d_->blocks[nb++], d_->prefix, TH);
+      have_prefix = false;
+    }
+    rmsnorm(d_->h, H, L.input_norm, WeightType::F32, H, T, c.rms_eps, d_->x, H, so);
+    if (L.mla) attention_mla(l, T);
+    else attention_kda(l, T, opts.partial_commit);
+    if (have_prefix) k3::add(d_->prefix, d_->a, d_->prefix, int64_t(TH), so);
+    else copy(d_->prefix, d_->a, TH);
+    entries(d_->prefix);
+    k3::attn_res_mix(e, L.mlp_res, T, H, c.rms_eps, d_->mixed, so);
+    rmsnorm(d_->mixed, H, L.post_norm, WeightType::F32, H, T, c.rms_eps, d_->x, H, so);
+    if (L.moe) {
+      moe(l, T, tr && tr->routing ? tr : nullptr, routed);
+      if (routed && tr && tr->routing) {  // read after the pass: no wait here
+        const size_t n = size_t(T) * c.top_k;
+        check_cuda(cudaMemcpyAsync(d_->trace_rid.as<int32_t>() + moe_index * n, d_->rid, n * 4, cudaMemcpyDeviceToHost, s),
+                   "cudaMemcpyAsync");
+        check_cuda(cudaMemcpyAsync(d_->trace_rw.as<float>() + moe_index * n, d_->rw, n * 4, cudaMemcpyDeviceToHost, s),
+                   "cudaMemcpyAsync");
       }
+      ++moe_index;
+    } else {
+      dense(l, false, T, d_->x, d_->m, so);
     }
-    if (timing) d_->layer_ev[c.layers]->record(s);
-    entries(d_->h);
-    k3::attn_res_mix(e, W.output_res, T, H, c.rms_eps, d_->mixed, so);
-    for (int t = 0; t < T; ++t) m_.host().experts().end_token();
-    const int first = opts.all_logits ? 0 : T - 1;
-    const int rows = T - first;
-    rmsnorm(d_->mixed + size_t(first) * H, H, W.final_norm, WeightType::F32, H, rows, c.rms_eps, d_->x, H, so);
-    k3::gemm(W.lm_head, d_->x, H, rows, d_->logits, c.vocab, so);
-    logits.resize(size_t(rows) * c.vocab);
-    check_cuda(cudaMemcpyAsync(logits.data(), d_->logits, logits.size() * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
-    d_->stream.sync();
-  } catch (...) {
-    // A failed pass may have touched any layer's state before its snapshot was taken: start over.
-    try {
+    k3::add(d_->prefix, d_->m, d_->h, int64_t(TH), so);
+    if (tr && tr->layer_out) {
+      tr->layers.emplace_back(TH);
+      check_cuda(cudaMemcpyAsync(tr->layers.back().data(), d_->h, TH * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
       d_->stream.sync();
-      reset();
-    } catch (...) {
     }
-    staged_T_ = 0;
-    throw;
   }
+  if (timing) d_->layer_ev[c.layers]->record(s);
+  entries(d_->h);
+  k3::attn_res_mix(e, W.output_res, T, H, c.rms_eps, d_->mixed, so);
+  const int first = opts.all_logits ? 0 : T - 1;
+  const int rows = T - first;
+  rmsnorm(d_->mixed + size_t(first) * H, H, W.final_norm, WeightType::F32, H, rows, c.rms_eps, d_->x, H, so);
+  k3::gemm(W.lm_head, d_->x, H, rows, d_->logits, c.vocab, so);
 }
 
 void CudaK3Session::attention_kda(int layer, int T, bool partial) {
@@ -423,19 +592,24 @@ void CudaK3Session::attention_kda(int layer, int T, bool partial) {
   const int C = c.kda_dim(), K = c.conv_kernel, nh = c.kda_heads, dh = c.kda_head_dim;
   const float* x = d_->x;
   const int H = c.hidden;
+  // Branches: the output gate; the decay and beta gates (f_a -> f_b, b). Main: q/k/v, conv, norms.
+  const Stream sg = d_->branch(0);
+  k3::gemm(w.g, x, H, T, d_->gate, C, sg);
+  const Stream sf = d_->branch(1);
+  k3::gemm(w.fa, x, H, T, d_->fa, w.fa.rows, sf);
+  k3::gemm(w.fb, d_->fa, w.fa.rows, T, d_->fb, C, sf);
+  k3::gemm(w.b, x, H, T, d_->braw, nh, sf);
+  k3::kda_gates(d_->fb, w.dt_bias, w.a_log, d_->braw, T, nh, dh, c.gate_lower_bound, k.la, k.beta, sf);
   k3::gemm(w.qkv, x, H, T, k.raw, 3 * C, so);  // rows land as [T][q | k | v]
-  k3::gemm(w.g, x, H, T, d_->gate, C, so);
-  k3::gemm(w.fa, x, H, T, d_->fa, w.fa.rows, so);
-  k3::gemm(w.fb, d_->fa, w.fa.rows, T, d_->fb, C, so);
-  k3::gemm(w.b, x, H, T, d_->braw, nh, so);
   check_cuda(cudaMemcpyAsync(k.conv0, k.conv, d_->conv_floats * 4, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
   if (partial) check_cuda(cudaMemcpyAsync(k.S0, k.S, d_->S_floats * 4, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
   k3::kda_conv(k.conv0, k.raw, T, C, K, w.qc, w.kc, w.vc, k.q, k.k, k.v, so);
   k3::l2norm_heads(k.q, T, nh, dh, 1.f / std::sqrt(static_cast<float>(dh)), so);
   k3::l2norm_heads(k.k, T, nh, dh, 1.f, so);
-  k3::kda_gates(d_->fb, w.dt_bias, w.a_log, d_->braw, T, nh, dh, c.gate_lower_bound, k.la, k.beta, so);
   k3::kda_window_after(k.conv0, k.raw, T, C, K, k.conv, so);
+  d_->join(1);
   k3::kda_recurrent(k.S, nh, dh, dh, T, k.q, k.k, k.v, k.la, k.beta, d_->o, so);
+  d_->join(0);
   k3::kda_out_norm_gate(d_->o, d_->gate, w.o_norm, T, nh, dh, c.rms_eps, so);
   k3::gemm(w.o, d_->o, C, T, d_->a, H, so);
 }
@@ -444,35 +618,36 @@ void CudaK3Session::attention_mla(int layer, int T) {
   const K3Config& c = m_.config();
   const DMla& w = m_.weights().layers[layer].mla_w;
   const Stream so = d_->stream.opaque();
-  cudaStream_t s = d_->stream.get();
   const int H = c.hidden, nh = c.mla_heads, R = c.kv_lora_rank, P = c.qk_rope, N = c.qk_nope, Vd = c.v_head;
   const int qh = N + P, width = R + P, ql = c.q_lora_rank;
   float* cache = d_->cache[layer];
+  // Branches: the latent cache rows; the output gate. Main: the query.
+  const Stream sk = d_->branch(0);
+  k3::gemm(w.kv_a, d_->x, H, T, d_->ckv, width, sk);
+  // The rows land at n_past read on the device, so a captured pass stays valid as the context grows.
+  rmsnorm(d_->ckv, width, w.kv_a_norm, WeightType::F32, R, T, c.rms_eps, d_->ckv, width, sk);
+  k3::rows_to_at(d_->ckv, T, width, cache, d_->n_past, sk);
+  if (c.mla_output_gate) k3::gemm(w.g, d_->x, H, T, d_->g, int64_t(nh) * Vd, d_->branch(1));
   k3::gemm(w.q_a, d_->x, H, T, d_->qa, ql, so);
   rmsnorm(d_->qa, ql, w.q_a_norm, WeightType::F32, ql, T, c.rms_eps, d_->qa, ql, so);
   k3::gemm(w.q_b, d_->qa, ql, T, d_->q, int64_t(nh) * qh, so);
-  k3::gemm(w.kv_a, d_->x, H, T, d_->ckv, width, so);
-  float* rows = cache + size_t(n_past_) * width;
-  rmsnorm(d_->ckv, width, w.kv_a_norm, WeightType::F32, R, T, c.rms_eps, rows, width, so);
-  check_cuda(cudaMemcpy2DAsync(rows + R, size_t(width) * 4, d_->ckv + R, size_t(width) * 4, size_t(P) * 4, T,
-                          cudaMemcpyDeviceToDevice, s),
-        "cudaMemcpy2DAsync");
   k3::mla_absorb_q(d_->q, w.kv_b, T, nh, N, P, Vd, d_->qabs, so);
+  d_->join(0);
   const float scale = 1.f / std::sqrt(static_cast<float>(qh));
-  k3::mla_attend(d_->qabs, d_->q, cache, n_past_, T, nh, N, R, P, scale, d_->scores, m_.options().max_context, d_->olat, so);
+  k3::mla_attend_at(d_->qabs, d_->q, cache, d_->n_past, T, nh, N, R, P, scale, d_->scores, m_.options().max_context,
+                    d_->olat, so);
   k3::mla_value(d_->olat, w.kv_b, T, nh, N, R, Vd, d_->attn, so);
   if (c.mla_output_gate) {
-    k3::gemm(w.g, d_->x, H, T, d_->g, int64_t(nh) * Vd, so);
+    d_->join(1);
     k3::mul_sigmoid(d_->attn, d_->g, d_->attn, int64_t(T) * nh * Vd, so);
   }
   k3::gemm(w.o, d_->attn, int64_t(nh) * Vd, T, d_->a, H, so);
 }
 
-void CudaK3Session::dense(int layer, bool shared, int T, const float* x, float* out) {
+void CudaK3Session::dense(int layer, bool shared, int T, const float* x, float* out, Stream so) {
   const K3Config& c = m_.config();
   const DLayer& L = m_.weights().layers[layer];
   const DMlp& w = shared ? L.moe_w.shared : L.dense;
-  const Stream so = d_->stream.opaque();
   const int64_t I = w.gate.rows;
   k3::gemm(w.gate, x, c.hidden, T, d_->mg, I, so);
   k3::gemm(w.up, x, c.hidden, T, d_->mu, I, so);
@@ -480,21 +655,50 @@ void CudaK3Session::dense(int layer, bool shared, int T, const float* x, float* 
   k3::gemm(w.down, d_->mg, I, T, out, c.hidden, so);
 }
 
-void CudaK3Session::moe(int layer, int T, ForwardTrace* trace) {
+void CudaK3Session::moe(int layer, int T, ForwardTrace* trace, bool routed) {
+  const K3Config& c = m_.config();
+  const DMoe& w = m_.weights().layers[layer].moe_w;
+  const Stream so = d_->stream.opaque();
+  const int E = c.experts, k = c.top_k, Z = c.latent, H = c.hidden;
+  if (routed) {
+    // Every expert is resident: the expert kernel's tables are built from the routing on the
+    // device (the caller reads a trace's routing after the pass). Branches: the router; the
+    // shared expert. Main: latent_down, then the routed experts once the router has joined.
+    const Stream sr = d_->branch(0);
+    k3::gemm(w.router, d_->x, H, T, d_->rl, E, sr);
+    k3::router_select(d_->rl, w.bias, T, E, k, c.renormalize, c.routed_scaling, d_->rid, d_->rw, sr);
+    if (w.has_shared) dense(layer, true, T, d_->x, d_->sh, d_->branch(1));
+    k3::gemm(w.latent_down, d_->x, H, T, d_->z, Z, so);
+    d_->join(0);
+    d_->mlp->run_routed(m_.resident_experts(layer), E, d_->rid, d_->rw, T, d_->z, d_->y, so);
+  } else {
+    k3::gemm(w.router, d_->x, H, T, d_->rl, E, so);
+    k3::router_select(d_->rl, w.bias, T, E, k, c.renormalize, c.routed_scaling, d_->rid, d_->rw, so);
+    moe_streamed(layer, T, trace);
+  }
+  if (c.latent_norm) rmsnorm(d_->y, Z, w.latent_norm, WeightType::F32, Z, T, c.rms_eps, d_->y, Z, so);
+  k3::gemm(w.latent_up, d_->y, Z, T, d_->m, H, so);
+  if (w.has_shared) {
+    if (routed) d_->join(1);
+    k3::add(d_->m, d_->sh, d_->m, int64_t(T) * H, so);
+  }
+}
+
+// The host must know the routing to supply the experts: read it back, and keep the GPU busy with
+// the work that does not depend on it meanwhile.
+void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
   const K3Config& c = m_.config();
   const DMoe& w = m_.weights().layers[layer].moe_w;
   const Stream so = d_->stream.opaque();
   cudaStream_t s = d_->stream.get();
-  const int E = c.experts, k = c.top_k, Z = c.latent, H = c.hidden;
-  k3::gemm(w.router, d_->x, H, T, d_->rl, E, so);
-  k3::router_select(d_->rl, w.bias, T, E, k, c.renormalize, c.routed_scaling, d_->rid, d_->rw, so);
+  const int k = c.top_k, Z = c.latent, H = c.hidden;
   const size_t n = size_t(T) * k;
   check_cuda(cudaMemcpyAsync(d_->host_rid.as<int32_t>(), d_->rid, n * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
   check_cuda(cudaMemcpyAsync(d_->host_rw.as<float>(), d_->rw, n * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
   d_->routed.record(s);
   // Work that does not depend on the routing keeps the GPU busy while the host reads it back.
   k3::gemm(w.latent_down, d_->x, H, T, d_->z, Z, so);
-  if (w.has_shared) dense(layer, true, T, d_->x, d_->sh);
+  if (w.has_shared) dense(layer, true, T, d_->x, d_->sh, so);
   d_->routed.sync();  // the host needs the routing to supply the experts
   const int32_t* chosen = d_->host_rid.as<int32_t>();
   const float* weight = d_->host_rw.as<float>();
@@ -510,9 +714,6 @@ void CudaK3Session::moe(int layer, int T, ForwardTrace* trace) {
     slot[i] = int32_t(std::lower_bound(uni.begin(), uni.end(), chosen[i]) - uni.begin());
   m_.experts().gather(layer, uni, d_->experts, so);
   d_->mlp->run(d_->experts, slot.data(), weight, T, d_->z, d_->y, so);
-  if (c.latent_norm) rmsnorm(d_->y, Z, w.latent_norm, WeightType::F32, Z, T, c.rms_eps, d_->y, Z, so);
-  k3::gemm(w.latent_up, d_->y, Z, T, d_->m, H, so);
-  if (w.has_shared) k3::add(d_->m, d_->sh, d_->m, int64_t(T) * H, so);
 }
 
 void CudaK3Session::commit(int n) {

@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "cuda/cuda_kernels.h"
 #include "runtime/k3_model.h"
 
 namespace deltafin::cuda {
@@ -36,6 +37,9 @@ class CudaK3Model {
   const CudaK3Weights& weights() const { return *w_; }
   VramExpertCache& experts() const { return *cache_; }
   uint64_t spine_device_bytes() const;
+  // Resident mode: device array of every expert of `layer` by id (ExpertMlp::run_routed's table),
+  // or null when the layer's experts are not all resident (streamed tier, or evicted since).
+  const MxExpert* resident_experts(int layer) const;
 
  private:
   const K3Model& host_;
@@ -67,17 +71,20 @@ class CudaK3Session {
   // Waits for the session's stream (for timing).
   void sync() const;
   // Per-layer GPU time of the last pass (CUDA events around each layer; includes the wait for
-  // the routing read-back and expert copies inside the layer). Empty unless enabled.
+  // the routing read-back and expert copies inside the layer in streamed mode). Empty unless
+  // enabled; timed passes are never CUDA graphs.
   void set_layer_timing(bool on);
   std::vector<float> layer_ms() const;
   const CudaK3Model& model() const { return m_; }
 
  private:
   struct Impl;
+  void forward(int T, const PassOptions& opts, ForwardTrace* tr, bool routed);
   void attention_kda(int layer, int T, bool partial);
   void attention_mla(int layer, int T);
-  void moe(int layer, int T, ForwardTrace* trace);
-  void dense(int which_layer, bool shared, int T, const float* x, float* out);
+  void moe(int layer, int T, ForwardTrace* trace, bool routed);
+  void moe_streamed(int layer, int T, ForwardTrace* trace);
+  void dense(int which_layer, bool shared, int T, const float* x, float* out, Stream so);
 
   const CudaK3Model& m_;
   std::unique_ptr<Impl> d_;

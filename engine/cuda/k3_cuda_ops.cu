@@ -329,14 +329,14 @@ __global__ void mla_absorb_kernel(const float* q, const void* kvb, bool bf16, in
 
 constexpr int kAttThreads = 256;
 __global__ void __launch_bounds__(kAttThreads) mla_attend_kernel(const float* __restrict__ qabs, const float* __restrict__ q,
-                                                                 const float* __restrict__ cache, int64_t base, int nh,
-                                                                 int N, int R, int P, float scale, float* scores,
-                                                                 int64_t max_ctx, float* olat) {
+                                                                 const float* __restrict__ cache, int64_t base,
+                                                                 const int64_t* dev_base, int nh, int N, int R, int P,
+                                                                 float scale, float* scores, int64_t max_ctx, float* olat) {
   __shared__ float sh[kAttThreads / 32];
   const int th = blockIdx.x;
   const int t = th / nh;
   const int W = R + P;
-  const int64_t ctx = base + t + 1;
+  const int64_t ctx = (dev_base ? *dev_base : base) + t + 1;
   const float* qa = qabs + int64_t(th) * R;
   const float* qr = q + int64_t(th) * (N + P) + N;
   float* sc = scores + int64_t(th) * max_ctx;
@@ -366,6 +366,12 @@ __global__ void __launch_bounds__(kAttThreads) mla_attend_kernel(const float* __
     for (int64_t s = 0; s < ctx; ++s) acc = __fmaf_rn(sc[s] / sum, cache[s * W + j], acc);
     olat[int64_t(th) * R + j] = acc;
   }
+}
+
+__global__ void rows_to_kernel(const float* __restrict__ src, int64_t width, float* __restrict__ dst,
+                               const int64_t* __restrict__ dev_row) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < width) dst[(*dev_row + blockIdx.y) * width + i] = src[int64_t(blockIdx.y) * width + i];
 }
 
 __global__ void mla_value_kernel(const float* olat, const void* kvb, bool bf16, int nh, int N, int R, int Vd,
@@ -570,9 +576,23 @@ void mla_attend(const float* qabs, const float* q, const float* cache, int64_t b
                 float scale, float* scores, int64_t max_ctx, float* olat, Stream s) {
   if (T <= 0) return;
   if (base + T > max_ctx) throw CudaError("mla_attend: context beyond the score scratch");
-  mla_attend_kernel<<<T * nh, kAttThreads, 0, as_stream(s)>>>(qabs, q, cache, base, nh, N, R, P, scale, scores, max_ctx,
-                                                              olat);
+  mla_attend_kernel<<<T * nh, kAttThreads, 0, as_stream(s)>>>(qabs, q, cache, base, nullptr, nh, N, R, P, scale, scores,
+                                                              max_ctx, olat);
   DELTAFIN_CUDA_LAUNCHED("mla_attend_kernel");
+}
+
+void mla_attend_at(const float* qabs, const float* q, const float* cache, const int64_t* dev_base, int T, int nh, int N,
+                   int R, int P, float scale, float* scores, int64_t max_ctx, float* olat, Stream s) {
+  if (T <= 0) return;
+  mla_attend_kernel<<<T * nh, kAttThreads, 0, as_stream(s)>>>(qabs, q, cache, 0, dev_base, nh, N, R, P, scale, scores,
+                                                              max_ctx, olat);
+  DELTAFIN_CUDA_LAUNCHED("mla_attend_kernel");
+}
+
+void rows_to_at(const float* src, int T, int64_t width, float* dst, const int64_t* dev_row, Stream s) {
+  if (T <= 0) return;
+  rows_to_kernel<<<dim3(blocks_for(width, 256), T), 256, 0, as_stream(s)>>>(src, width, dst, dev_row);
+  DELTAFIN_CUDA_LAUNCHED("rows_to_kernel");
 }
 
 void mla_value(const float* olat, const DevMat& kv_b, int T, int nh, int N, int R, int Vd, float* attn, Stream s) {

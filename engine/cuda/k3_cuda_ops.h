@@ -60,6 +60,12 @@ void mla_absorb_q(const float* q, const DevMat& kv_b, int T, int nh, int N, int 
 // scores: scratch [T][nh][max_ctx].
 void mla_attend(const float* qabs, const float* q, const float* cache, int64_t base, int T, int nh, int N, int R, int P,
                 float scale, float* scores, int64_t max_ctx, float* olat, Stream s);
+// The same with base read from device memory when the kernel runs (a CUDA graph of a pass stays
+// valid as the context grows); the caller checks *dev_base + T <= max_ctx.
+void mla_attend_at(const float* qabs, const float* q, const float* cache, const int64_t* dev_base, int T, int nh, int N,
+                   int R, int P, float scale, float* scores, int64_t max_ctx, float* olat, Stream s);
+// dst rows *dev_row .. *dev_row + T - 1 = src rows 0 .. T - 1, rows of `width` floats (row read on the device).
+void rows_to_at(const float* src, int T, int64_t width, float* dst, const int64_t* dev_row, Stream s);
 // attn[t][h][v] = kv_b[h*(N+V)+N+v] . olat[t][h]
 void mla_value(const float* olat, const DevMat& kv_b, int T, int nh, int N, int R, int Vd, float* attn, Stream s);
 

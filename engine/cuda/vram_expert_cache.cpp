@@ -87,6 +87,7 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
     if (slot_key_[best] >= 0) {
       where_.erase(slot_key_[best]);
       ++c_.evictions;
+      ++epoch_;
     }
     const int64_t key = (int64_t(layer) << 32) | uint32_t(missing[m]);
     slot_key_[best] = key;
@@ -131,7 +132,18 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
   c_.fill_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+bool VramExpertCache::resident_views(int layer, int n, std::vector<MxExpert>& out) const {
+  out.assign(size_t(std::max(0, n)), MxExpert{});
+  for (int e = 0; e < n; ++e) {
+    auto it = where_.find((int64_t(layer) << 32) | uint32_t(e));
+    if (it == where_.end()) return false;
+    out[e] = view(it->second);
+  }
+  return true;
+}
+
 void VramExpertCache::evict_all() {
+  ++epoch_;
   where_.clear();
   std::fill(slot_key_.begin(), slot_key_.end(), -1);
   std::fill(slot_used_.begin(), slot_used_.end(), 0);

@@ -49,6 +49,11 @@ class VramExpertCache {
   void reset_counters() { c_ = {}; }
   // Forgets every resident expert (benchmarks of the streamed case); the next gather copies again.
   void evict_all();
+  // Device pointers of experts 0..n-1 of `layer` when all of them are in VRAM (no counting, no
+  // copies); false otherwise. They stay valid while epoch() is unchanged.
+  bool resident_views(int layer, int n, std::vector<MxExpert>& out) const;
+  // Changes whenever a slot's expert is replaced or forgotten.
+  uint64_t epoch() const { return epoch_; }
   ExpertSource& host() const { return host_; }
 
  private:
@@ -60,6 +65,7 @@ class VramExpertCache {
   std::vector<uint64_t> slot_used_;    // last use tick
   std::map<int64_t, int> where_;
   uint64_t tick_ = 0;
+  uint64_t epoch_ = 0;
   VramTierCounters c_;
   struct Impl;
   std::unique_ptr<Impl> impl_;

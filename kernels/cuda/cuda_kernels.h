@@ -120,6 +120,16 @@ class ExpertMlp {
   // Host arrays may be reused as soon as this returns.
   void run(const std::vector<MxExpert>& experts, const int32_t* slot_expert, const float* slot_weight, int T,
            const float* dev_z, float* dev_y, Stream stream = nullptr);
+  // The same layer with the routing left on the device, as router_topk writes it: no host
+  // synchronization, so the call can be captured in a CUDA graph. dev_table [n_experts]: every
+  // expert of the layer, indexed by global expert id (each entry with run()'s pointer requirements,
+  // and 16-byte aligned: there is no per-call fallback to an FFMA version here); dev_idx / dev_weight
+  // [T][top_k]: ids in [0, n_experts). One small kernel builds run()'s tables
+  // from them, then the expert kernel runs: bit-identical to run() with the same routing. A broken
+  // contract (id out of range, null or misaligned expert) traps on the device. n_experts * 3 + T * top_k
+  // must fit 12,288 ints.
+  void run_routed(const MxExpert* dev_table, int n_experts, const int32_t* dev_idx, const float* dev_weight, int T,
+                  const float* dev_z, float* dev_y, Stream stream = nullptr);
 
   int latent() const { return latent_; }
   int inter() const { return inter_; }

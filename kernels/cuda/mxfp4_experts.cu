@@ -22,6 +22,7 @@
 #include <cuda_fp16.h>
 
 #include "cuda/cuda_common.cuh"
+#include "cuda/expert_routing.cuh"
 
 namespace deltafin::cuda {
 namespace {
@@ -727,10 +728,42 @@ struct ExpertMlp::Impl {
   size_t staging_bytes = 0;
   cudaEvent_t staged[kSlots]{};
   int next_slot = 0;
-  // Where the counters stand after the calls queued so far (they are never reset between calls).
+  // Where the counters stand after the calls queued so far: run() never resets them between
+  // calls (no memset before its launch); run_routed's table builder resets them on the device.
   bool counters_known = false;
   unsigned ticket_base = 0;
   std::vector<unsigned> doneA_base, doneB_base;  // [max_assign]
+  DeviceBuffer zeros;                            // [max_assign] zero bases for run_routed
+
+  // Byte offsets of the routing tables for nG groups and A slots, in a staging slot (run) and in
+  // the matching slot of `tables` alike.
+  struct Layout {
+    size_t exp, beg, list, sg, w, ab, bb, end;
+  };
+  static Layout layout(int nG, int A) {
+    size_t off = 0;
+    auto take = [&](size_t bytes) {
+      off = (off + 15) & ~size_t(15);
+      const size_t at = off;
+      off += bytes;
+      return at;
+    };
+    Layout L{};
+    L.exp = take(nG * sizeof(MxExpert));
+    L.beg = take((nG + 1) * sizeof(int));
+    L.list = take(A * sizeof(int));
+    L.sg = take(A * sizeof(int));
+    L.w = take(A * sizeof(float));
+    L.ab = take(nG * sizeof(unsigned));
+    L.bb = take(nG * sizeof(unsigned));
+    L.end = off;
+    return L;
+  }
+  // The expert kernel over tables at dt (layout L) whose counters start at ticket_base and, per
+  // group, at doneA_base / doneB_base. Returns the grid size.
+  unsigned launch(const ExpertMlp& m, int vi, int nG, int T, const char* dt, const Layout& L, unsigned ticket_base,
+                  const unsigned* doneA_base, const unsigned* doneB_base, const float* dev_z, float* dev_y,
+                  cudaStream_t s);
 };
 
 ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows)
@@ -762,6 +795,8 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows)
     for (cudaEvent_t& e : impl_->staged) DELTAFIN_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     impl_->doneA_base.assign(static_cast<size_t>(A), 0u);
     impl_->doneB_base.assign(static_cast<size_t>(A), 0u);
+    impl_->zeros = DeviceBuffer(static_cast<size_t>(A) * sizeof(unsigned));
+    impl_->zeros.fill_byte(0);
   } catch (...) {
     for (cudaEvent_t e : impl_->staged)
       if (e) cudaEventDestroy(e);
@@ -844,24 +879,11 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
   impl_->next_slot = (slot + 1) % Impl::kSlots;
   DELTAFIN_CUDA_CHECK(cudaEventSynchronize(impl_->staged[slot]));
   char* st = static_cast<char*>(impl_->staging) + impl_->staging_bytes * slot;
-  size_t off = 0;
-  auto take = [&](size_t bytes) {
-    off = (off + 15) & ~size_t(15);
-    const size_t at = off;
-    off += bytes;
-    return at;
-  };
-  const size_t o_exp = take(nG * sizeof(MxExpert));
-  const size_t o_beg = take((nG + 1) * sizeof(int));
-  const size_t o_list = take(nA_assign * sizeof(int));
-  const size_t o_sg = take(nA_assign * sizeof(int));
-  const size_t o_w = take(nA_assign * sizeof(float));
-  const size_t o_ab = take(nG * sizeof(unsigned));
-  const size_t o_bb = take(nG * sizeof(unsigned));
-  if (off > impl_->staging_bytes) throw CudaError("ExpertMlp::run: internal table overflow");
-  std::memcpy(st + o_exp, experts.data(), nG * sizeof(MxExpert));
-  int* beg = reinterpret_cast<int*>(st + o_beg);
-  int* list = reinterpret_cast<int*>(st + o_list);
+  const Impl::Layout L = Impl::layout(nG, nA_assign);
+  if (L.end > impl_->staging_bytes) throw CudaError("ExpertMlp::run: internal table overflow");
+  std::memcpy(st + L.exp, experts.data(), nG * sizeof(MxExpert));
+  int* beg = reinterpret_cast<int*>(st + L.beg);
+  int* list = reinterpret_cast<int*>(st + L.list);
   std::memset(beg, 0, (nG + 1) * sizeof(int));
   for (int a = 0; a < nA_assign; ++a) ++beg[slot_expert[a] + 1];
   for (int g = 0; g < nG; ++g) beg[g + 1] += beg[g];
@@ -869,8 +891,8 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
     std::vector<int> fill(beg, beg + nG);
     for (int a = 0; a < nA_assign; ++a) list[fill[slot_expert[a]]++] = a;
   }
-  std::memcpy(st + o_sg, slot_expert, nA_assign * sizeof(int));
-  std::memcpy(st + o_w, slot_weight, nA_assign * sizeof(float));
+  std::memcpy(st + L.sg, slot_expert, nA_assign * sizeof(int));
+  std::memcpy(st + L.w, slot_weight, nA_assign * sizeof(float));
   for (int g = 0; g < nG; ++g)
     if (beg[g + 1] == beg[g])
       throw CudaError("ExpertMlp::run: expert " + std::to_string(g) + " is passed but no slot uses it");
@@ -883,63 +905,109 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
     std::fill(impl_->doneB_base.begin(), impl_->doneB_base.end(), 0u);
     impl_->counters_known = true;
   }
-  std::memcpy(st + o_ab, impl_->doneA_base.data(), nG * sizeof(unsigned));
-  std::memcpy(st + o_bb, impl_->doneB_base.data(), nG * sizeof(unsigned));
+  std::memcpy(st + L.ab, impl_->doneA_base.data(), nG * sizeof(unsigned));
+  std::memcpy(st + L.bb, impl_->doneB_base.data(), nG * sizeof(unsigned));
   char* dt = impl_->tables.as<char>() + impl_->staging_bytes * slot;
-  DELTAFIN_CUDA_CHECK(cudaMemcpyAsync(dt, st, off, cudaMemcpyHostToDevice, s));
+  DELTAFIN_CUDA_CHECK(cudaMemcpyAsync(dt, st, L.end, cudaMemcpyHostToDevice, s));
   DELTAFIN_CUDA_CHECK(cudaEventRecord(impl_->staged[slot], s));
+  const unsigned grid = impl_->launch(*this, vi, nG, T, dt, L, impl_->ticket_base,
+                                      reinterpret_cast<const unsigned*>(dt + L.ab),
+                                      reinterpret_cast<const unsigned*>(dt + L.bb), dev_z, dev_y, s);
+  // Every block takes one ticket per task it runs plus the one that ends its loop.
+  const Variant& v = kVariants[vi];
+  const unsigned a_tiles = static_cast<unsigned>((inter_ + v.tile_a - 1) / v.tile_a);
+  const unsigned b_tiles = static_cast<unsigned>((latent_ + v.tile_b - 1) / v.tile_b);
+  impl_->ticket_base += static_cast<unsigned>(nG) * (a_tiles + b_tiles) +
+                        static_cast<unsigned>(T * ((latent_ + kTileC - 1) / kTileC)) + grid;
+  for (int g = 0; g < nG; ++g) {
+    impl_->doneA_base[g] += a_tiles;
+    impl_->doneB_base[g] += b_tiles;
+  }
+}
 
+void ExpertMlp::run_routed(const MxExpert* dev_table, int n_experts, const int32_t* dev_idx, const float* dev_weight,
+                           int T, const float* dev_z, float* dev_y, Stream stream) {
+  if (T < 0 || T > max_rows_)
+    throw CudaError("ExpertMlp::run_routed: T = " + std::to_string(T) + " is outside 0.." + std::to_string(max_rows_));
+  if (T == 0) return;
+  if (!dev_table || n_experts < top_k_)
+    throw CudaError("ExpertMlp::run_routed: a table of " + std::to_string(n_experts) + " experts for top-" +
+                    std::to_string(top_k_) + " routing");
+  const int A = T * top_k_;
+  // The distinct experts are known only on the device: plan for the most there can be. At T = 1
+  // that is exactly top_k (a row's experts are distinct), so nothing is wasted there.
+  const int nG = std::min(n_experts, A);
+  const int vi = impl_->variant;
+  const Variant& v = kVariants[vi];
+  const Impl::Layout L = Impl::layout(nG, A);
+  if (L.end > impl_->staging_bytes) throw CudaError("ExpertMlp::run_routed: internal table overflow");
+  // Its own table slot (the one run() would use next): a run() call queued before on this stream
+  // is done with it by then, in stream order.
+  const int slot = impl_->next_slot;
+  impl_->next_slot = (slot + 1) % Impl::kSlots;
+  char* dt = impl_->tables.as<char>() + impl_->staging_bytes * slot;
+  unsigned* ctr = impl_->counters.as<unsigned>();
+  RoutingTables out{reinterpret_cast<MxExpert*>(dt + L.exp), reinterpret_cast<int*>(dt + L.beg),
+                    reinterpret_cast<int*>(dt + L.list), reinterpret_cast<int*>(dt + L.sg),
+                    reinterpret_cast<float*>(dt + L.w), ctr, ctr + 1, ctr + 1 + impl_->max_assign};
+  const cudaStream_t s = as_stream(stream);
+  build_routing_tables(dev_table, n_experts, dev_idx, dev_weight, T, top_k_, nG, (inter_ + v.tile_a - 1) / v.tile_a,
+                       (v.mma || v.imma) ? 16 : 8, out, s);
+  // The builder resets the counters: they start at 0 here, and run() must reset them again.
+  const unsigned* zeros = impl_->zeros.as<unsigned>();
+  impl_->launch(*this, vi, nG, T, dt, L, 0u, zeros, zeros, dev_z, dev_y, s);
+  impl_->counters_known = false;
+}
+
+unsigned ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int nG, int T, const char* dt, const Layout& L,
+                                 unsigned ticket_base, const unsigned* doneA_base, const unsigned* doneB_base,
+                                 const float* dev_z, float* dev_y, cudaStream_t s) {
   Params P{};
-  P.experts = reinterpret_cast<const MxExpert*>(dt + o_exp);
-  P.grp_begin = reinterpret_cast<const int*>(dt + o_beg);
-  P.assign_list = reinterpret_cast<const int*>(dt + o_list);
-  P.slot_group = reinterpret_cast<const int*>(dt + o_sg);
-  P.slot_weight = reinterpret_cast<const float*>(dt + o_w);
+  P.experts = reinterpret_cast<const MxExpert*>(dt + L.exp);
+  P.grp_begin = reinterpret_cast<const int*>(dt + L.beg);
+  P.assign_list = reinterpret_cast<const int*>(dt + L.list);
+  P.slot_group = reinterpret_cast<const int*>(dt + L.sg);
+  P.slot_weight = reinterpret_cast<const float*>(dt + L.w);
   P.z = dev_z;
   P.y = dev_y;
-  P.h = impl_->h.as<float>();
-  P.d = impl_->d.as<float>();
-  unsigned* ctr = impl_->counters.as<unsigned>();
+  P.h = h.as<float>();
+  P.d = d.as<float>();
+  unsigned* ctr = counters.as<unsigned>();
   P.ticket = ctr;
   P.doneA = ctr + 1;
-  P.doneB = ctr + 1 + impl_->max_assign;
-  P.ticket_base = impl_->ticket_base;
-  P.doneA_base = reinterpret_cast<const unsigned*>(dt + o_ab);
-  P.doneB_base = reinterpret_cast<const unsigned*>(dt + o_bb);
+  P.doneB = ctr + 1 + max_assign;
+  P.ticket_base = ticket_base;
+  P.doneA_base = doneA_base;
+  P.doneB_base = doneB_base;
   P.nG = nG;
   P.T = T;
-  P.K = K;
-  P.latent = latent_;
-  P.inter = inter_;
+  P.K = m.top_k_;
+  P.latent = m.latent_;
+  P.inter = m.inter_;
   const Variant& v = kVariants[vi];
   P.tile_a = v.tile_a;
   P.tile_b = v.tile_b;
-  P.a_tiles = (inter_ + P.tile_a - 1) / P.tile_a;
-  P.b_tiles = (latent_ + P.tile_b - 1) / P.tile_b;
-  P.c_tiles = (latent_ + kTileC - 1) / kTileC;
+  P.a_tiles = (m.inter_ + P.tile_a - 1) / P.tile_a;
+  P.b_tiles = (m.latent_ + P.tile_b - 1) / P.tile_b;
+  P.c_tiles = (m.latent_ + kTileC - 1) / kTileC;
   P.nA = static_cast<unsigned>(nG * P.a_tiles);
   P.nB = static_cast<unsigned>(nG * P.b_tiles);
   P.nC = static_cast<unsigned>(T * P.c_tiles);
 
-  int& bps = impl_->blocks_per_sm[vi];
+  const size_t smem = smem_bytes(v, m.latent_, m.inter_);
+  int& bps = blocks_per_sm[vi];
   if (!bps) {
-    const size_t smem = smem_bytes(v, latent_, inter_);
     if (smem > 48 * 1024)
       DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    DELTAFIN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, v.fn, kThreads, smem_bytes(v, latent_, inter_)));
+    DELTAFIN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, v.fn, kThreads, smem));
     if (bps < 1) bps = 1;
   }
   const unsigned total = P.nA + P.nB + P.nC;
-  const unsigned cap = static_cast<unsigned>(impl_->sms * bps);
+  const unsigned cap = static_cast<unsigned>(sms * bps);
   const unsigned grid = std::min(total, cap);
-  v.fn<<<grid, kThreads, smem_bytes(v, latent_, inter_), s>>>(P);
+  v.fn<<<grid, kThreads, smem, s>>>(P);
   DELTAFIN_CUDA_LAUNCHED("expert_mlp_kernel");
-  // Every block takes one ticket per task it runs plus the one that ends its loop.
-  impl_->ticket_base += total + grid;
-  for (int g = 0; g < nG; ++g) {
-    impl_->doneA_base[g] += static_cast<unsigned>(P.a_tiles);
-    impl_->doneB_base[g] += static_cast<unsigned>(P.b_tiles);
-  }
+  return grid;
 }
 
 }  // namespace deltafin::cuda

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <random>
 #include <sstream>
+#include <utility>
 
 #include "cpu/gemm.h"
 #include "cuda/cuda_kernels.h"
@@ -548,6 +549,35 @@ void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts
         if (!bits_equal(y.data() + static_cast<size_t>(p) * latent, alone[3 + p].data(), static_cast<size_t>(latent))) ++bad;
     }
     out.push_back(invariance_result(tag + " [" + variants[v] + "] batch invariance (T=2,4,8 and rows 3..6)", bad, checked));
+  }
+
+  // run_routed (tables built on the device from the global ids) against run() with the same
+  // routing, bit for bit: T = 1 (no empty groups), 2 and 4 (fewer distinct experts than planned
+  // groups, so empty groups are skipped), 8; rows 3..6.
+  {
+    const DeviceBuffer dtable = to_device(es.ptrs);
+    const DeviceBuffer didx = to_device(rt.expert), dw = to_device(rt.weight);
+    for (size_t v = 0; v < nv; ++v) {
+      mlp.select_variant(variants[v]);
+      int bad = 0, checked = 0;
+      const std::pair<int, int> passes[] = {{0, 1}, {0, 2}, {0, 4}, {0, 8}, {3, 4}};  // (first row, rows)
+      for (const auto& [r0, Tn] : passes) {
+        const auto y = run_rows(mlp, es, rt, r0, Tn, dz, dy);
+        dy.fill_byte(0xff);
+        mlp.run_routed(dtable.as<MxExpert>(), n_experts, didx.as<int32_t>() + r0 * K, dw.as<float>() + r0 * K, Tn,
+                       dz.as<float>() + static_cast<size_t>(r0) * latent, dy.as<float>());
+        const auto yr = from_device<float>(dy, static_cast<size_t>(Tn) * latent);
+        for (int p = 0; p < Tn; ++p, ++checked)
+          if (!bits_equal(yr.data() + static_cast<size_t>(p) * latent, y.data() + static_cast<size_t>(p) * latent,
+                          static_cast<size_t>(latent)))
+            ++bad;
+      }
+      Result r;
+      r.name = tag + " [" + variants[v] + "] run_routed bit-identical to run (T=1,2,4,8 and rows 3..6)";
+      r.ok = bad == 0;
+      r.detail = std::to_string(checked - bad) + " of " + std::to_string(checked) + " rows identical";
+      out.push_back(r);
+    }
   }
   mlp.select_variant(variants[0]);
 }

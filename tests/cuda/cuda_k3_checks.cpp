@@ -236,6 +236,28 @@ std::vector<Result> k3_transactions(const std::string& dir, uint64_t seed) {
   out.push_back({"rollback", la == lr, std::string("after rollback the next token's logits are ") +
                                           (la == lr ? "bit-identical" : "DIFFERENT") + " to a session that never staged"});
 
+  // Resident experts (routing tables built on the device, passes replayed as CUDA graphs) against
+  // the host-routed path (routing read back, experts gathered through the VRAM tier): same bits.
+  {
+    CudaK3Model::Options so = mo;
+    so.preload = false;  // every slot, nothing resident up front: each MoE layer takes the read-back path
+    CudaK3Model streamed(*host, so);
+    CudaK3Session r(model), t(streamed);
+    std::vector<float> lr2 = r.prefill(context), lt = t.prefill(context);
+    bool equal = lr2 == lt;
+    int passes = 1;
+    for (int i = 0; i < 4 && equal; ++i, ++passes) {  // the second and later 1-row passes replay a graph
+      r.stage(std::span<const int32_t>(&rows[i], 1), lr2, all);
+      r.commit(1);
+      t.stage(std::span<const int32_t>(&rows[i], 1), lt, all);
+      t.commit(1);
+      equal = lr2 == lt;
+    }
+    out.push_back({"resident (device routing, graphs) == host-routed", equal,
+                   equal ? "prefill and 4 one-row passes bit-identical"
+                         : "logits differ at pass " + std::to_string(passes)});
+  }
+
   // The GPU session matches the CPU session on this random prompt within fp32 rounding.
   K3Session cpu(*host);
   const auto lc = cpu.prefill(context);
