@@ -594,10 +594,12 @@ __device__ __forceinline__ void task_combine(const Params& P, int t, int tile) {
   }
 }
 
-// Mode 0: plain, 1: streamed (any shape), 2: exact (chunks per lane NK1 / NK2).
-template <int RO, int RB, int NA, int U, int kMinBlocks, int kMode, int NK1 = 0, int NK2 = 0>
-__global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const Params P) {
-  extern __shared__ float4 xs[];
+// The persistent grid's loop over tickets, shared by every version: gate/up (A) tasks first, then
+// down (B) tasks, each waiting only for its own expert's A tiles, then the per-row combine, waiting
+// only for the row's experts. gate_up(task, g, tile) and down(task, g, tile) are called by every
+// thread of the block. The next ticket is taken while a task runs.
+template <class GateUp, class Down>
+__device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, Down&& down) {
   __shared__ unsigned s_task;
   const unsigned total = P.nA + P.nB + P.nC;
   if (threadIdx.x == 0) s_task = take_ticket(P);
@@ -606,21 +608,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const 
   while (task < total) {
     __syncthreads();  // everyone has read s_task
     unsigned next = 0;
-    if (threadIdx.x == 0) next = take_ticket(P);  // in flight while this task runs
+    if (threadIdx.x == 0) next = take_ticket(P);
     if (task < P.nA) {
       const int g = static_cast<int>(task) / P.a_tiles;
-      if constexpr (kMode == 2) task_gate_up_exact<RO, NK1>(P, g, static_cast<int>(task) % P.a_tiles, xs);
-      else if constexpr (kMode == 1) task_gate_up_streamed<RO>(P, g, static_cast<int>(task) % P.a_tiles);
-      else task_gate_up<RO, NA, U>(P, g, static_cast<int>(task) % P.a_tiles);
+      gate_up(task, g, static_cast<int>(task) % P.a_tiles);
       signal_done(P.doneA + g);
     } else if (task < P.nA + P.nB) {
       const int b = static_cast<int>(task - P.nA);
       const int g = b / P.b_tiles;
       if (threadIdx.x == 0) wait_expert_a(P, g);
       __syncthreads();
-      if constexpr (kMode == 2) task_down_exact<RB, NK2>(P, g, b % P.b_tiles, xs);
-      else if constexpr (kMode == 1) task_down_streamed<RB>(P, g, b % P.b_tiles);
-      else task_down<RB, NA, U>(P, g, b % P.b_tiles);
+      down(task, g, b % P.b_tiles);
       signal_done(P.doneB + g);
     } else {
       const int c = static_cast<int>(task - P.nA - P.nB);
@@ -634,6 +632,24 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const 
     __syncthreads();
     task = s_task;
   }
+}
+
+// Mode 0: plain, 1: streamed (any shape), 2: exact (chunks per lane NK1 / NK2).
+template <int RO, int RB, int NA, int U, int kMinBlocks, int kMode, int NK1 = 0, int NK2 = 0>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const Params P) {
+  extern __shared__ float4 xs[];
+  run_tickets(
+      P,
+      [&](unsigned, int g, int tile) {
+        if constexpr (kMode == 2) task_gate_up_exact<RO, NK1>(P, g, tile, xs);
+        else if constexpr (kMode == 1) task_gate_up_streamed<RO>(P, g, tile);
+        else task_gate_up<RO, NA, U>(P, g, tile);
+      },
+      [&](unsigned, int g, int tile) {
+        if constexpr (kMode == 2) task_down_exact<RB, NK2>(P, g, tile, xs);
+        else if constexpr (kMode == 1) task_down_streamed<RB>(P, g, tile);
+        else task_down<RB, NA, U>(P, g, tile);
+      });
 }
 
 #include "cuda/mxfp4_experts_mma.cuh"

@@ -467,44 +467,16 @@ __device__ __forceinline__ void task_down(const Params& P, int g, int tile, uint
 template <int NA, int RB8, int kMinBlocks, int S = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_imma_kernel(const Params P) {
   extern __shared__ __align__(16) uint8_t xs8[];
-  __shared__ unsigned s_task;
   __shared__ float s_red[kWarps];
   __shared__ imma::Staged staged[NA];
-  const unsigned total = P.nA + P.nB + P.nC;
   if (threadIdx.x < NA) staged[threadIdx.x] = imma::Staged{-1, 0};
   {
     const size_t stride = imma::plane_stride(P.latent, P.inter);
     uint32_t* zero = reinterpret_cast<uint32_t*>(xs8 + NA * 4 * stride);
     for (size_t i = threadIdx.x; i < stride / 4; i += kThreads) zero[i] = 0;
   }
-  if (threadIdx.x == 0) s_task = take_ticket(P);
-  __syncthreads();
-  unsigned task = s_task;
-  while (task < total) {
-    __syncthreads();  // everyone has read s_task
-    unsigned next = 0;
-    if (threadIdx.x == 0) next = take_ticket(P);  // in flight while this task runs
-    if (task < P.nA) {
-      const int g = static_cast<int>(task) / P.a_tiles;
-      imma::task_gate_up<NA, S>(P, g, static_cast<int>(task) % P.a_tiles, xs8, s_red, staged);
-      signal_done(P.doneA + g);
-    } else if (task < P.nA + P.nB) {
-      const int b = static_cast<int>(task - P.nA);
-      const int g = b / P.b_tiles;
-      if (threadIdx.x == 0) wait_expert_a(P, g);
-      __syncthreads();
-      imma::task_down<NA, RB8, S>(P, g, b % P.b_tiles, xs8, s_red, staged);
-      signal_done(P.doneB + g);
-    } else {
-      const int c = static_cast<int>(task - P.nA - P.nB);
-      const int t = c / P.c_tiles;
-      if (threadIdx.x == 0)
-        for (int j = 0; j < P.K; ++j) wait_expert_b(P, P.slot_group[t * P.K + j]);
-      __syncthreads();
-      task_combine(P, t, c % P.c_tiles);
-    }
-    if (threadIdx.x == 0) s_task = next;
-    __syncthreads();
-    task = s_task;
-  }
+  __syncthreads();  // the zero plane and the staging tags are set
+  run_tickets(
+      P, [&](unsigned, int g, int tile) { imma::task_gate_up<NA, S>(P, g, tile, xs8, s_red, staged); },
+      [&](unsigned, int g, int tile) { imma::task_down<NA, RB8, S>(P, g, tile, xs8, s_red, staged); });
 }

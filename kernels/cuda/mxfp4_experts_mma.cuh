@@ -471,7 +471,6 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
 template <bool kFS, bool kCp>
 __global__ void __launch_bounds__(kThreads, 1) expert_mlp_mma_kernel(const Params P) {
   extern __shared__ __align__(128) char smem[];
-  __shared__ unsigned s_task;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   mma16::Pipe pipe{mma16::smem_u32(smem + mma16::kHeader + warp * mma16::kStages * mma16::kStageBytes),
                    mma16::smem_u32(smem + warp * mma16::kStages * 8), 0u, 0u};
@@ -479,34 +478,7 @@ __global__ void __launch_bounds__(kThreads, 1) expert_mlp_mma_kernel(const Param
     for (int s = 0; s < mma16::kStages; ++s) mma16::mbar_init(pipe.bars + 8 * s);
     DELTAFIN_SM90_ASM("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
-  const unsigned total = P.nA + P.nB + P.nC;
-  if (threadIdx.x == 0) s_task = take_ticket(P);
-  __syncthreads();
-  unsigned task = s_task;
-  while (task < total) {
-    __syncthreads();  // everyone has read s_task
-    unsigned next = 0;
-    if (threadIdx.x == 0) next = take_ticket(P);  // in flight while this task runs
-    if (task < P.nA) {
-      const int g = static_cast<int>(task) / P.a_tiles;
-      mma16::task<true, kFS, kCp>(P, task, smem, pipe);
-      signal_done(P.doneA + g);
-    } else if (task < P.nA + P.nB) {
-      const int g = static_cast<int>(task - P.nA) / P.b_tiles;
-      if (threadIdx.x == 0) wait_expert_a(P, g);
-      __syncthreads();
-      mma16::task<false, kFS, kCp>(P, task, smem, pipe);
-      signal_done(P.doneB + g);
-    } else {
-      const int c = static_cast<int>(task - P.nA - P.nB);
-      const int t = c / P.c_tiles;
-      if (threadIdx.x == 0)
-        for (int j = 0; j < P.K; ++j) wait_expert_b(P, P.slot_group[t * P.K + j]);
-      __syncthreads();
-      task_combine(P, t, c % P.c_tiles);
-    }
-    if (threadIdx.x == 0) s_task = next;
-    __syncthreads();
-    task = s_task;
-  }
+  run_tickets(
+      P, [&](unsigned task, int, int) { mma16::task<true, kFS, kCp>(P, task, smem, pipe); },
+      [&](unsigned task, int, int) { mma16::task<false, kFS, kCp>(P, task, smem, pipe); });
 }
