@@ -33,12 +33,6 @@ RunResult run(const std::vector<std::string>& args) {
   return r;
 }
 
-std::string slurp(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 }  // namespace
 
@@ -129,7 +123,7 @@ class TestInstallCli : public QObject {
     const std::string root = temp_dir("qwen");
     RunResult r = run(cmd({"setup-qwen"}, root));
     QVERIFY2(r.code == 0, r.err.c_str());
-    QVERIFY(slurp(root + "/addons/qwen3-0.6b-base/model.safetensors") == slurp(fixtures_dir() + "/qwen3-tiny/model.safetensors"));
+    QVERIFY(read_file(root + "/addons/qwen3-0.6b-base/model.safetensors") == read_file(fixtures_dir() + "/qwen3-tiny/model.safetensors"));
     QVERIFY(fs::exists(root + "/addons/qwen3-1.7b-base/config.json"));
     QVERIFY(!fs::exists(root + "/config.json"));
   }

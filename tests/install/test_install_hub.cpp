@@ -21,12 +21,6 @@ using namespace deltafin::test;
 
 namespace {
 
-std::string slurp(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 struct Recorder : InstallObserver {
   std::vector<std::string> lines;
@@ -96,7 +90,7 @@ class TestInstallHub : public QObject {
   }
   void expect_exact(const std::string& dest) {
     QVERIFY2(fs::exists(dest), dest.c_str());
-    QVERIFY(slurp(dest) == slurp(k3_ + "/" + kShard));
+    QVERIFY(read_file(dest) == read_file(k3_ + "/" + kShard));
     QVERIFY(!fs::exists(dest + ".partial"));
     QVERIFY(!fs::exists(dest + ".partial.json"));
   }
@@ -252,7 +246,7 @@ class TestInstallHub : public QObject {
              {root + "/addons/qwen3-1.7b-base", fixtures_dir() + "/qwen3-tiny"}}) {
       for (const auto& e : fs::directory_iterator(src)) {
         const std::string rel = e.path().filename().string();
-        QVERIFY2(slurp(dir + "/" + rel) == slurp(e.path().string()), (dir + "/" + rel).c_str());
+        QVERIFY2(read_file(dir + "/" + rel) == read_file(e.path().string()), (dir + "/" + rel).c_str());
       }
     }
     auto m = InstallManifest::load(root);
@@ -306,7 +300,7 @@ class TestInstallHub : public QObject {
     fs::remove(InstallManifest::path(root));
     Recorder fix;
     run_setup(s, fix, nullptr);
-    QVERIFY(slurp(root + "/" + kShard) == slurp(k3_ + "/" + kShard));
+    QVERIFY(read_file(root + "/" + kShard) == read_file(k3_ + "/" + kShard));
   }
 
   void lockKeepsASecondInstallerOut() {
@@ -333,7 +327,7 @@ class TestInstallHub : public QObject {
     QCOMPARE(gz.code, 0);
     const CheckpointIndex idx = CheckpointIndex::parse(gz.out, "real index");
     QCOMPARE(idx.shards.size(), size_t(96));
-    real.add_bytes("moonshotai/Kimi-K3", "main", "config.json", slurp(meta + "/config.json"));
+    real.add_bytes("moonshotai/Kimi-K3", "main", "config.json", read_file(meta + "/config.json"));
     real.add_bytes("moonshotai/Kimi-K3", "main", "model.safetensors.index.json", gz.out);
     const uint64_t total = idx.total_size;
     for (size_t i = 0; i < idx.shards.size(); ++i) {

@@ -17,14 +17,6 @@ namespace fs = std::filesystem;
 using namespace deltafin;
 using namespace deltafin::test;
 
-namespace {
-std::string slurp(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-}  // namespace
 
 class TestInstallKill : public QObject {
   Q_OBJECT
@@ -71,7 +63,7 @@ class TestInstallKill : public QObject {
              {root, fixtures_dir() + "/k3-tiny"}, {root + "/addons/kimi-k3-dspark", fixtures_dir() + "/dspark-tiny"}})
       for (const auto& e : fs::directory_iterator(src)) {
         const std::string dest = dir + "/" + e.path().filename().string();
-        QVERIFY2(slurp(dest) == slurp(e.path().string()), dest.c_str());
+        QVERIFY2(read_file(dest) == read_file(e.path().string()), dest.c_str());
         QVERIFY(!fs::exists(dest + ".partial"));
       }
     auto m = InstallManifest::load(root);

@@ -32,12 +32,6 @@ using namespace deltafin::test;
 
 namespace {
 
-std::string slurp(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 struct Quiet : InstallObserver {};
 
@@ -49,7 +43,7 @@ std::vector<int32_t> greedy(K3Session& s, const std::vector<int32_t>& prompt) {
 
 // Bytes never fetched (or evicted) read as zeros: the sparse file's holes.
 bool is_hole(const std::string& path, const ExpertLocation& L) {
-  std::string all = slurp(path);
+  std::string all = read_file(path);
   for (int p = 0; p < 6; ++p)
     for (uint64_t i = 0; i < L.part_bytes[p]; ++i)
       if (all[L.part_offset[p] + i] != 0) return false;
@@ -107,11 +101,11 @@ class TestInstallStream : public QObject {
     QCOMPARE(m->cap_bytes, 40 * expert_bytes_);
     QCOMPARE(m->repo, std::string("moonshotai/Kimi-K3"));
     QCOMPARE(m->shards.size(), size_t(3));
-    QVERIFY(slurp(root + "/addons/kimi-k3-dspark/model.safetensors") == slurp(fixtures_dir() + "/dspark-tiny/model.safetensors"));
+    QVERIFY(read_file(root + "/addons/kimi-k3-dspark/model.safetensors") == read_file(fixtures_dir() + "/dspark-tiny/model.safetensors"));
     auto ck = Checkpoint::open(root);
     auto full = Checkpoint::open(k3_);
     for (uint32_t s = 0; s < ck->shard_names().size(); ++s) {
-      const std::string local = slurp(ck->shard_path(s)), orig = slurp(full->shard_path(s));
+      const std::string local = read_file(ck->shard_path(s)), orig = read_file(full->shard_path(s));
       QCOMPARE(local.size(), orig.size());
       ShardSpine sp = shard_spine(ck->shard_header(s));
       for (const auto& [b, e] : sp.ranges) QVERIFY(local.compare(b, e - b, orig, b, e - b) == 0);
@@ -197,7 +191,7 @@ class TestInstallStream : public QObject {
     std::vector<ExpertView> views;
     for (int l = 0; l < cfg_.layers; ++l)
       if (!loc[static_cast<size_t>(l)].empty()) src.acquire(l, all, views);
-    for (uint32_t s = 0; s < ck->shard_names().size(); ++s) QVERIFY(slurp(ck->shard_path(s)) == slurp(k3_ + "/" + ck->shard_names()[s]));
+    for (uint32_t s = 0; s < ck->shard_names().size(); ++s) QVERIFY(read_file(ck->shard_path(s)) == read_file(k3_ + "/" + ck->shard_names()[s]));
     QVERIFY(src.verify().empty());
   }
 
@@ -236,7 +230,7 @@ class TestInstallStream : public QObject {
     run_setup(s, q, nullptr);
     QVERIFY(!StreamMarker::find(root));
     for (const auto& e : fs::directory_iterator(k3_))
-      QVERIFY2(slurp(root + "/" + e.path().filename().string()) == slurp(e.path().string()), e.path().c_str());
+      QVERIFY2(read_file(root + "/" + e.path().filename().string()) == read_file(e.path().string()), e.path().c_str());
     auto m = K3Model::load(root);
     QVERIFY(m->experts().describe().find("stream") == std::string::npos);
   }

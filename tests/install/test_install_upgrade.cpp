@@ -17,12 +17,6 @@ using namespace deltafin::test;
 
 namespace {
 
-std::string slurp(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 void write(const std::string& p, const std::string& text) {
   std::ofstream f(p, std::ios::binary | std::ios::trunc);
@@ -96,7 +90,7 @@ class TestInstallUpgrade : public QObject {
     ProcessResult cfg = run_command({"cmake", "-S", work_, "-B", build_, "-DDELTAFIN_CUDA=ON"});
     QVERIFY2(cfg.code == 0, cfg.err.c_str());
     QCOMPARE(run_command({"cmake", "--build", build_}).code, 0);
-    QCOMPARE(slurp(build_ + "/built-cuda-ON.txt"), std::string("v1"));
+    QCOMPARE(read_file(build_ + "/built-cuda-ON.txt"), std::string("v1"));
     fs::create_directories(models_ + "/.deltafin");
     write(models_ + "/config.json", "{\"untouched\": true}");
   }
@@ -112,15 +106,15 @@ class TestInstallUpgrade : public QObject {
     const auto mtime = fs::last_write_time(models_ + "/config.json");
     UpgradeResult dry = upgrade(true);
     QCOMPARE(int(dry.outcome), int(UpgradeResult::Outcome::WouldUpgrade));
-    QCOMPARE(slurp(work_ + "/version.txt"), std::string("v1"));  // a dry run changes nothing
+    QCOMPARE(read_file(work_ + "/version.txt"), std::string("v1"));  // a dry run changes nothing
     UpgradeResult r = upgrade();
     QCOMPARE(int(r.outcome), int(UpgradeResult::Outcome::Upgraded));
     QCOMPARE(r.commits, 1);
     QCOMPARE(git(work_, {"rev-parse", "HEAD"}), git(seed_, {"rev-parse", "HEAD"}));
-    QCOMPARE(slurp(build_ + "/built-cuda-ON.txt"), std::string("v2"));
+    QCOMPARE(read_file(build_ + "/built-cuda-ON.txt"), std::string("v2"));
     QVERIFY(!fs::exists(build_ + "/built-cuda-OFF.txt"));
-    QVERIFY(slurp(build_ + "/CMakeCache.txt").find("DELTAFIN_CUDA:BOOL=ON") != std::string::npos);
-    QCOMPARE(slurp(models_ + "/config.json"), std::string("{\"untouched\": true}"));
+    QVERIFY(read_file(build_ + "/CMakeCache.txt").find("DELTAFIN_CUDA:BOOL=ON") != std::string::npos);
+    QCOMPARE(read_file(models_ + "/config.json"), std::string("{\"untouched\": true}"));
     QVERIFY(fs::last_write_time(models_ + "/config.json") == mtime);
   }
 
@@ -132,7 +126,7 @@ class TestInstallUpgrade : public QObject {
     QVERIFY2(err.find("uncommitted changes") != std::string::npos, err.c_str());
     QVERIFY(err.find("version.txt") != std::string::npos);
     QCOMPARE(git(work_, {"rev-parse", "HEAD"}), head);
-    QCOMPARE(slurp(work_ + "/version.txt"), std::string("local edit"));
+    QCOMPARE(read_file(work_ + "/version.txt"), std::string("local edit"));
     git(work_, {"checkout", "-q", "--", "version.txt"});
   }
 

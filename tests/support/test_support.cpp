@@ -25,6 +25,13 @@ std::string temp_dir(const std::string& tag) {
   return dirs.back()->path().toStdString();
 }
 
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
 LoadedTensors load_tensors(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error("cannot read " + path);

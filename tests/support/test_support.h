@@ -16,6 +16,8 @@ std::string build_dir();
 std::string source_dir();
 // A fresh empty directory under the system temp dir, removed when the process exits.
 std::string temp_dir(const std::string& tag);
+// A whole file's bytes ("" when it cannot be read).
+std::string read_file(const std::string& path);
 
 // Reads a whole safetensors file into memory, for goldens.
 struct LoadedTensors {
