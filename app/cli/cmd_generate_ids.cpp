@@ -36,11 +36,9 @@ void add_generate_ids(CLI::App& app) {
     apply_threads(o->threads);
     auto ids = parse_ids(o->ids);
     auto model = K3Model::load(o->root);
-    if (wants_cuda(o->device)) {
-      std::printf("%s\n", ids_json(cuda_generate_ids(*model, ids, o->max_new)).c_str());
-      return;
-    }
-    K3Session s(*model);
+    std::unique_ptr<DecodeSession> session;
+    if (wants_cuda(o->device)) session = make_cuda_session(*model, int64_t(ids.size()) + o->max_new + 1);
+    else session = std::make_unique<K3Session>(*model);
     GenerateOptions g;
     g.max_new = o->max_new;
     DraftSetupOptions dso;
@@ -50,7 +48,7 @@ void add_generate_ids(CLI::App& app) {
     g.drafter = drafts->proposer();
     g.draft_max = o->draft_max;
     g.draft_always = o->draft_always;
-    auto r = generate(s, ids, g);
+    auto r = generate(*session, ids, g);
     std::printf("%s\n", ids_json(r.ids).c_str());
     if (o->stats) std::fprintf(stderr, "%s\n", generate_stats_json(r.stats, drafts->note()).c_str());
   });

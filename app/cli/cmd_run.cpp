@@ -10,6 +10,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "cpu/gemm.h"
+#include "cuda_device.h"
 #include "runtime/generate.h"
 #include "runtime/k3_model.h"
 #include "runtime/speculative_drafters.h"
@@ -32,7 +33,8 @@ uint64_t mem_available_bytes() {
   return 0;
 }
 
-void print_stats(const K3Model& m, const GenerateResult& r, const K3Session& s) {
+// cpu_session: the CPU session when the forward ran there (its state size is printed), else null.
+void print_stats(const K3Model& m, const GenerateResult& r, const DecodeSession& s, const K3Session* cpu_session) {
   const auto& st = r.stats;
   const double processed = st.prompt_tokens + std::max(0, st.new_tokens - 1);
   std::fprintf(stderr, "\n--- stats ---\n");
@@ -55,7 +57,11 @@ void print_stats(const K3Model& m, const GenerateResult& r, const K3Session& s) 
   std::fprintf(stderr, "context             %lld tokens held; MLA latent cache %.1f KiB/token, capacity ~%llu tokens in %.1f GiB free\n",
                static_cast<long long>(s.n_past()), per_tok / 1024.0,
                static_cast<unsigned long long>(per_tok ? avail / per_tok : 0), avail / 1073741824.0);
-  std::fprintf(stderr, "session state       %.1f MiB; CPU kernels %s\n", s.state_bytes() / 1048576.0, kernels::active().name);
+  if (cpu_session)
+    std::fprintf(stderr, "session state       %.1f MiB; CPU kernels %s\n", cpu_session->state_bytes() / 1048576.0,
+                 kernels::active().name);
+  else
+    std::fprintf(stderr, "forward             on the CUDA GPU (%d rows per pass at most)\n", s.max_rows());
 }
 
 }  // namespace
@@ -73,7 +79,7 @@ void add_run(CLI::App& app) {
       return f;
     }();
     bool offline = false;
-    std::string draft = "auto", draft_model;
+    std::string draft = "auto", draft_model, device = "cpu";
   };
   auto o = std::make_shared<Opts>();
   auto* c = app.add_subcommand("run", "Generate text from a prompt (raw completion, or one chat turn with --chat)");
@@ -103,7 +109,9 @@ void add_run(CLI::App& app) {
   c->add_option("--draft", o->draft, "Drafter: auto, off, dspark, qwen or ngram (the output never changes)")
       ->capture_default_str();
   c->add_option("--draft-model", o->draft_model, "The drafter's model folder (default: beside the K3 folder)");
+  add_device_option(c, o->device);
   c->callback([o] {
+    const bool gpu = wants_cuda(o->device);  // fails early when this build has no CUDA backend
     apply_threads(o->threads);
     if (o->root.empty()) o->root = default_model_root();
     if (!o->chat && (o->show_reasoning || o->no_think || !o->effort.empty() || !o->system.empty()))
@@ -150,6 +158,12 @@ void add_run(CLI::App& app) {
       if (cfg.eos_token_id >= 0) g.stop_ids.push_back(static_cast<int32_t>(cfg.eos_token_id));
       if (auto e = tok->special_id("[EOS]")) g.stop_ids.push_back(*e);
     }
+    // The session before any output: a missing GPU is reported before the prompt is echoed.
+    std::unique_ptr<K3Session> cpu;
+    std::unique_ptr<DecodeSession> cuda_session;
+    if (gpu) cuda_session = make_cuda_session(*model, int64_t(prompt.size()) + o->max_new + 1);
+    else cpu = std::make_unique<K3Session>(*model);
+    DecodeSession& s = gpu ? *cuda_session : static_cast<DecodeSession&>(*cpu);
     if (!o->chat) std::fputs(o->prompt.c_str(), stdout);
     bool in_reasoning = false;
     auto show = [&](const std::vector<ChatEvent>& evs) {
@@ -172,7 +186,6 @@ void add_run(CLI::App& app) {
     auto drafts = DraftSetup::create(*model, dso);
     auto proposer = drafts->make_proposer();
     g.drafter = proposer.get();
-    K3Session s(*model);
     // Live counters go to a terminal status line only when the text itself is not on that terminal.
     const bool live = o->stats && ::isatty(STDERR_FILENO) && !::isatty(STDOUT_FILENO);
     int produced = 0;
@@ -200,7 +213,7 @@ void add_run(CLI::App& app) {
     else std::fputs(decoder->finish().c_str(), stdout);
     std::fputs("\n", stdout);
     if (o->stats) {
-      print_stats(*model, r, s);
+      print_stats(*model, r, s, cpu.get());
       std::fprintf(stderr, "drafting            %s\n", generate_stats_json(r.stats, drafts->note()).c_str());
     }
   });

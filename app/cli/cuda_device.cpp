@@ -29,12 +29,34 @@ bool wants_cuda(const std::string& device) {
 }
 
 #ifdef DELTAFIN_HAVE_CUDA_K3
-std::vector<int32_t> cuda_generate_ids(const K3Model& model, const std::vector<int32_t>& prompt, int max_new) {
-  cuda::CudaK3Model::Options o;
-  o.max_context = int64_t(prompt.size()) + max_new + 1;
-  cuda::CudaK3Model gpu(model, o);
-  cuda::CudaK3Session s(gpu);
-  return s.greedy(prompt, max_new);
+namespace {
+
+class OwningCudaSession final : public DecodeSession {
+ public:
+  OwningCudaSession(const K3Model& model, int64_t max_context) : gpu_(model, options(max_context)), s_(gpu_) {}
+  void stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts) override {
+    s_.stage(ids, logits, opts);
+  }
+  void commit(int n) override { s_.commit(n); }
+  void rollback() override { s_.rollback(); }
+  int64_t n_past() const override { return s_.n_past(); }
+  const K3Model& host_model() const override { return s_.host_model(); }
+  int max_rows() const override { return s_.max_rows(); }
+
+ private:
+  static cuda::CudaK3Model::Options options(int64_t max_context) {
+    cuda::CudaK3Model::Options o;
+    o.max_context = std::max<int64_t>(1, max_context);
+    return o;
+  }
+  cuda::CudaK3Model gpu_;
+  cuda::CudaK3Session s_;
+};
+
+}  // namespace
+
+std::unique_ptr<DecodeSession> make_cuda_session(const K3Model& model, int64_t max_context) {
+  return std::make_unique<OwningCudaSession>(model, max_context);
 }
 
 std::vector<float> cuda_all_logits(const K3Model& model, const std::vector<int32_t>& ids) {
@@ -60,7 +82,10 @@ std::string cuda_bench_verify(const std::string& root, const std::vector<int>& r
   return out.str();
 }
 #else
-std::vector<int32_t> cuda_generate_ids(const K3Model&, const std::vector<int32_t>&, int) { wants_cuda("cuda"); return {}; }
+std::unique_ptr<DecodeSession> make_cuda_session(const K3Model&, int64_t) {
+  wants_cuda("cuda");
+  return {};
+}
 std::vector<float> cuda_all_logits(const K3Model&, const std::vector<int32_t>&) { wants_cuda("cuda"); return {}; }
 std::string cuda_bench_verify(const std::string&, const std::vector<int>&, int, int, const std::string&) {
   wants_cuda("cuda");

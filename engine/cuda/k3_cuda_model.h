@@ -49,7 +49,7 @@ class CudaK3Model {
 };
 
 // Sessions of one model share its VRAM expert tier: use them from one thread at a time.
-class CudaK3Session {
+class CudaK3Session : public DecodeSession {
  public:
   explicit CudaK3Session(const CudaK3Model& model);
   ~CudaK3Session();
@@ -58,11 +58,13 @@ class CudaK3Session {
 
   // Same contract as K3Session::stage: rows n_past()..n_past()+T-1, T <= max_rows.
   // opts.chunked_kda is ignored (the step form is used for every pass).
-  void stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts = {});
-  void commit(int n);
-  void rollback();
+  void stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts = {}) override;
+  void commit(int n) override;
+  void rollback() override;
   bool staged() const { return staged_T_ > 0; }
-  int64_t n_past() const { return n_past_; }
+  int64_t n_past() const override { return n_past_; }
+  const K3Model& host_model() const override { return m_.host(); }
+  int max_rows() const override { return m_.options().max_rows; }
   void reset();
   // stage + commit in chunks of at most max_rows; returns the last row's logits.
   std::vector<float> prefill(std::span<const int32_t> ids);

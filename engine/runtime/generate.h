@@ -51,7 +51,7 @@ struct GenerateResult {
 // Prefill `prompt` into the session (which may already hold a prefix) and
 // decode up to max_new tokens. on_token(id) returning false stops generation.
 // Every token is the target's own choice: the session ends committed.
-GenerateResult generate(K3Session& s, std::span<const int32_t> prompt, const GenerateOptions& opts,
+GenerateResult generate(DecodeSession& s, std::span<const int32_t> prompt, const GenerateOptions& opts,
                         const std::function<bool(int32_t)>& on_token = {});
 
 }  // namespace deltafin

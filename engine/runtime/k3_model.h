@@ -8,6 +8,7 @@
 
 #include "model/checkpoint.h"
 #include "model/k3_config.h"
+#include "runtime/decode_session.h"
 #include "runtime/k3_state.h"
 #include "runtime/k3_weights.h"
 #include "store/expert_source.h"
@@ -44,35 +45,21 @@ class K3Model {
   std::unique_ptr<ExpertSource> experts_;
 };
 
-// Optional capture of intermediate results of a pass (goldens, drafters, stats).
-struct ForwardTrace {
-  bool layer_out = false;                          // capture each layer's returned stream
-  std::vector<std::vector<float>> layers;          // [layer][T][hidden]
-  bool routing = false;
-  std::vector<std::vector<int32_t>> topk_ids;      // [moe layer][T][top_k], ascending ids
-  std::vector<std::vector<float>> topk_weights;    // same layout
-};
-
-struct PassOptions {
-  bool all_logits = true;          // logits for every row, else only the last row
-  bool partial_commit = false;     // keep what commit(n < T) needs
-  bool chunked_kda = false;        // chunkwise KDA (long prefills; not bit-identical to step form)
-  ForwardTrace* trace = nullptr;
-};
-
 // One conversation's state over a K3Model, with transactions: stage() runs T
 // new tokens without committing them; commit(n) keeps the first n; rollback() none.
-class K3Session {
+class K3Session : public DecodeSession {
  public:
   explicit K3Session(const K3Model& model);
 
   // Runs `ids` at positions n_past()..n_past()+T-1. `logits` receives [rows][vocab].
-  void stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts = {});
-  void commit(int n);
-  void rollback();
+  void stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts = {}) override;
+  void commit(int n) override;
+  void rollback() override;
   bool staged() const { return staged_.T > 0; }
-  int64_t n_past() const { return st_.n_past; }
+  int64_t n_past() const override { return st_.n_past; }
   const K3Model& model() const { return m_; }
+  const K3Model& host_model() const override { return m_; }
+  int max_rows() const override { return 1 << 30; }
 
   // stage + commit in chunks; returns the logits of the last row.
   std::vector<float> prefill(std::span<const int32_t> ids, int chunk = 64);

@@ -13,16 +13,17 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 }  // namespace
 
-GenerateResult generate_speculative(K3Session& s, std::span<const int32_t> prompt, const GenerateOptions& opts,
+GenerateResult generate_speculative(DecodeSession& s, std::span<const int32_t> prompt, const GenerateOptions& opts,
                                     const std::function<bool(int32_t)>& on_token) {
   GenerateResult r;
   GenerateStats& st = r.stats;
   st.prompt_tokens = static_cast<int>(prompt.size());
   if (opts.max_new <= 0) return r;
   DraftProposer& d = *opts.drafter;
-  const K3Config& cfg = s.model().config();
+  const K3Config& cfg = s.host_model().config();
   const int V = cfg.vocab;
-  const int kmax = std::max(1, opts.draft_max > 0 ? opts.draft_max : d.preferred_k());
+  // A verify pass is the pending token and k guesses: at most the session's rows per pass.
+  const int kmax = std::max(1, std::min(opts.draft_max > 0 ? opts.draft_max : d.preferred_k(), s.max_rows() - 1));
   st.pass_seconds.assign(kmax + 2, 0.0);
   st.pass_count.assign(kmax + 2, 0);
 
@@ -38,7 +39,8 @@ GenerateResult generate_speculative(K3Session& s, std::span<const int32_t> promp
     for (int l : taps)
       if (l < 0 || l >= cfg.layers) throw std::runtime_error("drafter wants tap layer " + std::to_string(l) + " of a " +
                                                              std::to_string(cfg.layers) + "-layer target");
-    if (!d.begin(s.n_past())) fail("the drafter has not seen this session's earlier tokens");
+    if (s.max_rows() < 2) fail("the session runs one row per pass: nothing to verify guesses with");
+    else if (!d.begin(s.n_past())) fail("the drafter has not seen this session's earlier tokens");
   } catch (const std::exception& e) {
     fail(std::string("drafter failed to start: ") + e.what());
   }
@@ -56,13 +58,13 @@ GenerateResult generate_speculative(K3Session& s, std::span<const int32_t> promp
   };
   auto pass_trace = [&]() { return drafting && trace.layer_out ? &trace : nullptr; };
 
-  const uint64_t bytes0 = s.model().experts().counters().bytes_read + s.model().experts().counters().bytes_fetched;
+  const uint64_t bytes0 = s.host_model().experts().counters().bytes_read + s.host_model().experts().counters().bytes_fetched;
   const auto t0 = Clock::now();
   // Prefill in the same chunks as plain generate(), capturing the drafter's taps.
   std::vector<int32_t> history(opts.draft_context.begin(), opts.draft_context.end());
   history.insert(history.end(), prompt.begin(), prompt.end());
   std::vector<float> logits;
-  const int chunk = std::max(1, opts.prefill_chunk);
+  const int chunk = std::max(1, std::min(opts.prefill_chunk, s.max_rows()));
   for (size_t i = 0; i < prompt.size(); i += chunk) {
     const size_t n = std::min<size_t>(chunk, prompt.size() - i);
     PassOptions po;
@@ -157,7 +159,7 @@ GenerateResult generate_speculative(K3Session& s, std::span<const int32_t> promp
   }
   st.new_tokens = static_cast<int>(r.ids.size());
   st.decode_seconds = since(t1);
-  st.expert_bytes = s.model().experts().counters().bytes_read + s.model().experts().counters().bytes_fetched - bytes0;
+  st.expert_bytes = s.host_model().experts().counters().bytes_read + s.host_model().experts().counters().bytes_fetched - bytes0;
   return r;
 }
 

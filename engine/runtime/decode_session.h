@@ -1,0 +1,46 @@
+#pragma once
+// What decoding needs of a target model's session, whichever backend runs the forward: the CPU
+// K3Session (runtime/k3_model.h) or the CUDA CudaK3Session (engine/cuda). generate() and the
+// speculative verifier work on this interface, so run, generate-ids and the drafters use the GPU
+// the same way they use the CPU.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace deltafin {
+
+class K3Model;
+
+// Optional capture of intermediate results of a pass (goldens, drafters, stats).
+struct ForwardTrace {
+  bool layer_out = false;                          // capture each layer's returned stream
+  std::vector<std::vector<float>> layers;          // [layer][T][hidden]
+  bool routing = false;
+  std::vector<std::vector<int32_t>> topk_ids;      // [moe layer][T][top_k], ascending ids
+  std::vector<std::vector<float>> topk_weights;    // same layout
+};
+
+struct PassOptions {
+  bool all_logits = true;          // logits for every row, else only the last row
+  bool partial_commit = false;     // keep what commit(n < T) needs
+  bool chunked_kda = false;        // chunkwise KDA (long prefills; not bit-identical to step form)
+  ForwardTrace* trace = nullptr;
+};
+
+// Transactions over positions: stage() runs T new tokens at n_past()..n_past()+T-1 without
+// committing them; commit(n) keeps the first n; rollback() none.
+class DecodeSession {
+ public:
+  virtual ~DecodeSession() = default;
+  virtual void stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts) = 0;
+  virtual void commit(int n) = 0;
+  virtual void rollback() = 0;
+  virtual int64_t n_past() const = 0;
+  // The model as loaded on the host: its config, tokenizer-facing ids and expert tiers.
+  virtual const K3Model& host_model() const = 0;
+  // The most rows one stage() takes (the GPU preallocates for a fixed number); prefill chunks and
+  // verify passes are cut to it.
+  virtual int max_rows() const = 0;
+};
+
+}  // namespace deltafin
