@@ -68,18 +68,12 @@ inline bool fits(int latent, int inter, int tile_b) {
   return latent % 128 == 0 && inter % 128 == 0 && inter % kTileA == 0 && latent % tile_b == 0;
 }
 
-// mma.sync with integer operands exists from sm_80 on; the library is also compiled for older
-// explicit targets (a cached sm_75 build), where these versions are never chosen (fits needs
-// compute capability 8) and the helper traps.
+// mma.sync with integer operands exists from sm_80 on (DELTAFIN_SM80_ASM traps below).
 __device__ __forceinline__ void mma_u8s8(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-  __trap();
-#else
-  asm volatile(
+  DELTAFIN_SM80_ASM(
       "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
 }
 
 __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
@@ -291,30 +285,18 @@ __device__ __forceinline__ void rows_pass(const uint4* const (&wrow)[NR], const 
   }
 }
 
+// DELTAFIN_SM80_ASM (mxfp4_experts_mma.cuh): these versions run from sm_80 on only (fits() needs
+// compute capability 8); builds for older targets get a trap instead of the instruction.
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-  __trap();
-#else
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
-#endif
+  DELTAFIN_SM80_ASM("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async4(uint32_t dst, const void* src) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-  __trap();
-#else
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
-#endif
+  DELTAFIN_SM80_ASM("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async_commit() {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
+__device__ __forceinline__ void cp_async_commit() { DELTAFIN_SM80_ASM("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-#endif
+  DELTAFIN_SM80_ASM("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
 // Copies block 4j + q of each row set (16 bytes per lane) and the row's scales 4j..4j+3 into ring
