@@ -350,6 +350,20 @@ __device__ __forceinline__ float class_sum(float v) {
   return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
+// This warp's ring (shared-memory address) after the digit planes and the zero plane.
+template <int NA, int S>
+__device__ __forceinline__ uint32_t ring_base(const Params& P, uint8_t* xs) {
+  const int warp = threadIdx.x >> 5;
+  return static_cast<uint32_t>(__cvta_generic_to_shared(xs + digits_bytes(P.latent, P.inter, NA) + warp * S * stage_bytes(2)));
+}
+
+template <int NA>
+__device__ __forceinline__ BSource b_source(const Params& P, uint8_t* xs) {
+  const uint32_t stride = static_cast<uint32_t>(plane_stride(P.latent, P.inter));
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(xs));
+  return b_source(base, base + NA * 4 * stride, stride);
+}
+
 template <int NA, int S>
 __device__ __forceinline__ void task_gate_up(const Params& P, int g, int tile, uint8_t* xs, float* s_red, Staged* staged) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, q = lane & 3;
@@ -362,10 +376,8 @@ __device__ __forceinline__ void task_gate_up(const Params& P, int g, int tile, u
   const uint8_t* const srow[2] = {static_cast<const uint8_t*>(e.gate_scale) + static_cast<int64_t>(o) * nblk + q,
                                   static_cast<const uint8_t*>(e.up_scale) + static_cast<int64_t>(o) * nblk + q};
   const uint8_t* const srow4[2] = {srow[0] - q, srow[1] - q};
-  uint8_t* ring_ptr = xs + digits_bytes(P.latent, P.inter, NA) + warp * S * stage_bytes(2);
-  const uint32_t ring = static_cast<uint32_t>(__cvta_generic_to_shared(ring_ptr));
-  const uint32_t xs_s = static_cast<uint32_t>(__cvta_generic_to_shared(xs));
-  const BSource bs = b_source(xs_s, xs_s + NA * 4 * static_cast<uint32_t>(stride), static_cast<uint32_t>(stride));
+  const uint32_t ring = ring_base<NA, S>(P, xs);
+  const BSource bs = b_source<NA>(P, xs);
   for (int ab = P.grp_begin[g]; ab < P.grp_begin[g + 1]; ab += NA) {
     const int na = min(NA, P.grp_begin[g + 1] - ab);
     if constexpr (S > 0)  // the first blocks travel while the activations are staged
@@ -409,10 +421,8 @@ __device__ __forceinline__ void task_down(const Params& P, int g, int tile, uint
   const uint8_t* srow4[RB8];
 #pragma unroll
   for (int r = 0; r < RB8; ++r) srow4[r] = srow[r] - q;
-  uint8_t* ring_ptr = xs + digits_bytes(P.latent, P.inter, NA) + warp * S * stage_bytes(2);
-  const uint32_t ring = static_cast<uint32_t>(__cvta_generic_to_shared(ring_ptr));
-  const uint32_t xs_s = static_cast<uint32_t>(__cvta_generic_to_shared(xs));
-  const BSource bs = b_source(xs_s, xs_s + NA * 4 * static_cast<uint32_t>(stride), static_cast<uint32_t>(stride));
+  const uint32_t ring = ring_base<NA, S>(P, xs);
+  const BSource bs = b_source<NA>(P, xs);
   for (int ab = P.grp_begin[g]; ab < P.grp_begin[g + 1]; ab += NA) {
     const int na = min(NA, P.grp_begin[g + 1] - ab);
     if constexpr (S > 0)
