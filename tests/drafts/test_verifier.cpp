@@ -2,9 +2,11 @@
 // n-gram, one that fails) generate() prints exactly the ids of plain decoding,
 // greedy and seeded sampling alike, on k3-tiny and on synthesized K3 models,
 // and leaves the session in exactly the state plain decoding leaves.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <random>
+#include <stdexcept>
 
 #include "base/thread_pool.h"
 #include "runtime/generate.h"
@@ -52,6 +54,29 @@ QString ids_str(const std::vector<int32_t>& v) {
   for (int32_t x : v) l << QString::number(x);
   return l.join(",");
 }
+
+// A CPU session that takes at most `rows` rows per pass, as the GPU session does (16 there):
+// generate() must cut prefill chunks and verify passes to it and print the same ids.
+class RowLimitedSession : public DecodeSession {
+ public:
+  RowLimitedSession(const K3Model& m, int rows) : s_(m), rows_(rows) {}
+  void stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts) override {
+    widest_ = std::max(widest_, static_cast<int>(ids.size()));
+    if (static_cast<int>(ids.size()) > rows_) throw std::runtime_error("a pass of more rows than the session takes");
+    s_.stage(ids, logits, opts);
+  }
+  void commit(int n) override { s_.commit(n); }
+  void rollback() override { s_.rollback(); }
+  int64_t n_past() const override { return s_.n_past(); }
+  const K3Model& host_model() const override { return s_.host_model(); }
+  int max_rows() const override { return rows_; }
+  int widest() const { return widest_; }
+
+ private:
+  K3Session s_;
+  int rows_;
+  int widest_ = 0;
+};
 
 }  // namespace
 
@@ -140,6 +165,45 @@ class TestVerifier : public QObject {
 
   void seededSamplingEqualsPlain() {
     for (size_t i = 0; i < models_.size(); ++i) check_model(*models_[i], names_[i], true);
+  }
+
+  // Sessions that take 1, 2 or 3 rows per pass (the GPU's limit in small): prompts longer than
+  // that prefill in chunks, drafts are cut to rows - 1 guesses (none at 1 row, which says so),
+  // and the ids are plain decoding's, greedy and sampled.
+  void rowLimitedSessionEqualsPlain() {
+    const K3Model& m = *models_[0];
+    const auto prompts = make_prompts(600, 5);
+    for (int p = 0; p < 12; ++p) {
+      GenerateOptions g;
+      g.max_new = 9;
+      if (p % 2) g.sampling = sampled(77 + p);
+      const auto ref = plain(m, prompts[p], g);
+      for (int rows : {1, 2, 3}) {
+        RowLimitedSession plain_limited(m, rows);
+        QVERIFY(generate(plain_limited, prompts[p], g).ids == ref.ids);
+        QVERIFY(plain_limited.widest() <= rows);
+        test::OracleProposer oracle(prompts[p].size(), ref.ids);
+        GenerateOptions gd = g;
+        gd.drafter = &oracle;
+        gd.draft_max = 7;
+        gd.draft_always = true;
+        RowLimitedSession s(m, rows);
+        const auto got = generate(s, prompts[p], gd);
+        QVERIFY2(got.ids == ref.ids, qPrintable(QString("prompt %1 rows %2: %3 vs plain %4")
+                                                    .arg(p)
+                                                    .arg(rows)
+                                                    .arg(ids_str(got.ids), ids_str(ref.ids))));
+        QVERIFY(s.widest() <= rows);
+        if (rows == 1) {
+          QCOMPARE(got.stats.proposed, 0);
+          QVERIFY(got.stats.draft_fallback.find("one row per pass") != std::string::npos);
+        } else {
+          QVERIFY(got.stats.draft_fallback.empty());
+          QVERIFY(got.stats.proposed > 0);
+          QCOMPARE(got.stats.accepted, got.stats.proposed);  // the oracle is always right
+        }
+      }
+    }
   }
 
   // Stops inside an accepted run (stop id, callback, max_new) and the session
