@@ -44,9 +44,12 @@ class OwningCudaSession final : public DecodeSession {
   int max_rows() const override { return s_.max_rows(); }
 
  private:
+  // Every expert resident in VRAM when they fit, else a VRAM tier as large as the memory allows
+  // over the model's own RAM and disk tiers.
   static cuda::CudaK3Model::Options options(int64_t max_context) {
     cuda::CudaK3Model::Options o;
     o.max_context = std::max<int64_t>(1, max_context);
+    o.expert_slots = cuda::CudaK3Model::Options::kAutoSlots;
     return o;
   }
   cuda::CudaK3Model gpu_;

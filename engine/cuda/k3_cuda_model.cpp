@@ -148,6 +148,30 @@ void walk(Uploader& u, const K3Config& c, const K3Weights& w, CudaK3Weights& d) 
   }
 }
 
+// Expert slots for kAutoSlots: the free device memory after the spine, less what one session
+// allocates (MLA caches at max_context, KDA states and their snapshots, the pass's buffers) and a
+// margin for the driver and the expert kernel's workspace.
+int auto_expert_slots(const K3Config& c, const CudaK3Model::Options& o, int all) {
+  size_t free_b = 0, total_b = 0;
+  check_cuda(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+  uint64_t session = 0;
+  const uint64_t kda_state = (uint64_t(c.kda_heads) * c.kda_head_dim * c.kda_head_dim +
+                              3ull * std::max(0, c.conv_kernel - 1) * c.kda_dim()) * 4;
+  for (int l = 0; l < c.layers; ++l)
+    session += c.is_mla[l] ? uint64_t(o.max_context) * c.mla_cache_width() * 4 : 2 * kda_state;
+  session += uint64_t(o.max_rows) * (uint64_t(c.vocab) + 64ull * c.hidden) * 4;
+  const uint64_t margin = (uint64_t(1) << 30) + total_b / 20;
+  const uint64_t slot = VramExpertCache::slot_bytes_for(c.latent, c.moe_intermediate);
+  const uint64_t need = session + margin;
+  const int64_t fit = free_b > need ? int64_t((free_b - need) / slot) : 0;
+  const int least = o.max_rows * c.top_k;  // one pass's distinct experts of a layer, at most
+  if (fit < least)
+    throw Error("the GPU has " + std::to_string(free_b >> 20) + " MiB free after the model's spine: room for " +
+                    std::to_string(fit) + " VRAM expert slots, a pass needs " + std::to_string(least),
+                "use --device cpu, or a GPU with more memory");
+  return int(std::min<int64_t>(fit, all));
+}
+
 }  // namespace
 
 CudaK3Model::CudaK3Model(const K3Model& host, Options opts) : host_(host), opts_(opts), w_(std::make_unique<CudaK3Weights>()) {
@@ -162,7 +186,9 @@ CudaK3Model::CudaK3Model(const K3Model& host, Options opts) : host_(host), opts_
   walk(up, c, host.weights(), *w_);
   if (c.moe_layers() > 0) {
     const int all = c.moe_layers() * c.experts;
-    const int slots = opts_.expert_slots > 0 ? opts_.expert_slots : all;
+    const int slots = opts_.expert_slots > 0                      ? opts_.expert_slots
+                      : opts_.expert_slots == Options::kAutoSlots ? auto_expert_slots(c, opts_, all)
+                                                                  : all;
     cache_ = std::make_unique<VramExpertCache>(host.experts(), c.latent, c.moe_intermediate, slots);
     if (slots >= all && opts_.preload) {
       std::vector<int> layers;

@@ -22,7 +22,10 @@ class CudaK3Model {
   struct Options {
     int max_rows = 16;          // most rows of one pass (verify passes; prefill runs in chunks of this)
     int64_t max_context = 4096;  // MLA cache rows per layer
-    int expert_slots = 0;        // VRAM expert slots; 0 = every expert of the model (resident)
+    // VRAM expert slots; 0 = every expert of the model (resident); kAutoSlots = as many as fit in
+    // the memory left after the spine, keeping room for one session (every expert when all fit).
+    int expert_slots = 0;
+    static constexpr int kAutoSlots = -1;
     bool preload = true;         // resident mode: copy every expert in before the first pass
   };
   CudaK3Model(const K3Model& host, Options opts);

@@ -19,12 +19,29 @@ struct VramExpertCache::Impl {
   OwnedEvent done, compute_done;
 };
 
+namespace {
+
+// ExpertView order: w1 packed, w1 scale, w2 packed, w2 scale, w3 packed, w3 scale.
+void part_sizes(int latent, int inter, uint64_t (&sizes)[6]) {
+  const uint64_t I = inter, Z = latent;
+  const uint64_t s[6] = {I * Z / 2, I * Z / 32, Z * I / 2, Z * I / 32, I * Z / 2, I * Z / 32};
+  for (int p = 0; p < 6; ++p) sizes[p] = s[p];
+}
+
+}  // namespace
+
+uint64_t VramExpertCache::slot_bytes_for(int latent, int inter) {
+  uint64_t sizes[6], total = 0;
+  part_sizes(latent, inter, sizes);
+  for (uint64_t b : sizes) total += DeviceArena::round(b);
+  return total;
+}
+
 VramExpertCache::VramExpertCache(ExpertSource& host, int latent, int inter, int slots, int staging_buffers)
     : host_(host), impl_(std::make_unique<Impl>()) {
   if (slots < 1) throw Error("the VRAM expert tier needs at least one slot");
-  // ExpertView order: w1 packed, w1 scale, w2 packed, w2 scale, w3 packed, w3 scale.
-  const uint64_t I = inter, Z = latent;
-  const uint64_t sizes[6] = {I * Z / 2, I * Z / 32, Z * I / 2, Z * I / 32, I * Z / 2, I * Z / 32};
+  uint64_t sizes[6];
+  part_sizes(latent, inter, sizes);
   for (int p = 0; p < 6; ++p) {
     part_bytes_[p] = sizes[p];
     part_off_[p] = slot_bytes_;

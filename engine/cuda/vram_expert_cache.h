@@ -45,6 +45,8 @@ class VramExpertCache {
 
   int slots() const { return static_cast<int>(slot_key_.size()); }
   uint64_t slot_bytes() const { return slot_bytes_; }
+  // What one slot takes for experts of these widths (the six tensors, each 256-byte aligned).
+  static uint64_t slot_bytes_for(int latent, int inter);
   const VramTierCounters& counters() const { return c_; }
   void reset_counters() { c_ = {}; }
   // Forgets every resident expert (benchmarks of the streamed case); the next gather copies again.
