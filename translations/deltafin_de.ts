@@ -15,10 +15,6 @@
         <source>CPU chosen in Settings</source>
         <translation>CPU in den Einstellungen gewählt</translation>
     </message>
-    <message>
-        <source>the K3 runtime computes on the CPU in this version; %1 is not used yet</source>
-        <translation>die K3-Laufzeit rechnet in dieser Version auf der CPU; %1 wird noch nicht genutzt</translation>
-    </message>
 </context>
 <context>
     <name>DiskUsage</name>
@@ -449,6 +445,10 @@
 </context>
 <context>
     <name>deltafin::gui::EngineWorker</name>
+    <message>
+        <source>the GPU session did not start: %1</source>
+        <translation>die GPU-Sitzung ist nicht gestartet: %1</translation>
+    </message>
     <message>
         <source>check the model folder in Settings</source>
         <translation>prüfen Sie den Modellordner in den Einstellungen</translation>

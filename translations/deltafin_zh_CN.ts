@@ -15,10 +15,6 @@
         <source>CPU chosen in Settings</source>
         <translation>已在设置中选择 CPU</translation>
     </message>
-    <message>
-        <source>the K3 runtime computes on the CPU in this version; %1 is not used yet</source>
-        <translation>此版本的 K3 运行时在 CPU 上计算；尚未使用 %1</translation>
-    </message>
 </context>
 <context>
     <name>DiskUsage</name>
@@ -449,6 +445,10 @@
 </context>
 <context>
     <name>deltafin::gui::EngineWorker</name>
+    <message>
+        <source>the GPU session did not start: %1</source>
+        <translation>GPU 会话未能启动：%1</translation>
+    </message>
     <message>
         <source>check the model folder in Settings</source>
         <translation>请在设置中检查模型文件夹</translation>

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "runtime/k3_model.h"
 #ifdef DELTAFIN_HAVE_CUDA_K3
+#include "cuda/cuda_decode_session.h"
 #include "cuda/k3_cuda_bench.h"
 #include "cuda/k3_cuda_model.h"
 #endif
@@ -29,37 +30,8 @@ bool wants_cuda(const std::string& device) {
 }
 
 #ifdef DELTAFIN_HAVE_CUDA_K3
-namespace {
-
-class OwningCudaSession final : public DecodeSession {
- public:
-  OwningCudaSession(const K3Model& model, int64_t max_context) : gpu_(model, options(max_context)), s_(gpu_) {}
-  void stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts) override {
-    s_.stage(ids, logits, opts);
-  }
-  void commit(int n) override { s_.commit(n); }
-  void rollback() override { s_.rollback(); }
-  int64_t n_past() const override { return s_.n_past(); }
-  const K3Model& host_model() const override { return s_.host_model(); }
-  int max_rows() const override { return s_.max_rows(); }
-
- private:
-  // Every expert resident in VRAM when they fit, else a VRAM tier as large as the memory allows
-  // over the model's own RAM and disk tiers.
-  static cuda::CudaK3Model::Options options(int64_t max_context) {
-    cuda::CudaK3Model::Options o;
-    o.max_context = std::max<int64_t>(1, max_context);
-    o.expert_slots = cuda::CudaK3Model::Options::kAutoSlots;
-    return o;
-  }
-  cuda::CudaK3Model gpu_;
-  cuda::CudaK3Session s_;
-};
-
-}  // namespace
-
 std::unique_ptr<DecodeSession> make_cuda_session(const K3Model& model, int64_t max_context) {
-  return std::make_unique<OwningCudaSession>(model, max_context);
+  return cuda::make_decode_session(model, max_context);
 }
 
 std::vector<float> cuda_all_logits(const K3Model& model, const std::vector<int32_t>& ids) {

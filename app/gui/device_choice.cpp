@@ -41,13 +41,14 @@ DeviceChoice resolveDevice(const QString& requested) {
     c.reason = QCoreApplication::translate("DeviceChoice", "CPU chosen in Settings");
     return c;
   }
-  QString why, gpu;
-  if (!cudaDeviceUsable(&why, &gpu)) {
+  QString why;
+  if (!cudaDeviceUsable(&why)) {
     c.reason = why;
     return c;
   }
-  // The CUDA kernels exist (kernels/cuda), but the K3 runtime does not run its passes on them yet.
-  c.reason = QCoreApplication::translate("DeviceChoice", "the K3 runtime computes on the CPU in this version; %1 is not used yet").arg(gpu);
+  // A usable GPU in a CUDA build: the engine worker runs the K3 session there (and falls back to
+  // the CPU, saying why, if the session cannot start).
+  c.name = QStringLiteral("CUDA");
   return c;
 }
 

@@ -6,6 +6,9 @@
 #include <vector>
 
 #include "base/error.h"
+#ifdef DELTAFIN_HAVE_CUDA_K3
+#include "cuda/cuda_decode_session.h"
+#endif
 #include "device_choice.h"
 #include "tier_shares.h"
 #include "runtime/generate.h"
@@ -66,11 +69,22 @@ void EngineWorker::load(const QString& modelRoot, bool isDemo, const EngineOptio
       mo.store = so;
     }
     model_ = K3Model::load(root, std::move(mo));
-    session_ = std::make_unique<K3Session>(*model_);
     info_ = BackendInfo{};
     const DeviceChoice device = resolveDevice(options.device);
     info_.name = device.name;
     info_.fallbackReason = device.reason;
+#ifdef DELTAFIN_HAVE_CUDA_K3
+    if (device.name == QLatin1String("CUDA")) {
+      try {
+        session_ = cuda::make_decode_session(*model_, kGpuContextTokens);
+      } catch (const std::exception& e) {
+        // Too little GPU memory, a driver problem: the CPU computes, and the status bar says why.
+        info_.name = QStringLiteral("CPU");
+        info_.fallbackReason = tr("the GPU session did not start: %1").arg(QString::fromUtf8(e.what()));
+      }
+    }
+#endif
+    if (!session_) session_ = std::make_unique<K3Session>(*model_);
     info_.modelRoot = modelRoot;
     info_.modelName = QFileInfo(modelRoot).fileName();
     info_.isDemo = isDemo;

@@ -15,7 +15,7 @@
 namespace deltafin {
 class DraftSetup;
 class K3Model;
-class K3Session;
+class DecodeSession;
 class Tokenizer;
 }  // namespace deltafin
 
@@ -25,6 +25,9 @@ class EngineWorker : public QObject {
   Q_OBJECT
  public:
   static constexpr std::chrono::milliseconds kChunkInterval{33};
+  // Tokens a GPU session holds (its MLA caches are allocated for this many up front): a whole
+  // chat, history included, since every reply re-reads it.
+  static constexpr int64_t kGpuContextTokens = 32768;
 
   EngineWorker();
   ~EngineWorker() override;
@@ -63,7 +66,7 @@ class EngineWorker : public QObject {
   void loadDrafter(const QString& drafter);
 
   std::unique_ptr<K3Model> model_;
-  std::unique_ptr<K3Session> session_;
+  std::unique_ptr<DecodeSession> session_;  // on the GPU when Settings allow it and one is usable
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<DraftSetup> drafts_;
   BackendInfo info_;

@@ -35,6 +35,7 @@ class DecodeSession {
   virtual void stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts) = 0;
   virtual void commit(int n) = 0;
   virtual void rollback() = 0;
+  virtual void reset() = 0;  // back to an empty context
   virtual int64_t n_past() const = 0;
   // The model as loaded on the host: its config, tokenizer-facing ids and expert tiers.
   virtual const K3Model& host_model() const = 0;

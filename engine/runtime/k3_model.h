@@ -63,7 +63,7 @@ class K3Session : public DecodeSession {
 
   // stage + commit in chunks; returns the logits of the last row.
   std::vector<float> prefill(std::span<const int32_t> ids, int chunk = 64);
-  void reset();
+  void reset() override;
   uint64_t state_bytes() const;
   // The committed state, for turn snapshots (engine/serve/state_snapshot.h).
   const K3State& export_state() const { return st_; }

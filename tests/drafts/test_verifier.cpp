@@ -67,6 +67,7 @@ class RowLimitedSession : public DecodeSession {
   }
   void commit(int n) override { s_.commit(n); }
   void rollback() override { s_.rollback(); }
+  void reset() override { s_.reset(); }
   int64_t n_past() const override { return s_.n_past(); }
   const K3Model& host_model() const override { return s_.host_model(); }
   int max_rows() const override { return rows_; }
