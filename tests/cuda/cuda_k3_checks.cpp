@@ -12,7 +12,7 @@
 #include "cuda/cuda_support.h"
 #include "cuda/k3_cuda_model.h"
 #include "cuda/k3_cuda_ops.h"
-#include "model/safetensors.h"
+#include "support/golden_tensors.h"
 #include "runtime/generate.h"
 #include "runtime/kda_core.h"
 #include "runtime/ops.h"
@@ -20,36 +20,6 @@
 namespace deltafin::cuda::check {
 namespace {
 
-struct Golden {
-  std::vector<uint8_t> bytes;
-  SafetensorsHeader header;
-  const TensorInfo& need(const std::string& n) const {
-    const TensorInfo* ti = header.find(n);
-    if (!ti) throw Error("golden tensor " + n + " missing");
-    return *ti;
-  }
-  std::vector<float> f32(const std::string& n) const {
-    const TensorInfo& ti = need(n);
-    if (ti.dtype != DType::F32) throw Error("golden tensor " + n + " is not F32");
-    std::vector<float> v(ti.numel());
-    std::memcpy(v.data(), bytes.data() + header.data_start + ti.begin, ti.nbytes());
-    return v;
-  }
-  std::vector<int64_t> i64(const std::string& n) const {
-    const TensorInfo& ti = need(n);
-    std::vector<int64_t> v(ti.numel());
-    const uint8_t* p = bytes.data() + header.data_start + ti.begin;
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (ti.dtype == DType::I64) std::memcpy(&v[i], p + 8 * i, 8);
-      else {
-        int32_t x;
-        std::memcpy(&x, p + 4 * i, 4);
-        v[i] = x;
-      }
-    }
-    return v;
-  }
-};
 
 std::string read_all(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -88,10 +58,7 @@ std::vector<Result> k3_goldens(const std::string& dir) {
   CudaK3Model::Options mo;
   mo.max_rows = 128;  // the longest golden prompt (65 ids) in one pass
   CudaK3Model model(*host, mo);
-  Golden g;
-  const std::string raw = read_all(dir + "/golden.safetensors");
-  g.bytes.assign(raw.begin(), raw.end());
-  g.header = SafetensorsHeader::parse(g.bytes.data(), g.bytes.size(), g.bytes.size(), dir + "/golden.safetensors");
+  const test::LoadedTensors g = test::load_tensors(dir + "/golden.safetensors");
   const auto meta = nlohmann::json::parse(read_all(dir + "/golden.json"));
   const int V = c.vocab, H = c.hidden;
 

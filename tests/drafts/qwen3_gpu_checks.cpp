@@ -9,54 +9,13 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "model/safetensors.h"
+#include "support/golden_tensors.h"
 #include "runtime/ops.h"
 #include "runtime/qwen3_model.h"
 
 namespace deltafin::qwen3_checks {
 
 namespace {
-
-// golden.safetensors read whole (it is small) with the engine's strict header parser.
-struct Golden {
-  SafetensorsHeader header;
-  std::vector<char> bytes;
-
-  explicit Golden(const std::string& path) : header(SafetensorsHeader::read(path)) {
-    std::ifstream in(path, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    if (bytes.size() != header.file_size) throw Error("cannot read " + path);
-  }
-  const TensorInfo& info(const std::string& name) const {
-    const TensorInfo* t = header.find(name);
-    if (!t) throw Error("golden tensor " + name + " is missing");
-    return *t;
-  }
-  std::vector<float> f32(const std::string& name) const {
-    const TensorInfo& t = info(name);
-    if (t.dtype != DType::F32) throw Error("golden tensor " + name + " is not F32");
-    std::vector<float> v(t.numel());
-    std::memcpy(v.data(), bytes.data() + header.data_start + t.begin, t.nbytes());
-    return v;
-  }
-  std::vector<int32_t> ids(const std::string& name) const {
-    const TensorInfo& t = info(name);
-    std::vector<int32_t> v(t.numel());
-    const char* p = bytes.data() + header.data_start + t.begin;
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (t.dtype == DType::I64) {
-        int64_t x;
-        std::memcpy(&x, p + 8 * i, 8);
-        v[i] = static_cast<int32_t>(x);
-      } else if (t.dtype == DType::I32) {
-        std::memcpy(&v[i], p + 4 * i, 4);
-      } else {
-        throw Error("golden tensor " + name + " is not an integer tensor");
-      }
-    }
-    return v;
-  }
-};
 
 double rel_l2(const float* a, const float* b, size_t n) {
   double num = 0, den = 0;
@@ -120,13 +79,17 @@ Outcome golden(const std::string& dir) {
   try {
     Loaded l = load_gpu(dir);
     if (!l.gpu) throw Error("no GPU backend: " + l.why);
-    const Golden g(dir + "/golden.safetensors");
+    const test::LoadedTensors g = test::load_tensors(dir + "/golden.safetensors");
+    auto ids_of = [&](const std::string& name) {
+      const std::vector<int64_t> v = g.i64(name);
+      return std::vector<int32_t>(v.begin(), v.end());
+    };
     const int V = l.model->config().vocab;
     double worst_top = 0, worst_last = 0;
     int greedy_ok = 0;
     for (int p = 0; p < 3; ++p) {
       const std::string k = "prompt." + std::to_string(p) + ".";
-      const std::vector<int32_t> ids = g.ids(k + "ids");
+      const std::vector<int32_t> ids = ids_of(k + "ids");
       auto s = l.gpu->session();
       // In two pieces, so the KV cache path is covered too.
       const size_t cut = ids.size() / 2;
@@ -134,7 +97,7 @@ Outcome golden(const std::string& dir) {
       s->forward(std::span<const int32_t>(ids).first(cut), all, true);
       s->forward(std::span<const int32_t>(ids).subspan(cut), rest, true);
       all.insert(all.end(), rest.begin(), rest.end());
-      const std::vector<int32_t> top_ids = g.ids(k + "top32_ids");
+      const std::vector<int32_t> top_ids = ids_of(k + "top32_ids");
       const std::vector<float> top = g.f32(k + "top32_logits");
       for (size_t t = 0; t < ids.size(); ++t)
         for (int j = 0; j < 32; ++j)
@@ -142,7 +105,7 @@ Outcome golden(const std::string& dir) {
       const std::vector<float> last = g.f32(k + "last_logits");
       worst_last = std::max(worst_last, rel_l2(&all[(ids.size() - 1) * V], last.data(), V));
       // Greedy, with the logits on the host and with the argmax on the GPU.
-      const std::vector<int32_t> want = g.ids(k + "greedy_ids");
+      const std::vector<int32_t> want = ids_of(k + "greedy_ids");
       auto a = l.gpu->session(), b = l.gpu->session();
       std::vector<float> logits;
       a->forward(ids, logits);

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "model/safetensors.h"
+#include "support/golden_tensors.h"
 
 namespace deltafin::test {
 
@@ -18,17 +18,6 @@ std::string source_dir();
 std::string temp_dir(const std::string& tag);
 // A whole file's bytes ("" when it cannot be read).
 std::string read_file(const std::string& path);
-
-// Reads a whole safetensors file into memory, for goldens.
-struct LoadedTensors {
-  SafetensorsHeader header;
-  std::vector<uint8_t> bytes;
-  bool has(const std::string& name) const { return header.find(name) != nullptr; }
-  std::vector<float> f32(const std::string& name) const;
-  std::vector<int64_t> i64(const std::string& name) const;  // I64 or I32 widened
-  std::vector<int64_t> shape(const std::string& name) const;
-};
-LoadedTensors load_tensors(const std::string& path);
 
 // Runs a command, returns exit code; stdout and stderr captured.
 struct RunResult {
