@@ -775,9 +775,14 @@ struct ExpertMlp::Impl {
     L.end = off;
     return L;
   }
+  // What one launch adds to the counters: every block takes one ticket per task it runs plus the
+  // one that ends its loop; every group's doneA / doneB count its gate/up / down tiles.
+  struct Counts {
+    unsigned tickets, a_tiles, b_tiles;
+  };
   // The expert kernel over tables at dt (layout L) whose counters start at ticket_base and, per
-  // group, at doneA_base / doneB_base. Returns the grid size.
-  unsigned launch(const ExpertMlp& m, int vi, int nG, int T, const char* dt, const Layout& L, unsigned ticket_base,
+  // group, at doneA_base / doneB_base.
+  Counts launch(const ExpertMlp& m, int vi, int nG, int T, const char* dt, const Layout& L, unsigned ticket_base,
                   const unsigned* doneA_base, const unsigned* doneB_base, const float* dev_z, float* dev_y,
                   cudaStream_t s);
 };
@@ -926,18 +931,13 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
   char* dt = impl_->tables.as<char>() + impl_->staging_bytes * slot;
   DELTAFIN_CUDA_CHECK(cudaMemcpyAsync(dt, st, L.end, cudaMemcpyHostToDevice, s));
   DELTAFIN_CUDA_CHECK(cudaEventRecord(impl_->staged[slot], s));
-  const unsigned grid = impl_->launch(*this, vi, nG, T, dt, L, impl_->ticket_base,
-                                      reinterpret_cast<const unsigned*>(dt + L.ab),
-                                      reinterpret_cast<const unsigned*>(dt + L.bb), dev_z, dev_y, s);
-  // Every block takes one ticket per task it runs plus the one that ends its loop.
-  const Variant& v = kVariants[vi];
-  const unsigned a_tiles = static_cast<unsigned>((inter_ + v.tile_a - 1) / v.tile_a);
-  const unsigned b_tiles = static_cast<unsigned>((latent_ + v.tile_b - 1) / v.tile_b);
-  impl_->ticket_base += static_cast<unsigned>(nG) * (a_tiles + b_tiles) +
-                        static_cast<unsigned>(T * ((latent_ + kTileC - 1) / kTileC)) + grid;
+  const Impl::Counts added = impl_->launch(*this, vi, nG, T, dt, L, impl_->ticket_base,
+                                           reinterpret_cast<const unsigned*>(dt + L.ab),
+                                           reinterpret_cast<const unsigned*>(dt + L.bb), dev_z, dev_y, s);
+  impl_->ticket_base += added.tickets;
   for (int g = 0; g < nG; ++g) {
-    impl_->doneA_base[g] += a_tiles;
-    impl_->doneB_base[g] += b_tiles;
+    impl_->doneA_base[g] += added.a_tiles;
+    impl_->doneB_base[g] += added.b_tiles;
   }
 }
 
@@ -975,7 +975,7 @@ void ExpertMlp::run_routed(const MxExpert* dev_table, int n_experts, const int32
   impl_->counters_known = false;
 }
 
-unsigned ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int nG, int T, const char* dt, const Layout& L,
+ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int nG, int T, const char* dt, const Layout& L,
                                  unsigned ticket_base, const unsigned* doneA_base, const unsigned* doneB_base,
                                  const float* dev_z, float* dev_y, cudaStream_t s) {
   Params P{};
@@ -1023,7 +1023,7 @@ unsigned ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int nG, int T, cons
   const unsigned grid = std::min(total, cap);
   v.fn<<<grid, kThreads, smem, s>>>(P);
   DELTAFIN_CUDA_LAUNCHED("expert_mlp_kernel");
-  return grid;
+  return Counts{total + grid, static_cast<unsigned>(P.a_tiles), static_cast<unsigned>(P.b_tiles)};
 }
 
 }  // namespace deltafin::cuda
