@@ -7,28 +7,22 @@
 namespace deltafin::cuda {
 namespace {
 
-class OwningSession final : public DecodeSession {
- public:
-  OwningSession(const K3Model& model, int64_t max_context) : gpu_(model, options(max_context)), s_(gpu_) {}
-  void stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts) override {
-    s_.stage(ids, logits, opts);
-  }
-  void commit(int n) override { s_.commit(n); }
-  void rollback() override { s_.rollback(); }
-  void reset() override { s_.reset(); }
-  int64_t n_past() const override { return s_.n_past(); }
-  const K3Model& host_model() const override { return s_.host_model(); }
-  int max_rows() const override { return s_.max_rows(); }
-
- private:
+// The device model as a base class constructed before the session that refers to it (and
+// destroyed after it), so the session itself is the DecodeSession handed out.
+struct DeviceModel {
+  explicit DeviceModel(const K3Model& model, int64_t max_context) : gpu(model, options(max_context)) {}
   static CudaK3Model::Options options(int64_t max_context) {
     CudaK3Model::Options o;
     o.max_context = std::max<int64_t>(1, max_context);
     o.expert_slots = CudaK3Model::Options::kAutoSlots;
     return o;
   }
-  CudaK3Model gpu_;  // before the session, which refers to it
-  CudaK3Session s_;
+  CudaK3Model gpu;
+};
+
+class OwningSession final : private DeviceModel, public CudaK3Session {
+ public:
+  OwningSession(const K3Model& model, int64_t max_context) : DeviceModel(model, max_context), CudaK3Session(gpu) {}
 };
 
 }  // namespace

@@ -776,18 +776,6 @@ void CudaK3Session::rollback() {
   commit(0);
 }
 
-std::vector<float> CudaK3Session::prefill(std::span<const int32_t> ids) {
-  std::vector<float> logits;
-  const size_t chunk = size_t(m_.options().max_rows);
-  for (size_t i = 0; i < ids.size(); i += chunk) {
-    const size_t n = std::min(chunk, ids.size() - i);
-    PassOptions o;
-    o.all_logits = false;
-    stage(ids.subspan(i, n), logits, o);
-    commit(static_cast<int>(n));
-  }
-  return logits;
-}
 
 std::vector<int32_t> CudaK3Session::greedy(std::span<const int32_t> prompt, int max_new) {
   std::vector<int32_t> out;

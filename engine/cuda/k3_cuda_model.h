@@ -69,8 +69,6 @@ class CudaK3Session : public DecodeSession {
   const K3Model& host_model() const override { return m_.host(); }
   int max_rows() const override { return m_.options().max_rows; }
   void reset() override;
-  // stage + commit in chunks of at most max_rows; returns the last row's logits.
-  std::vector<float> prefill(std::span<const int32_t> ids);
   // Greedy decoding of up to max_new tokens after `prompt` (first maximum wins, as runtime/sampler).
   std::vector<int32_t> greedy(std::span<const int32_t> prompt, int max_new);
   // Waits for the session's stream (for timing).

@@ -42,6 +42,9 @@ class DecodeSession {
   // The most rows one stage() takes (the GPU preallocates for a fixed number); prefill chunks and
   // verify passes are cut to it.
   virtual int max_rows() const = 0;
+
+  // stage + commit of `ids` in chunks of at most min(chunk, max_rows()) rows; the last row's logits.
+  std::vector<float> prefill(std::span<const int32_t> ids, int chunk = 64);
 };
 
 }  // namespace deltafin

@@ -1,29 +1,10 @@
 #include "runtime/generate.h"
 
-#include <algorithm>
 #include <chrono>
 
 #include "runtime/speculative_decoder.h"
 
 namespace deltafin {
-
-namespace {
-
-// stage + commit in chunks no longer than the session takes; the last row's logits.
-std::vector<float> prefill(DecodeSession& s, std::span<const int32_t> ids, int chunk) {
-  const size_t step = static_cast<size_t>(std::max(1, std::min(chunk, s.max_rows())));
-  std::vector<float> logits;
-  for (size_t i = 0; i < ids.size(); i += step) {
-    const size_t n = std::min(step, ids.size() - i);
-    PassOptions o;
-    o.all_logits = false;
-    s.stage(ids.subspan(i, n), logits, o);
-    s.commit(static_cast<int>(n));
-  }
-  return logits;
-}
-
-}  // namespace
 
 GenerateResult generate(DecodeSession& s, std::span<const int32_t> prompt, const GenerateOptions& opts,
                         const std::function<bool(int32_t)>& on_token) {
@@ -35,7 +16,7 @@ GenerateResult generate(DecodeSession& s, std::span<const int32_t> prompt, const
   const int V = s.host_model().config().vocab;
   const uint64_t bytes0 = s.host_model().experts().counters().bytes_read + s.host_model().experts().counters().bytes_fetched;
   auto t0 = clock::now();
-  std::vector<float> logits = prefill(s, prompt, opts.prefill_chunk);
+  std::vector<float> logits = s.prefill(prompt, opts.prefill_chunk);
   auto t1 = clock::now();
   r.stats.prefill_seconds = std::chrono::duration<double>(t1 - t0).count();
   for (int i = 0; i < opts.max_new; ++i) {

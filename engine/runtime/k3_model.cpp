@@ -225,18 +225,6 @@ void K3Session::rollback() {
   commit(0);
 }
 
-std::vector<float> K3Session::prefill(std::span<const int32_t> ids, int chunk) {
-  std::vector<float> logits;
-  for (size_t i = 0; i < ids.size(); i += chunk) {
-    const size_t n = std::min<size_t>(chunk, ids.size() - i);
-    PassOptions o;
-    o.all_logits = false;
-    stage(ids.subspan(i, n), logits, o);
-    commit(static_cast<int>(n));
-  }
-  return logits;
-}
-
 }  // namespace deltafin
 
 namespace deltafin {

@@ -61,8 +61,6 @@ class K3Session : public DecodeSession {
   const K3Model& host_model() const override { return m_; }
   int max_rows() const override { return 1 << 30; }
 
-  // stage + commit in chunks; returns the logits of the last row.
-  std::vector<float> prefill(std::span<const int32_t> ids, int chunk = 64);
   void reset() override;
   uint64_t state_bytes() const;
   // The committed state, for turn snapshots (engine/serve/state_snapshot.h).

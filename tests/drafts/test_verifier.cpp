@@ -57,24 +57,18 @@ QString ids_str(const std::vector<int32_t>& v) {
 
 // A CPU session that takes at most `rows` rows per pass, as the GPU session does (16 there):
 // generate() must cut prefill chunks and verify passes to it and print the same ids.
-class RowLimitedSession : public DecodeSession {
+class RowLimitedSession : public K3Session {
  public:
-  RowLimitedSession(const K3Model& m, int rows) : s_(m), rows_(rows) {}
+  RowLimitedSession(const K3Model& m, int rows) : K3Session(m), rows_(rows) {}
   void stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts) override {
     widest_ = std::max(widest_, static_cast<int>(ids.size()));
     if (static_cast<int>(ids.size()) > rows_) throw std::runtime_error("a pass of more rows than the session takes");
-    s_.stage(ids, logits, opts);
+    K3Session::stage(ids, logits, opts);
   }
-  void commit(int n) override { s_.commit(n); }
-  void rollback() override { s_.rollback(); }
-  void reset() override { s_.reset(); }
-  int64_t n_past() const override { return s_.n_past(); }
-  const K3Model& host_model() const override { return s_.host_model(); }
   int max_rows() const override { return rows_; }
   int widest() const { return widest_; }
 
  private:
-  K3Session s_;
   int rows_;
   int widest_ = 0;
 };
