@@ -53,6 +53,7 @@ struct Params {
   int tile_a, tile_b;  // intermediate rows per A task, latent rows per B task
   int a_tiles, b_tiles, c_tiles;
   unsigned nA, nB, nC;
+  int chunks;  // warp-specialised versions: chunks per phase (one per block)
 };
 
 __device__ __forceinline__ float e8m0(uint32_t s) { return s ? __uint_as_float(s << 23) : __uint_as_float(0x00400000u); }
@@ -654,6 +655,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const 
 
 #include "cuda/mxfp4_experts_mma.cuh"
 #include "cuda/mxfp4_experts_imma.cuh"
+#include "cuda/mxfp4_experts_ws.cuh"
 
 using KernelFn = void (*)(Params);
 
@@ -670,6 +672,8 @@ struct Variant {
   int mma = 0;           // tensor-core version (mxfp4_experts_mma.cuh; 2: float-scale buffers): 16-byte alignment
   int imma = 0;          // integer tensor-core version (mxfp4_experts_imma.cuh): activation vectors per pass; 16-byte alignment
   int ring = 0;          // imma versions: ring stages per warp (0: register prefetch)
+  int ws = 0;            // warp-specialised version (mxfp4_experts_ws.cuh): ring stages per block; imma = vectors per pass
+  int rs = 0, nq = 0, nr = 0;  // warp-specialised versions: row sets per task, column splits, row sets per warp (ws::Shape)
 };
 // Measured on an H200 (docs/PERFORMANCE.md has the runs), % of device-to-device copy bandwidth at
 // T=1 / T=8: v11 50.5-50.8 / 61.1-62.2, v9 50.5-53.3 / 50.1-60.3, v12 40-43 / 59-63, v6 36-39 / 42-45,
@@ -691,12 +695,21 @@ struct Variant {
 // that can reach the target at T=8; at T=1 the task scheme itself (tail of ~200 KB tasks, per-task
 // staging) caps it. v9 stays the default: the best at T=1 (a decode step), within a few points
 // of the best at T=8.
+// Warp-specialised versions (mxfp4_experts_ws.cuh, reduction orders 3 and 4), session 4, six H200
+// runs: v55 (16 consumer warps, one vector per pass) 44.8-45.3 / 23.6-24.0, v51 (8 consumer warps)
+// 36.4-38.4 / 36.5-39.1; in the same runs v9 53.3-54.7 / 58.1-60.5 and v39 45.4-49.5 / 56.1-59.7.
+// Streaming is even across the SMs there (no tail), but with one block per SM the consumers issue
+// too slowly: ncu on v55 at T=1 shows 200 warp instructions per KB of weights (133 of them in the
+// inner loop, 56 of those the E2M1 decode) at 50% issue utilisation. Dropped: v50 (4 vectors, 2
+// stages) 34.7-38.7 / 31.9-36.6, v52-v54, v56-v58 (8/16-row tiles, 16 warps in other cuts) 25-38 / 17-39.
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
     {"v39 imma ring 4 stages tiles 64/128", expert_mlp_imma_kernel<1, 2, 3, 4>, imma::kTileA, 128, 0, 0, 2, 0, 1, 4},
     {"v38 imma tiles 64/128 3 blocks/SM", expert_mlp_imma_kernel<1, 2, 3>, imma::kTileA, 128, 0, 0, 2, 0, 1},
     {"v41 imma 2 vectors per pass tiles 64/128", expert_mlp_imma_kernel<2, 2, 2>, imma::kTileA, 128, 0, 0, 2, 0, 2},
+    {"v51 ws imma 2 vectors 3 stages tiles 16/32", expert_mlp_ws_kernel<2, 3, 4, 4>, 16, 32, 0, 0, 3, 0, 2, 0, 3, 4, 4, 2},
+    {"v55 ws imma 1 vector 3 stages tiles 16/32 16 warps", expert_mlp_ws_kernel<1, 3, 4, 8>, 16, 32, 0, 0, 4, 0, 1, 0, 3, 4, 8, 2},
     {"v20 mma fp16x3 cp.async", expert_mlp_mma_kernel<false, true>, mma16::kTileA, mma16::kTileB, 0, 0, 1, 1},
     {"v21 mma fp16x3 cp.async float scales", expert_mlp_mma_kernel<true, true>, mma16::kTileA, mma16::kTileB, 0, 0, 1, 2},
     {"v16 mma fp16x3 tiles 128/256", expert_mlp_mma_kernel<false, false>, mma16::kTileA, mma16::kTileB, 0, 0, 1, 1},
@@ -709,6 +722,7 @@ static_assert(kNumVariants <= 16, "ExpertMlp::Impl::blocks_per_sm holds 16 versi
 
 size_t smem_bytes(const Variant& v, int latent, int inter) {
   if (v.mma) return mma16::smem_bytes(latent, inter, v.mma == 2);
+  if (v.ws) return ws::smem_bytes(latent, inter, v.imma, v.ws, v.rs, v.nq);
   if (v.imma) return imma::smem_bytes(latent, inter, v.imma, v.ring);
   return v.nk1 ? static_cast<size_t>(std::max(latent, inter)) * sizeof(float) : 0;
 }
@@ -721,6 +735,7 @@ struct DeviceLimits {
 };
 
 bool fits(const Variant& v, int latent, int inter, const DeviceLimits& dl) {
+  if (v.ws) return dl.cc_major >= 9 && ws::fits(latent, inter, v.rs) && smem_bytes(v, latent, inter) <= dl.smem_optin;
   if (v.imma)
     return dl.cc_major >= 8 && imma::fits(latent, inter, v.tile_b) && smem_bytes(v, latent, inter) <= dl.smem_optin;
   if (v.mma)
@@ -967,8 +982,10 @@ void ExpertMlp::run_routed(const MxExpert* dev_table, int n_experts, const int32
                     reinterpret_cast<int*>(dt + L.list), reinterpret_cast<int*>(dt + L.sg),
                     reinterpret_cast<float*>(dt + L.w), ctr, ctr + 1, ctr + 1 + impl_->max_assign};
   const cudaStream_t s = as_stream(stream);
-  build_routing_tables(dev_table, n_experts, dev_idx, dev_weight, T, top_k_, nG, (inter_ + v.tile_a - 1) / v.tile_a,
-                       (v.mma || v.imma) ? 16 : 8, out, s);
+  // The warp-specialised versions skip unused groups themselves (they cut chunks by cost, and
+  // unused groups cost nothing), so their ticket and counters start at 0.
+  build_routing_tables(dev_table, n_experts, dev_idx, dev_weight, T, top_k_, nG,
+                       v.ws ? 0 : (inter_ + v.tile_a - 1) / v.tile_a, (v.mma || v.imma) ? 16 : 8, out, s);
   // The builder resets the counters: they start at 0 here, and run() must reset them again.
   const unsigned* zeros = impl_->zeros.as<unsigned>();
   impl_->launch(*this, vi, nG, T, dt, L, 0u, zeros, zeros, dev_z, dev_y, s);
@@ -1011,19 +1028,24 @@ ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int 
   P.nC = static_cast<unsigned>(T * P.c_tiles);
 
   const size_t smem = smem_bytes(v, m.latent_, m.inter_);
+  const int threads = v.ws ? 32 * (v.rs / v.nr) * v.nq + 64 : kThreads;  // ws::Shape::kThreads
   int& bps = blocks_per_sm[vi];
   if (!bps) {
     if (smem > 48 * 1024)
       DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    DELTAFIN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, v.fn, kThreads, smem));
+    DELTAFIN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, v.fn, threads, smem));
     if (bps < 1) bps = 1;
   }
   const unsigned total = P.nA + P.nB + P.nC;
   const unsigned cap = static_cast<unsigned>(sms * bps);
-  const unsigned grid = std::min(total, cap);
-  v.fn<<<grid, kThreads, smem, s>>>(P);
+  // Warp-specialised versions: one block per SM, each taking one chunk of each phase (every block
+  // takes the tickets of its chunks and tasks plus the one that ends its loop).
+  const unsigned grid = v.ws ? cap : std::min(total, cap);
+  P.chunks = static_cast<int>(grid);
+  v.fn<<<grid, threads, smem, s>>>(P);
   DELTAFIN_CUDA_LAUNCHED("expert_mlp_kernel");
-  return Counts{total + grid, static_cast<unsigned>(P.a_tiles), static_cast<unsigned>(P.b_tiles)};
+  const unsigned tickets = v.ws ? 3 * grid + P.nC : total + grid;
+  return Counts{tickets, static_cast<unsigned>(P.a_tiles), static_cast<unsigned>(P.b_tiles)};
 }
 
 }  // namespace deltafin::cuda

@@ -142,31 +142,39 @@ struct Staged {
   int k;
 };
 
+// The whole block's barrier (the warp-specialised versions pass one for their consumer warps).
+struct BlockSync {
+  static constexpr int kCount = kThreads;  // threads it joins: 0 .. kCount - 1
+  __device__ __forceinline__ void operator()() const { __syncthreads(); }
+};
+
 // Stages the digit planes of one activation vector (width floats) into xs (4 planes, `stride`
 // bytes apart) and returns k (x is scaled by 2^k), unless the slot already holds it. Called by
-// all threads of the block; ends with a barrier when it writes.
-template <bool kCoherent>
-__device__ int stage_digits(uint8_t* xs, size_t stride, const float* x, int width, float* s_red, Staged* slot, int tag) {
+// threads 0 .. Sync::kCount - 1 (all that `sync` joins; s_red holds one float per warp of them);
+// ends with `sync` when it writes.
+template <bool kCoherent, class Sync = BlockSync>
+__device__ int stage_digits(uint8_t* xs, size_t stride, const float* x, int width, float* s_red, Staged* slot, int tag,
+                            Sync sync = {}) {
   if (slot->tag == tag) return slot->k;  // the same for every thread: written before a barrier
   const float4* src = reinterpret_cast<const float4*>(x);
   const int n4 = width / 4;
   float m = 0.f;
-  for (int f = threadIdx.x; f < n4; f += kThreads) {
+  for (int f = threadIdx.x; f < n4; f += Sync::kCount) {
     const float4 v = kCoherent ? __ldcg(src + f) : __ldg(src + f);
     m = fmaxf(m, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
   }
 #pragma unroll
   for (int o = 16; o >= 1; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-  __syncthreads();  // the previous user of s_red and xs is done
+  sync();  // the previous user of s_red and xs is done
   if ((threadIdx.x & 31) == 0) s_red[threadIdx.x >> 5] = m;
-  __syncthreads();
+  sync();
   m = s_red[0];
 #pragma unroll
-  for (int w = 1; w < kWarps; ++w) m = fmaxf(m, s_red[w]);
+  for (int w = 1; w < Sync::kCount / 32; ++w) m = fmaxf(m, s_red[w]);
   int e = 0;
   if (m > 0.f) frexpf(m, &e);  // m < 2^e
   const int k = m > 0.f ? 30 - e : 0;
-  for (int f = threadIdx.x; f < n4; f += kThreads) {
+  for (int f = threadIdx.x; f < n4; f += Sync::kCount) {
     const float4 v = kCoherent ? __ldcg(src + f) : __ldg(src + f);
     const float in[4] = {v.x, v.y, v.z, v.w};
     uint32_t plane[4] = {0, 0, 0, 0};
@@ -184,7 +192,7 @@ __device__ int stage_digits(uint8_t* xs, size_t stride, const float* x, int widt
     for (int p = 0; p < 4; ++p) *reinterpret_cast<uint32_t*>(xs + p * stride + 4 * f) = plane[p];
   }
   if (threadIdx.x == 0) *slot = Staged{tag, k};
-  __syncthreads();
+  sync();
   return k;
 }
 
