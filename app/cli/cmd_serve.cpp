@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "cli_common.h"
+#include "cuda_device.h"
 #include "commands.h"
 #include "runtime/k3_model.h"
 #include "runtime/speculative_drafters.h"
@@ -30,6 +31,9 @@ std::string default_snapshot_root() {
 
 }  // namespace
 
+// Context of a GPU server when --max-context is not given (the Studio's GPU sessions hold as many).
+constexpr int kGpuServeContext = 32768;
+
 void add_serve(CLI::App& app) {
   struct Opts {
     serve::ServerOptions s;
@@ -37,7 +41,7 @@ void add_serve(CLI::App& app) {
     bool no_snapshots = false;
     uint64_t state_cache_mb = 2048, snapshot_max_mb = 16384;
     int threads = 0;
-    std::string draft = "auto", draft_model;
+    std::string draft = "auto", draft_model, device = "cpu";
   };
   auto o = std::make_shared<Opts>();
   auto* c = app.add_subcommand("serve", "Serve the model over an OpenAI-compatible HTTP API (see docs/SERVER.md)");
@@ -69,7 +73,9 @@ void add_serve(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "off", "dspark", "qwen", "ngram"}));
   c->add_option("--draft-model", o->draft_model, "The drafter's model folder (default: beside the K3 folder)");
   c->add_flag("--draft-always", o->s.worker.draft_always, "Verify guesses every step even when drafting does not pay");
+  add_device_option(c, o->device);
   c->callback([o] {
+    const bool gpu = wants_cuda(o->device);  // fails early when this build has no CUDA backend
     // Signals go to one waiting thread (below), so every thread started from here on blocks them.
     sigset_t stop_signals;
     sigemptyset(&stop_signals);
@@ -95,6 +101,15 @@ void add_serve(CLI::App& app) {
       char fp[32];
       std::snprintf(fp, sizeof fp, "%016llx", static_cast<unsigned long long>(serve::model_fingerprint(root)));
       s.worker.snapshot_dir = o->snapshot_dir.empty() ? default_snapshot_root() + "/" + fp : o->snapshot_dir;
+    }
+    if (gpu) {
+      // The GPU session reserves its MLA caches for the whole context up front: without
+      // --max-context it holds kGpuServeContext tokens, and the server refuses longer requests.
+      if (s.max_context == 0) s.max_context = kGpuServeContext;
+      const int64_t ctx = int64_t(s.max_context) + 64;  // + the rows of one staged pass
+      s.worker.make_session = [ctx](const K3Model& m) { return make_cuda_session(m, ctx); };
+      std::fprintf(stderr, "deltafin serve: decoding on the GPU, up to %d tokens per request (--max-context)\n",
+                   s.max_context);
     }
     serve::OpenAiServer server(s, *model, *tokenizer);
     const int port = server.bind();

@@ -425,6 +425,52 @@ void CudaK3Session::reset() {
   staged_partial_ = false;
 }
 
+K3State CudaK3Session::save_state() const {
+  if (staged_T_ > 0) throw Error("cannot save the state while a pass is staged", "commit or roll back first");
+  const K3Config& c = m_.config();
+  K3State st;
+  st.n_past = n_past_;
+  st.kda.resize(c.layers);
+  st.mla.resize(c.layers);
+  d_->stream.sync();
+  auto down = [](std::vector<float>& to, const float* from, size_t n) {
+    to.resize(n);
+    check_cuda(cudaMemcpy(to.data(), from, n * 4, cudaMemcpyDeviceToHost), "cudaMemcpy (state to the host)");
+  };
+  for (int l = 0; l < c.layers; ++l) {
+    if (c.is_mla[l]) {
+      down(st.mla[l].cache, d_->cache[l], size_t(n_past_) * c.mla_cache_width());
+    } else {
+      down(st.kda[l].S, d_->kda[l].S, d_->S_floats);
+      down(st.kda[l].conv, d_->kda[l].conv, d_->conv_floats);
+    }
+  }
+  return st;
+}
+
+void CudaK3Session::load_state(K3State state) {
+  if (staged_T_ > 0) throw Error("cannot load a state while a pass is staged", "commit or roll back first");
+  const K3Config& c = m_.config();
+  check_state_fits(c, state);
+  if (state.n_past > m_.options().max_context)
+    throw Error("the state holds " + std::to_string(state.n_past) + " tokens, more than this GPU session's " +
+                    std::to_string(m_.options().max_context),
+                "start the session with a larger context");
+  d_->stream.sync();
+  auto up = [](float* to, const std::vector<float>& from) {
+    check_cuda(cudaMemcpy(to, from.data(), from.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy (state to the GPU)");
+  };
+  for (int l = 0; l < c.layers; ++l) {
+    if (c.is_mla[l]) {
+      up(d_->cache[l], state.mla[l].cache);
+    } else {
+      up(d_->kda[l].S, state.kda[l].S);
+      up(d_->kda[l].conv, state.kda[l].conv);
+    }
+  }
+  n_past_ = state.n_past;
+}
+
 void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts) {
   if (staged_T_ > 0) throw Error("a pass is already staged", "commit or roll back before staging another");
   const K3Config& c = m_.config();

@@ -7,6 +7,8 @@
 #include <span>
 #include <vector>
 
+#include "runtime/k3_state.h"
+
 namespace deltafin {
 
 class K3Model;
@@ -42,6 +44,12 @@ class DecodeSession {
   // The most rows one stage() takes (the GPU preallocates for a fixed number); prefill chunks and
   // verify passes are cut to it.
   virtual int max_rows() const = 0;
+  // The committed context's state, to resume it later in this or another session of the same
+  // model (serve keeps them at turn boundaries, in RAM and on disk). Both backends use the CPU
+  // layout (runtime/k3_state.h), so a state saved by one loads in the other. Throws Error while a
+  // pass is staged, or (load) when the state does not fit this model.
+  virtual K3State save_state() const = 0;
+  virtual void load_state(K3State state) = 0;
 
   // stage + commit of `ids` in chunks of at most min(chunk, max_rows()) rows; the last row's logits.
   std::vector<float> prefill(std::span<const int32_t> ids, int chunk = 64);

@@ -231,7 +231,17 @@ namespace deltafin {
 
 void K3Session::import_state(K3State state) {
   if (staged_.T > 0) throw Error("cannot import a state while a pass is staged", "commit or roll back first");
-  const K3Config& c = m_.config();
+  check_state_fits(m_.config(), state);
+  st_ = std::move(state);
+  staged_ = StagedPass{};
+}
+
+K3State K3Session::save_state() const {
+  if (staged_.T > 0) throw Error("cannot save the state while a pass is staged", "commit or roll back first");
+  return st_;
+}
+
+void check_state_fits(const K3Config& c, const K3State& state) {
   auto bad = [](const std::string& what) {
     return Error("session state does not fit this model: " + what, "discard the snapshot; it was made for another model");
   };
@@ -249,8 +259,6 @@ void K3Session::import_state(K3State state) {
       if (!state.mla[l].cache.empty()) throw bad("MLA cache" + at);
     }
   }
-  st_ = std::move(state);
-  staged_ = StagedPass{};
 }
 
 }  // namespace deltafin

@@ -45,6 +45,9 @@ class K3Model {
   std::unique_ptr<ExpertSource> experts_;
 };
 
+// Throws Error naming what differs unless `state` is a committed state of a model with config `c`.
+void check_state_fits(const K3Config& c, const K3State& state);
+
 // One conversation's state over a K3Model, with transactions: stage() runs T
 // new tokens without committing them; commit(n) keeps the first n; rollback() none.
 class K3Session : public DecodeSession {
@@ -67,6 +70,8 @@ class K3Session : public DecodeSession {
   const K3State& export_state() const { return st_; }
   // Replaces the committed state; throws Error unless every size matches this model.
   void import_state(K3State state);
+  K3State save_state() const override;
+  void load_state(K3State state) override { import_state(std::move(state)); }
 
  private:
   void attention_kda(int layer, const float* x, int T, float* out, const PassOptions& opts);

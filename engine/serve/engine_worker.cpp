@@ -1,5 +1,6 @@
 #include "serve/engine_worker.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -24,7 +25,9 @@ struct JobAbandoned {
 }  // namespace
 
 EngineWorker::EngineWorker(const K3Model& model, const Tokenizer& tokenizer, JobQueue& queue, WorkerOptions options)
-    : model_(model), tok_(tokenizer), queue_(queue), opt_(std::move(options)), session_(model),
+    : model_(model), tok_(tokenizer), queue_(queue), opt_(std::move(options)),
+      owned_session_(opt_.make_session ? opt_.make_session(model) : std::make_unique<K3Session>(model)),
+      session_(*owned_session_),
       cache_(opt_.state_cache_bytes), memo_(opt_.memo_entries, opt_.memo_bytes) {
   if (!opt_.snapshot_dir.empty())
     store_ = std::make_unique<SnapshotStore>(opt_.snapshot_dir, model_fingerprint(model.root()), opt_.snapshot_max_bytes);
@@ -104,7 +107,7 @@ void EngineWorker::restore_longest_prefix(const std::vector<int32_t>& prompt, Jo
   }
   if (mem > 0 && mem >= disk) {
     if (auto st = cache_.get(prompt, mem)) {
-      session_.import_state(std::move(*st));
+      session_.load_state(std::move(*st));
       session_ids_.assign(prompt.begin(), prompt.begin() + mem);
       r.reuse_source = "memory";
       return;
@@ -112,7 +115,7 @@ void EngineWorker::restore_longest_prefix(const std::vector<int32_t>& prompt, Jo
   }
   if (disk > 0) {
     if (auto st = store_->load(prompt, disk, model_.config())) {
-      session_.import_state(std::move(*st));
+      session_.load_state(std::move(*st));
       session_ids_.assign(prompt.begin(), prompt.begin() + disk);
       r.reuse_source = "disk";
       return;
@@ -140,7 +143,13 @@ void EngineWorker::prefill_chunk(std::span<const int32_t> ids) {
     session_.prefill(ids, opt_.prefill_chunk);
     return;
   }
-  // The same pass as K3Session::prefill (one chunk), with the layer outputs the drafter reads.
+  // A session may take fewer rows per pass than a chunk (the GPU's): the same passes as prefill().
+  const size_t rows = static_cast<size_t>(std::max(1, session_.max_rows()));
+  if (ids.size() > rows) {
+    for (size_t at = 0; at < ids.size(); at += rows) prefill_chunk(ids.subspan(at, std::min(rows, ids.size() - at)));
+    return;
+  }
+  // The same pass as DecodeSession::prefill (one chunk), with the layer outputs the drafter reads.
   ForwardTrace trace;
   trace.layer_out = true;
   PassOptions po;
@@ -234,8 +243,8 @@ void EngineWorker::run(Job& job) {
     const size_t boundary = q.turn_boundary;
     if (boundary > session_ids_.size() && boundary <= end) {
       prefill_to(boundary);
-      cache_.put(session_ids_, session_.export_state());
-      if (store_ && boundary >= opt_.snapshot_min_tokens) to_disk.emplace(session_ids_, session_.export_state());
+      cache_.put(session_ids_, session_.save_state());
+      if (store_ && boundary >= opt_.snapshot_min_tokens) to_disk.emplace(session_ids_, session_.save_state());
     }
     prefill_to(end);
     r.prefilled_tokens += 1;  // the last prompt token runs inside generate()

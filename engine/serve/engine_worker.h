@@ -4,6 +4,7 @@
 // rest, decodes with the exact sampler, and streams text back through the job.
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,6 +33,8 @@ struct WorkerOptions {
   // Speculative decoding (the ids never change): null or a setup without a proposer = plain.
   const DraftSetup* drafts = nullptr;
   bool draft_always = false;  // verify guesses every step even when drafting does not pay (tests)
+  // The session the worker decodes on (e.g. a GPU session); empty: the CPU K3Session.
+  std::function<std::unique_ptr<DecodeSession>(const K3Model&)> make_session;
 };
 
 struct WorkerStats {
@@ -70,7 +73,8 @@ class EngineWorker {
   const Tokenizer& tok_;
   JobQueue& queue_;
   WorkerOptions opt_;
-  K3Session session_;
+  std::unique_ptr<DecodeSession> owned_session_;
+  DecodeSession& session_;
   std::vector<int32_t> session_ids_;  // the tokens the session has committed
   StateCache cache_;
   std::unique_ptr<SnapshotStore> store_;

@@ -233,6 +233,48 @@ std::vector<Result> k3_transactions(const std::string& dir, uint64_t seed) {
   const double r = rel(lg.data(), lc.data(), lc.size());
   out.push_back({"GPU vs CPU prefill logits", r <= 5e-4, "rel_l2 " + fmt(r) + " (<= 5e-4)"});
 
+  // Saved states (serve's turn snapshots): a GPU state loaded into a fresh GPU session continues
+  // bit for bit; the CPU and GPU sessions load each other's states (one layout) and continue
+  // within fp32 rounding of the session that made it.
+  {
+    std::vector<float> l1, l2;
+    CudaK3Session fresh(model);
+    fresh.load_state(g.save_state());
+    g.stage(next, l1, all);
+    g.commit(1);
+    fresh.stage(next, l2, all);
+    fresh.commit(1);
+    out.push_back({"GPU state saved and loaded", l1 == l2 && fresh.n_past() == g.n_past(),
+                   std::string("next token's logits ") + (l1 == l2 ? "bit-identical" : "DIFFER")});
+    CudaK3Session from_cpu(model);
+    from_cpu.load_state(cpu.save_state());
+    std::vector<float> lc1, lg1;
+    cpu.stage(next, lc1, all);
+    cpu.commit(1);
+    from_cpu.stage(next, lg1, all);
+    from_cpu.commit(1);
+    const double rc = rel(lg1.data(), lc1.data(), lc1.size());
+    out.push_back({"CPU state loaded on the GPU", rc <= 5e-4, "next token's logits vs the CPU session: rel_l2 " + fmt(rc) + " (<= 5e-4)"});
+    K3Session to_cpu(*host);
+    to_cpu.load_state(g.save_state());
+    std::vector<float> lc2, lg2;
+    to_cpu.stage(next, lc2, all);
+    to_cpu.commit(1);
+    g.stage(next, lg2, all);
+    g.commit(1);
+    const double rg = rel(lc2.data(), lg2.data(), lg2.size());
+    out.push_back({"GPU state loaded on the CPU", rg <= 5e-4, "next token's logits vs the GPU session: rel_l2 " + fmt(rg) + " (<= 5e-4)"});
+    K3State bad = g.save_state();
+    bad.n_past += 1;  // the MLA caches no longer match it
+    bool refused = false;
+    try {
+      fresh.load_state(std::move(bad));
+    } catch (const Error&) {
+      refused = true;
+    }
+    out.push_back({"a state that does not fit is refused", refused, refused ? "Error thrown" : "loaded"});
+  }
+
   bool threw = false;
   try {
     a.stage(ids(9), la, all);

