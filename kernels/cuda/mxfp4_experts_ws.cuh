@@ -268,23 +268,21 @@ __device__ __forceinline__ void split_pass(uint32_t st, size_t soff, int pitch, 
     wa[r] = st + row * pitch + q * 16;
     sa[r] = st + static_cast<uint32_t>(soff) + row * nblk + q;
   }
-  uint4 cur[NR];
-  uint32_t sc[NR];
-#pragma unroll
-  for (int r = 0; r < NR; ++r) {
-    cur[r] = imma::lds128(wa[r] + j0 * 64);
-    sc[r] = imma::lds8(sa[r] + 4 * j0);
-  }
-#pragma unroll 2  // two steps per iteration: cur / nxt and the running sums swap by renaming, not moves
-  for (int j = j0; j < j1; ++j) {
-    const int jn = j + 1 < j1 ? j + 1 : j;
-    uint4 nxt[NR];
-    uint32_t sn[NR];
+  auto load = [&](int j, uint4 (&w)[NR], uint32_t (&sc)[NR]) {  // block step j of every row set
 #pragma unroll
     for (int r = 0; r < NR; ++r) {
-      nxt[r] = imma::lds128(wa[r] + jn * 64);
-      sn[r] = imma::lds8(sa[r] + 4 * jn);
+      w[r] = imma::lds128(wa[r] + j * 64);
+      sc[r] = imma::lds8(sa[r] + 4 * j);
     }
+  };
+  uint4 cur[NR];
+  uint32_t sc[NR];
+  load(j0, cur, sc);
+#pragma unroll 2  // two steps per iteration: cur / nxt and the running sums swap by renaming, not moves
+  for (int j = j0; j < j1; ++j) {
+    uint4 nxt[NR];
+    uint32_t sn[NR];
+    load(j + 1 < j1 ? j + 1 : j, nxt, sn);
     imma::block_step<NR, NA>(cur, sc, bs.b01 + j * 128, bs, na, lut_lo, rsum, acc);
 #pragma unroll
     for (int r = 0; r < NR; ++r) {

@@ -237,31 +237,25 @@ std::vector<Result> k3_transactions(const std::string& dir, uint64_t seed) {
   // bit for bit; the CPU and GPU sessions load each other's states (one layout) and continue
   // within fp32 rounding of the session that made it.
   {
-    std::vector<float> l1, l2;
+    auto step = [&](DecodeSession& s) {  // the next token's logits, committed
+      std::vector<float> l;
+      s.stage(next, l, all);
+      s.commit(1);
+      return l;
+    };
     CudaK3Session fresh(model);
     fresh.load_state(g.save_state());
-    g.stage(next, l1, all);
-    g.commit(1);
-    fresh.stage(next, l2, all);
-    fresh.commit(1);
+    const auto l1 = step(g), l2 = step(fresh);
     out.push_back({"GPU state saved and loaded", l1 == l2 && fresh.n_past() == g.n_past(),
                    std::string("next token's logits ") + (l1 == l2 ? "bit-identical" : "DIFFER")});
     CudaK3Session from_cpu(model);
     from_cpu.load_state(cpu.save_state());
-    std::vector<float> lc1, lg1;
-    cpu.stage(next, lc1, all);
-    cpu.commit(1);
-    from_cpu.stage(next, lg1, all);
-    from_cpu.commit(1);
+    const auto lc1 = step(cpu), lg1 = step(from_cpu);
     const double rc = rel(lg1.data(), lc1.data(), lc1.size());
     out.push_back({"CPU state loaded on the GPU", rc <= 5e-4, "next token's logits vs the CPU session: rel_l2 " + fmt(rc) + " (<= 5e-4)"});
     K3Session to_cpu(*host);
     to_cpu.load_state(g.save_state());
-    std::vector<float> lc2, lg2;
-    to_cpu.stage(next, lc2, all);
-    to_cpu.commit(1);
-    g.stage(next, lg2, all);
-    g.commit(1);
+    const auto lc2 = step(to_cpu), lg2 = step(g);
     const double rg = rel(lc2.data(), lg2.data(), lg2.size());
     out.push_back({"GPU state loaded on the CPU", rg <= 5e-4, "next token's logits vs the GPU session: rel_l2 " + fmt(rg) + " (<= 5e-4)"});
     K3State bad = g.save_state();
