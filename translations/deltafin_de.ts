@@ -962,8 +962,8 @@
         <translation>&amp;Verdrängung:</translation>
     </message>
     <message>
-        <source>Streaming installs keep experts in their own capped stream cache (see the Cache page); the RAM cache applies to full installs. There is no VRAM expert tier in this version.</source>
-        <translation>Streaming-Installationen halten Experten in ihrem eigenen begrenzten Stream-Cache (siehe Seite „Cache“); der RAM-Cache gilt für vollständige Installationen. Eine VRAM-Expertenstufe gibt es in dieser Version nicht.</translation>
+        <source>Streaming installs keep experts in their own capped stream cache (see the Cache page); the RAM cache applies to full installs. On the GPU the experts also live in a VRAM tier sized from the GPU&apos;s free memory (all of them when they fit).</source>
+        <translation>Streaming-Installationen halten Experten in ihrem eigenen begrenzten Stream-Cache (siehe Seite „Cache“); der RAM-Cache gilt für vollständige Installationen. Auf der GPU liegen die Experten zusätzlich in einer VRAM-Stufe, deren Größe sich nach dem freien GPU-Speicher richtet (alle, wenn sie hineinpassen).</translation>
     </message>
     <message>
         <source>Automatic (DSpark if installed, else n-gram)</source>

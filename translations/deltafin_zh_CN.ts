@@ -962,8 +962,8 @@
         <translation>淘汰策略(&amp;V)：</translation>
     </message>
     <message>
-        <source>Streaming installs keep experts in their own capped stream cache (see the Cache page); the RAM cache applies to full installs. There is no VRAM expert tier in this version.</source>
-        <translation>流式安装把专家保存在自己有上限的流式缓存中（见“缓存”页）；内存缓存适用于完整安装。此版本没有显存专家层。</translation>
+        <source>Streaming installs keep experts in their own capped stream cache (see the Cache page); the RAM cache applies to full installs. On the GPU the experts also live in a VRAM tier sized from the GPU&apos;s free memory (all of them when they fit).</source>
+        <translation>流式安装把专家保存在自己有上限的流式缓存中（见“缓存”页）；内存缓存适用于完整安装。在 GPU 上，专家还保存在显存层中，其大小按 GPU 的空闲显存确定（放得下时全部放入）。</translation>
     </message>
     <message>
         <source>Automatic (DSpark if installed, else n-gram)</source>

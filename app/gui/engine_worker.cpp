@@ -24,12 +24,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-CacheCounters toCounters(const ExpertCounters& c) {
+// Host-tier counters, and on a GPU session its VRAM tier in front of them: there the lookups are
+// the VRAM tier's (its misses are the host tier's lookups), and with every expert resident each
+// lookup is served from VRAM (the host counters then only hold the preload).
+CacheCounters toCounters(const ExpertCounters& c, const DecodeSession* s = nullptr) {
   CacheCounters out;
   out.requests = c.requests;
   out.ramHits = c.ram_hits;
   out.diskReads = c.disk_reads;
   out.netFetches = c.net_fetches;
+  if (const auto v = s ? s->vram_tier() : std::nullopt) {
+    out.hasVram = true;
+    out.requests = v->all_resident ? c.requests : v->requests;
+    out.vramHits = v->all_resident ? c.requests : v->hits;
+  }
   return out;
 }
 
@@ -310,7 +318,7 @@ void EngineWorker::evictCache(quint64 targetBytes) {
 }
 
 void EngineWorker::emitCounters() {
-  if (model_) emit countersChanged(toCounters(model_->experts().counters()));
+  if (model_) emit countersChanged(toCounters(model_->experts().counters(), session_.get()));
 }
 
 }  // namespace deltafin::gui

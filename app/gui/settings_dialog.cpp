@@ -116,8 +116,8 @@ SettingsDialog::SettingsDialog(const StudioSettings& s, QWidget* parent) : QDial
   connect(expertReads_, &QComboBox::currentIndexChanged, this, cacheEnabled);
   cacheEnabled();
   auto* streamNote = new QLabel(tr("Streaming installs keep experts in their own capped stream cache (see the Cache "
-                                   "page); the RAM cache applies to full installs. There is no VRAM expert tier "
-                                   "in this version."),
+                                   "page); the RAM cache applies to full installs. On the GPU the experts also live "
+                                   "in a VRAM tier sized from the GPU's free memory (all of them when they fit)."),
                                 engine);
   streamNote->setWordWrap(true);
 

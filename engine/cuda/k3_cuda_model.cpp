@@ -425,6 +425,23 @@ void CudaK3Session::reset() {
   staged_partial_ = false;
 }
 
+std::optional<VramTierStats> CudaK3Session::vram_tier() const {
+  const VramExpertCache& v = m_.experts();
+  const K3Config& c = m_.config();
+  VramTierStats s;
+  s.slot_count = v.slots();
+  s.slot_bytes = v.slot_bytes();
+  s.all_resident = true;
+  for (int l = 0; l < c.layers; ++l)
+    if (c.is_moe(l)) s.all_resident = s.all_resident && m_.resident_experts(l) != nullptr;
+  const VramTierCounters& k = v.counters();
+  s.requests = k.requests;
+  s.hits = k.hits;
+  s.misses = k.misses;
+  s.bytes_h2d = k.bytes_h2d;
+  return s;
+}
+
 K3State CudaK3Session::save_state() const {
   if (staged_T_ > 0) throw Error("cannot save the state while a pass is staged", "commit or roll back first");
   const K3Config& c = m_.config();

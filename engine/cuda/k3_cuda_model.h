@@ -72,6 +72,7 @@ class CudaK3Session : public DecodeSession {
   // The committed KDA states and MLA cache rows, copied between device and host memory.
   K3State save_state() const override;
   void load_state(K3State state) override;
+  std::optional<VramTierStats> vram_tier() const override;
   // Greedy decoding of up to max_new tokens after `prompt` (first maximum wins, as runtime/sampler).
   std::vector<int32_t> greedy(std::span<const int32_t> prompt, int max_new);
   // Waits for the session's stream (for timing).

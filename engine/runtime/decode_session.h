@@ -4,6 +4,7 @@
 // speculative verifier work on this interface, so run, generate-ids and the drafters use the GPU
 // the same way they use the CPU.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -29,6 +30,15 @@ struct PassOptions {
   ForwardTrace* trace = nullptr;
 };
 
+// The VRAM expert tier of a GPU session, for --stats and the Studio: slots and what the lookups of
+// the host-routed passes found (resident passes route on the device and count nothing).
+struct VramTierStats {
+  int slot_count = 0;  // ("slots" is a Qt macro)
+  uint64_t slot_bytes = 0;
+  bool all_resident = false;  // every expert of the model in VRAM: no lookup ever copies
+  uint64_t requests = 0, hits = 0, misses = 0, bytes_h2d = 0;
+};
+
 // Transactions over positions: stage() runs T new tokens at n_past()..n_past()+T-1 without
 // committing them; commit(n) keeps the first n; rollback() none.
 class DecodeSession {
@@ -50,6 +60,8 @@ class DecodeSession {
   // pass is staged, or (load) when the state does not fit this model.
   virtual K3State save_state() const = 0;
   virtual void load_state(K3State state) = 0;
+  // The session's VRAM expert tier; none for the CPU session.
+  virtual std::optional<VramTierStats> vram_tier() const { return std::nullopt; }
 
   // stage + commit of `ids` in chunks of at most min(chunk, max_rows()) rows; the last row's logits.
   std::vector<float> prefill(std::span<const int32_t> ids, int chunk = 64);
