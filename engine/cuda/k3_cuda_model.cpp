@@ -164,12 +164,19 @@ int auto_expert_slots(const K3Config& c, const CudaK3Model::Options& o, int all)
   const uint64_t slot = VramExpertCache::slot_bytes_for(c.latent, c.moe_intermediate);
   const uint64_t need = session + margin;
   const int64_t fit = free_b > need ? int64_t((free_b - need) / slot) : 0;
-  const int least = o.max_rows * c.top_k;  // one pass's distinct experts of a layer, at most
+  const int least = std::min(o.max_rows * c.top_k, c.experts);  // one pass's distinct experts of a layer, at most
   if (fit < least)
     throw Error("the GPU has " + std::to_string(free_b >> 20) + " MiB free after the model's spine: room for " +
                     std::to_string(fit) + " VRAM expert slots, a pass needs " + std::to_string(least),
                 "use --device cpu, or a GPU with more memory");
-  return int(std::min<int64_t>(fit, all));
+  int64_t slots = std::min<int64_t>(fit, all);
+  // DELTAFIN_VRAM_SLOTS=N caps the tier (measuring the streamed tier through the CLI on a GPU
+  // that would hold every expert); never below what one pass needs.
+  if (const char* e = std::getenv("DELTAFIN_VRAM_SLOTS"); e && *e) {
+    const long long cap = std::atoll(e);
+    if (cap > 0) slots = std::min<int64_t>(slots, std::max<int64_t>(cap, least));
+  }
+  return int(slots);
 }
 
 }  // namespace
