@@ -243,8 +243,9 @@ void EngineWorker::run(Job& job) {
     const size_t boundary = q.turn_boundary;
     if (boundary > session_ids_.size() && boundary <= end) {
       prefill_to(boundary);
-      cache_.put(session_ids_, session_.save_state());
-      if (store_ && boundary >= opt_.snapshot_min_tokens) to_disk.emplace(session_ids_, session_.save_state());
+      K3State st = session_.save_state();  // one copy out of the session (a device download on the GPU)
+      if (store_ && boundary >= opt_.snapshot_min_tokens) to_disk.emplace(session_ids_, st);
+      cache_.put(session_ids_, st);
     }
     prefill_to(end);
     r.prefilled_tokens += 1;  // the last prompt token runs inside generate()
