@@ -294,6 +294,7 @@ struct CudaK3Session::Impl {
   float *gate = nullptr, *fa = nullptr, *fb = nullptr, *braw = nullptr, *o = nullptr;
   float *qa = nullptr, *q = nullptr, *ckv = nullptr, *qabs = nullptr, *olat = nullptr, *scores = nullptr;
   float *attn = nullptr, *g = nullptr;
+  float* res_scores = nullptr;  // [T][kMaxResEntries] AttnRes scores between its two launches
   float *rl = nullptr, *z = nullptr, *y = nullptr, *sh = nullptr, *mg = nullptr, *mu = nullptr, *rw = nullptr;
   int32_t* rid = nullptr;
   int64_t* n_past = nullptr;  // the pass's first row, read by the MLA kernels when they run
@@ -359,6 +360,7 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model), d_(std::make
     d_->scores = f(T * nh * ctx);
     d_->attn = f(T * nh * Vd);
     d_->g = f(T * nh * Vd);
+    d_->res_scores = f(T * k3::kMaxResEntries);
     d_->rl = f(T * c.experts);
     d_->z = f(T * c.latent);
     d_->y = f(T * c.latent);
@@ -635,7 +637,7 @@ void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bo
     bool have_prefix = true;
     if (nb > 0) {
       entries(d_->prefix);
-      k3::attn_res_mix(e, L.attn_res, T, H, c.rms_eps, d_->h, so);
+      k3::attn_res_mix(e, L.attn_res, T, H, c.rms_eps, d_->res_scores, d_->h, so);
     }
     if (l % c.attn_res_block == 0) {
       if (nb + 1 >= k3::kMaxResEntries) throw Error("CUDA K3: more AttnRes blocks than the kernel takes");
@@ -648,7 +650,7 @@ void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bo
     if (have_prefix) k3::add(d_->prefix, d_->a, d_->prefix, int64_t(TH), so);
     else copy(d_->prefix, d_->a, TH);
     entries(d_->prefix);
-    k3::attn_res_mix(e, L.mlp_res, T, H, c.rms_eps, d_->mixed, so);
+    k3::attn_res_mix(e, L.mlp_res, T, H, c.rms_eps, d_->res_scores, d_->mixed, so);
     rmsnorm(d_->mixed, H, L.post_norm, WeightType::F32, H, T, c.rms_eps, d_->x, H, so);
     if (L.moe) {
       moe(l, T, tr && tr->routing ? tr : nullptr, routed);
@@ -672,7 +674,7 @@ void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bo
   }
   if (timing) d_->layer_ev[c.layers]->record(s);
   entries(d_->h);
-  k3::attn_res_mix(e, W.output_res, T, H, c.rms_eps, d_->mixed, so);
+  k3::attn_res_mix(e, W.output_res, T, H, c.rms_eps, d_->res_scores, d_->mixed, so);
   const int first = opts.all_logits ? 0 : T - 1;
   const int rows = T - first;
   rmsnorm(d_->mixed + size_t(first) * H, H, W.final_norm, WeightType::F32, H, rows, c.rms_eps, d_->x, H, so);

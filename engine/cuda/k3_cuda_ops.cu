@@ -149,24 +149,33 @@ __global__ void gather_kernel(const void* table, bool bf16, int64_t cols, const 
     y[t * cols + j] = load_w(table, bf16, row * cols + j);
 }
 
+// AttnRes in two launches: one block per (entry, row) scores the entries, then blocks of columns
+// mix them. (One block per row did both and ran the entries one after another on one SM: ~17 us
+// per call at T=1 for almost no bytes, ncu in PERFORMANCE.md.) Every score, the softmax and every
+// output element are computed exactly as by that one block, so the bits are the same.
 constexpr int kResThreads = 256;
-__global__ void __launch_bounds__(kResThreads) attn_res_kernel(ResEntries e, const float* __restrict__ w, int H,
-                                                               float eps, float* __restrict__ out) {
+constexpr int kResMixCols = 4 * kResThreads;  // output columns per mixing block
+__global__ void __launch_bounds__(kResThreads) attn_res_score_kernel(ResEntries e, const float* __restrict__ w, int H,
+                                                                     float eps, float* __restrict__ scores) {
   __shared__ float sh[kResThreads / 32];
+  const int i = blockIdx.x;
+  const int64_t t = blockIdx.y;
+  const float* v = e.p[i] + t * H;
+  float ss = 0.f;
+  for (int j = threadIdx.x; j < H; j += kResThreads) ss = __fmaf_rn(v[j], v[j], ss);
+  const float inv = 1.f / sqrtf(block_sum<kResThreads>(ss, sh) / static_cast<float>(H) + eps);
+  float d = 0.f;
+  for (int j = threadIdx.x; j < H; j += kResThreads) d = __fmaf_rn(v[j] * inv, w[j], d);
+  d = block_sum<kResThreads>(d, sh);
+  if (threadIdx.x == 0) scores[t * kMaxResEntries + i] = d;
+}
+
+__global__ void __launch_bounds__(kResThreads) attn_res_kernel(ResEntries e, const float* __restrict__ scores, int H,
+                                                               float* __restrict__ out) {
   __shared__ float prob[kMaxResEntries];
-  const int64_t t = blockIdx.x;
-  for (int i = 0; i < e.n; ++i) {
-    const float* v = e.p[i] + t * H;
-    float ss = 0.f;
-    for (int j = threadIdx.x; j < H; j += kResThreads) ss = __fmaf_rn(v[j], v[j], ss);
-    const float inv = 1.f / sqrtf(block_sum<kResThreads>(ss, sh) / static_cast<float>(H) + eps);
-    float d = 0.f;
-    for (int j = threadIdx.x; j < H; j += kResThreads) d = __fmaf_rn(v[j] * inv, w[j], d);
-    d = block_sum<kResThreads>(d, sh);
-    if (threadIdx.x == 0) prob[i] = d;
-  }
-  __syncthreads();
+  const int64_t t = blockIdx.y;
   if (threadIdx.x == 0) {
+    for (int i = 0; i < e.n; ++i) prob[i] = scores[t * kMaxResEntries + i];
     float mx = prob[0];
     for (int i = 1; i < e.n; ++i) mx = fmaxf(mx, prob[i]);
     float sum = 0.f;
@@ -177,7 +186,8 @@ __global__ void __launch_bounds__(kResThreads) attn_res_kernel(ResEntries e, con
     for (int i = 0; i < e.n; ++i) prob[i] = prob[i] / sum;
   }
   __syncthreads();
-  for (int j = threadIdx.x; j < H; j += kResThreads) {
+  const int j_end = min(H, static_cast<int>(blockIdx.x + 1) * kResMixCols);
+  for (int j = blockIdx.x * kResMixCols + threadIdx.x; j < j_end; j += kResThreads) {
     float o = 0.f;
     for (int i = 0; i < e.n; ++i) o = __fmaf_rn(prob[i], e.p[i][t * H + j], o);
     out[t * H + j] = o;
@@ -492,10 +502,12 @@ void gather_rows(const DevMat& table, const int32_t* ids, int T, float* y, Strea
   DELTAFIN_CUDA_LAUNCHED("gather_kernel");
 }
 
-void attn_res_mix(const ResEntries& e, const float* w, int T, int H, float eps, float* out, Stream s) {
+void attn_res_mix(const ResEntries& e, const float* w, int T, int H, float eps, float* scratch, float* out, Stream s) {
   if (e.n < 1 || e.n > kMaxResEntries) throw CudaError("attn_res_mix: 1.." + std::to_string(kMaxResEntries) + " entries");
   if (T <= 0) return;
-  attn_res_kernel<<<T, kResThreads, 0, as_stream(s)>>>(e, w, H, eps, out);
+  attn_res_score_kernel<<<dim3(e.n, T), kResThreads, 0, as_stream(s)>>>(e, w, H, eps, scratch);
+  DELTAFIN_CUDA_LAUNCHED("attn_res_score_kernel");
+  attn_res_kernel<<<dim3((H + kResMixCols - 1) / kResMixCols, T), kResThreads, 0, as_stream(s)>>>(e, scratch, H, out);
   DELTAFIN_CUDA_LAUNCHED("attn_res_kernel");
 }
 

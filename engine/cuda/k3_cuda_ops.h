@@ -27,7 +27,8 @@ struct ResEntries {
   const float* p[kMaxResEntries];
   int n = 0;
 };
-void attn_res_mix(const ResEntries& e, const float* w, int T, int H, float eps, float* out, Stream s);
+// scratch: T x kMaxResEntries floats (the entries' scores between the two launches).
+void attn_res_mix(const ResEntries& e, const float* w, int T, int H, float eps, float* scratch, float* out, Stream s);
 
 void add(const float* a, const float* b, float* out, int64_t n, Stream s);
 // out[i] = a[i] * sigmoid(g[i])

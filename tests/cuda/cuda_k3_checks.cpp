@@ -367,8 +367,8 @@ std::vector<Result> k3_kernels(uint64_t seed) {
       re.p[re.n++] = de.back().as<float>();
     }
     auto dw = up(w);
-    DeviceBuffer dout(size_t(T) * H * 4);
-    k3::attn_res_mix(re, dw.as<float>(), T, H, 1e-5f, dout.as<float>(), st.opaque());
+    DeviceBuffer dout(size_t(T) * H * 4), scratch(size_t(T) * k3::kMaxResEntries * 4);
+    k3::attn_res_mix(re, dw.as<float>(), T, H, 1e-5f, scratch.as<float>(), dout.as<float>(), st.opaque());
     const auto go = down(dout, size_t(T) * H);
     std::vector<float> ref(size_t(T) * H);
     for (int t = 0; t < T; ++t) {
