@@ -50,14 +50,13 @@ void print_stats(const K3Model& m, const GenerateResult& r, const DecodeSession&
                (unsigned long long)c.requests, (unsigned long long)c.ram_hits, c.requests ? 100.0 * c.ram_hits / c.requests : 0.0,
                (unsigned long long)c.disk_reads, (unsigned long long)c.net_fetches);
   if (const auto v = s.vram_tier()) {
+    const double gib = v->slot_count * double(v->slot_bytes) / 1073741824.0;
     if (v->all_resident)
-      std::fprintf(stderr, "VRAM tier           %d slots (%.1f GiB): every expert resident, no copies\n", v->slot_count,
-                   v->slot_count * double(v->slot_bytes) / 1073741824.0);
+      std::fprintf(stderr, "VRAM tier           %d slots (%.1f GiB): every expert resident, no copies\n", v->slot_count, gib);
     else
       std::fprintf(stderr, "VRAM tier           %d slots (%.1f GiB): %llu lookups, %llu hits (%.1f%%), %llu copied (%.1f MB host to GPU)\n",
-                   v->slot_count, v->slot_count * double(v->slot_bytes) / 1073741824.0, (unsigned long long)v->requests,
-                   (unsigned long long)v->hits, v->requests ? 100.0 * v->hits / v->requests : 0.0,
-                   (unsigned long long)v->misses, v->bytes_h2d / 1e6);
+                   v->slot_count, gib, (unsigned long long)v->requests, (unsigned long long)v->hits,
+                   v->requests ? 100.0 * v->hits / v->requests : 0.0, (unsigned long long)v->misses, v->bytes_h2d / 1e6);
   }
   if (c.prefetch_issued)
     std::fprintf(stderr, "prefetch            %llu issued, %llu used, %llu wasted, %llu cancelled\n",

@@ -229,8 +229,8 @@ void K3Session::rollback() {
 
 namespace deltafin {
 
-void K3Session::import_state(K3State state) {
-  if (staged_.T > 0) throw Error("cannot import a state while a pass is staged", "commit or roll back first");
+void K3Session::load_state(K3State state) {
+  if (staged_.T > 0) throw Error("cannot load a state while a pass is staged", "commit or roll back first");
   check_state_fits(m_.config(), state);
   st_ = std::move(state);
   staged_ = StagedPass{};

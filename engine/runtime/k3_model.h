@@ -66,12 +66,10 @@ class K3Session : public DecodeSession {
 
   void reset() override;
   uint64_t state_bytes() const;
-  // The committed state, for turn snapshots (engine/serve/state_snapshot.h).
-  const K3State& export_state() const { return st_; }
-  // Replaces the committed state; throws Error unless every size matches this model.
-  void import_state(K3State state);
+  // The committed state, for turn snapshots (engine/serve/state_snapshot.h); load_state throws
+  // Error unless every size matches this model.
   K3State save_state() const override;
-  void load_state(K3State state) override { import_state(std::move(state)); }
+  void load_state(K3State state) override;
 
  private:
   void attention_kda(int layer, const float* x, int T, float* out, const PassOptions& opts);

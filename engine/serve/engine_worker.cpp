@@ -26,8 +26,7 @@ struct JobAbandoned {
 
 EngineWorker::EngineWorker(const K3Model& model, const Tokenizer& tokenizer, JobQueue& queue, WorkerOptions options)
     : model_(model), tok_(tokenizer), queue_(queue), opt_(std::move(options)),
-      owned_session_(opt_.make_session ? opt_.make_session(model) : std::make_unique<K3Session>(model)),
-      session_(*owned_session_),
+      session_(opt_.make_session ? opt_.make_session(model) : std::make_unique<K3Session>(model)),
       cache_(opt_.state_cache_bytes), memo_(opt_.memo_entries, opt_.memo_bytes) {
   if (!opt_.snapshot_dir.empty())
     store_ = std::make_unique<SnapshotStore>(opt_.snapshot_dir, model_fingerprint(model.root()), opt_.snapshot_max_bytes);
@@ -107,7 +106,7 @@ void EngineWorker::restore_longest_prefix(const std::vector<int32_t>& prompt, Jo
   }
   if (mem > 0 && mem >= disk) {
     if (auto st = cache_.get(prompt, mem)) {
-      session_.load_state(std::move(*st));
+      session_->load_state(std::move(*st));
       session_ids_.assign(prompt.begin(), prompt.begin() + mem);
       r.reuse_source = "memory";
       return;
@@ -115,13 +114,13 @@ void EngineWorker::restore_longest_prefix(const std::vector<int32_t>& prompt, Jo
   }
   if (disk > 0) {
     if (auto st = store_->load(prompt, disk, model_.config())) {
-      session_.load_state(std::move(*st));
+      session_->load_state(std::move(*st));
       session_ids_.assign(prompt.begin(), prompt.begin() + disk);
       r.reuse_source = "disk";
       return;
     }
   }
-  session_.reset();
+  session_->reset();
   session_ids_.clear();
 }
 
@@ -140,24 +139,19 @@ bool EngineWorker::drafter_follows_session() {
 
 void EngineWorker::prefill_chunk(std::span<const int32_t> ids) {
   if (!drafter_in_step_) {
-    session_.prefill(ids, opt_.prefill_chunk);
+    session_->prefill(ids, opt_.prefill_chunk);
     return;
   }
-  // A session may take fewer rows per pass than a chunk (the GPU's): the same passes as prefill().
-  const size_t rows = static_cast<size_t>(std::max(1, session_.max_rows()));
-  if (ids.size() > rows) {
-    for (size_t at = 0; at < ids.size(); at += rows) prefill_chunk(ids.subspan(at, std::min(rows, ids.size() - at)));
-    return;
-  }
-  // The same pass as DecodeSession::prefill (one chunk), with the layer outputs the drafter reads.
+  // The same pass as DecodeSession::prefill (one chunk, at most max_rows: see prefill_to), with
+  // the layer outputs the drafter reads.
   ForwardTrace trace;
   trace.layer_out = true;
   PassOptions po;
   po.all_logits = false;
   po.trace = &trace;
-  const int64_t pos0 = session_.n_past();
-  session_.stage(ids, prefill_logits_, po);
-  session_.commit(static_cast<int>(ids.size()));
+  const int64_t pos0 = session_->n_past();
+  session_->stage(ids, prefill_logits_, po);
+  session_->commit(static_cast<int>(ids.size()));
   try {
     std::vector<const float*> taps;
     for (int l : proposer_->tap_layers()) taps.push_back(trace.layers.at(l).data());
@@ -234,7 +228,9 @@ void EngineWorker::run(Job& job) {
       while (session_ids_.size() < target) {
         if (auto a = abandoned()) throw *a;
         const size_t pos = session_ids_.size();
-        const size_t n = std::min<size_t>(target - pos, size_t(opt_.prefill_chunk));
+        // One pass per chunk: a session may take fewer rows per pass than --prefill-chunk (the GPU's).
+        const size_t rows = static_cast<size_t>(std::max(1, session_->max_rows()));
+        const size_t n = std::min({target - pos, size_t(opt_.prefill_chunk), rows});
         prefill_chunk(std::span<const int32_t>(q.prompt.data() + pos, n));
         session_ids_.insert(session_ids_.end(), q.prompt.begin() + pos, q.prompt.begin() + pos + n);
         r.prefilled_tokens += static_cast<int>(n);
@@ -243,7 +239,7 @@ void EngineWorker::run(Job& job) {
     const size_t boundary = q.turn_boundary;
     if (boundary > session_ids_.size() && boundary <= end) {
       prefill_to(boundary);
-      K3State st = session_.save_state();  // one copy out of the session (a device download on the GPU)
+      K3State st = session_->save_state();  // one copy out of the session (a device download on the GPU)
       if (store_ && boundary >= opt_.snapshot_min_tokens) to_disk.emplace(session_ids_, st);
       cache_.put(session_ids_, st);
     }
@@ -303,7 +299,7 @@ void EngineWorker::run(Job& job) {
     // Text drafters read the history: the session holds all but the last prompt token already.
     const std::vector<int32_t> context_ids = session_ids_;  // stays put while generate() runs
     if (g.drafter && !drafter_taps_) g.draft_context = context_ids;
-    GenerateResult gr = generate(session_, std::span<const int32_t>(q.prompt.data() + end, 1), g, on_token);
+    GenerateResult gr = generate(*session_, std::span<const int32_t>(q.prompt.data() + end, 1), g, on_token);
     r.draft_proposed = gr.stats.proposed;
     r.draft_accepted = gr.stats.accepted;
     {
@@ -315,8 +311,8 @@ void EngineWorker::run(Job& job) {
     }
     session_ids_.push_back(q.prompt[end]);
     if (!gr.ids.empty()) session_ids_.insert(session_ids_.end(), gr.ids.begin(), gr.ids.end() - 1);
-    if (session_.n_past() != static_cast<int64_t>(session_ids_.size())) {
-      session_.reset();  // never guess what the state holds
+    if (session_->n_past() != static_cast<int64_t>(session_ids_.size())) {
+      session_->reset();  // never guess what the state holds
       session_ids_.clear();
     }
     // A tap drafter saw every committed token unless it stopped; then it starts over next time.
@@ -350,7 +346,7 @@ void EngineWorker::run(Job& job) {
                                     {}, "timeout", "timeout")
                          : ApiError(499, "the client went away", {}, "cancelled"));
   } catch (const std::exception& e) {
-    session_.reset();
+    session_->reset();
     session_ids_.clear();
     note("error", 0, false, true);
     job.fail(ApiError(500, std::string("The engine failed: ") + e.what(), {}, "server_error"));

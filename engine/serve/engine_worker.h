@@ -73,8 +73,7 @@ class EngineWorker {
   const Tokenizer& tok_;
   JobQueue& queue_;
   WorkerOptions opt_;
-  std::unique_ptr<DecodeSession> owned_session_;
-  DecodeSession& session_;
+  std::unique_ptr<DecodeSession> session_;
   std::vector<int32_t> session_ids_;  // the tokens the session has committed
   StateCache cache_;
   std::unique_ptr<SnapshotStore> store_;

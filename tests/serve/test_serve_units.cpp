@@ -145,13 +145,13 @@ class TestServeUnits : public QObject {
     a.prefill(std::span<const int32_t>(ids.data(), 19));
     const std::string dir = test::temp_dir("snap");
     const std::string path = dir + "/s.dfsnap";
-    write_state_snapshot(path, 42, std::span<const int32_t>(ids.data(), 19), a.export_state());
+    write_state_snapshot(path, 42, std::span<const int32_t>(ids.data(), 19), a.save_state());
     SnapshotHeader h;
     QVERIFY(read_snapshot_header(path, h));
     QCOMPARE(h.model_fingerprint, uint64_t(42));
     QCOMPARE(h.ids.size(), size_t(19));
     K3Session b(*model);
-    b.import_state(read_state_snapshot(path, model->config(), h));
+    b.load_state(read_state_snapshot(path, model->config(), h));
     QCOMPARE(b.n_past(), int64_t(19));
     std::vector<float> la, lb;
     const int32_t last[1] = {ids[19]};
@@ -168,11 +168,12 @@ class TestServeUnits : public QObject {
       threw = true;
     }
     QVERIFY(threw);
-    K3State wrong = a.export_state();
-    wrong.n_past += 1;
+    a.rollback();  // a state is saved between passes only
+    K3State wrong = a.save_state();
+    wrong.n_past += 1;  // the MLA caches no longer match it
     threw = false;
     try {
-      b.import_state(wrong);
+      b.load_state(wrong);
     } catch (const Error&) {
       threw = true;
     }
@@ -189,11 +190,11 @@ class TestServeUnits : public QObject {
     {
       SnapshotStore store(dir, 7, uint64_t(1) << 40);
       s.prefill(std::span<const int32_t>(ids.data(), 10));
-      store.save(std::span<const int32_t>(ids.data(), 10), s.export_state());
+      store.save(std::span<const int32_t>(ids.data(), 10), s.save_state());
       one = store.bytes();
       QVERIFY(one > 0);
       s.prefill(std::span<const int32_t>(ids.data() + 10, 10));
-      store.save(std::span<const int32_t>(ids.data(), 20), s.export_state());
+      store.save(std::span<const int32_t>(ids.data(), 20), s.save_state());
       QCOMPARE(store.count(), size_t(2));
       QCOMPARE(store.best_prefix(ids, 29), size_t(20));
       QCOMPARE(store.best_prefix(ids, 19), size_t(10));
