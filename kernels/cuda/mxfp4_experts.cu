@@ -128,6 +128,10 @@ __device__ __forceinline__ void wait_expert_a(const Params& P, int g) {
 __device__ __forceinline__ void wait_expert_b(const Params& P, int g) {
   wait_at_least(P.doneB + g, P.doneB_base[g] + static_cast<unsigned>(P.b_tiles));
 }
+// The down tiles of every expert row t uses are done (its combine may run).
+__device__ __forceinline__ void wait_row_experts(const Params& P, int t) {
+  for (int j = 0; j < P.K; ++j) wait_expert_b(P, P.slot_group[t * P.K + j]);
+}
 
 // Called by all threads after the task's global writes.
 __device__ __forceinline__ void signal_done(unsigned* ctr) {
@@ -583,9 +587,11 @@ __device__ __forceinline__ void task_down_exact(const Params& P, int g, int tile
   }
 }
 
+// Called by threads 0 .. NT - 1.
+template <int NT = kThreads>
 __device__ __forceinline__ void task_combine(const Params& P, int t, int tile) {
   const int o_end = min(P.latent, (tile + 1) * kTileC);
-  for (int o = tile * kTileC + threadIdx.x; o < o_end; o += kThreads) {
+  for (int o = tile * kTileC + threadIdx.x; o < o_end; o += NT) {
     float acc = 0.f;
     for (int j = 0; j < P.K; ++j) {
       const int a = t * P.K + j;
@@ -625,7 +631,7 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
       const int c = static_cast<int>(task - P.nA - P.nB);
       const int t = c / P.c_tiles;
       if (threadIdx.x == 0)
-        for (int j = 0; j < P.K; ++j) wait_expert_b(P, P.slot_group[t * P.K + j]);
+        wait_row_experts(P, t);
       __syncthreads();
       task_combine(P, t, c % P.c_tiles);
     }
@@ -1028,7 +1034,7 @@ ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int 
   P.nC = static_cast<unsigned>(T * P.c_tiles);
 
   const size_t smem = smem_bytes(v, m.latent_, m.inter_);
-  const int threads = v.ws ? 32 * (v.rs / v.nr) * v.nq + 64 : kThreads;  // ws::Shape::kThreads
+  const int threads = v.ws ? ws::threads(v.rs, v.nq, v.nr) : kThreads;
   int& bps = blocks_per_sm[vi];
   if (!bps) {
     if (smem > 48 * 1024)

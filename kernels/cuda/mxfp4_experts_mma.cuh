@@ -81,8 +81,8 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast
 #define DELTAFIN_SM80_ASM(...) asm volatile(__VA_ARGS__)
 #endif
 
-__device__ __forceinline__ void mbar_init(uint32_t bar) {
-  DELTAFIN_SM90_ASM("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count = 1) {
+  DELTAFIN_SM90_ASM("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
 }
 
 __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {

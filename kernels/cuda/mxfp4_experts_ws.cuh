@@ -35,12 +35,16 @@ namespace ws {
 // sets per consumer warp. Each of the (RS / NR) NQ consumer warps takes NR row sets and one split;
 // one more warp produces and one finishes the rows (adds the splits, applies the activation,
 // stores, counts tasks done).
+// Threads of a version's block (the host's launch uses this too).
+__host__ __device__ constexpr int threads(int rs, int nq, int nr) { return (rs / nr) * nq * 32 + 64; }
+
 template <int RS, int NQ, int NR = RS / 2>
 struct Shape {
   static constexpr int kGroups = RS / NR;  // row-set groups
   static constexpr int kConsumerWarps = kGroups * NQ;
   static constexpr int kConsumers = kConsumerWarps * 32;  // threads 0 .. kConsumers - 1
-  static constexpr int kThreads = kConsumers + 64;        // then the producer and the finishing warp
+  static constexpr int kThreads = threads(RS, NQ, NR);    // then the producer and the finishing warp
+  static_assert(kThreads == kConsumers + 64);
   static constexpr int kRowsPerWarp = NR;  // row sets
   static constexpr int kTileA = 4 * RS;
   static constexpr int kTileB = 8 * RS;
@@ -99,9 +103,6 @@ inline bool fits(int latent, int inter, int rs) {
   return latent % 128 == 0 && inter % 128 == 0 && inter % (4 * rs) == 0 && latent % (8 * rs) == 0;
 }
 
-__device__ __forceinline__ void mbar_init_count(uint32_t bar, uint32_t count) {
-  DELTAFIN_SM90_ASM("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
 // try_wait that lets the hardware suspend the warp until the phase completes (or `ns` pass):
 // a plain try_wait returns at once, and the spinning warps (the producer runs ahead, the finishing
 // warp and the consumers wait) then take issue slots from the consumers' arithmetic.
@@ -174,9 +175,9 @@ template <int S, int RS>
 __device__ void produce(const Params& P, uint8_t* smem, const Layout& L) {
   constexpr int kRows = RS * 8, kHalf = kRows / 2;
   const int lane = threadIdx.x & 31;
-  const uint32_t ring = static_cast<uint32_t>(__cvta_generic_to_shared(smem + L.ring));
-  const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(smem + L.full));
-  const uint32_t empty = static_cast<uint32_t>(__cvta_generic_to_shared(smem + L.empty));
+  const uint32_t ring = mma16::smem_u32(smem + L.ring);
+  const uint32_t full = mma16::smem_u32(smem + L.full);
+  const uint32_t empty = mma16::smem_u32(smem + L.empty);
   Desc* desc = reinterpret_cast<Desc*>(smem + L.desc);
   const size_t sbytes = stage_bytes(P.latent, P.inter, RS), soff = scales_offset(P.latent, P.inter, RS);
   const uint64_t policy = evict_first_policy();
@@ -303,11 +304,11 @@ __device__ void consume(const Params& P, uint8_t* smem, const Layout& L, imma::S
   static_assert(NA <= 4, "PassHdr holds 4 vector scales");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, tid = threadIdx.x;
   const int pair = warp % Sh::kGroups, split = warp / Sh::kGroups;  // row sets pair * NR .., column split
-  const uint32_t ring = static_cast<uint32_t>(__cvta_generic_to_shared(smem + L.ring));
-  const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(smem + L.full));
-  const uint32_t empty = static_cast<uint32_t>(__cvta_generic_to_shared(smem + L.empty));
-  const uint32_t red_full = static_cast<uint32_t>(__cvta_generic_to_shared(smem + L.red_full));
-  const uint32_t red_empty = static_cast<uint32_t>(__cvta_generic_to_shared(smem + L.red_empty));
+  const uint32_t ring = mma16::smem_u32(smem + L.ring);
+  const uint32_t full = mma16::smem_u32(smem + L.full);
+  const uint32_t empty = mma16::smem_u32(smem + L.empty);
+  const uint32_t red_full = mma16::smem_u32(smem + L.red_full);
+  const uint32_t red_empty = mma16::smem_u32(smem + L.red_empty);
   const volatile Desc* desc = reinterpret_cast<const volatile Desc*>(smem + L.desc);
   float* red0 = reinterpret_cast<float*>(smem + L.red);  // kSums x [split][row of the stage][vector]
   PassHdr* hdr = reinterpret_cast<PassHdr*>(smem + L.hdr);
@@ -339,17 +340,9 @@ __device__ void consume(const Params& P, uint8_t* smem, const Layout& L, imma::S
     if (kind == kTaskC) {
       __syncwarp();
       if (lane == 0) mbar_arrive(empty + 8 * s);
-      if (tid == 0)
-        for (int j = 0; j < P.K; ++j) wait_expert_b(P, P.slot_group[g * P.K + j]);  // g: the row
+      if (tid == 0) wait_row_experts(P, g);  // g: the row
       sync();
-      for (int o = tile * kTileC + tid; o < min(P.latent, (tile + 1) * kTileC); o += Sh::kConsumers) {
-        float acc = 0.f;
-        for (int j = 0; j < P.K; ++j) {
-          const int a = g * P.K + j;
-          acc = __fmaf_rn(__ldg(P.slot_weight + a), __ldcg(P.d + static_cast<int64_t>(a) * P.latent + o), acc);
-        }
-        P.y[static_cast<int64_t>(g) * P.latent + o] = acc;
-      }
+      task_combine<Sh::kConsumers>(P, g, tile);
       continue;
     }
     const bool is_a = kind == kTaskA;
@@ -422,8 +415,8 @@ template <int NA, int RS, int NQ>
 __device__ void finish(const Params& P, uint8_t* smem, const Layout& L) {
   constexpr int kRows = RS * 8;
   const int lane = threadIdx.x & 31;
-  const uint32_t red_full = static_cast<uint32_t>(__cvta_generic_to_shared(smem + L.red_full));
-  const uint32_t red_empty = static_cast<uint32_t>(__cvta_generic_to_shared(smem + L.red_empty));
+  const uint32_t red_full = mma16::smem_u32(smem + L.red_full);
+  const uint32_t red_empty = mma16::smem_u32(smem + L.red_empty);
   const float* red0 = reinterpret_cast<const float*>(smem + L.red);
   const PassHdr* hdr = reinterpret_cast<const PassHdr*>(smem + L.hdr);
   int pend_kind = -1, pend_g = 0;
@@ -498,17 +491,17 @@ __global__ void __launch_bounds__(ws::Shape<RS, NQ, NR>::kThreads, 1) expert_mlp
     for (size_t i = threadIdx.x; i < stride / 4; i += Sh::kThreads) zero[i] = 0;
   }
   if (threadIdx.x == 0) {
-    const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(wsm + L.full));
-    const uint32_t empty = static_cast<uint32_t>(__cvta_generic_to_shared(wsm + L.empty));
+    const uint32_t full = mma16::smem_u32(wsm + L.full);
+    const uint32_t empty = mma16::smem_u32(wsm + L.empty);
     for (int s = 0; s < S; ++s) {
-      ws::mbar_init_count(full + 8 * s, 1);
-      ws::mbar_init_count(empty + 8 * s, Sh::kConsumerWarps);
+      mma16::mbar_init(full + 8 * s, 1);
+      mma16::mbar_init(empty + 8 * s, Sh::kConsumerWarps);
     }
-    const uint32_t red_full = static_cast<uint32_t>(__cvta_generic_to_shared(wsm + L.red_full));
-    const uint32_t red_empty = static_cast<uint32_t>(__cvta_generic_to_shared(wsm + L.red_empty));
+    const uint32_t red_full = mma16::smem_u32(wsm + L.red_full);
+    const uint32_t red_empty = mma16::smem_u32(wsm + L.red_empty);
     for (int b = 0; b < ws::kSums; ++b) {
-      ws::mbar_init_count(red_full + 8 * b, Sh::kConsumerWarps);
-      ws::mbar_init_count(red_empty + 8 * b, 1);
+      mma16::mbar_init(red_full + 8 * b, Sh::kConsumerWarps);
+      mma16::mbar_init(red_empty + 8 * b, 1);
     }
     DELTAFIN_SM90_ASM("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
