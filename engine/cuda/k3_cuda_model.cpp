@@ -614,9 +614,7 @@ void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bo
   const size_t TH = size_t(T) * H;
   cudaStream_t s = d_->stream.get();
   const Stream so = d_->stream.opaque();
-  auto copy = [&](float* dst, const float* src, size_t n) {
-    check_cuda(cudaMemcpyAsync(dst, src, n * 4, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
-  };
+  auto copy = [&](float* dst, const float* src, size_t n) { k3::copy(src, dst, int64_t(n), so); };
   k3::ResEntries e;
   int nb = 0;
   auto entries = [&](const float* last) {
@@ -686,7 +684,6 @@ void CudaK3Session::attention_kda(int layer, int T, bool partial) {
   const DKda& w = m_.weights().layers[layer].kda;
   KdaDev& k = d_->kda[layer];
   const Stream so = d_->stream.opaque();
-  cudaStream_t s = d_->stream.get();
   const int C = c.kda_dim(), K = c.conv_kernel, nh = c.kda_heads, dh = c.kda_head_dim;
   const float* x = d_->x;
   const int H = c.hidden;
@@ -699,8 +696,8 @@ void CudaK3Session::attention_kda(int layer, int T, bool partial) {
   k3::gemm(w.b, x, H, T, d_->braw, nh, sf);
   k3::kda_gates(d_->fb, w.dt_bias, w.a_log, d_->braw, T, nh, dh, c.gate_lower_bound, k.la, k.beta, sf);
   k3::gemm(w.qkv, x, H, T, k.raw, 3 * C, so);  // rows land as [T][q | k | v]
-  check_cuda(cudaMemcpyAsync(k.conv0, k.conv, d_->conv_floats * 4, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
-  if (partial) check_cuda(cudaMemcpyAsync(k.S0, k.S, d_->S_floats * 4, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
+  k3::copy(k.conv, k.conv0, int64_t(d_->conv_floats), so);
+  if (partial) k3::copy(k.S, k.S0, int64_t(d_->S_floats), so);
   k3::kda_conv(k.conv0, k.raw, T, C, K, w.qc, w.kc, w.vc, k.q, k.k, k.v, so);
   k3::l2norm_heads(k.q, T, nh, dh, 1.f / std::sqrt(static_cast<float>(dh)), so);
   k3::l2norm_heads(k.k, T, nh, dh, 1.f, so);
@@ -822,13 +819,12 @@ void CudaK3Session::commit(int n) {
   if (n < T && !staged_partial_)
     throw Error("partial commit of a pass staged without partial_commit", "stage verify passes with partial_commit");
   if (n < T) {
-    cudaStream_t s = d_->stream.get();
     const Stream so = d_->stream.opaque();
     const int C = c.kda_dim(), nh = c.kda_heads, dh = c.kda_head_dim;
     for (int l = 0; l < c.layers; ++l) {
       if (c.is_mla[l]) continue;
       KdaDev& k = d_->kda[l];
-      check_cuda(cudaMemcpyAsync(k.S, k.S0, d_->S_floats * 4, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
+      k3::copy(k.S0, k.S, int64_t(d_->S_floats), so);
       if (n > 0) k3::kda_recurrent(k.S, nh, dh, dh, n, k.q, k.k, k.v, k.la, k.beta, d_->o, so);
       k3::kda_window_after(k.conv0, k.raw, n, C, c.conv_kernel, k.conv, so);
     }

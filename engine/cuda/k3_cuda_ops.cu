@@ -49,6 +49,7 @@ unsigned blocks_for(int64_t n, int threads) { return static_cast<unsigned>((n + 
 
 __global__ void f32_rows_kernel(const float* __restrict__ w, int64_t out, int64_t in, const float* __restrict__ x,
                                 int64_t ldx, int T, float* __restrict__ y, int64_t ldy) {
+  pdl_enter();
   const int64_t o = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (o >= out) return;
@@ -70,6 +71,7 @@ template <int TT>
 __global__ void __launch_bounds__(kRowThreads) bf16_row_block_kernel(const uint4* __restrict__ w, int64_t in,
                                                                    const float* __restrict__ x, int64_t ldx, int T,
                                                                    float* __restrict__ y, int64_t ldy) {
+  pdl_enter();
   __shared__ float sh[kRowThreads / 32][TT];
   const int64_t o = blockIdx.x;
   const int64_t nch = in / 8;
@@ -143,6 +145,7 @@ int row_gemv_mode() {
 constexpr int64_t kNarrowRows = 4096;
 
 __global__ void gather_kernel(const void* table, bool bf16, int64_t cols, const int32_t* ids, float* y) {
+  pdl_enter();
   const int t = blockIdx.y;
   const int64_t row = ids[t];
   for (int64_t j = blockIdx.x * blockDim.x + threadIdx.x; j < cols; j += int64_t(gridDim.x) * blockDim.x)
@@ -157,6 +160,7 @@ constexpr int kResThreads = 256;
 constexpr int kResMixCols = 4 * kResThreads;  // output columns per mixing block
 __global__ void __launch_bounds__(kResThreads) attn_res_score_kernel(ResEntries e, const float* __restrict__ w, int H,
                                                                      float eps, float* __restrict__ scores) {
+  pdl_enter();
   __shared__ float sh[kResThreads / 32];
   const int i = blockIdx.x;
   const int64_t t = blockIdx.y;
@@ -172,6 +176,7 @@ __global__ void __launch_bounds__(kResThreads) attn_res_score_kernel(ResEntries 
 
 __global__ void __launch_bounds__(kResThreads) attn_res_kernel(ResEntries e, const float* __restrict__ scores, int H,
                                                                float* __restrict__ out) {
+  pdl_enter();
   __shared__ float prob[kMaxResEntries];
   const int64_t t = blockIdx.y;
   if (threadIdx.x == 0) {
@@ -194,15 +199,23 @@ __global__ void __launch_bounds__(kResThreads) attn_res_kernel(ResEntries e, con
   }
 }
 
+__global__ void copy_kernel(const float* a, float* o, int64_t n) {
+  pdl_enter();
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    o[i] = a[i];
+}
 __global__ void add_kernel(const float* a, const float* b, float* o, int64_t n) {
+  pdl_enter();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     o[i] = a[i] + b[i];
 }
 __global__ void mul_sigmoid_kernel(const float* a, const float* g, float* o, int64_t n) {
+  pdl_enter();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     o[i] = a[i] * sigm(g[i]);
 }
 __global__ void situ_kernel(const float* g, const float* u, int64_t n, float beta, float lbeta, float* o) {
+  pdl_enter();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const float a = beta * tanhf(g[i] / beta) * sigm(g[i]);
     const float b = lbeta * tanhf(u[i] / lbeta);
@@ -216,6 +229,7 @@ unsigned grid_1d(int64_t n) { return static_cast<unsigned>(std::min<int64_t>(blo
 
 __global__ void kda_conv_kernel(const float* __restrict__ window, const float* __restrict__ raw, int T, int C, int K,
                                 const float* tq, const float* tk, const float* tv, float* q, float* k, float* v) {
+  pdl_enter();
   const int ch = blockIdx.x * blockDim.x + threadIdx.x;
   const int which = blockIdx.y;
   if (ch >= C) return;
@@ -236,6 +250,7 @@ __global__ void kda_conv_kernel(const float* __restrict__ window, const float* _
 
 __global__ void kda_window_kernel(const float* __restrict__ window, const float* __restrict__ raw, int n, int C, int K,
                                   float* __restrict__ nw) {
+  pdl_enter();
   const int ch = blockIdx.x * blockDim.x + threadIdx.x;
   const int which = blockIdx.y;
   if (ch >= C) return;
@@ -248,6 +263,7 @@ __global__ void kda_window_kernel(const float* __restrict__ window, const float*
 }
 
 __global__ void l2norm_heads_kernel(float* x, int d, float scale) {
+  pdl_enter();
   float* v = x + int64_t(blockIdx.x) * d;  // one warp per (row, head)
   float ss = 0.f;
   for (int i = threadIdx.x; i < d; i += 32) ss = __fmaf_rn(v[i], v[i], ss);
@@ -258,6 +274,7 @@ __global__ void l2norm_heads_kernel(float* x, int d, float scale) {
 
 __global__ void kda_gates_kernel(const float* fb, const float* dt_bias, const float* a_log, const float* braw, int T,
                                  int heads, int d, float lower, float* la, float* beta) {
+  pdl_enter();
   const int64_t C = int64_t(heads) * d;
   const int64_t n = int64_t(T) * C;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
@@ -274,6 +291,7 @@ __global__ void kda_gates_kernel(const float* fb, const float* dt_bias, const fl
 __global__ void kda_step_kernel(float* S, int heads, int dk, int dv, int T, const float* __restrict__ q,
                                 const float* __restrict__ k, const float* __restrict__ v,
                                 const float* __restrict__ log_alpha, const float* __restrict__ beta, float* o) {
+  pdl_enter();
   extern __shared__ float smem[];
   float* Ss = smem;                    // [dk][dv]
   float* ea = Ss + int64_t(dk) * dv;   // [dk]
@@ -314,6 +332,7 @@ __global__ void kda_step_kernel(float* S, int heads, int dk, int dv, int T, cons
 
 constexpr int kHeadThreads = 128;
 __global__ void __launch_bounds__(kHeadThreads) kda_out_kernel(float* o, const float* gate, const float* w, int d, float eps) {
+  pdl_enter();
   __shared__ float sh[kHeadThreads / 32];
   float* v = o + int64_t(blockIdx.x) * d;
   const float* g = gate + int64_t(blockIdx.x) * d;
@@ -327,6 +346,7 @@ __global__ void __launch_bounds__(kHeadThreads) kda_out_kernel(float* o, const f
 
 __global__ void mla_absorb_kernel(const float* q, const void* kvb, bool bf16, int nh, int N, int P, int Vd, int R,
                                   float* qabs) {
+  pdl_enter();
   const int th = blockIdx.y;  // t * nh + h
   const int h = th % nh;
   const float* qn = q + int64_t(th) * (N + P);
@@ -342,6 +362,7 @@ __global__ void __launch_bounds__(kAttThreads) mla_attend_kernel(const float* __
                                                                  const float* __restrict__ cache, int64_t base,
                                                                  const int64_t* dev_base, int nh, int N, int R, int P,
                                                                  float scale, float* scores, int64_t max_ctx, float* olat) {
+  pdl_enter();
   __shared__ float sh[kAttThreads / 32];
   const int th = blockIdx.x;
   const int t = th / nh;
@@ -380,12 +401,14 @@ __global__ void __launch_bounds__(kAttThreads) mla_attend_kernel(const float* __
 
 __global__ void rows_to_kernel(const float* __restrict__ src, int64_t width, float* __restrict__ dst,
                                const int64_t* __restrict__ dev_row) {
+  pdl_enter();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < width) dst[(*dev_row + blockIdx.y) * width + i] = src[int64_t(blockIdx.y) * width + i];
 }
 
 __global__ void mla_value_kernel(const float* olat, const void* kvb, bool bf16, int nh, int N, int R, int Vd,
                                  float* attn, int64_t total) {
+  pdl_enter();
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);  // (t*nh + h)*Vd + v
   const int lane = threadIdx.x & 31;
   if (idx >= total) return;
@@ -405,6 +428,7 @@ __global__ void mla_value_kernel(const float* olat, const void* kvb, bool bf16, 
 constexpr int kRouterThreads = 256;
 __global__ void __launch_bounds__(kRouterThreads) router_kernel(const float* logits, const float* bias, int E, int k,
                                                                 bool renorm, float scaling, int32_t* ids, float* wts) {
+  pdl_enter();
   extern __shared__ float rs[];
   float* s = rs;       // [E]
   float* key = s + E;  // [E]
@@ -483,76 +507,69 @@ void gemm(const DevMat& w, const float* x, int64_t ldx, int T, float* y, int64_t
     }
     const auto* wv = static_cast<const uint4*>(w.data);
     const unsigned grid = static_cast<unsigned>(w.rows);
-    if (T == 1) bf16_row_block_kernel<1><<<grid, kRowThreads, 0, as_stream(s)>>>(wv, w.cols, x, ldx, T, y, ldy);
-    else if (T == 2) bf16_row_block_kernel<2><<<grid, kRowThreads, 0, as_stream(s)>>>(wv, w.cols, x, ldx, T, y, ldy);
-    else if (T <= 4) bf16_row_block_kernel<4><<<grid, kRowThreads, 0, as_stream(s)>>>(wv, w.cols, x, ldx, T, y, ldy);
-    else bf16_row_block_kernel<8><<<grid, kRowThreads, 0, as_stream(s)>>>(wv, w.cols, x, ldx, T, y, ldy);
-    DELTAFIN_CUDA_LAUNCHED("bf16_row_block_kernel");
+    if (T == 1) DELTAFIN_CUDA_CHECK(launch(bf16_row_block_kernel<1>, grid, kRowThreads, 0, as_stream(s), wv, w.cols, x, ldx, T, y, ldy));
+    else if (T == 2) DELTAFIN_CUDA_CHECK(launch(bf16_row_block_kernel<2>, grid, kRowThreads, 0, as_stream(s), wv, w.cols, x, ldx, T, y, ldy));
+    else if (T <= 4) DELTAFIN_CUDA_CHECK(launch(bf16_row_block_kernel<4>, grid, kRowThreads, 0, as_stream(s), wv, w.cols, x, ldx, T, y, ldy));
+    else DELTAFIN_CUDA_CHECK(launch(bf16_row_block_kernel<8>, grid, kRowThreads, 0, as_stream(s), wv, w.cols, x, ldx, T, y, ldy));
     return;
   }
-  f32_rows_kernel<<<blocks_for(w.rows, 8), 256, 0, as_stream(s)>>>(static_cast<const float*>(w.data), w.rows, w.cols, x,
-                                                                  ldx, T, y, ldy);
-  DELTAFIN_CUDA_LAUNCHED("f32_rows_kernel");
+  DELTAFIN_CUDA_CHECK(launch(f32_rows_kernel, blocks_for(w.rows, 8), 256, 0, as_stream(s), static_cast<const float*>(w.data), w.rows, w.cols, x,
+                                                                  ldx, T, y, ldy));
 }
 
 void gather_rows(const DevMat& table, const int32_t* ids, int T, float* y, Stream s) {
   if (T <= 0) return;
   dim3 grid(blocks_for(table.cols, 256), T);
-  gather_kernel<<<grid, 256, 0, as_stream(s)>>>(table.data, table.bf16, table.cols, ids, y);
-  DELTAFIN_CUDA_LAUNCHED("gather_kernel");
+  DELTAFIN_CUDA_CHECK(launch(gather_kernel, grid, 256, 0, as_stream(s), table.data, table.bf16, table.cols, ids, y));
 }
 
 void attn_res_mix(const ResEntries& e, const float* w, int T, int H, float eps, float* scratch, float* out, Stream s) {
   if (e.n < 1 || e.n > kMaxResEntries) throw CudaError("attn_res_mix: 1.." + std::to_string(kMaxResEntries) + " entries");
   if (T <= 0) return;
-  attn_res_score_kernel<<<dim3(e.n, T), kResThreads, 0, as_stream(s)>>>(e, w, H, eps, scratch);
-  DELTAFIN_CUDA_LAUNCHED("attn_res_score_kernel");
-  attn_res_kernel<<<dim3((H + kResMixCols - 1) / kResMixCols, T), kResThreads, 0, as_stream(s)>>>(e, scratch, H, out);
-  DELTAFIN_CUDA_LAUNCHED("attn_res_kernel");
+  DELTAFIN_CUDA_CHECK(launch(attn_res_score_kernel, dim3(e.n, T), kResThreads, 0, as_stream(s), e, w, H, eps, scratch));
+  DELTAFIN_CUDA_CHECK(launch(attn_res_kernel, dim3((H + kResMixCols - 1) / kResMixCols, T), kResThreads, 0, as_stream(s), e, scratch, H, out));
+}
+
+void copy(const float* src, float* dst, int64_t n, Stream s) {
+  if (n <= 0) return;
+  DELTAFIN_CUDA_CHECK(launch(copy_kernel, grid_1d(n), 256, 0, as_stream(s), src, dst, n));
 }
 
 void add(const float* a, const float* b, float* out, int64_t n, Stream s) {
   if (n <= 0) return;
-  add_kernel<<<grid_1d(n), 256, 0, as_stream(s)>>>(a, b, out, n);
-  DELTAFIN_CUDA_LAUNCHED("add_kernel");
+  DELTAFIN_CUDA_CHECK(launch(add_kernel, grid_1d(n), 256, 0, as_stream(s), a, b, out, n));
 }
 
 void mul_sigmoid(const float* a, const float* g, float* out, int64_t n, Stream s) {
   if (n <= 0) return;
-  mul_sigmoid_kernel<<<grid_1d(n), 256, 0, as_stream(s)>>>(a, g, out, n);
-  DELTAFIN_CUDA_LAUNCHED("mul_sigmoid_kernel");
+  DELTAFIN_CUDA_CHECK(launch(mul_sigmoid_kernel, grid_1d(n), 256, 0, as_stream(s), a, g, out, n));
 }
 
 void situ_glu(const float* g, const float* u, int64_t n, float beta, float lbeta, float* out, Stream s) {
   if (n <= 0) return;
-  situ_kernel<<<grid_1d(n), 256, 0, as_stream(s)>>>(g, u, n, beta, lbeta, out);
-  DELTAFIN_CUDA_LAUNCHED("situ_kernel");
+  DELTAFIN_CUDA_CHECK(launch(situ_kernel, grid_1d(n), 256, 0, as_stream(s), g, u, n, beta, lbeta, out));
 }
 
 void kda_conv(const float* window, const float* raw, int T, int C, int K, const float* tq, const float* tk,
               const float* tv, float* q, float* k, float* v, Stream s) {
   if (T <= 0) return;
-  kda_conv_kernel<<<dim3(blocks_for(C, 128), 3), 128, 0, as_stream(s)>>>(window, raw, T, C, K, tq, tk, tv, q, k, v);
-  DELTAFIN_CUDA_LAUNCHED("kda_conv_kernel");
+  DELTAFIN_CUDA_CHECK(launch(kda_conv_kernel, dim3(blocks_for(C, 128), 3), 128, 0, as_stream(s), window, raw, T, C, K, tq, tk, tv, q, k, v));
 }
 
 void kda_window_after(const float* window, const float* raw, int n, int C, int K, float* nw, Stream s) {
-  kda_window_kernel<<<dim3(blocks_for(C, 128), 3), 128, 0, as_stream(s)>>>(window, raw, n, C, K, nw);
-  DELTAFIN_CUDA_LAUNCHED("kda_window_kernel");
+  DELTAFIN_CUDA_CHECK(launch(kda_window_kernel, dim3(blocks_for(C, 128), 3), 128, 0, as_stream(s), window, raw, n, C, K, nw));
 }
 
 void l2norm_heads(float* x, int T, int heads, int d, float scale, Stream s) {
   if (T <= 0) return;
-  l2norm_heads_kernel<<<T * heads, 32, 0, as_stream(s)>>>(x, d, scale);
-  DELTAFIN_CUDA_LAUNCHED("l2norm_heads_kernel");
+  DELTAFIN_CUDA_CHECK(launch(l2norm_heads_kernel, T * heads, 32, 0, as_stream(s), x, d, scale));
 }
 
 void kda_gates(const float* fb, const float* dt_bias, const float* a_log, const float* braw, int T, int heads, int d,
                float lower, float* la, float* beta, Stream s) {
   if (T <= 0) return;
-  kda_gates_kernel<<<grid_1d(int64_t(T) * heads * d), 256, 0, as_stream(s)>>>(fb, dt_bias, a_log, braw, T, heads, d,
-                                                                             lower, la, beta);
-  DELTAFIN_CUDA_LAUNCHED("kda_gates_kernel");
+  DELTAFIN_CUDA_CHECK(launch(kda_gates_kernel, grid_1d(int64_t(T) * heads * d), 256, 0, as_stream(s), fb, dt_bias, a_log, braw, T, heads, d,
+                                                                             lower, la, beta));
 }
 
 void kda_recurrent(float* S, int heads, int dk, int dv, int T, const float* q, const float* k, const float* v,
@@ -566,52 +583,45 @@ void kda_recurrent(float* S, int heads, int dk, int dv, int T, const float* q, c
   }
   const int threads = std::max(32, (dv + 31) / 32 * 32);
   if (threads > 1024) throw CudaError("kda_recurrent: value head width above 1024");
-  kda_step_kernel<<<heads, threads, smem, as_stream(s)>>>(S, heads, dk, dv, T, q, k, v, log_alpha, beta, o);
-  DELTAFIN_CUDA_LAUNCHED("kda_step_kernel");
+  DELTAFIN_CUDA_CHECK(launch(kda_step_kernel, heads, threads, smem, as_stream(s), S, heads, dk, dv, T, q, k, v, log_alpha, beta, o));
 }
 
 void kda_out_norm_gate(float* o, const float* gate, const float* w, int T, int heads, int d, float eps, Stream s) {
   if (T <= 0) return;
-  kda_out_kernel<<<T * heads, kHeadThreads, 0, as_stream(s)>>>(o, gate, w, d, eps);
-  DELTAFIN_CUDA_LAUNCHED("kda_out_kernel");
+  DELTAFIN_CUDA_CHECK(launch(kda_out_kernel, T * heads, kHeadThreads, 0, as_stream(s), o, gate, w, d, eps));
 }
 
 void mla_absorb_q(const float* q, const DevMat& kv_b, int T, int nh, int N, int P, int Vd, float* qabs, Stream s) {
   if (T <= 0) return;
   const int R = static_cast<int>(kv_b.cols);
-  mla_absorb_kernel<<<dim3(blocks_for(R, 128), T * nh), 128, 0, as_stream(s)>>>(q, kv_b.data, kv_b.bf16, nh, N, P, Vd,
-                                                                                 R, qabs);
-  DELTAFIN_CUDA_LAUNCHED("mla_absorb_kernel");
+  DELTAFIN_CUDA_CHECK(launch(mla_absorb_kernel, dim3(blocks_for(R, 128), T * nh), 128, 0, as_stream(s), q, kv_b.data, kv_b.bf16, nh, N, P, Vd,
+                                                                                 R, qabs));
 }
 
 void mla_attend(const float* qabs, const float* q, const float* cache, int64_t base, int T, int nh, int N, int R, int P,
                 float scale, float* scores, int64_t max_ctx, float* olat, Stream s) {
   if (T <= 0) return;
   if (base + T > max_ctx) throw CudaError("mla_attend: context beyond the score scratch");
-  mla_attend_kernel<<<T * nh, kAttThreads, 0, as_stream(s)>>>(qabs, q, cache, base, nullptr, nh, N, R, P, scale, scores,
-                                                              max_ctx, olat);
-  DELTAFIN_CUDA_LAUNCHED("mla_attend_kernel");
+  DELTAFIN_CUDA_CHECK(launch(mla_attend_kernel, T * nh, kAttThreads, 0, as_stream(s), qabs, q, cache, base, nullptr, nh, N, R, P, scale, scores,
+                                                              max_ctx, olat));
 }
 
 void mla_attend_at(const float* qabs, const float* q, const float* cache, const int64_t* dev_base, int T, int nh, int N,
                    int R, int P, float scale, float* scores, int64_t max_ctx, float* olat, Stream s) {
   if (T <= 0) return;
-  mla_attend_kernel<<<T * nh, kAttThreads, 0, as_stream(s)>>>(qabs, q, cache, 0, dev_base, nh, N, R, P, scale, scores,
-                                                              max_ctx, olat);
-  DELTAFIN_CUDA_LAUNCHED("mla_attend_kernel");
+  DELTAFIN_CUDA_CHECK(launch(mla_attend_kernel, T * nh, kAttThreads, 0, as_stream(s), qabs, q, cache, 0, dev_base, nh, N, R, P, scale, scores,
+                                                              max_ctx, olat));
 }
 
 void rows_to_at(const float* src, int T, int64_t width, float* dst, const int64_t* dev_row, Stream s) {
   if (T <= 0) return;
-  rows_to_kernel<<<dim3(blocks_for(width, 256), T), 256, 0, as_stream(s)>>>(src, width, dst, dev_row);
-  DELTAFIN_CUDA_LAUNCHED("rows_to_kernel");
+  DELTAFIN_CUDA_CHECK(launch(rows_to_kernel, dim3(blocks_for(width, 256), T), 256, 0, as_stream(s), src, width, dst, dev_row));
 }
 
 void mla_value(const float* olat, const DevMat& kv_b, int T, int nh, int N, int R, int Vd, float* attn, Stream s) {
   if (T <= 0) return;
   const int64_t total = int64_t(T) * nh * Vd;
-  mla_value_kernel<<<blocks_for(total, 8), 256, 0, as_stream(s)>>>(olat, kv_b.data, kv_b.bf16, nh, N, R, Vd, attn, total);
-  DELTAFIN_CUDA_LAUNCHED("mla_value_kernel");
+  DELTAFIN_CUDA_CHECK(launch(mla_value_kernel, blocks_for(total, 8), 256, 0, as_stream(s), olat, kv_b.data, kv_b.bf16, nh, N, R, Vd, attn, total));
 }
 
 void router_select(const float* logits, const float* bias, int T, int E, int k, bool renormalize, float scaling,
@@ -620,8 +630,7 @@ void router_select(const float* logits, const float* bias, int T, int E, int k, 
   if (k < 1 || k > 64 || k > E) throw CudaError("router_select: top_k must be 1..64 and at most the expert count");
   const size_t smem = size_t(2) * E * sizeof(float);
   if (smem > 48 * 1024) throw CudaError("router_select: too many experts for shared memory");
-  router_kernel<<<T, kRouterThreads, smem, as_stream(s)>>>(logits, bias, E, k, renormalize, scaling, ids, weights);
-  DELTAFIN_CUDA_LAUNCHED("router_kernel");
+  DELTAFIN_CUDA_CHECK(launch(router_kernel, T, kRouterThreads, smem, as_stream(s), logits, bias, E, k, renormalize, scaling, ids, weights));
 }
 
 }  // namespace deltafin::cuda::k3

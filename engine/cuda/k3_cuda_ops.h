@@ -30,6 +30,9 @@ struct ResEntries {
 // scratch: T x kMaxResEntries floats (the entries' scores between the two launches).
 void attn_res_mix(const ResEntries& e, const float* w, int T, int H, float eps, float* scratch, float* out, Stream s);
 
+// dst[i] = src[i], as a kernel: a copy node between two kernels would end their programmatic
+// dependent launch chain (pdl.cuh).
+void copy(const float* src, float* dst, int64_t n, Stream s);
 void add(const float* a, const float* b, float* out, int64_t n, Stream s);
 // out[i] = a[i] * sigmoid(g[i])
 void mul_sigmoid(const float* a, const float* g, float* out, int64_t n, Stream s);

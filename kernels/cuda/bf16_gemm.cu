@@ -49,6 +49,7 @@ template <int TT>
 __global__ void __launch_bounds__(kWarps * 32) bf16_rows_kernel(const uint4* __restrict__ w, int64_t out, int64_t in,
                                                                const float* __restrict__ x, int64_t ldx, int T,
                                                                float* __restrict__ y, int64_t ldy) {
+  pdl_enter();
   const int lane = threadIdx.x & 31;
   const int64_t nch = in / 8;  // 16-byte chunks per row
   const int64_t groups = (out + kRowsPerWarp - 1) / kRowsPerWarp;
@@ -127,8 +128,7 @@ void launch_v1(const void* w, int64_t out, int64_t in, const float* x, int64_t l
   const int64_t need = (groups + kWarps - 1) / kWarps;
   const int64_t cap = static_cast<int64_t>(sms) * blocks_per_sm * 4;
   const int grid = static_cast<int>(need < cap ? need : cap);
-  bf16_rows_kernel<TT><<<grid, kWarps * 32, 0, s>>>(static_cast<const uint4*>(w), out, in, x, ldx, T, y, ldy);
-  DELTAFIN_CUDA_LAUNCHED("bf16_rows_kernel");
+  DELTAFIN_CUDA_CHECK(launch(bf16_rows_kernel<TT>, grid, kWarps * 32, 0, s, static_cast<const uint4*>(w), out, in, x, ldx, T, y, ldy));
 }
 
 void run_v1(const void* w, int64_t out, int64_t in, const float* x, int64_t ldx, int T, float* y, int64_t ldy,
@@ -214,6 +214,7 @@ template <int MT, int W, int U, int CL, bool HINT>
 __global__ void __launch_bounds__(W * 32, (W <= 8 ? 2 : 1))
     bf16_mma_kernel(const uint4* __restrict__ w, int64_t out, int64_t in, const float* __restrict__ x, int64_t ldx,
                     int T, float* __restrict__ y, int64_t ldy) {
+  pdl_enter();
   __shared__ float red[W][MT * 16][8];
   __shared__ float part[CL > 1 ? MT * 16 * 8 : 1];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -323,19 +324,19 @@ void launch_mma(const void* w, int64_t out, int64_t in, const float* x, int64_t 
   const int64_t tiles = (out + MT * 16 - 1) / (MT * 16);
   const auto* wv = static_cast<const uint4*>(w);
   if constexpr (CL == 1) {
-    bf16_mma_kernel<MT, W, U, 1, HINT><<<static_cast<unsigned>(tiles), W * 32, 0, s>>>(wv, out, in, x, ldx, T, y, ldy);
+    DELTAFIN_CUDA_CHECK(launch(bf16_mma_kernel<MT, W, U, 1, HINT>, static_cast<unsigned>(tiles), W * 32, 0, s, wv, out, in, x, ldx, T, y, ldy));
   } else {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(static_cast<unsigned>(tiles * CL));
     cfg.blockDim = dim3(W * 32);
     cfg.stream = s;
-    cudaLaunchAttribute attr[1];
+    cudaLaunchAttribute attr[2];
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = CL;
     attr[0].val.clusterDim.y = 1;
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    cfg.numAttrs = 1 + static_cast<unsigned>(pdl_attributes(attr + 1));
     DELTAFIN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, bf16_mma_kernel<MT, W, U, CL, HINT>, wv, out, in, x, ldx, T, y, ldy));
   }
   DELTAFIN_CUDA_LAUNCHED("bf16_mma_kernel");

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cuda/cuda_kernels.h"
+#include "cuda/pdl.cuh"
 
 namespace deltafin::cuda {
 

@@ -1,4 +1,5 @@
 // Device discovery, errors and owned device memory.
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -43,6 +44,28 @@ DeviceInfo device_info() {
   DELTAFIN_CUDA_CHECK(cudaDriverGetVersion(&d.driver_version));
   DELTAFIN_CUDA_CHECK(cudaRuntimeGetVersion(&d.runtime_version));
   return d;
+}
+
+bool pdl_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("DELTAFIN_CUDA_PDL");
+    if (e && std::string(e) == "off") return false;
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return major >= 9;
+  }();
+  return on;
+}
+
+int pdl_attributes(cudaLaunchAttribute* attr) {
+  if (!pdl_enabled()) return 0;
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  return 1;
 }
 
 void synchronize() { DELTAFIN_CUDA_CHECK(cudaDeviceSynchronize()); }

@@ -22,6 +22,7 @@ __global__ void __launch_bounds__(kThreads)
     routing_tables_kernel(const MxExpert* __restrict__ table, int n, const int32_t* __restrict__ idx,
                           const float* __restrict__ weight, int A, int n_groups, int a_tiles, int align,
                           RoutingTables out) {
+  pdl_enter();
   extern __shared__ int sm[];
   int* cnt = sm;           // [n] slots naming each expert
   int* off = sm + n;       // [n] where the expert's assignments start in assign_list
@@ -108,9 +109,8 @@ void build_routing_tables(const MxExpert* dev_table, int n_experts, const int32_
   if (smem > 48 * 1024)
     throw CudaError("ExpertMlp::run_routed: " + std::to_string(n_experts) + " experts and " + std::to_string(A) +
                     " slots exceed the table builder's shared memory");
-  routing_tables_kernel<<<1, kThreads, smem, s>>>(dev_table, n_experts, dev_idx, dev_weight, A, n_groups, a_tiles, align,
-                                                  out);
-  DELTAFIN_CUDA_LAUNCHED("routing_tables_kernel");
+  DELTAFIN_CUDA_CHECK(launch(routing_tables_kernel, 1, kThreads, smem, s, dev_table, n_experts, dev_idx, dev_weight, A, n_groups, a_tiles, align,
+                                                  out));
 }
 
 }  // namespace deltafin::cuda

@@ -644,6 +644,7 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
 // Mode 0: plain, 1: streamed (any shape), 2: exact (chunks per lane NK1 / NK2).
 template <int RO, int RB, int NA, int U, int kMinBlocks, int kMode, int NK1 = 0, int NK2 = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const Params P) {
+  pdl_enter();
   extern __shared__ float4 xs[];
   run_tickets(
       P,
@@ -1048,8 +1049,7 @@ ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int 
   // takes the tickets of its chunks and tasks plus the one that ends its loop).
   const unsigned grid = v.ws ? cap : std::min(total, cap);
   P.chunks = static_cast<int>(grid);
-  v.fn<<<grid, threads, smem, s>>>(P);
-  DELTAFIN_CUDA_LAUNCHED("expert_mlp_kernel");
+  DELTAFIN_CUDA_CHECK(::deltafin::cuda::launch(v.fn, grid, threads, smem, s, P));
   const unsigned tickets = v.ws ? 3 * grid + P.nC : total + grid;
   return Counts{tickets, static_cast<unsigned>(P.a_tiles), static_cast<unsigned>(P.b_tiles)};
 }

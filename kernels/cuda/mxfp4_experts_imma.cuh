@@ -466,6 +466,7 @@ __device__ __forceinline__ void task_down(const Params& P, int g, int tile, uint
 // S: ring stages per warp (0: registers, one block of every row in flight per lane).
 template <int NA, int RB8, int kMinBlocks, int S = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_imma_kernel(const Params P) {
+  pdl_enter();
   extern __shared__ __align__(16) uint8_t xs8[];
   __shared__ float s_red[kWarps];
   __shared__ imma::Staged staged[NA];

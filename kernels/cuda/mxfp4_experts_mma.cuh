@@ -470,6 +470,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
 // The tensor-core versions: same tickets and tasks as expert_mlp_kernel, one block per SM.
 template <bool kFS, bool kCp>
 __global__ void __launch_bounds__(kThreads, 1) expert_mlp_mma_kernel(const Params P) {
+  pdl_enter();
   extern __shared__ __align__(128) char smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   mma16::Pipe pipe{mma16::smem_u32(smem + mma16::kHeader + warp * mma16::kStages * mma16::kStageBytes),

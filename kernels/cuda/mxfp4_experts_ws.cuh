@@ -480,6 +480,7 @@ __device__ void finish(const Params& P, uint8_t* smem, const Layout& L) {
 // NA: activation vectors per pass over a staged task; S: ring stages; RS, NQ, NR: ws::Shape.
 template <int NA, int S, int RS, int NQ, int NR = RS / 2>
 __global__ void __launch_bounds__(ws::Shape<RS, NQ, NR>::kThreads, 1) expert_mlp_ws_kernel(const Params P) {
+  pdl_enter();
   using Sh = ws::Shape<RS, NQ, NR>;
   extern __shared__ __align__(128) uint8_t wsm[];
   __shared__ imma::Staged staged[NA];

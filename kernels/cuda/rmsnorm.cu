@@ -10,6 +10,7 @@ constexpr int kThreads = 256;
 template <bool kBf16>
 __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(const float* __restrict__ x, int64_t ldx, const void* __restrict__ w,
                                                            int64_t n, float eps, float* __restrict__ y, int64_t ldy) {
+  pdl_enter();
   __shared__ float warp_tot[kThreads / 32];
   const float* xr = x + blockIdx.x * ldx;
   float ss = 0.f;
@@ -37,10 +38,9 @@ void rmsnorm(const float* dev_x, int64_t ldx, const void* dev_w, WeightType wtyp
   if (n <= 0 || T < 0) throw CudaError("rmsnorm: n must be positive and T non-negative");
   if (T == 0) return;
   if (wtype == WeightType::BF16)
-    rmsnorm_kernel<true><<<T, kThreads, 0, as_stream(stream)>>>(dev_x, ldx, dev_w, n, eps, dev_y, ldy);
+    DELTAFIN_CUDA_CHECK(launch(rmsnorm_kernel<true>, T, kThreads, 0, as_stream(stream), dev_x, ldx, dev_w, n, eps, dev_y, ldy));
   else
-    rmsnorm_kernel<false><<<T, kThreads, 0, as_stream(stream)>>>(dev_x, ldx, dev_w, n, eps, dev_y, ldy);
-  DELTAFIN_CUDA_LAUNCHED("rmsnorm_kernel");
+    DELTAFIN_CUDA_CHECK(launch(rmsnorm_kernel<false>, T, kThreads, 0, as_stream(stream), dev_x, ldx, dev_w, n, eps, dev_y, ldy));
 }
 
 }  // namespace deltafin::cuda

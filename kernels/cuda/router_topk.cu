@@ -21,6 +21,7 @@ __device__ __forceinline__ Best better(Best a, Best b) {
 __global__ void __launch_bounds__(kThreads) router_topk_kernel(const float* __restrict__ logits, const float* __restrict__ bias,
                                                                int n, int k, float scaling, int32_t* __restrict__ idx,
                                                                float* __restrict__ weight) {
+  pdl_enter();
   __shared__ Best warp_best[kThreads / 32];
   __shared__ int chosen[64];
   __shared__ float chosen_s[64];
@@ -88,9 +89,8 @@ void router_topk(const float* dev_logits, const float* dev_bias, int T, int n_ex
     throw CudaError("router_topk: top_k must be between 1 and min(64, experts)");
   if (T < 0) throw CudaError("router_topk: T must be non-negative");
   if (T == 0) return;
-  router_topk_kernel<<<T, kThreads, 0, as_stream(stream)>>>(dev_logits, dev_bias, n_experts, top_k, scaling, dev_idx,
-                                                            dev_weight);
-  DELTAFIN_CUDA_LAUNCHED("router_topk_kernel");
+  DELTAFIN_CUDA_CHECK(launch(router_topk_kernel, T, kThreads, 0, as_stream(stream), dev_logits, dev_bias, n_experts, top_k, scaling, dev_idx,
+                                                            dev_weight));
 }
 
 }  // namespace deltafin::cuda
