@@ -208,13 +208,16 @@ __device__ __forceinline__ uint4 load_w(const uint4* p) {
   }
 }
 
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
 // A block (or a cluster of CL blocks) owns MT m16 tiles of weight rows over the whole width; its
 // W * CL warps take k32-steps in groups of U: warp v (= rank * W + warp) the groups v, v + W*CL, ...
 template <int MT, int W, int U, int CL, bool HINT>
 __global__ void __launch_bounds__(W * 32, (W <= 8 ? 2 : 1))
     bf16_mma_kernel(const uint4* __restrict__ w, int64_t out, int64_t in, const float* __restrict__ x, int64_t ldx,
                     int T, float* __restrict__ y, int64_t ldy) {
-  pdl_enter();
   __shared__ float red[W][MT * 16][8];
   __shared__ float part[CL > 1 ? MT * 16 * 8 : 1];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -235,6 +238,23 @@ __global__ void __launch_bounds__(W * 32, (W <= 8 ? 2 : 1))
       rok[m][h] = row < out;
       wr[m][h] = w + (rok[m][h] ? row : 0) * nch;
     }
+  // Prologue, before waiting for the kernel ahead (pdl.cuh): the weights never change during a
+  // pass, so the chunks this lane loads in its first kPrefetchSteps k-step groups are asked into L2
+  // while that kernel finishes. Loads only: every value and sum is the same.
+  constexpr int kPrefetchSteps = 4;
+#pragma unroll
+  for (int i = 0; i < kPrefetchSteps; ++i)
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t q = (v * U + static_cast<int64_t>(i) * W * CL * U + u) * 4 + tig;
+      if (q < nch)
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            if (rok[m][h]) prefetch_l2(wr[m][h] + q);
+    }
+  pdl_enter();
   for (int t0 = 0; t0 < T; t0 += 8) {
     const int tn = min(8, T - t0);
     const bool xok = g < tn;

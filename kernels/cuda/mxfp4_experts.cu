@@ -681,6 +681,7 @@ struct Variant {
   int ring = 0;          // imma versions: ring stages per warp (0: register prefetch)
   int ws = 0;            // warp-specialised version (mxfp4_experts_ws.cuh): ring stages per block; imma = vectors per pass
   int rs = 0, nq = 0, nr = 0;  // warp-specialised versions: row sets per task, column splits, row sets per warp (ws::Shape)
+  int wide = 0;  // > 0: replaces the default for passes of at least this many rows, if it shares its order
 };
 // Measured on an H200 (docs/PERFORMANCE.md has the runs), % of device-to-device copy bandwidth at
 // T=1 / T=8: v11 50.5-50.8 / 61.1-62.2, v9 50.5-53.3 / 50.1-60.3, v12 40-43 / 59-63, v6 36-39 / 42-45,
@@ -711,7 +712,8 @@ struct Variant {
 // stages) 34.7-38.7 / 31.9-36.6, v52-v54, v56-v58 (8/16-row tiles, 16 warps in other cuts) 25-38 / 17-39.
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
-    {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
+    {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6, 0, 0, 0, 0, 0, 0,
+     0, 0, 4},
     {"v39 imma ring 4 stages tiles 64/128", expert_mlp_imma_kernel<1, 2, 3, 4>, imma::kTileA, 128, 0, 0, 2, 0, 1, 4},
     {"v38 imma tiles 64/128 3 blocks/SM", expert_mlp_imma_kernel<1, 2, 3>, imma::kTileA, 128, 0, 0, 2, 0, 1},
     {"v41 imma 2 vectors per pass tiles 64/128", expert_mlp_imma_kernel<2, 2, 2>, imma::kTileA, 128, 0, 0, 2, 0, 2},
@@ -754,6 +756,12 @@ bool fits(const Variant& v, int latent, int inter, const DeviceLimits& dl) {
 
 struct ExpertMlp::Impl {
   int variant = 0;
+  // Unless a version was selected by name, passes of kVariants[wide].wide rows or more run `wide`:
+  // a version with the default's reduction order (so the same bits: batch invariance holds across
+  // the switch) that streams faster with many experts per call.
+  bool selected = false;
+  int wide = -1;
+  int pick(int T) const { return !selected && wide >= 0 && T >= kVariants[wide].wide ? wide : variant; }
   int blocks_per_sm[16] = {};  // per version, from the occupancy calculator
   int sms = 0;
   DeviceLimits limits;
@@ -826,6 +834,10 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows)
     impl_->variant = -1;
     for (int v = 0; v < kNumVariants && impl_->variant < 0; ++v)
       if (fits(kVariants[v], latent, inter, impl_->limits)) impl_->variant = v;
+    for (int v = 0; v < kNumVariants && impl_->wide < 0 && impl_->variant >= 0; ++v)
+      if (kVariants[v].wide > 0 && kVariants[v].order == kVariants[impl_->variant].order &&
+          fits(kVariants[v], latent, inter, impl_->limits))
+        impl_->wide = v;
     const int64_t A = static_cast<int64_t>(max_rows) * top_k;
     impl_->max_assign = static_cast<int>(A);
     impl_->h = DeviceBuffer(static_cast<size_t>(A) * inter * sizeof(float));
@@ -877,6 +889,7 @@ void ExpertMlp::select_variant(const std::string& name) {
   for (int v = 0; v < kNumVariants; ++v) {
     if (name != kVariants[v].name || !fits(kVariants[v], latent_, inter_, impl_->limits)) continue;
     impl_->variant = v;
+    impl_->selected = true;
     return;
   }
   throw CudaError("ExpertMlp: no kernel variant named '" + name + "' fits these shapes");
@@ -904,7 +917,7 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
       throw CudaError("ExpertMlp::run: every expert needs six device pointers, packed weights 8-byte aligned");
   // The tensor-core version copies rows in 16-byte units; with other alignments the call takes the
   // first FFMA version that fits (its bits differ, see Variant::order).
-  int vi = impl_->variant;
+  int vi = impl_->pick(T);
   if (kVariants[vi].mma || kVariants[vi].imma) {
     bool aligned = true;
     for (const MxExpert& e : experts)
@@ -975,7 +988,7 @@ void ExpertMlp::run_routed(const MxExpert* dev_table, int n_experts, const int32
   // The distinct experts are known only on the device: plan for the most there can be. At T = 1
   // that is exactly top_k (a row's experts are distinct), so nothing is wasted there.
   const int nG = std::min(n_experts, A);
-  const int vi = impl_->variant;
+  const int vi = impl_->pick(T);
   const Variant& v = kVariants[vi];
   const Impl::Layout L = Impl::layout(nG, A);
   if (L.end > impl_->staging_bytes) throw CudaError("ExpertMlp::run_routed: internal table overflow");

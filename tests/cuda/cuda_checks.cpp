@@ -580,6 +580,21 @@ void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts
     }
   }
   mlp.select_variant(variants[0]);
+
+  // The default choice (no version selected) may switch versions with the pass size: it only
+  // switches to a version of the same reduction order, so rows keep their bits across T.
+  {
+    ExpertMlp fresh(latent, inter, K, T);
+    std::vector<std::vector<float>> alone(T);
+    for (int p = 0; p < T; ++p) alone[p] = run_rows(fresh, es, rt, p, 1, dz, dy);
+    int bad = 0, checked = 0;
+    for (int Tn : {2, 4, 8}) {
+      const auto y = run_rows(fresh, es, rt, 0, Tn, dz, dy);
+      for (int p = 0; p < Tn; ++p, ++checked)
+        if (!bits_equal(y.data() + static_cast<size_t>(p) * latent, alone[p].data(), static_cast<size_t>(latent))) ++bad;
+    }
+    out.push_back(invariance_result(tag + " [default choice] batch invariance (T=2,4,8)", bad, checked));
+  }
 }
 
 }  // namespace

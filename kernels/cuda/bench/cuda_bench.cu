@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
       for (const std::string& variant : mlp.variants()) {
         if (variant.find(only_variant) == std::string::npos) continue;
         mlp.select_variant(variant);
-        for (int T : {1, 8}) {
+        for (int T : {1, 2, 4, 8}) {
           // Many different routings in rotation, so no run finds its experts in the 60 MB L2.
           const int sets = 48;
           std::vector<std::vector<MxExpert>> tables(sets);
