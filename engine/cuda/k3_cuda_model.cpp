@@ -650,8 +650,10 @@ void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bo
     entries(d_->prefix);
     k3::attn_res_mix(e, L.mlp_res, T, H, c.rms_eps, d_->res_scores, d_->mixed, so);
     rmsnorm(d_->mixed, H, L.post_norm, WeightType::F32, H, T, c.rms_eps, d_->x, H, so);
+    const float* shared_out = nullptr;  // the MoE's shared expert, added with its routed sum below
     if (L.moe) {
       moe(l, T, tr && tr->routing ? tr : nullptr, routed);
+      if (L.moe_w.has_shared) shared_out = d_->sh;
       if (routed && tr && tr->routing) {  // read after the pass: no wait here
         const size_t n = size_t(T) * c.top_k;
         check_cuda(cudaMemcpyAsync(d_->trace_rid.as<int32_t>() + moe_index * n, d_->rid, n * 4, cudaMemcpyDeviceToHost, s),
@@ -663,7 +665,7 @@ void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bo
     } else {
       dense(l, false, T, d_->x, d_->m, so);
     }
-    k3::add(d_->prefix, d_->m, d_->h, int64_t(TH), so);
+    k3::add_sum(d_->prefix, d_->m, shared_out, d_->h, int64_t(TH), so);  // prefix + (routed + shared)
     if (tr && tr->layer_out) {
       tr->layers.emplace_back(TH);
       check_cuda(cudaMemcpyAsync(tr->layers.back().data(), d_->h, TH * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
@@ -773,10 +775,7 @@ void CudaK3Session::moe(int layer, int T, ForwardTrace* trace, bool routed) {
   }
   if (c.latent_norm) rmsnorm(d_->y, Z, w.latent_norm, WeightType::F32, Z, T, c.rms_eps, d_->y, Z, so);
   k3::gemm(w.latent_up, d_->y, Z, T, d_->m, H, so);
-  if (w.has_shared) {
-    if (routed) d_->join(1);
-    k3::add(d_->m, d_->sh, d_->m, int64_t(T) * H, so);
-  }
+  if (w.has_shared && routed) d_->join(1);  // forward() adds d_->sh next
 }
 
 // The host must know the routing to supply the experts: read it back, and keep the GPU busy with

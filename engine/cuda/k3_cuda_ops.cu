@@ -209,6 +209,11 @@ __global__ void add_kernel(const float* a, const float* b, float* o, int64_t n) 
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     o[i] = a[i] + b[i];
 }
+__global__ void add_sum_kernel(const float* a, const float* b, const float* c, float* o, int64_t n) {
+  pdl_enter();
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    o[i] = a[i] + (b[i] + c[i]);
+}
 __global__ void mul_sigmoid_kernel(const float* a, const float* g, float* o, int64_t n) {
   pdl_enter();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
@@ -538,6 +543,12 @@ void copy(const float* src, float* dst, int64_t n, Stream s) {
 void add(const float* a, const float* b, float* out, int64_t n, Stream s) {
   if (n <= 0) return;
   DELTAFIN_CUDA_CHECK(launch(add_kernel, grid_1d(n), 256, 0, as_stream(s), a, b, out, n));
+}
+
+void add_sum(const float* a, const float* b, const float* c, float* out, int64_t n, Stream s) {
+  if (n <= 0) return;
+  if (!c) return add(a, b, out, n, s);
+  DELTAFIN_CUDA_CHECK(launch(add_sum_kernel, grid_1d(n), 256, 0, as_stream(s), a, b, c, out, n));
 }
 
 void mul_sigmoid(const float* a, const float* g, float* out, int64_t n, Stream s) {

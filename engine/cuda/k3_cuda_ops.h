@@ -34,6 +34,8 @@ void attn_res_mix(const ResEntries& e, const float* w, int T, int H, float eps, 
 // dependent launch chain (pdl.cuh).
 void copy(const float* src, float* dst, int64_t n, Stream s);
 void add(const float* a, const float* b, float* out, int64_t n, Stream s);
+// out[i] = a[i] + (b[i] + c[i]) in one launch (c may be null: a + b)
+void add_sum(const float* a, const float* b, const float* c, float* out, int64_t n, Stream s);
 // out[i] = a[i] * sigmoid(g[i])
 void mul_sigmoid(const float* a, const float* g, float* out, int64_t n, Stream s);
 // SiTU GLU with the config's betas: beta*tanh(g/beta)*sigmoid(g) * lbeta*tanh(u/lbeta).
