@@ -349,15 +349,83 @@ __global__ void __launch_bounds__(kHeadThreads) kda_out_kernel(float* o, const f
 
 // ---- MLA ----
 
-__global__ void mla_absorb_kernel(const float* q, const void* kvb, bool bf16, int nh, int N, int P, int Vd, int R,
-                                  float* qabs) {
+// Weights by type, widened to fp32 exactly (BF16 bits are the high half of the float).
+__device__ __forceinline__ float widen(uint16_t b) { return __uint_as_float(uint32_t(b) << 16); }
+__device__ __forceinline__ float widen(float f) { return f; }
+
+// Four consecutive weights of a row in one load: element c of the vector, widened.
+template <typename W> struct Quad;
+template <> struct Quad<uint16_t> {
+  using Vec = uint2;
+  static __device__ __forceinline__ float at(const Vec& v, int c) {
+    const uint32_t w = c < 2 ? v.x : v.y;
+    return (c & 1) ? bf16_hi(w) : bf16_lo(w);
+  }
+};
+template <> struct Quad<float> {
+  using Vec = float4;
+  static __device__ __forceinline__ float at(const Vec& v, int c) { return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w; }
+};
+
+// qabs = q_nope . kv_b's key rows. A block does kRows rows of one head, so each weight is read once
+// for all of them; a thread owns kAbsorbCols consecutive columns (one vector load per weight row)
+// and keeps kAbsorbLoads rows' loads in flight. Every output is still one fma chain over n in order.
+// The grid is about one block per SM, so the launch bounds tell ptxas that registers are free:
+// without that it trades the loads in flight for occupancy (38 registers instead of 96).
+constexpr int kAbsorbThreads = 64;
+constexpr int kAbsorbCols = 4;
+template <typename W, int kRows>
+__global__ void __launch_bounds__(kAbsorbThreads, 1) mla_absorb_kernel(const float* __restrict__ q, const W* __restrict__ kvb,
+                                                                    int nh, int N, int P, int Vd, int R, int T,
+                                                                    float* __restrict__ qabs) {
+  pdl_enter();
+  extern __shared__ float qs[];  // [kRows][N], zero past row T
+  using Vec = typename Quad<W>::Vec;
+  constexpr int kAbsorbLoads = 256 / sizeof(Vec);
+  const int h = blockIdx.y, t0 = blockIdx.z * kRows;
+  for (int i = threadIdx.x; i < kRows * N; i += kAbsorbThreads) {
+    const int r = i / N, n = i % N;
+    qs[i] = t0 + r < T ? q[(int64_t(t0 + r) * nh + h) * (N + P) + n] : 0.f;
+  }
+  __syncthreads();
+  const int j = (blockIdx.x * kAbsorbThreads + threadIdx.x) * kAbsorbCols;
+  if (j >= R) return;
+  const W* wp = kvb + int64_t(h) * (N + Vd) * R + j;
+  float acc[kRows][kAbsorbCols] = {};
+  auto fma_row = [&](const Vec& w, int n) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const float qv = qs[r * N + n];
+#pragma unroll
+      for (int c = 0; c < kAbsorbCols; ++c) acc[r][c] = __fmaf_rn(qv, Quad<W>::at(w, c), acc[r][c]);
+    }
+  };
+  int n = 0;
+  for (; n + kAbsorbLoads <= N; n += kAbsorbLoads) {
+    Vec w[kAbsorbLoads];
+#pragma unroll
+    for (int u = 0; u < kAbsorbLoads; ++u) w[u] = *reinterpret_cast<const Vec*>(wp + int64_t(n + u) * R);
+#pragma unroll
+    for (int u = 0; u < kAbsorbLoads; ++u) fma_row(w[u], n + u);
+  }
+  for (; n < N; ++n) fma_row(*reinterpret_cast<const Vec*>(wp + int64_t(n) * R), n);
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+    if (t0 + r < T)
+#pragma unroll
+      for (int c = 0; c < kAbsorbCols; ++c) qabs[(int64_t(t0 + r) * nh + h) * R + j + c] = acc[r][c];
+}
+
+// The same sums one column per thread, for shapes the vector loads do not fit.
+template <typename W>
+__global__ void mla_absorb_column_kernel(const float* q, const W* kvb, int nh, int N, int P, int Vd, int R, float* qabs) {
   pdl_enter();
   const int th = blockIdx.y;  // t * nh + h
   const int h = th % nh;
   const float* qn = q + int64_t(th) * (N + P);
   for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < R; j += gridDim.x * blockDim.x) {
     float acc = 0.f;
-    for (int n = 0; n < N; ++n) acc = __fmaf_rn(qn[n], load_w(kvb, bf16, (int64_t(h) * (N + Vd) + n) * R + j), acc);
+    for (int n = 0; n < N; ++n) acc = __fmaf_rn(qn[n], widen(kvb[(int64_t(h) * (N + Vd) + n) * R + j]), acc);
     qabs[int64_t(th) * R + j] = acc;
   }
 }
@@ -411,91 +479,212 @@ __global__ void rows_to_kernel(const float* __restrict__ src, int64_t width, flo
   if (i < width) dst[(*dev_row + blockIdx.y) * width + i] = src[int64_t(blockIdx.y) * width + i];
 }
 
-__global__ void mla_value_kernel(const float* olat, const void* kvb, bool bf16, int nh, int N, int R, int Vd,
-                                 float* attn, int64_t total) {
+// attn = kv_b's value rows . olat: a warp per (head, value column) and kRows rows, so each weight is
+// read once for all of them; lane j sums j, j + 32, ... in order (all its loads issued first), then
+// the warp's butterfly.
+constexpr int kValueWarps = 8;
+template <typename W, int kRows>
+__global__ void __launch_bounds__(kValueWarps * 32) mla_value_kernel(const float* __restrict__ olat, const W* __restrict__ kvb,
+                                                                     int nh, int N, int R, int Vd, int T,
+                                                                     float* __restrict__ attn) {
   pdl_enter();
-  const int64_t idx = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);  // (t*nh + h)*Vd + v
+  constexpr int kValueLoads = 16;
+  const int64_t hv = int64_t(blockIdx.x) * kValueWarps + (threadIdx.x >> 5);  // h * Vd + v
   const int lane = threadIdx.x & 31;
-  if (idx >= total) return;
-  const int64_t th = idx / Vd;
-  const int vv = static_cast<int>(idx % Vd);
-  const int h = static_cast<int>(th % nh);
-  const int64_t wrow = int64_t(h) * (N + Vd) + N + vv;
-  const float* x = olat + th * R;
-  float a = 0.f;
-  for (int j = lane; j < R; j += 32) a = __fmaf_rn(load_w(kvb, bf16, wrow * R + j), x[j], a);
-  a = warp_sum(a);
-  if (lane == 0) attn[idx] = a;
+  if (hv >= int64_t(nh) * Vd) return;
+  const int h = static_cast<int>(hv / Vd), vv = static_cast<int>(hv % Vd);
+  const int t0 = blockIdx.y * kRows;
+  const W* w = kvb + (int64_t(h) * (N + Vd) + N + vv) * R;
+  const float* x[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) x[r] = olat + (int64_t(min(t0 + r, T - 1)) * nh + h) * R;  // rows past T: never stored
+  float a[kRows] = {};
+  int j0 = 0;
+  for (; j0 + 32 * kValueLoads <= R; j0 += 32 * kValueLoads) {
+    W wv[kValueLoads];
+#pragma unroll
+    for (int u = 0; u < kValueLoads; ++u) wv[u] = w[j0 + 32 * u + lane];
+#pragma unroll
+    for (int u = 0; u < kValueLoads; ++u)
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) a[r] = __fmaf_rn(widen(wv[u]), x[r][j0 + 32 * u + lane], a[r]);
+  }
+  for (int j = j0 + lane; j < R; j += 32)
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) a[r] = __fmaf_rn(widen(w[j]), x[r][j], a[r]);
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    a[r] = warp_sum(a[r]);
+    if (lane == 0 && t0 + r < T) attn[(int64_t(t0 + r) * nh + h) * Vd + vv] = a[r];
+  }
 }
 
 // ---- MoE ----
 
+// The router picks the top k of E keys (s + bias, ties to the lower id) with bitonic networks over
+// warp registers instead of k rounds of block-wide argmax: each warp keeps its best kRouterList keys
+// sorted, the warps' lists are merged pairwise, and warp 0 puts the first k in id order.
 constexpr int kRouterThreads = 256;
+constexpr int kRouterWarps = kRouterThreads / 32;
+constexpr int kRouterSlots = 2;                 // keys per lane in a warp's list
+constexpr int kRouterList = 32 * kRouterSlots;  // 64: the largest top_k
+using RouterKey = unsigned long long;
+
+// One unsigned compare orders the selection: the key's float order in the high word (-0 made +0
+// first, as the two zeros are equal floats), the lower expert id first among equal keys in the low
+// word. Every expert's key is above 0, the filler of lists with fewer than kRouterList experts.
+__device__ __forceinline__ RouterKey router_key(float key, int e) {
+  const uint32_t b = __float_as_uint(key + 0.f);
+  const uint32_t ord = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+  return (RouterKey(ord) << 32) | (0xffffffffu - uint32_t(e));
+}
+
+// One compare-exchange stage of a bitonic network over a warp's list (element r * 32 + lane in
+// v[r]) with its partner i ^ j: blocks of `size` alternate direction, the whole list ends
+// descending (ascending when `ascending`).
+__device__ __forceinline__ void bitonic_stage(RouterKey (&v)[kRouterSlots], int size, int j, bool ascending) {
+  const int lane = threadIdx.x & 31;
+  RouterKey old[kRouterSlots];
+#pragma unroll
+  for (int r = 0; r < kRouterSlots; ++r) old[r] = v[r];
+#pragma unroll
+  for (int r = 0; r < kRouterSlots; ++r) {
+    const RouterKey other = j >= 32 ? old[r ^ (j >> 5)] : __shfl_xor_sync(0xffffffffu, old[r], j);
+    const int i = r * 32 + lane;
+    const bool take_max = (((i & size) == 0) == ((i & j) == 0)) != ascending;
+    v[r] = take_max ? (old[r] > other ? old[r] : other) : (old[r] < other ? old[r] : other);
+  }
+}
+
+__device__ __forceinline__ void bitonic_sort(RouterKey (&v)[kRouterSlots], bool ascending) {
+#pragma unroll
+  for (int size = 2; size <= kRouterList; size <<= 1)
+#pragma unroll
+    for (int j = size >> 1; j > 0; j >>= 1) bitonic_stage(v, size, j, ascending);
+}
+
+// best (descending) becomes the top kRouterList of best and up (ascending), descending: the
+// elementwise maximum of the two holds exactly those and is bitonic, so one merge sorts it.
+__device__ __forceinline__ void bitonic_keep_top(RouterKey (&best)[kRouterSlots], const RouterKey (&up)[kRouterSlots]) {
+#pragma unroll
+  for (int r = 0; r < kRouterSlots; ++r) best[r] = best[r] > up[r] ? best[r] : up[r];
+#pragma unroll
+  for (int j = kRouterList >> 1; j > 0; j >>= 1) bitonic_stage(best, kRouterList, j, false);
+}
+
 __global__ void __launch_bounds__(kRouterThreads) router_kernel(const float* logits, const float* bias, int E, int k,
                                                                 bool renorm, float scaling, int32_t* ids, float* wts) {
   pdl_enter();
-  extern __shared__ float rs[];
-  float* s = rs;       // [E]
-  float* key = s + E;  // [E]
-  __shared__ float bv[kRouterThreads / 32];
-  __shared__ int bi[kRouterThreads / 32];
-  __shared__ int chosen[64];
-  const int t = blockIdx.x;
-  for (int e = threadIdx.x; e < E; e += kRouterThreads) {
-    s[e] = sigm(logits[int64_t(t) * E + e]);
-    key[e] = s[e] + (bias ? bias[e] : 0.f);
-  }
-  __syncthreads();
-  for (int r = 0; r < k; ++r) {
-    float best = -INFINITY;
-    int besti = 0x7fffffff;
-    for (int e = threadIdx.x; e < E; e += kRouterThreads)
-      if (key[e] > best || (key[e] == best && e < besti)) {
-        best = key[e];
-        besti = e;
-      }
+  extern __shared__ float s[];  // [E]
+  __shared__ RouterKey lists[kRouterWarps][kRouterList];
+  __shared__ float chosen_s[kRouterList];  // the chosen scores in ascending id order
+  const int t = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  RouterKey best[kRouterSlots] = {};
+  for (int base = 0; base < E; base += kRouterThreads * kRouterSlots) {
+    RouterKey v[kRouterSlots];
 #pragma unroll
-    for (int m = 16; m >= 1; m >>= 1) {
-      const float ob = __shfl_xor_sync(0xffffffffu, best, m);
-      const int oi = __shfl_xor_sync(0xffffffffu, besti, m);
-      if (ob > best || (ob == best && oi < besti)) {
-        best = ob;
-        besti = oi;
+    for (int r = 0; r < kRouterSlots; ++r) {
+      const int e = base + r * kRouterThreads + threadIdx.x;
+      v[r] = 0;
+      if (e < E) {
+        s[e] = sigm(logits[int64_t(t) * E + e]);
+        v[r] = router_key(s[e] + (bias ? bias[e] : 0.f), e);
       }
     }
-    if ((threadIdx.x & 31) == 0) {
-      bv[threadIdx.x >> 5] = best;
-      bi[threadIdx.x >> 5] = besti;
+    bitonic_sort(v, base != 0);
+    if (base == 0) {
+#pragma unroll
+      for (int r = 0; r < kRouterSlots; ++r) best[r] = v[r];
+    } else {
+      bitonic_keep_top(best, v);
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      float b = bv[0];
-      int i0 = bi[0];
-      for (int w = 1; w < kRouterThreads / 32; ++w)
-        if (bv[w] > b || (bv[w] == b && bi[w] < i0)) {
-          b = bv[w];
-          i0 = bi[w];
-        }
-      chosen[r] = i0;
-      key[i0] = -INFINITY;
+  }
+#pragma unroll
+  for (int r = 0; r < kRouterSlots; ++r) lists[warp][r * 32 + lane] = best[r];
+  __syncthreads();  // also publishes s
+  for (int step = 1; step < kRouterWarps; step <<= 1) {
+    if (warp % (2 * step) == 0) {
+      RouterKey up[kRouterSlots];
+#pragma unroll
+      for (int r = 0; r < kRouterSlots; ++r) up[r] = lists[warp + step][kRouterList - 1 - (r * 32 + lane)];
+      bitonic_keep_top(best, up);
+#pragma unroll
+      for (int r = 0; r < kRouterSlots; ++r) lists[warp][r * 32 + lane] = best[r];
     }
     __syncthreads();
   }
-  if (threadIdx.x == 0) {
-    for (int a = 1; a < k; ++a)  // ascending expert id: the fixed summation order
-      for (int b = a; b > 0 && chosen[b - 1] > chosen[b]; --b) {
-        const int tmp = chosen[b];
-        chosen[b] = chosen[b - 1];
-        chosen[b - 1] = tmp;
-      }
-    float sum = 0.f;
-    for (int i = 0; i < k; ++i) sum += s[chosen[i]];
-    for (int i = 0; i < k; ++i) {
-      ids[t * k + i] = chosen[i];
-      const float sc = s[chosen[i]];
-      wts[t * k + i] = (renorm ? sc / (sum + 1e-20f) : sc) * scaling;
-    }
+  if (warp != 0) return;
+  // The first k of warp 0's list are the chosen experts; each one's place in ascending id order is
+  // the number of chosen ids below its own.
+  uint32_t id[kRouterSlots];
+  int rank[kRouterSlots];
+#pragma unroll
+  for (int r = 0; r < kRouterSlots; ++r) {
+    id[r] = 0xffffffffu - uint32_t(best[r]);
+    rank[r] = 0;
   }
+#pragma unroll
+  for (int r2 = 0; r2 < kRouterSlots; ++r2)
+    for (int src = 0; src < 32; ++src) {
+      const uint32_t other = __shfl_sync(0xffffffffu, id[r2], src);
+      if (r2 * 32 + src < k) {
+#pragma unroll
+        for (int r = 0; r < kRouterSlots; ++r) rank[r] += other < id[r] ? 1 : 0;
+      }
+    }
+#pragma unroll
+  for (int r = 0; r < kRouterSlots; ++r)
+    if (r * 32 + lane < k) {
+      chosen_s[rank[r]] = s[id[r]];
+      ids[t * k + rank[r]] = int32_t(id[r]);
+    }
+  __syncwarp();
+  float sum = 0.f;
+  for (int i = 0; i < k; ++i) sum += chosen_s[i];  // ascending expert id: the fixed summation order
+#pragma unroll
+  for (int r = 0; r < kRouterSlots; ++r)
+    if (r * 32 + lane < k) {
+      const float sc = s[id[r]];
+      wts[t * k + rank[r]] = (renorm ? sc / (sum + 1e-20f) : sc) * scaling;
+    }
+}
+
+template <typename W, int kRows>
+void launch_absorb(const float* q, const W* w, int T, int nh, int N, int P, int Vd, int R, float* qabs, cudaStream_t s) {
+  const dim3 grid(blocks_for(R, kAbsorbThreads * kAbsorbCols), nh, (T + kRows - 1) / kRows);
+  const size_t smem = size_t(kRows) * N * sizeof(float);
+  DELTAFIN_CUDA_CHECK(launch(mla_absorb_kernel<W, kRows>, grid, kAbsorbThreads, smem, s, q, w, nh, N, P, Vd, R, T, qabs));
+}
+
+// Rows per block by T, as the BF16 row kernels pick theirs; a row's sums are the same in each.
+template <typename W>
+void absorb_rows(const float* q, const void* data, int T, int nh, int N, int P, int Vd, int R, float* qabs, cudaStream_t s) {
+  const W* w = static_cast<const W*>(data);
+  const bool vectors = R % kAbsorbCols == 0 && reinterpret_cast<uintptr_t>(data) % (kAbsorbCols * sizeof(W)) == 0 &&
+                       size_t(8) * N * sizeof(float) <= 48 * 1024;
+  if (!vectors) {
+    DELTAFIN_CUDA_CHECK(launch(mla_absorb_column_kernel<W>, dim3(blocks_for(R, 128), T * nh), 128, 0, s, q, w, nh, N, P, Vd, R, qabs));
+    return;
+  }
+  if (T == 1) launch_absorb<W, 1>(q, w, T, nh, N, P, Vd, R, qabs, s);
+  else if (T == 2) launch_absorb<W, 2>(q, w, T, nh, N, P, Vd, R, qabs, s);
+  else if (T <= 4) launch_absorb<W, 4>(q, w, T, nh, N, P, Vd, R, qabs, s);
+  else launch_absorb<W, 8>(q, w, T, nh, N, P, Vd, R, qabs, s);
+}
+
+template <typename W, int kRows>
+void launch_value(const float* olat, const W* w, int T, int nh, int N, int R, int Vd, float* attn, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>((int64_t(nh) * Vd + kValueWarps - 1) / kValueWarps), (T + kRows - 1) / kRows);
+  DELTAFIN_CUDA_CHECK(launch(mla_value_kernel<W, kRows>, grid, kValueWarps * 32, 0, s, olat, w, nh, N, R, Vd, T, attn));
+}
+
+template <typename W>
+void value_rows(const float* olat, const void* data, int T, int nh, int N, int R, int Vd, float* attn, cudaStream_t s) {
+  const W* w = static_cast<const W*>(data);
+  if (T == 1) launch_value<W, 1>(olat, w, T, nh, N, R, Vd, attn, s);
+  else if (T == 2) launch_value<W, 2>(olat, w, T, nh, N, R, Vd, attn, s);
+  else if (T <= 4) launch_value<W, 4>(olat, w, T, nh, N, R, Vd, attn, s);
+  else launch_value<W, 8>(olat, w, T, nh, N, R, Vd, attn, s);
 }
 
 }  // namespace
@@ -605,8 +794,8 @@ void kda_out_norm_gate(float* o, const float* gate, const float* w, int T, int h
 void mla_absorb_q(const float* q, const DevMat& kv_b, int T, int nh, int N, int P, int Vd, float* qabs, Stream s) {
   if (T <= 0) return;
   const int R = static_cast<int>(kv_b.cols);
-  DELTAFIN_CUDA_CHECK(launch(mla_absorb_kernel, dim3(blocks_for(R, 128), T * nh), 128, 0, as_stream(s), q, kv_b.data, kv_b.bf16, nh, N, P, Vd,
-                                                                                 R, qabs));
+  if (kv_b.bf16) absorb_rows<uint16_t>(q, kv_b.data, T, nh, N, P, Vd, R, qabs, as_stream(s));
+  else absorb_rows<float>(q, kv_b.data, T, nh, N, P, Vd, R, qabs, as_stream(s));
 }
 
 void mla_attend(const float* qabs, const float* q, const float* cache, int64_t base, int T, int nh, int N, int R, int P,
@@ -631,17 +820,16 @@ void rows_to_at(const float* src, int T, int64_t width, float* dst, const int64_
 
 void mla_value(const float* olat, const DevMat& kv_b, int T, int nh, int N, int R, int Vd, float* attn, Stream s) {
   if (T <= 0) return;
-  const int64_t total = int64_t(T) * nh * Vd;
-  DELTAFIN_CUDA_CHECK(launch(mla_value_kernel, blocks_for(total, 8), 256, 0, as_stream(s), olat, kv_b.data, kv_b.bf16, nh, N, R, Vd, attn, total));
+  if (kv_b.bf16) value_rows<uint16_t>(olat, kv_b.data, T, nh, N, R, Vd, attn, as_stream(s));
+  else value_rows<float>(olat, kv_b.data, T, nh, N, R, Vd, attn, as_stream(s));
 }
 
 void router_select(const float* logits, const float* bias, int T, int E, int k, bool renormalize, float scaling,
                    int32_t* ids, float* weights, Stream s) {
   if (T <= 0) return;
   if (k < 1 || k > 64 || k > E) throw CudaError("router_select: top_k must be 1..64 and at most the expert count");
-  const size_t smem = size_t(2) * E * sizeof(float);
-  if (smem > 48 * 1024) throw CudaError("router_select: too many experts for shared memory");
-  DELTAFIN_CUDA_CHECK(launch(router_kernel, T, kRouterThreads, smem, as_stream(s), logits, bias, E, k, renormalize, scaling, ids, weights));
+  if (size_t(2) * E * sizeof(float) > 48 * 1024) throw CudaError("router_select: too many experts for shared memory");
+  DELTAFIN_CUDA_CHECK(launch(router_kernel, T, kRouterThreads, size_t(E) * sizeof(float), as_stream(s), logits, bias, E, k, renormalize, scaling, ids, weights));
 }
 
 }  // namespace deltafin::cuda::k3

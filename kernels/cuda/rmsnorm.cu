@@ -7,6 +7,11 @@ namespace {
 
 constexpr int kThreads = 256;
 
+__device__ __forceinline__ float weight_at(const void* w, int64_t i, bool bf16) {
+  if (bf16) return __uint_as_float(static_cast<uint32_t>(static_cast<const uint16_t*>(w)[i]) << 16);
+  return static_cast<const float*>(w)[i];
+}
+
 template <bool kBf16>
 __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(const float* __restrict__ x, int64_t ldx, const void* __restrict__ w,
                                                            int64_t n, float eps, float* __restrict__ y, int64_t ldy) {
@@ -23,12 +28,53 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(const float* __restri
   for (int k = 0; k < kThreads / 32; ++k) tot += warp_tot[k];
   const float inv = 1.0f / sqrtf(tot / static_cast<float>(n) + eps);
   float* yr = y + blockIdx.x * ldy;
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) {
-    float wi;
-    if constexpr (kBf16) wi = __uint_as_float(static_cast<uint32_t>(static_cast<const uint16_t*>(w)[i]) << 16);
-    else wi = static_cast<const float*>(w)[i];
-    yr[i] = (xr[i] * inv) * wi;
+  for (int64_t i = threadIdx.x; i < n; i += kThreads) yr[i] = (xr[i] * inv) * weight_at(w, i, kBf16);
+}
+
+// The same arithmetic for rows of at most kThreads * kPer: a thread loads all its elements and
+// weights at once into registers (one memory round trip instead of one per unrolled group of the
+// loops above), then sums and scales them in the same element order.
+template <bool kBf16, int kPer>
+__global__ void __launch_bounds__(kThreads) rmsnorm_regs_kernel(const float* __restrict__ x, int64_t ldx, const void* __restrict__ w,
+                                                                int64_t n, float eps, float* __restrict__ y, int64_t ldy) {
+  pdl_enter();
+  __shared__ float warp_tot[kThreads / 32];
+  const float* xr = x + blockIdx.x * ldx;
+  float xv[kPer], wv[kPer];
+#pragma unroll
+  for (int c = 0; c < kPer; ++c) {
+    const int64_t i = threadIdx.x + int64_t(c) * kThreads;
+    xv[c] = i < n ? xr[i] : 0.f;
+    wv[c] = i < n ? weight_at(w, i, kBf16) : 0.f;
   }
+  float ss = 0.f;
+#pragma unroll
+  for (int c = 0; c < kPer; ++c)
+    if (threadIdx.x + int64_t(c) * kThreads < n) ss = __fmaf_rn(xv[c], xv[c], ss);
+  ss = warp_sum(ss);
+  if ((threadIdx.x & 31) == 0) warp_tot[threadIdx.x >> 5] = ss;
+  __syncthreads();
+  float tot = 0.f;
+#pragma unroll
+  for (int k = 0; k < kThreads / 32; ++k) tot += warp_tot[k];
+  const float inv = 1.0f / sqrtf(tot / static_cast<float>(n) + eps);
+  float* yr = y + blockIdx.x * ldy;
+#pragma unroll
+  for (int c = 0; c < kPer; ++c) {
+    const int64_t i = threadIdx.x + int64_t(c) * kThreads;
+    if (i < n) yr[i] = (xv[c] * inv) * wv[c];
+  }
+}
+
+template <bool kBf16>
+void launch_rmsnorm(const float* x, int64_t ldx, const void* w, int64_t n, int T, float eps, float* y, int64_t ldy,
+                    cudaStream_t s) {
+  if (n <= kThreads * 8)
+    DELTAFIN_CUDA_CHECK(launch(rmsnorm_regs_kernel<kBf16, 8>, T, kThreads, 0, s, x, ldx, w, n, eps, y, ldy));
+  else if (n <= kThreads * 32)
+    DELTAFIN_CUDA_CHECK(launch(rmsnorm_regs_kernel<kBf16, 32>, T, kThreads, 0, s, x, ldx, w, n, eps, y, ldy));
+  else
+    DELTAFIN_CUDA_CHECK(launch(rmsnorm_kernel<kBf16>, T, kThreads, 0, s, x, ldx, w, n, eps, y, ldy));
 }
 
 }  // namespace
@@ -37,10 +83,8 @@ void rmsnorm(const float* dev_x, int64_t ldx, const void* dev_w, WeightType wtyp
              float* dev_y, int64_t ldy, Stream stream) {
   if (n <= 0 || T < 0) throw CudaError("rmsnorm: n must be positive and T non-negative");
   if (T == 0) return;
-  if (wtype == WeightType::BF16)
-    DELTAFIN_CUDA_CHECK(launch(rmsnorm_kernel<true>, T, kThreads, 0, as_stream(stream), dev_x, ldx, dev_w, n, eps, dev_y, ldy));
-  else
-    DELTAFIN_CUDA_CHECK(launch(rmsnorm_kernel<false>, T, kThreads, 0, as_stream(stream), dev_x, ldx, dev_w, n, eps, dev_y, ldy));
+  if (wtype == WeightType::BF16) launch_rmsnorm<true>(dev_x, ldx, dev_w, n, T, eps, dev_y, ldy, as_stream(stream));
+  else launch_rmsnorm<false>(dev_x, ldx, dev_w, n, T, eps, dev_y, ldy, as_stream(stream));
 }
 
 }  // namespace deltafin::cuda

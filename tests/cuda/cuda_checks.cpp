@@ -10,6 +10,7 @@
 #include "cpu/gemm.h"
 #include "cuda/cuda_kernels.h"
 #include "cuda_reference.h"
+#include "previous_rmsnorm.h"
 
 namespace deltafin::cuda::check {
 namespace {
@@ -281,6 +282,43 @@ std::vector<Result> rmsnorm(uint64_t seed) {
       if (!bits_equal(y.data() + p * n, alone[p].data(), static_cast<size_t>(n))) ++bad;
   }
   out.push_back(invariance_result("rmsnorm batch invariance (T=2,4,8)", bad, checked));
+
+  // Every width class of the launch (register rows of 8 and 32 per thread, the strided loop past
+  // 8192) against the kernel as it was, and each row alone against the same row in the 8-row pass.
+  int differ = 0, variant = 0, rows = 0;
+  std::string where;
+  for (const int64_t w : {int64_t(100), int64_t(512), int64_t(1536), int64_t(2048), int64_t(2049), int64_t(7168),
+                          int64_t(8192), int64_t(9000)}) {
+    const int64_t ld = w + 3;  // rows apart, as in the engine's strided activations
+    const auto xw = randn(rng, static_cast<size_t>(T * ld), 2.f);
+    const auto wbw = rand_bf16(rng, static_cast<size_t>(w), 1.f);
+    std::vector<float> wfw(w);
+    for (int64_t i = 0; i < w; ++i) wfw[i] = bf16_to_float(wbw[i]);
+    DeviceBuffer ex = to_device(xw), ewb = to_device(wbw), ewf = to_device(wfw), enew(static_cast<size_t>(T * ld) * 4),
+                 eold(static_cast<size_t>(T * ld) * 4), eone(static_cast<size_t>(ld) * 4);
+    for (const bool bf : {true, false}) {
+      const void* wt = bf ? ewb.data() : ewf.data();
+      const WeightType type = bf ? WeightType::BF16 : WeightType::F32;
+      enew.fill_byte(0);
+      eold.fill_byte(0);
+      deltafin::cuda::rmsnorm(ex.as<float>(), ld, wt, type, w, T, eps, enew.as<float>(), ld);
+      previous::rmsnorm(ex.as<float>(), ld, wt, type, w, T, eps, eold.as<float>(), ld);
+      const auto yn = from_device<float>(enew, static_cast<size_t>(T * ld)), yo = from_device<float>(eold, static_cast<size_t>(T * ld));
+      for (int t = 0; t < T; ++t, ++rows) {
+        if (!bits_equal(yn.data() + t * ld, yo.data() + t * ld, static_cast<size_t>(w))) {
+          ++differ;
+          where = "n=" + std::to_string(w) + (bf ? " bf16" : " f32");
+        }
+        deltafin::cuda::rmsnorm(ex.as<float>() + t * ld, ld, wt, type, w, 1, eps, eone.as<float>(), ld);
+        const auto y1 = from_device<float>(eone, static_cast<size_t>(w));
+        if (!bits_equal(y1.data(), yn.data() + t * ld, static_cast<size_t>(w))) ++variant;
+      }
+    }
+  }
+  out.push_back({"rmsnorm == previous kernel, bit for bit (n=100..9000, bf16/f32, T=8)", differ == 0 && rows > 0,
+                 std::to_string(rows) + " rows compared, " + std::to_string(differ) + " differ" +
+                     (where.empty() ? "" : " (last at " + where + ")")});
+  out.push_back(invariance_result("rmsnorm batch invariance, every width class (row alone == row of T=8)", variant, rows));
   return out;
 }
 

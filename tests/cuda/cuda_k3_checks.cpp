@@ -393,6 +393,8 @@ std::vector<Result> k3_kernels(uint64_t seed) {
     const double r = rel(go.data(), ref.data(), ref.size());
     out.push_back({"AttnRes mix vs CPU", r <= 1e-5, "rel_l2 " + fmt(r) + " (<= 1e-5)"});
   }
+  const auto rewritten = k3_rewritten_kernels(seed);
+  out.insert(out.end(), rewritten.begin(), rewritten.end());
   return out;
 }
 

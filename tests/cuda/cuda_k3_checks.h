@@ -15,6 +15,10 @@ std::vector<Result> k3_goldens(const std::string& fixture_dir);
 // Row alone == the same row inside a T-row pass (bitwise); commit(n) and rollback == never staged.
 std::vector<Result> k3_transactions(const std::string& model_dir, uint64_t seed);
 // The new kernels against the CPU reference on random inputs: KDA recurrence, router, AttnRes.
+// Includes k3_rewritten_kernels.
 std::vector<Result> k3_kernels(uint64_t seed);
+// The router and MLA absorb/value kernels against the CPU and against their previous versions, bit
+// for bit, and their batch invariance.
+std::vector<Result> k3_rewritten_kernels(uint64_t seed);
 
 }  // namespace deltafin::cuda::check
