@@ -37,6 +37,7 @@ struct VramTierStats {
   uint64_t slot_bytes = 0;
   bool all_resident = false;  // every expert of the model in VRAM: no lookup ever copies
   uint64_t requests = 0, hits = 0, misses = 0, bytes_h2d = 0;
+  double fill_seconds = 0;  // host wall time spent supplying misses (host tier, staging, copies)
 };
 
 // Transactions over positions: stage() runs T new tokens at n_past()..n_past()+T-1 without
