@@ -16,7 +16,10 @@
 // lanes meet in a fixed butterfly, and each assignment's sums are independent of which or how many
 // other assignments share the expert. So row t's result is bit-identical alone or in any batch.
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <cuda_fp16.h>
@@ -443,10 +446,12 @@ __device__ __forceinline__ X16 x_from_smem(const float4* xs, int k, int lane) {
 // Streams R rows (row r at packed rw[r], scales rs[r]; pointers already offset for this lane)
 // through NK chunks, adding into acc. `next_w/next_s` are the following pass's rows, prefetched
 // during the last chunk; `cur` holds chunk 0 of this pass on entry and chunk 0 of the next on exit.
-template <int R, int NK>
+// NV > 1: the first nv of NV vectors (staged xstride float4 apart) against the same weights, each
+// summed exactly as alone (the weights are read once for all of them).
+template <int R, int NK, int NV>
 __device__ __forceinline__ void rows_pass(const uint2* const (&rw)[R], const uint8_t* const (&rs)[R],
                                           const uint2* const (&nw)[R], const uint8_t* const (&ns)[R], Step<R>& cur,
-                                          const float4* xs, int lane, float (&acc)[R]) {
+                                          const float4* xs, int xstride, int nv, int lane, float (&acc)[NV][R]) {
 #pragma unroll
   for (int k = 0; k < NK; ++k) {
     Step<R> nxt;
@@ -460,9 +465,13 @@ __device__ __forceinline__ void rows_pass(const uint2* const (&rw)[R], const uin
         nxt.s[r] = __ldg(ns[r]);
       }
     }
-    const X16 x = x_from_smem(xs, k, lane);
 #pragma unroll
-    for (int r = 0; r < R; ++r) acc[r] = chunk_acc(cur.w[r], cur.s[r], x, acc[r]);
+    for (int v = 0; v < NV; ++v) {
+      if (v > 0 && v >= nv) break;
+      const X16 x = x_from_smem(xs + v * xstride, k, lane);
+#pragma unroll
+      for (int r = 0; r < R; ++r) acc[v][r] = chunk_acc(cur.w[r], cur.s[r], x, acc[v][r]);
+    }
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       cur.w[r] = nxt.w[r];
@@ -471,7 +480,7 @@ __device__ __forceinline__ void rows_pass(const uint2* const (&rw)[R], const uin
   }
 }
 
-template <int RO, int NK>
+template <int RO, int NK, int NV>
 __device__ __forceinline__ void task_gate_up_exact(const Params& P, int g, int tile, float4* xs) {
   constexpr int R = 2 * RO;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -483,10 +492,12 @@ __device__ __forceinline__ void task_gate_up_exact(const Params& P, int g, int t
   const uint8_t* us = static_cast<const uint8_t*>(e.up_scale) + lane / 2;
   const int first = tile * P.tile_a + warp * RO, stride = kWarps * RO;
   const int o_end = min(P.inter, (tile + 1) * P.tile_a);
-  for (int ai = P.grp_begin[g]; ai < P.grp_begin[g + 1]; ++ai) {
-    const int a = P.assign_list[ai];
-    __syncthreads();  // the previous assignment's readers are done with xs
-    stage_x<false>(xs, P.z + static_cast<int64_t>(a / P.K) * P.latent, P.latent);
+  const int xstride = P.latent / 4;
+  for (int ab = P.grp_begin[g]; ab < P.grp_begin[g + 1]; ab += NV) {
+    const int nv = min(NV, P.grp_begin[g + 1] - ab);
+    __syncthreads();  // the previous assignments' readers are done with xs
+    for (int v = 0; v < nv; ++v)
+      stage_x<false>(xs + v * xstride, P.z + static_cast<int64_t>(P.assign_list[ab + v] / P.K) * P.latent, P.latent);
     __syncthreads();
     if (first >= o_end) continue;
     auto row_ptrs = [&](int o0, const uint2* (&w)[R], const uint8_t* (&sc)[R]) {
@@ -513,15 +524,22 @@ __device__ __forceinline__ void task_gate_up_exact(const Params& P, int g, int t
       const uint2* nw[R];
       const uint8_t* ns[R];
       row_ptrs(o0 + stride < o_end ? o0 + stride : o0, nw, ns);
-      float acc[R];
+      float acc[NV][R];
 #pragma unroll
-      for (int r = 0; r < R; ++r) acc[r] = 0.f;
-      rows_pass<R, NK>(rw, rs, nw, ns, cur, xs, lane, acc);
+      for (int v = 0; v < NV; ++v)
 #pragma unroll
-      for (int r = 0; r < RO; ++r) {
-        const float gsum = warp_sum(acc[r]);
-        const float usum = warp_sum(acc[RO + r]);
-        if (lane == 0 && o0 + r < o_end) P.h[static_cast<int64_t>(a) * P.inter + o0 + r] = situ_act(gsum, usum);
+        for (int r = 0; r < R; ++r) acc[v][r] = 0.f;
+      rows_pass<R, NK, NV>(rw, rs, nw, ns, cur, xs, xstride, nv, lane, acc);
+#pragma unroll
+      for (int v = 0; v < NV; ++v) {
+        if (v > 0 && v >= nv) break;
+        const int a = P.assign_list[ab + v];
+#pragma unroll
+        for (int r = 0; r < RO; ++r) {
+          const float gsum = warp_sum(acc[v][r]);
+          const float usum = warp_sum(acc[v][RO + r]);
+          if (lane == 0 && o0 + r < o_end) P.h[static_cast<int64_t>(a) * P.inter + o0 + r] = situ_act(gsum, usum);
+        }
       }
 #pragma unroll
       for (int r = 0; r < R; ++r) {
@@ -532,7 +550,7 @@ __device__ __forceinline__ void task_gate_up_exact(const Params& P, int g, int t
   }
 }
 
-template <int RB, int NK>
+template <int RB, int NK, int NV>
 __device__ __forceinline__ void task_down_exact(const Params& P, int g, int tile, float4* xs) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const MxExpert e = P.experts[g];
@@ -541,10 +559,12 @@ __device__ __forceinline__ void task_down_exact(const Params& P, int g, int tile
   const uint8_t* ds = static_cast<const uint8_t*>(e.down_scale) + lane / 2;
   const int first = tile * P.tile_b + warp * RB, stride = kWarps * RB;
   const int o_end = min(P.latent, (tile + 1) * P.tile_b);
-  for (int ai = P.grp_begin[g]; ai < P.grp_begin[g + 1]; ++ai) {
-    const int a = P.assign_list[ai];
+  const int xstride = P.inter / 4;
+  for (int ab = P.grp_begin[g]; ab < P.grp_begin[g + 1]; ab += NV) {
+    const int nv = min(NV, P.grp_begin[g + 1] - ab);
     __syncthreads();
-    stage_x<true>(xs, P.h + static_cast<int64_t>(a) * P.inter, P.inter);  // written by this launch: L2 only
+    for (int v = 0; v < nv; ++v)  // written by this launch: L2 only
+      stage_x<true>(xs + v * xstride, P.h + static_cast<int64_t>(P.assign_list[ab + v]) * P.inter, P.inter);
     __syncthreads();
     if (first >= o_end) continue;
     auto row_ptrs = [&](int o0, const uint2* (&w)[RB], const uint8_t* (&sc)[RB]) {
@@ -569,14 +589,21 @@ __device__ __forceinline__ void task_down_exact(const Params& P, int g, int tile
       const uint2* nw[RB];
       const uint8_t* ns[RB];
       row_ptrs(o0 + stride < o_end ? o0 + stride : o0, nw, ns);
-      float acc[RB];
+      float acc[NV][RB];
 #pragma unroll
-      for (int r = 0; r < RB; ++r) acc[r] = 0.f;
-      rows_pass<RB, NK>(rw, rs, nw, ns, cur, xs, lane, acc);
+      for (int v = 0; v < NV; ++v)
 #pragma unroll
-      for (int r = 0; r < RB; ++r) {
-        const float sum = warp_sum(acc[r]);
-        if (lane == 0 && o0 + r < o_end) P.d[static_cast<int64_t>(a) * P.latent + o0 + r] = sum;
+        for (int r = 0; r < RB; ++r) acc[v][r] = 0.f;
+      rows_pass<RB, NK, NV>(rw, rs, nw, ns, cur, xs, xstride, nv, lane, acc);
+#pragma unroll
+      for (int v = 0; v < NV; ++v) {
+        if (v > 0 && v >= nv) break;
+        const int a = P.assign_list[ab + v];
+#pragma unroll
+        for (int r = 0; r < RB; ++r) {
+          const float sum = warp_sum(acc[v][r]);
+          if (lane == 0 && o0 + r < o_end) P.d[static_cast<int64_t>(a) * P.latent + o0 + r] = sum;
+        }
       }
 #pragma unroll
       for (int r = 0; r < RB; ++r) {
@@ -641,7 +668,8 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
   }
 }
 
-// Mode 0: plain, 1: streamed (any shape), 2: exact (chunks per lane NK1 / NK2).
+// Mode 0: plain, 1: streamed (any shape), 2: exact (chunks per lane NK1 / NK2; NA activation
+// vectors per pass over the weights, each summed as alone).
 template <int RO, int RB, int NA, int U, int kMinBlocks, int kMode, int NK1 = 0, int NK2 = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const Params P) {
   pdl_enter();
@@ -649,12 +677,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const 
   run_tickets(
       P,
       [&](unsigned, int g, int tile) {
-        if constexpr (kMode == 2) task_gate_up_exact<RO, NK1>(P, g, tile, xs);
+        if constexpr (kMode == 2) task_gate_up_exact<RO, NK1, NA>(P, g, tile, xs);
         else if constexpr (kMode == 1) task_gate_up_streamed<RO>(P, g, tile);
         else task_gate_up<RO, NA, U>(P, g, tile);
       },
       [&](unsigned, int g, int tile) {
-        if constexpr (kMode == 2) task_down_exact<RB, NK2>(P, g, tile, xs);
+        if constexpr (kMode == 2) task_down_exact<RB, NK2, NA>(P, g, tile, xs);
         else if constexpr (kMode == 1) task_down_streamed<RB>(P, g, tile);
         else task_down<RB, NA, U>(P, g, tile);
       });
@@ -682,6 +710,9 @@ struct Variant {
   int ws = 0;            // warp-specialised version (mxfp4_experts_ws.cuh): ring stages per block; imma = vectors per pass
   int rs = 0, nq = 0, nr = 0;  // warp-specialised versions: row sets per task, column splits, row sets per warp (ws::Shape)
   int wide = 0;  // > 0: replaces the default for passes of at least this many rows, if it shares its order
+  int nv = 1;    // exact FFMA versions: activation vectors per pass over the weights
+  int shared = 0;  // > 0: replaces the default when experts are shared by at least shared/100 rows each
+                   // on average (and it shares the default's order)
 };
 // Measured on an H200 (docs/PERFORMANCE.md has the runs), % of device-to-device copy bandwidth at
 // T=1 / T=8: v11 50.5-50.8 / 61.1-62.2, v9 50.5-53.3 / 50.1-60.3, v12 40-43 / 59-63, v6 36-39 / 42-45,
@@ -713,7 +744,15 @@ struct Variant {
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6, 0, 0, 0, 0, 0, 0,
-     0, 0, 4},
+     0, 0, 2},
+    {"v60 k3-exact RO=2 RB=4 tiles 64/64 2 vectors per pass", expert_mlp_kernel<2, 4, 2, 1, 2, 2, 7, 6>, 64, 64, 7, 6, 0, 0,
+     0, 0, 0, 0, 0, 0, 0, 2},
+    {"v61 k3-exact RO=1 RB=2 tiles 64/64 4 vectors per pass", expert_mlp_kernel<1, 2, 4, 1, 2, 2, 7, 6>, 64, 64, 7, 6, 0, 0,
+     0, 0, 0, 0, 0, 0, 0, 4},
+    {"v62 k3-exact RO=1 RB=2 tiles 64/64 2 vectors per pass 3 blocks/SM", expert_mlp_kernel<1, 2, 2, 1, 3, 2, 7, 6>, 64, 64,
+     7, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 125},
+    {"v63 k3-exact RO=1 RB=2 tiles 64/64 2 vectors per pass", expert_mlp_kernel<1, 2, 2, 1, 2, 2, 7, 6>, 64, 64, 7, 6, 0, 0,
+     0, 0, 0, 0, 0, 0, 0, 2},
     {"v39 imma ring 4 stages tiles 64/128", expert_mlp_imma_kernel<1, 2, 3, 4>, imma::kTileA, 128, 0, 0, 2, 0, 1, 4},
     {"v38 imma tiles 64/128 3 blocks/SM", expert_mlp_imma_kernel<1, 2, 3>, imma::kTileA, 128, 0, 0, 2, 0, 1},
     {"v41 imma 2 vectors per pass tiles 64/128", expert_mlp_imma_kernel<2, 2, 2>, imma::kTileA, 128, 0, 0, 2, 0, 2},
@@ -727,13 +766,13 @@ const Variant kVariants[] = {
     {"v2 RO=4 RB=8 tiles 32/32", expert_mlp_kernel<4, 8, 1, 1, 2, 0>, 32, 32},
 };
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
-static_assert(kNumVariants <= 16, "ExpertMlp::Impl::blocks_per_sm holds 16 versions");
+static_assert(kNumVariants <= 32, "ExpertMlp::Impl::blocks_per_sm holds 32 versions");
 
 size_t smem_bytes(const Variant& v, int latent, int inter) {
   if (v.mma) return mma16::smem_bytes(latent, inter, v.mma == 2);
   if (v.ws) return ws::smem_bytes(latent, inter, v.imma, v.ws, v.rs, v.nq);
   if (v.imma) return imma::smem_bytes(latent, inter, v.imma, v.ring);
-  return v.nk1 ? static_cast<size_t>(std::max(latent, inter)) * sizeof(float) : 0;
+  return v.nk1 ? static_cast<size_t>(v.nv) * std::max(latent, inter) * sizeof(float) : 0;
 }
 
 // What the device offers: the tensor-core versions need Hopper (sm_90: bulk copies, mbarrier
@@ -756,13 +795,20 @@ bool fits(const Variant& v, int latent, int inter, const DeviceLimits& dl) {
 
 struct ExpertMlp::Impl {
   int variant = 0;
-  // Unless a version was selected by name, passes of kVariants[wide].wide rows or more run `wide`:
-  // a version with the default's reduction order (so the same bits: batch invariance holds across
-  // the switch) that streams faster with many experts per call.
+  // Unless a version was selected by name, a call may run another version with the default's
+  // reduction order (so the same bits: batch invariance holds across the switch): `shared` when
+  // the experts are shared by several rows each (it reads an expert's weights once for two rows),
+  // else `wide` for passes of kVariants[wide].wide rows or more (more blocks per SM, faster when
+  // many experts stream).
   bool selected = false;
-  int wide = -1;
-  int pick(int T) const { return !selected && wide >= 0 && T >= kVariants[wide].wide ? wide : variant; }
-  int blocks_per_sm[16] = {};  // per version, from the occupancy calculator
+  int wide = -1, shared = -1;
+  int pick(int T, double rows_per_expert) const {
+    if (selected) return variant;
+    if (shared >= 0 && rows_per_expert * 100 >= kVariants[shared].shared) return shared;
+    if (wide >= 0 && T >= kVariants[wide].wide) return wide;
+    return variant;
+  }
+  int blocks_per_sm[32] = {};  // per version, from the occupancy calculator
   int sms = 0;
   DeviceLimits limits;
   int max_assign = 0;
@@ -834,10 +880,24 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows)
     impl_->variant = -1;
     for (int v = 0; v < kNumVariants && impl_->variant < 0; ++v)
       if (fits(kVariants[v], latent, inter, impl_->limits)) impl_->variant = v;
-    for (int v = 0; v < kNumVariants && impl_->wide < 0 && impl_->variant >= 0; ++v)
-      if (kVariants[v].wide > 0 && kVariants[v].order == kVariants[impl_->variant].order &&
-          fits(kVariants[v], latent, inter, impl_->limits))
-        impl_->wide = v;
+    for (int v = 0; v < kNumVariants && impl_->variant >= 0; ++v) {
+      if (kVariants[v].order != kVariants[impl_->variant].order || !fits(kVariants[v], latent, inter, impl_->limits)) continue;
+      if (kVariants[v].wide > 0 && impl_->wide < 0) impl_->wide = v;
+      if (kVariants[v].shared > 0 && impl_->shared < 0) impl_->shared = v;
+    }
+    // DELTAFIN_CUDA_EXPERT_VERSION=vNN (measurements): that version, as if selected by name.
+    if (const char* e = std::getenv("DELTAFIN_CUDA_EXPERT_VERSION"); e && *e) {
+      const std::string want = std::string(e) + " ";
+      bool found = false;
+      for (int v = 0; v < kNumVariants && !found; ++v)
+        if (std::string(kVariants[v].name).rfind(want, 0) == 0 && fits(kVariants[v], latent, inter, impl_->limits)) {
+          impl_->variant = v;
+          impl_->selected = found = true;
+        }
+      if (!found)
+        throw CudaError("DELTAFIN_CUDA_EXPERT_VERSION=" + std::string(e) +
+                        ": no expert kernel version of that number fits these shapes on this device (unset it for the default)");
+    }
     const int64_t A = static_cast<int64_t>(max_rows) * top_k;
     impl_->max_assign = static_cast<int>(A);
     impl_->h = DeviceBuffer(static_cast<size_t>(A) * inter * sizeof(float));
@@ -917,7 +977,7 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
       throw CudaError("ExpertMlp::run: every expert needs six device pointers, packed weights 8-byte aligned");
   // The tensor-core version copies rows in 16-byte units; with other alignments the call takes the
   // first FFMA version that fits (its bits differ, see Variant::order).
-  int vi = impl_->pick(T);
+  int vi = impl_->pick(T, static_cast<double>(nA_assign) / nG);
   if (kVariants[vi].mma || kVariants[vi].imma) {
     bool aligned = true;
     for (const MxExpert& e : experts)
@@ -988,7 +1048,10 @@ void ExpertMlp::run_routed(const MxExpert* dev_table, int n_experts, const int32
   // The distinct experts are known only on the device: plan for the most there can be. At T = 1
   // that is exactly top_k (a row's experts are distinct), so nothing is wasted there.
   const int nG = std::min(n_experts, A);
-  const int vi = impl_->pick(T);
+  // The distinct experts are known only on the device; expect what a uniformly random router
+  // would give (E (1 - (1 - k/E)^T)): routers whose neighbouring rows agree share more.
+  const double expected_distinct = n_experts * (1.0 - std::pow(1.0 - static_cast<double>(top_k_) / n_experts, T));
+  const int vi = impl_->pick(T, A / std::max(1.0, expected_distinct));
   const Variant& v = kVariants[vi];
   const Impl::Layout L = Impl::layout(nG, A);
   if (L.end > impl_->staging_bytes) throw CudaError("ExpertMlp::run_routed: internal table overflow");
