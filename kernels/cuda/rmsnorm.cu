@@ -12,6 +12,18 @@ __device__ __forceinline__ float weight_at(const void* w, int64_t i, bool bf16) 
   return static_cast<const float*>(w)[i];
 }
 
+// 1 / sqrt(mean + eps) from each thread's sum of squares: warp butterflies, then the warp totals in
+// warp order (the same tree for every row and T).
+__device__ __forceinline__ float inv_rms(float ss, int64_t n, float eps, float* warp_tot) {
+  ss = warp_sum(ss);
+  if ((threadIdx.x & 31) == 0) warp_tot[threadIdx.x >> 5] = ss;
+  __syncthreads();
+  float tot = 0.f;
+#pragma unroll
+  for (int k = 0; k < kThreads / 32; ++k) tot += warp_tot[k];
+  return 1.0f / sqrtf(tot / static_cast<float>(n) + eps);
+}
+
 template <bool kBf16>
 __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(const float* __restrict__ x, int64_t ldx, const void* __restrict__ w,
                                                            int64_t n, float eps, float* __restrict__ y, int64_t ldy) {
@@ -20,13 +32,7 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(const float* __restri
   const float* xr = x + blockIdx.x * ldx;
   float ss = 0.f;
   for (int64_t i = threadIdx.x; i < n; i += kThreads) ss = __fmaf_rn(xr[i], xr[i], ss);
-  ss = warp_sum(ss);
-  if ((threadIdx.x & 31) == 0) warp_tot[threadIdx.x >> 5] = ss;
-  __syncthreads();
-  float tot = 0.f;
-#pragma unroll
-  for (int k = 0; k < kThreads / 32; ++k) tot += warp_tot[k];
-  const float inv = 1.0f / sqrtf(tot / static_cast<float>(n) + eps);
+  const float inv = inv_rms(ss, n, eps, warp_tot);
   float* yr = y + blockIdx.x * ldy;
   for (int64_t i = threadIdx.x; i < n; i += kThreads) yr[i] = (xr[i] * inv) * weight_at(w, i, kBf16);
 }
@@ -51,13 +57,7 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_regs_kernel(const float* __r
 #pragma unroll
   for (int c = 0; c < kPer; ++c)
     if (threadIdx.x + int64_t(c) * kThreads < n) ss = __fmaf_rn(xv[c], xv[c], ss);
-  ss = warp_sum(ss);
-  if ((threadIdx.x & 31) == 0) warp_tot[threadIdx.x >> 5] = ss;
-  __syncthreads();
-  float tot = 0.f;
-#pragma unroll
-  for (int k = 0; k < kThreads / 32; ++k) tot += warp_tot[k];
-  const float inv = 1.0f / sqrtf(tot / static_cast<float>(n) + eps);
+  const float inv = inv_rms(ss, n, eps, warp_tot);
   float* yr = y + blockIdx.x * ldy;
 #pragma unroll
   for (int c = 0; c < kPer; ++c) {

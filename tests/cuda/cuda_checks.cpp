@@ -31,18 +31,6 @@ std::vector<float> randn(std::mt19937_64& rng, size_t n, float sd = 1.f) {
   return v;
 }
 
-std::vector<uint16_t> rand_bf16(std::mt19937_64& rng, size_t n, float sd) {
-  std::normal_distribution<float> d(0.f, sd);
-  std::vector<uint16_t> v(n);
-  for (auto& b : v) {
-    const float f = d(rng);
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    b = static_cast<uint16_t>(bits >> 16);  // truncation: any bf16 value is a valid weight
-  }
-  return v;
-}
-
 float bf16_to_float(uint16_t b) {
   const uint32_t bits = static_cast<uint32_t>(b) << 16;
   float f;
@@ -644,6 +632,18 @@ std::vector<Result> expert_mlp(uint64_t seed, bool k3_shapes) {
   check_experts(out, rng, 6, 32, 64, 4, true);  // k3-tiny's fixture shapes (latent 32, intermediate 64, top-4)
   if (k3_shapes) check_experts(out, rng, 24, 3584, 3072, 16, true);
   return out;
+}
+
+std::vector<uint16_t> rand_bf16(std::mt19937_64& rng, size_t n, float sd) {
+  std::normal_distribution<float> d(0.f, sd);
+  std::vector<uint16_t> v(n);
+  for (auto& b : v) {
+    const float f = d(rng);
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    b = static_cast<uint16_t>(bits >> 16);  // truncation: any bf16 value is a valid weight
+  }
+  return v;
 }
 
 }  // namespace deltafin::cuda::check

@@ -3,6 +3,7 @@
 // batch-invariance checks (row p alone vs inside T = 2, 4, 8 passes). No Qt here: the Qt test and
 // the standalone deltafin-cuda-check (for GPU machines without Qt) both run these.
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,9 @@ struct Result {
   bool ok = false;
   std::string detail;  // measured errors and bounds, or what differed
 };
+
+// n random BF16 values (normal, standard deviation sd) as bit patterns.
+std::vector<uint16_t> rand_bf16(std::mt19937_64& rng, size_t n, float sd);
 
 std::vector<Result> bf16_gemm(uint64_t seed);
 std::vector<Result> rmsnorm(uint64_t seed);

@@ -35,18 +35,6 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
 }
 
-std::vector<uint16_t> bf16_bits(std::mt19937_64& rng, size_t n, float sd) {
-  std::normal_distribution<float> d(0.f, sd);
-  std::vector<uint16_t> v(n);
-  for (auto& b : v) {
-    const float f = d(rng);
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    b = static_cast<uint16_t>(bits >> 16);
-  }
-  return v;
-}
-
 struct RouterCase {
   int T, E, k;
   bool bias, renorm;
@@ -217,7 +205,7 @@ void mla_checks(std::mt19937_64& rng, const OwnedStream& st, std::vector<Result>
         const size_t welems = size_t(sh.nh) * (sh.N + sh.Vd) * sh.R + 1;
         std::vector<float> wf(welems);
         std::vector<uint16_t> wb;
-        if (bf16) wb = bf16_bits(rng, welems, 0.05f);
+        if (bf16) wb = rand_bf16(rng, welems, 0.05f);
         else
           for (auto& x : wf) x = 0.05f * nd(rng);
         DeviceBuffer dw = bf16 ? upload(wb) : upload(wf);
