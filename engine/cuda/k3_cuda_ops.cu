@@ -291,48 +291,59 @@ __global__ void kda_gates_kernel(const float* fb, const float* dt_bias, const fl
   }
 }
 
-// One block per head, one thread per value column j; the head's state lives in shared memory for
-// all T steps. Per column the arithmetic is runtime/kda_core.cpp's step_head, summed in key order.
-__global__ void kda_step_kernel(float* S, int heads, int dk, int dv, int T, const float* __restrict__ q,
-                                const float* __restrict__ k, const float* __restrict__ v,
-                                const float* __restrict__ log_alpha, const float* __restrict__ beta, float* o) {
+// One thread per value column j, in blocks of kStepCols columns of one head (every column's
+// recurrence is its own: the state's column j, the head's keys, queries and decays); the block's
+// columns of the state live in shared memory for all T steps. Per column the arithmetic is
+// runtime/kda_core.cpp's step_head, summed in key order. Many small blocks rather than one per
+// head: reading the state in and out is most of the work at small T, and this spreads it over
+// every SM with all of a thread's loads in flight at once.
+constexpr int kStepCols = 32;
+__global__ void __launch_bounds__(kStepCols) kda_step_kernel(float* S, int heads, int dk, int dv, int T,
+                                                           const float* __restrict__ q, const float* __restrict__ k,
+                                                           const float* __restrict__ v,
+                                                           const float* __restrict__ log_alpha,
+                                                           const float* __restrict__ beta, float* o) {
   pdl_enter();
   extern __shared__ float smem[];
-  float* Ss = smem;                    // [dk][dv]
-  float* ea = Ss + int64_t(dk) * dv;   // [dk]
-  float* ks = ea + dk;                 // [dk]
-  float* qs = ks + dk;                 // [dk]
-  const int h = blockIdx.x, j = threadIdx.x;
-  float* Sg = S + int64_t(h) * dk * dv;
-  for (int64_t i = j; i < int64_t(dk) * dv; i += blockDim.x) Ss[i] = Sg[i];
+  float* Ss = smem;                         // [dk][kStepCols]
+  float* ea = Ss + int64_t(dk) * kStepCols;  // [dk]
+  float* ks = ea + dk;                       // [dk]
+  float* qs = ks + dk;                       // [dk]
+  const int h = blockIdx.x, c = threadIdx.x, j = blockIdx.y * kStepCols + c;
+  const bool live = j < dv;
+  float* Sg = S + int64_t(h) * dk * dv + j;  // column j, row stride dv
+#pragma unroll 32
+  for (int i = 0; i < dk; ++i) Ss[i * kStepCols + c] = live ? Sg[int64_t(i) * dv] : 0.f;
   const int64_t qk = int64_t(heads) * dk, vw = int64_t(heads) * dv;
   for (int t = 0; t < T; ++t) {
     __syncthreads();
-    for (int i = j; i < dk; i += blockDim.x) {
+    for (int i = c; i < dk; i += kStepCols) {
       ea[i] = expf(log_alpha[t * qk + int64_t(h) * dk + i]);
       ks[i] = k[t * qk + int64_t(h) * dk + i];
       qs[i] = q[t * qk + int64_t(h) * dk + i];
     }
     __syncthreads();
-    if (j < dv) {
+    if (live) {
       float kS = 0.f;
       for (int i = 0; i < dk; ++i) {
-        const float sv = Ss[i * dv + j] * ea[i];
-        Ss[i * dv + j] = sv;
+        const float sv = Ss[i * kStepCols + c] * ea[i];
+        Ss[i * kStepCols + c] = sv;
         kS = __fmaf_rn(ks[i], sv, kS);
       }
       const float u = beta[t * heads + h] * (v[t * vw + int64_t(h) * dv + j] - kS);
       float acc = 0.f;
       for (int i = 0; i < dk; ++i) {
-        const float sv = __fmaf_rn(ks[i], u, Ss[i * dv + j]);
-        Ss[i * dv + j] = sv;
+        const float sv = __fmaf_rn(ks[i], u, Ss[i * kStepCols + c]);
+        Ss[i * kStepCols + c] = sv;
         acc = __fmaf_rn(qs[i], sv, acc);
       }
       o[t * vw + int64_t(h) * dv + j] = acc;
     }
   }
-  __syncthreads();
-  for (int64_t i = j; i < int64_t(dk) * dv; i += blockDim.x) Sg[i] = Ss[i];
+  if (live) {
+#pragma unroll 16
+    for (int i = 0; i < dk; ++i) Sg[int64_t(i) * dv] = Ss[i * kStepCols + c];
+  }
 }
 
 constexpr int kHeadThreads = 128;
@@ -775,15 +786,14 @@ void kda_gates(const float* fb, const float* dt_bias, const float* a_log, const 
 void kda_recurrent(float* S, int heads, int dk, int dv, int T, const float* q, const float* k, const float* v,
                    const float* log_alpha, const float* beta, float* o, Stream s) {
   if (T <= 0) return;
-  const size_t smem = (size_t(dk) * dv + 3 * size_t(dk)) * sizeof(float);
+  const size_t smem = (size_t(dk) * kStepCols + 3 * size_t(dk)) * sizeof(float);
   static size_t opted = 48 * 1024;
   if (smem > opted) {
     DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(kda_step_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     opted = smem;
   }
-  const int threads = std::max(32, (dv + 31) / 32 * 32);
-  if (threads > 1024) throw CudaError("kda_recurrent: value head width above 1024");
-  DELTAFIN_CUDA_CHECK(launch(kda_step_kernel, heads, threads, smem, as_stream(s), S, heads, dk, dv, T, q, k, v, log_alpha, beta, o));
+  const dim3 grid(static_cast<unsigned>(heads), static_cast<unsigned>((dv + kStepCols - 1) / kStepCols));
+  DELTAFIN_CUDA_CHECK(launch(kda_step_kernel, grid, kStepCols, smem, as_stream(s), S, heads, dk, dv, T, q, k, v, log_alpha, beta, o));
 }
 
 void kda_out_norm_gate(float* o, const float* gate, const float* w, int T, int heads, int d, float eps, Stream s) {
