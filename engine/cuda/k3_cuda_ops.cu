@@ -11,11 +11,6 @@ namespace {
 
 __device__ __forceinline__ float sigm(float x) { return 1.f / (1.f + expf(-x)); }
 
-__device__ __forceinline__ float load_w(const void* w, bool bf16, int64_t i) {
-  if (bf16) return __uint_as_float(static_cast<uint32_t>(static_cast<const uint16_t*>(w)[i]) << 16);
-  return static_cast<const float*>(w)[i];
-}
-
 // Sum over a block of NT threads: warp butterflies, then warp totals in warp order (the same
 // tree for every call). `sh` holds NT/32 floats; every thread gets the total.
 template <int NT>
@@ -149,7 +144,7 @@ __global__ void gather_kernel(const void* table, bool bf16, int64_t cols, const 
   const int t = blockIdx.y;
   const int64_t row = ids[t];
   for (int64_t j = blockIdx.x * blockDim.x + threadIdx.x; j < cols; j += int64_t(gridDim.x) * blockDim.x)
-    y[t * cols + j] = load_w(table, bf16, row * cols + j);
+    y[t * cols + j] = load_weight(table, bf16, row * cols + j);
 }
 
 // AttnRes in two launches: one block per (entry, row) scores the entries, then blocks of columns

@@ -30,6 +30,12 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// Element i of a weight vector stored as BF16 (bf16 true) or fp32.
+__device__ __forceinline__ float load_weight(const void* w, bool bf16, int64_t i) {
+  if (bf16) return __uint_as_float(static_cast<uint32_t>(static_cast<const uint16_t*>(w)[i]) << 16);
+  return static_cast<const float*>(w)[i];
+}
+
 __device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
 

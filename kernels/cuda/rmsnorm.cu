@@ -7,11 +7,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ float weight_at(const void* w, int64_t i, bool bf16) {
-  if (bf16) return __uint_as_float(static_cast<uint32_t>(static_cast<const uint16_t*>(w)[i]) << 16);
-  return static_cast<const float*>(w)[i];
-}
-
 // 1 / sqrt(mean + eps) from each thread's sum of squares: warp butterflies, then the warp totals in
 // warp order (the same tree for every row and T).
 __device__ __forceinline__ float inv_rms(float ss, int64_t n, float eps, float* warp_tot) {
@@ -34,7 +29,7 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(const float* __restri
   for (int64_t i = threadIdx.x; i < n; i += kThreads) ss = __fmaf_rn(xr[i], xr[i], ss);
   const float inv = inv_rms(ss, n, eps, warp_tot);
   float* yr = y + blockIdx.x * ldy;
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) yr[i] = (xr[i] * inv) * weight_at(w, i, kBf16);
+  for (int64_t i = threadIdx.x; i < n; i += kThreads) yr[i] = (xr[i] * inv) * load_weight(w, kBf16, i);
 }
 
 // The same arithmetic for rows of at most kThreads * kPer: a thread loads all its elements and
@@ -51,7 +46,7 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_regs_kernel(const float* __r
   for (int c = 0; c < kPer; ++c) {
     const int64_t i = threadIdx.x + int64_t(c) * kThreads;
     xv[c] = i < n ? xr[i] : 0.f;
-    wv[c] = i < n ? weight_at(w, i, kBf16) : 0.f;
+    wv[c] = i < n ? load_weight(w, kBf16, i) : 0.f;
   }
   float ss = 0.f;
 #pragma unroll
