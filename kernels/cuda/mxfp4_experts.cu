@@ -93,6 +93,19 @@ struct X16 {
   float4 a, b, c, d;
 };
 
+// dot8's decode alone: the 8 column values of one word (times 2^-14) in column order, so that
+// several vectors can use one decode (the fp16 -> fp32 conversions are a fifth of v9's work).
+__device__ __forceinline__ void decode8(uint32_t w, float* f) {
+  const uint32_t ev = ((w << 1) & 0x0E0E0E0Eu) | ((w << 4) & 0x80808080u);
+  const uint32_t od = ((w >> 3) & 0x0E0E0E0Eu) | (w & 0x80808080u);
+  const float2 c02 = h2f(__byte_perm(ev, 0u, 0x1404));
+  const float2 c46 = h2f(__byte_perm(ev, 0u, 0x3424));
+  const float2 c13 = h2f(__byte_perm(od, 0u, 0x1404));
+  const float2 c57 = h2f(__byte_perm(od, 0u, 0x3424));
+  f[0] = c02.x, f[1] = c13.x, f[2] = c02.y, f[3] = c13.y;
+  f[4] = c46.x, f[5] = c57.x, f[6] = c46.y, f[7] = c57.y;
+}
+
 template <bool kCoherent>
 __device__ __forceinline__ X16 load_x16(const float* p) {
   const float4* q = reinterpret_cast<const float4*>(p);
@@ -105,6 +118,16 @@ __device__ __forceinline__ float chunk_acc(uint2 w, uint32_t s, const X16& x, fl
   float p = dot8(w.x, x.a, x.b, 0.f);
   p = dot8(w.y, x.c, x.d, p);
   return __fmaf_rn(p * 16384.0f, e8m0(s), acc);
+}
+
+// chunk_acc over decoded columns: the same products in the same order, so the same bits.
+__device__ __forceinline__ float chunk_acc_decoded(const float* f, float scale, const X16& x, float acc) {
+  const float xv[16] = {x.a.x, x.a.y, x.a.z, x.a.w, x.b.x, x.b.y, x.b.z, x.b.w,
+                        x.c.x, x.c.y, x.c.z, x.c.w, x.d.x, x.d.y, x.d.z, x.d.w};
+  float p = 0.f;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) p = __fmaf_rn(f[j], xv[j], p);
+  return __fmaf_rn(p * 16384.0f, scale, acc);
 }
 
 __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
@@ -448,7 +471,7 @@ __device__ __forceinline__ X16 x_from_smem(const float4* xs, int k, int lane) {
 // during the last chunk; `cur` holds chunk 0 of this pass on entry and chunk 0 of the next on exit.
 // NV > 1: the first nv of NV vectors (staged xstride float4 apart) against the same weights, each
 // summed exactly as alone (the weights are read once for all of them).
-template <int R, int NK, int NV>
+template <int R, int NK, int NV, bool kHoist = false>
 __device__ __forceinline__ void rows_pass(const uint2* const (&rw)[R], const uint8_t* const (&rs)[R],
                                           const uint2* const (&nw)[R], const uint8_t* const (&ns)[R], Step<R>& cur,
                                           const float4* xs, int xstride, int nv, int lane, float (&acc)[NV][R]) {
@@ -465,12 +488,30 @@ __device__ __forceinline__ void rows_pass(const uint2* const (&rw)[R], const uin
         nxt.s[r] = __ldg(ns[r]);
       }
     }
+    if constexpr (kHoist) {
+      float f[R][16], sc[R];
 #pragma unroll
-    for (int v = 0; v < NV; ++v) {
-      if (v > 0 && v >= nv) break;
-      const X16 x = x_from_smem(xs + v * xstride, k, lane);
+      for (int r = 0; r < R; ++r) {
+        decode8(cur.w[r].x, f[r]);
+        decode8(cur.w[r].y, f[r] + 8);
+        sc[r] = e8m0(cur.s[r]);
+      }
 #pragma unroll
-      for (int r = 0; r < R; ++r) acc[v][r] = chunk_acc(cur.w[r], cur.s[r], x, acc[v][r]);
+      for (int v = 0; v < NV; ++v) {
+        if (v < nv) {
+          const X16 x = x_from_smem(xs + v * xstride, k, lane);
+#pragma unroll
+          for (int r = 0; r < R; ++r) acc[v][r] = chunk_acc_decoded(f[r], sc[r], x, acc[v][r]);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int v = 0; v < NV; ++v) {
+        if (v > 0 && v >= nv) break;
+        const X16 x = x_from_smem(xs + v * xstride, k, lane);
+#pragma unroll
+        for (int r = 0; r < R; ++r) acc[v][r] = chunk_acc(cur.w[r], cur.s[r], x, acc[v][r]);
+      }
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) {
@@ -480,7 +521,7 @@ __device__ __forceinline__ void rows_pass(const uint2* const (&rw)[R], const uin
   }
 }
 
-template <int RO, int NK, int NV>
+template <int RO, int NK, int NV, bool kHoist = false>
 __device__ __forceinline__ void task_gate_up_exact(const Params& P, int g, int tile, float4* xs) {
   constexpr int R = 2 * RO;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -529,7 +570,7 @@ __device__ __forceinline__ void task_gate_up_exact(const Params& P, int g, int t
       for (int v = 0; v < NV; ++v)
 #pragma unroll
         for (int r = 0; r < R; ++r) acc[v][r] = 0.f;
-      rows_pass<R, NK, NV>(rw, rs, nw, ns, cur, xs, xstride, nv, lane, acc);
+      rows_pass<R, NK, NV, kHoist>(rw, rs, nw, ns, cur, xs, xstride, nv, lane, acc);
 #pragma unroll
       for (int v = 0; v < NV; ++v) {
         if (v > 0 && v >= nv) break;
@@ -550,7 +591,7 @@ __device__ __forceinline__ void task_gate_up_exact(const Params& P, int g, int t
   }
 }
 
-template <int RB, int NK, int NV>
+template <int RB, int NK, int NV, bool kHoist = false>
 __device__ __forceinline__ void task_down_exact(const Params& P, int g, int tile, float4* xs) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const MxExpert e = P.experts[g];
@@ -594,7 +635,7 @@ __device__ __forceinline__ void task_down_exact(const Params& P, int g, int tile
       for (int v = 0; v < NV; ++v)
 #pragma unroll
         for (int r = 0; r < RB; ++r) acc[v][r] = 0.f;
-      rows_pass<RB, NK, NV>(rw, rs, nw, ns, cur, xs, xstride, nv, lane, acc);
+      rows_pass<RB, NK, NV, kHoist>(rw, rs, nw, ns, cur, xs, xstride, nv, lane, acc);
 #pragma unroll
       for (int v = 0; v < NV; ++v) {
         if (v > 0 && v >= nv) break;
@@ -669,7 +710,8 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
 }
 
 // Mode 0: plain, 1: streamed (any shape), 2: exact (chunks per lane NK1 / NK2; NA activation
-// vectors per pass over the weights, each summed as alone).
+// vectors per pass over the weights, each summed as alone), 3: exact with each chunk decoded once
+// for all NA vectors (the same bits as 2).
 template <int RO, int RB, int NA, int U, int kMinBlocks, int kMode, int NK1 = 0, int NK2 = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const Params P) {
   pdl_enter();
@@ -677,12 +719,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const 
   run_tickets(
       P,
       [&](unsigned, int g, int tile) {
-        if constexpr (kMode == 2) task_gate_up_exact<RO, NK1, NA>(P, g, tile, xs);
+        if constexpr (kMode >= 2) task_gate_up_exact<RO, NK1, NA, kMode == 3>(P, g, tile, xs);
         else if constexpr (kMode == 1) task_gate_up_streamed<RO>(P, g, tile);
         else task_gate_up<RO, NA, U>(P, g, tile);
       },
       [&](unsigned, int g, int tile) {
-        if constexpr (kMode == 2) task_down_exact<RB, NK2, NA>(P, g, tile, xs);
+        if constexpr (kMode >= 2) task_down_exact<RB, NK2, NA, kMode == 3>(P, g, tile, xs);
         else if constexpr (kMode == 1) task_down_streamed<RB>(P, g, tile);
         else task_down<RB, NA, U>(P, g, tile);
       });
@@ -704,7 +746,7 @@ struct Variant {
   int tile_a, tile_b;
   int nk1 = 0, nk2 = 0;  // exact versions: the chunks per lane they are built for (0: any shape)
   int order = 0;         // versions with the same order compute the same bits
-  int mma = 0;           // tensor-core version (mxfp4_experts_mma.cuh; 2: float-scale buffers): 16-byte alignment
+  int mma = 0;           // tensor-core version (mxfp4_experts_mma.cuh; 2: float-scale buffers, 3: small stages): 16-byte alignment
   int imma = 0;          // integer tensor-core version (mxfp4_experts_imma.cuh): activation vectors per pass; 16-byte alignment
   int ring = 0;          // imma versions: ring stages per warp (0: register prefetch)
   int ws = 0;            // warp-specialised version (mxfp4_experts_ws.cuh): ring stages per block; imma = vectors per pass
@@ -750,6 +792,19 @@ struct Variant {
 // among them per call (ExpertMlp::Impl::pick): v9 for one row, v11 from two, v62 where rows share
 // experts. With shared experts every version is bound by arithmetic (each row's products are its
 // own), not by bytes.
+// Session 6 (six H200 runs, same % columns): v68 (v62's cut with each chunk decoded once for up to
+// four rows: the fp16 -> fp32 conversions were repeated per row) 36.4-36.6 at the shared T=8 against
+// v62's 33.6-34.8, but 41.6-42.0 at T=1 and below v62 at 1.5 rows per expert: the default takes it
+// from 2 rows per expert. What bounds the FFMA versions with shared experts is the activations'
+// shared-memory reads (4 x 16 bytes per lane, chunk and row vector, for 2-4 weight rows), not the
+// decode. v22 (v20's arithmetic, 128-column stages, compact fragments, two blocks per SM): 38.0-38.8
+// / 52.4-54.4, 34.1-35.4 shared; v20 stays the best of that order (47.0-47.6 / 56.9-57.7, 42.7-43.6
+// shared). Dropped: v64, v66, v67 (one decode for 2-8 rows, other cuts) 24.8-41.1 at T=1; v70-v73
+// (v9, v11, v64, v12 with each warp's next rows asked of L2 by cp.async.bulk.prefetch) 37.6-52.3 at
+// T=1, all below their plain versions; v74-v79 (v20's arithmetic with the code words loaded by each
+// lane straight into registers, 1-3 groups of 4 blocks ahead, 1-2 blocks per SM, 1-2 pairs of rows
+// per pass) 34.6-42.8 at T=1, 32.6-44.6 at the shared T=8: ncu on v74 shows 44% of the stall cycles waiting
+// on those 4-byte loads (two per 32-byte sector, one sector per row and lane quad).
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6, 0, 0, 0, 0, 0, 0,
@@ -762,14 +817,20 @@ const Variant kVariants[] = {
      7, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 110},
     {"v63 k3-exact RO=1 RB=2 tiles 64/64 2 vectors per pass", expert_mlp_kernel<1, 2, 2, 1, 2, 2, 7, 6>, 64, 64, 7, 6, 0, 0,
      0, 0, 0, 0, 0, 0, 0, 2},
+    {"v68 k3-exact RO=1 RB=2 tiles 64/64 4 vectors per pass one decode 3 blocks/SM", expert_mlp_kernel<1, 2, 4, 1, 3, 3, 7, 6>,
+     64, 64, 7, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 200},
     {"v39 imma ring 4 stages tiles 64/128", expert_mlp_imma_kernel<1, 2, 3, 4>, imma::kTileA, 128, 0, 0, 2, 0, 1, 4},
     {"v38 imma tiles 64/128 3 blocks/SM", expert_mlp_imma_kernel<1, 2, 3>, imma::kTileA, 128, 0, 0, 2, 0, 1},
     {"v41 imma 2 vectors per pass tiles 64/128", expert_mlp_imma_kernel<2, 2, 2>, imma::kTileA, 128, 0, 0, 2, 0, 2},
     {"v51 ws imma 2 vectors 3 stages tiles 16/32", expert_mlp_ws_kernel<2, 3, 4, 4>, 16, 32, 0, 0, 3, 0, 2, 0, 3, 4, 4, 2},
     {"v55 ws imma 1 vector 3 stages tiles 16/32 16 warps", expert_mlp_ws_kernel<1, 3, 4, 8>, 16, 32, 0, 0, 4, 0, 1, 0, 3, 4, 8, 2},
-    {"v20 mma fp16x3 cp.async", expert_mlp_mma_kernel<false, true>, mma16::kTileA, mma16::kTileB, 0, 0, 1, 1},
-    {"v21 mma fp16x3 cp.async float scales", expert_mlp_mma_kernel<true, true>, mma16::kTileA, mma16::kTileB, 0, 0, 1, 2},
-    {"v16 mma fp16x3 tiles 128/256", expert_mlp_mma_kernel<false, false>, mma16::kTileA, mma16::kTileB, 0, 0, 1, 1},
+    {"v20 mma fp16x3 cp.async", expert_mlp_mma_kernel<mma16::Big, false, true>, mma16::kTileA, mma16::kTileB, 0, 0, 1, 1},
+    {"v22 mma fp16x3 cp.async 128-column stages 2 blocks/SM", expert_mlp_mma_kernel<mma16::Small, false, true, 2>,
+     mma16::kTileA, mma16::kTileB, 0, 0, 1, 3},
+    {"v21 mma fp16x3 cp.async float scales", expert_mlp_mma_kernel<mma16::Big, true, true>, mma16::kTileA, mma16::kTileB, 0,
+     0, 1, 2},
+    {"v16 mma fp16x3 tiles 128/256", expert_mlp_mma_kernel<mma16::Big, false, false>, mma16::kTileA, mma16::kTileB, 0, 0, 1,
+     1},
     {"v12 k3-exact RO=1 RB=2 tiles 64/64 4 blocks/SM", expert_mlp_kernel<1, 2, 1, 1, 4, 2, 7, 6>, 64, 64, 7, 6},
     {"v6 streamed RO=4 RB=8 tiles 64/64", expert_mlp_kernel<4, 8, 1, 1, 2, 1>, 64, 64},
     {"v2 RO=4 RB=8 tiles 32/32", expert_mlp_kernel<4, 8, 1, 1, 2, 0>, 32, 32},
@@ -778,7 +839,8 @@ constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 static_assert(kNumVariants <= 32, "ExpertMlp::Impl::blocks_per_sm holds 32 versions");
 
 size_t smem_bytes(const Variant& v, int latent, int inter) {
-  if (v.mma) return mma16::smem_bytes(latent, inter, v.mma == 2);
+  if (v.mma == 3) return mma16::smem_bytes<mma16::Small>(latent, inter, false);
+  if (v.mma) return mma16::smem_bytes<mma16::Big>(latent, inter, v.mma == 2);
   if (v.ws) return ws::smem_bytes(latent, inter, v.imma, v.ws, v.rs, v.nq);
   if (v.imma) return imma::smem_bytes(latent, inter, v.imma, v.ring);
   return v.nk1 ? static_cast<size_t>(v.nv) * std::max(latent, inter) * sizeof(float) : 0;
@@ -795,8 +857,10 @@ bool fits(const Variant& v, int latent, int inter, const DeviceLimits& dl) {
   if (v.ws) return dl.cc_major >= 9 && ws::fits(latent, inter, v.rs) && smem_bytes(v, latent, inter) <= dl.smem_optin;
   if (v.imma)
     return dl.cc_major >= 8 && imma::fits(latent, inter, v.tile_b) && smem_bytes(v, latent, inter) <= dl.smem_optin;
+  if (v.mma == 3)
+    return dl.cc_major >= 9 && mma16::fits<mma16::Small>(latent, inter, false) && smem_bytes(v, latent, inter) <= dl.smem_optin;
   if (v.mma)
-    return dl.cc_major >= 9 && mma16::fits(latent, inter, v.mma == 2) && smem_bytes(v, latent, inter) <= dl.smem_optin;
+    return dl.cc_major >= 9 && mma16::fits<mma16::Big>(latent, inter, v.mma == 2) && smem_bytes(v, latent, inter) <= dl.smem_optin;
   return v.nk1 == 0 || (latent == v.nk1 * 512 && inter == v.nk2 * 512);
 }
 
@@ -805,15 +869,17 @@ bool fits(const Variant& v, int latent, int inter, const DeviceLimits& dl) {
 struct ExpertMlp::Impl {
   int variant = 0;
   // Unless a version was selected by name, a call may run another version with the default's
-  // reduction order (so the same bits: batch invariance holds across the switch): `shared` when
-  // the experts are shared by several rows each (it reads an expert's weights once for two rows),
-  // else `wide` for passes of kVariants[wide].wide rows or more (more blocks per SM, faster when
-  // many experts stream).
+  // reduction order (so the same bits: batch invariance holds across the switch): the `shared`
+  // version with the highest threshold the call's rows per expert reach (they read an expert's
+  // weights once for several rows), else `wide` for passes of kVariants[wide].wide rows or more
+  // (more blocks per SM, faster when many experts stream).
   bool selected = false;
-  int wide = -1, shared = -1;
+  int wide = -1;
+  std::vector<int> shared;  // versions with a `shared` threshold, highest threshold first
   int pick(int T, double rows_per_expert) const {
     if (selected) return variant;
-    if (shared >= 0 && rows_per_expert * 100 >= kVariants[shared].shared) return shared;
+    for (int v : shared)
+      if (rows_per_expert * 100 >= kVariants[v].shared) return v;
     if (wide >= 0 && T >= kVariants[wide].wide) return wide;
     return variant;
   }
@@ -892,8 +958,10 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows)
     for (int v = 0; v < kNumVariants && impl_->variant >= 0; ++v) {
       if (kVariants[v].order != kVariants[impl_->variant].order || !fits(kVariants[v], latent, inter, impl_->limits)) continue;
       if (kVariants[v].wide > 0 && impl_->wide < 0) impl_->wide = v;
-      if (kVariants[v].shared > 0 && impl_->shared < 0) impl_->shared = v;
+      if (kVariants[v].shared > 0) impl_->shared.push_back(v);
     }
+    std::stable_sort(impl_->shared.begin(), impl_->shared.end(),
+                     [](int a, int b) { return kVariants[a].shared > kVariants[b].shared; });
     // DELTAFIN_CUDA_EXPERT_VERSION=vNN (measurements): that version, as if selected by name.
     if (const char* e = std::getenv("DELTAFIN_CUDA_EXPERT_VERSION"); e && *e) {
       const std::string want = std::string(e) + " ";

@@ -39,30 +39,42 @@
 // hide the decode -> mma -> FMA latencies (0.41 instructions issued per scheduler and cycle).
 namespace mma16 {
 
-constexpr int kChunkCols = 512;                                // weight columns per stage
-constexpr int kChunkBytes = kChunkCols / 2;                    // packed bytes per row and stage
-constexpr int kRowStride = kChunkBytes + 16;                   // padded: ldmatrix rows hit distinct banks
-constexpr int kRows = 32;                                      // weight rows per warp: two 16-row tiles
-constexpr int kScaleBytes = kChunkCols / 32;                   // E8M0 scales per row and stage
-constexpr int kScaleOff = kRows * kRowStride;
-constexpr int kStageBytes = kScaleOff + kRows * kScaleBytes;   // 9216
-constexpr int kStages = 2;
-constexpr int kFragBytes = 512;                                // B fragments per 32-column block
-constexpr int kHeader = 256;                                   // mbarriers (128 B), then reduction scratch (64 B)
-constexpr int kTileA = kWarps * 16;                            // intermediate rows per A task
-constexpr int kTileB = kWarps * 32;                            // latent rows per B task
+// Stage geometry: C weight columns per stage, S stages per warp, L lanes of stored B fragments per
+// 32-column block (32: all eight columns; 24: columns 0-5, the readers use zeros for 6 and 7).
+template <int C, int S, int L>
+struct Geo {
+  static constexpr int kChunkCols = C;                           // weight columns per stage
+  static constexpr int kChunkBytes = C / 2;                      // packed bytes per row and stage
+  static constexpr int kRowStride = kChunkBytes + 16;            // padded: ldmatrix rows hit distinct banks
+  static constexpr int kRows = 32;                               // weight rows per warp: two 16-row tiles
+  static constexpr int kScaleBytes = C / 32;                     // E8M0 scales per row and stage
+  static constexpr int kScaleOff = kRows * kRowStride;
+  static constexpr int kStageBytes = kScaleOff + kRows * kScaleBytes;
+  static constexpr int kStages = S;
+  static constexpr int kFragLanes = L;
+  static constexpr int kFragBytes = L * 16;                      // B fragments per 32-column block
+  static constexpr int kFloatScaleBytes = kRows * (C / 32) * 4;  // per warp: one stage's scales as floats
+};
+// v16-v21: 512-column stages, two per warp (221 KB per block: one block per SM).
+using Big = Geo<512, 2, 32>;
+// v22: 128-column stages, three per warp, compact fragments (about 108 KB: two blocks per SM).
+using Small = Geo<128, 3, 24>;
 
-constexpr int kFloatScaleBytes = kRows * (kChunkCols / 32) * 4;  // per warp: one stage's scales as floats
+constexpr int kHeader = 256;            // mbarriers (128 B), then reduction scratch (64 B)
+constexpr int kTileA = kWarps * 16;     // intermediate rows per A task
+constexpr int kTileB = kWarps * 32;     // latent rows per B task
 
+template <class G>
 inline size_t smem_bytes(int latent, int inter, bool float_scales) {
-  return kHeader + static_cast<size_t>(kWarps) * kStages * kStageBytes +
-         (float_scales ? static_cast<size_t>(kWarps) * kFloatScaleBytes : 0) +
-         static_cast<size_t>(std::max(latent, inter) / 32) * kFragBytes;
+  return kHeader + static_cast<size_t>(kWarps) * G::kStages * G::kStageBytes +
+         (float_scales ? static_cast<size_t>(kWarps) * G::kFloatScaleBytes : 0) +
+         static_cast<size_t>(std::max(latent, inter) / 32) * G::kFragBytes;
 }
 
+template <class G>
 inline bool fits(int latent, int inter, bool float_scales) {
-  return latent % kChunkCols == 0 && inter % kChunkCols == 0 && latent % kTileB == 0 && inter % kTileA == 0 &&
-         smem_bytes(latent, inter, float_scales) <= 227 * 1024;
+  return latent % G::kChunkCols == 0 && inter % G::kChunkCols == 0 && latent % kTileB == 0 && inter % kTileA == 0 &&
+         smem_bytes<G>(latent, inter, float_scales) <= 227 * 1024;
 }
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
@@ -160,6 +172,7 @@ struct Rows {
   bool valid;  // false for combine tasks and ids past the end
 };
 
+template <int kChunkCols = 512>
 __device__ __forceinline__ Rows task_rows(const Params& P, unsigned task, int warp) {
   Rows r{};
   if (task < P.nA) {
@@ -192,21 +205,24 @@ __device__ __forceinline__ Rows task_rows(const Params& P, unsigned task, int wa
 }
 
 // Lane l's row (tile l / 16, row l % 16) of `chunk`: packed bytes and scales.
+template <class G>
 __device__ __forceinline__ const char* lane_row(const Rows& rw, int chunk, int lane) {
-  return (lane >> 4 ? rw.pk[1] : rw.pk[0]) + static_cast<int64_t>(lane & 15) * rw.row_bytes + chunk * kChunkBytes;
+  return (lane >> 4 ? rw.pk[1] : rw.pk[0]) + static_cast<int64_t>(lane & 15) * rw.row_bytes + chunk * G::kChunkBytes;
 }
+template <class G>
 __device__ __forceinline__ const uint8_t* lane_scales(const Rows& rw, int chunk, int lane) {
-  return (lane >> 4 ? rw.sc[1] : rw.sc[0]) + static_cast<int64_t>(lane & 15) * rw.srow_bytes + chunk * kScaleBytes;
+  return (lane >> 4 ? rw.sc[1] : rw.sc[0]) + static_cast<int64_t>(lane & 15) * rw.srow_bytes + chunk * G::kScaleBytes;
 }
 
 // Stage `chunk` (512 columns) of the warp's 32 rows: lane l copies row l.
+template <class G>
 __device__ __forceinline__ void issue(Pipe& p, const Rows& rw, int chunk, int lane) {
-  const uint32_t s = p.issued % kStages;
-  const uint32_t st = p.stages + s * kStageBytes, bar = p.bars + s * 8;
-  if (lane == 0) mbar_expect_tx(bar, kRows * (kChunkBytes + kScaleBytes));
+  const uint32_t s = p.issued % G::kStages;
+  const uint32_t st = p.stages + s * G::kStageBytes, bar = p.bars + s * 8;
+  if (lane == 0) mbar_expect_tx(bar, G::kRows * (G::kChunkBytes + G::kScaleBytes));
   __syncwarp();
-  bulk_copy(st + lane * kRowStride, lane_row(rw, chunk, lane), kChunkBytes, bar);
-  bulk_copy(st + kScaleOff + lane * kScaleBytes, lane_scales(rw, chunk, lane), kScaleBytes, bar);
+  bulk_copy(st + lane * G::kRowStride, lane_row<G>(rw, chunk, lane), G::kChunkBytes, bar);
+  bulk_copy(st + G::kScaleOff + lane * G::kScaleBytes, lane_scales<G>(rw, chunk, lane), G::kScaleBytes, bar);
   ++p.issued;
 }
 
@@ -217,16 +233,25 @@ __device__ __forceinline__ void cp16(uint32_t dst, const void* src) {
   DELTAFIN_SM80_ASM("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(__cvta_generic_to_global(src)) : "memory");
 }
 
+// 4-byte copies (a row's scales in 128-column stages) go through L1 (cp.async.cg takes 16 only).
+__device__ __forceinline__ void cp4(uint32_t dst, const void* src) {
+  DELTAFIN_SM80_ASM("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(__cvta_generic_to_global(src)) : "memory");
+}
+
+template <class G>
 __device__ __forceinline__ void issue_cp(Pipe& p, const Rows& rw, int chunk, int lane) {
-  const uint32_t st = p.stages + (p.issued % kStages) * kStageBytes;
-  const int half = lane >> 4, col = (lane & 15) * 16;
+  const uint32_t st = p.stages + (p.issued % G::kStages) * G::kStageBytes;
+  constexpr int kLanesPerRow = G::kChunkBytes / 16, kRowsPerOp = 32 / kLanesPerRow;
+  const int sub = lane / kLanesPerRow, col = (lane % kLanesPerRow) * 16;
 #pragma unroll
-  for (int i = 0; i < kRows / 2; ++i) {
-    const int row = 2 * i + half;  // tile row / 16, compile-time except for `half`
-    const char* src = (i < 8 ? rw.pk[0] : rw.pk[1]) + static_cast<int64_t>(row & 15) * rw.row_bytes + chunk * kChunkBytes + col;
-    cp16(st + row * kRowStride + col, src);
+  for (int i = 0; i < G::kRows / kRowsPerOp; ++i) {
+    const int row = kRowsPerOp * i + sub;  // tile row / 16 is compile-time: kRowsPerOp divides 16
+    const char* src = (kRowsPerOp * i < 16 ? rw.pk[0] : rw.pk[1]) + static_cast<int64_t>(row & 15) * rw.row_bytes +
+                      chunk * G::kChunkBytes + col;
+    cp16(st + row * G::kRowStride + col, src);
   }
-  cp16(st + kScaleOff + lane * kScaleBytes, lane_scales(rw, chunk, lane));
+  if constexpr (G::kScaleBytes == 16) cp16(st + G::kScaleOff + lane * 16, lane_scales<G>(rw, chunk, lane));
+  else cp4(st + G::kScaleOff + lane * 4, lane_scales<G>(rw, chunk, lane));
   DELTAFIN_SM80_ASM("cp.async.commit_group;" ::: "memory");
   ++p.issued;
 }
@@ -234,21 +259,26 @@ __device__ __forceinline__ void issue_cp(Pipe& p, const Rows& rw, int chunk, int
 // Waits for the oldest outstanding stage of this warp (cp.async path), then makes every lane's
 // copies visible to the whole warp.
 __device__ __forceinline__ void wait_cp(const Pipe& p) {
-  if (p.issued - p.used > 1) DELTAFIN_SM80_ASM("cp.async.wait_group 1;" ::: "memory");
+  const uint32_t later = p.issued - p.used - 1;  // stages issued after the one needed now
+  if (later >= 2) DELTAFIN_SM80_ASM("cp.async.wait_group 2;" ::: "memory");
+  else if (later == 1) DELTAFIN_SM80_ASM("cp.async.wait_group 1;" ::: "memory");
   else DELTAFIN_SM80_ASM("cp.async.wait_group 0;" ::: "memory");
   __syncwarp();
 }
 
 // kFS: the warp first turns the stage's 512 scale bytes into floats (each once, instead of once
 // per lane quad) laid out [tile][block][row g][g / g+8], so a lane reads its two with one 8-byte load.
-template <bool kFS>
+// frag: this stage's first block; lanes past G::kFragLanes use zero fragments.
+template <class G, bool kFS>
 __device__ __forceinline__ void compute_stage(uint32_t st, const char* stage_generic, const uint4* frag, float* fs,
                                               int lane, float (&acc)[2][4]) {
+  static_assert(!kFS || G::kChunkCols == 512, "float scale buffers are laid out for 512-column stages");
+  constexpr int L = G::kFragLanes;
   const int g = lane >> 2;
-  const uint32_t lm = st + (lane & 15) * kRowStride + (lane >> 4) * 16;
-  const uint8_t* scl = reinterpret_cast<const uint8_t*>(stage_generic + kScaleOff);
+  const uint32_t lm = st + (lane & 15) * G::kRowStride + (lane >> 4) * 16;
+  const uint8_t* scl = reinterpret_cast<const uint8_t*>(stage_generic + G::kScaleOff);
   if constexpr (kFS) {
-    const uint4 sb = *reinterpret_cast<const uint4*>(scl + lane * kScaleBytes);
+    const uint4 sb = *reinterpret_cast<const uint4*>(scl + lane * G::kScaleBytes);
     const uint32_t wds[4] = {sb.x, sb.y, sb.z, sb.w};
     float* dst = fs + (lane >> 4) * 256 + (lane & 7) * 2 + ((lane >> 3) & 1);
 #pragma unroll
@@ -256,12 +286,16 @@ __device__ __forceinline__ void compute_stage(uint32_t st, const char* stage_gen
     __syncwarp();
   }
 #pragma unroll
-  for (int bp = 0; bp < 8; ++bp) {
-    const uint4 f[2] = {frag[(2 * bp) * 32 + lane], frag[(2 * bp + 1) * 32 + lane]};
+  for (int bp = 0; bp < G::kChunkCols / 64; ++bp) {
+    uint4 f[2] = {make_uint4(0u, 0u, 0u, 0u), make_uint4(0u, 0u, 0u, 0u)};
+    if (L == 32 || lane < L) {
+      f[0] = frag[(2 * bp) * L + lane];
+      f[1] = frag[(2 * bp + 1) * L + lane];
+    }
 #pragma unroll
     for (int t = 0; t < 2; ++t) {
       uint32_t w[4];  // row g / g+8 of block 2bp, then of block 2bp+1
-      ldsm_x4(lm + t * 16 * kRowStride + bp * 32, w);
+      ldsm_x4(lm + t * 16 * G::kRowStride + bp * 32, w);
 #pragma unroll
       for (int hb = 0; hb < 2; ++hb) {
         uint32_t ra[4], rb[4];
@@ -277,8 +311,8 @@ __device__ __forceinline__ void compute_stage(uint32_t st, const char* stage_gen
           s0 = sp.x;
           s1 = sp.y;
         } else {
-          s0 = e8m0_max(scl[(t * 16 + g) * kScaleBytes + blk]);
-          s1 = e8m0_max(scl[(t * 16 + g + 8) * kScaleBytes + blk]);
+          s0 = e8m0_max(scl[(t * 16 + g) * G::kScaleBytes + blk]);
+          s1 = e8m0_max(scl[(t * 16 + g + 8) * G::kScaleBytes + blk]);
         }
         acc[t][0] = __fmaf_rn(d[0], s0, acc[t][0]);
         acc[t][1] = __fmaf_rn(d[1], s0, acc[t][1]);
@@ -305,8 +339,9 @@ __device__ __forceinline__ float4 ld4(const float* p) {
 // columns 3s..3s+2 (parts 1..3); absent slots and columns 6, 7 are zero. Block b, column n, lane
 // quad q hold, at frag + b*512 + (4n + q)*16, the halves of columns 8q + {0,2,4,6,1,3,5,7}.
 // back[s] receives 2^(14 - k_s), the factor that undoes the staging scale and the decode's 2^-14.
-// Called by the whole block (it synchronizes).
-template <bool kCoherent>
+// kLanes = 24: only the lanes of columns 0-5 are stored (block b at frag + b*384); the readers
+// use zeros for columns 6 and 7. Called by the whole block (it synchronizes).
+template <bool kCoherent, int kLanes = 32>
 __device__ void stage_frags(char* frag, float* red, const float* x0, const float* x1, int K, float (&back)[2]) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   float m0 = 0.f, m1 = 0.f;
@@ -375,10 +410,12 @@ __device__ void stage_frags(char* frag, float* red, const float* x0, const float
       }
 #pragma unroll
       for (int pp = 0; pp < 3; ++pp)
-        f[b * 32 + (3 * s + pp) * 4 + q] = make_uint4(parts[pp][0], parts[pp][1], parts[pp][2], parts[pp][3]);
+        f[b * kLanes + (3 * s + pp) * 4 + q] = make_uint4(parts[pp][0], parts[pp][1], parts[pp][2], parts[pp][3]);
     }
-    f[b * 32 + 6 * 4 + q] = make_uint4(0u, 0u, 0u, 0u);
-    f[b * 32 + 7 * 4 + q] = make_uint4(0u, 0u, 0u, 0u);
+    if constexpr (kLanes == 32) {
+      f[b * 32 + 6 * 4 + q] = make_uint4(0u, 0u, 0u, 0u);
+      f[b * 32 + 7 * 4 + q] = make_uint4(0u, 0u, 0u, 0u);
+    }
   }
   __syncthreads();
 }
@@ -387,14 +424,15 @@ __device__ void stage_frags(char* frag, float* red, const float* x0, const float
 // kGateUp: A task (gate and up rows o0..o0+15, writes h = SiTU(gate, up)); otherwise B task (down
 // rows o0..o0+31, writes d). kFS: float scale buffers; kCp: stages filled by cp.async instead of
 // bulk copies.
-template <bool kGateUp, bool kFS, bool kCp>
+template <class G, bool kGateUp, bool kFS, bool kCp>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Pipe& pipe) {
+  constexpr int kStages = G::kStages, kStageBytes = G::kStageBytes;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   float* red = reinterpret_cast<float*>(smem + kWarps * kStages * 8);
   char* stages = smem + kHeader;
-  float* fs = reinterpret_cast<float*>(stages + kWarps * kStages * kStageBytes) + warp * (kFloatScaleBytes / 4);
-  char* frag = stages + kWarps * kStages * kStageBytes + (kFS ? kWarps * kFloatScaleBytes : 0);
-  const Rows rw = task_rows(P, task_id, warp);
+  float* fs = reinterpret_cast<float*>(stages + kWarps * kStages * kStageBytes) + warp * (G::kFloatScaleBytes / 4);
+  char* frag = stages + kWarps * kStages * kStageBytes + (kFS ? kWarps * G::kFloatScaleBytes : 0);
+  const Rows rw = task_rows<G::kChunkCols>(P, task_id, warp);
   const int g = kGateUp ? static_cast<int>(task_id) / P.a_tiles : static_cast<int>(task_id - P.nA) / P.b_tiles;
   const int K = kGateUp ? P.latent : P.inter;
   const int nchunks = rw.nchunks;
@@ -403,8 +441,8 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
   const int total = npairs * nchunks;
   // Weights do not depend on the activations: start streaming before staging them.
   for (int i = 0; i < kStages && i < total; ++i) {
-    if constexpr (kCp) issue_cp(pipe, rw, i % nchunks, lane);
-    else issue(pipe, rw, i % nchunks, lane);
+    if constexpr (kCp) issue_cp<G>(pipe, rw, i % nchunks, lane);
+    else issue<G>(pipe, rw, i % nchunks, lane);
   }
   const char* stage0 = stages + warp * kStages * kStageBytes;
   for (int pr = 0; pr < npairs; ++pr) {
@@ -416,7 +454,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
                                 : P.h + static_cast<int64_t>(aB) * P.inter;
     __syncthreads();  // every warp is done with the previous fragments
     float back[2];
-    stage_frags<!kGateUp>(frag, red, xA, xB, K, back);  // h was written by this launch: L2 only
+    stage_frags<!kGateUp, G::kFragLanes>(frag, red, xA, xB, K, back);  // h was written by this launch: L2 only
     float acc[2][4];
 #pragma unroll
     for (int t = 0; t < 2; ++t)
@@ -427,14 +465,15 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
       const uint32_t s = pipe.used % kStages;
       if constexpr (kCp) wait_cp(pipe);
       else mbar_wait(pipe.bars + s * 8, (pipe.used / kStages) & 1);
-      compute_stage<kFS>(pipe.stages + s * kStageBytes, stage0 + s * kStageBytes,
-                         reinterpret_cast<const uint4*>(frag + static_cast<size_t>(c) * 16 * kFragBytes), fs, lane, acc);
+      compute_stage<G, kFS>(
+          pipe.stages + s * kStageBytes, stage0 + s * kStageBytes,
+          reinterpret_cast<const uint4*>(frag + static_cast<size_t>(c) * (G::kChunkCols / 32) * G::kFragBytes), fs, lane, acc);
       __syncwarp();  // every lane's ldmatrix of this stage is done before it is refilled
       ++pipe.used;
       const int n = pr * nchunks + c;
       if (n + kStages < total) {
-        if constexpr (kCp) issue_cp(pipe, rw, (n + kStages) % nchunks, lane);
-        else issue(pipe, rw, (n + kStages) % nchunks, lane);
+        if constexpr (kCp) issue_cp<G>(pipe, rw, (n + kStages) % nchunks, lane);
+        else issue<G>(pipe, rw, (n + kStages) % nchunks, lane);
       }
     }
     // Lane quad q holds columns 2q, 2q+1: slot 0 = columns 0,1,2 (quads 0, 1), slot 1 = 3,4,5 (1, 2).
@@ -467,19 +506,20 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
 
 }  // namespace mma16
 
-// The tensor-core versions: same tickets and tasks as expert_mlp_kernel, one block per SM.
-template <bool kFS, bool kCp>
-__global__ void __launch_bounds__(kThreads, 1) expert_mlp_mma_kernel(const Params P) {
+// The tensor-core versions: same tickets and tasks as expert_mlp_kernel, kMinBlocks blocks per SM
+// (what the geometry's shared memory allows).
+template <class G, bool kFS, bool kCp, int kMinBlocks = 1>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_mma_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  mma16::Pipe pipe{mma16::smem_u32(smem + mma16::kHeader + warp * mma16::kStages * mma16::kStageBytes),
-                   mma16::smem_u32(smem + warp * mma16::kStages * 8), 0u, 0u};
+  mma16::Pipe pipe{mma16::smem_u32(smem + mma16::kHeader + warp * G::kStages * G::kStageBytes),
+                   mma16::smem_u32(smem + warp * G::kStages * 8), 0u, 0u};
   if (!kCp && lane == 0) {
-    for (int s = 0; s < mma16::kStages; ++s) mma16::mbar_init(pipe.bars + 8 * s);
+    for (int s = 0; s < G::kStages; ++s) mma16::mbar_init(pipe.bars + 8 * s);
     DELTAFIN_SM90_ASM("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   run_tickets(
-      P, [&](unsigned task, int, int) { mma16::task<true, kFS, kCp>(P, task, smem, pipe); },
-      [&](unsigned task, int, int) { mma16::task<false, kFS, kCp>(P, task, smem, pipe); });
+      P, [&](unsigned task, int, int) { mma16::task<G, true, kFS, kCp>(P, task, smem, pipe); },
+      [&](unsigned task, int, int) { mma16::task<G, false, kFS, kCp>(P, task, smem, pipe); });
 }
