@@ -803,8 +803,8 @@ struct Variant {
 // (v9, v11, v64, v12 with each warp's next rows asked of L2 by cp.async.bulk.prefetch) 37.6-52.3 at
 // T=1, all below their plain versions; v74-v79 (v20's arithmetic with the code words loaded by each
 // lane straight into registers, 1-3 groups of 4 blocks ahead, 1-2 blocks per SM, 1-2 pairs of rows
-// per pass) 34.6-42.8 at T=1, 32.6-44.6 at the shared T=8: ncu on v74 shows 44% of the stall cycles waiting
-// on those 4-byte loads (two per 32-byte sector, one sector per row and lane quad).
+// per pass) 34.6-42.8 at T=1, 32.6-44.6 at the shared T=8: ncu on v74 shows 44% of the stall
+// cycles waiting on those 4-byte loads (two per 32-byte sector, one sector per row and lane quad).
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6, 0, 0, 0, 0, 0, 0,
