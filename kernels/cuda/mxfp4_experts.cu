@@ -795,9 +795,10 @@ struct Variant {
 // Session 6 (six H200 runs, same % columns): v68 (v62's cut with each chunk decoded once for up to
 // four rows: the fp16 -> fp32 conversions were repeated per row) 36.4-36.6 at the shared T=8 against
 // v62's 33.6-34.8, but 41.6-42.0 at T=1 and below v62 at 1.5 rows per expert: the default takes it
-// from 2 rows per expert. What bounds the FFMA versions with shared experts is the activations'
-// shared-memory reads (4 x 16 bytes per lane, chunk and row vector, for 2-4 weight rows), not the
-// decode. v22 (v20's arithmetic, 128-column stages, compact fragments, two blocks per SM): 38.0-38.8
+// from 2 rows per expert. Dropped as well: v80, v82-v84 (the same bits with every row vector's
+// activations read once per chunk into registers and 4-8 weight rows decoded one after another,
+// to spread those shared-memory reads over more rows) 24.0-42.4 at T=1, 21.0-31.6 at the shared
+// T=8: the registers they need (spills at 2 blocks per SM, one block otherwise) cost more. v22 (v20's arithmetic, 128-column stages, compact fragments, two blocks per SM): 38.0-38.8
 // / 52.4-54.4, 34.1-35.4 shared; v20 stays the best of that order (47.0-47.6 / 56.9-57.7, 42.7-43.6
 // shared). Dropped: v64, v66, v67 (one decode for 2-8 rows, other cuts) 24.8-41.1 at T=1; v70-v73
 // (v9, v11, v64, v12 with each warp's next rows asked of L2 by cp.async.bulk.prefetch) 37.6-52.3 at
