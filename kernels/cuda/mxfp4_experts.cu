@@ -806,10 +806,12 @@ struct Variant {
 // lane straight into registers, 1-3 groups of 4 blocks ahead, 1-2 blocks per SM, 1-2 pairs of rows
 // per pass) 34.6-42.8 at T=1, 32.6-44.6 at the shared T=8: ncu on v74 shows 44% of the stall
 // cycles waiting on those 4-byte loads (two per 32-byte sector, one sector per row and lane quad).
+// v11 no longer replaces v9 from two rows: in all six session-6 runs v9 was as fast or faster over
+// 896 experts (T = 2 / 4 / 8: v9 58.3-59.0 / 59.5-60.5 / 58.0-60.0, v11 49.8-61.8 / 49.3-54.4 /
+// 57.5-59.4); session 5's one run had v11 ahead (62.7 / 65.7 / 64.4). No version is `wide` now.
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
-    {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6, 0, 0, 0, 0, 0, 0,
-     0, 0, 2},
+    {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
     {"v60 k3-exact RO=2 RB=4 tiles 64/64 2 vectors per pass", expert_mlp_kernel<2, 4, 2, 1, 2, 2, 7, 6>, 64, 64, 7, 6, 0, 0,
      0, 0, 0, 0, 0, 0, 0, 2},
     {"v61 k3-exact RO=1 RB=2 tiles 64/64 4 vectors per pass", expert_mlp_kernel<1, 2, 4, 1, 2, 2, 7, 6>, 64, 64, 7, 6, 0, 0,
