@@ -67,17 +67,25 @@ __device__ __forceinline__ float2 h2f(uint32_t v) {
   return __half22float2(h);
 }
 
-// Sum over the 8 columns held by one 32-bit word of packed codes, times 2^-14. An E2M1 code
-// s|e1 e0 m becomes the fp16 whose high byte is s000 e1 e0 m 0: that fp16 is exactly the E2M1 value
-// times 2^-14 (codes with e = 0 land on fp16 subnormals, which is what makes 0 and 0.5 come out
-// right). Pairs go to half2 words with one byte permute each; the caller restores 2^14.
-__device__ __forceinline__ float dot8(uint32_t w, float4 xa, float4 xb, float p) {
+// 8 codes (one 32-bit word, code i = nibble i) -> four half2 of E2M1 x 2^-14: (c0,c2) (c4,c6)
+// (c1,c3) (c5,c7). An E2M1 code s|e1 e0 m becomes the fp16 whose high byte is s000 e1 e0 m 0: that
+// fp16 is exactly the E2M1 value times 2^-14 (codes with e = 0 land on fp16 subnormals, which is
+// what makes 0 and 0.5 come out right). Pairs go to half2 words with one byte permute each; users
+// restore 2^14. Every exact version (FFMA and tensor-core) decodes through this.
+__device__ __forceinline__ void e2m1_half2(uint32_t w, uint32_t (&h)[4]) {
   const uint32_t ev = ((w << 1) & 0x0E0E0E0Eu) | ((w << 4) & 0x80808080u);  // even columns (low nibbles)
   const uint32_t od = ((w >> 3) & 0x0E0E0E0Eu) | (w & 0x80808080u);         // odd columns (high nibbles)
-  const float2 c02 = h2f(__byte_perm(ev, 0u, 0x1404));
-  const float2 c46 = h2f(__byte_perm(ev, 0u, 0x3424));
-  const float2 c13 = h2f(__byte_perm(od, 0u, 0x1404));
-  const float2 c57 = h2f(__byte_perm(od, 0u, 0x3424));
+  h[0] = __byte_perm(ev, 0u, 0x1404);
+  h[1] = __byte_perm(ev, 0u, 0x3424);
+  h[2] = __byte_perm(od, 0u, 0x1404);
+  h[3] = __byte_perm(od, 0u, 0x3424);
+}
+
+// Sum over the 8 columns held by one 32-bit word of packed codes, times 2^-14, in column order.
+__device__ __forceinline__ float dot8(uint32_t w, float4 xa, float4 xb, float p) {
+  uint32_t h[4];
+  e2m1_half2(w, h);
+  const float2 c02 = h2f(h[0]), c46 = h2f(h[1]), c13 = h2f(h[2]), c57 = h2f(h[3]);
   p = __fmaf_rn(c02.x, xa.x, p);
   p = __fmaf_rn(c13.x, xa.y, p);
   p = __fmaf_rn(c02.y, xa.z, p);
@@ -93,15 +101,12 @@ struct X16 {
   float4 a, b, c, d;
 };
 
-// dot8's decode alone: the 8 column values of one word (times 2^-14) in column order, so that
+// e2m1_half2 as floats: the 8 column values of one word (times 2^-14) in column order, so that
 // several vectors can use one decode (the fp16 -> fp32 conversions are a fifth of v9's work).
 __device__ __forceinline__ void decode8(uint32_t w, float* f) {
-  const uint32_t ev = ((w << 1) & 0x0E0E0E0Eu) | ((w << 4) & 0x80808080u);
-  const uint32_t od = ((w >> 3) & 0x0E0E0E0Eu) | (w & 0x80808080u);
-  const float2 c02 = h2f(__byte_perm(ev, 0u, 0x1404));
-  const float2 c46 = h2f(__byte_perm(ev, 0u, 0x3424));
-  const float2 c13 = h2f(__byte_perm(od, 0u, 0x1404));
-  const float2 c57 = h2f(__byte_perm(od, 0u, 0x3424));
+  uint32_t h[4];
+  e2m1_half2(w, h);
+  const float2 c02 = h2f(h[0]), c46 = h2f(h[1]), c13 = h2f(h[2]), c57 = h2f(h[3]);
   f[0] = c02.x, f[1] = c13.x, f[2] = c02.y, f[3] = c13.y;
   f[4] = c46.x, f[5] = c57.x, f[6] = c46.y, f[7] = c57.y;
 }

@@ -9,7 +9,7 @@
 // that applies the E8M0 scale.
 //
 // Exactness:
-// - Weights: an E2M1 code becomes the fp16 E2M1 x 2^-14 exactly (as in dot8: codes with e = 0 land
+// - Weights: an E2M1 code becomes the fp16 E2M1 x 2^-14 exactly (e2m1_half2: codes with e = 0 land
 //   on fp16 subnormals, which the tensor cores take as they are).
 // - Activations: each fp32 vector x is scaled by 2^k (k from its largest magnitude, so |x 2^k| <
 //   2^15) and split into three fp16 parts x 2^k = p1 + p2 + p3 (p1 = fp16(x 2^k), p2 = fp16 of the
@@ -141,17 +141,6 @@ __device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 #endif
-}
-
-// 8 codes (one 32-bit word, code i = nibble i) -> four half2 of E2M1 x 2^-14: (c0,c2) (c4,c6) (c1,c3)
-// (c5,c7). The same byte arithmetic as dot8.
-__device__ __forceinline__ void decode8(uint32_t w, uint32_t (&h)[4]) {
-  const uint32_t ev = ((w << 1) & 0x0E0E0E0Eu) | ((w << 4) & 0x80808080u);
-  const uint32_t od = ((w >> 3) & 0x0E0E0E0Eu) | (w & 0x80808080u);
-  h[0] = __byte_perm(ev, 0u, 0x1404);
-  h[1] = __byte_perm(ev, 0u, 0x3424);
-  h[2] = __byte_perm(od, 0u, 0x1404);
-  h[3] = __byte_perm(od, 0u, 0x3424);
 }
 
 // e8m0 in two integer operations (shift, max) instead of a compare and a select: same bits.
@@ -299,8 +288,8 @@ __device__ __forceinline__ void compute_stage(uint32_t st, const char* stage_gen
 #pragma unroll
       for (int hb = 0; hb < 2; ++hb) {
         uint32_t ra[4], rb[4];
-        decode8(w[2 * hb], ra);
-        decode8(w[2 * hb + 1], rb);
+        e2m1_half2(w[2 * hb], ra);
+        e2m1_half2(w[2 * hb + 1], rb);
         float d[4] = {0.f, 0.f, 0.f, 0.f};
         mma16816(d, ra[0], rb[0], ra[1], rb[1], f[hb].x, f[hb].y);
         mma16816(d, ra[2], rb[2], ra[3], rb[3], f[hb].z, f[hb].w);
