@@ -756,7 +756,6 @@ struct Variant {
   int ring = 0;          // imma versions: ring stages per warp (0: register prefetch)
   int ws = 0;            // warp-specialised version (mxfp4_experts_ws.cuh): ring stages per block; imma = vectors per pass
   int rs = 0, nq = 0, nr = 0;  // warp-specialised versions: row sets per task, column splits, row sets per warp (ws::Shape)
-  int wide = 0;  // > 0: replaces the default for passes of at least this many rows, if it shares its order
   int nv = 1;    // exact FFMA versions: activation vectors per pass over the weights
   int shared = 0;  // > 0: replaces the default when experts are shared by at least shared/100 rows each
                    // on average (and it shares the default's order)
@@ -813,20 +812,20 @@ struct Variant {
 // cycles waiting on those 4-byte loads (two per 32-byte sector, one sector per row and lane quad).
 // v11 no longer replaces v9 from two rows: in all six session-6 runs v9 was as fast or faster over
 // 896 experts (T = 2 / 4 / 8: v9 58.3-59.0 / 59.5-60.5 / 58.0-60.0, v11 49.8-61.8 / 49.3-54.4 /
-// 57.5-59.4); session 5's one run had v11 ahead (62.7 / 65.7 / 64.4). No version is `wide` now.
+// 57.5-59.4); session 5's one run had v11 ahead (62.7 / 65.7 / 64.4).
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
-    {"v60 k3-exact RO=2 RB=4 tiles 64/64 2 vectors per pass", expert_mlp_kernel<2, 4, 2, 1, 2, 2, 7, 6>, 64, 64, 7, 6, 0, 0,
-     0, 0, 0, 0, 0, 0, 0, 2},
-    {"v61 k3-exact RO=1 RB=2 tiles 64/64 4 vectors per pass", expert_mlp_kernel<1, 2, 4, 1, 2, 2, 7, 6>, 64, 64, 7, 6, 0, 0,
-     0, 0, 0, 0, 0, 0, 0, 4},
-    {"v62 k3-exact RO=1 RB=2 tiles 64/64 2 vectors per pass 3 blocks/SM", expert_mlp_kernel<1, 2, 2, 1, 3, 2, 7, 6>, 64, 64,
-     7, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 110},
-    {"v63 k3-exact RO=1 RB=2 tiles 64/64 2 vectors per pass", expert_mlp_kernel<1, 2, 2, 1, 2, 2, 7, 6>, 64, 64, 7, 6, 0, 0,
-     0, 0, 0, 0, 0, 0, 0, 2},
-    {"v68 k3-exact RO=1 RB=2 tiles 64/64 4 vectors per pass one decode 3 blocks/SM", expert_mlp_kernel<1, 2, 4, 1, 3, 3, 7, 6>,
-     64, 64, 7, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 200},
+    {"v60 k3-exact RO=2 RB=4 tiles 64/64 2 vectors per pass", expert_mlp_kernel<2, 4, 2, 1, 2, 2, 7, 6>, 64, 64, 7, 6,
+     0, 0, 0, 0, 0, 0, 0, 0, 2},
+    {"v61 k3-exact RO=1 RB=2 tiles 64/64 4 vectors per pass", expert_mlp_kernel<1, 2, 4, 1, 2, 2, 7, 6>, 64, 64, 7, 6,
+     0, 0, 0, 0, 0, 0, 0, 0, 4},
+    {"v62 k3-exact RO=1 RB=2 tiles 64/64 2 vectors per pass 3 blocks/SM", expert_mlp_kernel<1, 2, 2, 1, 3, 2, 7, 6>, 64,
+     64, 7, 6, 0, 0, 0, 0, 0, 0, 0, 0, 2, 110},
+    {"v63 k3-exact RO=1 RB=2 tiles 64/64 2 vectors per pass", expert_mlp_kernel<1, 2, 2, 1, 2, 2, 7, 6>, 64, 64, 7, 6,
+     0, 0, 0, 0, 0, 0, 0, 0, 2},
+    {"v68 k3-exact RO=1 RB=2 tiles 64/64 4 vectors per pass one decode 3 blocks/SM",
+     expert_mlp_kernel<1, 2, 4, 1, 3, 3, 7, 6>, 64, 64, 7, 6, 0, 0, 0, 0, 0, 0, 0, 0, 4, 200},
     {"v39 imma ring 4 stages tiles 64/128", expert_mlp_imma_kernel<1, 2, 3, 4>, imma::kTileA, 128, 0, 0, 2, 0, 1, 4},
     {"v38 imma tiles 64/128 3 blocks/SM", expert_mlp_imma_kernel<1, 2, 3>, imma::kTileA, 128, 0, 0, 2, 0, 1},
     {"v41 imma 2 vectors per pass tiles 64/128", expert_mlp_imma_kernel<2, 2, 2>, imma::kTileA, 128, 0, 0, 2, 0, 2},
@@ -879,16 +878,13 @@ struct ExpertMlp::Impl {
   // Unless a version was selected by name, a call may run another version with the default's
   // reduction order (so the same bits: batch invariance holds across the switch): the `shared`
   // version with the highest threshold the call's rows per expert reach (they read an expert's
-  // weights once for several rows), else `wide` for passes of kVariants[wide].wide rows or more
-  // (more blocks per SM, faster when many experts stream).
+  // weights once for several rows).
   bool selected = false;
-  int wide = -1;
   std::vector<int> shared;  // versions with a `shared` threshold, highest threshold first
-  int pick(int T, double rows_per_expert) const {
+  int pick(double rows_per_expert) const {
     if (selected) return variant;
     for (int v : shared)
       if (rows_per_expert * 100 >= kVariants[v].shared) return v;
-    if (wide >= 0 && T >= kVariants[wide].wide) return wide;
     return variant;
   }
   int blocks_per_sm[32] = {};  // per version, from the occupancy calculator
@@ -965,7 +961,6 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows)
       if (fits(kVariants[v], latent, inter, impl_->limits)) impl_->variant = v;
     for (int v = 0; v < kNumVariants && impl_->variant >= 0; ++v) {
       if (kVariants[v].order != kVariants[impl_->variant].order || !fits(kVariants[v], latent, inter, impl_->limits)) continue;
-      if (kVariants[v].wide > 0 && impl_->wide < 0) impl_->wide = v;
       if (kVariants[v].shared > 0) impl_->shared.push_back(v);
     }
     std::stable_sort(impl_->shared.begin(), impl_->shared.end(),
@@ -1062,7 +1057,7 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
       throw CudaError("ExpertMlp::run: every expert needs six device pointers, packed weights 8-byte aligned");
   // The tensor-core version copies rows in 16-byte units; with other alignments the call takes the
   // first FFMA version that fits (its bits differ, see Variant::order).
-  int vi = impl_->pick(T, static_cast<double>(nA_assign) / nG);
+  int vi = impl_->pick(static_cast<double>(nA_assign) / nG);
   if (kVariants[vi].mma || kVariants[vi].imma) {
     bool aligned = true;
     for (const MxExpert& e : experts)
@@ -1136,7 +1131,7 @@ void ExpertMlp::run_routed(const MxExpert* dev_table, int n_experts, const int32
   // The distinct experts are known only on the device; expect what a uniformly random router
   // would give (E (1 - (1 - k/E)^T)): routers whose neighbouring rows agree share more.
   const double expected_distinct = n_experts * (1.0 - std::pow(1.0 - static_cast<double>(top_k_) / n_experts, T));
-  const int vi = impl_->pick(T, A / std::max(1.0, expected_distinct));
+  const int vi = impl_->pick(A / std::max(1.0, expected_distinct));
   const Variant& v = kVariants[vi];
   const Impl::Layout L = Impl::layout(nG, A);
   if (L.end > impl_->staging_bytes) throw CudaError("ExpertMlp::run_routed: internal table overflow");
