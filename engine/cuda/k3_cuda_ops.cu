@@ -11,19 +11,6 @@ namespace {
 
 __device__ __forceinline__ float sigm(float x) { return 1.f / (1.f + expf(-x)); }
 
-// Sum over a block of NT threads: warp butterflies, then warp totals in warp order (the same
-// tree for every call). `sh` holds NT/32 floats; every thread gets the total.
-template <int NT>
-__device__ __forceinline__ float block_sum(float v, float* sh) {
-  v = warp_sum(v);
-  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
-  __syncthreads();
-  float t = 0.f;
-#pragma unroll
-  for (int k = 0; k < NT / 32; ++k) t += sh[k];
-  __syncthreads();
-  return t;
-}
 
 template <int NT>
 __device__ __forceinline__ float block_max(float v, float* sh) {

@@ -30,6 +30,21 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// Sum over a block of NT threads: warp butterflies, then warp totals in warp order (the same
+// tree for every call). `sh` holds NT/32 floats; every thread gets the total, and `sh` may be
+// reused as soon as it returns.
+template <int NT>
+__device__ __forceinline__ float block_sum(float v, float* sh) {
+  v = warp_sum(v);
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float t = 0.f;
+#pragma unroll
+  for (int k = 0; k < NT / 32; ++k) t += sh[k];
+  __syncthreads();
+  return t;
+}
+
 // Element i of a weight vector stored as BF16 (bf16 true) or fp32.
 __device__ __forceinline__ float load_weight(const void* w, bool bf16, int64_t i) {
   if (bf16) return __uint_as_float(static_cast<uint32_t>(static_cast<const uint16_t*>(w)[i]) << 16);

@@ -7,16 +7,10 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// 1 / sqrt(mean + eps) from each thread's sum of squares: warp butterflies, then the warp totals in
-// warp order (the same tree for every row and T).
+// 1 / sqrt(mean + eps) from each thread's sum of squares, summed in block_sum's fixed tree (the
+// same for every row and T).
 __device__ __forceinline__ float inv_rms(float ss, int64_t n, float eps, float* warp_tot) {
-  ss = warp_sum(ss);
-  if ((threadIdx.x & 31) == 0) warp_tot[threadIdx.x >> 5] = ss;
-  __syncthreads();
-  float tot = 0.f;
-#pragma unroll
-  for (int k = 0; k < kThreads / 32; ++k) tot += warp_tot[k];
-  return 1.0f / sqrtf(tot / static_cast<float>(n) + eps);
+  return 1.0f / sqrtf(block_sum<kThreads>(ss, warp_tot) / static_cast<float>(n) + eps);
 }
 
 template <bool kBf16>
