@@ -125,6 +125,8 @@ void download_file(const HubClient& hub, const std::string& repo, const std::str
     checkpoint();
 
     std::atomic<bool> stop{false};
+    // Parts retry on their own threads; callers get one on_state call at a time.
+    std::mutex state_mu;
     std::mutex mu;
     std::condition_variable cv;
     int running = 0;
@@ -136,7 +138,10 @@ void download_file(const HubClient& hub, const std::string& repo, const std::str
       threads.emplace_back([&, part = p.get()] {
         try {
           fetch_range_to_fd(hub, repo, revision, file.path, part->begin, part->end - part->begin, fd, part->done, &progress,
-                            tuning, &stop, [&](const std::string& why) { on_state(FileState::Retrying, why); });
+                            tuning, &stop, [&](const std::string& why) {
+                              std::lock_guard<std::mutex> g(state_mu);
+                              on_state(FileState::Retrying, why);
+                            });
         } catch (...) {
           std::lock_guard<std::mutex> g(mu);
           if (!failure) failure = std::current_exception();

@@ -14,6 +14,7 @@ namespace deltafin {
 // the hash checked against the listing (a mismatch throws the bytes away and
 // fetches that file again), then an atomic rename. `dest` never holds a
 // partial or unverified file. `progress` counts bytes (resumed ones included).
+// `on_state` may run on part threads, but never two calls at once.
 void download_file(const HubClient& hub, const std::string& repo, const std::string& revision, const HubFile& file,
                    const std::string& dest, const FetchTuning& tuning, std::atomic<uint64_t>& progress,
                    const std::function<void(FileState, const std::string&)>& on_state, const std::atomic<bool>* cancel);

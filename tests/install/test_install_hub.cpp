@@ -1,9 +1,12 @@
 // Hub client, downloads and setup against the local test hub with injected faults.
 #include <QtTest/QtTest>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "install/disk_space.h"
 #include "install/file_download.h"
@@ -77,15 +80,22 @@ class TestInstallHub : public QObject {
   // Downloads the first k3-tiny shard with the current faults; returns the error text or "".
   std::string fetch_shard(const std::string& dest, std::vector<std::string>* states = nullptr) {
     std::atomic<uint64_t> progress{0};
+    // download_file promises one on_state call at a time although parts retry on their own threads.
+    std::atomic<int> inside{0};
+    std::atomic<bool> overlapped{false};
     try {
       download_file(client(), "moonshotai/Kimi-K3", "main", listed(kShard), dest, tuning(), progress,
                     [&](FileState s, const std::string& d) {
+                      if (inside.fetch_add(1) != 0) overlapped = true;
+                      std::this_thread::sleep_for(std::chrono::milliseconds(2));
                       if (states) states->push_back(std::string(file_state_name(s)) + " " + d);
+                      inside.fetch_sub(1);
                     },
                     nullptr);
     } catch (const Error& e) {
       return e.what();
     }
+    if (overlapped) return "on_state was called from two threads at once";
     return {};
   }
   void expect_exact(const std::string& dest) {
