@@ -807,6 +807,10 @@
         <translation>Der Server wurde beendet (%1): %2</translation>
     </message>
     <message>
+        <source>The server could not start on the GPU (%1); starting it on the CPU</source>
+        <translation>Der Server konnte nicht auf der GPU starten (%1); er wird auf der CPU gestartet</translation>
+    </message>
+    <message>
         <source>Server listening on %1</source>
         <translation>Server lauscht auf %1</translation>
     </message>

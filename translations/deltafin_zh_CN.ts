@@ -807,6 +807,10 @@
         <translation>服务器已退出（%1）：%2</translation>
     </message>
     <message>
+        <source>The server could not start on the GPU (%1); starting it on the CPU</source>
+        <translation>服务器无法在 GPU 上启动（%1）；改为在 CPU 上启动</translation>
+    </message>
+    <message>
         <source>Server listening on %1</source>
         <translation>服务器正在监听 %1</translation>
     </message>

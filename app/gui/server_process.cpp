@@ -31,10 +31,17 @@ ServerProcess::ServerProcess(QObject* parent) : QObject(parent) {
   });
   connect(&process_, &QProcess::finished, this, [this](int code, QProcess::ExitStatus) {
     const QString tail = output_.trimmed().section('\n', -3);
+    // A GPU server that never listened (the chat's session already holds the VRAM, say) serves
+    // from the CPU instead, saying why.
+    if (!stopping_ && !restartPending_ && url_.isEmpty() && device_ == QLatin1String("cuda")) {
+      emit stateChanged(false, tr("The server could not start on the GPU (%1); starting it on the CPU").arg(tail));
+      start(modelRoot_, port_, QStringLiteral("cpu"));
+      return;
+    }
     emit stateChanged(false, stopping_ ? tr("Server stopped") : tr("The server exited (%1): %2").arg(code).arg(tail));
     stopping_ = false;
     url_.clear();
-    if (std::exchange(restartPending_, false)) start(modelRoot_, port_);
+    if (std::exchange(restartPending_, false)) start(modelRoot_, port_, device_);
   });
 }
 
@@ -47,22 +54,24 @@ ServerProcess::~ServerProcess() {
   }
 }
 
-void ServerProcess::start(const QString& modelRoot, int port) {
+void ServerProcess::start(const QString& modelRoot, int port, const QString& device) {
   if (isRunning()) return;
   output_.clear();
   url_.clear();
   modelRoot_ = modelRoot;
   port_ = port;
+  device_ = device;
   stopping_ = false;
   process_.start(cliExecutable(), {QStringLiteral("serve"), QStringLiteral("--model-root"), modelRoot,
-                                   QStringLiteral("--port"), QString::number(port)});
+                                   QStringLiteral("--port"), QString::number(port), QStringLiteral("--device"), device});
 }
 
-void ServerProcess::restart(const QString& modelRoot, int port) {
+void ServerProcess::restart(const QString& modelRoot, int port, const QString& device) {
   modelRoot_ = modelRoot;
   port_ = port;
+  device_ = device;
   if (!isRunning()) {
-    start(modelRoot, port);
+    start(modelRoot, port, device);
     return;
   }
   restartPending_ = true;

@@ -6,6 +6,7 @@
 #include <QUrl>
 
 #include "app_paths.h"
+#include "device_choice.h"
 #include "job_manager.h"
 #include "local_engine.h"
 #include "remote_chat_backend.h"
@@ -116,11 +117,14 @@ void Studio::applyServerSetting() {
     server_->stop();
     return;
   }
-  // A running server with another model or port is restarted with the new ones.
-  if (server_->isRunning() && (server_->modelRoot() != activeModelRoot() || server_->port() != settings_.serverPort))
-    server_->restart(activeModelRoot(), settings_.serverPort);
+  // The server computes where the chat does (Settings' device, resolved the same way).
+  const QString device = resolveDevice(settings_.device).name.toLower();
+  // A running server with another model, port or device is restarted with the new ones.
+  if (server_->isRunning() && (server_->modelRoot() != activeModelRoot() || server_->port() != settings_.serverPort ||
+                               server_->device() != device))
+    server_->restart(activeModelRoot(), settings_.serverPort, device);
   else if (!server_->isRunning())
-    server_->start(activeModelRoot(), settings_.serverPort);
+    server_->start(activeModelRoot(), settings_.serverPort, device);
 }
 
 void Studio::refreshDiskUsage() {

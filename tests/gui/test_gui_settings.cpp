@@ -228,6 +228,12 @@ class TestGuiSettings : public QObject {
     clickOk(dialog);
     QTRY_VERIFY_WITH_TIMEOUT(!studio.server()->url().isEmpty() || !studio.server()->isRunning(), 120000);
     QVERIFY2(!studio.server()->url().isEmpty(), qPrintable(studio.server()->lastOutput()));
+    // The server computes where the chat does.
+    const QStringList args = studio.server()->arguments();
+    const qsizetype at = args.indexOf("--device");
+    QVERIFY2(at >= 0 && at + 1 < args.size(), qPrintable(args.join(' ')));
+    QCOMPARE(args[at + 1], resolveDevice(studio.settings().device).name.toLower());
+    QCOMPARE(args[at + 1], studio.engine()->info().name.toLower());
 
     QNetworkAccessManager net;
     QNetworkReply* reply = net.get(QNetworkRequest(QUrl(studio.server()->url() + "/v1/models")));
@@ -243,6 +249,30 @@ class TestGuiSettings : public QObject {
     clickOk(dialog);
     QTRY_VERIFY_WITH_TIMEOUT(!studio.server()->isRunning(), 60000);
     QVERIFY(studio.server()->url().isEmpty());
+  }
+
+  void gpuServerThatCannotStartServesFromTheCpu() {
+    const T::RunResult help = T::run_process({T::bin_dir() + "/deltafin", "--help"});
+    if (help.out.find("serve") == std::string::npos) QSKIP("this tree's deltafin has no serve command");
+    ServerProcess server;
+    QStringList messages;
+    connect(&server, &ServerProcess::stateChanged, this, [&](bool, const QString& m) { messages << m; });
+    server.start(demoModel(), 0, "cuda");
+    QTRY_VERIFY_WITH_TIMEOUT(!server.url().isEmpty() || !server.isRunning(), 120000);
+    QVERIFY2(!server.url().isEmpty(), qPrintable(server.lastOutput() + "\n" + messages.join('\n')));
+    QString why;
+    if (cudaDeviceUsable(&why)) {
+      QCOMPARE(server.device(), QString("cuda"));
+    } else {
+      // This machine has no usable GPU: the GPU server stops before listening, and serves from the CPU.
+      QCOMPARE(server.device(), QString("cpu"));
+      QVERIFY(server.arguments().contains("cpu"));
+      bool said = false;
+      for (const QString& m : messages) said |= m.contains("could not start on the GPU");
+      QVERIFY2(said, qPrintable(messages.join('\n')));
+    }
+    server.stop();
+    QTRY_VERIFY_WITH_TIMEOUT(!server.isRunning(), 60000);
   }
 };
 
