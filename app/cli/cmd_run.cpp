@@ -55,11 +55,12 @@ void print_stats(const K3Model& m, const GenerateResult& r, const DecodeSession&
       std::fprintf(stderr, "VRAM tier           %d slots (%.1f GiB): every expert resident, no copies\n", v->slot_count, gib);
     else
       std::fprintf(stderr,
-                   "VRAM tier           %d slots (%.1f GiB): %llu lookups, %llu hits (%.1f%%), %llu copied (%.1f MB host to GPU "
-                   "in %.3f s, %.1f GB/s)\n",
+                   "VRAM tier           %d slots (%.1f GiB): %llu lookups, %llu hits (%.1f%%), %llu copied (%llu straight "
+                   "from the pinned RAM tier; %.1f MB host to GPU in %.3f s, %.1f GB/s)\n",
                    v->slot_count, gib, (unsigned long long)v->requests, (unsigned long long)v->hits,
-                   v->requests ? 100.0 * v->hits / v->requests : 0.0, (unsigned long long)v->misses, v->bytes_h2d / 1e6,
-                   v->fill_seconds, v->fill_seconds > 0 ? v->bytes_h2d / v->fill_seconds / 1e9 : 0.0);
+                   v->requests ? 100.0 * v->hits / v->requests : 0.0, (unsigned long long)v->misses,
+                   (unsigned long long)v->direct, v->bytes_h2d / 1e6, v->fill_seconds,
+                   v->fill_seconds > 0 ? v->bytes_h2d / v->fill_seconds / 1e9 : 0.0);
   }
   if (c.prefetch_issued)
     std::fprintf(stderr, "prefetch            %llu issued, %llu used, %llu wasted, %llu cancelled\n",

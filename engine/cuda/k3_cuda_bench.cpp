@@ -13,9 +13,12 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/thread_pool.h"
 #include "cuda/cuda_support.h"
 #include "cuda/k3_cuda_model.h"
 #include "cuda/vram_expert_cache.h"
+#include "cpu/gemm.h"
+#include "runtime/ops.h"
 #include "runtime/verifier_bench.h"
 #include "runtime/verifier_direct_expert_source.h"
 #include "store/tiered_expert_source.h"
@@ -254,8 +257,10 @@ void bench_stream(const std::string& root, uint64_t ram_bytes, int vram_slots, i
   CudaK3Session s(model);
   std::mt19937_64 rng(13);
   std::vector<float> logits = s.prefill(random_ids(rng, 16, c.vocab));
+  std::vector<int32_t> ids;
   auto step = [&] {
     const int32_t id = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    ids.push_back(id);
     PassOptions po;
     po.all_logits = false;
     s.stage(std::span<const int32_t>(&id, 1), logits, po);
@@ -285,7 +290,9 @@ void bench_stream(const std::string& root, uint64_t ram_bytes, int vram_slots, i
       << tokens / dt << " tokens/s (" << std::setprecision(1) << dt / tokens * 1e3 << " ms/token)\n"
       << "VRAM tier: " << v.requests << " requests, hit rate " << std::setprecision(3)
       << (v.requests ? double(v.hits) / v.requests : 0) << ", " << std::setprecision(1) << h2d_bytes / 1e6
-      << " MB/token over PCIe\n"
+      << " MB/token over PCIe; " << v.direct << " of " << v.misses << " misses copied straight from the pinned RAM tier"
+      << (model.experts().direct_copies() ? "" : " (direct copies off)")
+      << (model.experts().direct_note().empty() ? "" : "; " + model.experts().direct_note()) << "\n"
       << "RAM tier (VRAM misses): " << ram_req << " requests, hit rate " << std::setprecision(3)
       << (ram_req > 0 ? ram_hits / ram_req : 0) << ", " << std::setprecision(1) << disk_bytes / 1e6
       << " MB/token from disk\n"
@@ -293,7 +300,121 @@ void bench_stream(const std::string& root, uint64_t ram_bytes, int vram_slots, i
       << "roofline per token: disk " << std::setprecision(2) << t_disk * 1e3 << " ms + PCIe " << t_pcie * 1e3
       << " ms + HBM " << t_hbm * 1e3 << " ms; bound with perfect overlap " << std::max({t_disk, t_pcie, t_hbm}) * 1e3
       << " ms (" << 1.0 / std::max({t_disk, t_pcie, t_hbm, 1e-12}) << " tokens/s), serial sum "
-      << (t_disk + t_pcie + t_hbm) * 1e3 << " ms; measured " << dt / tokens * 1e3 << " ms\n";
+      << (t_disk + t_pcie + t_hbm) * 1e3 << " ms; measured " << dt / tokens * 1e3 << " ms\n"
+      << "greedy ids (warm-up and timed):";
+  for (int32_t id : ids) out << ' ' << id;
+  out << "\n";
+}
+
+void bench_placement(const std::string& root, const std::vector<int>& rows, int reps, const Roofline& roof,
+                     std::ostream& out) {
+  const int max_rows = *std::max_element(rows.begin(), rows.end());
+  K3Model::Options mo;
+  StoreOptions so;  // the RAM tier, default budget
+  so.lock_memory = false;
+  mo.store = so;
+  auto host = K3Model::load(root, std::move(mo));
+  const K3Config& c = host->config();
+  int layer = 0;
+  while (layer < c.layers && !c.is_moe(layer)) ++layer;
+  if (layer == c.layers) throw Error(root + " has no MoE layer", "use a K3 checkpoint with routed experts");
+  const int n = std::min(c.top_k, c.experts), Z = c.latent, I = c.moe_intermediate;
+  std::vector<int> ids(n);
+  for (int e = 0; e < n; ++e) ids[e] = e;
+  ExpertSource& src = host->experts();
+  {  // into the RAM tier before anything is timed
+    auto b = src.request(layer, ids);
+    for (int i = 0; i < n; ++i) b->next();
+  }
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  std::vector<float> x(size_t(max_rows) * Z);
+  for (auto& v : x) v = uni(rng);
+  const double bytes = double(n) * double(c.expert_bytes());
+
+  // CPU: what K3Session::moe does per expert, on every pool thread.
+  std::vector<double> cpu_ms(rows.size());
+  {
+    std::vector<ExpertView> views;
+    src.acquire(layer, ids, views);
+    std::vector<float> g(size_t(max_rows) * I), u(g.size()), d(size_t(max_rows) * Z);
+    for (size_t ri = 0; ri < rows.size(); ++ri) {
+      const int r = rows[ri];
+      std::vector<double> t;
+      for (int rep = 0; rep <= reps; ++rep) {
+        const auto t0 = Clock::now();
+        for (const ExpertView& v : views) {
+          matmul_mxfp4(v.w1_packed, v.w1_scale, I, Z, x.data(), r, g.data());
+          matmul_mxfp4(v.w3_packed, v.w3_scale, I, Z, x.data(), r, u.data());
+          situ_glu(g.data(), u.data(), int64_t(r) * I, c.situ_beta, c.situ_linear_beta, g.data());
+          matmul_mxfp4(v.w2_packed, v.w2_scale, Z, I, g.data(), r, d.data());
+        }
+        if (rep) t.push_back(secs(t0) * 1e3);  // the first round warms caches and the pool
+      }
+      cpu_ms[ri] = median(t);
+    }
+  }
+
+  // GPU: the VRAM tier's fill of the n experts (emptied first), then the expert kernel on them.
+  VramExpertCache tier(src, Z, I, n);
+  OwnedStream st;
+  std::vector<MxExpert> dev;
+  auto fill_ms = [&](bool direct) {
+    tier.set_direct_copies(direct);
+    std::vector<double> t;
+    for (int rep = 0; rep <= reps; ++rep) {
+      tier.evict_all();
+      const auto t0 = Clock::now();
+      tier.gather(layer, ids, dev, st.opaque());
+      st.sync();
+      if (rep) t.push_back(secs(t0) * 1e3);
+    }
+    return median(t);
+  };
+  const double staged_ms = fill_ms(false), direct_ms = fill_ms(true);
+  const std::string note = tier.direct_note();
+  const bool direct_used = tier.counters().direct > 0;
+  ExpertMlp mlp(Z, I, n, max_rows);
+  DeviceBuffer dz(size_t(max_rows) * Z * 4), dy(size_t(max_rows) * Z * 4);
+  dz.upload(x.data(), x.size() * 4);
+  std::vector<double> gpu_ms(rows.size());
+  for (size_t ri = 0; ri < rows.size(); ++ri) {
+    const int r = rows[ri];
+    std::vector<int32_t> slot(size_t(r) * n);
+    std::vector<float> w(slot.size(), 1.f / n);
+    for (size_t a = 0; a < slot.size(); ++a) slot[a] = int32_t(a % n);  // every row uses all n experts
+    std::vector<double> t;
+    OwnedEvent e0(true), e1(true);
+    for (int rep = 0; rep <= reps; ++rep) {
+      e0.record(st.get());
+      mlp.run(dev, slot.data(), w.data(), r, dz.as<float>(), dy.as<float>(), st.opaque());
+      e1.record(st.get());
+      e1.sync();
+      if (rep) t.push_back(e1.since(e0));
+    }
+    gpu_ms[ri] = median(t);
+  }
+
+  out << std::fixed << "placement of RAM-resident experts: " << n << " experts of layer " << layer << " ("
+      << std::setprecision(1) << bytes / 1e6 << " MB), RAM tier: " << src.describe() << "; CPU: "
+      << ThreadPool::global().size() << " threads, " << kernels::active().name << " kernels; PCIe roofline "
+      << roof.h2d_gbs << " GB/s\n"
+      << "GPU fill (host RAM -> VRAM): through staging " << std::setprecision(3) << staged_ms << " ms ("
+      << std::setprecision(1) << bytes / (staged_ms * 1e6) << " GB/s), straight from the pinned RAM tier "
+      << std::setprecision(3) << direct_ms << " ms (" << std::setprecision(1) << bytes / (direct_ms * 1e6) << " GB/s"
+      << (direct_used ? ")" : ", NOT used: " + (note.empty() ? std::string("the source has no arena") : note) + ")")
+      << "\n\n| rows per expert | CPU ms | CPU GB/s | GPU fill + kernel ms | GPU kernel ms | faster | ratio | CPU share when both work |\n"
+      << "| ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n";
+  const double fill = std::min(staged_ms, direct_ms);
+  for (size_t ri = 0; ri < rows.size(); ++ri) {
+    const double g = fill + gpu_ms[ri], cpu = cpu_ms[ri];
+    // Both at once (the CPU takes a share s of the experts, the GPU the rest): s = g / (cpu + g)
+    // balances them; the pair then finishes in cpu * g / (cpu + g).
+    out << "| " << rows[ri] << " | " << std::setprecision(2) << cpu << " | " << std::setprecision(1)
+        << bytes / (cpu * 1e6) << " | " << std::setprecision(3) << g << " | " << gpu_ms[ri] << " | "
+        << (g <= cpu ? "GPU" : "CPU") << " | " << std::setprecision(2) << std::max(g, cpu) / std::min(g, cpu) << "x | "
+        << std::setprecision(2) << g / (cpu + g) << " (" << cpu * g / (cpu + g) << " ms) |\n";
+  }
 }
 
 }  // namespace deltafin::cuda

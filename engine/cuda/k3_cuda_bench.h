@@ -2,7 +2,7 @@
 // Measurements of the CUDA K3 forward on the machine it runs on (deltafin-cuda-k3 prints them):
 // the machine's roofline (disk, PCIe, HBM), per-layer pass times against their byte floor,
 // verify-pass costs for T rows with experts resident or streamed, and a decode run with experts
-// streamed disk -> RAM tier -> VRAM tier.
+// streamed disk -> RAM tier -> VRAM tier, and where RAM-resident experts are best computed.
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -32,5 +32,12 @@ void bench_verify(const std::string& model_root, const std::vector<int>& rows, i
 // VRAM tier of vram_slots. Reports tokens/s, hit rates and bytes per token per tier, and the roofline.
 void bench_stream(const std::string& model_root, uint64_t ram_bytes, int vram_slots, int warmup_tokens, int tokens,
                   const Roofline& roof, std::ostream& out);
+
+// Where experts that live in host RAM are best computed: on the CPU (the CPU session's kernels on
+// every pool thread) or on the GPU after a copy over PCIe (the VRAM tier's fill, straight from the
+// pinned RAM tier and through staging, then the expert kernel), for n experts of one layer with r
+// rows each. Prints a table per r and the choice it implies.
+void bench_placement(const std::string& model_root, const std::vector<int>& rows, int reps, const Roofline& roof,
+                     std::ostream& out);
 
 }  // namespace deltafin::cuda

@@ -448,6 +448,7 @@ std::optional<VramTierStats> CudaK3Session::vram_tier() const {
   s.hits = k.hits;
   s.misses = k.misses;
   s.bytes_h2d = k.bytes_h2d;
+  s.direct = k.direct;
   s.fill_seconds = k.fill_seconds;
   return s;
 }

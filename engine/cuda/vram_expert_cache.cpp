@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include "base/error.h"
@@ -17,6 +18,11 @@ struct VramExpertCache::Impl {
   std::vector<std::unique_ptr<OwnedEvent>> staged;  // one per staging buffer: its DMA is done
   std::vector<bool> staged_used;
   OwnedEvent done, compute_done;
+  // The source's arena, pinned in pieces of whole units as misses reach them: pinning all of a
+  // RAM tier of 100+ GB up front would stall start-up for seconds and commit every page at once.
+  HostArena arena;
+  uint64_t piece = 0;
+  std::vector<int8_t> piece_state;  // 0 not yet, 1 pinned, -1 refused
 };
 
 namespace {
@@ -55,9 +61,39 @@ VramExpertCache::VramExpertCache(ExpertSource& host, int latent, int inter, int 
     impl_->staged.push_back(std::make_unique<OwnedEvent>());
     impl_->staged_used.push_back(false);
   }
+  const char* env = std::getenv("DELTAFIN_VRAM_DIRECT");
+  direct_on_ = env && std::string(env) == "on";
+  impl_->arena = host_.host_arena();
+  if (impl_->arena.base && impl_->arena.unit) {
+    constexpr uint64_t kPiece = 512ull << 20;
+    impl_->piece = std::max<uint64_t>(1, kPiece / impl_->arena.unit) * impl_->arena.unit;
+    impl_->piece_state.assign((impl_->arena.bytes + impl_->piece - 1) / impl_->piece, 0);
+  }
 }
 
-VramExpertCache::~VramExpertCache() = default;
+VramExpertCache::~VramExpertCache() {
+  cudaStreamSynchronize(impl_->copy.get());
+  for (size_t i = 0; i < impl_->piece_state.size(); ++i)
+    if (impl_->piece_state[i] == 1) cudaHostUnregister(const_cast<uint8_t*>(impl_->arena.base) + i * impl_->piece);
+}
+
+bool VramExpertCache::pinned(const uint8_t* p, uint64_t n) {
+  const HostArena& a = impl_->arena;
+  if (!direct_on_ || !a.base || p < a.base || p + n > a.base + a.bytes) return false;
+  const uint64_t i = uint64_t(p - a.base) / impl_->piece;
+  if ((uint64_t(p - a.base) + n - 1) / impl_->piece != i) return false;
+  int8_t& st = impl_->piece_state[i];
+  if (st == 0) {
+    const uint64_t len = std::min(impl_->piece, a.bytes - i * impl_->piece);
+    const cudaError_t e = cudaHostRegister(const_cast<uint8_t*>(a.base) + i * impl_->piece, len, cudaHostRegisterDefault);
+    st = e == cudaSuccess ? 1 : -1;
+    if (e != cudaSuccess) {
+      cudaGetLastError();  // not sticky: clear it so later checks do not report it
+      direct_note_ = std::string("pinning the RAM tier failed (") + cudaGetErrorString(e) + "): copies go through staging";
+    }
+  }
+  return st == 1;
+}
 
 MxExpert VramExpertCache::view(int slot) const {
   auto* b = static_cast<const uint8_t*>(impl_->pool.data()) + uint64_t(slot) * slot_bytes_;
@@ -117,35 +153,65 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
   // A slot being overwritten may still be read by work already queued on the compute stream.
   impl_->compute_done.record(static_cast<cudaStream_t>(stream));
   check_cuda(cudaStreamWaitEvent(cs, impl_->compute_done.get(), 0), "cudaStreamWaitEvent");
-  auto batch = host_.request(layer, missing);
-  const int nstage = static_cast<int>(impl_->staging.size());
-  for (size_t done = 0; done < missing.size(); ++done) {
-    auto [mi, v] = batch->next();
-    const int sb = static_cast<int>(done % nstage);
-    if (impl_->staged_used[sb]) impl_->staged[sb]->sync();  // its previous DMA has finished
-    uint8_t* st = impl_->staging[sb].as<uint8_t>();
-    const uint8_t* parts[6] = {v.w1_packed, v.w1_scale, v.w2_packed, v.w2_scale, v.w3_packed, v.w3_scale};
-    // Host memory -> pinned staging over the pool's threads: one thread's memcpy (about 5 GB/s
-    // from the page cache) would otherwise be the bound, not PCIe.
-    constexpr uint64_t kPiece = 1ull << 20;
-    std::vector<std::pair<int, uint64_t>> pieces;
-    for (int p = 0; p < 6; ++p)
-      for (uint64_t o = 0; o < part_bytes_[p]; o += kPiece) pieces.emplace_back(p, o);
-    ThreadPool::global().parallel_for(pieces.size(), [&](size_t b, size_t e) {
-      for (size_t i = b; i < e; ++i) {
-        const auto [p, o] = pieces[i];
-        std::memcpy(st + part_off_[p] + o, parts[p] + o, std::min(kPiece, part_bytes_[p] - o));
+  std::unique_ptr<ExpertBatch> batch;
+  bool any_direct = false;
+  try {
+    batch = host_.request(layer, missing);
+    const int nstage = static_cast<int>(impl_->staging.size());
+    int staged = 0;
+    for (size_t done = 0; done < missing.size(); ++done) {
+      auto [mi, v] = batch->next();
+      const uint8_t* parts[6] = {v.w1_packed, v.w1_scale, v.w2_packed, v.w2_scale, v.w3_packed, v.w3_scale};
+      auto* dst = static_cast<uint8_t*>(impl_->pool.data()) + uint64_t(slot_for[mi]) * slot_bytes_;
+      bool direct = true;
+      for (int p = 0; p < 6 && direct; ++p) direct = pinned(parts[p], part_bytes_[p]);
+      if (direct) {
+        for (int p = 0; p < 6; ++p)
+          check_cuda(cudaMemcpyAsync(dst + part_off_[p], parts[p], part_bytes_[p], cudaMemcpyHostToDevice, cs),
+                     "cudaMemcpyAsync (expert, pinned RAM tier)");
+        any_direct = true;
+        ++c_.direct;
+        ++c_.misses;
+        c_.bytes_h2d += slot_bytes_;
+        continue;
       }
-    });
-    auto* dst = static_cast<uint8_t*>(impl_->pool.data()) + uint64_t(slot_for[mi]) * slot_bytes_;
-    check_cuda(cudaMemcpyAsync(dst, st, slot_bytes_, cudaMemcpyHostToDevice, cs), "cudaMemcpyAsync (expert)");
-    impl_->staged[sb]->record(cs);
-    impl_->staged_used[sb] = true;
-    ++c_.misses;
-    c_.bytes_h2d += slot_bytes_;
+      const int sb = staged++ % nstage;
+      if (impl_->staged_used[sb]) impl_->staged[sb]->sync();  // its previous DMA has finished
+      uint8_t* st = impl_->staging[sb].as<uint8_t>();
+      // Host memory -> pinned staging over the pool's threads: one thread's memcpy (about 5 GB/s
+      // from the page cache) would otherwise be the bound, not PCIe.
+      constexpr uint64_t kPiece = 1ull << 20;
+      std::vector<std::pair<int, uint64_t>> pieces;
+      for (int p = 0; p < 6; ++p)
+        for (uint64_t o = 0; o < part_bytes_[p]; o += kPiece) pieces.emplace_back(p, o);
+      ThreadPool::global().parallel_for(pieces.size(), [&](size_t b, size_t e) {
+        for (size_t i = b; i < e; ++i) {
+          const auto [p, o] = pieces[i];
+          std::memcpy(st + part_off_[p] + o, parts[p] + o, std::min(kPiece, part_bytes_[p] - o));
+        }
+      });
+      check_cuda(cudaMemcpyAsync(dst, st, slot_bytes_, cudaMemcpyHostToDevice, cs), "cudaMemcpyAsync (expert)");
+      impl_->staged[sb]->record(cs);
+      impl_->staged_used[sb] = true;
+      ++c_.misses;
+      c_.bytes_h2d += slot_bytes_;
+    }
+  } catch (...) {
+    // A failed fill leaves no slot claiming an expert it does not hold, and the batch's RAM slots
+    // stay pinned until the copies already queued from them are done.
+    cudaStreamSynchronize(cs);
+    for (int slot : slot_for) {
+      where_.erase(slot_key_[slot]);
+      slot_key_[slot] = -1;
+      slot_used_[slot] = 0;
+    }
+    ++epoch_;
+    throw;
   }
   impl_->done.record(cs);
   check_cuda(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), impl_->done.get(), 0), "cudaStreamWaitEvent");
+  // The batch keeps the RAM tier from reusing its slots: it may only go once their DMA is done.
+  if (any_direct) impl_->done.sync();
   c_.fill_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 

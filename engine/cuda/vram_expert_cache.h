@@ -1,8 +1,10 @@
 #pragma once
 // The VRAM tier of routed experts: a fixed number of expert slots in device memory over any host
-// ExpertSource (the RAM tier, mmap or streamed reads). Misses are copied through pinned staging
-// buffers on a copy stream, the next expert's host copy overlapping the previous one's DMA; the
-// compute stream waits on an event, never on the host.
+// ExpertSource (the RAM tier, mmap or streamed reads). Misses are copied on a copy stream; the
+// compute stream waits on an event, never on the host. Misses go through pinned staging buffers,
+// the next expert's host copy overlapping the previous one's DMA; with direct copies on and the
+// source's views in its own arena (the RAM tier), the arena is pinned piece by piece as misses
+// reach it and experts are copied straight from it instead.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -25,6 +27,7 @@ struct VramTierCounters {
   uint64_t misses = 0;     // copied host -> device
   uint64_t evictions = 0;
   uint64_t bytes_h2d = 0;
+  uint64_t direct = 0;      // misses copied straight from the pinned RAM tier (no staging copy)
   double fill_seconds = 0;  // host wall time spent supplying misses (host tier + staging + DMA)
 };
 
@@ -57,9 +60,18 @@ class VramExpertCache {
   // Changes whenever a slot's expert is replaced or forgotten.
   uint64_t epoch() const { return epoch_; }
   ExpertSource& host() const { return host_; }
+  // Copies straight from the pinned RAM tier. Off by default until an H200 run has measured it
+  // (DELTAFIN_VRAM_DIRECT=on starts it on); off, every miss goes through staging, as for sources
+  // without an arena.
+  void set_direct_copies(bool on) { direct_on_ = on; }
+  bool direct_copies() const { return direct_on_; }
+  // Why copies go through staging although the source has an arena ("" when they do not).
+  const std::string& direct_note() const { return direct_note_; }
 
  private:
   MxExpert view(int slot) const;
+  // True when [p, p + n) lies in a pinned piece of the host arena, pinning that piece first.
+  bool pinned(const uint8_t* p, uint64_t n);
 
   ExpertSource& host_;
   uint64_t part_bytes_[6] = {}, part_off_[6] = {}, slot_bytes_ = 0;
@@ -69,6 +81,8 @@ class VramExpertCache {
   uint64_t tick_ = 0;
   uint64_t epoch_ = 0;
   VramTierCounters c_;
+  bool direct_on_ = true;
+  std::string direct_note_;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

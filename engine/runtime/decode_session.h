@@ -37,6 +37,7 @@ struct VramTierStats {
   uint64_t slot_bytes = 0;
   bool all_resident = false;  // every expert of the model in VRAM: no lookup ever copies
   uint64_t requests = 0, hits = 0, misses = 0, bytes_h2d = 0;
+  uint64_t direct = 0;      // misses copied straight from the pinned RAM tier (the rest: staging)
   double fill_seconds = 0;  // host wall time spent supplying misses (host tier, staging, copies)
 };
 

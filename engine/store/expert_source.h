@@ -60,6 +60,14 @@ inline ExpertCounters operator-(const ExpertCounters& a, const ExpertCounters& b
   return d;
 }
 
+// Host memory that holds every view a source hands out, cut into units no view crosses (the RAM
+// tier's slots). A GPU tier pins it and copies straight from it instead of through staging.
+struct HostArena {
+  const uint8_t* base = nullptr;
+  uint64_t bytes = 0;
+  uint64_t unit = 0;
+};
+
 // The experts of one request, handed out as they become ready (cached ones
 // first), so compute on hits overlaps the reads of misses.
 class ExpertBatch {
@@ -87,6 +95,8 @@ class ExpertSource {
   virtual bool wants_prefetch() const { return false; }
   // Ends a token: lets frequency-based policies age their counts.
   virtual void end_token() {}
+  // The memory every view lies in, or an empty arena when views point elsewhere (mmap, shards).
+  virtual HostArena host_arena() const { return {}; }
   virtual ExpertCounters counters() const = 0;
   virtual std::string describe() const = 0;
 };

@@ -54,6 +54,7 @@ class TieredExpertSource : public ExpertSource {
   void end_token() override;
   ExpertCounters counters() const override;
   std::string describe() const override;
+  HostArena host_arena() const override { return {arena_, arena_bytes_, slot_bytes_}; }
 
   // Loads the hottest experts of the heat map until the cache is full (or `limit` experts).
   size_t warm_from_heat(size_t limit = SIZE_MAX);

@@ -4,6 +4,7 @@
 //   deltafin-cuda-k3 layers <model> <context> <reps> <shard for the disk roofline> [T...]
 //   deltafin-cuda-k3 verify <model> resident|ram|disk <context> <reps> [T...]
 //   deltafin-cuda-k3 stream <model> <ram MB> <vram slots> <warm-up tokens> <tokens> <shard for the disk roofline>
+//   deltafin-cuda-k3 placement <model> <reps> <shard for the disk roofline> [rows per expert...]
 //   deltafin-cuda-k3 synth <preset> <out dir>   (deltafin synth's checkpoints, for machines without the CLI)
 #include <cstdio>
 #include <cstdlib>
@@ -74,6 +75,11 @@ int main(int argc, char** argv) {
       const auto roof = cuda::measure_roofline(argv[7], std::cout);
       cuda::bench_stream(argv[2], std::strtoull(argv[3], nullptr, 10) << 20, std::atoi(argv[4]), std::atoi(argv[5]),
                          std::atoi(argv[6]), roof, std::cout);
+      return 0;
+    }
+    if (cmd == "placement" && argc >= 5) {
+      const auto roof = cuda::measure_roofline(argv[4], std::cout);
+      cuda::bench_placement(argv[2], rows_from(argc, argv, 5), std::atoi(argv[3]), roof, std::cout);
       return 0;
     }
     std::fprintf(stderr, "usage: see the comment at the top of tests/cuda/cuda_k3_main.cpp\n");
