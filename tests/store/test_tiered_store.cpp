@@ -42,6 +42,20 @@ bool same_expert(const ExpertView& a, const ExpertView& b, const ExpertLocation&
   return true;
 }
 
+// What a GPU tier relies on to copy straight from the RAM tier: every tensor of a view lies in the
+// arena, and all six in the same unit (slot) of it.
+bool inside_one_unit(const ExpertView& v, const ExpertLocation& L, const HostArena& a) {
+  if (!a.base || a.unit == 0 || a.bytes % a.unit != 0) return false;
+  const uint8_t* p[6] = {v.w1_packed, v.w1_scale, v.w2_packed, v.w2_scale, v.w3_packed, v.w3_scale};
+  const uint64_t unit = uint64_t(p[0] - a.base) / a.unit;
+  for (int k = 0; k < 6; ++k) {
+    if (p[k] < a.base || p[k] + L.part_bytes[k] > a.base + a.bytes) return false;
+    const uint64_t first = uint64_t(p[k] - a.base), last = first + L.part_bytes[k] - 1;
+    if (first / a.unit != unit || last / a.unit != unit) return false;
+  }
+  return true;
+}
+
 StoreOptions opts(size_t nslots, EvictionPolicy p = EvictionPolicy::Lru) {
   StoreOptions o;
   o.ram_budget = 1ull << 30;
@@ -92,7 +106,11 @@ class TestTieredStore : public QObject {
         std::vector<ExpertView> a, b;
         t.acquire(l, ids, a);  // 3 experts in 5 slots: forces constant eviction
         m.acquire(l, ids, b);
-        for (size_t i = 0; i < ids.size(); ++i) QVERIFY(same_expert(a[i], b[i], demo_.w.experts[l][ids[i]]));
+        for (size_t i = 0; i < ids.size(); ++i) {
+          QVERIFY(same_expert(a[i], b[i], demo_.w.experts[l][ids[i]]));
+          QVERIFY(inside_one_unit(a[i], demo_.w.experts[l][ids[i]], t.host_arena()));
+        }
+        QVERIFY(m.host_arena().base == nullptr);  // mmap views point into the shards
       }
     }
     const auto c = t.counters();
