@@ -1,4 +1,6 @@
 #pragma once
+#include <array>
+#include <bit>
 #include <cstdint>
 #include <string>
 
@@ -41,6 +43,16 @@ const char* isa_name(Isa isa);
 // E2M1 code -> value and E8M0 byte -> 2^(s-127), exactly.
 extern const float kE2M1[16];
 float e8m0_to_float(uint8_t s);
+// e8m0_to_float(s) / 2 for every byte, exactly: 2^(s-128) (s = 1: 2^-127, s = 0: 2^-128, both
+// subnormal; s = 255 stays infinite).
+inline constexpr std::array<float, 256> kHalfE8M0 = [] {
+  std::array<float, 256> t{};
+  for (int s = 0; s < 256; ++s) {
+    const uint32_t bits = s == 255 ? 0x7F800000u : s >= 2 ? uint32_t(s - 1) << 23 : s == 1 ? 0x00400000u : 0x00200000u;
+    t[s] = std::bit_cast<float>(bits);
+  }
+  return t;
+}();
 
 namespace scalar { void bf16_rows(const RowsArgs&); void f32_rows(const RowsArgs&); void mxfp4_rows(const RowsArgs&); }
 namespace avx2 { void bf16_rows(const RowsArgs&); void f32_rows(const RowsArgs&); void mxfp4_rows(const RowsArgs&); }

@@ -89,16 +89,19 @@ void permute_inputs(const float* x, int64_t in, float* xp) {
 
 template <int R>
 void mxfp4_tile(const uint8_t* row, const uint8_t* srow, int64_t in, const float* xp, int64_t ldxp, float* y, int64_t ldy) {
-  const __m512 lut = _mm512_setr_ps(0.f, .5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f, -0.f, -.5f, -1.f, -1.5f, -2.f, -3.f, -4.f, -6.f);
-  const __m512i nib = _mm512_set1_epi32(15);
+  // As in the AVX2 file: codes decode to twice their value as int8, the block scale is halved,
+  // and every product and sum keeps its bits.
+  const __m128i twice = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+  const __m128i nib = _mm_set1_epi8(15);
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   const int64_t blocks = in / 32;
   for (int64_t b = 0; b < blocks; ++b) {
-    __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 16 * b)));
-    const __m512 lo = _mm512_permutexvar_ps(_mm512_and_si512(v, nib), lut);
-    const __m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), lut);
-    const __m512 s = _mm512_set1_ps(e8m0_to_float(srow[b]));
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 16 * b));
+    const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_shuffle_epi8(twice, _mm_and_si128(bytes, nib))));
+    const __m512 hi =
+        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_shuffle_epi8(twice, _mm_and_si128(_mm_srli_epi16(bytes, 4), nib))));
+    const __m512 s = _mm512_set1_ps(kHalfE8M0[srow[b]]);
     for (int r = 0; r < R; ++r) {
       const float* xb = xp + r * ldxp + 32 * b;
       __m512 p = _mm512_mul_ps(lo, _mm512_loadu_ps(xb));
@@ -115,20 +118,22 @@ void bf16_rows(const RowsArgs& a) { dense_rows<true>(a); }
 void f32_rows(const RowsArgs& a) { dense_rows<false>(a); }
 
 void mxfp4_rows(const RowsArgs& a) {
-  thread_local std::vector<float> xp;
-  xp.resize(static_cast<size_t>(a.T) * a.in);
-  for (int t = 0; t < a.T; ++t) permute_inputs(a.x + t * a.ldx, a.in, xp.data() + t * a.in);
+  // 64-byte aligned (rows and blocks are multiples of 128 bytes): no load splits a cache line.
+  thread_local std::vector<float> buf;
+  buf.resize(static_cast<size_t>(a.T) * a.in + 16);
+  float* xp = buf.data() + ((64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64) / sizeof(float);
+  for (int t = 0; t < a.T; ++t) permute_inputs(a.x + t * a.ldx, a.in, xp + t * a.in);
   const auto* w = static_cast<const uint8_t*>(a.w);
   const int64_t blocks = a.in / 32;
   for (int64_t o = a.o0; o < a.o1; ++o) {
     const uint8_t* row = w + o * (a.in / 2);
     const uint8_t* srow = a.scale + o * blocks;
     int t = 0;
-    for (; t + 4 <= a.T; t += 4) mxfp4_tile<4>(row, srow, a.in, xp.data() + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy);
+    for (; t + 4 <= a.T; t += 4) mxfp4_tile<4>(row, srow, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy);
     switch (a.T - t) {
-      case 3: mxfp4_tile<3>(row, srow, a.in, xp.data() + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
-      case 2: mxfp4_tile<2>(row, srow, a.in, xp.data() + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
-      case 1: mxfp4_tile<1>(row, srow, a.in, xp.data() + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
+      case 3: mxfp4_tile<3>(row, srow, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
+      case 2: mxfp4_tile<2>(row, srow, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
+      case 1: mxfp4_tile<1>(row, srow, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
       default: break;
     }
   }

@@ -86,6 +86,13 @@ class TestCpuKernels : public QObject {
     QCOMPARE(e8m0_to_float(120), std::ldexp(1.f, -7));
     QCOMPARE(e8m0_to_float(0), std::ldexp(1.f, -127));
     QCOMPARE(e8m0_to_float(254), std::ldexp(1.f, 127));
+    // The fast paths multiply by half the scale (their codes decode to twice the value).
+    for (int s = 0; s < 256; ++s) {
+      const float want = 0.5f * e8m0_to_float(uint8_t(s));
+      QVERIFY2(std::memcmp(&kHalfE8M0[s], &want, 4) == 0, qPrintable(QString("scale byte %1").arg(s)));
+    }
+    QCOMPARE(kHalfE8M0[0], std::ldexp(1.f, -128));
+    QVERIFY(std::isinf(kHalfE8M0[255]));
   }
 
   void mxfp4DecodesExactly() {
