@@ -89,18 +89,17 @@ void permute_inputs(const float* x, int64_t in, float* xp) {
 
 template <int R>
 void mxfp4_tile(const uint8_t* row, const uint8_t* srow, int64_t in, const float* xp, int64_t ldxp, float* y, int64_t ldy) {
-  // As in the AVX2 file: codes decode to twice their value as int8, the block scale is halved,
-  // and every product and sum keeps its bits.
-  const __m128i twice = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
-  const __m128i nib = _mm_set1_epi8(15);
+  // Codes look up twice their value in a 16-entry table (one lane permute per 16 codes); the
+  // block scale comes halved, so every product and sum keeps its bits.
+  const __m512 lut = _mm512_setr_ps(0.f, 1.f, 2.f, 3.f, 4.f, 6.f, 8.f, 12.f, -0.f, -1.f, -2.f, -3.f, -4.f, -6.f, -8.f, -12.f);
+  const __m512i nib = _mm512_set1_epi32(15);
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   const int64_t blocks = in / 32;
   for (int64_t b = 0; b < blocks; ++b) {
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 16 * b));
-    const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_shuffle_epi8(twice, _mm_and_si128(bytes, nib))));
-    const __m512 hi =
-        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_shuffle_epi8(twice, _mm_and_si128(_mm_srli_epi16(bytes, 4), nib))));
+    const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 16 * b)));
+    const __m512 lo = _mm512_permutexvar_ps(_mm512_and_si512(v, nib), lut);
+    const __m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), lut);
     const __m512 s = _mm512_set1_ps(kHalfE8M0[srow[b]]);
     for (int r = 0; r < R; ++r) {
       const float* xb = xp + r * ldxp + 32 * b;
