@@ -36,6 +36,7 @@ inline float bf16_at(const uint8_t* p) {
 template <int R, bool BF16>
 void dense_tile(const uint8_t* row, int64_t in, const float* x, int64_t ldx, float* y, int64_t ldy) {
   __m256 a0[R], a1[R];
+  #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= in; i += 16) {
@@ -47,11 +48,13 @@ void dense_tile(const uint8_t* row, int64_t in, const float* x, int64_t ldx, flo
       w0 = _mm256_loadu_ps(reinterpret_cast<const float*>(row + 4 * i));
       w1 = _mm256_loadu_ps(reinterpret_cast<const float*>(row + 4 * i + 32));
     }
+    #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       a0[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + r * ldx + i), a0[r]);
       a1[r] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + r * ldx + i + 8), a1[r]);
     }
   }
+  #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     float s = hsum(_mm256_add_ps(a0[r], a1[r]));
     for (int64_t j = i; j < in; ++j) {
@@ -102,6 +105,7 @@ void mxfp4_tile(const uint8_t* row, const uint8_t* srow, int64_t in, const float
   const __m128i twice = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
   const __m128i nib = _mm_set1_epi8(15);
   __m256 acc[R];
+  #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   const int64_t blocks = in / 32;
   for (int64_t b = 0; b < blocks; ++b) {
@@ -113,6 +117,7 @@ void mxfp4_tile(const uint8_t* row, const uint8_t* srow, int64_t in, const float
     const __m256 d2 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(lo, lo)));
     const __m256 d3 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(hi, hi)));
     const __m256 s = _mm256_broadcast_ss(&kHalfE8M0[srow[b]]);
+    #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const float* xb = xp + r * ldxp + 32 * b;
       __m256 p = _mm256_mul_ps(d0, _mm256_loadu_ps(xb));
@@ -122,6 +127,7 @@ void mxfp4_tile(const uint8_t* row, const uint8_t* srow, int64_t in, const float
       acc[r] = _mm256_fmadd_ps(p, s, acc[r]);
     }
   }
+  #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) y[r * ldy] = hsum(acc[r]);
 }
 

@@ -27,6 +27,7 @@ inline float hsum(__m512 v) {
 template <int R, bool BF16>
 void dense_tile(const uint8_t* row, int64_t in, const float* x, int64_t ldx, float* y, int64_t ldy) {
   __m512 a0[R], a1[R];
+  #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 32 <= in; i += 32) {
@@ -38,11 +39,13 @@ void dense_tile(const uint8_t* row, int64_t in, const float* x, int64_t ldx, flo
       w0 = _mm512_loadu_ps(row + 4 * i);
       w1 = _mm512_loadu_ps(row + 4 * i + 64);
     }
+    #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       a0[r] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + r * ldx + i), a0[r]);
       a1[r] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + r * ldx + i + 16), a1[r]);
     }
   }
+  #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     float s = hsum(_mm512_add_ps(a0[r], a1[r]));
     for (int64_t j = i; j < in; ++j) {
@@ -94,6 +97,7 @@ void mxfp4_tile(const uint8_t* row, const uint8_t* srow, int64_t in, const float
   const __m512 lut = _mm512_setr_ps(0.f, 1.f, 2.f, 3.f, 4.f, 6.f, 8.f, 12.f, -0.f, -1.f, -2.f, -3.f, -4.f, -6.f, -8.f, -12.f);
   const __m512i nib = _mm512_set1_epi32(15);
   __m512 acc[R];
+  #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   const int64_t blocks = in / 32;
   for (int64_t b = 0; b < blocks; ++b) {
@@ -101,6 +105,7 @@ void mxfp4_tile(const uint8_t* row, const uint8_t* srow, int64_t in, const float
     const __m512 lo = _mm512_permutexvar_ps(_mm512_and_si512(v, nib), lut);
     const __m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), lut);
     const __m512 s = _mm512_set1_ps(kHalfE8M0[srow[b]]);
+    #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const float* xb = xp + r * ldxp + 32 * b;
       __m512 p = _mm512_mul_ps(lo, _mm512_loadu_ps(xb));
@@ -108,6 +113,7 @@ void mxfp4_tile(const uint8_t* row, const uint8_t* srow, int64_t in, const float
       acc[r] = _mm512_fmadd_ps(p, s, acc[r]);
     }
   }
+  #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) y[r * ldy] = hsum(acc[r]);
 }
 
