@@ -11,6 +11,9 @@ namespace deltafin::kernels::avx512 {
 
 namespace {
 
+// Dense tiles: kO output rows share each input load, kR input rows each weight load.
+constexpr int kO = 4, kR = 2;
+
 inline __m512 widen_bf16(const uint8_t* p) {
   __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
@@ -24,43 +27,72 @@ inline float hsum(__m512 v) {
   return _mm_cvtss_f32(q);
 }
 
-template <int R, bool BF16>
-void dense_tile(const uint8_t* row, int64_t in, const float* x, int64_t ldx, float* y, int64_t ldy) {
-  __m512 a0[R], a1[R];
+// O consecutive output rows for R input rows: each input vector is loaded once for all O outputs
+// (at T > 1 the inputs come from L2, and their loads were the bound). Every output keeps its own
+// two accumulators and tail, so its sums are the same at any O and R.
+template <int O, int R, bool BF16>
+void dense_tile(const uint8_t* w, int64_t row_bytes, int64_t in, const float* x, int64_t ldx, float* y, int64_t ldy) {
+  __m512 a0[O][R], a1[O][R];
   #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm512_setzero_ps();
+  for (int o = 0; o < O; ++o)
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) a0[o][r] = a1[o][r] = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 32 <= in; i += 32) {
-    __m512 w0, w1;
-    if constexpr (BF16) {
-      w0 = widen_bf16(row + 2 * i);
-      w1 = widen_bf16(row + 2 * i + 32);
-    } else {
-      w0 = _mm512_loadu_ps(row + 4 * i);
-      w1 = _mm512_loadu_ps(row + 4 * i + 64);
+    __m512 w0[O], w1[O];
+    #pragma GCC unroll 8
+    for (int o = 0; o < O; ++o) {
+      const uint8_t* row = w + o * row_bytes;
+      if constexpr (BF16) {
+        w0[o] = widen_bf16(row + 2 * i);
+        w1[o] = widen_bf16(row + 2 * i + 32);
+      } else {
+        w0[o] = _mm512_loadu_ps(row + 4 * i);
+        w1[o] = _mm512_loadu_ps(row + 4 * i + 64);
+      }
     }
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      a0[r] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + r * ldx + i), a0[r]);
-      a1[r] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + r * ldx + i + 16), a1[r]);
+      const __m512 x0 = _mm512_loadu_ps(x + r * ldx + i), x1 = _mm512_loadu_ps(x + r * ldx + i + 16);
+      #pragma GCC unroll 8
+      for (int o = 0; o < O; ++o) {
+        a0[o][r] = _mm512_fmadd_ps(w0[o], x0, a0[o][r]);
+        a1[o][r] = _mm512_fmadd_ps(w1[o], x1, a1[o][r]);
+      }
     }
   }
   #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    float s = hsum(_mm512_add_ps(a0[r], a1[r]));
-    for (int64_t j = i; j < in; ++j) {
-      float wv;
-      if constexpr (BF16) {
-        uint16_t v;
-        std::memcpy(&v, row + 2 * j, 2);
-        uint32_t bits = static_cast<uint32_t>(v) << 16;
-        std::memcpy(&wv, &bits, 4);
-      } else {
-        std::memcpy(&wv, row + 4 * j, 4);
+  for (int o = 0; o < O; ++o) {
+    const uint8_t* row = w + o * row_bytes;
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      float s = hsum(_mm512_add_ps(a0[o][r], a1[o][r]));
+      for (int64_t j = i; j < in; ++j) {
+        float wv;
+        if constexpr (BF16) {
+          uint16_t v;
+          std::memcpy(&v, row + 2 * j, 2);
+          uint32_t bits = static_cast<uint32_t>(v) << 16;
+          std::memcpy(&wv, &bits, 4);
+        } else {
+          std::memcpy(&wv, row + 4 * j, 4);
+        }
+        s = std::fmaf(wv, x[r * ldx + j], s);
       }
-      s = std::fmaf(wv, x[r * ldx + j], s);
+      y[r * ldy + o] = s;
     }
-    y[r * ldy] = s;
+  }
+}
+
+template <int O, bool BF16>
+void dense_outputs(const uint8_t* row, int64_t row_bytes, const RowsArgs& a, int64_t o) {
+  int t = 0;
+  for (; t + kR <= a.T; t += kR) dense_tile<O, kR, BF16>(row, row_bytes, a.in, a.x + t * a.ldx, a.ldx, a.y + t * a.ldy + o, a.ldy);
+  switch (a.T - t) {
+    case 3: if constexpr (kR > 3) dense_tile<O, 3, BF16>(row, row_bytes, a.in, a.x + t * a.ldx, a.ldx, a.y + t * a.ldy + o, a.ldy); break;
+    case 2: if constexpr (kR > 2) dense_tile<O, 2, BF16>(row, row_bytes, a.in, a.x + t * a.ldx, a.ldx, a.y + t * a.ldy + o, a.ldy); break;
+    case 1: dense_tile<O, 1, BF16>(row, row_bytes, a.in, a.x + t * a.ldx, a.ldx, a.y + t * a.ldy + o, a.ldy); break;
+    default: break;
   }
 }
 
@@ -68,17 +100,9 @@ template <bool BF16>
 void dense_rows(const RowsArgs& a) {
   const auto* w = static_cast<const uint8_t*>(a.w);
   const int64_t row_bytes = a.in * (BF16 ? 2 : 4);
-  for (int64_t o = a.o0; o < a.o1; ++o) {
-    const uint8_t* row = w + o * row_bytes;
-    int t = 0;
-    for (; t + 4 <= a.T; t += 4) dense_tile<4, BF16>(row, a.in, a.x + t * a.ldx, a.ldx, a.y + t * a.ldy + o, a.ldy);
-    switch (a.T - t) {
-      case 3: dense_tile<3, BF16>(row, a.in, a.x + t * a.ldx, a.ldx, a.y + t * a.ldy + o, a.ldy); break;
-      case 2: dense_tile<2, BF16>(row, a.in, a.x + t * a.ldx, a.ldx, a.y + t * a.ldy + o, a.ldy); break;
-      case 1: dense_tile<1, BF16>(row, a.in, a.x + t * a.ldx, a.ldx, a.y + t * a.ldy + o, a.ldy); break;
-      default: break;
-    }
-  }
+  int64_t o = a.o0;
+  for (; o + kO <= a.o1; o += kO) dense_outputs<kO, BF16>(w + o * row_bytes, row_bytes, a, o);
+  for (; o < a.o1; ++o) dense_outputs<1, BF16>(w + o * row_bytes, row_bytes, a, o);
 }
 
 // Each 32-column block becomes [even 0..30][odd 1..31], the order of low and high nibbles.
