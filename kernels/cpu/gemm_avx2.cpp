@@ -14,6 +14,8 @@ namespace {
 
 // Dense tiles: kO output rows share each input load, kR input rows each weight load.
 constexpr int kO = 2, kR = 2;
+// MXFP4 tiles: kMO output rows by kMR input rows.
+constexpr int kMO = 2, kMR = 4;
 
 inline float hsum(__m256 v) {
   __m128 lo = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -120,39 +122,64 @@ void permute_inputs(const float* x, int64_t in, float* xp) {
     }
 }
 
-template <int R>
-void mxfp4_tile(const uint8_t* row, const uint8_t* srow, int64_t in, const float* xp, int64_t ldxp, float* y, int64_t ldy) {
+// O consecutive output rows for R input rows (each input load serves O outputs); each output's
+// products and sums are as with O = R = 1.
+template <int O, int R>
+void mxfp4_tile(const uint8_t* w, const uint8_t* scale, int64_t in, const float* xp, int64_t ldxp, float* y, int64_t ldy) {
   // Codes decode to twice their E2M1 value as int8 (one byte shuffle per 16 codes, then an exact
   // int -> float conversion); the halving moves into the block scale, a power of two, so each
   // product and sum is the old one times two until the scale multiplies it back: the same bits as
   // decoding the values themselves (barring products below 2^-125).
   const __m128i twice = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
   const __m128i nib = _mm_set1_epi8(15);
-  __m256 acc[R];
-  #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   const int64_t blocks = in / 32;
+  __m256 acc[O][R];
+  #pragma GCC unroll 8
+  for (int o = 0; o < O; ++o)
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) acc[o][r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 16 * b));
-    const __m128i lo = _mm_shuffle_epi8(twice, _mm_and_si128(bytes, nib));
-    const __m128i hi = _mm_shuffle_epi8(twice, _mm_and_si128(_mm_srli_epi16(bytes, 4), nib));
-    const __m256 d0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo));
-    const __m256 d1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));
-    const __m256 d2 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(lo, lo)));
-    const __m256 d3 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(hi, hi)));
-    const __m256 s = _mm256_broadcast_ss(&kHalfE8M0[srow[b]]);
+    __m256 d0[O], d1[O], d2[O], d3[O], s[O];
+    #pragma GCC unroll 8
+    for (int o = 0; o < O; ++o) {
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + o * (in / 2) + 16 * b));
+      const __m128i lo = _mm_shuffle_epi8(twice, _mm_and_si128(bytes, nib));
+      const __m128i hi = _mm_shuffle_epi8(twice, _mm_and_si128(_mm_srli_epi16(bytes, 4), nib));
+      d0[o] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo));
+      d1[o] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));
+      d2[o] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(lo, lo)));
+      d3[o] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(hi, hi)));
+      s[o] = _mm256_broadcast_ss(&kHalfE8M0[scale[o * blocks + b]]);
+    }
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const float* xb = xp + r * ldxp + 32 * b;
-      __m256 p = _mm256_mul_ps(d0, _mm256_loadu_ps(xb));
-      p = _mm256_fmadd_ps(d1, _mm256_loadu_ps(xb + 8), p);
-      p = _mm256_fmadd_ps(d2, _mm256_loadu_ps(xb + 16), p);
-      p = _mm256_fmadd_ps(d3, _mm256_loadu_ps(xb + 24), p);
-      acc[r] = _mm256_fmadd_ps(p, s, acc[r]);
+      #pragma GCC unroll 8
+      for (int o = 0; o < O; ++o) {
+        __m256 p = _mm256_mul_ps(d0[o], _mm256_load_ps(xb));
+        p = _mm256_fmadd_ps(d1[o], _mm256_load_ps(xb + 8), p);
+        p = _mm256_fmadd_ps(d2[o], _mm256_load_ps(xb + 16), p);
+        p = _mm256_fmadd_ps(d3[o], _mm256_load_ps(xb + 24), p);
+        acc[o][r] = _mm256_fmadd_ps(p, s[o], acc[o][r]);
+      }
     }
   }
   #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) y[r * ldy] = hsum(acc[r]);
+  for (int o = 0; o < O; ++o)
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) y[r * ldy + o] = hsum(acc[o][r]);
+}
+
+template <int O>
+void mxfp4_outputs(const uint8_t* w, const uint8_t* scale, const float* xp, const RowsArgs& a, int64_t o) {
+  int t = 0;
+  for (; t + kMR <= a.T; t += kMR) mxfp4_tile<O, kMR>(w, scale, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy);
+  switch (a.T - t) {
+    case 3: if constexpr (kMR > 3) mxfp4_tile<O, 3>(w, scale, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
+    case 2: if constexpr (kMR > 2) mxfp4_tile<O, 2>(w, scale, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
+    case 1: mxfp4_tile<O, 1>(w, scale, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
+    default: break;
+  }
 }
 
 }  // namespace
@@ -168,18 +195,9 @@ void mxfp4_rows(const RowsArgs& a) {
   for (int t = 0; t < a.T; ++t) permute_inputs(a.x + t * a.ldx, a.in, xp + t * a.in);
   const auto* w = static_cast<const uint8_t*>(a.w);
   const int64_t blocks = a.in / 32;
-  for (int64_t o = a.o0; o < a.o1; ++o) {
-    const uint8_t* row = w + o * (a.in / 2);
-    const uint8_t* srow = a.scale + o * blocks;
-    int t = 0;
-    for (; t + 4 <= a.T; t += 4) mxfp4_tile<4>(row, srow, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy);
-    switch (a.T - t) {
-      case 3: mxfp4_tile<3>(row, srow, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
-      case 2: mxfp4_tile<2>(row, srow, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
-      case 1: mxfp4_tile<1>(row, srow, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
-      default: break;
-    }
-  }
+  int64_t o = a.o0;
+  for (; o + kMO <= a.o1; o += kMO) mxfp4_outputs<kMO>(w + o * (a.in / 2), a.scale + o * blocks, xp, a, o);
+  for (; o < a.o1; ++o) mxfp4_outputs<1>(w + o * (a.in / 2), a.scale + o * blocks, xp, a, o);
 }
 
 }  // namespace deltafin::kernels::avx2

@@ -13,6 +13,8 @@ namespace {
 
 // Dense tiles: kO output rows share each input load, kR input rows each weight load.
 constexpr int kO = 4, kR = 2;
+// MXFP4 tiles: kMO output rows by kMR input rows.
+constexpr int kMO = 2, kMR = 4;
 
 inline __m512 widen_bf16(const uint8_t* p) {
   __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
@@ -114,31 +116,57 @@ void permute_inputs(const float* x, int64_t in, float* xp) {
     }
 }
 
-template <int R>
-void mxfp4_tile(const uint8_t* row, const uint8_t* srow, int64_t in, const float* xp, int64_t ldxp, float* y, int64_t ldy) {
+// O consecutive output rows for R input rows: each input load serves O outputs, and their
+// accumulator chains run side by side. Each output's products and sums are as with O = R = 1.
+template <int O, int R>
+void mxfp4_tile(const uint8_t* w, const uint8_t* scale, int64_t in, const float* xp, int64_t ldxp, float* y, int64_t ldy) {
   // Codes look up twice their value in a 16-entry table (one lane permute per 16 codes); the
   // block scale comes halved, so every product and sum keeps its bits.
   const __m512 lut = _mm512_setr_ps(0.f, 1.f, 2.f, 3.f, 4.f, 6.f, 8.f, 12.f, -0.f, -1.f, -2.f, -3.f, -4.f, -6.f, -8.f, -12.f);
   const __m512i nib = _mm512_set1_epi32(15);
-  __m512 acc[R];
-  #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   const int64_t blocks = in / 32;
+  __m512 acc[O][R];
+  #pragma GCC unroll 8
+  for (int o = 0; o < O; ++o)
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) acc[o][r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 16 * b)));
-    const __m512 lo = _mm512_permutexvar_ps(_mm512_and_si512(v, nib), lut);
-    const __m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), lut);
-    const __m512 s = _mm512_set1_ps(kHalfE8M0[srow[b]]);
+    __m512 lo[O], hi[O], s[O];
+    #pragma GCC unroll 8
+    for (int o = 0; o < O; ++o) {
+      const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + o * (in / 2) + 16 * b)));
+      lo[o] = _mm512_permutexvar_ps(_mm512_and_si512(v, nib), lut);
+      hi[o] = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), lut);
+      s[o] = _mm512_set1_ps(kHalfE8M0[scale[o * blocks + b]]);
+    }
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const float* xb = xp + r * ldxp + 32 * b;
-      __m512 p = _mm512_mul_ps(lo, _mm512_loadu_ps(xb));
-      p = _mm512_fmadd_ps(hi, _mm512_loadu_ps(xb + 16), p);
-      acc[r] = _mm512_fmadd_ps(p, s, acc[r]);
+      const __m512 x0 = _mm512_load_ps(xb), x1 = _mm512_load_ps(xb + 16);
+      #pragma GCC unroll 8
+      for (int o = 0; o < O; ++o) {
+        __m512 p = _mm512_mul_ps(lo[o], x0);
+        p = _mm512_fmadd_ps(hi[o], x1, p);
+        acc[o][r] = _mm512_fmadd_ps(p, s[o], acc[o][r]);
+      }
     }
   }
   #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) y[r * ldy] = hsum(acc[r]);
+  for (int o = 0; o < O; ++o)
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) y[r * ldy + o] = hsum(acc[o][r]);
+}
+
+template <int O>
+void mxfp4_outputs(const uint8_t* w, const uint8_t* scale, const float* xp, const RowsArgs& a, int64_t o) {
+  int t = 0;
+  for (; t + kMR <= a.T; t += kMR) mxfp4_tile<O, kMR>(w, scale, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy);
+  switch (a.T - t) {
+    case 3: if constexpr (kMR > 3) mxfp4_tile<O, 3>(w, scale, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
+    case 2: if constexpr (kMR > 2) mxfp4_tile<O, 2>(w, scale, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
+    case 1: mxfp4_tile<O, 1>(w, scale, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
+    default: break;
+  }
 }
 
 }  // namespace
@@ -154,18 +182,9 @@ void mxfp4_rows(const RowsArgs& a) {
   for (int t = 0; t < a.T; ++t) permute_inputs(a.x + t * a.ldx, a.in, xp + t * a.in);
   const auto* w = static_cast<const uint8_t*>(a.w);
   const int64_t blocks = a.in / 32;
-  for (int64_t o = a.o0; o < a.o1; ++o) {
-    const uint8_t* row = w + o * (a.in / 2);
-    const uint8_t* srow = a.scale + o * blocks;
-    int t = 0;
-    for (; t + 4 <= a.T; t += 4) mxfp4_tile<4>(row, srow, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy);
-    switch (a.T - t) {
-      case 3: mxfp4_tile<3>(row, srow, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
-      case 2: mxfp4_tile<2>(row, srow, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
-      case 1: mxfp4_tile<1>(row, srow, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
-      default: break;
-    }
-  }
+  int64_t o = a.o0;
+  for (; o + kMO <= a.o1; o += kMO) mxfp4_outputs<kMO>(w + o * (a.in / 2), a.scale + o * blocks, xp, a, o);
+  for (; o < a.o1; ++o) mxfp4_outputs<1>(w + o * (a.in / 2), a.scale + o * blocks, xp, a, o);
 }
 
 }  // namespace deltafin::kernels::avx512
