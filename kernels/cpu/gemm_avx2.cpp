@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cpu/gemm.h"
+#include "cpu/tiling.h"
 
 namespace deltafin::kernels::avx2 {
 
@@ -89,25 +90,13 @@ void dense_tile(const uint8_t* w, int64_t row_bytes, int64_t in, const float* x,
   }
 }
 
-template <int O, bool BF16>
-void dense_outputs(const uint8_t* row, int64_t row_bytes, const RowsArgs& a, int64_t o) {
-  int t = 0;
-  for (; t + kR <= a.T; t += kR) dense_tile<O, kR, BF16>(row, row_bytes, a.in, a.x + t * a.ldx, a.ldx, a.y + t * a.ldy + o, a.ldy);
-  switch (a.T - t) {
-    case 3: if constexpr (kR > 3) dense_tile<O, 3, BF16>(row, row_bytes, a.in, a.x + t * a.ldx, a.ldx, a.y + t * a.ldy + o, a.ldy); break;
-    case 2: if constexpr (kR > 2) dense_tile<O, 2, BF16>(row, row_bytes, a.in, a.x + t * a.ldx, a.ldx, a.y + t * a.ldy + o, a.ldy); break;
-    case 1: dense_tile<O, 1, BF16>(row, row_bytes, a.in, a.x + t * a.ldx, a.ldx, a.y + t * a.ldy + o, a.ldy); break;
-    default: break;
-  }
-}
-
 template <bool BF16>
 void dense_rows(const RowsArgs& a) {
   const auto* w = static_cast<const uint8_t*>(a.w);
   const int64_t row_bytes = a.in * (BF16 ? 2 : 4);
-  int64_t o = a.o0;
-  for (; o + kO <= a.o1; o += kO) dense_outputs<kO, BF16>(w + o * row_bytes, row_bytes, a, o);
-  for (; o < a.o1; ++o) dense_outputs<1, BF16>(w + o * row_bytes, row_bytes, a, o);
+  for_each_tile<kO, kR>(a.o0, a.o1, a.T, [&]<int O, int R>(int64_t o, int t) {
+    dense_tile<O, R, BF16>(w + o * row_bytes, row_bytes, a.in, a.x + t * a.ldx, a.ldx, a.y + t * a.ldy + o, a.ldy);
+  });
 }
 
 // Inputs are regrouped once per call so that each 32-column block reads
@@ -170,18 +159,6 @@ void mxfp4_tile(const uint8_t* w, const uint8_t* scale, int64_t in, const float*
     for (int r = 0; r < R; ++r) y[r * ldy + o] = hsum(acc[o][r]);
 }
 
-template <int O>
-void mxfp4_outputs(const uint8_t* w, const uint8_t* scale, const float* xp, const RowsArgs& a, int64_t o) {
-  int t = 0;
-  for (; t + kMR <= a.T; t += kMR) mxfp4_tile<O, kMR>(w, scale, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy);
-  switch (a.T - t) {
-    case 3: if constexpr (kMR > 3) mxfp4_tile<O, 3>(w, scale, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
-    case 2: if constexpr (kMR > 2) mxfp4_tile<O, 2>(w, scale, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
-    case 1: mxfp4_tile<O, 1>(w, scale, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy); break;
-    default: break;
-  }
-}
-
 }  // namespace
 
 void bf16_rows(const RowsArgs& a) { dense_rows<true>(a); }
@@ -195,9 +172,9 @@ void mxfp4_rows(const RowsArgs& a) {
   for (int t = 0; t < a.T; ++t) permute_inputs(a.x + t * a.ldx, a.in, xp + t * a.in);
   const auto* w = static_cast<const uint8_t*>(a.w);
   const int64_t blocks = a.in / 32;
-  int64_t o = a.o0;
-  for (; o + kMO <= a.o1; o += kMO) mxfp4_outputs<kMO>(w + o * (a.in / 2), a.scale + o * blocks, xp, a, o);
-  for (; o < a.o1; ++o) mxfp4_outputs<1>(w + o * (a.in / 2), a.scale + o * blocks, xp, a, o);
+  for_each_tile<kMO, kMR>(a.o0, a.o1, a.T, [&]<int O, int R>(int64_t o, int t) {
+    mxfp4_tile<O, R>(w + o * (a.in / 2), a.scale + o * blocks, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy);
+  });
 }
 
 }  // namespace deltafin::kernels::avx2

@@ -1,0 +1,29 @@
+#pragma once
+// How the fast paths walk a call: output rows [o0, o1) in tiles of kO (the last ones alone) and
+// input rows [0, T) in tiles of kR (the last 1-3 rows in one smaller tile). A tile's shape never
+// changes what an output computes, only how many loads it shares.
+#include <cstdint>
+
+namespace deltafin::kernels {
+
+// tile: a lambda template<int O, int R>(int64_t o, int t) computing outputs o..o+O-1 for input
+// rows t..t+R-1.
+template <int kO, int kR, class Tile>
+inline void for_each_tile(int64_t o0, int64_t o1, int T, Tile&& tile) {
+  static_assert(kO >= 1 && kR >= 1 && kR <= 4, "the remainder of the rows is at most 3");
+  auto rows = [&]<int O>(int64_t o) {
+    int t = 0;
+    for (; t + kR <= T; t += kR) tile.template operator()<O, kR>(o, t);
+    switch (T - t) {
+      case 3: if constexpr (kR > 3) tile.template operator()<O, 3>(o, t); break;
+      case 2: if constexpr (kR > 2) tile.template operator()<O, 2>(o, t); break;
+      case 1: tile.template operator()<O, 1>(o, t); break;
+      default: break;
+    }
+  };
+  int64_t o = o0;
+  for (; o + kO <= o1; o += kO) rows.template operator()<kO>(o);
+  for (; o < o1; ++o) rows.template operator()<1>(o);
+}
+
+}  // namespace deltafin::kernels
