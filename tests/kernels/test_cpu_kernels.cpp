@@ -4,6 +4,12 @@
 #include <cstring>
 #include <random>
 
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSet>
+
 #include "base/bf16.h"
 #include "cpu/gemm.h"
 #include "support/test_support.h"
@@ -188,6 +194,30 @@ class TestCpuKernels : public QObject {
           }
       }
     }
+  }
+
+  void benchProgramReportsEveryVersion() {
+    // What deltafin-cpu-bench writes, not how fast anything ran: a row per kernel version this CPU
+    // has, per shape and per T, each with a positive time and rates.
+    const std::string json = test::temp_dir("cpu-bench") + "/bench.json";
+    const auto r = test::run_process({test::bin_dir() + "/deltafin-cpu-bench", "--reps", "1", "--no-scalar", "--json", json});
+    QVERIFY2(r.code == 0, r.err.c_str());
+    QFile f(QString::fromStdString(json));
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonObject root = QJsonDocument::fromJson(f.readAll()).object();
+    QCOMPARE(root.value("best_isa").toString(), QString(isa_name(best_isa())));
+    QSet<QString> seen;
+    for (const QJsonValue& v : root.value("results").toArray()) {
+      const QJsonObject o = v.toObject();
+      QVERIFY(o.value("ms").toDouble() > 0);
+      QVERIFY(o.value("weight_gbs").toDouble() > 0 && o.value("gflops").toDouble() > 0);
+      seen.insert(o.value("isa").toString() + "/" + o.value("shape").toString() + "/" + QString::number(o.value("T").toInt()));
+    }
+    int want = 0;
+    for (Isa isa : {Isa::Avx2, Isa::Avx512})
+      if (isa_supported(isa)) want += 3 * 4;  // three shapes, T = 1, 2, 4, 8
+    QCOMPARE(int(seen.size()), want);
+    QVERIFY(r.out.find("| expert gate/up 3072x3584 (MXFP4) |") != std::string::npos);
   }
 };
 
