@@ -64,11 +64,8 @@ VramExpertCache::VramExpertCache(ExpertSource& host, int latent, int inter, int 
   const char* env = std::getenv("DELTAFIN_VRAM_DIRECT");
   direct_on_ = env && std::string(env) == "on";
   impl_->arena = host_.host_arena();
-  if (impl_->arena.base && impl_->arena.unit) {
-    constexpr uint64_t kPiece = 512ull << 20;
-    impl_->piece = std::max<uint64_t>(1, kPiece / impl_->arena.unit) * impl_->arena.unit;
-    impl_->piece_state.assign((impl_->arena.bytes + impl_->piece - 1) / impl_->piece, 0);
-  }
+  impl_->piece = impl_->arena.base ? impl_->arena.piece_bytes(512ull << 20) : 0;
+  impl_->piece_state.assign(impl_->arena.pieces(impl_->piece), 0);
 }
 
 VramExpertCache::~VramExpertCache() {
@@ -79,10 +76,9 @@ VramExpertCache::~VramExpertCache() {
 
 bool VramExpertCache::pinned(const uint8_t* p, uint64_t n) {
   const HostArena& a = impl_->arena;
-  if (!direct_on_ || !a.base || p < a.base || p + n > a.base + a.bytes) return false;
-  const uint64_t i = uint64_t(p - a.base) / impl_->piece;
-  if ((uint64_t(p - a.base) + n - 1) / impl_->piece != i) return false;
-  int8_t& st = impl_->piece_state[i];
+  const int64_t i = direct_on_ ? a.piece_of(p, n, impl_->piece) : -1;
+  if (i < 0) return false;
+  int8_t& st = impl_->piece_state[size_t(i)];
   if (st == 0) {
     const uint64_t len = std::min(impl_->piece, a.bytes - i * impl_->piece);
     const cudaError_t e = cudaHostRegister(const_cast<uint8_t*>(a.base) + i * impl_->piece, len, cudaHostRegisterDefault);

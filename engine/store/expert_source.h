@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -66,6 +67,18 @@ struct HostArena {
   const uint8_t* base = nullptr;
   uint64_t bytes = 0;
   uint64_t unit = 0;
+
+  // A piece size of whole units, about `target` bytes (at least one unit): no view crosses one.
+  uint64_t piece_bytes(uint64_t target) const { return unit ? std::max<uint64_t>(1, target / unit) * unit : 0; }
+  uint64_t pieces(uint64_t piece) const { return piece ? (bytes + piece - 1) / piece : 0; }
+  // The piece holding all of [p, p + n), or -1 when the range is empty or not inside one piece.
+  int64_t piece_of(const uint8_t* p, uint64_t n, uint64_t piece) const {
+    // As integers: p may point into another object.
+    const uintptr_t b = reinterpret_cast<uintptr_t>(base), q = reinterpret_cast<uintptr_t>(p);
+    if (!base || !piece || n == 0 || q < b || q - b >= bytes || n > bytes - (q - b)) return -1;
+    const uint64_t first = (q - b) / piece, last = (q - b + n - 1) / piece;
+    return first == last ? int64_t(first) : -1;
+  }
 };
 
 // The experts of one request, handed out as they become ready (cached ones

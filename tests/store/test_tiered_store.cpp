@@ -47,12 +47,9 @@ bool same_expert(const ExpertView& a, const ExpertView& b, const ExpertLocation&
 bool inside_one_unit(const ExpertView& v, const ExpertLocation& L, const HostArena& a) {
   if (!a.base || a.unit == 0 || a.bytes % a.unit != 0) return false;
   const uint8_t* p[6] = {v.w1_packed, v.w1_scale, v.w2_packed, v.w2_scale, v.w3_packed, v.w3_scale};
-  const uint64_t unit = uint64_t(p[0] - a.base) / a.unit;
-  for (int k = 0; k < 6; ++k) {
-    if (p[k] < a.base || p[k] + L.part_bytes[k] > a.base + a.bytes) return false;
-    const uint64_t first = uint64_t(p[k] - a.base), last = first + L.part_bytes[k] - 1;
-    if (first / a.unit != unit || last / a.unit != unit) return false;
-  }
+  const int64_t unit = a.piece_of(p[0], L.part_bytes[0], a.unit);
+  for (int k = 0; k < 6; ++k)
+    if (unit < 0 || a.piece_of(p[k], L.part_bytes[k], a.unit) != unit) return false;
   return true;
 }
 
@@ -117,6 +114,25 @@ class TestTieredStore : public QObject {
     QVERIFY(c.disk_reads > 0);
     QVERIFY(c.evictions > 0);
     QCOMPARE(c.requests, c.ram_hits + c.disk_reads);
+  }
+
+  void arenaPiecesHoldWholeUnits() {
+    std::vector<uint8_t> mem(10 * 100);
+    const HostArena a{mem.data(), mem.size(), 100};
+    QCOMPARE(a.piece_bytes(250), uint64_t(200));  // whole units, rounded down
+    QCOMPARE(a.piece_bytes(50), uint64_t(100));   // at least one unit
+    QCOMPARE(a.pieces(200), uint64_t(5));
+    QCOMPARE(a.pieces(300), uint64_t(4));         // the last piece is shorter
+    QCOMPARE(a.piece_of(mem.data(), 200, 200), int64_t(0));
+    QCOMPARE(a.piece_of(mem.data() + 199, 1, 200), int64_t(0));
+    QCOMPARE(a.piece_of(mem.data() + 199, 2, 200), int64_t(-1));  // crosses into piece 1
+    QCOMPARE(a.piece_of(mem.data() + 900, 100, 300), int64_t(3));
+    QCOMPARE(a.piece_of(mem.data() + 900, 101, 300), int64_t(-1));  // past the arena
+    QCOMPARE(a.piece_of(mem.data() + 1000, 1, 300), int64_t(-1));
+    QCOMPARE(a.piece_of(mem.data(), 0, 200), int64_t(-1));
+    uint8_t outside = 0;
+    QCOMPARE(a.piece_of(&outside, 1, 200), int64_t(-1));
+    QCOMPARE(HostArena{}.piece_of(mem.data(), 1, 200), int64_t(-1));
   }
 
   void lruEvictsTheLeastRecent() {
