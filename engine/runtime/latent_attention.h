@@ -4,24 +4,31 @@
 #include <cstddef>
 #include <vector>
 
+#include "cpu/gemm.h"
+
 namespace deltafin {
 
 // One query head over absorbed MLA rows [R latent | P shared key part]:
 // scores (q_abs . latent + q_rope . rope) * scale, softmax in row order, then
 // the probability-weighted sum of the latents into olat[R]. row_at(s) gives row s.
 // Shared by the K3 target and DSpark so both reduce in exactly this order.
+// Every sum is a plain loop in index order with each product rounded before it is added; the
+// kernels (kernels/cpu: dot_rows, axpy) keep exactly that while running many positions at once.
 template <class RowAt>
 void latent_attention(const float* qabs, const float* qrope, int R, int P, float scale, size_t count, RowAt row_at,
                       std::vector<float>& probs, float* olat) {
+  const kernels::KernelTable& k = kernels::active();
+  thread_local std::vector<const float*> rows;
+  thread_local std::vector<float> rope;
+  rows.resize(count);
+  for (size_t s = 0; s < count; ++s) rows[s] = row_at(s);
   probs.resize(count);
+  rope.resize(count);
+  k.dot_rows(qabs, R, rows.data(), 0, int64_t(count), probs.data());
+  k.dot_rows(qrope, P, rows.data(), R, int64_t(count), rope.data());
   float mx = -INFINITY;
   for (size_t s = 0; s < count; ++s) {
-    const float* row = row_at(s);
-    float a = 0.f;
-    for (int j = 0; j < R; ++j) a += qabs[j] * row[j];
-    float r = 0.f;
-    for (int j = 0; j < P; ++j) r += qrope[j] * row[R + j];
-    probs[s] = (a + r) * scale;
+    probs[s] = (probs[s] + rope[s]) * scale;
     mx = std::max(mx, probs[s]);
   }
   float sum = 0.f;
@@ -30,11 +37,7 @@ void latent_attention(const float* qabs, const float* qrope, int R, int P, float
     sum += probs[s];
   }
   std::fill(olat, olat + R, 0.f);
-  for (size_t s = 0; s < count; ++s) {
-    const float p = probs[s] / sum;
-    const float* row = row_at(s);
-    for (int j = 0; j < R; ++j) olat[j] += p * row[j];
-  }
+  for (size_t s = 0; s < count; ++s) k.axpy(probs[s] / sum, rows[s], R, olat);
 }
 
 }  // namespace deltafin

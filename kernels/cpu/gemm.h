@@ -30,6 +30,12 @@ struct KernelTable {
   void (*bf16_rows)(const RowsArgs&);   // w: uint16 bf16 bits
   void (*f32_rows)(const RowsArgs&);    // w: float
   void (*mxfp4_rows)(const RowsArgs&);  // w: packed E2M1 pairs (low nibble = even column)
+  // Attention over cached positions, with the plain loops' bits (each product rounded, then added,
+  // in index order; no fused multiply-add):
+  // out[k] = sum over j < n, in order, of q[j] * (rows[k] + offset)[j], for k < count;
+  void (*dot_rows)(const float* q, int64_t n, const float* const* rows, int64_t offset, int64_t count, float* out);
+  // y[j] += a * x[j] for j < n.
+  void (*axpy)(float a, const float* x, int64_t n, float* y);
 };
 
 const KernelTable& table_for(Isa isa);
@@ -57,5 +63,13 @@ inline constexpr std::array<float, 256> kHalfE8M0 = [] {
 namespace scalar { void bf16_rows(const RowsArgs&); void f32_rows(const RowsArgs&); void mxfp4_rows(const RowsArgs&); }
 namespace avx2 { void bf16_rows(const RowsArgs&); void f32_rows(const RowsArgs&); void mxfp4_rows(const RowsArgs&); }
 namespace avx512 { void bf16_rows(const RowsArgs&); void f32_rows(const RowsArgs&); void mxfp4_rows(const RowsArgs&); }
+namespace scalar {
+void dot_rows(const float* q, int64_t n, const float* const* rows, int64_t offset, int64_t count, float* out);
+void axpy(float a, const float* x, int64_t n, float* y);
+}  // namespace scalar
+namespace avx2 {  // also the AVX-512 table's: these are bound by the order of their adds, not by width
+void dot_rows(const float* q, int64_t n, const float* const* rows, int64_t offset, int64_t count, float* out);
+void axpy(float a, const float* x, int64_t n, float* y);
+}  // namespace avx2
 
 }  // namespace deltafin::kernels

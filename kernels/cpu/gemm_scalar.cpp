@@ -66,4 +66,17 @@ void mxfp4_rows(const RowsArgs& a) {
   }
 }
 
+void dot_rows(const float* q, int64_t n, const float* const* rows, int64_t offset, int64_t count, float* out) {
+  for (int64_t k = 0; k < count; ++k) {
+    const float* r = rows[k] + offset;
+    float a = 0.f;
+    for (int64_t j = 0; j < n; ++j) a += q[j] * r[j];
+    out[k] = a;
+  }
+}
+
+void axpy(float a, const float* x, int64_t n, float* y) {
+  for (int64_t j = 0; j < n; ++j) y[j] += a * x[j];
+}
+
 }  // namespace deltafin::kernels::scalar

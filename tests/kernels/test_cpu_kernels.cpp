@@ -196,6 +196,44 @@ class TestCpuKernels : public QObject {
     }
   }
 
+  void attentionHelpersMatchThePlainLoops() {
+    // dot_rows and axpy promise the plain loops' bits (products rounded, then added in order).
+    std::mt19937_64 rng(21);
+    for (int64_t n : {1, 7, 8, 9, 64, 513}) {
+      for (int64_t count : {1, 7, 8, 9, 33}) {
+        const int64_t offset = n % 3, width = n + offset + 5;
+        auto data = random_floats(size_t(count * width), rng);
+        auto q = random_floats(size_t(n), rng);
+        std::vector<const float*> rows(count);
+        for (int64_t k = 0; k < count; ++k) rows[k] = &data[size_t((count - 1 - k) * width)];  // not in memory order
+        std::vector<float> want(count);
+        for (int64_t k = 0; k < count; ++k) {
+          volatile float a = 0.f;  // one rounding per operation, whatever the compiler may fuse
+          for (int64_t j = 0; j < n; ++j) {
+            volatile float p = q[j] * rows[k][offset + j];
+            a = a + p;
+          }
+          want[k] = a;
+        }
+        for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+          if (!isa_supported(isa)) continue;
+          std::vector<float> got(count, -1.f);
+          table_for(isa).dot_rows(q.data(), n, rows.data(), offset, count, got.data());
+          QVERIFY2(std::memcmp(got.data(), want.data(), size_t(count) * 4) == 0,
+                   qPrintable(QString("%1 dot_rows n %2 count %3").arg(isa_name(isa)).arg(n).arg(count)));
+          std::vector<float> y(data.begin(), data.begin() + n), yw = y;
+          const float a = q[0];
+          for (int64_t j = 0; j < n; ++j) {
+            volatile float p = a * rows[0][j];
+            yw[j] = yw[j] + p;
+          }
+          table_for(isa).axpy(a, rows[0], n, y.data());
+          QVERIFY2(std::memcmp(y.data(), yw.data(), size_t(n) * 4) == 0, qPrintable(QString("%1 axpy n %2").arg(isa_name(isa)).arg(n)));
+        }
+      }
+    }
+  }
+
   void benchProgramReportsEveryVersion() {
     // What deltafin-cpu-bench writes, not how fast anything ran: a row per kernel version this CPU
     // has, per shape and per T, each with a positive time and rates.
