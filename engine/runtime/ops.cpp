@@ -97,15 +97,7 @@ void add_scaled_row(const Mat& w, int64_t r, float s, float* acc) {
     }
     return;
   }
-  const uint8_t* row = p + 2 * r * w.cols;
-  for (int64_t j = 0; j < w.cols; ++j) {
-    uint16_t v;
-    std::memcpy(&v, row + 2 * j, 2);
-    uint32_t bits = static_cast<uint32_t>(v) << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    acc[j] += s * f;
-  }
+  kernels::active().axpy_bf16(s, p + 2 * r * w.cols, w.cols, acc);  // each product rounded, then added
 }
 
 Mat row_slice(const Mat& w, int64_t r0, int64_t n) {

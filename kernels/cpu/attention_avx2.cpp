@@ -1,6 +1,8 @@
-// AVX2 attention helpers. Built without FMA and with -ffp-contract=off: every product is rounded
+// AVX2 attention helpers (scores, weighted sums, the MLA absorb). Built without FMA and with -ffp-contract=off: every product is rounded
 // before it is added, as in the plain loops (gemm_scalar.cpp), so the bits are the same.
 #include <immintrin.h>
+
+#include <cstring>
 
 #include "cpu/gemm.h"
 
@@ -52,6 +54,25 @@ void axpy(float a, const float* x, int64_t n, float* y) {
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) _mm256_storeu_ps(y + j, _mm256_add_ps(_mm256_loadu_ps(y + j), _mm256_mul_ps(av, _mm256_loadu_ps(x + j))));
   for (; j < n; ++j) y[j] += a * x[j];
+}
+
+void axpy_bf16(float a, const void* x, int64_t n, float* y) {
+  const auto* p = static_cast<const uint8_t*>(x);
+  const __m256 av = _mm256_set1_ps(a);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * j));
+    const __m256 xv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    _mm256_storeu_ps(y + j, _mm256_add_ps(_mm256_loadu_ps(y + j), _mm256_mul_ps(av, xv)));
+  }
+  for (; j < n; ++j) {
+    uint16_t v;
+    std::memcpy(&v, p + 2 * j, 2);
+    const uint32_t bits = uint32_t(v) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    y[j] += a * f;
+  }
 }
 
 }  // namespace deltafin::kernels::avx2

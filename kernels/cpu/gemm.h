@@ -36,6 +36,8 @@ struct KernelTable {
   void (*dot_rows)(const float* q, int64_t n, const float* const* rows, int64_t offset, int64_t count, float* out);
   // y[j] += a * x[j] for j < n.
   void (*axpy)(float a, const float* x, int64_t n, float* y);
+  // The same with x as BF16 bits (x may be unaligned).
+  void (*axpy_bf16)(float a, const void* x, int64_t n, float* y);
 };
 
 const KernelTable& table_for(Isa isa);
@@ -66,10 +68,12 @@ namespace avx512 { void bf16_rows(const RowsArgs&); void f32_rows(const RowsArgs
 namespace scalar {
 void dot_rows(const float* q, int64_t n, const float* const* rows, int64_t offset, int64_t count, float* out);
 void axpy(float a, const float* x, int64_t n, float* y);
+void axpy_bf16(float a, const void* x, int64_t n, float* y);
 }  // namespace scalar
 namespace avx2 {  // also the AVX-512 table's: these are bound by the order of their adds, not by width
 void dot_rows(const float* q, int64_t n, const float* const* rows, int64_t offset, int64_t count, float* out);
 void axpy(float a, const float* x, int64_t n, float* y);
+void axpy_bf16(float a, const void* x, int64_t n, float* y);
 }  // namespace avx2
 
 }  // namespace deltafin::kernels

@@ -79,4 +79,9 @@ void axpy(float a, const float* x, int64_t n, float* y) {
   for (int64_t j = 0; j < n; ++j) y[j] += a * x[j];
 }
 
+void axpy_bf16(float a, const void* x, int64_t n, float* y) {
+  const auto* p = static_cast<const uint8_t*>(x);
+  for (int64_t j = 0; j < n; ++j) y[j] += a * load_bf16(p + 2 * j);
+}
+
 }  // namespace deltafin::kernels::scalar

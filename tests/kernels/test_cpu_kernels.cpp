@@ -197,7 +197,7 @@ class TestCpuKernels : public QObject {
   }
 
   void attentionHelpersMatchThePlainLoops() {
-    // dot_rows and axpy promise the plain loops' bits (products rounded, then added in order).
+    // dot_rows, axpy and axpy_bf16 promise the plain loops' bits (products rounded, then added in order).
     std::mt19937_64 rng(21);
     for (int64_t n : {1, 7, 8, 9, 64, 513}) {
       for (int64_t count : {1, 7, 8, 9, 33}) {
@@ -229,6 +229,23 @@ class TestCpuKernels : public QObject {
           }
           table_for(isa).axpy(a, rows[0], n, y.data());
           QVERIFY2(std::memcmp(y.data(), yw.data(), size_t(n) * 4) == 0, qPrintable(QString("%1 axpy n %2").arg(isa_name(isa)).arg(n)));
+          // BF16 weights, from an odd address as in a shard.
+          auto wb = random_bf16(size_t(n), rng);
+          std::vector<uint8_t> odd(wb.size() + 1);
+          std::memcpy(odd.data() + 1, wb.data(), wb.size());
+          std::vector<float> yb(data.begin(), data.begin() + n), ybw = yb;
+          for (int64_t j = 0; j < n; ++j) {
+            uint16_t h;
+            std::memcpy(&h, &wb[size_t(2 * j)], 2);
+            const uint32_t bits = uint32_t(h) << 16;
+            float f;
+            std::memcpy(&f, &bits, 4);
+            volatile float p = a * f;
+            ybw[j] = ybw[j] + p;
+          }
+          table_for(isa).axpy_bf16(a, odd.data() + 1, n, yb.data());
+          QVERIFY2(std::memcmp(yb.data(), ybw.data(), size_t(n) * 4) == 0,
+                   qPrintable(QString("%1 axpy_bf16 n %2").arg(isa_name(isa)).arg(n)));
         }
       }
     }
