@@ -1,6 +1,7 @@
 // NoPE gated MLA over the absorbed latent cache (K3-SPEC.md section 3, "MLA").
 // Each token stores [RMSNorm(latent) | shared key part]; per head the query is
 // folded through kv_b's key rows, and the value rows are applied after the softmax.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -38,18 +39,28 @@ void K3Session::attention_mla(int layer, const float* x, int T, float* out) {
 
   std::vector<float> attn(size_t(T) * nh * Vd);
   const float scale = 1.f / std::sqrt(static_cast<float>(qh));
-  ThreadPool::global().parallel_for(size_t(T) * nh, [&](size_t b, size_t e) {
-    std::vector<float> qabs(R), probs, olat(R);
+  // A job is one head for up to kRows consecutive rows of the pass, which read the cached rows
+  // once for all of them; every (row, head) computes what it would alone.
+  constexpr int kRows = 4;
+  const int blocks = (T + kRows - 1) / kRows;
+  ThreadPool::global().parallel_for(size_t(blocks) * nh, [&](size_t b, size_t e) {
+    std::vector<float> qabs(size_t(kRows) * R), scratch, olat(size_t(kRows) * R);
     for (size_t job = b; job < e; ++job) {
-      const int t = static_cast<int>(job / nh), h = static_cast<int>(job % nh);
-      const float* qn = &q[(size_t(t) * nh + h) * qh];
-      const float* qr = qn + N;
-      std::fill(qabs.begin(), qabs.end(), 0.f);
-      for (int n = 0; n < N; ++n) add_scaled_row(w.kv_b_proj, int64_t(h) * kvh + n, qn[n], qabs.data());
-      const size_t ctx = base + t + 1;
-      latent_attention(qabs.data(), qr, R, P, scale, ctx, [&](size_t r) { return &cache[r * width]; }, probs, olat.data());
+      const int t0 = static_cast<int>(job / nh) * kRows, h = static_cast<int>(job % nh);
+      const int nq = std::min(kRows, T - t0);
+      size_t counts[kRows];
+      for (int i = 0; i < nq; ++i) {
+        const float* qn = &q[(size_t(t0 + i) * nh + h) * qh];
+        float* qa = &qabs[size_t(i) * R];
+        std::fill(qa, qa + R, 0.f);
+        for (int n = 0; n < N; ++n) add_scaled_row(w.kv_b_proj, int64_t(h) * kvh + n, qn[n], qa);
+        counts[i] = base + t0 + i + 1;
+      }
+      latent_attention(qabs.data(), R, &q[(size_t(t0) * nh + h) * qh + N], int64_t(nh) * qh, nq, R, P, scale, counts,
+                       [&](size_t r) { return &cache[r * width]; }, scratch, olat.data());
       const Mat wv = row_slice(w.kv_b_proj, int64_t(h) * kvh + N, Vd);
-      matmul_rows(wv, 0, Vd, olat.data(), R, 1, &attn[(size_t(t) * nh + h) * Vd], Vd);
+      for (int i = 0; i < nq; ++i)
+        matmul_rows(wv, 0, Vd, &olat[size_t(i) * R], R, 1, &attn[(size_t(t0 + i) * nh + h) * Vd], Vd);
     }
   });
   if (c.mla_output_gate) {

@@ -1,51 +1,91 @@
-// AVX2 attention helpers (scores, weighted sums, the MLA absorb). Built without FMA and with -ffp-contract=off: every product is rounded
-// before it is added, as in the plain loops (gemm_scalar.cpp), so the bits are the same.
+// AVX2 attention helpers (scores, weighted sums, the MLA absorb). Built without FMA and with
+// -ffp-contract=off: every product is rounded before it is added, as in the plain loops
+// (gemm_scalar.cpp), so the bits are the same.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "cpu/gemm.h"
 
 namespace deltafin::kernels::avx2 {
 
-// Eight positions at a time, one per lane: 8 x 8 blocks of their rows are transposed so that
-// lane k adds q[j] * rows[k][j] for j in order, as the plain loop does.
-void dot_rows(const float* q, int64_t n, const float* const* rows, int64_t offset, int64_t count, float* out) {
+namespace {
+
+// v[i] becomes column i of the 8 x 8 block whose rows were v[0..7].
+inline void transpose8(__m256 (&v)[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  v[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  v[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  v[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  v[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  v[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  v[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  v[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  v[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+// NQ queries against eight positions: each transposed block serves every query.
+template <int NQ>
+void dot8(const float* q, int64_t ldq, int64_t n, const float* const (&r)[8], float* out, int64_t ldo) {
+  __m256 acc[NQ];
+  #pragma GCC unroll 4
+  for (int i = 0; i < NQ; ++i) acc[i] = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    __m256 v[8];
+    for (int k = 0; k < 8; ++k) v[k] = _mm256_loadu_ps(r[k] + j);
+    transpose8(v);
+    #pragma GCC unroll 4
+    for (int i = 0; i < NQ; ++i)
+      #pragma GCC unroll 8
+      for (int c = 0; c < 8; ++c) acc[i] = _mm256_add_ps(acc[i], _mm256_mul_ps(_mm256_set1_ps(q[i * ldq + j + c]), v[c]));
+  }
+  for (; j < n; ++j) {
+    const __m256 col = _mm256_setr_ps(r[0][j], r[1][j], r[2][j], r[3][j], r[4][j], r[5][j], r[6][j], r[7][j]);
+    #pragma GCC unroll 4
+    for (int i = 0; i < NQ; ++i) acc[i] = _mm256_add_ps(acc[i], _mm256_mul_ps(_mm256_set1_ps(q[i * ldq + j]), col));
+  }
+  #pragma GCC unroll 4
+  for (int i = 0; i < NQ; ++i) _mm256_storeu_ps(out + i * ldo, acc[i]);
+}
+
+}  // namespace
+
+// Eight positions at a time, one per lane, up to four queries per pass over them: 8 x 8 blocks of
+// the rows are transposed so that lane k adds q[j] * rows[k][j] for j in order, as the plain
+// loop does.
+void dot_rows(const float* q, int64_t ldq, int nq, int64_t n, const float* const* rows, int64_t offset, int64_t count,
+              float* out, int64_t ldo) {
   int64_t k0 = 0;
   for (; k0 + 8 <= count; k0 += 8) {
     const float* r[8];
     for (int k = 0; k < 8; ++k) r[k] = rows[k0 + k] + offset;
-    __m256 acc = _mm256_setzero_ps();
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-      __m256 v[8];
-      for (int k = 0; k < 8; ++k) v[k] = _mm256_loadu_ps(r[k] + j);
-      // Transpose: afterwards v[i] holds column j + i of the eight rows.
-      const __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
-      const __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
-      const __m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
-      const __m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
-      const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-      const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-      const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-      const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-      const __m256 c[8] = {_mm256_permute2f128_ps(u0, u4, 0x20), _mm256_permute2f128_ps(u1, u5, 0x20),
-                           _mm256_permute2f128_ps(u2, u6, 0x20), _mm256_permute2f128_ps(u3, u7, 0x20),
-                           _mm256_permute2f128_ps(u0, u4, 0x31), _mm256_permute2f128_ps(u1, u5, 0x31),
-                           _mm256_permute2f128_ps(u2, u6, 0x31), _mm256_permute2f128_ps(u3, u7, 0x31)};
-      for (int i = 0; i < 8; ++i) acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(q[j + i]), c[i]));
+    for (int i = 0; i < nq; i += 4) {
+      const float* qi = q + i * ldq;
+      float* oi = out + i * ldo + k0;
+      switch (std::min(4, nq - i)) {
+        case 4: dot8<4>(qi, ldq, n, r, oi, ldo); break;
+        case 3: dot8<3>(qi, ldq, n, r, oi, ldo); break;
+        case 2: dot8<2>(qi, ldq, n, r, oi, ldo); break;
+        default: dot8<1>(qi, ldq, n, r, oi, ldo); break;
+      }
     }
-    for (; j < n; ++j) {
-      const __m256 col = _mm256_setr_ps(r[0][j], r[1][j], r[2][j], r[3][j], r[4][j], r[5][j], r[6][j], r[7][j]);
-      acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(q[j]), col));
-    }
-    _mm256_storeu_ps(out + k0, acc);
   }
   for (; k0 < count; ++k0) {
     const float* r = rows[k0] + offset;
-    float a = 0.f;
-    for (int64_t j = 0; j < n; ++j) a += q[j] * r[j];
-    out[k0] = a;
+    for (int i = 0; i < nq; ++i) {
+      float a = 0.f;
+      for (int64_t j = 0; j < n; ++j) a += q[i * ldq + j] * r[j];
+      out[i * ldo + k0] = a;
+    }
   }
 }
 

@@ -32,8 +32,10 @@ struct KernelTable {
   void (*mxfp4_rows)(const RowsArgs&);  // w: packed E2M1 pairs (low nibble = even column)
   // Attention over cached positions, with the plain loops' bits (each product rounded, then added,
   // in index order; no fused multiply-add):
-  // out[k] = sum over j < n, in order, of q[j] * (rows[k] + offset)[j], for k < count;
-  void (*dot_rows)(const float* q, int64_t n, const float* const* rows, int64_t offset, int64_t count, float* out);
+  // out[i * ldo + k] = sum over j < n, in order, of q[i * ldq + j] * (rows[k] + offset)[j], for nq
+  // queries i and count positions k;
+  void (*dot_rows)(const float* q, int64_t ldq, int nq, int64_t n, const float* const* rows, int64_t offset,
+                   int64_t count, float* out, int64_t ldo);
   // y[j] += a * x[j] for j < n.
   void (*axpy)(float a, const float* x, int64_t n, float* y);
   // The same with x as BF16 bits (x may be unaligned).
@@ -66,12 +68,14 @@ namespace scalar { void bf16_rows(const RowsArgs&); void f32_rows(const RowsArgs
 namespace avx2 { void bf16_rows(const RowsArgs&); void f32_rows(const RowsArgs&); void mxfp4_rows(const RowsArgs&); }
 namespace avx512 { void bf16_rows(const RowsArgs&); void f32_rows(const RowsArgs&); void mxfp4_rows(const RowsArgs&); }
 namespace scalar {
-void dot_rows(const float* q, int64_t n, const float* const* rows, int64_t offset, int64_t count, float* out);
+void dot_rows(const float* q, int64_t ldq, int nq, int64_t n, const float* const* rows, int64_t offset, int64_t count,
+              float* out, int64_t ldo);
 void axpy(float a, const float* x, int64_t n, float* y);
 void axpy_bf16(float a, const void* x, int64_t n, float* y);
 }  // namespace scalar
 namespace avx2 {  // also the AVX-512 table's: these are bound by the order of their adds, not by width
-void dot_rows(const float* q, int64_t n, const float* const* rows, int64_t offset, int64_t count, float* out);
+void dot_rows(const float* q, int64_t ldq, int nq, int64_t n, const float* const* rows, int64_t offset, int64_t count,
+              float* out, int64_t ldo);
 void axpy(float a, const float* x, int64_t n, float* y);
 void axpy_bf16(float a, const void* x, int64_t n, float* y);
 }  // namespace avx2

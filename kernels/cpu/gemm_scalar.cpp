@@ -66,13 +66,15 @@ void mxfp4_rows(const RowsArgs& a) {
   }
 }
 
-void dot_rows(const float* q, int64_t n, const float* const* rows, int64_t offset, int64_t count, float* out) {
-  for (int64_t k = 0; k < count; ++k) {
-    const float* r = rows[k] + offset;
-    float a = 0.f;
-    for (int64_t j = 0; j < n; ++j) a += q[j] * r[j];
-    out[k] = a;
-  }
+void dot_rows(const float* q, int64_t ldq, int nq, int64_t n, const float* const* rows, int64_t offset, int64_t count,
+              float* out, int64_t ldo) {
+  for (int i = 0; i < nq; ++i)
+    for (int64_t k = 0; k < count; ++k) {
+      const float* r = rows[k] + offset;
+      float a = 0.f;
+      for (int64_t j = 0; j < n; ++j) a += q[i * ldq + j] * r[j];
+      out[i * ldo + k] = a;
+    }
 }
 
 void axpy(float a, const float* x, int64_t n, float* y) {

@@ -203,24 +203,29 @@ class TestCpuKernels : public QObject {
       for (int64_t count : {1, 7, 8, 9, 33}) {
         const int64_t offset = n % 3, width = n + offset + 5;
         auto data = random_floats(size_t(count * width), rng);
-        auto q = random_floats(size_t(n), rng);
+        constexpr int kQueries = 6;  // more than one pass of the four the AVX2 path takes at once
+        const int64_t ldq = n + 3, ldo = count + 2;
+        auto q = random_floats(size_t(kQueries * ldq), rng);
         std::vector<const float*> rows(count);
         for (int64_t k = 0; k < count; ++k) rows[k] = &data[size_t((count - 1 - k) * width)];  // not in memory order
-        std::vector<float> want(count);
-        for (int64_t k = 0; k < count; ++k) {
-          volatile float a = 0.f;  // one rounding per operation, whatever the compiler may fuse
-          for (int64_t j = 0; j < n; ++j) {
-            volatile float p = q[j] * rows[k][offset + j];
-            a = a + p;
+        std::vector<float> want(size_t(kQueries * ldo), -1.f);
+        for (int i = 0; i < kQueries; ++i)
+          for (int64_t k = 0; k < count; ++k) {
+            volatile float a = 0.f;  // one rounding per operation, whatever the compiler may fuse
+            for (int64_t j = 0; j < n; ++j) {
+              volatile float p = q[i * ldq + j] * rows[k][offset + j];
+              a = a + p;
+            }
+            want[i * ldo + k] = a;
           }
-          want[k] = a;
-        }
         for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
           if (!isa_supported(isa)) continue;
-          std::vector<float> got(count, -1.f);
-          table_for(isa).dot_rows(q.data(), n, rows.data(), offset, count, got.data());
-          QVERIFY2(std::memcmp(got.data(), want.data(), size_t(count) * 4) == 0,
-                   qPrintable(QString("%1 dot_rows n %2 count %3").arg(isa_name(isa)).arg(n).arg(count)));
+          for (int nq : {1, 4, kQueries}) {
+            std::vector<float> got(want.size(), -1.f);
+            table_for(isa).dot_rows(q.data(), ldq, nq, n, rows.data(), offset, count, got.data(), ldo);
+            QVERIFY2(std::memcmp(got.data(), want.data(), size_t(nq * ldo) * 4) == 0,
+                     qPrintable(QString("%1 dot_rows n %2 count %3 queries %4").arg(isa_name(isa)).arg(n).arg(count).arg(nq)));
+          }
           std::vector<float> y(data.begin(), data.begin() + n), yw = y;
           const float a = q[0];
           for (int64_t j = 0; j < n; ++j) {
