@@ -1,5 +1,6 @@
 #include "runtime/dspark_proposer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -82,18 +83,27 @@ void DSparkProposer::attention(int layer, const float* x, int T, int64_t pos0, f
   const auto& cache = cache_[layer];
   const size_t n_ctx = static_cast<size_t>(n_ctx_), total = n_ctx + T;
   std::vector<float> attn(size_t(T) * nh * Vd);
-  ThreadPool::global().parallel_for(size_t(T) * nh, [&](size_t b, size_t e) {
-    std::vector<float> qabs(R), probs(total), olat(R);
+  // As in the target's MLA: one head for up to kRows block rows per job, reading the rows once.
+  constexpr int kRows = 4;
+  const int blocks = (T + kRows - 1) / kRows;
+  ThreadPool::global().parallel_for(size_t(blocks) * nh, [&](size_t b, size_t e) {
+    std::vector<float> qabs(size_t(kRows) * R), scratch, olat(size_t(kRows) * R);
     for (size_t job = b; job < e; ++job) {
-      const int t = static_cast<int>(job / nh), h = static_cast<int>(job % nh);
-      const float* qn = &q[(size_t(t) * nh + h) * qh];
-      const float* qr = qn + N;
-      std::fill(qabs.begin(), qabs.end(), 0.f);
-      for (int n = 0; n < N; ++n) add_scaled_row(w.kv_b_proj, int64_t(h) * kvh + n, qn[n], qabs.data());
-      latent_attention(qabs.data(), qr, R, P, scale_, total,
-                       [&](size_t r) { return r < n_ctx ? &cache[r * W] : &block[(r - n_ctx) * W]; }, probs, olat.data());
+      const int t0 = static_cast<int>(job / nh) * kRows, h = static_cast<int>(job % nh);
+      const int nq = std::min(kRows, T - t0);
+      size_t counts[kRows];
+      for (int i = 0; i < nq; ++i) {
+        const float* qn = &q[(size_t(t0 + i) * nh + h) * qh];
+        float* qa = &qabs[size_t(i) * R];
+        std::fill(qa, qa + R, 0.f);
+        for (int n = 0; n < N; ++n) add_scaled_row(w.kv_b_proj, int64_t(h) * kvh + n, qn[n], qa);
+        counts[i] = total;
+      }
+      latent_attention(qabs.data(), R, &q[(size_t(t0) * nh + h) * qh + N], int64_t(nh) * qh, nq, R, P, scale_, counts,
+                       [&](size_t r) { return r < n_ctx ? &cache[r * W] : &block[(r - n_ctx) * W]; }, scratch, olat.data());
       const Mat wv = row_slice(w.kv_b_proj, int64_t(h) * kvh + N, Vd);
-      matmul_rows(wv, 0, Vd, olat.data(), R, 1, &attn[(size_t(t) * nh + h) * Vd], Vd);
+      for (int i = 0; i < nq; ++i)
+        matmul_rows(wv, 0, Vd, &olat[size_t(i) * R], R, 1, &attn[(size_t(t0 + i) * nh + h) * Vd], Vd);
     }
   });
   if (c.output_gate) {
