@@ -1,11 +1,9 @@
 #include "runtime/dspark_proposer.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "base/error.h"
-#include "base/thread_pool.h"
 #include "runtime/latent_attention.h"
 
 namespace deltafin {
@@ -67,7 +65,6 @@ void DSparkProposer::attention(int layer, const float* x, int T, int64_t pos0, f
   const DSparkConfig& c = m_.config();
   const DSparkLayerWeights& w = m_.layers[layer];
   const int nh = c.heads, R = c.kv_lora, P = c.rope, N = c.nope, Vd = c.v_head, qh = c.qk_head(), W = c.cache_width();
-  const int kvh = N + Vd;
   std::vector<float> qa(size_t(T) * c.q_lora), q(size_t(T) * nh * qh), kv(size_t(T) * W), block(size_t(T) * W);
   matmul(w.q_a_proj, x, T, qa.data());
   for (int t = 0; t < T; ++t) rmsnorm(&qa[size_t(t) * c.q_lora], w.q_a_norm.data(), c.q_lora, c.rms_eps, &qa[size_t(t) * c.q_lora]);
@@ -83,29 +80,9 @@ void DSparkProposer::attention(int layer, const float* x, int T, int64_t pos0, f
   const auto& cache = cache_[layer];
   const size_t n_ctx = static_cast<size_t>(n_ctx_), total = n_ctx + T;
   std::vector<float> attn(size_t(T) * nh * Vd);
-  // As in the target's MLA: one head for up to kRows block rows per job, reading the rows once.
-  constexpr int kRows = 4;
-  const int blocks = (T + kRows - 1) / kRows;
-  ThreadPool::global().parallel_for(size_t(blocks) * nh, [&](size_t b, size_t e) {
-    std::vector<float> qabs(size_t(kRows) * R), scratch, olat(size_t(kRows) * R);
-    for (size_t job = b; job < e; ++job) {
-      const int t0 = static_cast<int>(job / nh) * kRows, h = static_cast<int>(job % nh);
-      const int nq = std::min(kRows, T - t0);
-      size_t counts[kRows];
-      for (int i = 0; i < nq; ++i) {
-        const float* qn = &q[(size_t(t0 + i) * nh + h) * qh];
-        float* qa = &qabs[size_t(i) * R];
-        std::fill(qa, qa + R, 0.f);
-        for (int n = 0; n < N; ++n) add_scaled_row(w.kv_b_proj, int64_t(h) * kvh + n, qn[n], qa);
-        counts[i] = total;
-      }
-      latent_attention(qabs.data(), R, &q[(size_t(t0) * nh + h) * qh + N], int64_t(nh) * qh, nq, R, P, scale_, counts,
-                       [&](size_t r) { return r < n_ctx ? &cache[r * W] : &block[(r - n_ctx) * W]; }, scratch, olat.data());
-      const Mat wv = row_slice(w.kv_b_proj, int64_t(h) * kvh + N, Vd);
-      for (int i = 0; i < nq; ++i)
-        matmul_rows(wv, 0, Vd, &olat[size_t(i) * R], R, 1, &attn[(size_t(t0 + i) * nh + h) * Vd], Vd);
-    }
-  });
+  absorbed_mla_heads(w.kv_b_proj, q.data(), T, nh, N, P, R, Vd, scale_,
+                     [&](size_t r) { return r < n_ctx ? &cache[r * W] : &block[(r - n_ctx) * W]; },
+                     [&](int) { return total; }, attn.data());
   if (c.output_gate) {
     std::vector<float> g(size_t(T) * nh * Vd);
     matmul(w.g_proj, x, T, g.data());

@@ -4,7 +4,9 @@
 #include <cstddef>
 #include <vector>
 
+#include "base/thread_pool.h"
 #include "cpu/gemm.h"
+#include "runtime/ops.h"
 
 namespace deltafin {
 
@@ -57,11 +59,36 @@ void latent_attention(const float* qabs, int64_t ld_abs, const float* qrope, int
   }
 }
 
-// One query over the first `count` rows.
-template <class RowAt>
-void latent_attention(const float* qabs, const float* qrope, int R, int P, float scale, size_t count, RowAt row_at,
-                      std::vector<float>& scratch, float* olat) {
-  latent_attention(qabs, R, qrope, P, 1, R, P, scale, &count, row_at, scratch, olat);
+// Absorbed MLA for every head and row of a pass: row t's query q + (t * heads + h) * (N + P) is
+// folded through kv_b's N key rows of head h, attends over the first visible(t) rows (row_at), and
+// kv_b's Vd value rows are applied to the result, into out[t][h][Vd]. A job is one head for up to
+// four consecutive rows, which read the cached rows once for all of them; every (row, head)
+// computes what it would alone. Shared by the K3 target and DSpark.
+template <class RowAt, class Visible>
+void absorbed_mla_heads(const Mat& kv_b, const float* q, int T, int heads, int N, int P, int R, int Vd, float scale,
+                        RowAt row_at, Visible visible, float* out) {
+  constexpr int kRows = 4;
+  const int qh = N + P, kvh = N + Vd, blocks = (T + kRows - 1) / kRows;
+  ThreadPool::global().parallel_for(size_t(blocks) * heads, [&](size_t b, size_t e) {
+    std::vector<float> qabs(size_t(kRows) * R), scratch, olat(size_t(kRows) * R);
+    for (size_t job = b; job < e; ++job) {
+      const int t0 = static_cast<int>(job / heads) * kRows, h = static_cast<int>(job % heads);
+      const int nq = std::min(kRows, T - t0);
+      size_t counts[kRows];
+      for (int i = 0; i < nq; ++i) {
+        const float* qn = &q[(size_t(t0 + i) * heads + h) * qh];
+        float* qa = &qabs[size_t(i) * R];
+        std::fill(qa, qa + R, 0.f);
+        for (int n = 0; n < N; ++n) add_scaled_row(kv_b, int64_t(h) * kvh + n, qn[n], qa);
+        counts[i] = visible(t0 + i);
+      }
+      latent_attention(qabs.data(), R, &q[(size_t(t0) * heads + h) * qh + N], int64_t(heads) * qh, nq, R, P, scale, counts,
+                       row_at, scratch, olat.data());
+      const Mat wv = row_slice(kv_b, int64_t(h) * kvh + N, Vd);
+      for (int i = 0; i < nq; ++i)
+        matmul_rows(wv, 0, Vd, &olat[size_t(i) * R], R, 1, &out[(size_t(t0 + i) * heads + h) * Vd], Vd);
+    }
+  });
 }
 
 }  // namespace deltafin
