@@ -152,10 +152,7 @@ void bf16_rows(const RowsArgs& a) { dense_rows<true>(a); }
 void f32_rows(const RowsArgs& a) { dense_rows<false>(a); }
 
 void mxfp4_rows(const RowsArgs& a) {
-  // 64-byte aligned (rows and blocks are multiples of 128 bytes): no load splits a cache line.
-  thread_local std::vector<float> buf;
-  buf.resize(static_cast<size_t>(a.T) * a.in + 16);
-  float* xp = buf.data() + ((64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64) / sizeof(float);
+  float* xp = aligned_scratch(static_cast<size_t>(a.T) * a.in);
   for (int t = 0; t < a.T; ++t) permute_inputs(a.x + t * a.ldx, a.in, xp + t * a.in);
   const auto* w = static_cast<const uint8_t*>(a.w);
   const int64_t blocks = a.in / 32;

@@ -2,7 +2,9 @@
 // How the fast paths walk a call: output rows [o0, o1) in tiles of kO (the last ones alone) and
 // input rows [0, T) in tiles of kR (the last 1-3 rows in one smaller tile). A tile's shape never
 // changes what an output computes, only how many loads it shares.
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace deltafin::kernels {
 
@@ -24,6 +26,14 @@ inline void for_each_tile(int64_t o0, int64_t o1, int T, Tile&& tile) {
   int64_t o = o0;
   for (; o + kO <= o1; o += kO) rows.template operator()<kO>(o);
   for (; o < o1; ++o) rows.template operator()<1>(o);
+}
+
+// n floats of this thread's scratch, 64-byte aligned (rows and blocks of the permuted inputs are
+// multiples of 128 bytes, so no load splits a cache line). Valid until the thread's next call.
+inline float* aligned_scratch(size_t n) {
+  thread_local std::vector<float> buf;
+  buf.resize(n + 16);
+  return buf.data() + ((64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64) / sizeof(float);
 }
 
 }  // namespace deltafin::kernels
