@@ -18,7 +18,6 @@
 #include "cuda/k3_cuda_model.h"
 #include "cuda/vram_expert_cache.h"
 #include "cpu/gemm.h"
-#include "runtime/ops.h"
 #include "runtime/verifier_bench.h"
 #include "runtime/verifier_direct_expert_source.h"
 #include "store/tiered_expert_source.h"
@@ -332,7 +331,7 @@ void bench_placement(const std::string& root, const std::vector<int>& rows, int 
   for (auto& v : x) v = uni(rng);
   const double bytes = double(n) * double(c.expert_bytes());
 
-  // CPU: what K3Session::moe does per expert, on every pool thread.
+  // CPU: the CPU session's expert MLP, on every pool thread.
   std::vector<double> cpu_ms(rows.size());
   {
     std::vector<ExpertView> views;
@@ -343,12 +342,7 @@ void bench_placement(const std::string& root, const std::vector<int>& rows, int 
       std::vector<double> t;
       for (int rep = 0; rep <= reps; ++rep) {
         const auto t0 = Clock::now();
-        for (const ExpertView& v : views) {
-          matmul_mxfp4(v.w1_packed, v.w1_scale, I, Z, x.data(), r, g.data());
-          matmul_mxfp4(v.w3_packed, v.w3_scale, I, Z, x.data(), r, u.data());
-          situ_glu(g.data(), u.data(), int64_t(r) * I, c.situ_beta, c.situ_linear_beta, g.data());
-          matmul_mxfp4(v.w2_packed, v.w2_scale, Z, I, g.data(), r, d.data());
-        }
+        for (const ExpertView& v : views) routed_expert_mlp(c, v, x.data(), r, g.data(), u.data(), d.data());
         if (rep) t.push_back(secs(t0) * 1e3);  // the first round warms caches and the pool
       }
       cpu_ms[ri] = median(t);

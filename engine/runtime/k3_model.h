@@ -50,6 +50,10 @@ void check_state_fits(const K3Config& c, const K3State& state);
 
 // One conversation's state over a K3Model, with transactions: stage() runs T
 // new tokens without committing them; commit(n) keeps the first n; rollback() none.
+// One routed expert over n rows x[n][latent]: down(SiTU(gate x, up x)) into d[n][latent]; g and u
+// are scratch of n * moe_intermediate floats. What K3Session runs for each distinct expert.
+void routed_expert_mlp(const K3Config& c, const ExpertView& v, const float* x, int n, float* g, float* u, float* d);
+
 class K3Session : public DecodeSession {
  public:
   explicit K3Session(const K3Model& model);

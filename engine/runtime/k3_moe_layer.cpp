@@ -19,6 +19,14 @@ void K3Session::dense_mlp(const DenseMlpWeights& w, const float* x, int T, float
   matmul(w.down, g.data(), T, out);
 }
 
+void routed_expert_mlp(const K3Config& c, const ExpertView& v, const float* x, int n, float* g, float* u, float* d) {
+  const int Z = c.latent, I = c.moe_intermediate;
+  matmul_mxfp4(v.w1_packed, v.w1_scale, I, Z, x, n, g);
+  matmul_mxfp4(v.w3_packed, v.w3_scale, I, Z, x, n, u);
+  situ_glu(g, u, int64_t(n) * I, c.situ_beta, c.situ_linear_beta, g);
+  matmul_mxfp4(v.w2_packed, v.w2_scale, Z, I, g, n, d);
+}
+
 void K3Session::moe(int layer, const float* x, int T, float* out, ForwardTrace* trace) {
   const K3Config& c = m_.config();
   const MoeWeights& w = m_.weights().layers[layer].moe_w;
@@ -94,10 +102,7 @@ void K3Session::moe(int layer, const float* x, int T, float* out, ForwardTrace* 
     g.resize(size_t(n) * I);
     u.resize(size_t(n) * I);
     d.resize(size_t(n) * Z);
-    matmul_mxfp4(v.w1_packed, v.w1_scale, I, Z, xs.data(), n, g.data());
-    matmul_mxfp4(v.w3_packed, v.w3_scale, I, Z, xs.data(), n, u.data());
-    situ_glu(g.data(), u.data(), int64_t(n) * I, c.situ_beta, c.situ_linear_beta, g.data());
-    matmul_mxfp4(v.w2_packed, v.w2_scale, Z, I, g.data(), n, d.data());
+    routed_expert_mlp(c, v, xs.data(), n, g.data(), u.data(), d.data());
     for (int r = 0; r < n; ++r) std::memcpy(&slot_out[size_t(users[r]) * Z], &d[size_t(r) * Z], size_t(Z) * 4);
   }
 
