@@ -26,7 +26,8 @@ struct DMla {
   const float *q_a_norm = nullptr, *kv_a_norm = nullptr;
 };
 struct DMlp {
-  DevMat gate, up, down;
+  DevMat gate_up, down;  // gate_up: [gate; up] stacked, one launch whose rows keep gate's version
+  int64_t inter = 0;
 };
 struct DMoe {
   DevMat router, latent_down, latent_up;
@@ -82,7 +83,12 @@ struct Uploader {
     check_cuda(cudaMemcpy(p, v.data(), v.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy (weights)");
     return p;
   }
-  DMlp mlp(const DenseMlpWeights& w) { return DMlp{mat(w.gate), mat(w.up), mat(w.down)}; }
+  DMlp mlp(const DenseMlpWeights& w) {
+    if (w.gate.rows != w.up.rows) throw Error("CUDA K3: an MLP's gate and up projections differ in rows");
+    DMlp d{stacked({&w.gate, &w.up}), mat(w.down), w.gate.rows};
+    d.gate_up.version_rows = w.gate.rows;
+    return d;
+  }
   // Matrices with the same width and dtype stacked into one [sum rows][cols] matrix: one GEMV
   // launch instead of several, each output row reduced exactly as it would be alone.
   DevMat stacked(std::initializer_list<const Mat*> ms) {
@@ -322,7 +328,7 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model), d_(std::make
   int64_t rank = 0, inter = 0;
   for (const auto& L : W.layers) {
     rank = std::max(rank, L.kda.fa.rows);
-    inter = std::max({inter, L.dense.gate.rows, L.moe_w.shared.gate.rows});
+    inter = std::max({inter, L.dense.inter, L.moe_w.shared.inter});
   }
   d_->S_floats = size_t(c.kda_heads) * c.kda_head_dim * c.kda_head_dim;
   d_->conv_floats = size_t(3) * (c.conv_kernel - 1) * C;
@@ -365,7 +371,7 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model), d_(std::make
     d_->z = f(T * c.latent);
     d_->y = f(T * c.latent);
     d_->sh = f(T * H);
-    d_->mg = f(T * inter);
+    d_->mg = f(T * 2 * inter);
     d_->mu = f(T * inter);
     d_->rw = f(T * c.top_k);
     d_->rid = reinterpret_cast<int32_t*>(f(T * c.top_k));
@@ -633,21 +639,24 @@ void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bo
   for (int l = 0; l < c.layers; ++l) {
     const DLayer& L = W.layers[l];
     if (timing) d_->layer_ev[l]->record(s);
-    copy(d_->prefix, d_->h, TH);
+    // h is the layer's input and stays so until the layer's end writes it: it is the prefix
+    // (the partial block's sum) until the attention is added, and the mix goes to `mixed`.
     bool have_prefix = true;
+    const float* attn_in = d_->h;
     if (nb > 0) {
-      entries(d_->prefix);
-      k3::attn_res_mix(e, L.attn_res, T, H, c.rms_eps, d_->res_scores, d_->h, so);
+      entries(d_->h);
+      k3::attn_res_mix(e, L.attn_res, T, H, c.rms_eps, d_->res_scores, d_->mixed, so);
+      attn_in = d_->mixed;
     }
     if (l % c.attn_res_block == 0) {
       if (nb + 1 >= k3::kMaxResEntries) throw Error("CUDA K3: more AttnRes blocks than the kernel takes");
-      copy(d_->blocks[nb++], d_->prefix, TH);
+      copy(d_->blocks[nb++], d_->h, TH);
       have_prefix = false;
     }
-    rmsnorm(d_->h, H, L.input_norm, WeightType::F32, H, T, c.rms_eps, d_->x, H, so);
+    rmsnorm(attn_in, H, L.input_norm, WeightType::F32, H, T, c.rms_eps, d_->x, H, so);
     if (L.mla) attention_mla(l, T);
     else attention_kda(l, T, opts.partial_commit);
-    if (have_prefix) k3::add(d_->prefix, d_->a, d_->prefix, int64_t(TH), so);
+    if (have_prefix) k3::add(d_->h, d_->a, d_->prefix, int64_t(TH), so);
     else copy(d_->prefix, d_->a, TH);
     entries(d_->prefix);
     k3::attn_res_mix(e, L.mlp_res, T, H, c.rms_eps, d_->res_scores, d_->mixed, so);
@@ -747,11 +756,10 @@ void CudaK3Session::dense(int layer, bool shared, int T, const float* x, float* 
   const K3Config& c = m_.config();
   const DLayer& L = m_.weights().layers[layer];
   const DMlp& w = shared ? L.moe_w.shared : L.dense;
-  const int64_t I = w.gate.rows;
-  k3::gemm(w.gate, x, c.hidden, T, d_->mg, I, so);
-  k3::gemm(w.up, x, c.hidden, T, d_->mu, I, so);
-  k3::situ_glu(d_->mg, d_->mu, int64_t(T) * I, c.situ_beta, c.situ_linear_beta, d_->mg, so);
-  k3::gemm(w.down, d_->mg, I, T, out, c.hidden, so);
+  const int64_t I = w.inter;
+  k3::gemm(w.gate_up, x, c.hidden, T, d_->mg, 2 * I, so);  // rows [gate | up]
+  k3::situ_glu_rows(d_->mg, T, I, c.situ_beta, c.situ_linear_beta, d_->mu, so);
+  k3::gemm(w.down, d_->mu, I, T, out, c.hidden, so);
 }
 
 void CudaK3Session::moe(int layer, int T, ForwardTrace* trace, bool routed) {
@@ -761,15 +769,16 @@ void CudaK3Session::moe(int layer, int T, ForwardTrace* trace, bool routed) {
   const int E = c.experts, k = c.top_k, Z = c.latent, H = c.hidden;
   if (routed) {
     // Every expert is resident: the expert kernel's tables are built from the routing on the
-    // device (the caller reads a trace's routing after the pass). Branches: the router; the
-    // shared expert. Main: latent_down, then the routed experts once the router has joined.
+    // device (the caller reads a trace's routing after the pass). Branches: the router and the
+    // tables; the shared expert. Main: latent_down, then the routed experts once the router has joined.
     const Stream sr = d_->branch(0);
     k3::gemm(w.router, d_->x, H, T, d_->rl, E, sr);
     k3::router_select(d_->rl, w.bias, T, E, k, c.renormalize, c.routed_scaling, d_->rid, d_->rw, sr);
+    d_->mlp->plan_routed(m_.resident_experts(layer), E, d_->rid, d_->rw, T, sr);
     if (w.has_shared) dense(layer, true, T, d_->x, d_->sh, d_->branch(1));
     k3::gemm(w.latent_down, d_->x, H, T, d_->z, Z, so);
     d_->join(0);
-    d_->mlp->run_routed(m_.resident_experts(layer), E, d_->rid, d_->rw, T, d_->z, d_->y, so);
+    d_->mlp->run_planned(T, d_->z, d_->y, so);
   } else {
     k3::gemm(w.router, d_->x, H, T, d_->rl, E, so);
     k3::router_select(d_->rl, w.bias, T, E, k, c.renormalize, c.routed_scaling, d_->rid, d_->rw, so);

@@ -137,9 +137,13 @@ __global__ void gather_kernel(const void* table, bool bf16, int64_t cols, const 
 // AttnRes in two launches: one block per (entry, row) scores the entries, then blocks of columns
 // mix them. (One block per row did both and ran the entries one after another on one SM: ~17 us
 // per call at T=1 for almost no bytes, ncu in PERFORMANCE.md.) Every score, the softmax and every
-// output element are computed exactly as by that one block, so the bits are the same.
+// output element are computed exactly as by that one block, so the bits are the same. Both kernels
+// issue all of a thread's loads before the first sum that needs them (kResPer values of a row, up
+// to kResGroup entries of a column): the loops before waited for each load in turn.
 constexpr int kResThreads = 256;
 constexpr int kResMixCols = 4 * kResThreads;  // output columns per mixing block
+constexpr int kResPer = 32;                   // a row's values per thread held in registers (H <= 8192)
+constexpr int kResGroup = 8;                  // entries whose values a mixing thread loads at once
 __global__ void __launch_bounds__(kResThreads) attn_res_score_kernel(ResEntries e, const float* __restrict__ w, int H,
                                                                      float eps, float* __restrict__ scores) {
   pdl_enter();
@@ -147,11 +151,27 @@ __global__ void __launch_bounds__(kResThreads) attn_res_score_kernel(ResEntries 
   const int i = blockIdx.x;
   const int64_t t = blockIdx.y;
   const float* v = e.p[i] + t * H;
-  float ss = 0.f;
-  for (int j = threadIdx.x; j < H; j += kResThreads) ss = __fmaf_rn(v[j], v[j], ss);
-  const float inv = 1.f / sqrtf(block_sum<kResThreads>(ss, sh) / static_cast<float>(H) + eps);
-  float d = 0.f;
-  for (int j = threadIdx.x; j < H; j += kResThreads) d = __fmaf_rn(v[j] * inv, w[j], d);
+  float ss = 0.f, d = 0.f;
+  if (H <= kResPer * kResThreads) {
+    float x[kResPer], wv[kResPer];
+#pragma unroll
+    for (int k = 0; k < kResPer; ++k) {
+      const int j = static_cast<int>(threadIdx.x) + k * kResThreads;
+      x[k] = j < H ? v[j] : 0.f;
+      wv[k] = j < H ? w[j] : 0.f;
+    }
+#pragma unroll
+    for (int k = 0; k < kResPer; ++k)
+      if (static_cast<int>(threadIdx.x) + k * kResThreads < H) ss = __fmaf_rn(x[k], x[k], ss);
+    const float inv = 1.f / sqrtf(block_sum<kResThreads>(ss, sh) / static_cast<float>(H) + eps);
+#pragma unroll
+    for (int k = 0; k < kResPer; ++k)
+      if (static_cast<int>(threadIdx.x) + k * kResThreads < H) d = __fmaf_rn(x[k] * inv, wv[k], d);
+  } else {
+    for (int j = threadIdx.x; j < H; j += kResThreads) ss = __fmaf_rn(v[j], v[j], ss);
+    const float inv = 1.f / sqrtf(block_sum<kResThreads>(ss, sh) / static_cast<float>(H) + eps);
+    for (int j = threadIdx.x; j < H; j += kResThreads) d = __fmaf_rn(v[j] * inv, w[j], d);
+  }
   d = block_sum<kResThreads>(d, sh);
   if (threadIdx.x == 0) scores[t * kMaxResEntries + i] = d;
 }
@@ -161,8 +181,9 @@ __global__ void __launch_bounds__(kResThreads) attn_res_kernel(ResEntries e, con
   pdl_enter();
   __shared__ float prob[kMaxResEntries];
   const int64_t t = blockIdx.y;
+  if (static_cast<int>(threadIdx.x) < e.n) prob[threadIdx.x] = scores[t * kMaxResEntries + threadIdx.x];
+  __syncthreads();
   if (threadIdx.x == 0) {
-    for (int i = 0; i < e.n; ++i) prob[i] = scores[t * kMaxResEntries + i];
     float mx = prob[0];
     for (int i = 1; i < e.n; ++i) mx = fmaxf(mx, prob[i]);
     float sum = 0.f;
@@ -173,11 +194,28 @@ __global__ void __launch_bounds__(kResThreads) attn_res_kernel(ResEntries e, con
     for (int i = 0; i < e.n; ++i) prob[i] = prob[i] / sum;
   }
   __syncthreads();
-  const int j_end = min(H, static_cast<int>(blockIdx.x + 1) * kResMixCols);
-  for (int j = blockIdx.x * kResMixCols + threadIdx.x; j < j_end; j += kResThreads) {
-    float o = 0.f;
-    for (int i = 0; i < e.n; ++i) o = __fmaf_rn(prob[i], e.p[i][t * H + j], o);
-    out[t * H + j] = o;
+  constexpr int kCols = kResMixCols / kResThreads;
+  const int j0 = static_cast<int>(blockIdx.x) * kResMixCols + static_cast<int>(threadIdx.x);
+  float o[kCols] = {};
+  for (int i0 = 0; i0 < e.n; i0 += kResGroup) {
+    float x[kResGroup][kCols];
+#pragma unroll
+    for (int u = 0; u < kResGroup; ++u)
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) {
+        const int j = j0 + c * kResThreads;
+        x[u][c] = i0 + u < e.n && j < H ? e.p[i0 + u][t * H + j] : 0.f;
+      }
+#pragma unroll
+    for (int u = 0; u < kResGroup; ++u)
+      if (i0 + u < e.n)
+#pragma unroll
+        for (int c = 0; c < kCols; ++c) o[c] = __fmaf_rn(prob[i0 + u], x[u][c], o[c]);
+  }
+#pragma unroll
+  for (int c = 0; c < kCols; ++c) {
+    const int j = j0 + c * kResThreads;
+    if (j < H) out[t * H + j] = o[c];
   }
 }
 
@@ -201,12 +239,16 @@ __global__ void mul_sigmoid_kernel(const float* a, const float* g, float* o, int
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     o[i] = a[i] * sigm(g[i]);
 }
-__global__ void situ_kernel(const float* g, const float* u, int64_t n, float beta, float lbeta, float* o) {
+__device__ __forceinline__ float situ_glu_at(float g, float u, float beta, float lbeta) {
+  const float a = beta * tanhf(g / beta) * sigm(g);
+  const float b = lbeta * tanhf(u / lbeta);
+  return a * b;
+}
+__global__ void situ_rows_kernel(const float* gu, int64_t n, int64_t total, float beta, float lbeta, float* o) {
   pdl_enter();
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const float a = beta * tanhf(g[i] / beta) * sigm(g[i]);
-    const float b = lbeta * tanhf(u[i] / lbeta);
-    o[i] = a * b;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t t = i / n, c = i % n;
+    o[i] = situ_glu_at(gu[t * 2 * n + c], gu[t * 2 * n + n + c], beta, lbeta);
   }
 }
 
@@ -423,29 +465,60 @@ __global__ void mla_absorb_column_kernel(const float* q, const W* kvb, int nh, i
   }
 }
 
+// One block per (row, head). Every score is one fma chain over the latent then one over the rope
+// part, reduced by the warp's butterfly; the softmax and each output column's fma chain over the
+// positions keep their order, so the bits are those of the one-position-at-a-time kernel
+// (tests/cuda/previous_k3_kernels.cu). What changed is latency: a warp scores kAttPos positions with
+// all of their loads in flight, the scores stay in shared memory up to kAttSmemCtx positions, and a
+// thread keeps kAttUnroll cached rows in flight per column, where the loops before waited for each
+// load (at context 64 the kernel took 42 us under ncu, most of an MLA layer's attention).
 constexpr int kAttThreads = 256;
+constexpr int kAttPos = 4;
+constexpr int kAttUnroll = 16;
+constexpr int kAttSmemCtx = 8192;
+template <int kCols>  // output columns per thread: ceil(R / kAttThreads), rounded up to 1, 2 or 4
 __global__ void __launch_bounds__(kAttThreads) mla_attend_kernel(const float* __restrict__ qabs, const float* __restrict__ q,
                                                                  const float* __restrict__ cache, int64_t base,
                                                                  const int64_t* dev_base, int nh, int N, int R, int P,
-                                                                 float scale, float* scores, int64_t max_ctx, float* olat) {
+                                                                 float scale, float* scores, int64_t max_ctx, int smem_ctx,
+                                                                 float* olat) {
   pdl_enter();
+  extern __shared__ float qs[];  // [R] absorbed query | [P] rope query | [smem_ctx] scores
   __shared__ float sh[kAttThreads / 32];
   const int th = blockIdx.x;
   const int t = th / nh;
   const int W = R + P;
   const int64_t ctx = (dev_base ? *dev_base : base) + t + 1;
-  const float* qa = qabs + int64_t(th) * R;
-  const float* qr = q + int64_t(th) * (N + P) + N;
-  float* sc = scores + int64_t(th) * max_ctx;
+  for (int i = threadIdx.x; i < R; i += kAttThreads) qs[i] = qabs[int64_t(th) * R + i];
+  for (int i = threadIdx.x; i < P; i += kAttThreads) qs[R + i] = q[int64_t(th) * (N + P) + N + i];
+  __syncthreads();
+  float* sc = ctx <= smem_ctx ? qs + R + P : scores + int64_t(th) * max_ctx;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  for (int64_t s = warp; s < ctx; s += kAttThreads / 32) {
-    const float* row = cache + s * W;
-    float a = 0.f, r = 0.f;
-    for (int j = lane; j < R; j += 32) a = __fmaf_rn(qa[j], row[j], a);
-    for (int j = lane; j < P; j += 32) r = __fmaf_rn(qr[j], row[R + j], r);
-    a = warp_sum(a);
-    r = warp_sum(r);
-    if (lane == 0) sc[s] = (a + r) * scale;
+  for (int64_t s0 = int64_t(warp) * kAttPos; s0 < ctx; s0 += int64_t(kAttThreads / 32) * kAttPos) {
+    const int np = ctx - s0 < kAttPos ? static_cast<int>(ctx - s0) : kAttPos;
+    const float* row = cache + s0 * W;
+    float a[kAttPos] = {}, r[kAttPos] = {};
+#pragma unroll 16
+    for (int j = lane; j < R; j += 32) {
+      float c[kAttPos];
+#pragma unroll
+      for (int p = 0; p < kAttPos; ++p) c[p] = p < np ? row[int64_t(p) * W + j] : 0.f;
+#pragma unroll
+      for (int p = 0; p < kAttPos; ++p) a[p] = __fmaf_rn(qs[j], c[p], a[p]);
+    }
+#pragma unroll 2
+    for (int j = lane; j < P; j += 32) {
+      float c[kAttPos];
+#pragma unroll
+      for (int p = 0; p < kAttPos; ++p) c[p] = p < np ? row[int64_t(p) * W + R + j] : 0.f;
+#pragma unroll
+      for (int p = 0; p < kAttPos; ++p) r[p] = __fmaf_rn(qs[R + j], c[p], r[p]);
+    }
+#pragma unroll
+    for (int p = 0; p < kAttPos; ++p) {
+      const float ap = warp_sum(a[p]), rp = warp_sum(r[p]);
+      if (lane == 0 && p < np) sc[s0 + p] = (ap + rp) * scale;
+    }
   }
   __syncthreads();
   float mx = -INFINITY;
@@ -458,10 +531,33 @@ __global__ void __launch_bounds__(kAttThreads) mla_attend_kernel(const float* __
     sum += e;
   }
   sum = block_sum<kAttThreads>(sum, sh);  // also orders the writes of sc before the reads below
-  for (int j = threadIdx.x; j < R; j += kAttThreads) {
-    float acc = 0.f;
-    for (int64_t s = 0; s < ctx; ++s) acc = __fmaf_rn(sc[s] / sum, cache[s * W + j], acc);
-    olat[int64_t(th) * R + j] = acc;
+  for (int64_t s = threadIdx.x; s < ctx; s += kAttThreads) sc[s] = sc[s] / sum;
+  __syncthreads();
+  float acc[kCols] = {};
+  int col[kCols];
+#pragma unroll
+  for (int k = 0; k < kCols; ++k) col[k] = min(static_cast<int>(threadIdx.x) + k * kAttThreads, R - 1);  // past R: never stored
+  int64_t s = 0;
+  for (; s + kAttUnroll <= ctx; s += kAttUnroll) {
+    float c[kAttUnroll][kCols];
+#pragma unroll
+    for (int u = 0; u < kAttUnroll; ++u)
+#pragma unroll
+      for (int k = 0; k < kCols; ++k) c[u][k] = cache[(s + u) * W + col[k]];
+#pragma unroll
+    for (int u = 0; u < kAttUnroll; ++u)
+#pragma unroll
+      for (int k = 0; k < kCols; ++k) acc[k] = __fmaf_rn(sc[s + u], c[u][k], acc[k]);
+  }
+  for (; s < ctx; ++s) {
+    const float pw = sc[s];
+#pragma unroll
+    for (int k = 0; k < kCols; ++k) acc[k] = __fmaf_rn(pw, cache[s * W + col[k]], acc[k]);
+  }
+#pragma unroll
+  for (int k = 0; k < kCols; ++k) {
+    const int j = static_cast<int>(threadIdx.x) + k * kAttThreads;
+    if (j < R) olat[int64_t(th) * R + j] = acc[k];
   }
 }
 
@@ -689,7 +785,10 @@ void gemm(const DevMat& w, const float* x, int64_t ldx, int T, float* y, int64_t
     const bool rows_kernel = mode == kRowAll || (mode == kRowNarrow && w.rows < kNarrowRows);
     if (!rows_kernel || w.cols % 8 != 0 || ldx % 4 != 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0 ||
         reinterpret_cast<uintptr_t>(w.data) % 16 != 0) {
-      bf16_gemm(w.data, w.rows, w.cols, x, ldx, T, y, ldy, s);
+      if (w.version_rows > 0)
+        bf16_gemm_version(bf16_gemm_default_version(w.version_rows, w.cols), w.data, w.rows, w.cols, x, ldx, T, y, ldy, s);
+      else
+        bf16_gemm(w.data, w.rows, w.cols, x, ldx, T, y, ldy, s);
       return;
     }
     const auto* wv = static_cast<const uint4*>(w.data);
@@ -738,9 +837,10 @@ void mul_sigmoid(const float* a, const float* g, float* out, int64_t n, Stream s
   DELTAFIN_CUDA_CHECK(launch(mul_sigmoid_kernel, grid_1d(n), 256, 0, as_stream(s), a, g, out, n));
 }
 
-void situ_glu(const float* g, const float* u, int64_t n, float beta, float lbeta, float* out, Stream s) {
-  if (n <= 0) return;
-  DELTAFIN_CUDA_CHECK(launch(situ_kernel, grid_1d(n), 256, 0, as_stream(s), g, u, n, beta, lbeta, out));
+void situ_glu_rows(const float* gu, int T, int64_t n, float beta, float lbeta, float* out, Stream s) {
+  if (T <= 0 || n <= 0) return;
+  const int64_t total = int64_t(T) * n;
+  DELTAFIN_CUDA_CHECK(launch(situ_rows_kernel, grid_1d(total), 256, 0, as_stream(s), gu, n, total, beta, lbeta, out));
 }
 
 void kda_conv(const float* window, const float* raw, int T, int C, int K, const float* tq, const float* tk,
@@ -790,19 +890,32 @@ void mla_absorb_q(const float* q, const DevMat& kv_b, int T, int nh, int N, int 
   else absorb_rows<float>(q, kv_b.data, T, nh, N, P, Vd, R, qabs, as_stream(s));
 }
 
+namespace {
+void attend(const float* qabs, const float* q, const float* cache, int64_t base, const int64_t* dev_base, int T, int nh, int N,
+            int R, int P, float scale, float* scores, int64_t max_ctx, float* olat, cudaStream_t s) {
+  if (R > 4 * kAttThreads) throw CudaError("mla_attend: kv_lora_rank " + std::to_string(R) + " above the kernel's 1024");
+  const int smem_ctx = static_cast<int>(std::min<int64_t>(max_ctx, kAttSmemCtx));
+  const size_t smem = size_t(R + P + smem_ctx) * sizeof(float);
+  const int cols = (R + kAttThreads - 1) / kAttThreads;
+  const auto kernel = cols <= 1 ? mla_attend_kernel<1> : cols <= 2 ? mla_attend_kernel<2> : mla_attend_kernel<4>;
+  if (smem > 48 * 1024)
+    DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  DELTAFIN_CUDA_CHECK(launch(kernel, T * nh, kAttThreads, smem, s, qabs, q, cache, base, dev_base, nh, N, R, P, scale, scores,
+                             max_ctx, smem_ctx, olat));
+}
+}  // namespace
+
 void mla_attend(const float* qabs, const float* q, const float* cache, int64_t base, int T, int nh, int N, int R, int P,
                 float scale, float* scores, int64_t max_ctx, float* olat, Stream s) {
   if (T <= 0) return;
   if (base + T > max_ctx) throw CudaError("mla_attend: context beyond the score scratch");
-  DELTAFIN_CUDA_CHECK(launch(mla_attend_kernel, T * nh, kAttThreads, 0, as_stream(s), qabs, q, cache, base, nullptr, nh, N, R, P, scale, scores,
-                                                              max_ctx, olat));
+  attend(qabs, q, cache, base, nullptr, T, nh, N, R, P, scale, scores, max_ctx, olat, as_stream(s));
 }
 
 void mla_attend_at(const float* qabs, const float* q, const float* cache, const int64_t* dev_base, int T, int nh, int N,
                    int R, int P, float scale, float* scores, int64_t max_ctx, float* olat, Stream s) {
   if (T <= 0) return;
-  DELTAFIN_CUDA_CHECK(launch(mla_attend_kernel, T * nh, kAttThreads, 0, as_stream(s), qabs, q, cache, 0, dev_base, nh, N, R, P, scale, scores,
-                                                              max_ctx, olat));
+  attend(qabs, q, cache, 0, dev_base, T, nh, N, R, P, scale, scores, max_ctx, olat, as_stream(s));
 }
 
 void rows_to_at(const float* src, int T, int64_t width, float* dst, const int64_t* dev_row, Stream s) {

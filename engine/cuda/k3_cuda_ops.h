@@ -14,6 +14,9 @@ struct DevMat {
   const void* data = nullptr;
   bool bf16 = true;
   int64_t rows = 0, cols = 0;
+  // BF16: the row count the GEMM version is chosen by (0: rows). Matrices stacked for one launch
+  // set it to their parts' rows, so each output row keeps the version, and the bits, it had alone.
+  int64_t version_rows = 0;
 };
 
 // Y[t][o] = W[o] . X[t]: BF16 through cuda::bf16_gemm, fp32 through a warp-per-row kernel.
@@ -38,8 +41,9 @@ void add(const float* a, const float* b, float* out, int64_t n, Stream s);
 void add_sum(const float* a, const float* b, const float* c, float* out, int64_t n, Stream s);
 // out[i] = a[i] * sigmoid(g[i])
 void mul_sigmoid(const float* a, const float* g, float* out, int64_t n, Stream s);
-// SiTU GLU with the config's betas: beta*tanh(g/beta)*sigmoid(g) * lbeta*tanh(u/lbeta).
-void situ_glu(const float* g, const float* u, int64_t n, float beta, float lbeta, float* out, Stream s);
+// SiTU GLU with the config's betas, beta*tanh(g/beta)*sigmoid(g) * lbeta*tanh(u/lbeta), over rows
+// [T][gate (n) | up (n)] of a stacked gate/up GEMM: out [T][n].
+void situ_glu_rows(const float* gu, int T, int64_t n, float beta, float lbeta, float* out, Stream s);
 
 // ---- KDA ----
 // Causal depthwise conv (taps [C][K], oldest first) + SiLU over [K-1 window rows | T raw rows] for

@@ -62,7 +62,7 @@ VramExpertCache::VramExpertCache(ExpertSource& host, int latent, int inter, int 
     impl_->staged_used.push_back(false);
   }
   const char* env = std::getenv("DELTAFIN_VRAM_DIRECT");
-  direct_on_ = env && std::string(env) == "on";
+  direct_on_ = !(env && std::string(env) == "off");
   impl_->arena = host_.host_arena();
   impl_->piece = impl_->arena.base ? impl_->arena.piece_bytes(512ull << 20) : 0;
   impl_->piece_state.assign(impl_->arena.pieces(impl_->piece), 0);

@@ -130,6 +130,13 @@ class ExpertMlp {
   // must fit 12,288 ints.
   void run_routed(const MxExpert* dev_table, int n_experts, const int32_t* dev_idx, const float* dev_weight, int T,
                   const float* dev_z, float* dev_y, Stream stream = nullptr);
+  // run_routed in two steps, so the tables can be built on the router's stream while another
+  // stream computes dev_z: plan_routed queues the table builder on `stream`; run_planned queues the
+  // expert kernel over those tables on `stream`, which the caller must have ordered after the
+  // plan_routed call's stream work (an event). One plan per run, in order; the same bits.
+  void plan_routed(const MxExpert* dev_table, int n_experts, const int32_t* dev_idx, const float* dev_weight, int T,
+                   Stream stream = nullptr);
+  void run_planned(int T, const float* dev_z, float* dev_y, Stream stream = nullptr);
 
   int latent() const { return latent_; }
   int inter() const { return inter_; }

@@ -905,6 +905,13 @@ struct ExpertMlp::Impl {
   unsigned ticket_base = 0;
   std::vector<unsigned> doneA_base, doneB_base;  // [max_assign]
   DeviceBuffer zeros;                            // [max_assign] zero bases for run_routed
+  // plan_routed's tables, waiting for run_planned.
+  struct Plan {
+    bool ready = false;
+    int T = 0, vi = 0, nG = 0;
+    const char* dt = nullptr;
+  };
+  Plan plan;
 
   // Byte offsets of the routing tables for nG groups and A slots, in a staging slot (run) and in
   // the matching slot of `tables` alike.
@@ -1118,8 +1125,15 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
 
 void ExpertMlp::run_routed(const MxExpert* dev_table, int n_experts, const int32_t* dev_idx, const float* dev_weight,
                            int T, const float* dev_z, float* dev_y, Stream stream) {
+  plan_routed(dev_table, n_experts, dev_idx, dev_weight, T, stream);
+  run_planned(T, dev_z, dev_y, stream);
+}
+
+void ExpertMlp::plan_routed(const MxExpert* dev_table, int n_experts, const int32_t* dev_idx, const float* dev_weight,
+                            int T, Stream stream) {
   if (T < 0 || T > max_rows_)
     throw CudaError("ExpertMlp::run_routed: T = " + std::to_string(T) + " is outside 0.." + std::to_string(max_rows_));
+  impl_->plan = Impl::Plan{};
   if (T == 0) return;
   if (!dev_table || n_experts < top_k_)
     throw CudaError("ExpertMlp::run_routed: a table of " + std::to_string(n_experts) + " experts for top-" +
@@ -1144,14 +1158,24 @@ void ExpertMlp::run_routed(const MxExpert* dev_table, int n_experts, const int32
   RoutingTables out{reinterpret_cast<MxExpert*>(dt + L.exp), reinterpret_cast<int*>(dt + L.beg),
                     reinterpret_cast<int*>(dt + L.list), reinterpret_cast<int*>(dt + L.sg),
                     reinterpret_cast<float*>(dt + L.w), ctr, ctr + 1, ctr + 1 + impl_->max_assign};
-  const cudaStream_t s = as_stream(stream);
   // The warp-specialised versions skip unused groups themselves (they cut chunks by cost, and
   // unused groups cost nothing), so their ticket and counters start at 0.
   build_routing_tables(dev_table, n_experts, dev_idx, dev_weight, T, top_k_, nG,
-                       v.ws ? 0 : (inter_ + v.tile_a - 1) / v.tile_a, (v.mma || v.imma) ? 16 : 8, out, s);
-  // The builder resets the counters: they start at 0 here, and run() must reset them again.
+                       v.ws ? 0 : (inter_ + v.tile_a - 1) / v.tile_a, (v.mma || v.imma) ? 16 : 8, out, as_stream(stream));
+  // The builder resets the counters: they start at 0 for run_planned, and run() must reset them again.
+  impl_->counters_known = false;
+  impl_->plan = Impl::Plan{true, T, vi, nG, dt};
+}
+
+void ExpertMlp::run_planned(int T, const float* dev_z, float* dev_y, Stream stream) {
+  if (T == 0) return;
+  const Impl::Plan p = impl_->plan;
+  if (!p.ready || p.T != T)
+    throw CudaError("ExpertMlp::run_planned: no plan_routed for " + std::to_string(T) + " rows before it");
+  impl_->plan = Impl::Plan{};
   const unsigned* zeros = impl_->zeros.as<unsigned>();
-  impl_->launch(*this, vi, nG, T, dt, L, 0u, zeros, zeros, dev_z, dev_y, s);
+  impl_->launch(*this, p.vi, p.nG, T, p.dt, Impl::layout(p.nG, T * top_k_), 0u, zeros, zeros, dev_z, dev_y,
+                as_stream(stream));
   impl_->counters_known = false;
 }
 

@@ -2,6 +2,7 @@
 // shape against a CPU computation of the same arithmetic, and all three against the kernels as they
 // were (tests/cuda/previous_k3_kernels.cu), bit for bit, with batch invariance of the new ones.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -265,6 +266,67 @@ void mla_checks(std::mt19937_64& rng, const OwnedStream& st, std::vector<Result>
   }
 }
 
+// The attention over the latent cache: the kernel that scores several positions per warp and keeps
+// several cached rows in flight == session 7's kernel bit for bit, at K3's shape over short and long
+// contexts and at odd shapes (each column count the kernel is built for), plus each row alone ==
+// the same row of the pass.
+void attend_checks(std::mt19937_64& rng, const OwnedStream& st, std::vector<Result>& out) {
+  std::normal_distribution<float> nd(0.f, 1.f);
+  struct Case {
+    int nh, N, R, P;
+    int64_t base;
+    const char* name;
+  };
+  const Case cases[] = {
+      {96, 128, 512, 64, 0, "K3, context 1"},        {96, 128, 512, 64, 63, "K3, context 64"},
+      {96, 128, 512, 64, 1000, "K3, context 1001"},  {16, 128, 512, 64, 4100, "K3 (16 heads), context 4101"},
+      {4, 128, 512, 64, 9000, "K3 (4 heads), context 9001: scores past shared memory"},
+      {3, 37, 100, 5, 70, "R=100, P=5"},             {2, 40, 600, 8, 33, "R=600 (3 columns per thread)"},
+      {4, 16, 1024, 64, 17, "R=1024 (4 columns)"},    {5, 24, 256, 0, 9, "R=256, no rope part"},
+  };
+  int compared = 0, bad = 0, rows = 0, var = 0;
+  std::string first_bad;
+  for (const auto& c : cases)
+    for (const int T : {1, 3, 8}) {
+      const int W = c.R + c.P;
+      const int64_t max_ctx = c.base + T + 5;
+      std::vector<float> qabs(size_t(T) * c.nh * c.R), q(size_t(T) * c.nh * (c.N + c.P)), cache(size_t(max_ctx) * W);
+      for (auto& x : qabs) x = 0.05f * nd(rng);
+      for (auto& x : q) x = nd(rng);
+      for (auto& x : cache) x = nd(rng);
+      DeviceBuffer dqa = upload(qabs), dq = upload(q), dc = upload(cache);
+      const size_t no = size_t(T) * c.nh * c.R;
+      DeviceBuffer sn(size_t(T) * c.nh * max_ctx * 4), so(size_t(T) * c.nh * max_ctx * 4), on(no * 4), oo(no * 4);
+      on.fill_byte(0xff);
+      oo.fill_byte(0);
+      const float scale = 1.f / std::sqrt(static_cast<float>(c.N + c.P));
+      k3::mla_attend(dqa.as<float>(), dq.as<float>(), dc.as<float>(), c.base, T, c.nh, c.N, c.R, c.P, scale, sn.as<float>(),
+                     max_ctx, on.as<float>(), st.opaque());
+      previous::mla_attend(dqa.as<float>(), dq.as<float>(), dc.as<float>(), c.base, T, c.nh, c.N, c.R, c.P, scale,
+                           so.as<float>(), max_ctx, oo.as<float>(), st.opaque());
+      const auto o_new = download<float>(on, no, st), o_old = download<float>(oo, no, st);
+      ++compared;
+      if (!same_bits(o_new, o_old)) {
+        ++bad;
+        if (first_bad.empty()) first_bad = std::string(c.name) + " T=" + std::to_string(T);
+      }
+      if (T != 8) continue;
+      for (int t = 0; t < T; ++t, ++rows) {
+        const size_t n1 = size_t(c.nh) * c.R;
+        DeviceBuffer o1(n1 * 4);
+        k3::mla_attend(dqa.as<float>() + size_t(t) * n1, dq.as<float>() + size_t(t) * c.nh * (c.N + c.P), dc.as<float>(),
+                       c.base + t, 1, c.nh, c.N, c.R, c.P, scale, sn.as<float>(), max_ctx, o1.as<float>(), st.opaque());
+        const auto r1 = download<float>(o1, n1, st);
+        var += std::memcmp(r1.data(), o_new.data() + size_t(t) * n1, n1 * 4) == 0 ? 0 : 1;
+      }
+    }
+  out.push_back({"mla_attend == previous kernel, bit for bit (K3 at contexts 1..9001, odd shapes, T=1,3,8)", bad == 0,
+                 std::to_string(compared) + " cases, " + std::to_string(bad) + " differ" +
+                     (first_bad.empty() ? "" : " (first: " + first_bad + ")")});
+  out.push_back({"mla_attend batch invariance (row alone == row of T=8)", var == 0 && rows > 0,
+                 std::to_string(rows) + " rows compared bit for bit, " + std::to_string(var) + " differ"});
+}
+
 }  // namespace
 
 std::vector<Result> k3_rewritten_kernels(uint64_t seed) {
@@ -273,6 +335,7 @@ std::vector<Result> k3_rewritten_kernels(uint64_t seed) {
   OwnedStream st;
   router_checks(rng, st, out);
   mla_checks(rng, st, out);
+  attend_checks(rng, st, out);
   return out;
 }
 

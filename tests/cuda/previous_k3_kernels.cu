@@ -118,6 +118,63 @@ __global__ void sigmoid_kernel(const float* x, float* s, int64_t n) {
   if (i < n) s[i] = sigm(x[i]);
 }
 
+// The MLA attention kernel before session 8: one position per warp at a time, each output column's
+// sum waiting for every load.
+template <int NT>
+__device__ __forceinline__ float block_max(float v, float* sh) {
+#pragma unroll
+  for (int m = 16; m >= 1; m >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, m));
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float t = sh[0];
+#pragma unroll
+  for (int k = 1; k < NT / 32; ++k) t = fmaxf(t, sh[k]);
+  __syncthreads();
+  return t;
+}
+
+constexpr int kAttThreads = 256;
+__global__ void __launch_bounds__(kAttThreads) mla_attend_kernel(const float* __restrict__ qabs, const float* __restrict__ q,
+                                                                 const float* __restrict__ cache, int64_t base, int nh, int N,
+                                                                 int R, int P, float scale, float* scores, int64_t max_ctx,
+                                                                 float* olat) {
+  pdl_enter();
+  __shared__ float sh[kAttThreads / 32];
+  const int th = blockIdx.x;
+  const int t = th / nh;
+  const int W = R + P;
+  const int64_t ctx = base + t + 1;
+  const float* qa = qabs + int64_t(th) * R;
+  const float* qr = q + int64_t(th) * (N + P) + N;
+  float* sc = scores + int64_t(th) * max_ctx;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int64_t s = warp; s < ctx; s += kAttThreads / 32) {
+    const float* row = cache + s * W;
+    float a = 0.f, r = 0.f;
+    for (int j = lane; j < R; j += 32) a = __fmaf_rn(qa[j], row[j], a);
+    for (int j = lane; j < P; j += 32) r = __fmaf_rn(qr[j], row[R + j], r);
+    a = warp_sum(a);
+    r = warp_sum(r);
+    if (lane == 0) sc[s] = (a + r) * scale;
+  }
+  __syncthreads();
+  float mx = -INFINITY;
+  for (int64_t s = threadIdx.x; s < ctx; s += kAttThreads) mx = fmaxf(mx, sc[s]);
+  mx = block_max<kAttThreads>(mx, sh);
+  float sum = 0.f;
+  for (int64_t s = threadIdx.x; s < ctx; s += kAttThreads) {
+    const float e = expf(sc[s] - mx);
+    sc[s] = e;
+    sum += e;
+  }
+  sum = block_sum<kAttThreads>(sum, sh);
+  for (int j = threadIdx.x; j < R; j += kAttThreads) {
+    float acc = 0.f;
+    for (int64_t s = 0; s < ctx; ++s) acc = __fmaf_rn(sc[s] / sum, cache[s * W + j], acc);
+    olat[int64_t(th) * R + j] = acc;
+  }
+}
+
 }  // namespace
 
 void router_select(const float* logits, const float* bias, int T, int E, int k, bool renormalize, float scaling,
@@ -143,6 +200,13 @@ void mla_value(const float* olat, const void* kv_b, bool bf16, int T, int nh, in
 void router_sigmoid(const float* x, float* s, int64_t n, Stream s_) {
   if (n <= 0) return;
   DELTAFIN_CUDA_CHECK(launch(sigmoid_kernel, blocks_for(n, 256), 256, 0, as_stream(s_), x, s, n));
+}
+
+void mla_attend(const float* qabs, const float* q, const float* cache, int64_t base, int T, int nh, int N, int R, int P,
+                float scale, float* scores, int64_t max_ctx, float* olat, Stream s) {
+  if (T <= 0) return;
+  DELTAFIN_CUDA_CHECK(launch(mla_attend_kernel, T * nh, kAttThreads, 0, as_stream(s), qabs, q, cache, base, nh, N, R, P, scale,
+                             scores, max_ctx, olat));
 }
 
 }  // namespace deltafin::cuda::check::previous
