@@ -11,20 +11,6 @@ namespace {
 
 __device__ __forceinline__ float sigm(float x) { return 1.f / (1.f + expf(-x)); }
 
-
-template <int NT>
-__device__ __forceinline__ float block_max(float v, float* sh) {
-#pragma unroll
-  for (int m = 16; m >= 1; m >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, m));
-  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
-  __syncthreads();
-  float t = sh[0];
-#pragma unroll
-  for (int k = 1; k < NT / 32; ++k) t = fmaxf(t, sh[k]);
-  __syncthreads();
-  return t;
-}
-
 unsigned blocks_for(int64_t n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
 
 // ---- generic ----
@@ -465,100 +451,147 @@ __global__ void mla_absorb_column_kernel(const float* q, const W* kvb, int nh, i
   }
 }
 
-// One block per (row, head). Every score is one fma chain over the latent then one over the rope
-// part, reduced by the warp's butterfly; the softmax and each output column's fma chain over the
-// positions keep their order, so the bits are those of the one-position-at-a-time kernel
-// (tests/cuda/previous_k3_kernels.cu). What changed is latency: a warp scores kAttPos positions with
-// all of their loads in flight, the scores stay in shared memory up to kAttSmemCtx positions, and a
-// thread keeps kAttUnroll cached rows in flight per column, where the loops before waited for each
-// load (at context 64 the kernel took 42 us under ncu, most of an MLA layer's attention).
-constexpr int kAttThreads = 256;
-constexpr int kAttPos = 4;
-constexpr int kAttUnroll = 16;
-constexpr int kAttSmemCtx = 8192;
-template <int kCols>  // output columns per thread: ceil(R / kAttThreads), rounded up to 1, 2 or 4
-__global__ void __launch_bounds__(kAttThreads) mla_attend_kernel(const float* __restrict__ qabs, const float* __restrict__ q,
-                                                                 const float* __restrict__ cache, int64_t base,
-                                                                 const int64_t* dev_base, int nh, int N, int R, int P,
-                                                                 float scale, float* scores, int64_t max_ctx, int smem_ctx,
-                                                                 float* olat) {
+// The attention over the latent cache in three launches, each output computed exactly as by one
+// block per (row, head) walking the positions in order (session 7's kernel, kept in
+// tests/cuda/previous_k3_kernels.cu; the checks compare bit for bit):
+//   scores:  (qabs . lat_s + qrope . rope_s) * scale, every dot one fma chain per lane over
+//            j = lane, lane + 32, ... then the warp's butterfly;
+//   softmax: max and sum over positions s = thread, thread + 256, ... then the block's tree, and
+//            each probability e / sum;
+//   mix:     olat[j] = one fma chain over s in order of p_s * lat_s[j].
+// Every cached row is shared by all heads, so a warp applies each row it loads to kAttHeads heads
+// at once (an eighth of the cache reads), and the scores of a row are spread over many blocks. One
+// block per (row, head) before left most SMs idle and waited on each load: at context 4096 an MLA
+// layer took 3.6 ms at T=1, its attention all but 0.4 ms of it.
+constexpr int kAttHeads = 8;        // heads per block in the score and mix launches
+constexpr int kScoreWarps = 8;
+constexpr int kScorePos = 2;        // positions a warp scores at once
+constexpr int kScoreChunk = 64;     // positions per block and step
+constexpr int kScoreBlocks = 16;    // blocks per (row, head group): chunks are dealt round-robin
+constexpr int kSoftThreads = 256;   // fixes the softmax's summation order
+constexpr int kMixThreads = 128;    // output columns per mix block
+constexpr int kMixTile = 256;       // probabilities per head staged at once
+
+__device__ __forceinline__ int64_t att_context(int64_t base, const int64_t* dev_base, int t) {
+  return (dev_base ? *dev_base : base) + t + 1;
+}
+
+__global__ void __launch_bounds__(kScoreWarps * 32) mla_scores_kernel(const float* __restrict__ qabs, const float* __restrict__ q,
+                                                                     const float* __restrict__ cache, int64_t base,
+                                                                     const int64_t* dev_base, int nh, int N, int R, int P,
+                                                                     float scale, float* __restrict__ scores, int64_t max_ctx) {
   pdl_enter();
-  extern __shared__ float qs[];  // [R] absorbed query | [P] rope query | [smem_ctx] scores
-  __shared__ float sh[kAttThreads / 32];
-  const int th = blockIdx.x;
-  const int t = th / nh;
+  extern __shared__ float qs[];  // [kAttHeads][R + P]: absorbed query | rope query
+  const int groups = (nh + kAttHeads - 1) / kAttHeads;
+  const int t = blockIdx.y / groups, h0 = (blockIdx.y % groups) * kAttHeads;
+  const int hn = min(kAttHeads, nh - h0);
+  const int64_t ctx = att_context(base, dev_base, t);
+  if (int64_t(blockIdx.x) * kScoreChunk >= ctx) return;
   const int W = R + P;
-  const int64_t ctx = (dev_base ? *dev_base : base) + t + 1;
-  for (int i = threadIdx.x; i < R; i += kAttThreads) qs[i] = qabs[int64_t(th) * R + i];
-  for (int i = threadIdx.x; i < P; i += kAttThreads) qs[R + i] = q[int64_t(th) * (N + P) + N + i];
-  __syncthreads();
-  float* sc = ctx <= smem_ctx ? qs + R + P : scores + int64_t(th) * max_ctx;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  for (int64_t s0 = int64_t(warp) * kAttPos; s0 < ctx; s0 += int64_t(kAttThreads / 32) * kAttPos) {
-    const int np = ctx - s0 < kAttPos ? static_cast<int>(ctx - s0) : kAttPos;
-    const float* row = cache + s0 * W;
-    float a[kAttPos] = {}, r[kAttPos] = {};
-#pragma unroll 16
-    for (int j = lane; j < R; j += 32) {
-      float c[kAttPos];
-#pragma unroll
-      for (int p = 0; p < kAttPos; ++p) c[p] = p < np ? row[int64_t(p) * W + j] : 0.f;
-#pragma unroll
-      for (int p = 0; p < kAttPos; ++p) a[p] = __fmaf_rn(qs[j], c[p], a[p]);
-    }
-#pragma unroll 2
-    for (int j = lane; j < P; j += 32) {
-      float c[kAttPos];
-#pragma unroll
-      for (int p = 0; p < kAttPos; ++p) c[p] = p < np ? row[int64_t(p) * W + R + j] : 0.f;
-#pragma unroll
-      for (int p = 0; p < kAttPos; ++p) r[p] = __fmaf_rn(qs[R + j], c[p], r[p]);
-    }
-#pragma unroll
-    for (int p = 0; p < kAttPos; ++p) {
-      const float ap = warp_sum(a[p]), rp = warp_sum(r[p]);
-      if (lane == 0 && p < np) sc[s0 + p] = (ap + rp) * scale;
-    }
+  for (int i = threadIdx.x; i < kAttHeads * W; i += blockDim.x) {
+    const int hh = i / W, j = i % W;
+    const int64_t th = int64_t(t) * nh + h0 + hh;
+    qs[i] = hh >= hn ? 0.f : j < R ? qabs[th * R + j] : q[th * (N + P) + N + (j - R)];
   }
   __syncthreads();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int64_t c0 = int64_t(blockIdx.x) * kScoreChunk; c0 < ctx; c0 += int64_t(gridDim.x) * kScoreChunk) {
+    const int64_t c1 = min(ctx, c0 + kScoreChunk);
+    for (int64_t s0 = c0 + warp * kScorePos; s0 < c1; s0 += kScoreWarps * kScorePos) {
+      const int np = c1 - s0 < kScorePos ? static_cast<int>(c1 - s0) : kScorePos;
+      const float* row = cache + s0 * W;
+      float a[kScorePos][kAttHeads] = {}, r[kScorePos][kAttHeads] = {};
+#pragma unroll 4
+      for (int j = lane; j < R; j += 32) {
+        float c[kScorePos];
+#pragma unroll
+        for (int p = 0; p < kScorePos; ++p) c[p] = p < np ? row[int64_t(p) * W + j] : 0.f;
+#pragma unroll
+        for (int hh = 0; hh < kAttHeads; ++hh) {
+          const float qv = qs[hh * W + j];
+#pragma unroll
+          for (int p = 0; p < kScorePos; ++p) a[p][hh] = __fmaf_rn(qv, c[p], a[p][hh]);
+        }
+      }
+      for (int j = lane; j < P; j += 32) {
+        float c[kScorePos];
+#pragma unroll
+        for (int p = 0; p < kScorePos; ++p) c[p] = p < np ? row[int64_t(p) * W + R + j] : 0.f;
+#pragma unroll
+        for (int hh = 0; hh < kAttHeads; ++hh) {
+          const float qv = qs[hh * W + R + j];
+#pragma unroll
+          for (int p = 0; p < kScorePos; ++p) r[p][hh] = __fmaf_rn(qv, c[p], r[p][hh]);
+        }
+      }
+#pragma unroll
+      for (int p = 0; p < kScorePos; ++p)
+#pragma unroll
+        for (int hh = 0; hh < kAttHeads; ++hh) {
+          const float ap = warp_sum(a[p][hh]), rp = warp_sum(r[p][hh]);
+          if (lane == 0 && p < np && hh < hn) scores[(int64_t(t) * nh + h0 + hh) * max_ctx + s0 + p] = (ap + rp) * scale;
+        }
+    }
+  }
+}
+
+// One block per (row, head): the scores of positions 0 .. ctx-1 become probabilities in place.
+__global__ void __launch_bounds__(kSoftThreads) mla_softmax_kernel(int64_t base, const int64_t* dev_base, int nh,
+                                                                  float* __restrict__ scores, int64_t max_ctx) {
+  pdl_enter();
+  __shared__ float sh[kSoftThreads / 32];
+  const int th = blockIdx.x;
+  const int64_t ctx = att_context(base, dev_base, th / nh);
+  float* sc = scores + int64_t(th) * max_ctx;
   float mx = -INFINITY;
-  for (int64_t s = threadIdx.x; s < ctx; s += kAttThreads) mx = fmaxf(mx, sc[s]);
-  mx = block_max<kAttThreads>(mx, sh);
+  for (int64_t s = threadIdx.x; s < ctx; s += kSoftThreads) mx = fmaxf(mx, sc[s]);
+  mx = block_max<kSoftThreads>(mx, sh);
   float sum = 0.f;
-  for (int64_t s = threadIdx.x; s < ctx; s += kAttThreads) {
+  for (int64_t s = threadIdx.x; s < ctx; s += kSoftThreads) {
     const float e = expf(sc[s] - mx);
     sc[s] = e;
     sum += e;
   }
-  sum = block_sum<kAttThreads>(sum, sh);  // also orders the writes of sc before the reads below
-  for (int64_t s = threadIdx.x; s < ctx; s += kAttThreads) sc[s] = sc[s] / sum;
-  __syncthreads();
-  float acc[kCols] = {};
-  int col[kCols];
+  sum = block_sum<kSoftThreads>(sum, sh);
+  for (int64_t s = threadIdx.x; s < ctx; s += kSoftThreads) sc[s] = sc[s] / sum;
+}
+
+// Column j of kAttHeads heads per thread: each cached value loaded once feeds every head's chain.
+__global__ void __launch_bounds__(kMixThreads) mla_mix_kernel(const float* __restrict__ cache, int64_t base,
+                                                             const int64_t* dev_base, int nh, int R, int P,
+                                                             const float* __restrict__ probs, int64_t max_ctx,
+                                                             float* __restrict__ olat) {
+  pdl_enter();
+  __shared__ float ps[kMixTile][kAttHeads];
+  const int groups = (nh + kAttHeads - 1) / kAttHeads;
+  const int t = blockIdx.y / groups, h0 = (blockIdx.y % groups) * kAttHeads;
+  const int hn = min(kAttHeads, nh - h0);
+  const int64_t ctx = att_context(base, dev_base, t);
+  const int W = R + P;
+  const int j = blockIdx.x * kMixThreads + threadIdx.x;
+  const int jc = min(j, R - 1);  // past R: computed, never stored
+  const float* pr = probs + (int64_t(t) * nh + h0) * max_ctx;
+  float acc[kAttHeads] = {};
+  for (int64_t s0 = 0; s0 < ctx; s0 += kMixTile) {
+    const int n = ctx - s0 < kMixTile ? static_cast<int>(ctx - s0) : kMixTile;
+    __syncthreads();
+    for (int i = threadIdx.x; i < kMixTile * kAttHeads; i += kMixThreads) {
+      const int hh = i / kMixTile, k = i % kMixTile;
+      ps[k][hh] = hh < hn && k < n ? pr[int64_t(hh) * max_ctx + s0 + k] : 0.f;
+    }
+    __syncthreads();
+    const float* col = cache + s0 * W + jc;
+#pragma unroll 8
+    for (int k = 0; k < n; ++k) {
+      const float c = col[int64_t(k) * W];
 #pragma unroll
-  for (int k = 0; k < kCols; ++k) col[k] = min(static_cast<int>(threadIdx.x) + k * kAttThreads, R - 1);  // past R: never stored
-  int64_t s = 0;
-  for (; s + kAttUnroll <= ctx; s += kAttUnroll) {
-    float c[kAttUnroll][kCols];
-#pragma unroll
-    for (int u = 0; u < kAttUnroll; ++u)
-#pragma unroll
-      for (int k = 0; k < kCols; ++k) c[u][k] = cache[(s + u) * W + col[k]];
-#pragma unroll
-    for (int u = 0; u < kAttUnroll; ++u)
-#pragma unroll
-      for (int k = 0; k < kCols; ++k) acc[k] = __fmaf_rn(sc[s + u], c[u][k], acc[k]);
+      for (int hh = 0; hh < kAttHeads; ++hh) acc[hh] = __fmaf_rn(ps[k][hh], c, acc[hh]);
+    }
   }
-  for (; s < ctx; ++s) {
-    const float pw = sc[s];
+  if (j < R)
 #pragma unroll
-    for (int k = 0; k < kCols; ++k) acc[k] = __fmaf_rn(pw, cache[s * W + col[k]], acc[k]);
-  }
-#pragma unroll
-  for (int k = 0; k < kCols; ++k) {
-    const int j = static_cast<int>(threadIdx.x) + k * kAttThreads;
-    if (j < R) olat[int64_t(th) * R + j] = acc[k];
-  }
+    for (int hh = 0; hh < kAttHeads; ++hh)
+      if (hh < hn) olat[(int64_t(t) * nh + h0 + hh) * R + j] = acc[hh];
 }
 
 __global__ void rows_to_kernel(const float* __restrict__ src, int64_t width, float* __restrict__ dst,
@@ -893,15 +926,21 @@ void mla_absorb_q(const float* q, const DevMat& kv_b, int T, int nh, int N, int 
 namespace {
 void attend(const float* qabs, const float* q, const float* cache, int64_t base, const int64_t* dev_base, int T, int nh, int N,
             int R, int P, float scale, float* scores, int64_t max_ctx, float* olat, cudaStream_t s) {
-  if (R > 4 * kAttThreads) throw CudaError("mla_attend: kv_lora_rank " + std::to_string(R) + " above the kernel's 1024");
-  const int smem_ctx = static_cast<int>(std::min<int64_t>(max_ctx, kAttSmemCtx));
-  const size_t smem = size_t(R + P + smem_ctx) * sizeof(float);
-  const int cols = (R + kAttThreads - 1) / kAttThreads;
-  const auto kernel = cols <= 1 ? mla_attend_kernel<1> : cols <= 2 ? mla_attend_kernel<2> : mla_attend_kernel<4>;
-  if (smem > 48 * 1024)
-    DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-  DELTAFIN_CUDA_CHECK(launch(kernel, T * nh, kAttThreads, smem, s, qabs, q, cache, base, dev_base, nh, N, R, P, scale, scores,
-                             max_ctx, smem_ctx, olat));
+  const int groups = (nh + kAttHeads - 1) / kAttHeads;
+  const size_t smem = size_t(kAttHeads) * (R + P) * sizeof(float);
+  if (smem > 48 * 1024) {
+    static size_t opted = 48 * 1024;
+    if (smem > opted) {
+      DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(mla_scores_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      opted = smem;
+    }
+  }
+  const unsigned chunks = static_cast<unsigned>(std::min<int64_t>(kScoreBlocks, (max_ctx + kScoreChunk - 1) / kScoreChunk));
+  DELTAFIN_CUDA_CHECK(launch(mla_scores_kernel, dim3(chunks, T * groups), kScoreWarps * 32, smem, s, qabs, q, cache, base,
+                             dev_base, nh, N, R, P, scale, scores, max_ctx));
+  DELTAFIN_CUDA_CHECK(launch(mla_softmax_kernel, T * nh, kSoftThreads, 0, s, base, dev_base, nh, scores, max_ctx));
+  DELTAFIN_CUDA_CHECK(launch(mla_mix_kernel, dim3(blocks_for(R, kMixThreads), T * groups), kMixThreads, 0, s, cache, base,
+                             dev_base, nh, R, P, static_cast<const float*>(scores), max_ctx, olat));
 }
 }  // namespace
 

@@ -45,6 +45,20 @@ __device__ __forceinline__ float block_sum(float v, float* sh) {
   return t;
 }
 
+// Maximum over a block of NT threads, every thread gets it; `sh` as for block_sum.
+template <int NT>
+__device__ __forceinline__ float block_max(float v, float* sh) {
+#pragma unroll
+  for (int m = 16; m >= 1; m >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, m));
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float t = sh[0];
+#pragma unroll
+  for (int k = 1; k < NT / 32; ++k) t = fmaxf(t, sh[k]);
+  __syncthreads();
+  return t;
+}
+
 // Element i of a weight vector stored as BF16 (bf16 true) or fp32.
 __device__ __forceinline__ float load_weight(const void* w, bool bf16, int64_t i) {
   if (bf16) return __uint_as_float(static_cast<uint32_t>(static_cast<const uint16_t*>(w)[i]) << 16);

@@ -120,18 +120,6 @@ __global__ void sigmoid_kernel(const float* x, float* s, int64_t n) {
 
 // The MLA attention kernel before session 8: one position per warp at a time, each output column's
 // sum waiting for every load.
-template <int NT>
-__device__ __forceinline__ float block_max(float v, float* sh) {
-#pragma unroll
-  for (int m = 16; m >= 1; m >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, m));
-  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
-  __syncthreads();
-  float t = sh[0];
-#pragma unroll
-  for (int k = 1; k < NT / 32; ++k) t = fmaxf(t, sh[k]);
-  __syncthreads();
-  return t;
-}
 
 constexpr int kAttThreads = 256;
 __global__ void __launch_bounds__(kAttThreads) mla_attend_kernel(const float* __restrict__ qabs, const float* __restrict__ q,
