@@ -301,7 +301,8 @@ struct CudaK3Session::Impl {
   float *qa = nullptr, *q = nullptr, *ckv = nullptr, *qabs = nullptr, *olat = nullptr, *scores = nullptr;
   float *attn = nullptr, *g = nullptr;
   float* res_scores = nullptr;  // [T][kMaxResEntries] AttnRes scores between its two launches
-  float *rl = nullptr, *z = nullptr, *y = nullptr, *sh = nullptr, *mg = nullptr, *mu = nullptr, *rw = nullptr;
+  float *rl = nullptr, *z = nullptr, *y = nullptr, *sh = nullptr, *rw = nullptr;
+  float *mlp_gu = nullptr, *mlp_act = nullptr;  // dense MLP / shared expert: [T][gate | up], [T][SiTU GLU]
   int32_t* rid = nullptr;
   int64_t* n_past = nullptr;  // the pass's first row, read by the MLA kernels when they run
   float* logits = nullptr;
@@ -371,8 +372,8 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model), d_(std::make
     d_->z = f(T * c.latent);
     d_->y = f(T * c.latent);
     d_->sh = f(T * H);
-    d_->mg = f(T * 2 * inter);
-    d_->mu = f(T * inter);
+    d_->mlp_gu = f(T * 2 * inter);
+    d_->mlp_act = f(T * inter);
     d_->rw = f(T * c.top_k);
     d_->rid = reinterpret_cast<int32_t*>(f(T * c.top_k));
     d_->n_past = reinterpret_cast<int64_t*>(f(2));
@@ -757,9 +758,9 @@ void CudaK3Session::dense(int layer, bool shared, int T, const float* x, float* 
   const DLayer& L = m_.weights().layers[layer];
   const DMlp& w = shared ? L.moe_w.shared : L.dense;
   const int64_t I = w.inter;
-  k3::gemm(w.gate_up, x, c.hidden, T, d_->mg, 2 * I, so);  // rows [gate | up]
-  k3::situ_glu_rows(d_->mg, T, I, c.situ_beta, c.situ_linear_beta, d_->mu, so);
-  k3::gemm(w.down, d_->mu, I, T, out, c.hidden, so);
+  k3::gemm(w.gate_up, x, c.hidden, T, d_->mlp_gu, 2 * I, so);
+  k3::situ_glu_rows(d_->mlp_gu, T, I, c.situ_beta, c.situ_linear_beta, d_->mlp_act, so);
+  k3::gemm(w.down, d_->mlp_act, I, T, out, c.hidden, so);
 }
 
 void CudaK3Session::moe(int layer, int T, ForwardTrace* trace, bool routed) {

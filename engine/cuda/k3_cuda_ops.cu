@@ -928,12 +928,10 @@ void attend(const float* qabs, const float* q, const float* cache, int64_t base,
             int R, int P, float scale, float* scores, int64_t max_ctx, float* olat, cudaStream_t s) {
   const int groups = (nh + kAttHeads - 1) / kAttHeads;
   const size_t smem = size_t(kAttHeads) * (R + P) * sizeof(float);
-  if (smem > 48 * 1024) {
-    static size_t opted = 48 * 1024;
-    if (smem > opted) {
-      DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(mla_scores_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-      opted = smem;
-    }
+  static size_t opted = 48 * 1024;
+  if (smem > opted) {
+    DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(mla_scores_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    opted = smem;
   }
   const unsigned chunks = static_cast<unsigned>(std::min<int64_t>(kScoreBlocks, (max_ctx + kScoreChunk - 1) / kScoreChunk));
   DELTAFIN_CUDA_CHECK(launch(mla_scores_kernel, dim3(chunks, T * groups), kScoreWarps * 32, smem, s, qabs, q, cache, base,
