@@ -102,6 +102,12 @@ struct MxExpert {
   const void* down_scale = nullptr;
 };
 
+// A packed matrix [rows][cols / 2] in fragment order (mxfp4_experts_direct.cuh): the same bytes,
+// permuted so that the tensor-core lanes of the fragment-order versions read theirs in 16-byte loads.
+// rows % 16 == 0, cols % 64 == 0; `out` holds rows * cols / 2 bytes, 16-byte aligned, and does not
+// overlap `packed`. Scales stay as they are.
+void repack_mx_fragments(const void* packed, void* out, int rows, int cols, Stream stream = nullptr);
+
 // The routed-expert MLP of one MoE layer for T rows, in one launch:
 //   y[t] = sum over j < top_k, in slot order, of weight[t][j] * down_e(SiTU(gate_e z[t], up_e z[t]))
 // with e = experts[slot_expert[t*top_k + j]]. Each distinct expert's weights are read once for all
@@ -148,6 +154,9 @@ class ExpertMlp {
   void select_variant(const std::string& name);  // for benchmarks and checks
   // Versions with the same number sum in the same order and so compute bit-identical results.
   int reduction_order(const std::string& name) const;
+  // Whether the version in use reads the packed weights in fragment order (repack_mx_fragments):
+  // only when a fragment-order version (v90-v97) was selected by name.
+  bool fragment_layout() const;
 
  private:
   int latent_, inter_, top_k_, max_rows_;

@@ -738,6 +738,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const 
 #include "cuda/mxfp4_experts_mma.cuh"
 #include "cuda/mxfp4_experts_imma.cuh"
 #include "cuda/mxfp4_experts_ws.cuh"
+#include "cuda/mxfp4_experts_direct.cuh"
 
 using KernelFn = void (*)(Params);
 
@@ -759,6 +760,8 @@ struct Variant {
   int nv = 1;    // exact FFMA versions: activation vectors per pass over the weights
   int shared = 0;  // > 0: replaces the default when experts are shared by at least shared/100 rows each
                    // on average (and it shares the default's order)
+  int frag = 0;    // reads the packed weights in fragment order (mxfp4_experts_direct.cuh), this many 16-row
+                   // tiles per warp; 16-byte alignment
 };
 // Measured on an H200 (docs/PERFORMANCE.md has the runs), % of device-to-device copy bandwidth at
 // T=1 / T=8: v11 50.5-50.8 / 61.1-62.2, v9 50.5-53.3 / 50.1-60.3, v12 40-43 / 59-63, v6 36-39 / 42-45,
@@ -838,6 +841,12 @@ const Variant kVariants[] = {
      0, 1, 2},
     {"v16 mma fp16x3 tiles 128/256", expert_mlp_mma_kernel<mma16::Big, false, false>, mma16::kTileA, mma16::kTileB, 0, 0, 1,
      1},
+    {"v91 mma fp16x3 fragment order 3 chunks ahead", expert_mlp_direct_kernel<3, 2, 2>, direct::tile_a<2>(),
+     direct::tile_b<2>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2},
+    {"v95 mma fp16x3 fragment order one tile per warp 3 chunks ahead 3 blocks/SM", expert_mlp_direct_kernel<3, 1, 3>,
+     direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
+    {"v96 mma fp16x3 fragment order one tile per warp 3 chunks ahead", expert_mlp_direct_kernel<3, 1, 2>,
+     direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
     {"v12 k3-exact RO=1 RB=2 tiles 64/64 4 blocks/SM", expert_mlp_kernel<1, 2, 1, 1, 4, 2, 7, 6>, 64, 64, 7, 6},
     {"v6 streamed RO=4 RB=8 tiles 64/64", expert_mlp_kernel<4, 8, 1, 1, 2, 1>, 64, 64},
     {"v2 RO=4 RB=8 tiles 32/32", expert_mlp_kernel<4, 8, 1, 1, 2, 0>, 32, 32},
@@ -846,6 +855,7 @@ constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 static_assert(kNumVariants <= 32, "ExpertMlp::Impl::blocks_per_sm holds 32 versions");
 
 size_t smem_bytes(const Variant& v, int latent, int inter) {
+  if (v.frag) return direct::smem_bytes(latent, inter);
   if (v.mma == 3) return mma16::smem_bytes<mma16::Small>(latent, inter, false);
   if (v.mma) return mma16::smem_bytes<mma16::Big>(latent, inter, v.mma == 2);
   if (v.ws) return ws::smem_bytes(latent, inter, v.imma, v.ws, v.rs, v.nq);
@@ -861,6 +871,9 @@ struct DeviceLimits {
 };
 
 bool fits(const Variant& v, int latent, int inter, const DeviceLimits& dl) {
+  if (v.frag)
+    return dl.cc_major >= 8 && (v.frag == 1 ? direct::fits<1>(latent, inter) : direct::fits<2>(latent, inter)) &&
+           smem_bytes(v, latent, inter) <= dl.smem_optin;
   if (v.ws) return dl.cc_major >= 9 && ws::fits(latent, inter, v.rs) && smem_bytes(v, latent, inter) <= dl.smem_optin;
   if (v.imma)
     return dl.cc_major >= 8 && imma::fits(latent, inter, v.tile_b) && smem_bytes(v, latent, inter) <= dl.smem_optin;
@@ -964,8 +977,10 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows)
     DELTAFIN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     impl_->limits.smem_optin = static_cast<size_t>(optin);
     impl_->variant = -1;
+    // Callers hand over checkpoint-layout weights unless they ask (fragment_layout()), so the
+    // fragment-order versions are never a default.
     for (int v = 0; v < kNumVariants && impl_->variant < 0; ++v)
-      if (fits(kVariants[v], latent, inter, impl_->limits)) impl_->variant = v;
+      if (!kVariants[v].frag && fits(kVariants[v], latent, inter, impl_->limits)) impl_->variant = v;
     for (int v = 0; v < kNumVariants && impl_->variant >= 0; ++v) {
       if (kVariants[v].order != kVariants[impl_->variant].order || !fits(kVariants[v], latent, inter, impl_->limits)) continue;
       if (kVariants[v].shared > 0) impl_->shared.push_back(v);
@@ -977,13 +992,16 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows)
       const std::string want = std::string(e) + " ";
       bool found = false;
       for (int v = 0; v < kNumVariants && !found; ++v)
-        if (std::string(kVariants[v].name).rfind(want, 0) == 0 && fits(kVariants[v], latent, inter, impl_->limits)) {
+        if (std::string(kVariants[v].name).rfind(want, 0) == 0 && !kVariants[v].frag &&
+            fits(kVariants[v], latent, inter, impl_->limits)) {
           impl_->variant = v;
           impl_->selected = found = true;
         }
       if (!found)
         throw CudaError("DELTAFIN_CUDA_EXPERT_VERSION=" + std::string(e) +
-                        ": no expert kernel version of that number fits these shapes on this device (unset it for the default)");
+                        ": no expert kernel version of that number fits these shapes on this device (unset it for the default; "
+                        "the fragment-order versions (v90-v97) need repacked weights and run only in deltafin-cuda-bench "
+                        "and deltafin-cuda-check)");
     }
     const int64_t A = static_cast<int64_t>(max_rows) * top_k;
     impl_->max_assign = static_cast<int>(A);
@@ -1026,6 +1044,8 @@ std::vector<std::string> ExpertMlp::variants() const {
   return out;
 }
 
+bool ExpertMlp::fragment_layout() const { return kVariants[impl_->variant].frag != 0; }
+
 int ExpertMlp::reduction_order(const std::string& name) const {
   for (const Variant& v : kVariants)
     if (name == v.name) return v.order;
@@ -1065,7 +1085,14 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
   // The tensor-core version copies rows in 16-byte units; with other alignments the call takes the
   // first FFMA version that fits (its bits differ, see Variant::order).
   int vi = impl_->pick(static_cast<double>(nA_assign) / nG);
-  if (kVariants[vi].mma || kVariants[vi].imma) {
+  if (kVariants[vi].frag) {
+    // No fallback here: another version would read fragment-order bytes as rows.
+    for (const MxExpert& e : experts)
+      for (const void* p : {e.gate_packed, e.gate_scale, e.up_packed, e.up_scale, e.down_packed, e.down_scale})
+        if (reinterpret_cast<uintptr_t>(p) % 16)
+          throw CudaError(std::string("ExpertMlp::run: ") + kVariants[vi].name +
+                          " needs every expert tensor 16-byte aligned (repack_mx_fragments output)");
+  } else if (kVariants[vi].mma || kVariants[vi].imma) {
     bool aligned = true;
     for (const MxExpert& e : experts)
       for (const void* p : {e.gate_packed, e.gate_scale, e.up_packed, e.up_scale, e.down_packed, e.down_scale})
@@ -1161,7 +1188,7 @@ void ExpertMlp::plan_routed(const MxExpert* dev_table, int n_experts, const int3
   // The warp-specialised versions skip unused groups themselves (they cut chunks by cost, and
   // unused groups cost nothing), so their ticket and counters start at 0.
   build_routing_tables(dev_table, n_experts, dev_idx, dev_weight, T, top_k_, nG,
-                       v.ws ? 0 : (inter_ + v.tile_a - 1) / v.tile_a, (v.mma || v.imma) ? 16 : 8, out, as_stream(stream));
+                       v.ws ? 0 : (inter_ + v.tile_a - 1) / v.tile_a, (v.mma || v.imma || v.frag) ? 16 : 8, out, as_stream(stream));
   // The builder resets the counters: they start at 0 for run_planned, and run() must reset them again.
   impl_->counters_known = false;
   impl_->plan = Impl::Plan{true, T, vi, nG, dt};
@@ -1232,6 +1259,23 @@ ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int 
   DELTAFIN_CUDA_CHECK(::deltafin::cuda::launch(v.fn, grid, threads, smem, s, P));
   const unsigned tickets = v.ws ? 3 * grid + P.nC : total + grid;
   return Counts{tickets, static_cast<unsigned>(P.a_tiles), static_cast<unsigned>(P.b_tiles)};
+}
+
+void repack_mx_fragments(const void* packed, void* out, int rows, int cols, Stream stream) {
+  if (rows <= 0 || cols <= 0 || rows % 16 || cols % 64)
+    throw CudaError("repack_mx_fragments: " + std::to_string(rows) + " x " + std::to_string(cols) +
+                    " codes; rows must be a multiple of 16 and columns of 64");
+  if (!packed || !out || reinterpret_cast<uintptr_t>(packed) % 4 || reinterpret_cast<uintptr_t>(out) % 16)
+    throw CudaError("repack_mx_fragments: the source must be 4-byte and the destination 16-byte aligned device memory");
+  const size_t bytes = static_cast<size_t>(rows) * cols / 2;
+  const char* a = static_cast<const char*>(packed);
+  const char* b = static_cast<const char*>(out);
+  if (a < b + bytes && b < a + bytes) throw CudaError("repack_mx_fragments: source and destination overlap (no in-place repack)");
+  const int64_t n = static_cast<int64_t>(bytes / 16);
+  const int blocks = static_cast<int>(std::min<int64_t>((n + 255) / 256, 4096));
+  direct::repack_kernel<<<blocks, 256, 0, as_stream(stream)>>>(static_cast<const uint32_t*>(packed), static_cast<uint4*>(out),
+                                                              rows, cols);
+  DELTAFIN_CUDA_LAUNCHED("repack_mx_fragments");
 }
 
 }  // namespace deltafin::cuda

@@ -409,6 +409,39 @@ __device__ void stage_frags(char* frag, float* red, const float* x0, const float
   __syncthreads();
 }
 
+// The end of a pass over a warp's 32 rows for one pair of assignments: the lanes of a quad hold
+// mma columns 2q, 2q+1 (slot 0 = columns 0, 1, 2: quads 0 and 1; slot 1 = 3, 4, 5: quads 1 and 2);
+// the three parts are added in one fixed order, the staging scale undone, and the rows stored
+// (gate/up: h = SiTU(tile 0, tile 1) of rows o0..o0+15; down: d of rows o0..o0+31).
+template <bool kGateUp>
+__device__ __forceinline__ void finish_pair(const Params& P, const float (&acc)[2][4], const float (&back)[2], int aA,
+                                            int aB, int o0, int lane) {
+  const int q = lane & 3, gr = lane >> 2;
+  float v[2][2];  // [tile][row half]
+#pragma unroll
+  for (int t = 0; t < 2; ++t)
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const float ev = acc[t][2 * hr], od = acc[t][2 * hr + 1];
+      const float nev = __shfl_down_sync(0xffffffffu, ev, 1), nod = __shfl_down_sync(0xffffffffu, od, 1);
+      v[t][hr] = q == 0 ? (ev + od) + nev : (od + nev) + nod;
+    }
+  const int a = q == 0 ? aA : aB;
+  if (q < 2 && a >= 0) {
+    const float bs = q ? back[1] : back[0];
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const int row = o0 + gr + 8 * hr;
+      if constexpr (kGateUp) {
+        P.h[static_cast<int64_t>(a) * P.inter + row] = situ_act(v[0][hr] * bs, v[1][hr] * bs);
+      } else {
+        P.d[static_cast<int64_t>(a) * P.latent + row] = v[0][hr] * bs;
+        P.d[static_cast<int64_t>(a) * P.latent + row + 16] = v[1][hr] * bs;
+      }
+    }
+  }
+}
+
 // Rows of one task for every assignment of its expert, two assignments per pass over the weights.
 // kGateUp: A task (gate and up rows o0..o0+15, writes h = SiTU(gate, up)); otherwise B task (down
 // rows o0..o0+31, writes d). kFS: float scale buffers; kCp: stages filled by cp.async instead of
@@ -465,31 +498,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
         else issue<G>(pipe, rw, (n + kStages) % nchunks, lane);
       }
     }
-    // Lane quad q holds columns 2q, 2q+1: slot 0 = columns 0,1,2 (quads 0, 1), slot 1 = 3,4,5 (1, 2).
-    const int q = lane & 3, gr = lane >> 2;
-    float v[2][2];  // [tile][row half]
-#pragma unroll
-    for (int t = 0; t < 2; ++t)
-#pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-        const float ev = acc[t][2 * hr], od = acc[t][2 * hr + 1];
-        const float nev = __shfl_down_sync(0xffffffffu, ev, 1), nod = __shfl_down_sync(0xffffffffu, od, 1);
-        v[t][hr] = q == 0 ? (ev + od) + nev : (od + nev) + nod;
-      }
-    const int a = q == 0 ? aA : aB;
-    if (q < 2 && a >= 0) {
-      const float bs = q ? back[1] : back[0];
-#pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-        const int row = rw.o0 + gr + 8 * hr;
-        if constexpr (kGateUp) {
-          P.h[static_cast<int64_t>(a) * P.inter + row] = situ_act(v[0][hr] * bs, v[1][hr] * bs);
-        } else {
-          P.d[static_cast<int64_t>(a) * P.latent + row] = v[0][hr] * bs;
-          P.d[static_cast<int64_t>(a) * P.latent + row + 16] = v[1][hr] * bs;
-        }
-      }
-    }
+    finish_pair<kGateUp>(P, acc, back, aA, aB, rw.o0, lane);
   }
 }
 

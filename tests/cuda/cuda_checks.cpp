@@ -402,12 +402,32 @@ struct ExpertSet {
   std::vector<ref::HostExpert> host;
   DeviceBuffer dev;
   std::vector<MxExpert> ptrs;
+  // The same experts with the packed codes in fragment order (the fragment-order versions), scales shared.
+  DeviceBuffer frag_dev;
+  std::vector<MxExpert> frag_ptrs;
+  const std::vector<MxExpert>& for_version(const ExpertMlp& mlp) const { return mlp.fragment_layout() ? frag_ptrs : ptrs; }
 };
+
+// Fills es.frag_ptrs, where the shapes allow fragment order.
+void add_fragment_copies(ExpertSet& es) {
+  if (es.latent % 64 || es.inter % 64 || es.latent % 16 || es.inter % 16) return;
+  const size_t packed = static_cast<size_t>(es.inter) * es.latent / 2;
+  es.frag_dev = DeviceBuffer(3 * packed * es.n);
+  for (int e = 0; e < es.n; ++e) {
+    char* base = es.frag_dev.as<char>() + 3 * packed * e;
+    const MxExpert& a = es.ptrs[e];
+    repack_mx_fragments(a.gate_packed, base, es.inter, es.latent);
+    repack_mx_fragments(a.up_packed, base + packed, es.inter, es.latent);
+    repack_mx_fragments(a.down_packed, base + 2 * packed, es.latent, es.inter);
+    es.frag_ptrs.push_back(MxExpert{base, a.gate_scale, base + packed, a.up_scale, base + 2 * packed, a.down_scale});
+  }
+  synchronize();
+}
 
 // Experts laid out back to back like the checkpoint (gate, down, up is its order; any order works
 // here since each tensor has its own pointer), each tensor 256-byte aligned.
 ExpertSet make_experts(std::mt19937_64& rng, int n, int latent, int inter) {
-  ExpertSet s{latent, inter, n, {}, {}, {}};
+  ExpertSet s{latent, inter, n, {}, {}, {}, {}, {}};
   std::uniform_int_distribution<int> byte(0, 255), sc(118, 128), rare(0, 199);
   auto fill_scales = [&](std::vector<uint8_t>& v, size_t count) {
     v.resize(count);
@@ -482,7 +502,7 @@ std::vector<float> run_rows(ExpertMlp& mlp, const ExpertSet& es, const Routing& 
     const int e = rt.expert[static_cast<size_t>(r0 * K + i)];
     if (local[e] < 0) {
       local[e] = static_cast<int>(table.size());
-      table.push_back(es.ptrs[e]);
+      table.push_back(es.for_version(mlp)[e]);
     }
     slots[i] = local[e];
   }
@@ -498,6 +518,7 @@ void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts
   const std::string tag = "expert_mlp latent=" + std::to_string(latent) + " inter=" + std::to_string(inter) + " " +
                           std::to_string(n_experts) + " experts top-" + std::to_string(K);
   ExpertSet es = make_experts(rng, n_experts, latent, inter);
+  add_fragment_copies(es);
   const Routing rt = make_routing(rng, T, K, n_experts);
   auto z = randn(rng, static_cast<size_t>(T) * latent);
   // Odd rows get a wide dynamic range (a few elements x100, many x1e-5): the tensor-core versions
@@ -581,10 +602,12 @@ void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts
   // routing, bit for bit: T = 1 (no empty groups), 2 and 4 (fewer distinct experts than planned
   // groups, so empty groups are skipped), 8; rows 3..6.
   {
-    const DeviceBuffer dtable = to_device(es.ptrs);
+    const DeviceBuffer dtable_rows = to_device(es.ptrs);
+    const DeviceBuffer dtable_frag = es.frag_ptrs.empty() ? DeviceBuffer() : to_device(es.frag_ptrs);
     const DeviceBuffer didx = to_device(rt.expert), dw = to_device(rt.weight);
     for (size_t v = 0; v < nv; ++v) {
       mlp.select_variant(variants[v]);
+      const DeviceBuffer& dtable = mlp.fragment_layout() ? dtable_frag : dtable_rows;
       int bad = 0, checked = 0;
       const std::pair<int, int> passes[] = {{0, 1}, {0, 2}, {0, 4}, {0, 8}, {3, 4}};  // (first row, rows)
       for (const auto& [r0, Tn] : passes) {

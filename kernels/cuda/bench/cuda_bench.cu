@@ -93,6 +93,18 @@ struct Row {
 
 }  // namespace
 
+// --variant "A|B|C": versions whose names contain any of the alternatives (empty: every version).
+bool matches_any(const std::string& name, const std::string& alternatives) {
+  size_t from = 0;
+  while (true) {
+    const size_t bar = alternatives.find('|', from);
+    const std::string alt = alternatives.substr(from, bar == std::string::npos ? std::string::npos : bar - from);
+    if (name.find(alt) != std::string::npos) return true;
+    if (bar == std::string::npos) return false;
+    from = bar + 1;
+  }
+}
+
 int main(int argc, char** argv) {
   std::string json_path = "cuda-bench.json";
   std::string only_variant;   // run only expert variants whose name contains this
@@ -106,7 +118,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--gemm-only")) gemm_only = true;
     else if (!std::strcmp(argv[i], "--gemm-version") && i + 1 < argc) only_gemm_version = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [--json PATH] [--variant SUBSTRING] [--experts-only] [--gemm-only] [--gemm-version N]\n",
+      std::fprintf(stderr, "usage: %s [--json PATH] [--variant SUBSTRING[|SUBSTRING...]] [--experts-only] [--gemm-only] [--gemm-version N]\n",
                    argv[0]);
       return 3;
     }
@@ -160,9 +172,25 @@ int main(int argc, char** argv) {
       DeviceBuffer dz(z.size() * 4), dy(z.size() * 4);
       dz.upload(z.data(), z.size() * 4);
       ExpertMlp mlp(latent, inter, K, 8);
+      // The fragment-order versions read a repacked copy of the packed codes (scales shared).
+      DeviceBuffer wf;
+      std::vector<MxExpert> all_frag;
       for (const std::string& variant : mlp.variants()) {
-        if (variant.find(only_variant) == std::string::npos) continue;
+        if (!matches_any(variant, only_variant)) continue;
         mlp.select_variant(variant);
+        if (mlp.fragment_layout() && all_frag.empty()) {
+          wf = DeviceBuffer(3 * packed * E);
+          for (int e = 0; e < E; ++e) {
+            char* base = wf.as<char>() + 3 * packed * e;
+            const MxExpert& a = all[e];
+            repack_mx_fragments(a.gate_packed, base, inter, latent);
+            repack_mx_fragments(a.up_packed, base + packed, inter, latent);
+            repack_mx_fragments(a.down_packed, base + 2 * packed, latent, inter);
+            all_frag.push_back(MxExpert{base, a.gate_scale, base + packed, a.up_scale, base + 2 * packed, a.down_scale});
+          }
+          synchronize();
+        }
+        const std::vector<MxExpert>& pool_experts = mlp.fragment_layout() ? all_frag : all;
         // pool: the experts a pass draws from. All 896: nearly every expert has one row (a random
         // router). 64: a pass of 8 rows shares ~53 experts, ~2.4 rows each (like slice-2l's layers,
         // or a router whose neighbouring tokens agree), so reading an expert once for several
@@ -189,7 +217,7 @@ int main(int argc, char** argv) {
                 const int e = ids[j];
                 if (local[e] < 0) {
                   local[e] = static_cast<int>(tables[s].size());
-                  tables[s].push_back(all[e]);
+                  tables[s].push_back(pool_experts[e]);
                 }
                 slots[s].push_back(local[e]);
               }

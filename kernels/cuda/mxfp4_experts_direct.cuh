@@ -1,0 +1,286 @@
+// Tensor-core tasks that read the weights in fragment order straight into registers (v90-v93).
+// Included by mxfp4_experts.cu inside its anonymous namespace, after mxfp4_experts_mma.cuh: the
+// tickets, tasks and counters are the FFMA versions'; the arithmetic is v20's.
+//
+// Why: v20 computes each block with half the instructions of the FFMA versions but streams its
+// weights through 221 KB of shared-memory stages (one block per SM: too few warps to hide the
+// latencies); v74-v79 loaded each lane's code words straight into registers, but as 4-byte loads
+// spread over 16 rows, which the load pipeline serves one sector per row (docs/PERFORMANCE.md).
+// Here the packed codes are stored in the order the mma fragments ask for (repack_mx_fragments:
+// a permutation of the same bytes, nothing re-encoded), so every lane's fragment words for two
+// blocks of 32 columns are one aligned 16-byte load and a warp reads 512 contiguous bytes per load.
+// No shared-memory stages, no barriers per stage: occupancy is set by registers alone.
+//
+// Exactness and bits: each lane holds the words ldmatrix gave it in v20 (row g / g+8 of block b,
+// bytes 4t..4t+3 of the block, t = lane % 4), decodes them with e2m1_half2, runs the same two mma
+// per block with the same activation fragments (stage_frags) and scales, and adds the blocks in
+// the same order; the pass ends in v20's finish_pair. So the results are v20's bits (the checker
+// compares them), and batch invariance follows as it does there.
+//
+// Fragment order of one packed matrix [rows][cols / 2] (rows % 16 == 0, cols % 64 == 0): for each
+// 16-row tile r (rows 16r..16r+15) and each 64-column chunk c, 512 bytes; lane l's 16 bytes at
+// offset 16 l hold, as four 32-bit words, bytes 4t..4t+3 of block 2c of row 16r + g, of block 2c of
+// row 16r + g + 8, of block 2c + 1 of row 16r + g, of block 2c + 1 of row 16r + g + 8 (g = l / 4,
+// t = l % 4, block = 16 bytes = 32 columns). Tiles follow each other, chunks within a tile. Scales
+// keep the checkpoint's layout.
+namespace direct {
+
+// NT tiles of 16 rows per warp. NT = 2: a warp holds 16 gate and 16 up rows (A task: 8 x 16
+// intermediate rows) or 32 down rows (B task: 256 latent rows). NT = 1: warps 0-3 hold gate tiles and
+// 4-7 the matching up tiles (A task: 64 intermediate rows), or one 16-row down tile each (B task: 128
+// latent rows): half the bytes per task, so at T = 1 the last tasks leave fewer SMs idle.
+template <int NT>
+constexpr int tile_a() { return NT == 2 ? kWarps * 16 : kWarps / 2 * 16; }
+template <int NT>
+constexpr int tile_b() { return kWarps * 16 * NT; }
+constexpr int kFragLanes = 24;  // activation fragments of columns 0-5 (two vectors x three parts)
+constexpr int kHeader = 128;    // reduction scratch of stage_frags
+constexpr int kSwap = kWarps / 2 * 32 * 2 * 4;  // NT = 1: the up tiles' sums, handed to the gate warps
+constexpr int kRing = 4;        // chunk slots per tile: the one in use and up to three in flight
+
+inline size_t smem_bytes(int latent, int inter) {
+  return kHeader + kSwap + static_cast<size_t>(std::max(latent, inter) / 32) * kFragLanes * 16;
+}
+
+// Scales are read 8 at a time (four chunks per group): widths are multiples of 256.
+template <int NT>
+inline bool fits(int latent, int inter) {
+  return latent % 256 == 0 && inter % 256 == 0 && inter % tile_a<NT>() == 0 && latent % tile_b<NT>() == 0;
+}
+
+__device__ __forceinline__ uint4 ld_weights(const uint4* p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+
+// Byte i (0..7, known at compile time after unrolling) of a row's eight scales, as a float.
+__device__ __forceinline__ float scale_at(uint2 s, int i) {
+  return mma16::e8m0_max(((i < 4 ? s.x : s.y) >> (8 * (i & 3))) & 0xFFu);
+}
+
+// One 64-column chunk (blocks 2j, 2j + 1) of the warp's tiles against activation fragments f0, f1.
+template <int NT>
+__device__ __forceinline__ void chunk(const uint4 (&w)[NT], uint4 f0, uint4 f1, const uint2 (&s)[NT][2], int jj,
+                                      float (&acc)[NT][4]) {
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+#pragma unroll
+    for (int hb = 0; hb < 2; ++hb) {
+      uint32_t ra[4], rb[4];
+      e2m1_half2(hb ? w[t].z : w[t].x, ra);
+      e2m1_half2(hb ? w[t].w : w[t].y, rb);
+      const uint4 f = hb ? f1 : f0;
+      float d[4] = {0.f, 0.f, 0.f, 0.f};
+      mma16::mma16816(d, ra[0], rb[0], ra[1], rb[1], f.x, f.y);
+      mma16::mma16816(d, ra[2], rb[2], ra[3], rb[3], f.z, f.w);
+      const float s0 = scale_at(s[t][0], 2 * jj + hb), s1 = scale_at(s[t][1], 2 * jj + hb);
+      acc[t][0] = __fmaf_rn(d[0], s0, acc[t][0]);
+      acc[t][1] = __fmaf_rn(d[1], s0, acc[t][1]);
+      acc[t][2] = __fmaf_rn(d[2], s1, acc[t][2]);
+      acc[t][3] = __fmaf_rn(d[3], s1, acc[t][3]);
+    }
+  }
+}
+
+// NT = 1: finish_pair's sums for one tile, with the gate and up tiles of an A task in different
+// warps (the up warps hand theirs over through shared memory). Same operations, same bits.
+template <bool kGateUp>
+__device__ __forceinline__ void finish_tile(const Params& P, const float (&acc)[4], const float (&back)[2], int aA, int aB,
+                                            int o0, int warp, int lane, float* swap) {
+  const int q = lane & 3, gr = lane >> 2;
+  float v[2];
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    const float ev = acc[2 * hr], od = acc[2 * hr + 1];
+    const float nev = __shfl_down_sync(0xffffffffu, ev, 1), nod = __shfl_down_sync(0xffffffffu, od, 1);
+    v[hr] = q == 0 ? (ev + od) + nev : (od + nev) + nod;
+  }
+  const int a = q == 0 ? aA : aB;
+  const float bs = q ? back[1] : back[0];
+  if constexpr (kGateUp) {
+    float2* sw = reinterpret_cast<float2*>(swap);
+    if (warp >= kWarps / 2) sw[(warp - kWarps / 2) * 32 + lane] = make_float2(v[0], v[1]);
+    __syncthreads();
+    if (warp < kWarps / 2 && q < 2 && a >= 0) {
+      const float2 u = sw[warp * 32 + lane];
+      P.h[static_cast<int64_t>(a) * P.inter + o0 + gr] = situ_act(v[0] * bs, u.x * bs);
+      P.h[static_cast<int64_t>(a) * P.inter + o0 + gr + 8] = situ_act(v[1] * bs, u.y * bs);
+    }
+  } else if (q < 2 && a >= 0) {
+    P.d[static_cast<int64_t>(a) * P.latent + o0 + gr] = v[0] * bs;
+    P.d[static_cast<int64_t>(a) * P.latent + o0 + gr + 8] = v[1] * bs;
+  }
+}
+
+// The activation fragments a block holds: a task whose vectors are the ones staged last (at T = 1
+// every gate/up task reads the same row) uses them as they are.
+struct Staged {
+  const float* xa = nullptr;
+  const float* xb = nullptr;
+  float back[2] = {0.f, 0.f};
+};
+
+// One A task (h = SiTU(gate, up)) or B task (d = down rows) for every assignment of its expert, two
+// assignments per pass over the weights; each lane keeps kAhead chunks of loads in flight.
+template <bool kGateUp, int kAhead, int NT>
+__device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
+  static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
+  static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2;
+  float* red = reinterpret_cast<float*>(smem);
+  float* swap = reinterpret_cast<float*>(smem + kHeader);
+  char* frag = smem + kHeader + kSwap;
+  int grp, o0, K;
+  const void* pk[NT];
+  const uint8_t* sc[NT];
+  int r16[NT];
+  if constexpr (kGateUp) {
+    grp = static_cast<int>(task_id) / P.a_tiles;
+    const int tile = static_cast<int>(task_id) % P.a_tiles;
+    const MxExpert e = P.experts[grp];
+    K = P.latent;
+    if constexpr (NT == 2) {
+      o0 = tile * tile_a<NT>() + warp * 16;
+      pk[0] = e.gate_packed;
+      pk[1] = e.up_packed;
+      r16[0] = r16[1] = o0 / 16;
+      sc[0] = static_cast<const uint8_t*>(e.gate_scale) + static_cast<int64_t>(o0) * (K / 32);
+      sc[1] = static_cast<const uint8_t*>(e.up_scale) + static_cast<int64_t>(o0) * (K / 32);
+    } else {
+      const bool up = warp >= kWarps / 2;
+      o0 = tile * tile_a<NT>() + (warp % (kWarps / 2)) * 16;
+      pk[0] = up ? e.up_packed : e.gate_packed;
+      r16[0] = o0 / 16;
+      sc[0] = static_cast<const uint8_t*>(up ? e.up_scale : e.gate_scale) + static_cast<int64_t>(o0) * (K / 32);
+    }
+  } else {
+    const int b = static_cast<int>(task_id - P.nA);
+    grp = b / P.b_tiles;
+    const int tile = b % P.b_tiles;
+    const MxExpert e = P.experts[grp];
+    K = P.inter;
+    o0 = tile * tile_b<NT>() + warp * 16 * NT;
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      pk[t] = e.down_packed;
+      r16[t] = o0 / 16 + t;
+      sc[t] = static_cast<const uint8_t*>(e.down_scale) + static_cast<int64_t>(o0 + 16 * t) * (K / 32);
+    }
+  }
+  const int nch = K / 64, ngroups = nch / 4, srow = K / 32;
+  const uint4* wp[NT];
+  const uint2* sp[NT];  // row g's scales; row g + 8's are 8 rows further
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    wp[t] = static_cast<const uint4*>(pk[t]) + static_cast<int64_t>(r16[t]) * nch * 32 + lane;
+    sp[t] = reinterpret_cast<const uint2*>(sc[t] + g * srow);
+  }
+  const int s8 = srow;  // uint2 units between row g and row g + 8 (8 rows of srow bytes)
+  const int a0 = P.grp_begin[grp], a1 = P.grp_begin[grp + 1];
+  const int npairs = (a1 - a0 + 1) / 2;
+  const uint4* fr = reinterpret_cast<const uint4*>(frag);
+  for (int pr = 0; pr < npairs; ++pr) {
+    const int aA = P.assign_list[a0 + 2 * pr];
+    const int aB = a0 + 2 * pr + 1 < a1 ? P.assign_list[a0 + 2 * pr + 1] : -1;
+    const float* xA = kGateUp ? P.z + static_cast<int64_t>(aA / P.K) * P.latent : P.h + static_cast<int64_t>(aA) * P.inter;
+    const float* xB = aB < 0 ? nullptr
+                      : kGateUp ? P.z + static_cast<int64_t>(aB / P.K) * P.latent
+                                : P.h + static_cast<int64_t>(aB) * P.inter;
+    uint4 w[kRing][NT];
+    uint2 s[NT][2];
+    auto first_loads = [&] {
+#pragma unroll
+      for (int k = 0; k < kAhead; ++k)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) w[k][t] = ld_weights(wp[t] + k * 32);
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        s[t][0] = __ldg(sp[t]);
+        s[t][1] = __ldg(sp[t] + s8);
+      }
+    };
+    // Weights do not depend on the activations: with one tile per warp their first loads go out
+    // before the staging (with two, they would stay live across it and spill).
+    if constexpr (NT == 1) first_loads();
+    if (st.xa != xA || st.xb != xB) {
+      __syncthreads();  // every warp is done with the previous fragments
+      mma16::stage_frags<!kGateUp, kFragLanes>(frag, red, xA, xB, K, st.back);  // h was written by this launch: L2 only
+      st.xa = xA;
+      st.xb = xB;
+    }
+    const float back[2] = {st.back[0], st.back[1]};
+    if constexpr (NT == 2) first_loads();
+    float acc[NT][4];
+#pragma unroll
+    for (int t = 0; t < NT; ++t)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[t][i] = 0.f;
+#pragma unroll 1
+    for (int G = 0; G < ngroups; ++G) {
+      uint2 sn[NT][2];
+      if (G + 1 < ngroups) {
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          sn[t][0] = __ldg(sp[t] + G + 1);
+          sn[t][1] = __ldg(sp[t] + s8 + G + 1);
+        }
+      }
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) {
+        const int j = 4 * G + jj;
+        if (j + kAhead < nch) {
+#pragma unroll
+          for (int t = 0; t < NT; ++t) w[(jj + kAhead) % kRing][t] = ld_weights(wp[t] + (j + kAhead) * 32);
+        }
+        uint4 f0 = make_uint4(0u, 0u, 0u, 0u), f1 = f0;
+        if (lane < kFragLanes) {
+          f0 = fr[(2 * j) * kFragLanes + lane];
+          f1 = fr[(2 * j + 1) * kFragLanes + lane];
+        }
+        chunk<NT>(w[jj], f0, f1, s, jj, acc);
+      }
+      if (G + 1 < ngroups) {
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          s[t][0] = sn[t][0];
+          s[t][1] = sn[t][1];
+        }
+      }
+    }
+    if constexpr (NT == 2) mma16::finish_pair<kGateUp>(P, acc, back, aA, aB, o0, lane);
+    else finish_tile<kGateUp>(P, acc[0], back, aA, aB, o0, warp, lane, swap);
+  }
+}
+
+// Permutes one packed matrix into fragment order: thread i writes lane i % 32 of piece i / 32.
+__global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restrict__ dst, int rows, int cols) {
+  const int nch = cols / 64, wpr = cols / 8;  // chunks per tile, 32-bit words per row
+  const int64_t n = static_cast<int64_t>(rows / 16) * nch * 32;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int lane = static_cast<int>(i & 31);
+    const int64_t piece = i >> 5;
+    const int64_t r16 = piece / nch;
+    const int c = static_cast<int>(piece % nch);
+    const int64_t row = r16 * 16 + (lane >> 2);
+    const uint32_t* r0 = src + row * wpr + (lane & 3);
+    const uint32_t* r8 = r0 + 8 * static_cast<int64_t>(wpr);
+    dst[i] = make_uint4(r0[8 * c], r8[8 * c], r0[8 * c + 4], r8[8 * c + 4]);
+  }
+}
+
+}  // namespace direct
+
+// The fragment-order versions: same tickets and tasks as expert_mlp_kernel.
+template <int kAhead, int NT, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
+  pdl_enter();
+  extern __shared__ __align__(128) char smem[];
+  direct::Staged st;
+  run_tickets(
+      P, [&](unsigned task, int, int) { direct::task<true, kAhead, NT>(P, task, smem, st); },
+      [&](unsigned task, int, int) { direct::task<false, kAhead, NT>(P, task, smem, st); });
+}
