@@ -350,7 +350,7 @@ void bench_placement(const std::string& root, const std::vector<int>& rows, int 
   }
 
   // GPU: the VRAM tier's fill of the n experts (emptied first), then the expert kernel on them.
-  VramExpertCache tier(src, Z, I, n);
+  VramExpertCache tier(src, Z, I, n, ExpertMlp::preferred_layout(Z, I));
   OwnedStream st;
   std::vector<MxExpert> dev;
   auto fill_ms = [&](bool direct) {
@@ -368,7 +368,7 @@ void bench_placement(const std::string& root, const std::vector<int>& rows, int 
   const double staged_ms = fill_ms(false), direct_ms = fill_ms(true);
   const std::string note = tier.direct_note();
   const bool direct_used = tier.counters().direct > 0;
-  ExpertMlp mlp(Z, I, n, max_rows);
+  ExpertMlp mlp(Z, I, n, max_rows, tier.layout());
   DeviceBuffer dz(size_t(max_rows) * Z * 4), dy(size_t(max_rows) * Z * 4);
   dz.upload(x.data(), x.size() * 4);
   std::vector<double> gpu_ms(rows.size());

@@ -168,7 +168,7 @@ int auto_expert_slots(const K3Config& c, const CudaK3Model::Options& o, int all)
   session += uint64_t(o.max_rows) * (uint64_t(c.vocab) + 64ull * c.hidden) * 4;
   const uint64_t margin = (uint64_t(1) << 30) + total_b / 20;
   const uint64_t slot = VramExpertCache::slot_bytes_for(c.latent, c.moe_intermediate);
-  const uint64_t need = session + margin;
+  const uint64_t need = session + margin + slot;  // + the fragments layout's scratch slot
   const int64_t fit = free_b > need ? int64_t((free_b - need) / slot) : 0;
   const int least = std::min(o.max_rows * c.top_k, c.experts);  // one pass's distinct experts of a layer, at most
   if (fit < least)
@@ -202,7 +202,10 @@ CudaK3Model::CudaK3Model(const K3Model& host, Options opts) : host_(host), opts_
     const int slots = opts_.expert_slots > 0                      ? opts_.expert_slots
                       : opts_.expert_slots == Options::kAutoSlots ? auto_expert_slots(c, opts_, all)
                                                                   : all;
-    cache_ = std::make_unique<VramExpertCache>(host.experts(), c.latent, c.moe_intermediate, slots);
+    // The experts in VRAM take the layout of the fastest expert kernel for these shapes (on the
+    // H200, K3's: fragments, docs/PERFORMANCE.md session 9); each session's ExpertMlp reads that layout.
+    cache_ = std::make_unique<VramExpertCache>(host.experts(), c.latent, c.moe_intermediate, slots,
+                                               ExpertMlp::preferred_layout(c.latent, c.moe_intermediate));
     if (slots >= all && opts_.preload) {
       std::vector<int> layers;
       for (int l = 0; l < c.layers; ++l)
@@ -406,7 +409,8 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model), d_(std::make
   const size_t trace_n = size_t(std::max(1, c.moe_layers())) * T * std::max(1, c.top_k);
   d_->trace_rid = PinnedBuffer(trace_n * 4);
   d_->trace_rw = PinnedBuffer(trace_n * 4);
-  if (c.moe_layers() > 0) d_->mlp = std::make_unique<ExpertMlp>(c.latent, c.moe_intermediate, c.top_k, int(T));
+  if (c.moe_layers() > 0)
+    d_->mlp = std::make_unique<ExpertMlp>(c.latent, c.moe_intermediate, c.top_k, int(T), m_.experts().layout());
   reset();
 }
 

@@ -13,6 +13,7 @@ namespace deltafin::cuda {
 
 struct VramExpertCache::Impl {
   DeviceBuffer pool;
+  DeviceBuffer scratch;  // fragments layout: where a miss lands before it is repacked into its slot
   OwnedStream copy;
   std::vector<PinnedBuffer> staging;
   std::vector<std::unique_ptr<OwnedEvent>> staged;  // one per staging buffer: its DMA is done
@@ -43,8 +44,9 @@ uint64_t VramExpertCache::slot_bytes_for(int latent, int inter) {
   return total;
 }
 
-VramExpertCache::VramExpertCache(ExpertSource& host, int latent, int inter, int slots, int staging_buffers)
-    : host_(host), impl_(std::make_unique<Impl>()) {
+VramExpertCache::VramExpertCache(ExpertSource& host, int latent, int inter, int slots, ExpertLayout layout,
+                                 int staging_buffers)
+    : host_(host), latent_(latent), inter_(inter), layout_(layout), impl_(std::make_unique<Impl>()) {
   if (slots < 1) throw Error("the VRAM expert tier needs at least one slot");
   uint64_t sizes[6];
   part_sizes(latent, inter, sizes);
@@ -54,6 +56,7 @@ VramExpertCache::VramExpertCache(ExpertSource& host, int latent, int inter, int 
     slot_bytes_ += DeviceArena::round(sizes[p]);
   }
   impl_->pool = DeviceBuffer(slot_bytes_ * uint64_t(slots));
+  if (layout_ == ExpertLayout::fragments) impl_->scratch = DeviceBuffer(slot_bytes_);
   slot_key_.assign(slots, -1);
   slot_used_.assign(slots, 0);
   for (int i = 0; i < staging_buffers; ++i) {
@@ -95,6 +98,19 @@ MxExpert VramExpertCache::view(int slot) const {
   auto* b = static_cast<const uint8_t*>(impl_->pool.data()) + uint64_t(slot) * slot_bytes_;
   // MxExpert: gate = w1, up = w3, down = w2.
   return MxExpert{b + part_off_[0], b + part_off_[1], b + part_off_[4], b + part_off_[5], b + part_off_[2], b + part_off_[3]};
+}
+
+void VramExpertCache::repack_into(const uint8_t* scratch, uint8_t* dst, bool copy_scales) {
+  const Stream cs = impl_->copy.opaque();
+  // ExpertView order: w1 (gate) and w3 (up) are [inter][latent], w2 (down) [latent][inter].
+  repack_mx_fragments(scratch + part_off_[0], dst + part_off_[0], inter_, latent_, cs);
+  repack_mx_fragments(scratch + part_off_[2], dst + part_off_[2], latent_, inter_, cs);
+  repack_mx_fragments(scratch + part_off_[4], dst + part_off_[4], inter_, latent_, cs);
+  if (copy_scales)
+    for (int p : {1, 3, 5})
+      check_cuda(cudaMemcpyAsync(dst + part_off_[p], scratch + part_off_[p], part_bytes_[p], cudaMemcpyDeviceToDevice,
+                                 impl_->copy.get()),
+                 "cudaMemcpyAsync (expert scales)");
 }
 
 void VramExpertCache::gather(int layer, std::span<const int> experts, std::vector<MxExpert>& out, Stream stream) {
@@ -161,10 +177,15 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
       auto* dst = static_cast<uint8_t*>(impl_->pool.data()) + uint64_t(slot_for[mi]) * slot_bytes_;
       bool direct = true;
       for (int p = 0; p < 6 && direct; ++p) direct = pinned(parts[p], part_bytes_[p]);
+      const bool frag = layout_ == ExpertLayout::fragments;
+      uint8_t* scratch = frag ? impl_->scratch.as<uint8_t>() : nullptr;
       if (direct) {
+        // Fragments: the packed parts go to scratch (the copy stream runs the previous repack first).
         for (int p = 0; p < 6; ++p)
-          check_cuda(cudaMemcpyAsync(dst + part_off_[p], parts[p], part_bytes_[p], cudaMemcpyHostToDevice, cs),
+          check_cuda(cudaMemcpyAsync((frag && p % 2 == 0 ? scratch : dst) + part_off_[p], parts[p], part_bytes_[p],
+                                     cudaMemcpyHostToDevice, cs),
                      "cudaMemcpyAsync (expert, pinned RAM tier)");
+        if (frag) repack_into(scratch, dst, false);
         any_direct = true;
         ++c_.direct;
         ++c_.misses;
@@ -186,8 +207,9 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
           std::memcpy(st + part_off_[p] + o, parts[p] + o, std::min(kPiece, part_bytes_[p] - o));
         }
       });
-      check_cuda(cudaMemcpyAsync(dst, st, slot_bytes_, cudaMemcpyHostToDevice, cs), "cudaMemcpyAsync (expert)");
+      check_cuda(cudaMemcpyAsync(frag ? scratch : dst, st, slot_bytes_, cudaMemcpyHostToDevice, cs), "cudaMemcpyAsync (expert)");
       impl_->staged[sb]->record(cs);
+      if (frag) repack_into(scratch, dst, true);
       impl_->staged_used[sb] = true;
       ++c_.misses;
       c_.bytes_h2d += slot_bytes_;

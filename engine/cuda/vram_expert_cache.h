@@ -4,7 +4,9 @@
 // compute stream waits on an event, never on the host. Misses go through pinned staging buffers,
 // the next expert's host copy overlapping the previous one's DMA; with direct copies on and the
 // source's views in its own arena (the RAM tier), the arena is pinned piece by piece as misses
-// reach it and experts are copied straight from it instead.
+// reach it and experts are copied straight from it instead. In the fragments layout every miss is
+// copied to a scratch slot first and repacked from there (the same bytes in the order the
+// fragment-order expert kernels read).
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -34,8 +36,10 @@ struct VramTierCounters {
 class VramExpertCache {
  public:
   // slots: experts kept in VRAM (each expert_bytes rounded up per tensor); at least the most
-  // distinct experts one layer of one pass can need.
-  VramExpertCache(ExpertSource& host, int latent, int inter, int slots, int staging_buffers = 4);
+  // distinct experts one layer of one pass can need. layout: how the slots hold the packed codes
+  // (fragments: each miss lands in a scratch slot and is repacked into its own, scales as they are).
+  VramExpertCache(ExpertSource& host, int latent, int inter, int slots, ExpertLayout layout = ExpertLayout::rows,
+                  int staging_buffers = 4);
   ~VramExpertCache();
   VramExpertCache(const VramExpertCache&) = delete;
   VramExpertCache& operator=(const VramExpertCache&) = delete;
@@ -47,6 +51,7 @@ class VramExpertCache {
   void preload(const std::vector<int>& layers, int experts_per_layer);
 
   int slots() const { return static_cast<int>(slot_key_.size()); }
+  ExpertLayout layout() const { return layout_; }
   uint64_t slot_bytes() const { return slot_bytes_; }
   // What one slot takes for experts of these widths (the six tensors, each 256-byte aligned).
   static uint64_t slot_bytes_for(int latent, int inter);
@@ -70,10 +75,15 @@ class VramExpertCache {
 
  private:
   MxExpert view(int slot) const;
+  // Fragments layout: the packed parts of the expert image at `scratch` (slot layout) repacked into
+  // `dst`, its scales copied, on the copy stream.
+  void repack_into(const uint8_t* scratch, uint8_t* dst, bool copy_scales);
   // True when [p, p + n) lies in a pinned piece of the host arena, pinning that piece first.
   bool pinned(const uint8_t* p, uint64_t n);
 
   ExpertSource& host_;
+  int latent_, inter_;
+  ExpertLayout layout_;
   uint64_t part_bytes_[6] = {}, part_off_[6] = {}, slot_bytes_ = 0;
   std::vector<int64_t> slot_key_;      // layer * 2^32 + expert, -1 = empty
   std::vector<uint64_t> slot_used_;    // last use tick

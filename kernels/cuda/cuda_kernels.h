@@ -108,6 +108,10 @@ struct MxExpert {
 // overlap `packed`. Scales stay as they are.
 void repack_mx_fragments(const void* packed, void* out, int rows, int cols, Stream stream = nullptr);
 
+// How an ExpertMlp's caller stores the packed codes of its experts on the device: as the checkpoint
+// has them (rows), or each matrix repacked by repack_mx_fragments (fragments; scales unchanged).
+enum class ExpertLayout { rows, fragments };
+
 // The routed-expert MLP of one MoE layer for T rows, in one launch:
 //   y[t] = sum over j < top_k, in slot order, of weight[t][j] * down_e(SiTU(gate_e z[t], up_e z[t]))
 // with e = experts[slot_expert[t*top_k + j]]. Each distinct expert's weights are read once for all
@@ -115,8 +119,16 @@ void repack_mx_fragments(const void* packed, void* out, int rows, int cols, Stre
 // the batch, so the layer is batch invariant. Owns its device workspace; one object per stream.
 class ExpertMlp {
  public:
-  // latent and inter: multiples of 32 (K3: 3584 and 3072).
-  ExpertMlp(int latent, int inter, int top_k, int max_rows);
+  // latent and inter: multiples of 32 (K3: 3584 and 3072). layout: how the experts passed in are
+  // stored; the default version is the best of those that read that layout (fragments: only where
+  // preferred_layout says so, else the constructor throws).
+  ExpertMlp(int latent, int inter, int top_k, int max_rows, ExpertLayout layout = ExpertLayout::rows);
+  // The layout whose default version is fastest for these shapes on the current device: fragments
+  // where a fragment-order version fits (K3's shapes on sm_80 and newer; on the H200 it beats every
+  // row-layout version at T = 1 to 8, docs/PERFORMANCE.md), unless DELTAFIN_CUDA_EXPERT_LAYOUT=rows,
+  // or DELTAFIN_CUDA_EXPERT_VERSION names a row-layout version.
+  static ExpertLayout preferred_layout(int latent, int inter);
+  ExpertLayout layout() const { return layout_; }
   ~ExpertMlp();
   ExpertMlp(const ExpertMlp&) = delete;
   ExpertMlp& operator=(const ExpertMlp&) = delete;
@@ -155,11 +167,12 @@ class ExpertMlp {
   // Versions with the same number sum in the same order and so compute bit-identical results.
   int reduction_order(const std::string& name) const;
   // Whether the version in use reads the packed weights in fragment order (repack_mx_fragments):
-  // only when a fragment-order version (v90-v97) was selected by name.
+  // the default of a fragments-layout object, or a fragment-order version selected by name.
   bool fragment_layout() const;
 
  private:
   int latent_, inter_, top_k_, max_rows_;
+  ExpertLayout layout_;
   struct Impl;
   Impl* impl_;
 };

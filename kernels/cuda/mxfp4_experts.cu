@@ -816,6 +816,17 @@ struct Variant {
 // v11 no longer replaces v9 from two rows: in all six session-6 runs v9 was as fast or faster over
 // 896 experts (T = 2 / 4 / 8: v9 58.3-59.0 / 59.5-60.5 / 58.0-60.0, v11 49.8-61.8 / 49.3-54.4 /
 // 57.5-59.4); session 5's one run had v11 ahead (62.7 / 65.7 / 64.4).
+// Session 9 (three H200 runs; same % columns): the fragment-order versions (mxfp4_experts_direct.cuh:
+// v20's arithmetic and bits, the packed codes permuted so each lane's mma words are one 16-byte load
+// straight into registers, no shared-memory stages). v96 (one 16-row tile per warp, 3 chunks ahead,
+// 2 blocks/SM, activation fragments kept across tasks that share them) 56.3 / 63.8 / 68.3 / 70.3,
+// shared 61.8 / 60.5 / 47.1, against v9's 54.0 / 58.8 / 60.3 / 59.9, 51.0 / 43.2 / 29.1 in the same
+// run: the fastest version at every T, so where the engine can store fragments (preferred_layout)
+// it is the default. v91 (two tiles per warp) 47.0-48.1 / 58.9-64.6 / 67.3-69.0 / 70.4-72.3; v95 (one
+// tile, 3 blocks/SM) 50.3 / 61.9-63.4 / 66.7-69.5 / 69.1-72.8. Dropped: v90 (v91 two chunks ahead)
+// 44.9-46.8 at T=1; v92, v93 (two tiles, 3 blocks/SM: spills) 38.7-38.9; v94, v97 (one tile, two
+// chunks ahead, 3 or 4 blocks/SM) 45.5-49.6. Before the fragments were kept across tasks, v96 took
+// 54.4% at T=1 (the per-task staging of the same activation row, with no weight loads in flight).
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
@@ -841,11 +852,11 @@ const Variant kVariants[] = {
      0, 1, 2},
     {"v16 mma fp16x3 tiles 128/256", expert_mlp_mma_kernel<mma16::Big, false, false>, mma16::kTileA, mma16::kTileB, 0, 0, 1,
      1},
+    {"v96 mma fp16x3 fragment order one tile per warp 3 chunks ahead", expert_mlp_direct_kernel<3, 1, 2>,
+     direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
     {"v91 mma fp16x3 fragment order 3 chunks ahead", expert_mlp_direct_kernel<3, 2, 2>, direct::tile_a<2>(),
      direct::tile_b<2>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2},
     {"v95 mma fp16x3 fragment order one tile per warp 3 chunks ahead 3 blocks/SM", expert_mlp_direct_kernel<3, 1, 3>,
-     direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
-    {"v96 mma fp16x3 fragment order one tile per warp 3 chunks ahead", expert_mlp_direct_kernel<3, 1, 2>,
      direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
     {"v12 k3-exact RO=1 RB=2 tiles 64/64 4 blocks/SM", expert_mlp_kernel<1, 2, 1, 1, 4, 2, 7, 6>, 64, 64, 7, 6},
     {"v6 streamed RO=4 RB=8 tiles 64/64", expert_mlp_kernel<4, 8, 1, 1, 2, 1>, 64, 64},
@@ -962,46 +973,75 @@ struct ExpertMlp::Impl {
                   cudaStream_t s);
 };
 
-ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows)
-    : latent_(latent), inter_(inter), top_k_(top_k), max_rows_(max_rows), impl_(new Impl) {
+namespace {
+
+DeviceLimits current_limits(int* sms = nullptr) {
+  int dev = 0;
+  DELTAFIN_CUDA_CHECK(cudaGetDevice(&dev));
+  DeviceLimits dl;
+  if (sms) DELTAFIN_CUDA_CHECK(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
+  DELTAFIN_CUDA_CHECK(cudaDeviceGetAttribute(&dl.cc_major, cudaDevAttrComputeCapabilityMajor, dev));
+  int optin = 0;
+  DELTAFIN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  dl.smem_optin = static_cast<size_t>(optin);
+  return dl;
+}
+
+// The version DELTAFIN_CUDA_EXPERT_VERSION=vNN names for these shapes (-1: unset; -2: none fits).
+int env_version(int latent, int inter, const DeviceLimits& dl) {
+  const char* e = std::getenv("DELTAFIN_CUDA_EXPERT_VERSION");
+  if (!e || !*e) return -1;
+  const std::string want = std::string(e) + " ";
+  for (int v = 0; v < kNumVariants; ++v)
+    if (std::string(kVariants[v].name).rfind(want, 0) == 0 && fits(kVariants[v], latent, inter, dl)) return v;
+  return -2;
+}
+
+}  // namespace
+
+ExpertLayout ExpertMlp::preferred_layout(int latent, int inter) {
+  if (const char* e = std::getenv("DELTAFIN_CUDA_EXPERT_LAYOUT"); e && std::string(e) == "rows") return ExpertLayout::rows;
+  const DeviceLimits dl = current_limits();
+  if (const int v = env_version(latent, inter, dl); v != -1)
+    return v >= 0 && kVariants[v].frag ? ExpertLayout::fragments : ExpertLayout::rows;
+  for (const Variant& v : kVariants)
+    if (v.frag && fits(v, latent, inter, dl)) return ExpertLayout::fragments;
+  return ExpertLayout::rows;
+}
+
+ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows, ExpertLayout layout)
+    : latent_(latent), inter_(inter), top_k_(top_k), max_rows_(max_rows), layout_(layout), impl_(new Impl) {
   try {
     if (latent <= 0 || inter <= 0 || latent % 32 || inter % 32)
       throw CudaError("ExpertMlp: latent (" + std::to_string(latent) + ") and intermediate (" + std::to_string(inter) +
                       ") widths must be positive multiples of 32");
     if (top_k <= 0 || max_rows <= 0) throw CudaError("ExpertMlp: top_k and max_rows must be positive");
-    int dev = 0;
-    DELTAFIN_CUDA_CHECK(cudaGetDevice(&dev));
-    DELTAFIN_CUDA_CHECK(cudaDeviceGetAttribute(&impl_->sms, cudaDevAttrMultiProcessorCount, dev));
-    DELTAFIN_CUDA_CHECK(cudaDeviceGetAttribute(&impl_->limits.cc_major, cudaDevAttrComputeCapabilityMajor, dev));
-    int optin = 0;
-    DELTAFIN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    impl_->limits.smem_optin = static_cast<size_t>(optin);
+    impl_->limits = current_limits(&impl_->sms);
+    // The default: the first version that fits and reads the caller's layout.
+    const bool frag = layout == ExpertLayout::fragments;
     impl_->variant = -1;
-    // Callers hand over checkpoint-layout weights unless they ask (fragment_layout()), so the
-    // fragment-order versions are never a default.
     for (int v = 0; v < kNumVariants && impl_->variant < 0; ++v)
-      if (!kVariants[v].frag && fits(kVariants[v], latent, inter, impl_->limits)) impl_->variant = v;
-    for (int v = 0; v < kNumVariants && impl_->variant >= 0; ++v) {
-      if (kVariants[v].order != kVariants[impl_->variant].order || !fits(kVariants[v], latent, inter, impl_->limits)) continue;
+      if ((kVariants[v].frag != 0) == frag && fits(kVariants[v], latent, inter, impl_->limits)) impl_->variant = v;
+    if (impl_->variant < 0)
+      throw CudaError("ExpertMlp: no " + std::string(frag ? "fragment-order" : "row-layout") + " version fits latent " +
+                      std::to_string(latent) + " x intermediate " + std::to_string(inter) +
+                      " on this device (store the experts in ExpertMlp::preferred_layout)");
+    for (int v = 0; v < kNumVariants; ++v) {
+      if (kVariants[v].order != kVariants[impl_->variant].order || (kVariants[v].frag != 0) != frag ||
+          !fits(kVariants[v], latent, inter, impl_->limits))
+        continue;
       if (kVariants[v].shared > 0) impl_->shared.push_back(v);
     }
     std::stable_sort(impl_->shared.begin(), impl_->shared.end(),
                      [](int a, int b) { return kVariants[a].shared > kVariants[b].shared; });
     // DELTAFIN_CUDA_EXPERT_VERSION=vNN (measurements): that version, as if selected by name.
-    if (const char* e = std::getenv("DELTAFIN_CUDA_EXPERT_VERSION"); e && *e) {
-      const std::string want = std::string(e) + " ";
-      bool found = false;
-      for (int v = 0; v < kNumVariants && !found; ++v)
-        if (std::string(kVariants[v].name).rfind(want, 0) == 0 && !kVariants[v].frag &&
-            fits(kVariants[v], latent, inter, impl_->limits)) {
-          impl_->variant = v;
-          impl_->selected = found = true;
-        }
-      if (!found)
-        throw CudaError("DELTAFIN_CUDA_EXPERT_VERSION=" + std::string(e) +
-                        ": no expert kernel version of that number fits these shapes on this device (unset it for the default; "
-                        "the fragment-order versions (v90-v97) need repacked weights and run only in deltafin-cuda-bench "
-                        "and deltafin-cuda-check)");
+    if (const int v = env_version(latent, inter, impl_->limits); v != -1) {
+      if (v < 0 || (kVariants[v].frag != 0) != frag)
+        throw CudaError("DELTAFIN_CUDA_EXPERT_VERSION=" + std::string(std::getenv("DELTAFIN_CUDA_EXPERT_VERSION")) +
+                        ": no expert kernel version of that number fits these shapes on this device and reads " +
+                        (frag ? "fragment-order" : "row-layout") + " experts (unset it for the default)");
+      impl_->variant = v;
+      impl_->selected = true;
     }
     const int64_t A = static_cast<int64_t>(max_rows) * top_k;
     impl_->max_assign = static_cast<int>(A);
@@ -1046,6 +1086,7 @@ std::vector<std::string> ExpertMlp::variants() const {
 
 bool ExpertMlp::fragment_layout() const { return kVariants[impl_->variant].frag != 0; }
 
+
 int ExpertMlp::reduction_order(const std::string& name) const {
   for (const Variant& v : kVariants)
     if (name == v.name) return v.order;
@@ -1086,19 +1127,19 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
   // first FFMA version that fits (its bits differ, see Variant::order).
   int vi = impl_->pick(static_cast<double>(nA_assign) / nG);
   if (kVariants[vi].frag) {
-    // No fallback here: another version would read fragment-order bytes as rows.
+    // No fallback here: another layout's version would misread the bytes.
     for (const MxExpert& e : experts)
       for (const void* p : {e.gate_packed, e.gate_scale, e.up_packed, e.up_scale, e.down_packed, e.down_scale})
         if (reinterpret_cast<uintptr_t>(p) % 16)
           throw CudaError(std::string("ExpertMlp::run: ") + kVariants[vi].name +
                           " needs every expert tensor 16-byte aligned (repack_mx_fragments output)");
-  } else if (kVariants[vi].mma || kVariants[vi].imma) {
+  } else if ((kVariants[vi].mma || kVariants[vi].imma) && layout_ == ExpertLayout::rows) {
     bool aligned = true;
     for (const MxExpert& e : experts)
       for (const void* p : {e.gate_packed, e.gate_scale, e.up_packed, e.up_scale, e.down_packed, e.down_scale})
         aligned = aligned && reinterpret_cast<uintptr_t>(p) % 16 == 0;
     for (int v = 0; !aligned && v < kNumVariants; ++v)
-      if (!kVariants[v].mma && !kVariants[v].imma && fits(kVariants[v], latent_, inter_, impl_->limits)) {
+      if (!kVariants[v].mma && !kVariants[v].imma && !kVariants[v].frag && fits(kVariants[v], latent_, inter_, impl_->limits)) {
         vi = v;
         aligned = true;
       }

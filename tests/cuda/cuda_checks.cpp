@@ -644,6 +644,65 @@ void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts
     }
     out.push_back(invariance_result(tag + " [default choice] batch invariance (T=2,4,8)", bad, checked));
   }
+
+  // Where the engine stores experts in fragment order (ExpertMlp::preferred_layout), the default of
+  // a fragments-layout object: its own bits alone and in passes, and the bits of the fragment-order
+  // version it names.
+  if (!es.frag_ptrs.empty() && ExpertMlp::preferred_layout(latent, inter) == ExpertLayout::fragments) {
+    ExpertMlp fresh(latent, inter, K, T, ExpertLayout::fragments);
+    const std::string name = fresh.variant();
+    std::vector<std::vector<float>> alone(T);
+    for (int p = 0; p < T; ++p) alone[p] = run_rows(fresh, es, rt, p, 1, dz, dy);
+    int bad = 0, checked = 0;
+    for (int Tn : {2, 4, 8}) {
+      const auto y = run_rows(fresh, es, rt, 0, Tn, dz, dy);
+      for (int p = 0; p < Tn; ++p, ++checked)
+        if (!bits_equal(y.data() + static_cast<size_t>(p) * latent, alone[p].data(), static_cast<size_t>(latent))) ++bad;
+    }
+    out.push_back(invariance_result(tag + " [fragments-layout default " + name + "] batch invariance (T=2,4,8)", bad, checked));
+    const size_t at = static_cast<size_t>(std::find(variants.begin(), variants.end(), name) - variants.begin());
+    Result r;
+    r.name = tag + " [fragments-layout default] bit-identical to [" + name + "] selected by name, T=8";
+    r.ok = at < outputs.size() && bits_equal(run_rows(fresh, es, rt, 0, T, dz, dy).data(), outputs[at].data(), outputs[at].size());
+    r.detail = r.ok ? "same bits" : "outputs differ";
+    out.push_back(r);
+  }
+}
+
+// repack_mx_fragments against the layout written out on the host (mxfp4_experts_direct.cuh): for
+// tile r, chunk c and lane l = 4g + t, the words t of blocks 2c, 2c, 2c+1, 2c+1 of rows 16r + g,
+// 16r + g + 8, 16r + g, 16r + g + 8. Random bytes, 48 x 192 codes; bad shapes are refused.
+Result check_repack(std::mt19937_64& rng) {
+  const int rows = 48, cols = 192, wpr = cols / 8;
+  std::vector<uint32_t> src(static_cast<size_t>(rows) * wpr);
+  for (auto& w : src) w = static_cast<uint32_t>(rng());
+  const DeviceBuffer ds = to_device(src);
+  DeviceBuffer dd(src.size() * 4);
+  repack_mx_fragments(ds.data(), dd.data(), rows, cols);
+  const auto got = from_device<uint32_t>(dd, src.size());
+  size_t bad = 0, i = 0;
+  for (int r = 0; r < rows / 16; ++r)
+    for (int c = 0; c < cols / 64; ++c)
+      for (int l = 0; l < 32; ++l) {
+        const int g = l / 4, t = l % 4;
+        const uint32_t want[4] = {src[(16 * r + g) * wpr + 8 * c + t], src[(16 * r + g + 8) * wpr + 8 * c + t],
+                                  src[(16 * r + g) * wpr + 8 * c + 4 + t], src[(16 * r + g + 8) * wpr + 8 * c + 4 + t]};
+        for (uint32_t w : want) bad += got[i++] != w;
+      }
+  int refused = 0;
+  for (const auto& [rr, cc] : {std::pair{40, 192}, std::pair{48, 160}}) {
+    try {
+      repack_mx_fragments(ds.data(), dd.data(), rr, cc);
+    } catch (const CudaError&) {
+      ++refused;
+    }
+  }
+  Result res;
+  res.name = "repack_mx_fragments 48x192 codes vs the layout computed on the host; 40x192 and 48x160 refused";
+  res.ok = bad == 0 && i == src.size() && refused == 2;
+  res.detail = std::to_string(i - bad) + " of " + std::to_string(src.size()) + " words in place, " +
+               std::to_string(refused) + " of 2 bad shapes refused";
+  return res;
 }
 
 }  // namespace
@@ -651,6 +710,7 @@ void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts
 std::vector<Result> expert_mlp(uint64_t seed, bool k3_shapes) {
   std::vector<Result> out;
   std::mt19937_64 rng(seed + 4);
+  out.push_back(check_repack(rng));
   check_experts(out, rng, 40, 256, 192, 16, true);
   check_experts(out, rng, 6, 32, 64, 4, true);  // k3-tiny's fixture shapes (latent 32, intermediate 64, top-4)
   if (k3_shapes) check_experts(out, rng, 24, 3584, 3072, 16, true);
