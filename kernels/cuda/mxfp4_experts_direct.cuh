@@ -183,12 +183,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
   const int npairs = (a1 - a0 + 1) / 2;
   const uint4* fr = reinterpret_cast<const uint4*>(frag);
   for (int pr = 0; pr < npairs; ++pr) {
-    const int aA = P.assign_list[a0 + 2 * pr];
-    const int aB = a0 + 2 * pr + 1 < a1 ? P.assign_list[a0 + 2 * pr + 1] : -1;
-    const float* xA = kGateUp ? P.z + static_cast<int64_t>(aA / P.K) * P.latent : P.h + static_cast<int64_t>(aA) * P.inter;
-    const float* xB = aB < 0 ? nullptr
-                      : kGateUp ? P.z + static_cast<int64_t>(aB / P.K) * P.latent
-                                : P.h + static_cast<int64_t>(aB) * P.inter;
+    const auto [aA, aB, xA, xB] = mma16::pair_vectors<kGateUp>(P, a0, a1, pr);
     uint4 w[kRing][NT];
     uint2 s[NT][2];
     auto first_loads = [&] {

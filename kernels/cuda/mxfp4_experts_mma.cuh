@@ -409,6 +409,26 @@ __device__ void stage_frags(char* frag, float* red, const float* x0, const float
   __syncthreads();
 }
 
+// Pass pr over an expert's assignments a0..a1-1 takes two of them: their ids (aB = -1 past the end)
+// and activation vectors (gate/up: the rows' z; down: the assignments' h).
+struct PairVectors {
+  int aA, aB;
+  const float* xA;
+  const float* xB;
+};
+template <bool kGateUp>
+__device__ __forceinline__ PairVectors pair_vectors(const Params& P, int a0, int a1, int pr) {
+  PairVectors v;
+  v.aA = P.assign_list[a0 + 2 * pr];
+  v.aB = a0 + 2 * pr + 1 < a1 ? P.assign_list[a0 + 2 * pr + 1] : -1;
+  auto vec = [&](int a) {
+    return kGateUp ? P.z + static_cast<int64_t>(a / P.K) * P.latent : P.h + static_cast<int64_t>(a) * P.inter;
+  };
+  v.xA = vec(v.aA);
+  v.xB = v.aB < 0 ? nullptr : vec(v.aB);
+  return v;
+}
+
 // The end of a pass over a warp's 32 rows for one pair of assignments: the lanes of a quad hold
 // mma columns 2q, 2q+1 (slot 0 = columns 0, 1, 2: quads 0 and 1; slot 1 = 3, 4, 5: quads 1 and 2);
 // the three parts are added in one fixed order, the staging scale undone, and the rows stored
@@ -468,12 +488,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
   }
   const char* stage0 = stages + warp * kStages * kStageBytes;
   for (int pr = 0; pr < npairs; ++pr) {
-    const int aA = P.assign_list[a0 + 2 * pr];
-    const int aB = a0 + 2 * pr + 1 < a1 ? P.assign_list[a0 + 2 * pr + 1] : -1;
-    const float* xA = kGateUp ? P.z + static_cast<int64_t>(aA / P.K) * P.latent : P.h + static_cast<int64_t>(aA) * P.inter;
-    const float* xB = aB < 0 ? nullptr
-                      : kGateUp ? P.z + static_cast<int64_t>(aB / P.K) * P.latent
-                                : P.h + static_cast<int64_t>(aB) * P.inter;
+    const auto [aA, aB, xA, xB] = pair_vectors<kGateUp>(P, a0, a1, pr);
     __syncthreads();  // every warp is done with the previous fragments
     float back[2];
     stage_frags<!kGateUp, G::kFragLanes>(frag, red, xA, xB, K, back);  // h was written by this launch: L2 only

@@ -512,6 +512,21 @@ std::vector<float> run_rows(ExpertMlp& mlp, const ExpertSet& es, const Routing& 
   return from_device<float>(dy, static_cast<size_t>(T) * es.latent);
 }
 
+// Rows 0..T-1 each run alone, then inside passes of the first 2, 4 and 8 rows: {rows that differ
+// from their run alone, rows compared}.
+std::pair<int, int> alone_vs_passes(ExpertMlp& mlp, const ExpertSet& es, const Routing& rt, int T, const DeviceBuffer& dz,
+                                    DeviceBuffer& dy, std::vector<std::vector<float>>& alone) {
+  alone.assign(T, {});
+  for (int p = 0; p < T; ++p) alone[p] = run_rows(mlp, es, rt, p, 1, dz, dy);
+  int bad = 0, checked = 0;
+  for (int Tn : {2, 4, 8}) {
+    const auto y = run_rows(mlp, es, rt, 0, Tn, dz, dy);
+    for (int p = 0; p < Tn; ++p, ++checked)
+      if (!bits_equal(y.data() + static_cast<size_t>(p) * es.latent, alone[p].data(), static_cast<size_t>(es.latent))) ++bad;
+  }
+  return {bad, checked};
+}
+
 void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts, int latent, int inter, int K,
                    bool all_variants) {
   const int T = 8;
@@ -582,14 +597,8 @@ void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts
   // T = 2, 4, 8, and rows 3..6 as a batch of their own.
   for (size_t v = 0; v < nv; ++v) {
     mlp.select_variant(variants[v]);
-    std::vector<std::vector<float>> alone(T);
-    for (int p = 0; p < T; ++p) alone[p] = run_rows(mlp, es, rt, p, 1, dz, dy);
-    int bad = 0, checked = 0;
-    for (int Tn : {2, 4, 8}) {
-      const auto y = run_rows(mlp, es, rt, 0, Tn, dz, dy);
-      for (int p = 0; p < Tn; ++p, ++checked)
-        if (!bits_equal(y.data() + static_cast<size_t>(p) * latent, alone[p].data(), static_cast<size_t>(latent))) ++bad;
-    }
+    std::vector<std::vector<float>> alone;
+    auto [bad, checked] = alone_vs_passes(mlp, es, rt, T, dz, dy, alone);
     {
       const auto y = run_rows(mlp, es, rt, 3, 4, dz, dy);
       for (int p = 0; p < 4; ++p, ++checked)
@@ -634,14 +643,8 @@ void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts
   // switches to a version of the same reduction order, so rows keep their bits across T.
   {
     ExpertMlp fresh(latent, inter, K, T);
-    std::vector<std::vector<float>> alone(T);
-    for (int p = 0; p < T; ++p) alone[p] = run_rows(fresh, es, rt, p, 1, dz, dy);
-    int bad = 0, checked = 0;
-    for (int Tn : {2, 4, 8}) {
-      const auto y = run_rows(fresh, es, rt, 0, Tn, dz, dy);
-      for (int p = 0; p < Tn; ++p, ++checked)
-        if (!bits_equal(y.data() + static_cast<size_t>(p) * latent, alone[p].data(), static_cast<size_t>(latent))) ++bad;
-    }
+    std::vector<std::vector<float>> alone;
+    const auto [bad, checked] = alone_vs_passes(fresh, es, rt, T, dz, dy, alone);
     out.push_back(invariance_result(tag + " [default choice] batch invariance (T=2,4,8)", bad, checked));
   }
 
@@ -651,14 +654,8 @@ void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts
   if (!es.frag_ptrs.empty() && ExpertMlp::preferred_layout(latent, inter) == ExpertLayout::fragments) {
     ExpertMlp fresh(latent, inter, K, T, ExpertLayout::fragments);
     const std::string name = fresh.variant();
-    std::vector<std::vector<float>> alone(T);
-    for (int p = 0; p < T; ++p) alone[p] = run_rows(fresh, es, rt, p, 1, dz, dy);
-    int bad = 0, checked = 0;
-    for (int Tn : {2, 4, 8}) {
-      const auto y = run_rows(fresh, es, rt, 0, Tn, dz, dy);
-      for (int p = 0; p < Tn; ++p, ++checked)
-        if (!bits_equal(y.data() + static_cast<size_t>(p) * latent, alone[p].data(), static_cast<size_t>(latent))) ++bad;
-    }
+    std::vector<std::vector<float>> alone;
+    const auto [bad, checked] = alone_vs_passes(fresh, es, rt, T, dz, dy, alone);
     out.push_back(invariance_result(tag + " [fragments-layout default " + name + "] batch invariance (T=2,4,8)", bad, checked));
     const size_t at = static_cast<size_t>(std::find(variants.begin(), variants.end(), name) - variants.begin());
     Result r;
