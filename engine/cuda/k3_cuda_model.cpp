@@ -168,7 +168,7 @@ int auto_expert_slots(const K3Config& c, const CudaK3Model::Options& o, int all)
   session += uint64_t(o.max_rows) * (uint64_t(c.vocab) + 64ull * c.hidden) * 4;
   const uint64_t margin = (uint64_t(1) << 30) + total_b / 20;
   const uint64_t slot = VramExpertCache::slot_bytes_for(c.latent, c.moe_intermediate);
-  const uint64_t need = session + margin + slot;  // + the fragments layout's scratch slot
+  const uint64_t need = session + margin + 2 * slot;  // + the fragments layout's two scratch slots
   const int64_t fit = free_b > need ? int64_t((free_b - need) / slot) : 0;
   const int least = std::min(o.max_rows * c.top_k, c.experts);  // one pass's distinct experts of a layer, at most
   if (fit < least)

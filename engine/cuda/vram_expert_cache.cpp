@@ -13,7 +13,13 @@ namespace deltafin::cuda {
 
 struct VramExpertCache::Impl {
   DeviceBuffer pool;
-  DeviceBuffer scratch;  // fragments layout: where a miss lands before it is repacked into its slot
+  // Fragments layout: a miss lands in one of two scratch slots and is repacked into its own slot on
+  // a stream of its own, so the next miss's DMA (into the other scratch slot) overlaps the repack.
+  DeviceBuffer scratch[2];
+  OwnedStream repack;
+  OwnedEvent landed[2], repacked[2], repack_done;
+  bool repacked_used[2] = {false, false};
+  int next_scratch = 0;
   OwnedStream copy;
   std::vector<PinnedBuffer> staging;
   std::vector<std::unique_ptr<OwnedEvent>> staged;  // one per staging buffer: its DMA is done
@@ -56,7 +62,8 @@ VramExpertCache::VramExpertCache(ExpertSource& host, int latent, int inter, int 
     slot_bytes_ += DeviceArena::round(sizes[p]);
   }
   impl_->pool = DeviceBuffer(slot_bytes_ * uint64_t(slots));
-  if (layout_ == ExpertLayout::fragments) impl_->scratch = DeviceBuffer(slot_bytes_);
+  if (layout_ == ExpertLayout::fragments)
+    for (DeviceBuffer& b : impl_->scratch) b = DeviceBuffer(slot_bytes_);
   slot_key_.assign(slots, -1);
   slot_used_.assign(slots, 0);
   for (int i = 0; i < staging_buffers; ++i) {
@@ -73,6 +80,7 @@ VramExpertCache::VramExpertCache(ExpertSource& host, int latent, int inter, int 
 
 VramExpertCache::~VramExpertCache() {
   cudaStreamSynchronize(impl_->copy.get());
+  cudaStreamSynchronize(impl_->repack.get());
   for (size_t i = 0; i < impl_->piece_state.size(); ++i)
     if (impl_->piece_state[i] == 1) cudaHostUnregister(const_cast<uint8_t*>(impl_->arena.base) + i * impl_->piece);
 }
@@ -101,7 +109,7 @@ MxExpert VramExpertCache::view(int slot) const {
 }
 
 void VramExpertCache::repack_into(const uint8_t* scratch, uint8_t* dst, bool copy_scales) {
-  const Stream cs = impl_->copy.opaque();
+  const Stream cs = impl_->repack.opaque();
   // ExpertView order: w1 (gate) and w3 (up) are [inter][latent], w2 (down) [latent][inter].
   repack_mx_fragments(scratch + part_off_[0], dst + part_off_[0], inter_, latent_, cs);
   repack_mx_fragments(scratch + part_off_[2], dst + part_off_[2], latent_, inter_, cs);
@@ -109,7 +117,7 @@ void VramExpertCache::repack_into(const uint8_t* scratch, uint8_t* dst, bool cop
   if (copy_scales)
     for (int p : {1, 3, 5})
       check_cuda(cudaMemcpyAsync(dst + part_off_[p], scratch + part_off_[p], part_bytes_[p], cudaMemcpyDeviceToDevice,
-                                 impl_->copy.get()),
+                                 impl_->repack.get()),
                  "cudaMemcpyAsync (expert scales)");
 }
 
@@ -165,6 +173,23 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
   // A slot being overwritten may still be read by work already queued on the compute stream.
   impl_->compute_done.record(static_cast<cudaStream_t>(stream));
   check_cuda(cudaStreamWaitEvent(cs, impl_->compute_done.get(), 0), "cudaStreamWaitEvent");
+  const bool frag = layout_ == ExpertLayout::fragments;
+  if (frag) check_cuda(cudaStreamWaitEvent(impl_->repack.get(), impl_->compute_done.get(), 0), "cudaStreamWaitEvent");
+  // Fragments: the scratch slot for the next miss, free once its previous repack has read it;
+  // after the DMA into it, the repack stream takes over.
+  auto take_scratch = [&]() -> int {
+    const int k = impl_->next_scratch++ % 2;
+    if (impl_->repacked_used[k])
+      check_cuda(cudaStreamWaitEvent(cs, impl_->repacked[k].get(), 0), "cudaStreamWaitEvent");
+    return k;
+  };
+  auto repack_from = [&](int k, uint8_t* dst, bool copy_scales) {
+    impl_->landed[k].record(cs);
+    check_cuda(cudaStreamWaitEvent(impl_->repack.get(), impl_->landed[k].get(), 0), "cudaStreamWaitEvent");
+    repack_into(impl_->scratch[k].as<uint8_t>(), dst, copy_scales);
+    impl_->repacked[k].record(impl_->repack.get());
+    impl_->repacked_used[k] = true;
+  };
   std::unique_ptr<ExpertBatch> batch;
   bool any_direct = false;
   try {
@@ -177,15 +202,15 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
       auto* dst = static_cast<uint8_t*>(impl_->pool.data()) + uint64_t(slot_for[mi]) * slot_bytes_;
       bool direct = true;
       for (int p = 0; p < 6 && direct; ++p) direct = pinned(parts[p], part_bytes_[p]);
-      const bool frag = layout_ == ExpertLayout::fragments;
-      uint8_t* scratch = frag ? impl_->scratch.as<uint8_t>() : nullptr;
+      const int k = frag ? take_scratch() : 0;
+      uint8_t* scratch = frag ? impl_->scratch[k].as<uint8_t>() : nullptr;
       if (direct) {
-        // Fragments: the packed parts go to scratch (the copy stream runs the previous repack first).
+        // Fragments: the packed parts go to scratch, the scales straight to the slot.
         for (int p = 0; p < 6; ++p)
           check_cuda(cudaMemcpyAsync((frag && p % 2 == 0 ? scratch : dst) + part_off_[p], parts[p], part_bytes_[p],
                                      cudaMemcpyHostToDevice, cs),
                      "cudaMemcpyAsync (expert, pinned RAM tier)");
-        if (frag) repack_into(scratch, dst, false);
+        if (frag) repack_from(k, dst, false);
         any_direct = true;
         ++c_.direct;
         ++c_.misses;
@@ -209,7 +234,7 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
       });
       check_cuda(cudaMemcpyAsync(frag ? scratch : dst, st, slot_bytes_, cudaMemcpyHostToDevice, cs), "cudaMemcpyAsync (expert)");
       impl_->staged[sb]->record(cs);
-      if (frag) repack_into(scratch, dst, true);
+      if (frag) repack_from(k, dst, true);
       impl_->staged_used[sb] = true;
       ++c_.misses;
       c_.bytes_h2d += slot_bytes_;
@@ -218,6 +243,7 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
     // A failed fill leaves no slot claiming an expert it does not hold, and the batch's RAM slots
     // stay pinned until the copies already queued from them are done.
     cudaStreamSynchronize(cs);
+    cudaStreamSynchronize(impl_->repack.get());
     for (int slot : slot_for) {
       where_.erase(slot_key_[slot]);
       slot_key_[slot] = -1;
@@ -225,6 +251,10 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
     }
     ++epoch_;
     throw;
+  }
+  if (frag) {
+    impl_->repack_done.record(impl_->repack.get());
+    check_cuda(cudaStreamWaitEvent(cs, impl_->repack_done.get(), 0), "cudaStreamWaitEvent");
   }
   impl_->done.record(cs);
   check_cuda(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), impl_->done.get(), 0), "cudaStreamWaitEvent");

@@ -5,8 +5,8 @@
 // the next expert's host copy overlapping the previous one's DMA; with direct copies on and the
 // source's views in its own arena (the RAM tier), the arena is pinned piece by piece as misses
 // reach it and experts are copied straight from it instead. In the fragments layout every miss is
-// copied to a scratch slot first and repacked from there (the same bytes in the order the
-// fragment-order expert kernels read).
+// copied to one of two scratch slots first and repacked from there on a stream of its own (the
+// same bytes in the order the fragment-order expert kernels read).
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -76,7 +76,7 @@ class VramExpertCache {
  private:
   MxExpert view(int slot) const;
   // Fragments layout: the packed parts of the expert image at `scratch` (slot layout) repacked into
-  // `dst`, its scales copied, on the copy stream.
+  // `dst`, its scales copied, on the repack stream.
   void repack_into(const uint8_t* scratch, uint8_t* dst, bool copy_scales);
   // True when [p, p + n) lies in a pinned piece of the host arena, pinning that piece first.
   bool pinned(const uint8_t* p, uint64_t n);
