@@ -157,7 +157,7 @@ void walk(Uploader& u, const K3Config& c, const K3Weights& w, CudaK3Weights& d) 
 // Expert slots for kAutoSlots: the free device memory after the spine, less what one session
 // allocates (MLA caches at max_context, KDA states and their snapshots, the pass's buffers) and a
 // margin for the driver and the expert kernel's workspace.
-int auto_expert_slots(const K3Config& c, const CudaK3Model::Options& o, int all) {
+int auto_expert_slots(const K3Config& c, const CudaK3Model::Options& o, int all, ExpertLayout layout) {
   size_t free_b = 0, total_b = 0;
   check_cuda(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
   uint64_t session = 0;
@@ -168,7 +168,7 @@ int auto_expert_slots(const K3Config& c, const CudaK3Model::Options& o, int all)
   session += uint64_t(o.max_rows) * (uint64_t(c.vocab) + 64ull * c.hidden) * 4;
   const uint64_t margin = (uint64_t(1) << 30) + total_b / 20;
   const uint64_t slot = VramExpertCache::slot_bytes_for(c.latent, c.moe_intermediate);
-  const uint64_t need = session + margin + 2 * slot;  // + the fragments layout's two scratch slots
+  const uint64_t need = session + margin + VramExpertCache::scratch_bytes_for(c.latent, c.moe_intermediate, layout);
   const int64_t fit = free_b > need ? int64_t((free_b - need) / slot) : 0;
   const int least = std::min(o.max_rows * c.top_k, c.experts);  // one pass's distinct experts of a layer, at most
   if (fit < least)
@@ -199,13 +199,13 @@ CudaK3Model::CudaK3Model(const K3Model& host, Options opts) : host_(host), opts_
   walk(up, c, host.weights(), *w_);
   if (c.moe_layers() > 0) {
     const int all = c.moe_layers() * c.experts;
-    const int slots = opts_.expert_slots > 0                      ? opts_.expert_slots
-                      : opts_.expert_slots == Options::kAutoSlots ? auto_expert_slots(c, opts_, all)
-                                                                  : all;
     // The experts in VRAM take the layout of the fastest expert kernel for these shapes (on the
     // H200, K3's: fragments, docs/PERFORMANCE.md session 9); each session's ExpertMlp reads that layout.
-    cache_ = std::make_unique<VramExpertCache>(host.experts(), c.latent, c.moe_intermediate, slots,
-                                               ExpertMlp::preferred_layout(c.latent, c.moe_intermediate));
+    const ExpertLayout layout = ExpertMlp::preferred_layout(c.latent, c.moe_intermediate);
+    const int slots = opts_.expert_slots > 0                      ? opts_.expert_slots
+                      : opts_.expert_slots == Options::kAutoSlots ? auto_expert_slots(c, opts_, all, layout)
+                                                                  : all;
+    cache_ = std::make_unique<VramExpertCache>(host.experts(), c.latent, c.moe_intermediate, slots, layout);
     if (slots >= all && opts_.preload) {
       std::vector<int> layers;
       for (int l = 0; l < c.layers; ++l)

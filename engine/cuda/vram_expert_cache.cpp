@@ -11,14 +11,18 @@
 
 namespace deltafin::cuda {
 
+namespace {
+// Fragments layout: a miss lands in one of two scratch slots and is repacked into its own slot on a
+// stream of its own, so the next miss's DMA (into the other scratch slot) overlaps the repack.
+constexpr int kScratchSlots = 2;
+}  // namespace
+
 struct VramExpertCache::Impl {
   DeviceBuffer pool;
-  // Fragments layout: a miss lands in one of two scratch slots and is repacked into its own slot on
-  // a stream of its own, so the next miss's DMA (into the other scratch slot) overlaps the repack.
-  DeviceBuffer scratch[2];
+  DeviceBuffer scratch[kScratchSlots];
   OwnedStream repack;
-  OwnedEvent landed[2], repacked[2], repack_done;
-  bool repacked_used[2] = {false, false};
+  OwnedEvent landed[kScratchSlots], repacked[kScratchSlots], repack_done;
+  bool repacked_used[kScratchSlots] = {};
   int next_scratch = 0;
   OwnedStream copy;
   std::vector<PinnedBuffer> staging;
@@ -48,6 +52,10 @@ uint64_t VramExpertCache::slot_bytes_for(int latent, int inter) {
   part_sizes(latent, inter, sizes);
   for (uint64_t b : sizes) total += DeviceArena::round(b);
   return total;
+}
+
+uint64_t VramExpertCache::scratch_bytes_for(int latent, int inter, ExpertLayout layout) {
+  return layout == ExpertLayout::fragments ? kScratchSlots * slot_bytes_for(latent, inter) : 0;
 }
 
 VramExpertCache::VramExpertCache(ExpertSource& host, int latent, int inter, int slots, ExpertLayout layout,
@@ -178,7 +186,7 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
   // Fragments: the scratch slot for the next miss, free once its previous repack has read it;
   // after the DMA into it, the repack stream takes over.
   auto take_scratch = [&]() -> int {
-    const int k = impl_->next_scratch++ % 2;
+    const int k = impl_->next_scratch++ % kScratchSlots;
     if (impl_->repacked_used[k])
       check_cuda(cudaStreamWaitEvent(cs, impl_->repacked[k].get(), 0), "cudaStreamWaitEvent");
     return k;

@@ -55,6 +55,8 @@ class VramExpertCache {
   uint64_t slot_bytes() const { return slot_bytes_; }
   // What one slot takes for experts of these widths (the six tensors, each 256-byte aligned).
   static uint64_t slot_bytes_for(int latent, int inter);
+  // Device memory the tier takes beside its slots: the fragments layout's scratch slots.
+  static uint64_t scratch_bytes_for(int latent, int inter, ExpertLayout layout);
   const VramTierCounters& counters() const { return c_; }
   void reset_counters() { c_ = {}; }
   // Forgets every resident expert (benchmarks of the streamed case); the next gather copies again.

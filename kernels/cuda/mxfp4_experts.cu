@@ -456,6 +456,19 @@ __device__ __forceinline__ uint2 ld_stream(const uint2* p) {
   return v;
 }
 
+// The same for 16 bytes; kL2Prefetch: ask L2 for the whole 256-byte segment around it.
+template <bool kL2Prefetch>
+__device__ __forceinline__ uint4 ld_stream16(const uint4* p) {
+  uint4 v;
+  if constexpr (kL2Prefetch)
+    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
+  else
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
 // x[c*16 .. c*16+15] for chunk c = lane + 32k lives at float4 slots ((k*4 + j)*32 + lane), j < 4.
 template <bool kCoherent>
 __device__ __forceinline__ void stage_x(float4* xs, const float* x, int width) {
@@ -1085,7 +1098,6 @@ std::vector<std::string> ExpertMlp::variants() const {
 }
 
 bool ExpertMlp::fragment_layout() const { return kVariants[impl_->variant].frag != 0; }
-
 
 int ExpertMlp::reduction_order(const std::string& name) const {
   for (const Variant& v : kVariants)

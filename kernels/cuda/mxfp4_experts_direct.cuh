@@ -48,13 +48,7 @@ inline bool fits(int latent, int inter) {
   return latent % 256 == 0 && inter % 256 == 0 && inter % tile_a<NT>() == 0 && latent % tile_b<NT>() == 0;
 }
 
-__device__ __forceinline__ uint4 ld_weights(const uint4* p) {
-  uint4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
-  return v;
-}
+__device__ __forceinline__ uint4 ld_weights(const uint4* p) { return ld_stream16<false>(p); }
 
 // Byte i (0..7, known at compile time after unrolling) of a row's eight scales, as a float.
 __device__ __forceinline__ float scale_at(uint2 s, int i) {
@@ -92,12 +86,7 @@ __device__ __forceinline__ void finish_tile(const Params& P, const float (&acc)[
                                             int o0, int warp, int lane, float* swap) {
   const int q = lane & 3, gr = lane >> 2;
   float v[2];
-#pragma unroll
-  for (int hr = 0; hr < 2; ++hr) {
-    const float ev = acc[2 * hr], od = acc[2 * hr + 1];
-    const float nev = __shfl_down_sync(0xffffffffu, ev, 1), nod = __shfl_down_sync(0xffffffffu, od, 1);
-    v[hr] = q == 0 ? (ev + od) + nev : (od + nev) + nod;
-  }
+  mma16::slot_sums(acc, q, v);
   const int a = q == 0 ? aA : aB;
   const float bs = q ? back[1] : back[0];
   if constexpr (kGateUp) {

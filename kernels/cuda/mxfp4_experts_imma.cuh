@@ -126,13 +126,7 @@ __device__ __forceinline__ float block_value(RowSums& rs) {
   return __fmaf_rn(static_cast<float>(dhi), 65536.0f, static_cast<float>(dlo));
 }
 
-__device__ __forceinline__ uint4 ld_weights(const uint4* p) {
-  uint4 v;
-  asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
-  return v;
-}
+__device__ __forceinline__ uint4 ld_weights(const uint4* p) { return ld_stream16<true>(p); }
 
 // What a block's digit slots hold (so that consecutive tasks on the same vector, e.g. every
 // gate/up task of a one-row pass, stage it once): tag >= 0 is row t of z, tag <= -2 is h of

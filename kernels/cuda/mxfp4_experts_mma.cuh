@@ -429,6 +429,17 @@ __device__ __forceinline__ PairVectors pair_vectors(const Params& P, int a0, int
   return v;
 }
 
+// One 16-row tile's accumulators (rows g and g + 8, columns 2q and 2q + 1): each row's three part
+// sums of its lane's slot (quad 0: slot 0's columns 0-2; quad 1: slot 1's 3-5) added in one order.
+__device__ __forceinline__ void slot_sums(const float (&acc)[4], int q, float (&v)[2]) {
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    const float ev = acc[2 * hr], od = acc[2 * hr + 1];
+    const float nev = __shfl_down_sync(0xffffffffu, ev, 1), nod = __shfl_down_sync(0xffffffffu, od, 1);
+    v[hr] = q == 0 ? (ev + od) + nev : (od + nev) + nod;
+  }
+}
+
 // The end of a pass over a warp's 32 rows for one pair of assignments: the lanes of a quad hold
 // mma columns 2q, 2q+1 (slot 0 = columns 0, 1, 2: quads 0 and 1; slot 1 = 3, 4, 5: quads 1 and 2);
 // the three parts are added in one fixed order, the staging scale undone, and the rows stored
@@ -439,13 +450,7 @@ __device__ __forceinline__ void finish_pair(const Params& P, const float (&acc)[
   const int q = lane & 3, gr = lane >> 2;
   float v[2][2];  // [tile][row half]
 #pragma unroll
-  for (int t = 0; t < 2; ++t)
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      const float ev = acc[t][2 * hr], od = acc[t][2 * hr + 1];
-      const float nev = __shfl_down_sync(0xffffffffu, ev, 1), nod = __shfl_down_sync(0xffffffffu, od, 1);
-      v[t][hr] = q == 0 ? (ev + od) + nev : (od + nev) + nod;
-    }
+  for (int t = 0; t < 2; ++t) slot_sums(acc[t], q, v[t]);
   const int a = q == 0 ? aA : aB;
   if (q < 2 && a >= 0) {
     const float bs = q ? back[1] : back[0];
