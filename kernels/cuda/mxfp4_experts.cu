@@ -840,6 +840,20 @@ struct Variant {
 // 44.9-46.8 at T=1; v92, v93 (two tiles, 3 blocks/SM: spills) 38.7-38.9; v94, v97 (one tile, two
 // chunks ahead, 3 or 4 blocks/SM) 45.5-49.6. Before the fragments were kept across tasks, v96 took
 // 54.4% at T=1 (the per-task staging of the same activation row, with no weight loads in flight).
+// Session 10 (five H200 runs, same % columns): v108 (v96's cut, two chunks ahead, with up to four
+// vectors per pass: each block of codes decoded once for two pairs of assignments; one-pair passes
+// run v96's code) 55.1-55.2 / 63.4-63.6 / 67.2-67.3 / 68.3-68.8, shared 57.9-59.8 / 61.3 / 54.2-54.3,
+// against v96's 54.3-54.9 / 63.4-63.8 / 67.6-67.7 / 68.5, 60.6 / 59.2-59.4 / 46.7-46.8 in the same
+// runs: the `shared` version from 1.2 rows per expert (same bits as v96). Its cut with three chunks
+// ahead (spills) took 60.1-61.3 at T=8 of 896. Dropped, all slower than v96 in the same runs (T=1,
+// T=8): v100, v101 (v96 asking L2 for its tile 4 or 8 groups ahead by cp.async.bulk.prefetch) 47.2-50.9,
+// 63.0-64.8; v102, v103 (each warp's tile through a 4-stage bulk-copy ring in shared memory, no
+// register loads; with or without L2 prefetch of the scales) 48.5-49.7, 63.6-65.7; v104 (v96 in
+// blocks of 4 warps, 4 blocks/SM: half the bytes per task for a shorter tail) 55.0-55.1, 69.1-69.8;
+// v105, v106 (v96 / v104 holding the next ticket and asking L2 for that task's first weights during
+// the last groups of the current one) 44.0-45.0, 65.0-66.2. ncu on v96 at T=1: SM active 87% of
+// the elapsed cycles, 0.55 instructions issued per scheduler and cycle, stalls led by long
+// scoreboard (1.44 of 6.79 cycles), not-selected (1.20) and math-pipe throttle (1.16).
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
@@ -867,6 +881,8 @@ const Variant kVariants[] = {
      1},
     {"v96 mma fp16x3 fragment order one tile per warp 3 chunks ahead", expert_mlp_direct_kernel<3, 1, 2>,
      direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
+    {"v108 mma fp16x3 fragment order one tile per warp 2 chunks ahead four vectors per pass", expert_mlp_direct_kernel<2, 1, 2, 2>,
+     direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 120, 1},
     {"v91 mma fp16x3 fragment order 3 chunks ahead", expert_mlp_direct_kernel<3, 2, 2>, direct::tile_a<2>(),
      direct::tile_b<2>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2},
     {"v95 mma fp16x3 fragment order one tile per warp 3 chunks ahead 3 blocks/SM", expert_mlp_direct_kernel<3, 1, 3>,
@@ -879,7 +895,7 @@ constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 static_assert(kNumVariants <= 32, "ExpertMlp::Impl::blocks_per_sm holds 32 versions");
 
 size_t smem_bytes(const Variant& v, int latent, int inter) {
-  if (v.frag) return direct::smem_bytes(latent, inter);
+  if (v.frag) return direct::smem_bytes(latent, inter, v.nv > 2 ? 2 : 1);
   if (v.mma == 3) return mma16::smem_bytes<mma16::Small>(latent, inter, false);
   if (v.mma) return mma16::smem_bytes<mma16::Big>(latent, inter, v.mma == 2);
   if (v.ws) return ws::smem_bytes(latent, inter, v.imma, v.ws, v.rs, v.nq);

@@ -1,4 +1,4 @@
-// Tensor-core tasks that read the weights in fragment order straight into registers (v90-v93).
+// Tensor-core tasks that read the weights in fragment order straight into registers (v91, v95, v96, v108).
 // Included by mxfp4_experts.cu inside its anonymous namespace, after mxfp4_experts_mma.cuh: the
 // tickets, tasks and counters are the FFMA versions'; the arithmetic is v20's.
 //
@@ -38,8 +38,9 @@ constexpr int kHeader = 128;    // reduction scratch of stage_frags
 constexpr int kSwap = kWarps / 2 * 32 * 2 * 4;  // NT = 1: the up tiles' sums, handed to the gate warps
 constexpr int kRing = 4;        // chunk slots per tile: the one in use and up to three in flight
 
-inline size_t smem_bytes(int latent, int inter) {
-  return kHeader + kSwap + static_cast<size_t>(std::max(latent, inter) / 32) * kFragLanes * 16;
+// kNP pairs of activation vectors per pass: kNP fragment buffers.
+inline size_t smem_bytes(int latent, int inter, int kNP = 1) {
+  return kHeader + kSwap + static_cast<size_t>(kNP) * (std::max(latent, inter) / 32) * kFragLanes * 16;
 }
 
 // Scales are read 8 at a time (four chunks per group): widths are multiples of 256.
@@ -79,6 +80,42 @@ __device__ __forceinline__ void chunk(const uint4 (&w)[NT], uint4 f0, uint4 f1, 
   }
 }
 
+// One 64-column chunk of one tile against two pairs of vectors (fragments f0, f1 and g0, g1): each
+// block is decoded once and multiplied with both pairs' fragments. Every product, sum and scaling
+// of a pair is the one chunk<1> performs for it, so the bits are the same.
+// (Templated on NT only so that the NT = 2 tasks compile the pass that never calls it.)
+template <int NT>
+__device__ __forceinline__ void chunk_two(uint4 w, uint4 f0, uint4 f1, uint4 g0, uint4 g1, const uint2 (&s)[NT][2], int jj,
+                                          float (&acc)[NT][4], float (&acc2)[4]) {
+#pragma unroll
+  for (int hb = 0; hb < 2; ++hb) {
+    uint32_t ra[4], rb[4];
+    e2m1_half2(hb ? w.z : w.x, ra);
+    e2m1_half2(hb ? w.w : w.y, rb);
+    const float s0 = scale_at(s[0][0], 2 * jj + hb), s1 = scale_at(s[0][1], 2 * jj + hb);
+    {
+      const uint4 f = hb ? f1 : f0;
+      float d[4] = {0.f, 0.f, 0.f, 0.f};
+      mma16::mma16816(d, ra[0], rb[0], ra[1], rb[1], f.x, f.y);
+      mma16::mma16816(d, ra[2], rb[2], ra[3], rb[3], f.z, f.w);
+      acc[0][0] = __fmaf_rn(d[0], s0, acc[0][0]);
+      acc[0][1] = __fmaf_rn(d[1], s0, acc[0][1]);
+      acc[0][2] = __fmaf_rn(d[2], s1, acc[0][2]);
+      acc[0][3] = __fmaf_rn(d[3], s1, acc[0][3]);
+    }
+    {
+      const uint4 f = hb ? g1 : g0;
+      float d[4] = {0.f, 0.f, 0.f, 0.f};
+      mma16::mma16816(d, ra[0], rb[0], ra[1], rb[1], f.x, f.y);
+      mma16::mma16816(d, ra[2], rb[2], ra[3], rb[3], f.z, f.w);
+      acc2[0] = __fmaf_rn(d[0], s0, acc2[0]);
+      acc2[1] = __fmaf_rn(d[1], s0, acc2[1]);
+      acc2[2] = __fmaf_rn(d[2], s1, acc2[2]);
+      acc2[3] = __fmaf_rn(d[3], s1, acc2[3]);
+    }
+  }
+}
+
 // NT = 1: finish_pair's sums for one tile, with the gate and up tiles of an A task in different
 // warps (the up warps hand theirs over through shared memory). Same operations, same bits.
 template <bool kGateUp>
@@ -110,14 +147,20 @@ struct Staged {
   const float* xa = nullptr;
   const float* xb = nullptr;
   float back[2] = {0.f, 0.f};
+  const float* xc = nullptr;  // kNP = 2: the second pair's, in the second fragment buffer
+  const float* xd = nullptr;
+  float back2[2] = {0.f, 0.f};
 };
 
 // One A task (h = SiTU(gate, up)) or B task (d = down rows) for every assignment of its expert, two
-// assignments per pass over the weights; each lane keeps kAhead chunks of loads in flight.
-template <bool kGateUp, int kAhead, int NT>
+// assignments (kNP = 2: up to four) per pass over the weights; each lane keeps kAhead chunks of loads
+// in flight. With kNP = 2 an expert that several rows share is read and decoded once per four
+// assignments instead of once per two; each assignment's arithmetic is unchanged (same bits).
+template <bool kGateUp, int kAhead, int NT, int kNP = 1>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
+  static_assert(kNP == 1 || (kNP == 2 && NT == 1), "two pairs per pass with one tile per warp");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2;
   float* red = reinterpret_cast<float*>(smem);
   float* swap = reinterpret_cast<float*>(smem + kHeader);
@@ -171,8 +214,18 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
   const int a0 = P.grp_begin[grp], a1 = P.grp_begin[grp + 1];
   const int npairs = (a1 - a0 + 1) / 2;
   const uint4* fr = reinterpret_cast<const uint4*>(frag);
-  for (int pr = 0; pr < npairs; ++pr) {
-    const auto [aA, aB, xA, xB] = mma16::pair_vectors<kGateUp>(P, a0, a1, pr);
+  // kNP = 2: the second pair's buffer, at one offset for A and B tasks (each buffer only ever holds
+  // what its Staged entry says).
+  char* frag2 = frag + static_cast<size_t>(std::max(P.latent, P.inter) / 32) * kFragLanes * 16;
+  const uint4* fr2 = reinterpret_cast<const uint4*>(frag2);
+  for (int pr = 0; pr < npairs; pr += kNP) {
+    const mma16::PairVectors v1 = mma16::pair_vectors<kGateUp>(P, a0, a1, pr);
+    const int aA = v1.aA, aB = v1.aB;
+    const float* xA = v1.xA;
+    const float* xB = v1.xB;
+    const bool two = kNP == 2 && pr + 1 < npairs;  // the same for the whole block
+    mma16::PairVectors v2{-1, -1, nullptr, nullptr};
+    if (two) v2 = mma16::pair_vectors<kGateUp>(P, a0, a1, pr + 1);
     uint4 w[kRing][NT];
     uint2 s[NT][2];
     auto first_loads = [&] {
@@ -189,53 +242,86 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
     // Weights do not depend on the activations: with one tile per warp their first loads go out
     // before the staging (with two, they would stay live across it and spill).
     if constexpr (NT == 1) first_loads();
-    if (st.xa != xA || st.xb != xB) {
+    const bool stage1 = st.xa != xA || st.xb != xB, stage2 = two && (st.xc != v2.xA || st.xd != v2.xB);
+    if (stage1 || stage2) {
       __syncthreads();  // every warp is done with the previous fragments
-      mma16::stage_frags<!kGateUp, kFragLanes>(frag, red, xA, xB, K, st.back);  // h was written by this launch: L2 only
-      st.xa = xA;
-      st.xb = xB;
+      if (stage1) {
+        mma16::stage_frags<!kGateUp, kFragLanes>(frag, red, xA, xB, K, st.back);  // h was written by this launch: L2 only
+        st.xa = xA;
+        st.xb = xB;
+      }
+      if (stage2) {
+        mma16::stage_frags<!kGateUp, kFragLanes>(frag2, red, v2.xA, v2.xB, K, st.back2);
+        st.xc = v2.xA;
+        st.xd = v2.xB;
+      }
     }
     const float back[2] = {st.back[0], st.back[1]};
     if constexpr (NT == 2) first_loads();
-    float acc[NT][4];
+    // The pass over the tile, for one pair (kTwo false) or two: separate code, so that a pass with one
+    // pair pays nothing for the second (passes with two exist only where rows share experts).
+    auto pass = [&](auto two_c) {
+      constexpr bool kTwo = decltype(two_c)::value;
+      float acc[NT][4], acc2[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-    for (int t = 0; t < NT; ++t)
+      for (int t = 0; t < NT; ++t)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) acc[t][i] = 0.f;
+        for (int i = 0; i < 4; ++i) acc[t][i] = 0.f;
 #pragma unroll 1
-    for (int G = 0; G < ngroups; ++G) {
-      uint2 sn[NT][2];
-      if (G + 1 < ngroups) {
+      for (int G = 0; G < ngroups; ++G) {
+        uint2 sn[NT][2];
+        if (G + 1 < ngroups) {
 #pragma unroll
-        for (int t = 0; t < NT; ++t) {
-          sn[t][0] = __ldg(sp[t] + G + 1);
-          sn[t][1] = __ldg(sp[t] + s8 + G + 1);
+          for (int t = 0; t < NT; ++t) {
+            sn[t][0] = __ldg(sp[t] + G + 1);
+            sn[t][1] = __ldg(sp[t] + s8 + G + 1);
+          }
+        }
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) {
+          const int j = 4 * G + jj;
+          if (j + kAhead < nch) {
+#pragma unroll
+            for (int t = 0; t < NT; ++t) w[(jj + kAhead) % kRing][t] = ld_weights(wp[t] + (j + kAhead) * 32);
+          }
+          uint4 f0 = make_uint4(0u, 0u, 0u, 0u), f1 = f0;
+          if (lane < kFragLanes) {
+            f0 = fr[(2 * j) * kFragLanes + lane];
+            f1 = fr[(2 * j + 1) * kFragLanes + lane];
+          }
+          if constexpr (!kTwo) {
+            chunk<NT>(w[jj], f0, f1, s, jj, acc);
+          } else {
+            uint4 g0 = make_uint4(0u, 0u, 0u, 0u), g1 = g0;
+            if (lane < kFragLanes) {
+              g0 = fr2[(2 * j) * kFragLanes + lane];
+              g1 = fr2[(2 * j + 1) * kFragLanes + lane];
+            }
+            chunk_two<NT>(w[jj][0], f0, f1, g0, g1, s, jj, acc, acc2);
+          }
+        }
+        if (G + 1 < ngroups) {
+#pragma unroll
+          for (int t = 0; t < NT; ++t) {
+            s[t][0] = sn[t][0];
+            s[t][1] = sn[t][1];
+          }
         }
       }
-#pragma unroll
-      for (int jj = 0; jj < 4; ++jj) {
-        const int j = 4 * G + jj;
-        if (j + kAhead < nch) {
-#pragma unroll
-          for (int t = 0; t < NT; ++t) w[(jj + kAhead) % kRing][t] = ld_weights(wp[t] + (j + kAhead) * 32);
-        }
-        uint4 f0 = make_uint4(0u, 0u, 0u, 0u), f1 = f0;
-        if (lane < kFragLanes) {
-          f0 = fr[(2 * j) * kFragLanes + lane];
-          f1 = fr[(2 * j + 1) * kFragLanes + lane];
-        }
-        chunk<NT>(w[jj], f0, f1, s, jj, acc);
+      if constexpr (NT == 2) mma16::finish_pair<kGateUp>(P, acc, back, aA, aB, o0, lane);
+      else finish_tile<kGateUp>(P, acc[0], back, aA, aB, o0, warp, lane, swap);
+      if constexpr (kTwo) {
+        if constexpr (kGateUp) __syncthreads();  // the gate warps have read the first pair's swap
+        const float back2[2] = {st.back2[0], st.back2[1]};
+        finish_tile<kGateUp>(P, acc2, back2, v2.aA, v2.aB, o0, warp, lane, swap);
       }
-      if (G + 1 < ngroups) {
-#pragma unroll
-        for (int t = 0; t < NT; ++t) {
-          s[t][0] = sn[t][0];
-          s[t][1] = sn[t][1];
-        }
-      }
+    };
+    if constexpr (kNP == 2) {
+      if (two) pass(std::true_type{});
+      else pass(std::false_type{});
+    } else {
+      pass(std::false_type{});
     }
-    if constexpr (NT == 2) mma16::finish_pair<kGateUp>(P, acc, back, aA, aB, o0, lane);
-    else finish_tile<kGateUp>(P, acc[0], back, aA, aB, o0, warp, lane, swap);
   }
 }
 
@@ -259,12 +345,12 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 }  // namespace direct
 
 // The fragment-order versions: same tickets and tasks as expert_mlp_kernel.
-template <int kAhead, int NT, int kMinBlocks>
+template <int kAhead, int NT, int kMinBlocks, int kNP = 1>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
   direct::Staged st;
   run_tickets(
-      P, [&](unsigned task, int, int) { direct::task<true, kAhead, NT>(P, task, smem, st); },
-      [&](unsigned task, int, int) { direct::task<false, kAhead, NT>(P, task, smem, st); });
+      P, [&](unsigned task, int, int) { direct::task<true, kAhead, NT, kNP>(P, task, smem, st); },
+      [&](unsigned task, int, int) { direct::task<false, kAhead, NT, kNP>(P, task, smem, st); });
 }
