@@ -840,11 +840,11 @@ struct Variant {
 // 44.9-46.8 at T=1; v92, v93 (two tiles, 3 blocks/SM: spills) 38.7-38.9; v94, v97 (one tile, two
 // chunks ahead, 3 or 4 blocks/SM) 45.5-49.6. Before the fragments were kept across tasks, v96 took
 // 54.4% at T=1 (the per-task staging of the same activation row, with no weight loads in flight).
-// Session 10 (five H200 runs, same % columns): v108 (v96's cut, two chunks ahead, with up to four
-// vectors per pass: each block of codes decoded once for two pairs of assignments; one-pair passes
-// run v96's code) 55.1-55.2 / 63.4-63.6 / 67.2-67.3 / 68.3-68.8, shared 57.9-59.8 / 61.3 / 54.2-54.3,
-// against v96's 54.3-54.9 / 63.4-63.8 / 67.6-67.7 / 68.5, 60.6 / 59.2-59.4 / 46.7-46.8 in the same
-// runs: the `shared` version from 1.2 rows per expert (same bits as v96). Its cut with three chunks
+// Session 10 (H200, same % columns): v108 (v96's cut, two chunks ahead, with up to four vectors per
+// pass: each block of codes decoded once for two pairs of assignments; one-pair passes run v96's
+// code) 55.1-56.0 / 63.4-64.2 / 67.2-68.1 / 68.3-70.6, shared 57.9-61.5 / 61.3-62.4 / 54.2-56.4,
+// against v96's 54.2-54.9 / 63.2-63.8 / 57.7-67.7 / 68.0-70.0, 60.6-61.3 / 58.9-60.1 / 46.7-47.5 in
+// the same three runs: the `shared` version from 1.2 rows per expert (same bits as v96). Its cut with three chunks
 // ahead (spills) took 60.1-61.3 at T=8 of 896. Dropped, all slower than v96 in the same runs (T=1,
 // T=8): v100, v101 (v96 asking L2 for its tile 4 or 8 groups ahead by cp.async.bulk.prefetch) 47.2-50.9,
 // 63.0-64.8; v102, v103 (each warp's tile through a 4-stage bulk-copy ring in shared memory, no
