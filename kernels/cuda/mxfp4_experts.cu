@@ -941,6 +941,20 @@ struct ExpertMlp::Impl {
     return variant;
   }
   int blocks_per_sm[32] = {};  // per version, from the occupancy calculator
+  static int threads_of(const Variant& v) { return v.ws ? ws::threads(v.rs, v.nq, v.nr) : kThreads; }
+  // Blocks per SM of version vi at these widths (asked once, after allowing its shared memory).
+  int blocks(int vi, int latent, int inter) {
+    int& bps = blocks_per_sm[vi];
+    if (!bps) {
+      const Variant& v = kVariants[vi];
+      const size_t smem = smem_bytes(v, latent, inter);
+      if (smem > 48 * 1024)
+        DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+      DELTAFIN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, v.fn, threads_of(v), smem));
+      if (bps < 1) bps = 1;
+    }
+    return bps;
+  }
   int sms = 0;
   DeviceLimits limits;
   int max_assign = 0;
@@ -1058,6 +1072,11 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows, ExpertLayou
     for (int v = 0; v < kNumVariants; ++v) {
       if (kVariants[v].order != kVariants[impl_->variant].order || (kVariants[v].frag != 0) != frag ||
           !fits(kVariants[v], latent, inter, impl_->limits))
+        continue;
+      // A fragment-order `shared` version (v108: twice the shared memory) only where it keeps the
+      // default's blocks per SM: GPUs with ~100 KB per SM would run it at half the warps.
+      if (kVariants[v].frag && kVariants[v].shared > 0 &&
+          impl_->blocks(v, latent, inter) < impl_->blocks(impl_->variant, latent, inter))
         continue;
       if (kVariants[v].shared > 0) impl_->shared.push_back(v);
     }
@@ -1311,14 +1330,8 @@ ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int 
   P.nC = static_cast<unsigned>(T * P.c_tiles);
 
   const size_t smem = smem_bytes(v, m.latent_, m.inter_);
-  const int threads = v.ws ? ws::threads(v.rs, v.nq, v.nr) : kThreads;
-  int& bps = blocks_per_sm[vi];
-  if (!bps) {
-    if (smem > 48 * 1024)
-      DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    DELTAFIN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, v.fn, threads, smem));
-    if (bps < 1) bps = 1;
-  }
+  const int threads = threads_of(v);
+  const int bps = blocks(vi, m.latent_, m.inter_);
   const unsigned total = P.nA + P.nB + P.nC;
   const unsigned cap = static_cast<unsigned>(sms * bps);
   // Warp-specialised versions: one block per SM, each taking one chunk of each phase (every block
