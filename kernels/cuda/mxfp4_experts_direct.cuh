@@ -67,15 +67,7 @@ __device__ __forceinline__ void chunk(const uint4 (&w)[NT], uint4 f0, uint4 f1, 
       uint32_t ra[4], rb[4];
       e2m1_half2(hb ? w[t].z : w[t].x, ra);
       e2m1_half2(hb ? w[t].w : w[t].y, rb);
-      const uint4 f = hb ? f1 : f0;
-      float d[4] = {0.f, 0.f, 0.f, 0.f};
-      mma16::mma16816(d, ra[0], rb[0], ra[1], rb[1], f.x, f.y);
-      mma16::mma16816(d, ra[2], rb[2], ra[3], rb[3], f.z, f.w);
-      const float s0 = scale_at(s[t][0], 2 * jj + hb), s1 = scale_at(s[t][1], 2 * jj + hb);
-      acc[t][0] = __fmaf_rn(d[0], s0, acc[t][0]);
-      acc[t][1] = __fmaf_rn(d[1], s0, acc[t][1]);
-      acc[t][2] = __fmaf_rn(d[2], s1, acc[t][2]);
-      acc[t][3] = __fmaf_rn(d[3], s1, acc[t][3]);
+      mma16::block_fma(ra, rb, hb ? f1 : f0, scale_at(s[t][0], 2 * jj + hb), scale_at(s[t][1], 2 * jj + hb), acc[t]);
     }
   }
 }
@@ -93,26 +85,8 @@ __device__ __forceinline__ void chunk_two(uint4 w, uint4 f0, uint4 f1, uint4 g0,
     e2m1_half2(hb ? w.z : w.x, ra);
     e2m1_half2(hb ? w.w : w.y, rb);
     const float s0 = scale_at(s[0][0], 2 * jj + hb), s1 = scale_at(s[0][1], 2 * jj + hb);
-    {
-      const uint4 f = hb ? f1 : f0;
-      float d[4] = {0.f, 0.f, 0.f, 0.f};
-      mma16::mma16816(d, ra[0], rb[0], ra[1], rb[1], f.x, f.y);
-      mma16::mma16816(d, ra[2], rb[2], ra[3], rb[3], f.z, f.w);
-      acc[0][0] = __fmaf_rn(d[0], s0, acc[0][0]);
-      acc[0][1] = __fmaf_rn(d[1], s0, acc[0][1]);
-      acc[0][2] = __fmaf_rn(d[2], s1, acc[0][2]);
-      acc[0][3] = __fmaf_rn(d[3], s1, acc[0][3]);
-    }
-    {
-      const uint4 f = hb ? g1 : g0;
-      float d[4] = {0.f, 0.f, 0.f, 0.f};
-      mma16::mma16816(d, ra[0], rb[0], ra[1], rb[1], f.x, f.y);
-      mma16::mma16816(d, ra[2], rb[2], ra[3], rb[3], f.z, f.w);
-      acc2[0] = __fmaf_rn(d[0], s0, acc2[0]);
-      acc2[1] = __fmaf_rn(d[1], s0, acc2[1]);
-      acc2[2] = __fmaf_rn(d[2], s1, acc2[2]);
-      acc2[3] = __fmaf_rn(d[3], s1, acc2[3]);
-    }
+    mma16::block_fma(ra, rb, hb ? f1 : f0, s0, s1, acc[0]);
+    mma16::block_fma(ra, rb, hb ? g1 : g0, s0, s1, acc2);
   }
 }
 

@@ -143,6 +143,20 @@ __device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1
 #endif
 }
 
+// One 32-column block of a 16-row tile: its decoded codes (ra, rb: columns 0-15 and 16-31) times
+// activation fragments f in two chained mma (the block sum, in fp32), scaled by the block's E8M0
+// factors (s0 for row g, s1 for row g + 8) and added to acc. Every tensor-core version's block.
+__device__ __forceinline__ void block_fma(const uint32_t (&ra)[4], const uint32_t (&rb)[4], uint4 f, float s0, float s1,
+                                          float (&acc)[4]) {
+  float d[4] = {0.f, 0.f, 0.f, 0.f};
+  mma16816(d, ra[0], rb[0], ra[1], rb[1], f.x, f.y);
+  mma16816(d, ra[2], rb[2], ra[3], rb[3], f.z, f.w);
+  acc[0] = __fmaf_rn(d[0], s0, acc[0]);
+  acc[1] = __fmaf_rn(d[1], s0, acc[1]);
+  acc[2] = __fmaf_rn(d[2], s1, acc[2]);
+  acc[3] = __fmaf_rn(d[3], s1, acc[3]);
+}
+
 // e8m0 in two integer operations (shift, max) instead of a compare and a select: same bits.
 __device__ __forceinline__ float e8m0_max(uint32_t s) { return __uint_as_float(max(s << 23, 0x00400000u)); }
 
@@ -290,9 +304,6 @@ __device__ __forceinline__ void compute_stage(uint32_t st, const char* stage_gen
         uint32_t ra[4], rb[4];
         e2m1_half2(w[2 * hb], ra);
         e2m1_half2(w[2 * hb + 1], rb);
-        float d[4] = {0.f, 0.f, 0.f, 0.f};
-        mma16816(d, ra[0], rb[0], ra[1], rb[1], f[hb].x, f[hb].y);
-        mma16816(d, ra[2], rb[2], ra[3], rb[3], f[hb].z, f[hb].w);
         const int blk = 2 * bp + hb;
         float s0, s1;
         if constexpr (kFS) {
@@ -303,10 +314,7 @@ __device__ __forceinline__ void compute_stage(uint32_t st, const char* stage_gen
           s0 = e8m0_max(scl[(t * 16 + g) * G::kScaleBytes + blk]);
           s1 = e8m0_max(scl[(t * 16 + g + 8) * G::kScaleBytes + blk]);
         }
-        acc[t][0] = __fmaf_rn(d[0], s0, acc[t][0]);
-        acc[t][1] = __fmaf_rn(d[1], s0, acc[t][1]);
-        acc[t][2] = __fmaf_rn(d[2], s1, acc[t][2]);
-        acc[t][3] = __fmaf_rn(d[3], s1, acc[t][3]);
+        block_fma(ra, rb, f[hb], s0, s1, acc[t]);
       }
     }
   }
