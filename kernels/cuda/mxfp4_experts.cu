@@ -854,6 +854,13 @@ struct Variant {
 // the last groups of the current one) 44.0-45.0, 65.0-66.2. ncu on v96 at T=1: SM active 87% of
 // the elapsed cycles, 0.55 instructions issued per scheduler and cycle, stalls led by long
 // scoreboard (1.44 of 6.79 cycles), not-selected (1.20) and math-pipe throttle (1.16).
+// Session 11 (H200, same % columns): v108 took 56.1-56.5 at T=1 against v96's 54.2-55.7 in all seven
+// runs and matched it elsewhere over 896 experts, but a build running v108 for every call gave the
+// slice-2l layers and verify passes no gain (MLA + MoE T=1 0.435-0.439 ms against 0.432-0.435), so
+// the threshold stays. Dropped: v109 (v96 two chunks ahead: v108's one-pair loop without the second
+// buffer) 55.5-55.7 at T=1; v110-v113 (v96 / v108 with the K of the down tasks, or of all tasks, in
+// two halves summed by two groups of four warps and added in a fixed order, so other bits: tasks
+// half as long for a shorter T=1 tail) 53.1-55.5 at T=1 and 62.5-67.1 at T=8 (v96 70.8-71.0).
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},

@@ -91,6 +91,43 @@ struct Row {
   std::string note;
 };
 
+// Mean time of the expert kernel alone over `sets` routings (ids [sets][T][K], global expert ids into
+// `pool`), median of 5 batches: each call's tables are built on the device first (plan_routed),
+// then events bracket run_planned's launch only.
+float kernel_only_ms(ExpertMlp& mlp, const std::vector<MxExpert>& pool, const std::vector<int32_t>& ids,
+                     const std::vector<float>& weights, int T, int sets, const float* dz, float* dy) {
+  const int K = mlp.top_k();
+  DeviceBuffer table(pool.size() * sizeof(MxExpert)), idx(ids.size() * sizeof(int32_t)), wt(weights.size() * sizeof(float));
+  table.upload(pool.data(), table.size());
+  idx.upload(ids.data(), idx.size());
+  wt.upload(weights.data(), wt.size());
+  std::vector<cudaEvent_t> ev(2 * static_cast<size_t>(sets));
+  for (cudaEvent_t& e : ev) DELTAFIN_CUDA_CHECK(cudaEventCreate(&e));
+  auto call = [&](int s, bool timed) {
+    mlp.plan_routed(table.as<MxExpert>(), static_cast<int>(pool.size()), idx.as<int32_t>() + static_cast<size_t>(s) * T * K,
+                    wt.as<float>(), T);
+    if (timed) DELTAFIN_CUDA_CHECK(cudaEventRecord(ev[2 * s]));
+    mlp.run_planned(T, dz, dy);
+    if (timed) DELTAFIN_CUDA_CHECK(cudaEventRecord(ev[2 * s + 1]));
+  };
+  call(0, false);
+  call(1 % sets, false);
+  std::vector<float> per;
+  for (int b = 0; b < 5; ++b) {
+    for (int s = 0; s < sets; ++s) call(s, true);
+    DELTAFIN_CUDA_CHECK(cudaDeviceSynchronize());
+    float sum = 0;
+    for (int s = 0; s < sets; ++s) {
+      float t = 0;
+      DELTAFIN_CUDA_CHECK(cudaEventElapsedTime(&t, ev[2 * s], ev[2 * s + 1]));
+      sum += t;
+    }
+    per.push_back(sum / sets);
+  }
+  for (cudaEvent_t e : ev) cudaEventDestroy(e);
+  return median(per);
+}
+
 }  // namespace
 
 // --variant "A|B|C": versions whose names contain any of the alternatives (empty: every version).
@@ -202,6 +239,7 @@ int main(int argc, char** argv) {
           const int sets = 48;
           std::vector<std::vector<MxExpert>> tables(sets);
           std::vector<std::vector<int32_t>> slots(sets);
+          std::vector<int32_t> global_ids;  // [sets][T][K]: the same routings by expert id, for run_routed
           std::vector<float> weights(size_t(T) * K, 1.0f / K);
           double distinct_sum = 0;
           for (int s = 0; s < sets; ++s) {
@@ -220,6 +258,7 @@ int main(int argc, char** argv) {
                   tables[s].push_back(pool_experts[e]);
                 }
                 slots[s].push_back(local[e]);
+                global_ids.push_back(e);
               }
             }
             distinct_sum += static_cast<double>(tables[s].size());
@@ -236,6 +275,14 @@ int main(int argc, char** argv) {
           rows.push_back({"MXFP4 expert MLP [" + variant + "]", shape, distinct_sum / sets * per, ms, gbs,
                           d2d_gbs > 0 ? 100.0 * gbs / d2d_gbs : 0.0,
                           "bytes = distinct experts x 17,547,264; time per layer call incl. routing-table upload"});
+          // The kernel alone: the same routings with the tables built on the device (run_routed's
+          // builder, which the engine runs on the router's branch beside other work), each expert
+          // launch timed by its own pair of events. What the launch itself does, nothing else.
+          const float kms = kernel_only_ms(mlp, pool_experts, global_ids, weights, T, sets, dz.as<float>(), dy.as<float>());
+          const double kgbs = distinct_sum / sets * per / (kms * 1e-3) / 1e9;
+          rows.push_back({"MXFP4 expert MLP [" + variant + "] kernel only", shape, distinct_sum / sets * per, kms, kgbs,
+                          d2d_gbs > 0 ? 100.0 * kgbs / d2d_gbs : 0.0,
+                          "bytes as above; time of the expert kernel alone (tables built on the device, events around each launch)"});
         }
       }
     }
