@@ -860,7 +860,9 @@ struct Variant {
 // the threshold stays. Dropped: v109 (v96 two chunks ahead: v108's one-pair loop without the second
 // buffer) 55.5-55.7 at T=1; v110-v113 (v96 / v108 with the K of the down tasks, or of all tasks, in
 // two halves summed by two groups of four warps and added in a fixed order, so other bits: tasks
-// half as long for a shorter T=1 tail) 53.1-55.5 at T=1 and 62.5-67.1 at T=8 (v96 70.8-71.0).
+// half as long for a shorter T=1 tail) 53.1-55.5 at T=1 and 62.5-67.1 at T=8 (v96 70.8-71.0);
+// v114, v115 (v96 keeping its weight ring and scales across tasks: the next pass's or next task's
+// first chunks loaded during the last group) 46.9-47.9 at T=1, 57.7-61.2 at T=8.
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
