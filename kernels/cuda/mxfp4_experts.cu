@@ -690,28 +690,39 @@ __device__ __forceinline__ void task_combine(const Params& P, int t, int tile) {
 // The persistent grid's loop over tickets, shared by every version: gate/up (A) tasks first, then
 // down (B) tasks, each waiting only for its own expert's A tiles, then the per-row combine, waiting
 // only for the row's experts. gate_up(task, g, tile) and down(task, g, tile) are called by every
-// thread of the block. The next ticket is taken while a task runs.
-template <class GateUp, class Down>
+// thread of the block. The next ticket is taken while a task runs. kKnowNext: every thread knows the
+// block's next task while it runs one (passed as a fourth argument: kPipe loads its first chunks
+// ahead). Either way a block takes exactly one ticket past the last task (the host counts them), and
+// only a block whose current task never waits (a gate/up task) can hold a gate/up ticket as its next
+// one: no waiting cycle.
+template <bool kKnowNext = false, class GateUp, class Down>
 __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, Down&& down) {
-  __shared__ unsigned s_task;
+  __shared__ unsigned s_task, s_next;
   const unsigned total = P.nA + P.nB + P.nC;
-  if (threadIdx.x == 0) s_task = take_ticket(P);
+  if (threadIdx.x == 0) {
+    s_task = take_ticket(P);
+    if constexpr (kKnowNext) s_next = s_task < total ? take_ticket(P) : total;
+  }
   __syncthreads();
-  unsigned task = s_task;
+  unsigned task = s_task, next = kKnowNext ? s_next : total;
   while (task < total) {
-    __syncthreads();  // everyone has read s_task
-    unsigned next = 0;
-    if (threadIdx.x == 0) next = take_ticket(P);
+    __syncthreads();  // everyone has read s_task (s_next)
+    unsigned after = kKnowNext ? total : 0u;
+    if (threadIdx.x == 0 && (!kKnowNext || next < total)) after = take_ticket(P);
+    auto call = [&](auto&& f, int g, int tile) {
+      if constexpr (kKnowNext) f(task, g, tile, next);
+      else f(task, g, tile);
+    };
     if (task < P.nA) {
       const int g = static_cast<int>(task) / P.a_tiles;
-      gate_up(task, g, static_cast<int>(task) % P.a_tiles);
+      call(gate_up, g, static_cast<int>(task) % P.a_tiles);
       signal_done(P.doneA + g);
     } else if (task < P.nA + P.nB) {
       const int b = static_cast<int>(task - P.nA);
       const int g = b / P.b_tiles;
       if (threadIdx.x == 0) wait_expert_a(P, g);
       __syncthreads();
-      down(task, g, b % P.b_tiles);
+      call(down, g, b % P.b_tiles);
       signal_done(P.doneB + g);
     } else {
       const int c = static_cast<int>(task - P.nA - P.nB);
@@ -721,9 +732,14 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
       __syncthreads();
       task_combine(P, t, c % P.c_tiles);
     }
-    if (threadIdx.x == 0) s_task = next;
+    if (threadIdx.x == 0) (kKnowNext ? s_next : s_task) = after;
     __syncthreads();
-    task = s_task;
+    if constexpr (kKnowNext) {
+      task = next;
+      next = s_next;
+    } else {
+      task = s_task;
+    }
   }
 }
 
@@ -862,7 +878,15 @@ struct Variant {
 // two halves summed by two groups of four warps and added in a fixed order, so other bits: tasks
 // half as long for a shorter T=1 tail) 53.1-55.5 at T=1 and 62.5-67.1 at T=8 (v96 70.8-71.0);
 // v114, v115 (v96 keeping its weight ring and scales across tasks: the next pass's or next task's
-// first chunks loaded during the last group) 46.9-47.9 at T=1, 57.7-61.2 at T=8.
+// first chunks loaded during the last group, chosen by branches inside the loop) 46.9-47.9 at T=1,
+// 57.7-61.2 at T=8. v116 does the same with v96's loop body for all groups but the last, which is
+// peeled (the loop stays straight-line code), and skips next tasks without rows: 55.1-55.8 / 64.9 /
+// 69.4-69.6 / 70.6-71.3 against v96's 55.3 / 63.7 / 67.7-68.0 / 69.7-70.0 in the same two runs
+// (kernel alone at T=1 57.9 against 57.4-57.5), same bits (checked). Not the default: a build with
+// v116 as the default gave the slice-2l layers nothing at T=1 (MLA + MoE 0.436-0.438 ms against
+// 0.432-0.433, verify passes within 1.7%), where v96 is level with it; kept for measurements and as
+// the cross-task pipeline to build on. v117 (v116 two chunks ahead) 53.7-54.2 / 63.9-64.1 / 68.2-68.4
+// / 70.0-70.2.
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
@@ -892,6 +916,8 @@ const Variant kVariants[] = {
      direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
     {"v108 mma fp16x3 fragment order one tile per warp 2 chunks ahead four vectors per pass", expert_mlp_direct_kernel<2, 1, 2, 2>,
      direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 120, 1},
+    {"v116 mma fp16x3 fragment order one tile per warp 3 chunks ahead loads ahead across tasks",
+     expert_mlp_direct_pipe_kernel<3, 2>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
     {"v91 mma fp16x3 fragment order 3 chunks ahead", expert_mlp_direct_kernel<3, 2, 2>, direct::tile_a<2>(),
      direct::tile_b<2>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2},
     {"v95 mma fp16x3 fragment order one tile per warp 3 chunks ahead 3 blocks/SM", expert_mlp_direct_kernel<3, 1, 3>,
