@@ -38,10 +38,13 @@ constexpr int kHeader = 128;    // reduction scratch of stage_frags
 constexpr int kSwap = kWarps / 2 * 32 * 2 * 4;  // NT = 1: the up tiles' sums, handed to the gate warps
 constexpr int kRing = 4;        // chunk slots per tile: the one in use and up to three in flight
 
-// kNP pairs of activation vectors per pass: kNP fragment buffers.
-inline size_t smem_bytes(int latent, int inter, int kNP = 1) {
-  return kHeader + kSwap + static_cast<size_t>(kNP) * (std::max(latent, inter) / 32) * kFragLanes * 16;
+// One buffer of activation fragments for the wider of the two K.
+__host__ __device__ inline size_t frag_bytes(int latent, int inter) {
+  return static_cast<size_t>((latent > inter ? latent : inter) / 32) * kFragLanes * 16;
 }
+
+// kNP pairs of activation vectors per pass: kNP fragment buffers.
+inline size_t smem_bytes(int latent, int inter, int kNP = 1) { return kHeader + kSwap + kNP * frag_bytes(latent, inter); }
 
 // Scales are read 8 at a time (four chunks per group): widths are multiples of 256.
 template <int NT>
@@ -239,7 +242,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
   const uint4* fr = reinterpret_cast<const uint4*>(frag);
   // kNP = 2: the second pair's buffer, at one offset for A and B tasks (each buffer only ever holds
   // what its Staged entry says).
-  char* frag2 = frag + static_cast<size_t>(std::max(P.latent, P.inter) / 32) * kFragLanes * 16;
+  char* frag2 = frag + frag_bytes(P.latent, P.inter);
   const uint4* fr2 = reinterpret_cast<const uint4*>(frag2);
   for (int pr = 0; pr < npairs; pr += kNP) {
     const mma16::PairVectors v1 = mma16::pair_vectors<kGateUp>(P, a0, a1, pr);
@@ -298,13 +301,11 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
       // left unused).
       auto group = [&](int G, auto last_c) {
         constexpr bool kLastG = decltype(last_c)::value;
-        const uint4* nwp = last_pass && nt.valid ? nt.wp : wp[0];
-        const uint2* nsp = last_pass && nt.valid ? nt.sp : sp[0];
-        const int ns8 = last_pass && nt.valid ? nt.s8 : s8;
+        const Seg nx = last_pass && nt.valid ? nt : Seg{wp[0], sp[0], s8, true};
         uint2 sn[1][2];
         if constexpr (kLastG) {
-          sn[0][0] = __ldg(nsp);
-          sn[0][1] = __ldg(nsp + ns8);
+          sn[0][0] = __ldg(nx.sp);
+          sn[0][1] = __ldg(nx.sp + nx.s8);
         } else {
           sn[0][0] = __ldg(sp[0] + G + 1);
           sn[0][1] = __ldg(sp[0] + s8 + G + 1);
@@ -313,7 +314,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
         for (int jj = 0; jj < 4; ++jj) {
           const int j = 4 * G + jj;
           if (!kLastG || jj + kAhead < 4) w[(jj + kAhead) % kRing][0] = ld_weights(wp[0] + (j + kAhead) * 32);
-          else w[(jj + kAhead) % kRing][0] = ld_weights(nwp + (jj + kAhead - 4) * 32);  // nch % 4 == 0: slot = chunk % 4
+          else w[(jj + kAhead) % kRing][0] = ld_weights(nx.wp + (jj + kAhead - 4) * 32);  // nch % 4 == 0: slot = chunk % 4
           uint4 f0 = make_uint4(0u, 0u, 0u, 0u), f1 = f0;
           if (lane < kFragLanes) {
             f0 = fr[(2 * j) * kFragLanes + lane];
