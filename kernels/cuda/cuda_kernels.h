@@ -108,6 +108,12 @@ struct MxExpert {
 // overlap `packed`. Scales stay as they are.
 void repack_mx_fragments(const void* packed, void* out, int rows, int cols, Stream stream = nullptr);
 
+// Diagnostics: where the traced expert version (v118) writes five 64-bit words per task of each
+// launch, indexed by task number: (SM << 32) | block, then %globaltimer (ns) at the task's start,
+// after its waits, when its first pass is ready to stream, and at its end. `dev_records` must hold
+// 5 x the launch's task count; nullptr stops the writes. Other versions never write.
+void set_expert_trace(unsigned long long* dev_records);
+
 // How an ExpertMlp's caller stores the packed codes of its experts on the device: as the checkpoint
 // has them (rows), or each matrix repacked by repack_mx_fragments (fragments; scales unchanged).
 enum class ExpertLayout { rows, fragments };

@@ -57,7 +57,34 @@ struct Params {
   int a_tiles, b_tiles, c_tiles;
   unsigned nA, nB, nC;
   int chunks;  // warp-specialised versions: chunks per phase (one per block)
+  // hmax versions (v121): per assignment, the bits of max |h| (0 between calls: the combine tasks of
+  // each row clear its entries, after every down task that read them); null for the others.
+  unsigned* hmax;
 };
+
+// Diagnostics (set_expert_trace): where a traced version writes, per task, five words: (SM << 32) |
+// block, then %globaltimer at the task's start, after its waits, once its first pass is ready to
+// stream (activation fragments staged), and at its end. Null: nothing is written.
+__device__ unsigned long long* g_expert_trace = nullptr;
+constexpr int kTraceWords = 5;
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+// Word i of task `task`'s record (thread 0 of the block only).
+__device__ __forceinline__ void trace_at(unsigned task, int i) {
+  unsigned long long* r = g_expert_trace;
+  if (r) {
+    if (i == 1) {
+      unsigned smid;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+      r[static_cast<size_t>(task) * kTraceWords] = (static_cast<unsigned long long>(smid) << 32) | blockIdx.x;
+    }
+    r[static_cast<size_t>(task) * kTraceWords + i] = global_ns();
+  }
+}
 
 __device__ __forceinline__ float e8m0(uint32_t s) { return s ? __uint_as_float(s << 23) : __uint_as_float(0x00400000u); }
 
@@ -673,8 +700,40 @@ __device__ __forceinline__ void task_down_exact(const Params& P, int g, int tile
   }
 }
 
-// Called by threads 0 .. NT - 1.
-template <int NT = kThreads>
+// A shared-memory copy of a call's routing tables (kMeta versions), for calls with at most kMetaG
+// distinct experts and kMetaA assignments.
+constexpr int kMetaG = 128, kMetaA = 128;
+struct MetaTables {
+  MxExpert experts[kMetaG];
+  int grp_begin[kMetaG + 1];
+  int assign_list[kMetaA];
+  unsigned doneA_base[kMetaG];
+};
+inline bool meta_fits(int nG, int assignments) { return nG <= kMetaG && assignments <= kMetaA; }
+// Copies the tables (called by every thread before any task) and returns P with its table
+// pointers into the copy. The tables were written before this launch (or by the builder this
+// launch's pdl_enter waited for).
+__device__ __forceinline__ Params copy_tables(const Params& P) {
+  __shared__ MetaTables m;
+  static_assert(sizeof(MxExpert) % 16 == 0, "experts copied in 16-byte units");
+  constexpr int kWords = sizeof(MxExpert) / 16;
+  const int A = P.T * P.K;
+  for (int i = threadIdx.x; i < P.nG * kWords; i += blockDim.x)
+    reinterpret_cast<uint4*>(m.experts)[i] = __ldg(reinterpret_cast<const uint4*>(P.experts) + i);
+  for (int i = threadIdx.x; i <= P.nG; i += blockDim.x) m.grp_begin[i] = __ldg(P.grp_begin + i);
+  for (int i = threadIdx.x; i < A; i += blockDim.x) m.assign_list[i] = __ldg(P.assign_list + i);
+  for (int i = threadIdx.x; i < P.nG; i += blockDim.x) m.doneA_base[i] = __ldg(P.doneA_base + i);
+  __syncthreads();
+  Params Q = P;
+  Q.experts = m.experts;
+  Q.grp_begin = m.grp_begin;
+  Q.assign_list = m.assign_list;
+  Q.doneA_base = m.doneA_base;
+  return Q;
+}
+
+// Called by threads 0 .. NT - 1. kHmax: also clears row t's P.hmax entries.
+template <int NT = kThreads, bool kHmax = false>
 __device__ __forceinline__ void task_combine(const Params& P, int t, int tile) {
   const int o_end = min(P.latent, (tile + 1) * kTileC);
   for (int o = tile * kTileC + threadIdx.x; o < o_end; o += NT) {
@@ -684,6 +743,11 @@ __device__ __forceinline__ void task_combine(const Params& P, int t, int tile) {
       acc = __fmaf_rn(__ldg(P.slot_weight + a), __ldcg(P.d + static_cast<int64_t>(a) * P.latent + o), acc);
     }
     P.y[static_cast<int64_t>(t) * P.latent + o] = acc;
+  }
+  // Every down task that read row t's maxima is done (this task waited for them).
+  if constexpr (kHmax) {
+    if (tile == 0)
+      for (int j = threadIdx.x; j < P.K; j += NT) P.hmax[t * P.K + j] = 0u;
   }
 }
 
@@ -695,7 +759,9 @@ __device__ __forceinline__ void task_combine(const Params& P, int t, int tile) {
 // ahead). Either way a block takes exactly one ticket past the last task (the host counts them), and
 // only a block whose current task never waits (a gate/up task) can hold a gate/up ticket as its next
 // one: no waiting cycle.
-template <bool kKnowNext = false, class GateUp, class Down>
+// kTrace: thread 0 writes each task's start, wait and end times (trace_at; the task itself writes
+// when it is ready to stream). kHmax: the combine tasks clear P.hmax (finish_tile kMax).
+template <bool kKnowNext = false, bool kTrace = false, bool kHmax = false, class GateUp, class Down>
 __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, Down&& down) {
   __shared__ unsigned s_task, s_next;
   const unsigned total = P.nA + P.nB + P.nC;
@@ -713,8 +779,14 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
       if constexpr (kKnowNext) f(task, g, tile, next);
       else f(task, g, tile);
     };
+    if constexpr (kTrace) {
+      if (threadIdx.x == 0) trace_at(task, 1);
+    }
     if (task < P.nA) {
       const int g = static_cast<int>(task) / P.a_tiles;
+      if constexpr (kTrace) {
+        if (threadIdx.x == 0) trace_at(task, 2);
+      }
       call(gate_up, g, static_cast<int>(task) % P.a_tiles);
       signal_done(P.doneA + g);
     } else if (task < P.nA + P.nB) {
@@ -722,6 +794,9 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
       const int g = b / P.b_tiles;
       if (threadIdx.x == 0) wait_expert_a(P, g);
       __syncthreads();
+      if constexpr (kTrace) {
+        if (threadIdx.x == 0) trace_at(task, 2);
+      }
       call(down, g, b % P.b_tiles);
       signal_done(P.doneB + g);
     } else {
@@ -730,7 +805,16 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
       if (threadIdx.x == 0)
         wait_row_experts(P, t);
       __syncthreads();
-      task_combine(P, t, c % P.c_tiles);
+      if constexpr (kTrace) {
+        if (threadIdx.x == 0) {
+          trace_at(task, 2);
+          trace_at(task, 3);
+        }
+      }
+      task_combine<kThreads, kHmax>(P, t, c % P.c_tiles);
+    }
+    if constexpr (kTrace) {
+      if (threadIdx.x == 0) trace_at(task, 4);
     }
     if (threadIdx.x == 0) (kKnowNext ? s_next : s_task) = after;
     __syncthreads();
@@ -791,6 +875,9 @@ struct Variant {
                    // on average (and it shares the default's order)
   int frag = 0;    // reads the packed weights in fragment order (mxfp4_experts_direct.cuh), this many 16-row
                    // tiles per warp; 16-byte alignment
+  int meta = 0;    // copies the routing tables into shared memory (MetaTables): calls whose tables do not
+                   // fit run the first version of the same order and layout without it
+  int hmax = 0;    // gate/up tasks record max |h| per assignment for the down tasks' staging (Params::hmax)
 };
 // Measured on an H200 (docs/PERFORMANCE.md has the runs), % of device-to-device copy bandwidth at
 // T=1 / T=8: v11 50.5-50.8 / 61.1-62.2, v9 50.5-53.3 / 50.1-60.3, v12 40-43 / 59-63, v6 36-39 / 42-45,
@@ -887,6 +974,14 @@ struct Variant {
 // 0.432-0.433, verify passes within 1.7%), where v96 is level with it; kept for measurements and as
 // the cross-task pipeline to build on. v117 (v116 two chunks ahead) 53.7-54.2 / 63.9-64.1 / 68.2-68.4
 // / 70.0-70.2.
+// Session 12 (H200, same % columns; docs/PERFORMANCE.md): a plain kernel reading the same bytes
+// streams 95-96% of D2D at T=1, so the task scheme costs the rest; v118 (v96 traced) put a block's
+// time at T=1 as 71% streaming, 14% after its last task, 10% staging and task starts, 2% waits. v119
+// (v96 with the routing tables in shared memory) 55.6-56.5 / 63.2-63.6 / 68.2-68.5 / 68.6-70.0, v121
+// (v119 with max |h| recorded by the gate/up tasks: one staging pass per down task) 55.9-56.4 / 64.3
+// / 68.6-69.0 / 70.2-70.6, shared 61.3-61.4 / 60.2-60.3 / 43.4-44.4, against v96's 54.3-55.1 /
+// 62.9-63.9 / 66.8-68.2 / 68.5-69.7, 59.8-60.5 / 57.6-59.7 / 43.2-44.6 in the same five runs; same
+// bits (checked). v121 is the fragment-layout default (v96 where the tables exceed MetaTables).
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
@@ -912,10 +1007,23 @@ const Variant kVariants[] = {
      0, 1, 2},
     {"v16 mma fp16x3 tiles 128/256", expert_mlp_mma_kernel<mma16::Big, false, false>, mma16::kTileA, mma16::kTileB, 0, 0, 1,
      1},
+    {"v121 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0,
+     0, 0, 0, 1, 0, 1, 1, 1},
     {"v96 mma fp16x3 fragment order one tile per warp 3 chunks ahead", expert_mlp_direct_kernel<3, 1, 2>,
      direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
     {"v108 mma fp16x3 fragment order one tile per warp 2 chunks ahead four vectors per pass", expert_mlp_direct_kernel<2, 1, 2, 2>,
      direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 120, 1},
+    {"v118 traced (v96's code with per-task times, set_expert_trace: diagnostics)", expert_mlp_direct_kernel<3, 1, 2, 1, true>,
+     direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
+    {"v119 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
+     1, 0, 1, 1},
+    {"v122 traced (v121's code with per-task times, set_expert_trace: diagnostics)",
+     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0,
+     0, 0, 0, 1, 0, 1, 1, 1},
+    {"v120 traced (v119's code with per-task times, set_expert_trace: diagnostics)", expert_mlp_direct_kernel<3, 1, 2, 1, true, true>,
+     direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1},
     {"v116 mma fp16x3 fragment order one tile per warp 3 chunks ahead loads ahead across tasks",
      expert_mlp_direct_pipe_kernel<3, 2>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
     {"v91 mma fp16x3 fragment order 3 chunks ahead", expert_mlp_direct_kernel<3, 2, 2>, direct::tile_a<2>(),
@@ -983,7 +1091,10 @@ struct ExpertMlp::Impl {
     if (!bps) {
       const Variant& v = kVariants[vi];
       const size_t smem = smem_bytes(v, latent, inter);
-      if (smem > 48 * 1024)
+      // Static shared memory (MetaTables) counts towards the 48 KB a launch may use without opting in.
+      cudaFuncAttributes fa{};
+      DELTAFIN_CUDA_CHECK(cudaFuncGetAttributes(&fa, v.fn));
+      if (smem + fa.sharedSizeBytes > 48 * 1024)
         DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
       DELTAFIN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, v.fn, threads_of(v), smem));
       if (bps < 1) bps = 1;
@@ -993,7 +1104,7 @@ struct ExpertMlp::Impl {
   int sms = 0;
   DeviceLimits limits;
   int max_assign = 0;
-  DeviceBuffer h, d, counters, tables;
+  DeviceBuffer h, d, counters, tables, hmax;
   // A ring of table slots (pinned host copy + device copy each), so that a call never waits for
   // the previous call's upload: the host runs ahead of the GPU as with any other launch.
   static constexpr int kSlots = 8;
@@ -1140,6 +1251,8 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows, ExpertLayou
     impl_->doneB_base.assign(static_cast<size_t>(A), 0u);
     impl_->zeros = DeviceBuffer(static_cast<size_t>(A) * sizeof(unsigned));
     impl_->zeros.fill_byte(0);
+    impl_->hmax = DeviceBuffer(static_cast<size_t>(A) * sizeof(unsigned));
+    impl_->hmax.fill_byte(0);
   } catch (...) {
     for (cudaEvent_t e : impl_->staged)
       if (e) cudaEventDestroy(e);
@@ -1332,6 +1445,16 @@ void ExpertMlp::run_planned(int T, const float* dev_z, float* dev_y, Stream stre
 ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int nG, int T, const char* dt, const Layout& L,
                                  unsigned ticket_base, const unsigned* doneA_base, const unsigned* doneB_base,
                                  const float* dev_z, float* dev_y, cudaStream_t s) {
+  if (kVariants[vi].meta && !meta_fits(nG, T * m.top_k_)) {
+    // The same order and layout without the shared copy of the tables: the same bits.
+    const Variant& w = kVariants[vi];
+    for (int u = 0; u < kNumVariants; ++u)
+      if (!kVariants[u].meta && kVariants[u].order == w.order && kVariants[u].frag == w.frag) {
+        vi = u;
+        break;
+      }
+    if (kVariants[vi].meta) throw CudaError(std::string("ExpertMlp: no version without shared tables for ") + w.name);
+  }
   Params P{};
   P.experts = reinterpret_cast<const MxExpert*>(dt + L.exp);
   P.grp_begin = reinterpret_cast<const int*>(dt + L.beg);
@@ -1373,9 +1496,14 @@ ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int 
   // takes the tickets of its chunks and tasks plus the one that ends its loop).
   const unsigned grid = v.ws ? cap : std::min(total, cap);
   P.chunks = static_cast<int>(grid);
+  P.hmax = v.hmax ? hmax.as<unsigned>() : nullptr;
   DELTAFIN_CUDA_CHECK(::deltafin::cuda::launch(v.fn, grid, threads, smem, s, P));
   const unsigned tickets = v.ws ? 3 * grid + P.nC : total + grid;
   return Counts{tickets, static_cast<unsigned>(P.a_tiles), static_cast<unsigned>(P.b_tiles)};
+}
+
+void set_expert_trace(unsigned long long* dev_records) {
+  DELTAFIN_CUDA_CHECK(cudaMemcpyToSymbol(g_expert_trace, &dev_records, sizeof dev_records));
 }
 
 void repack_mx_fragments(const void* packed, void* out, int rows, int cols, Stream stream) {

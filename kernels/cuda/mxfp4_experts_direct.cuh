@@ -95,7 +95,10 @@ __device__ __forceinline__ void chunk_two(uint4 w, uint4 f0, uint4 f1, uint4 g0,
 
 // NT = 1: finish_pair's sums for one tile, with the gate and up tiles of an A task in different
 // warps (the up warps hand theirs over through shared memory). Same operations, same bits.
-template <bool kGateUp>
+// kMax (v121): the gate warps also fold the |h| they write into P.hmax[a] (atomicMax on the bits of
+// a non-negative float: the order of the updates cannot change the result), so the down tasks know
+// each vector's largest magnitude without a pass over it.
+template <bool kGateUp, bool kMax = false>
 __device__ __forceinline__ void finish_tile(const Params& P, const float (&acc)[4], const float (&back)[2], int aA, int aB,
                                             int o0, int warp, int lane, float* swap) {
   const int q = lane & 3, gr = lane >> 2;
@@ -103,7 +106,25 @@ __device__ __forceinline__ void finish_tile(const Params& P, const float (&acc)[
   mma16::slot_sums(acc, q, v);
   const int a = q == 0 ? aA : aB;
   const float bs = q ? back[1] : back[0];
-  if constexpr (kGateUp) {
+  if constexpr (kGateUp && kMax) {
+    float2* sw = reinterpret_cast<float2*>(swap);
+    if (warp >= kWarps / 2) sw[(warp - kWarps / 2) * 32 + lane] = make_float2(v[0], v[1]);
+    __syncthreads();
+    if (warp < kWarps / 2) {
+      const bool mine = q < 2 && a >= 0;
+      float m = 0.f;
+      if (mine) {
+        const float2 u = sw[warp * 32 + lane];
+        const float h0 = situ_act(v[0] * bs, u.x * bs), h1 = situ_act(v[1] * bs, u.y * bs);
+        P.h[static_cast<int64_t>(a) * P.inter + o0 + gr] = h0;
+        P.h[static_cast<int64_t>(a) * P.inter + o0 + gr + 8] = h1;
+        m = fmaxf(fmaxf(m, fabsf(h0)), fabsf(h1));  // as stage_frags: NaN never wins
+      }
+#pragma unroll
+      for (int sh = 4; sh <= 16; sh <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, sh));  // lanes of one q
+      if (lane < 2 && a >= 0) atomicMax(P.hmax + a, __float_as_uint(m));
+    }
+  } else if constexpr (kGateUp) {
     float2* sw = reinterpret_cast<float2*>(swap);
     if (warp >= kWarps / 2) sw[(warp - kWarps / 2) * 32 + lane] = make_float2(v[0], v[1]);
     __syncthreads();
@@ -173,13 +194,17 @@ struct Staged {
 // group of a pass already loads the first chunks and scales of the next pass, or of the block's next
 // task (next_task < nA + nB, if it has rows), so a task starts with its loads in flight instead of
 // with an empty ring; primed says they are. The loads move, nothing else: the bits are v96's.
-template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kPipe = false>
+// kTrace: thread 0 writes the time the first pass is ready to stream (trace_at word 3).
+// kHmax (NT = 1, kNP = 1; v121): gate/up tasks record each h vector's largest magnitude (finish_tile
+// kMax) and down tasks stage h in one pass with it (stage_split): the fragments are stage_frags' bits.
+template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kPipe = false, bool kTrace = false, bool kHmax = false>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st, uint4 (&w)[kRing][NT],
                                      uint2 (&s)[NT][2], bool& primed, unsigned next_task) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
   static_assert(kNP == 1 || (kNP == 2 && NT == 1), "two pairs per pass with one tile per warp");
   static_assert(!kPipe || (NT == 1 && kNP == 1), "loads ahead across tasks with one tile and one pair per pass");
+  static_assert(!kHmax || (NT == 1 && kNP == 1), "recorded maxima with one tile and one pair per pass");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2;
   float* red = reinterpret_cast<float*>(smem);
   float* swap = reinterpret_cast<float*>(smem + kHeader);
@@ -272,7 +297,13 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
     if (stage1 || stage2) {
       __syncthreads();  // every warp is done with the previous fragments
       if (stage1) {
-        mma16::stage_frags<!kGateUp, kFragLanes>(frag, red, xA, xB, K, st.back);  // h was written by this launch: L2 only
+        if constexpr (kHmax && !kGateUp) {
+          // Written by this launch's gate/up tasks before they signalled: L2 only.
+          const float mA = __uint_as_float(__ldcg(P.hmax + aA)), mB = aB >= 0 ? __uint_as_float(__ldcg(P.hmax + aB)) : 0.f;
+          mma16::stage_split<true, kFragLanes>(frag, xA, xB, K, mA, mB, st.back);
+        } else {
+          mma16::stage_frags<!kGateUp, kFragLanes>(frag, red, xA, xB, K, st.back);  // h was written by this launch: L2 only
+        }
         st.xa = xA;
         st.xb = xB;
       }
@@ -283,6 +314,9 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
       }
     }
     const float back[2] = {st.back[0], st.back[1]};
+    if constexpr (kTrace) {
+      if (threadIdx.x == 0 && pr == 0) trace_at(task_id, 3);
+    }
     if constexpr (NT == 2) first_loads();
     // The pass over the tile, for one pair (kTwo false) or two: separate code, so that a pass with one
     // pair pays nothing for the second (passes with two exist only where rows share experts).
@@ -373,7 +407,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
       }
       if constexpr (kPipe) primed = has_next;
       if constexpr (NT == 2) mma16::finish_pair<kGateUp>(P, acc, back, aA, aB, o0, lane);
-      else finish_tile<kGateUp>(P, acc[0], back, aA, aB, o0, warp, lane, swap);
+      else finish_tile<kGateUp, kHmax>(P, acc[0], back, aA, aB, o0, warp, lane, swap);
       if constexpr (kTwo) {
         if constexpr (kGateUp) __syncthreads();  // the gate warps have read the first pair's swap
         const float back2[2] = {st.back2[0], st.back2[1]};
@@ -409,7 +443,13 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 }  // namespace direct
 
 // The fragment-order versions: same tickets and tasks as expert_mlp_kernel.
-template <int kAhead, int NT, int kMinBlocks, int kNP = 1>
+// kTrace (v118, v120): per-task times for diagnostics (set_expert_trace); the same arithmetic.
+// kMeta (v119, v120): the call's routing tables are copied into shared memory once per block, so a
+// task's first reads (its expert's pointers, its assignments) are shared-memory reads instead of a
+// chain of dependent global loads (~1.3 us per task at full load on the H200, measured with v118);
+// for calls whose tables exceed MetaTables, launch() runs the version without it (the same bits).
+// kHmax (v121): see task().
+template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
@@ -417,9 +457,21 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel
   uint4 w[direct::kRing][NT];
   uint2 s[NT][2];
   bool primed = false;
-  run_tickets(
-      P, [&](unsigned task, int, int) { direct::task<true, kAhead, NT, kNP>(P, task, smem, st, w, s, primed, 0u); },
-      [&](unsigned task, int, int) { direct::task<false, kAhead, NT, kNP>(P, task, smem, st, w, s, primed, 0u); });
+  auto body = [&](const Params& Q) {
+    run_tickets<false, kTrace, kHmax>(
+        Q,
+        [&](unsigned task, int, int) {
+          direct::task<true, kAhead, NT, kNP, false, kTrace, kHmax>(Q, task, smem, st, w, s, primed, 0u);
+        },
+        [&](unsigned task, int, int) {
+          direct::task<false, kAhead, NT, kNP, false, kTrace, kHmax>(Q, task, smem, st, w, s, primed, 0u);
+        });
+  };
+  if constexpr (kMeta) {
+    body(copy_tables(P));
+  } else {
+    body(P);
+  }
 }
 
 // v116: v96's tasks with the weight ring kept across them (kPipe), in run_tickets' order with the

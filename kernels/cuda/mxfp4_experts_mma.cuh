@@ -338,6 +338,10 @@ __device__ __forceinline__ float4 ld4(const float* p) {
 // back[s] receives 2^(14 - k_s), the factor that undoes the staging scale and the decode's 2^-14.
 // kLanes = 24: only the lanes of columns 0-5 are stored (block b at frag + b*384); the readers
 // use zeros for columns 6 and 7. Called by the whole block (it synchronizes).
+template <bool kCoherent, int kLanes>
+__device__ __forceinline__ void stage_split(char* frag, const float* x0, const float* x1, int K, float m0, float m1,
+                                            float (&back)[2]);
+
 template <bool kCoherent, int kLanes = 32>
 __device__ void stage_frags(char* frag, float* red, const float* x0, const float* x1, int K, float (&back)[2]) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -366,6 +370,15 @@ __device__ void stage_frags(char* frag, float* red, const float* x0, const float
     m0 = fmaxf(m0, red[2 * w]);
     m1 = fmaxf(m1, red[2 * w + 1]);
   }
+  stage_split<kCoherent, kLanes>(frag, x0, x1, K, m0, m1, back);
+}
+
+// stage_frags' second half: the three-part split of x0 and x1 given their largest magnitudes m0 and
+// m1 (fmaxf of |x| over the vector, from 0; 0 for a missing x1). Called by the whole block (it
+// synchronizes at the end).
+template <bool kCoherent, int kLanes>
+__device__ __forceinline__ void stage_split(char* frag, const float* x0, const float* x1, int K, float m0, float m1,
+                                            float (&back)[2]) {
   // Biased exponent eb of the largest magnitude: |x| < 2^(eb - 126), so k = 141 - eb gives |x 2^k| < 2^15.
   const int eb0 = min(static_cast<int>(__float_as_uint(m0) >> 23), 254);
   const int eb1 = min(static_cast<int>(__float_as_uint(m1) >> 23), 254);

@@ -91,6 +91,128 @@ struct Row {
   std::string note;
 };
 
+// The weight bytes of one call's distinct experts, read once with nothing computed: the most one
+// launch can stream from them (the yardstick for the expert kernels' tail and start costs).
+constexpr int kMaxSegs = 6 * 128;  // 12 KB of kernel parameters (allowed from CUDA 12.1 on Volta and newer)
+struct Segments {
+  const uint4* p[kMaxSegs];
+  unsigned long long end[kMaxSegs];  // running sum of 16-byte words up to and including segment i
+  int n;
+};
+__global__ void __launch_bounds__(256) read_segments(const Segments S, unsigned* sink) {
+  constexpr int U = 8;  // loads in flight per thread
+  const unsigned long long total = S.end[S.n - 1], stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  uint32_t acc = 0;
+  int cur = 0;
+  for (unsigned long long base = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; base < total;
+       base += U * stride) {
+    uint4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const unsigned long long i = base + u * stride;
+      v[u] = make_uint4(0u, 0u, 0u, 0u);
+      if (i < total) {
+        while (i >= S.end[cur]) ++cur;
+        const unsigned long long first = cur ? S.end[cur - 1] : 0ull;
+        v[u] = __ldcs(S.p[cur] + (i - first));
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  if (acc == 0x9E3779B9u) sink[0] = acc;  // keeps the loads; practically never written
+}
+
+// One routing per set: T rows of K distinct experts drawn from `pool` of the E experts; tables[s]
+// lists each set's distinct experts (from `experts`), slots[s] the table index per (row, slot),
+// global_ids the expert ids ([sets][T][K]).
+struct Routings {
+  std::vector<std::vector<MxExpert>> tables;
+  std::vector<std::vector<int32_t>> slots;
+  std::vector<int32_t> global_ids;
+  double distinct_avg = 0;
+};
+Routings make_routings(std::mt19937_64& rng, const std::vector<MxExpert>& experts, int T, int K, int pool, int sets) {
+  const int E = static_cast<int>(experts.size());
+  Routings r;
+  r.tables.resize(sets);
+  r.slots.resize(sets);
+  double distinct_sum = 0;
+  for (int s = 0; s < sets; ++s) {
+    std::vector<int> local(E, -1);
+    std::vector<int> ids(E);
+    for (int e = 0; e < E; ++e) ids[e] = e;
+    std::shuffle(ids.begin(), ids.end(), rng);
+    const std::vector<int> drawn(ids.begin(), ids.begin() + pool);  // this routing's pool
+    for (int t = 0; t < T; ++t) {
+      ids.assign(drawn.begin(), drawn.end());
+      std::shuffle(ids.begin(), ids.end(), rng);  // K distinct experts per row from the pool
+      for (int j = 0; j < K; ++j) {
+        const int e = ids[j];
+        if (local[e] < 0) {
+          local[e] = static_cast<int>(r.tables[s].size());
+          r.tables[s].push_back(experts[e]);
+        }
+        r.slots[s].push_back(local[e]);
+        r.global_ids.push_back(e);
+      }
+    }
+    distinct_sum += static_cast<double>(r.tables[s].size());
+  }
+  r.distinct_avg = distinct_sum / sets;
+  return r;
+}
+
+// Mean time of read_segments over each set's experts (all six tensors of each, `packed` and
+// `scales` bytes), median of 5 batches, events around each launch.
+float read_only_ms(const Routings& r, size_t packed, size_t scales, int sms) {
+  std::vector<Segments> segs(r.tables.size());
+  for (size_t s = 0; s < r.tables.size(); ++s) {
+    Segments& S = segs[s];
+    S.n = 0;
+    unsigned long long sum = 0;
+    auto add = [&](const void* p, size_t bytes) {
+      if (S.n == kMaxSegs) throw CudaError("read_only_ms: more than " + std::to_string(kMaxSegs / 6) + " experts per call");
+      S.p[S.n] = static_cast<const uint4*>(p);
+      sum += bytes / 16;
+      S.end[S.n++] = sum;
+    };
+    for (const MxExpert& e : r.tables[s]) {
+      add(e.gate_packed, packed);
+      add(e.up_packed, packed);
+      add(e.down_packed, packed);
+      add(e.gate_scale, scales);
+      add(e.up_scale, scales);
+      add(e.down_scale, scales);
+    }
+  }
+  DeviceBuffer sink(16);
+  const int sets = static_cast<int>(segs.size());
+  std::vector<cudaEvent_t> ev(2 * static_cast<size_t>(sets));
+  for (cudaEvent_t& e : ev) DELTAFIN_CUDA_CHECK(cudaEventCreate(&e));
+  auto call = [&](int s, bool timed) {
+    if (timed) DELTAFIN_CUDA_CHECK(cudaEventRecord(ev[2 * s]));
+    read_segments<<<sms * 4, 256>>>(segs[s], sink.as<unsigned>());
+    if (timed) DELTAFIN_CUDA_CHECK(cudaEventRecord(ev[2 * s + 1]));
+  };
+  call(0, false);
+  DELTAFIN_CUDA_LAUNCHED("read_segments");
+  std::vector<float> per;
+  for (int b = 0; b < 5; ++b) {
+    for (int s = 0; s < sets; ++s) call(s, true);
+    DELTAFIN_CUDA_CHECK(cudaDeviceSynchronize());
+    float sum = 0;
+    for (int s = 0; s < sets; ++s) {
+      float t = 0;
+      DELTAFIN_CUDA_CHECK(cudaEventElapsedTime(&t, ev[2 * s], ev[2 * s + 1]));
+      sum += t;
+    }
+    per.push_back(sum / sets);
+  }
+  for (cudaEvent_t e : ev) cudaEventDestroy(e);
+  return median(per);
+}
+
 // Mean time of the expert kernel alone over `sets` routings (ids [sets][T][K], global expert ids into
 // `pool`), median of 5 batches: each call's tables are built on the device first (plan_routed),
 // then events bracket run_planned's launch only.
@@ -128,6 +250,115 @@ float kernel_only_ms(ExpertMlp& mlp, const std::vector<MxExpert>& pool, const st
   return median(per);
 }
 
+// --trace: a traced version (v118: v96 with per-task times; v122: v121) over 6 routings each at T = 1
+// and 8 from all experts.
+// Prints where the blocks' time goes (shares of blocks x the launch's span) and writes every task's
+// record as CSV. frag_experts: the experts in fragment order.
+void trace_expert_tasks(ExpertMlp& mlp, const std::string& version, const std::vector<MxExpert>& frag_experts, int K,
+                        const std::string& path) {
+  for (const std::string& v : mlp.variants())
+    if (v.rfind(version + " ", 0) == 0) mlp.select_variant(v);
+  constexpr int W = 5;
+  const size_t cap = 1 << 16;  // tasks per launch, far above K3's (T = 8: ~6,000)
+  DeviceBuffer rec(cap * W * sizeof(unsigned long long));
+  set_expert_trace(rec.as<unsigned long long>());
+  std::ofstream csv(path);
+  csv << "version,T,call,task,kind,sm,block,start_ns,waited_ns,ready_ns,end_ns\n";
+  std::mt19937_64 rng(4242);
+  std::vector<float> z(8 * static_cast<size_t>(mlp.latent()), 0.5f);
+  DeviceBuffer dz(z.size() * 4), dy(z.size() * 4);
+  dz.upload(z.data(), z.size() * 4);
+  std::printf("\n%s: where each block's time goes, %% of blocks x span (6 calls each)\n", mlp.variant());
+  std::printf("%-4s %8s %7s %7s %7s %7s %7s %7s %7s %9s %9s\n", "T", "span us", "start", "wait", "prep", "stream", "gaps",
+              "tail", "tasks", "A task us", "B task us");
+  for (const int T : {1, 8}) {
+    const Routings rt = make_routings(rng, frag_experts, T, K, static_cast<int>(frag_experts.size()), 8);
+    std::vector<float> weights(size_t(T) * K, 1.0f / K);
+    double sum[7] = {}, a_us = 0, b_us = 0, span_sum = 0;
+    long na = 0, nb = 0, ntasks = 0;
+    for (int call = 0; call < 8; ++call) {
+      DELTAFIN_CUDA_CHECK(cudaMemset(rec.data(), 0, rec.size()));
+      mlp.run(rt.tables[call], rt.slots[call].data(), weights.data(), T, dz.as<float>(), dy.as<float>());
+      synchronize();
+      if (call < 2) continue;  // warm-up
+      std::vector<unsigned long long> h(cap * W);
+      rec.download(h.data(), rec.size());
+      struct Task {
+        unsigned id;
+        unsigned sm, block;
+        unsigned long long t[4];
+      };
+      std::vector<Task> tasks;
+      for (size_t i = 0; i < cap; ++i) {
+        const unsigned long long* r = &h[i * W];
+        if (!r[1]) continue;
+        tasks.push_back({static_cast<unsigned>(i), static_cast<unsigned>(r[0] >> 32), static_cast<unsigned>(r[0] & 0xffffffffu),
+                         {r[1], r[2], r[3], r[4]}});
+      }
+      if (tasks.empty()) throw CudaError("trace: v118 wrote no records");
+      unsigned long long t0 = ~0ull, t1 = 0;
+      for (const Task& k : tasks) {
+        t0 = std::min(t0, k.t[0]);
+        t1 = std::max(t1, k.t[3]);
+      }
+      // Per block: first start, last end, and the parts of its tasks.
+      std::vector<std::vector<const Task*>> by_block;
+      for (const Task& k : tasks) {
+        if (k.block >= by_block.size()) by_block.resize(k.block + 1);
+        by_block[k.block].push_back(&k);
+      }
+      double start = 0, wait = 0, prep = 0, stream = 0, gaps = 0, tail = 0;
+      int blocks = 0;
+      for (auto& b : by_block) {
+        if (b.empty()) continue;
+        ++blocks;
+        std::sort(b.begin(), b.end(), [](const Task* x, const Task* y) { return x->t[0] < y->t[0]; });
+        start += static_cast<double>(b.front()->t[0] - t0);
+        tail += static_cast<double>(t1 - b.back()->t[3]);
+        for (size_t i = 0; i < b.size(); ++i) {
+          const Task& k = *b[i];
+          wait += static_cast<double>(k.t[1] - k.t[0]);
+          prep += static_cast<double>(k.t[2] - k.t[1]);
+          stream += static_cast<double>(k.t[3] - k.t[2]);
+          if (i > 0) gaps += static_cast<double>(k.t[0] - b[i - 1]->t[3]);
+        }
+      }
+      const double total = static_cast<double>(blocks) * static_cast<double>(t1 - t0);
+      const double parts[7] = {start, wait, prep, stream, gaps, tail, static_cast<double>(tasks.size())};
+      for (int i = 0; i < 6; ++i) sum[i] += parts[i] / total;
+      ntasks += static_cast<long>(tasks.size());
+      span_sum += static_cast<double>(t1 - t0) / 1e3;
+      // Kinds: the tasks a launch has are A (gate/up) first, then B (down), then C (combine); the
+      // boundary is where waits start, which a gate/up task never has. Sizes are known: a K3 A task
+      // is one ticket per 64 intermediate rows of an expert, a B task per 128 latent rows.
+      const unsigned nA = static_cast<unsigned>(rt.tables[call].size()) * (mlp.inter() / 64);
+      const unsigned nB = static_cast<unsigned>(rt.tables[call].size()) * (mlp.latent() / 128);
+      for (const Task& k : tasks) {
+        const char* kind = k.id < nA ? "A" : k.id < nA + nB ? "B" : "C";
+        if (k.id < nA) {
+          a_us += static_cast<double>(k.t[3] - k.t[0]) / 1e3;
+          ++na;
+        } else if (k.id < nA + nB) {
+          b_us += static_cast<double>(k.t[3] - k.t[0]) / 1e3;
+          ++nb;
+        }
+        csv << version << ',' << T << ',' << call << ',' << k.id << ',' << kind << ',' << k.sm << ',' << k.block << ',' << (k.t[0] - t0) << ','
+            << (k.t[1] - t0) << ',' << (k.t[2] - t0) << ',' << (k.t[3] - t0) << '\n';
+      }
+    }
+    const int n = 6;
+    std::printf("%-4d %8.1f %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%% %7ld %9.2f %9.2f\n", T, span_sum / n, 100 * sum[0] / n,
+                100 * sum[1] / n, 100 * sum[2] / n, 100 * sum[3] / n, 100 * sum[4] / n, 100 * sum[5] / n, ntasks / n,
+                na ? a_us / na : 0.0, nb ? b_us / nb : 0.0);
+  }
+  set_expert_trace(nullptr);
+  std::printf("columns: start = before a block's first task, wait = B/C tasks waiting for their inputs, prep = from the\n"
+              "wait to the first pass streaming (staging the activation fragments), stream = the passes over the weights\n"
+              "and the task's finish, gaps = between a block's tasks (tickets, signalling), tail = after a block's last task.\n"
+              "Per-task CSV: %s\n",
+              path.c_str());
+}
+
 }  // namespace
 
 // --variant "A|B|C": versions whose names contain any of the alternatives (empty: every version).
@@ -148,14 +379,16 @@ int main(int argc, char** argv) {
   bool experts_only = false;  // skip the copy and GEMV parts (for profiling one kernel)
   bool gemm_only = false;     // skip the expert part
   std::string only_gemm_version;  // run only this BF16 GEMM version number
+  std::string trace_path;         // per-task times of the traced expert version (v118), as CSV
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--variant") && i + 1 < argc) only_variant = argv[++i];
     else if (!std::strcmp(argv[i], "--experts-only")) experts_only = true;
     else if (!std::strcmp(argv[i], "--gemm-only")) gemm_only = true;
     else if (!std::strcmp(argv[i], "--gemm-version") && i + 1 < argc) only_gemm_version = argv[++i];
+    else if (!std::strcmp(argv[i], "--trace") && i + 1 < argc) trace_path = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [--json PATH] [--variant SUBSTRING[|SUBSTRING...]] [--experts-only] [--gemm-only] [--gemm-version N]\n",
+      std::fprintf(stderr, "usage: %s [--json PATH] [--variant SUBSTRING[|SUBSTRING...]] [--experts-only] [--gemm-only] [--gemm-version N] [--trace CSV]\n",
                    argv[0]);
       return 3;
     }
@@ -212,21 +445,23 @@ int main(int argc, char** argv) {
       // The fragment-order versions read a repacked copy of the packed codes (scales shared).
       DeviceBuffer wf;
       std::vector<MxExpert> all_frag;
+      auto make_frag = [&] {
+        if (!all_frag.empty()) return;
+        wf = DeviceBuffer(3 * packed * E);
+        for (int e = 0; e < E; ++e) {
+          char* base = wf.as<char>() + 3 * packed * e;
+          const MxExpert& a = all[e];
+          repack_mx_fragments(a.gate_packed, base, inter, latent);
+          repack_mx_fragments(a.up_packed, base + packed, inter, latent);
+          repack_mx_fragments(a.down_packed, base + 2 * packed, latent, inter);
+          all_frag.push_back(MxExpert{base, a.gate_scale, base + packed, a.up_scale, base + 2 * packed, a.down_scale});
+        }
+        synchronize();
+      };
       for (const std::string& variant : mlp.variants()) {
         if (!matches_any(variant, only_variant)) continue;
         mlp.select_variant(variant);
-        if (mlp.fragment_layout() && all_frag.empty()) {
-          wf = DeviceBuffer(3 * packed * E);
-          for (int e = 0; e < E; ++e) {
-            char* base = wf.as<char>() + 3 * packed * e;
-            const MxExpert& a = all[e];
-            repack_mx_fragments(a.gate_packed, base, inter, latent);
-            repack_mx_fragments(a.up_packed, base + packed, inter, latent);
-            repack_mx_fragments(a.down_packed, base + 2 * packed, latent, inter);
-            all_frag.push_back(MxExpert{base, a.gate_scale, base + packed, a.up_scale, base + 2 * packed, a.down_scale});
-          }
-          synchronize();
-        }
+        if (mlp.fragment_layout()) make_frag();
         const std::vector<MxExpert>& pool_experts = mlp.fragment_layout() ? all_frag : all;
         // pool: the experts a pass draws from. All 896: nearly every expert has one row (a random
         // router). 64: a pass of 8 rows shares ~53 experts, ~2.4 rows each (like slice-2l's layers,
@@ -237,32 +472,12 @@ int main(int argc, char** argv) {
           const int T = tp.first, pool = tp.second;
           // Many different routings in rotation, so no run finds its experts in the 60 MB L2.
           const int sets = 48;
-          std::vector<std::vector<MxExpert>> tables(sets);
-          std::vector<std::vector<int32_t>> slots(sets);
-          std::vector<int32_t> global_ids;  // [sets][T][K]: the same routings by expert id, for run_routed
+          const Routings rt = make_routings(rng, pool_experts, T, K, pool, sets);
+          const auto& tables = rt.tables;
+          const auto& slots = rt.slots;
+          const auto& global_ids = rt.global_ids;
+          const double distinct_sum = rt.distinct_avg * sets;
           std::vector<float> weights(size_t(T) * K, 1.0f / K);
-          double distinct_sum = 0;
-          for (int s = 0; s < sets; ++s) {
-            std::vector<int> local(E, -1);
-            std::vector<int> ids(E);
-            for (int e = 0; e < E; ++e) ids[e] = e;
-            std::shuffle(ids.begin(), ids.end(), rng);
-            const std::vector<int> drawn(ids.begin(), ids.begin() + pool);  // this routing's pool
-            for (int t = 0; t < T; ++t) {
-              ids.assign(drawn.begin(), drawn.end());
-              std::shuffle(ids.begin(), ids.end(), rng);  // 16 distinct experts per row from the pool
-              for (int j = 0; j < K; ++j) {
-                const int e = ids[j];
-                if (local[e] < 0) {
-                  local[e] = static_cast<int>(tables[s].size());
-                  tables[s].push_back(pool_experts[e]);
-                }
-                slots[s].push_back(local[e]);
-                global_ids.push_back(e);
-              }
-            }
-            distinct_sum += static_cast<double>(tables[s].size());
-          }
           // Every batch of `sets` calls covers each routing once, so bytes per call = the average.
           const float ms = timer.per_call_ms(sets, 5, [&](int i) {
             const int s = i % sets;
@@ -284,6 +499,24 @@ int main(int argc, char** argv) {
                           d2d_gbs > 0 ? 100.0 * kgbs / d2d_gbs : 0.0,
                           "bytes as above; time of the expert kernel alone (tables built on the device, events around each launch)"});
         }
+      }
+      // The same bytes read by one plain launch (no tasks, no arithmetic): what a single call can
+      // stream at all, so the expert rows' distance from the copy splits into launch + streaming
+      // (also here) and the task scheme (the rest).
+      std::mt19937_64 rng_read(777);
+      for (const int T : {1, 2, 4, 8}) {
+        const Routings rt = make_routings(rng_read, all, T, K, E, 48);
+        const float ms = read_only_ms(rt, packed, scales, dev.sm_count);
+        const double gbs = rt.distinct_avg * per / (ms * 1e-3) / 1e9;
+        char shape[160];
+        std::snprintf(shape, sizeof shape, "T=%d, %.1f distinct experts avg (of %d), 3584->3072->3584", T, rt.distinct_avg, E);
+        rows.push_back({"MXFP4 expert bytes, read only (one launch)", shape, rt.distinct_avg * per, ms, gbs,
+                        d2d_gbs > 0 ? 100.0 * gbs / d2d_gbs : 0.0,
+                        "the same bytes as the expert rows, read once by a plain kernel; events around each launch"});
+      }
+      if (!trace_path.empty()) {
+        make_frag();
+        for (const char* traced : {"v118", "v122"}) trace_expert_tasks(mlp, traced, all_frag, K, trace_path + "." + traced);
       }
     }
 
