@@ -982,6 +982,9 @@ struct Variant {
 // / 68.6-69.0 / 70.2-70.6, shared 61.3-61.4 / 60.2-60.3 / 43.4-44.4, against v96's 54.3-55.1 /
 // 62.9-63.9 / 66.8-68.2 / 68.5-69.7, 59.8-60.5 / 57.6-59.7 / 43.2-44.6 in the same five runs; same
 // bits (checked). v121 is the fragment-layout default (v96 where the tables exceed MetaTables).
+// Dropped: v123 (v121 whose first gate/up task to stage a row of z publishes its max |z|, so later
+// ones stage in one pass) 55.9-56.1 / 63.9-64.0 / 68.8 / 69.8-70.0 against v121's 55.8-56.0 /
+// 64.0-64.2 / 68.4-69.2 / 69.6-69.9 in the same two runs.
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},

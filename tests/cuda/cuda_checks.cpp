@@ -663,6 +663,29 @@ void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts
     r.ok = at < outputs.size() && bits_equal(run_rows(fresh, es, rt, 0, T, dz, dy).data(), outputs[at].data(), outputs[at].size());
     r.detail = r.ok ? "same bits" : "outputs differ";
     out.push_back(r);
+
+    // Passes whose routing tables exceed the default's shared-memory copy (more than 128
+    // assignments: 12 rows of top-16) run the version without it: the same bits, so each row of a
+    // 12-row pass equals the row alone (which runs the default itself), for run() and run_routed().
+    const int T12 = 12;
+    const Routing rt12 = make_routing(rng, T12, K, n_experts);
+    DeviceBuffer dz12 = to_device(randn(rng, static_cast<size_t>(T12) * latent)), dy12(static_cast<size_t>(T12) * latent * 4);
+    ExpertMlp wide(latent, inter, K, T12, ExpertLayout::fragments);
+    const auto y12 = run_rows(wide, es, rt12, 0, T12, dz12, dy12);
+    const DeviceBuffer dtable = to_device(es.frag_ptrs), didx = to_device(rt12.expert), dw = to_device(rt12.weight);
+    wide.run_routed(dtable.as<MxExpert>(), n_experts, didx.as<int32_t>(), dw.as<float>(), T12, dz12.as<float>(), dy12.as<float>());
+    const auto yr12 = from_device<float>(dy12, static_cast<size_t>(T12) * latent);
+    int bad12 = 0, checked12 = 0;
+    for (int p = 0; p < T12; ++p) {
+      const auto one = run_rows(wide, es, rt12, p, 1, dz12, dy12);
+      for (const auto* y : {&y12, &yr12}) {
+        ++checked12;
+        if (!bits_equal(y->data() + static_cast<size_t>(p) * latent, one.data(), static_cast<size_t>(latent))) ++bad12;
+      }
+    }
+    out.push_back(invariance_result(tag + " [fragments-layout default " + name +
+                                        "] 12-row passes (run and run_routed) vs rows alone",
+                                    bad12, checked12));
   }
 }
 
