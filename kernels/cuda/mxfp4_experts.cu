@@ -984,7 +984,10 @@ struct Variant {
 // bits (checked). v121 is the fragment-layout default (v96 where the tables exceed MetaTables).
 // Dropped: v123 (v121 whose first gate/up task to stage a row of z publishes its max |z|, so later
 // ones stage in one pass) 55.9-56.1 / 63.9-64.0 / 68.8 / 69.8-70.0 against v121's 55.8-56.0 /
-// 64.0-64.2 / 68.4-69.2 / 69.6-69.9 in the same two runs.
+// 64.0-64.2 / 68.4-69.2 / 69.6-69.9 in the same two runs; v125 (v121 knowing its next task and
+// asking that task's vectors into shared memory by cp.async during its own first pass) 51.0-51.2 /
+// 61.9-62.3 / 66.1-66.3 / 68.3-68.7 against v121's 56.4-56.9 / 64.1-64.2 / 69.4-69.6 / 70.9-71.1
+// (blocks holding their next ticket made down tasks wait longer).
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
