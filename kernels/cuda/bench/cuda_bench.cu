@@ -91,6 +91,36 @@ struct Row {
   std::string note;
 };
 
+// Mean time of launch(s) over s = 0 .. sets - 1, each bracketed by its own pair of events (untimed
+// prepare(s) queued before it), median of 5 batches; two untimed rounds first.
+template <class Prepare, class Launch>
+float events_ms(int sets, Prepare&& prepare, Launch&& launch) {
+  std::vector<cudaEvent_t> ev(2 * static_cast<size_t>(sets));
+  for (cudaEvent_t& e : ev) DELTAFIN_CUDA_CHECK(cudaEventCreate(&e));
+  auto call = [&](int s, bool timed) {
+    prepare(s);
+    if (timed) DELTAFIN_CUDA_CHECK(cudaEventRecord(ev[2 * s]));
+    launch(s);
+    if (timed) DELTAFIN_CUDA_CHECK(cudaEventRecord(ev[2 * s + 1]));
+  };
+  call(0, false);
+  call(1 % sets, false);
+  std::vector<float> per;
+  for (int b = 0; b < 5; ++b) {
+    for (int s = 0; s < sets; ++s) call(s, true);
+    DELTAFIN_CUDA_CHECK(cudaDeviceSynchronize());
+    float sum = 0;
+    for (int s = 0; s < sets; ++s) {
+      float t = 0;
+      DELTAFIN_CUDA_CHECK(cudaEventElapsedTime(&t, ev[2 * s], ev[2 * s + 1]));
+      sum += t;
+    }
+    per.push_back(sum / sets);
+  }
+  for (cudaEvent_t e : ev) cudaEventDestroy(e);
+  return median(per);
+}
+
 // The weight bytes of one call's distinct experts, read once with nothing computed: the most one
 // launch can stream from them (the yardstick for the expert kernels' tail and start costs).
 constexpr int kMaxSegs = 6 * 128;  // 12 KB of kernel parameters (allowed from CUDA 12.1 on Volta and newer)
@@ -187,30 +217,11 @@ float read_only_ms(const Routings& r, size_t packed, size_t scales, int sms) {
     }
   }
   DeviceBuffer sink(16);
-  const int sets = static_cast<int>(segs.size());
-  std::vector<cudaEvent_t> ev(2 * static_cast<size_t>(sets));
-  for (cudaEvent_t& e : ev) DELTAFIN_CUDA_CHECK(cudaEventCreate(&e));
-  auto call = [&](int s, bool timed) {
-    if (timed) DELTAFIN_CUDA_CHECK(cudaEventRecord(ev[2 * s]));
-    read_segments<<<sms * 4, 256>>>(segs[s], sink.as<unsigned>());
-    if (timed) DELTAFIN_CUDA_CHECK(cudaEventRecord(ev[2 * s + 1]));
-  };
-  call(0, false);
+  const float ms = events_ms(
+      static_cast<int>(segs.size()), [](int) {},
+      [&](int s) { read_segments<<<sms * 4, 256>>>(segs[s], sink.as<unsigned>()); });
   DELTAFIN_CUDA_LAUNCHED("read_segments");
-  std::vector<float> per;
-  for (int b = 0; b < 5; ++b) {
-    for (int s = 0; s < sets; ++s) call(s, true);
-    DELTAFIN_CUDA_CHECK(cudaDeviceSynchronize());
-    float sum = 0;
-    for (int s = 0; s < sets; ++s) {
-      float t = 0;
-      DELTAFIN_CUDA_CHECK(cudaEventElapsedTime(&t, ev[2 * s], ev[2 * s + 1]));
-      sum += t;
-    }
-    per.push_back(sum / sets);
-  }
-  for (cudaEvent_t e : ev) cudaEventDestroy(e);
-  return median(per);
+  return ms;
 }
 
 // Mean time of the expert kernel alone over `sets` routings (ids [sets][T][K], global expert ids into
@@ -223,31 +234,13 @@ float kernel_only_ms(ExpertMlp& mlp, const std::vector<MxExpert>& pool, const st
   table.upload(pool.data(), table.size());
   idx.upload(ids.data(), idx.size());
   wt.upload(weights.data(), wt.size());
-  std::vector<cudaEvent_t> ev(2 * static_cast<size_t>(sets));
-  for (cudaEvent_t& e : ev) DELTAFIN_CUDA_CHECK(cudaEventCreate(&e));
-  auto call = [&](int s, bool timed) {
-    mlp.plan_routed(table.as<MxExpert>(), static_cast<int>(pool.size()), idx.as<int32_t>() + static_cast<size_t>(s) * T * K,
-                    wt.as<float>(), T);
-    if (timed) DELTAFIN_CUDA_CHECK(cudaEventRecord(ev[2 * s]));
-    mlp.run_planned(T, dz, dy);
-    if (timed) DELTAFIN_CUDA_CHECK(cudaEventRecord(ev[2 * s + 1]));
-  };
-  call(0, false);
-  call(1 % sets, false);
-  std::vector<float> per;
-  for (int b = 0; b < 5; ++b) {
-    for (int s = 0; s < sets; ++s) call(s, true);
-    DELTAFIN_CUDA_CHECK(cudaDeviceSynchronize());
-    float sum = 0;
-    for (int s = 0; s < sets; ++s) {
-      float t = 0;
-      DELTAFIN_CUDA_CHECK(cudaEventElapsedTime(&t, ev[2 * s], ev[2 * s + 1]));
-      sum += t;
-    }
-    per.push_back(sum / sets);
-  }
-  for (cudaEvent_t e : ev) cudaEventDestroy(e);
-  return median(per);
+  return events_ms(
+      sets,
+      [&](int s) {
+        mlp.plan_routed(table.as<MxExpert>(), static_cast<int>(pool.size()), idx.as<int32_t>() + static_cast<size_t>(s) * T * K,
+                        wt.as<float>(), T);
+      },
+      [&](int) { mlp.run_planned(T, dz, dy); });
 }
 
 // --trace: a traced version (v118: v96 with per-task times; v122: v121) over 6 routings each at T = 1
