@@ -13,8 +13,11 @@
 #include <vector>
 
 #include "cuda/cuda_common.cuh"
+#include "expert_routings.h"
+#include "expert_trace.h"
 
 using namespace deltafin::cuda;
+using namespace deltafin::cuda::bench;
 
 namespace {
 
@@ -153,46 +156,6 @@ __global__ void __launch_bounds__(256) read_segments(const Segments S, unsigned*
   if (acc == 0x9E3779B9u) sink[0] = acc;  // keeps the loads; practically never written
 }
 
-// One routing per set: T rows of K distinct experts drawn from `pool` of the E experts; tables[s]
-// lists each set's distinct experts (from `experts`), slots[s] the table index per (row, slot),
-// global_ids the expert ids ([sets][T][K]).
-struct Routings {
-  std::vector<std::vector<MxExpert>> tables;
-  std::vector<std::vector<int32_t>> slots;
-  std::vector<int32_t> global_ids;
-  double distinct_avg = 0;
-};
-Routings make_routings(std::mt19937_64& rng, const std::vector<MxExpert>& experts, int T, int K, int pool, int sets) {
-  const int E = static_cast<int>(experts.size());
-  Routings r;
-  r.tables.resize(sets);
-  r.slots.resize(sets);
-  double distinct_sum = 0;
-  for (int s = 0; s < sets; ++s) {
-    std::vector<int> local(E, -1);
-    std::vector<int> ids(E);
-    for (int e = 0; e < E; ++e) ids[e] = e;
-    std::shuffle(ids.begin(), ids.end(), rng);
-    const std::vector<int> drawn(ids.begin(), ids.begin() + pool);  // this routing's pool
-    for (int t = 0; t < T; ++t) {
-      ids.assign(drawn.begin(), drawn.end());
-      std::shuffle(ids.begin(), ids.end(), rng);  // K distinct experts per row from the pool
-      for (int j = 0; j < K; ++j) {
-        const int e = ids[j];
-        if (local[e] < 0) {
-          local[e] = static_cast<int>(r.tables[s].size());
-          r.tables[s].push_back(experts[e]);
-        }
-        r.slots[s].push_back(local[e]);
-        r.global_ids.push_back(e);
-      }
-    }
-    distinct_sum += static_cast<double>(r.tables[s].size());
-  }
-  r.distinct_avg = distinct_sum / sets;
-  return r;
-}
-
 // Mean time of read_segments over each set's experts (all six tensors of each, `packed` and
 // `scales` bytes), median of 5 batches, events around each launch.
 float read_only_ms(const Routings& r, size_t packed, size_t scales, int sms) {
@@ -241,115 +204,6 @@ float kernel_only_ms(ExpertMlp& mlp, const std::vector<MxExpert>& pool, const st
                         wt.as<float>(), T);
       },
       [&](int) { mlp.run_planned(T, dz, dy); });
-}
-
-// --trace: a traced version (v118: v96 with per-task times; v122: v121) over 6 routings each at T = 1
-// and 8 from all experts.
-// Prints where the blocks' time goes (shares of blocks x the launch's span) and writes every task's
-// record as CSV. frag_experts: the experts in fragment order.
-void trace_expert_tasks(ExpertMlp& mlp, const std::string& version, const std::vector<MxExpert>& frag_experts, int K,
-                        const std::string& path) {
-  for (const std::string& v : mlp.variants())
-    if (v.rfind(version + " ", 0) == 0) mlp.select_variant(v);
-  constexpr int W = 5;
-  const size_t cap = 1 << 16;  // tasks per launch, far above K3's (T = 8: ~6,000)
-  DeviceBuffer rec(cap * W * sizeof(unsigned long long));
-  set_expert_trace(rec.as<unsigned long long>());
-  std::ofstream csv(path);
-  csv << "version,T,call,task,kind,sm,block,start_ns,waited_ns,ready_ns,end_ns\n";
-  std::mt19937_64 rng(4242);
-  std::vector<float> z(8 * static_cast<size_t>(mlp.latent()), 0.5f);
-  DeviceBuffer dz(z.size() * 4), dy(z.size() * 4);
-  dz.upload(z.data(), z.size() * 4);
-  std::printf("\n%s: where each block's time goes, %% of blocks x span (6 calls each)\n", mlp.variant());
-  std::printf("%-4s %8s %7s %7s %7s %7s %7s %7s %7s %9s %9s\n", "T", "span us", "start", "wait", "prep", "stream", "gaps",
-              "tail", "tasks", "A task us", "B task us");
-  for (const int T : {1, 8}) {
-    const Routings rt = make_routings(rng, frag_experts, T, K, static_cast<int>(frag_experts.size()), 8);
-    std::vector<float> weights(size_t(T) * K, 1.0f / K);
-    double sum[7] = {}, a_us = 0, b_us = 0, span_sum = 0;
-    long na = 0, nb = 0, ntasks = 0;
-    for (int call = 0; call < 8; ++call) {
-      DELTAFIN_CUDA_CHECK(cudaMemset(rec.data(), 0, rec.size()));
-      mlp.run(rt.tables[call], rt.slots[call].data(), weights.data(), T, dz.as<float>(), dy.as<float>());
-      synchronize();
-      if (call < 2) continue;  // warm-up
-      std::vector<unsigned long long> h(cap * W);
-      rec.download(h.data(), rec.size());
-      struct Task {
-        unsigned id;
-        unsigned sm, block;
-        unsigned long long t[4];
-      };
-      std::vector<Task> tasks;
-      for (size_t i = 0; i < cap; ++i) {
-        const unsigned long long* r = &h[i * W];
-        if (!r[1]) continue;
-        tasks.push_back({static_cast<unsigned>(i), static_cast<unsigned>(r[0] >> 32), static_cast<unsigned>(r[0] & 0xffffffffu),
-                         {r[1], r[2], r[3], r[4]}});
-      }
-      if (tasks.empty()) throw CudaError("trace: v118 wrote no records");
-      unsigned long long t0 = ~0ull, t1 = 0;
-      for (const Task& k : tasks) {
-        t0 = std::min(t0, k.t[0]);
-        t1 = std::max(t1, k.t[3]);
-      }
-      // Per block: first start, last end, and the parts of its tasks.
-      std::vector<std::vector<const Task*>> by_block;
-      for (const Task& k : tasks) {
-        if (k.block >= by_block.size()) by_block.resize(k.block + 1);
-        by_block[k.block].push_back(&k);
-      }
-      double start = 0, wait = 0, prep = 0, stream = 0, gaps = 0, tail = 0;
-      int blocks = 0;
-      for (auto& b : by_block) {
-        if (b.empty()) continue;
-        ++blocks;
-        std::sort(b.begin(), b.end(), [](const Task* x, const Task* y) { return x->t[0] < y->t[0]; });
-        start += static_cast<double>(b.front()->t[0] - t0);
-        tail += static_cast<double>(t1 - b.back()->t[3]);
-        for (size_t i = 0; i < b.size(); ++i) {
-          const Task& k = *b[i];
-          wait += static_cast<double>(k.t[1] - k.t[0]);
-          prep += static_cast<double>(k.t[2] - k.t[1]);
-          stream += static_cast<double>(k.t[3] - k.t[2]);
-          if (i > 0) gaps += static_cast<double>(k.t[0] - b[i - 1]->t[3]);
-        }
-      }
-      const double total = static_cast<double>(blocks) * static_cast<double>(t1 - t0);
-      const double parts[7] = {start, wait, prep, stream, gaps, tail, static_cast<double>(tasks.size())};
-      for (int i = 0; i < 6; ++i) sum[i] += parts[i] / total;
-      ntasks += static_cast<long>(tasks.size());
-      span_sum += static_cast<double>(t1 - t0) / 1e3;
-      // Kinds: the tasks a launch has are A (gate/up) first, then B (down), then C (combine); the
-      // boundary is where waits start, which a gate/up task never has. Sizes are known: a K3 A task
-      // is one ticket per 64 intermediate rows of an expert, a B task per 128 latent rows.
-      const unsigned nA = static_cast<unsigned>(rt.tables[call].size()) * (mlp.inter() / 64);
-      const unsigned nB = static_cast<unsigned>(rt.tables[call].size()) * (mlp.latent() / 128);
-      for (const Task& k : tasks) {
-        const char* kind = k.id < nA ? "A" : k.id < nA + nB ? "B" : "C";
-        if (k.id < nA) {
-          a_us += static_cast<double>(k.t[3] - k.t[0]) / 1e3;
-          ++na;
-        } else if (k.id < nA + nB) {
-          b_us += static_cast<double>(k.t[3] - k.t[0]) / 1e3;
-          ++nb;
-        }
-        csv << version << ',' << T << ',' << call << ',' << k.id << ',' << kind << ',' << k.sm << ',' << k.block << ',' << (k.t[0] - t0) << ','
-            << (k.t[1] - t0) << ',' << (k.t[2] - t0) << ',' << (k.t[3] - t0) << '\n';
-      }
-    }
-    const int n = 6;
-    std::printf("%-4d %8.1f %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%% %7ld %9.2f %9.2f\n", T, span_sum / n, 100 * sum[0] / n,
-                100 * sum[1] / n, 100 * sum[2] / n, 100 * sum[3] / n, 100 * sum[4] / n, 100 * sum[5] / n, ntasks / n,
-                na ? a_us / na : 0.0, nb ? b_us / nb : 0.0);
-  }
-  set_expert_trace(nullptr);
-  std::printf("columns: start = before a block's first task, wait = B/C tasks waiting for their inputs, prep = from the\n"
-              "wait to the first pass streaming (staging the activation fragments), stream = the passes over the weights\n"
-              "and the task's finish, gaps = between a block's tasks (tickets, signalling), tail = after a block's last task.\n"
-              "Per-task CSV: %s\n",
-              path.c_str());
 }
 
 }  // namespace

@@ -1,0 +1,18 @@
+// deltafin-cuda-bench --trace: per-task times of the traced expert versions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_kernels.h"
+
+namespace deltafin::cuda::bench {
+
+// --trace: a traced version (v118: v96 with per-task times; v122: v121) over 6 routings each at T = 1
+// and 8 from all experts.
+// Prints where the blocks' time goes (shares of blocks x the launch's span) and writes every task's
+// record as CSV. frag_experts: the experts in fragment order.
+void trace_expert_tasks(ExpertMlp& mlp, const std::string& version, const std::vector<MxExpert>& frag_experts, int K,
+                        const std::string& path);
+
+}  // namespace deltafin::cuda::bench
