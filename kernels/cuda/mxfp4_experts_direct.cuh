@@ -106,32 +106,24 @@ __device__ __forceinline__ void finish_tile(const Params& P, const float (&acc)[
   mma16::slot_sums(acc, q, v);
   const int a = q == 0 ? aA : aB;
   const float bs = q ? back[1] : back[0];
-  if constexpr (kGateUp && kMax) {
+  if constexpr (kGateUp) {
     float2* sw = reinterpret_cast<float2*>(swap);
     if (warp >= kWarps / 2) sw[(warp - kWarps / 2) * 32 + lane] = make_float2(v[0], v[1]);
     __syncthreads();
     if (warp < kWarps / 2) {
-      const bool mine = q < 2 && a >= 0;
       float m = 0.f;
-      if (mine) {
+      if (q < 2 && a >= 0) {
         const float2 u = sw[warp * 32 + lane];
         const float h0 = situ_act(v[0] * bs, u.x * bs), h1 = situ_act(v[1] * bs, u.y * bs);
         P.h[static_cast<int64_t>(a) * P.inter + o0 + gr] = h0;
         P.h[static_cast<int64_t>(a) * P.inter + o0 + gr + 8] = h1;
-        m = fmaxf(fmaxf(m, fabsf(h0)), fabsf(h1));  // as stage_frags: NaN never wins
+        if constexpr (kMax) m = fmaxf(fmaxf(m, fabsf(h0)), fabsf(h1));  // as stage_frags: NaN never wins
       }
+      if constexpr (kMax) {
 #pragma unroll
-      for (int sh = 4; sh <= 16; sh <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, sh));  // lanes of one q
-      if (lane < 2 && a >= 0) atomicMax(P.hmax + a, __float_as_uint(m));
-    }
-  } else if constexpr (kGateUp) {
-    float2* sw = reinterpret_cast<float2*>(swap);
-    if (warp >= kWarps / 2) sw[(warp - kWarps / 2) * 32 + lane] = make_float2(v[0], v[1]);
-    __syncthreads();
-    if (warp < kWarps / 2 && q < 2 && a >= 0) {
-      const float2 u = sw[warp * 32 + lane];
-      P.h[static_cast<int64_t>(a) * P.inter + o0 + gr] = situ_act(v[0] * bs, u.x * bs);
-      P.h[static_cast<int64_t>(a) * P.inter + o0 + gr + 8] = situ_act(v[1] * bs, u.y * bs);
+        for (int sh = 4; sh <= 16; sh <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, sh));  // lanes of one q
+        if (lane < 2 && a >= 0) atomicMax(P.hmax + a, __float_as_uint(m));
+      }
     }
   } else if (q < 2 && a >= 0) {
     P.d[static_cast<int64_t>(a) * P.latent + o0 + gr] = v[0] * bs;
