@@ -1028,8 +1028,6 @@ const Variant kVariants[] = {
     {"v122 traced (v121's code with per-task times, set_expert_trace: diagnostics)",
      expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0,
      0, 0, 0, 1, 0, 1, 1, 1},
-    {"v120 traced (v119's code with per-task times, set_expert_trace: diagnostics)", expert_mlp_direct_kernel<3, 1, 2, 1, true, true>,
-     direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1},
     {"v116 mma fp16x3 fragment order one tile per warp 3 chunks ahead loads ahead across tasks",
      expert_mlp_direct_pipe_kernel<3, 2>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
     {"v91 mma fp16x3 fragment order 3 chunks ahead", expert_mlp_direct_kernel<3, 2, 2>, direct::tile_a<2>(),

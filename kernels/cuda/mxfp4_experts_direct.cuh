@@ -435,8 +435,8 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 }  // namespace direct
 
 // The fragment-order versions: same tickets and tasks as expert_mlp_kernel.
-// kTrace (v118, v120): per-task times for diagnostics (set_expert_trace); the same arithmetic.
-// kMeta (v119, v120): the call's routing tables are copied into shared memory once per block, so a
+// kTrace (v118, v122): per-task times for diagnostics (set_expert_trace); the same arithmetic.
+// kMeta (v119, v121, v122): the call's routing tables are copied into shared memory once per block, so a
 // task's first reads (its expert's pointers, its assignments) are shared-memory reads instead of a
 // chain of dependent global loads (~1.3 us per task at full load on the H200, measured with v118);
 // for calls whose tables exceed MetaTables, launch() runs the version without it (the same bits).

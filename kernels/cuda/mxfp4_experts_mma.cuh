@@ -332,47 +332,6 @@ __device__ __forceinline__ float4 ld4(const float* p) {
   else return __ldg(reinterpret_cast<const float4*>(p));
 }
 
-// B fragments for one or two activation vectors of width K (x1 may be null): slot s occupies
-// columns 3s..3s+2 (parts 1..3); absent slots and columns 6, 7 are zero. Block b, column n, lane
-// quad q hold, at frag + b*512 + (4n + q)*16, the halves of columns 8q + {0,2,4,6,1,3,5,7}.
-// back[s] receives 2^(14 - k_s), the factor that undoes the staging scale and the decode's 2^-14.
-// kLanes = 24: only the lanes of columns 0-5 are stored (block b at frag + b*384); the readers
-// use zeros for columns 6 and 7. Called by the whole block (it synchronizes).
-template <bool kCoherent, int kLanes>
-__device__ __forceinline__ void stage_split(char* frag, const float* x0, const float* x1, int K, float m0, float m1,
-                                            float (&back)[2]);
-
-template <bool kCoherent, int kLanes = 32>
-__device__ void stage_frags(char* frag, float* red, const float* x0, const float* x1, int K, float (&back)[2]) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  float m0 = 0.f, m1 = 0.f;
-  for (int i = threadIdx.x; i < K / 4; i += kThreads) {
-    const float4 v = ld4<kCoherent>(x0 + 4 * i);
-    m0 = fmaxf(m0, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
-    if (x1) {
-      const float4 u = ld4<kCoherent>(x1 + 4 * i);
-      m1 = fmaxf(m1, fmaxf(fmaxf(fabsf(u.x), fabsf(u.y)), fmaxf(fabsf(u.z), fabsf(u.w))));
-    }
-  }
-#pragma unroll
-  for (int m = 16; m >= 1; m >>= 1) {
-    m0 = fmaxf(m0, __shfl_xor_sync(0xffffffffu, m0, m));
-    m1 = fmaxf(m1, __shfl_xor_sync(0xffffffffu, m1, m));
-  }
-  if (lane == 0) {
-    red[2 * warp] = m0;
-    red[2 * warp + 1] = m1;
-  }
-  __syncthreads();
-  m0 = m1 = 0.f;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) {
-    m0 = fmaxf(m0, red[2 * w]);
-    m1 = fmaxf(m1, red[2 * w + 1]);
-  }
-  stage_split<kCoherent, kLanes>(frag, x0, x1, K, m0, m1, back);
-}
-
 // stage_frags' second half: the three-part split of x0 and x1 given their largest magnitudes m0 and
 // m1 (fmaxf of |x| over the vector, from 0; 0 for a missing x1). Called by the whole block (it
 // synchronizes at the end).
@@ -429,6 +388,44 @@ __device__ __forceinline__ void stage_split(char* frag, const float* x0, const f
   }
   __syncthreads();
 }
+
+// B fragments for one or two activation vectors of width K (x1 may be null): slot s occupies
+// columns 3s..3s+2 (parts 1..3); absent slots and columns 6, 7 are zero. Block b, column n, lane
+// quad q hold, at frag + b*512 + (4n + q)*16, the halves of columns 8q + {0,2,4,6,1,3,5,7}.
+// back[s] receives 2^(14 - k_s), the factor that undoes the staging scale and the decode's 2^-14.
+// kLanes = 24: only the lanes of columns 0-5 are stored (block b at frag + b*384); the readers
+// use zeros for columns 6 and 7. Called by the whole block (it synchronizes).
+template <bool kCoherent, int kLanes = 32>
+__device__ void stage_frags(char* frag, float* red, const float* x0, const float* x1, int K, float (&back)[2]) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  float m0 = 0.f, m1 = 0.f;
+  for (int i = threadIdx.x; i < K / 4; i += kThreads) {
+    const float4 v = ld4<kCoherent>(x0 + 4 * i);
+    m0 = fmaxf(m0, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
+    if (x1) {
+      const float4 u = ld4<kCoherent>(x1 + 4 * i);
+      m1 = fmaxf(m1, fmaxf(fmaxf(fabsf(u.x), fabsf(u.y)), fmaxf(fabsf(u.z), fabsf(u.w))));
+    }
+  }
+#pragma unroll
+  for (int m = 16; m >= 1; m >>= 1) {
+    m0 = fmaxf(m0, __shfl_xor_sync(0xffffffffu, m0, m));
+    m1 = fmaxf(m1, __shfl_xor_sync(0xffffffffu, m1, m));
+  }
+  if (lane == 0) {
+    red[2 * warp] = m0;
+    red[2 * warp + 1] = m1;
+  }
+  __syncthreads();
+  m0 = m1 = 0.f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    m0 = fmaxf(m0, red[2 * w]);
+    m1 = fmaxf(m1, red[2 * w + 1]);
+  }
+  stage_split<kCoherent, kLanes>(frag, x0, x1, K, m0, m1, back);
+}
+
 
 // Pass pr over an expert's assignments a0..a1-1 takes two of them: their ids (aB = -1 past the end)
 // and activation vectors (gate/up: the rows' z; down: the assignments' h).
