@@ -2,9 +2,13 @@
 // group and weights, from the router's [T][K] ids and weights in device memory, plus the expert
 // kernel's counters; one block, so the tables are complete before the expert kernel starts.
 //
-// The layout is ExpertMlp::run's (groups ascending by expert id, assignments ascending within a
-// group). Which group an expert lands in never changes a result: the expert kernel computes each
-// (row, slot) with the same reduction order whatever else shares its expert.
+// Groups follow the experts' first slots (row 0's experts first, then the experts row 1 adds, ...),
+// assignments ascend within a group. Why that order: the expert kernel hands out its gate/up tasks
+// group by group, and a block's next ticket is about one grid further on, so with a row's experts
+// side by side a block's successive tasks often read the same row and keep its staged activation
+// fragments (ascending expert ids scattered a row's experts over the whole call: at T = 8 nearly
+// every task staged anew). Which group an expert lands in never changes a result: the expert
+// kernel computes each (row, slot) with the same reduction order whatever else shares its expert.
 #include "cuda/expert_routing.cuh"
 
 #include <string>
@@ -28,6 +32,7 @@ __global__ void __launch_bounds__(kThreads)
   int* off = sm + n;       // [n] where the expert's assignments start in assign_list
   int* group = sm + 2 * n; // [n] the expert's group
   int* ids = sm + 3 * n;   // [A] the routing, staged
+  int* first = ids + A;    // [A] 1 where slot a is its expert's first slot
   __shared__ int part_c[kThreads], part_u[kThreads];
   const int tid = threadIdx.x;
   for (int e = tid; e < n; e += kThreads) cnt[e] = 0;
@@ -39,14 +44,20 @@ __global__ void __launch_bounds__(kThreads)
     atomicAdd(&cnt[e], 1);
   }
   __syncthreads();
-  // Exclusive scans over the experts of the slot counts (offsets) and of "used" (group ranks):
-  // each thread walks a contiguous chunk, the chunk totals are scanned across the block.
-  const int chunk = (n + kThreads - 1) / kThreads;
-  const int lo = min(n, tid * chunk), hi = min(n, lo + chunk);
+  for (int a = tid; a < A; a += kThreads) {
+    int f = 1;
+    for (int b = 0; b < a && f; ++b) f = ids[b] != ids[a];
+    first[a] = f;
+  }
+  __syncthreads();
+  // Exclusive scans over the slots of "first" (group ranks) and of the first slots' counts
+  // (offsets): each thread walks a contiguous chunk, the chunk totals are scanned across the block.
+  const int chunk = (A + kThreads - 1) / kThreads;
+  const int lo = min(A, tid * chunk), hi = min(A, lo + chunk);
   int c = 0, u = 0;
-  for (int e = lo; e < hi; ++e) {
-    c += cnt[e];
-    u += cnt[e] > 0;
+  for (int a = lo; a < hi; ++a) {
+    c += first[a] ? cnt[ids[a]] : 0;
+    u += first[a];
   }
   part_c[tid] = c;
   part_u[tid] = u;
@@ -62,18 +73,18 @@ __global__ void __launch_bounds__(kThreads)
   if (empty < 0) __trap();  // n_groups is min(n, A): more distinct experts cannot exist
   c = part_c[tid] - c;
   u = empty + part_u[tid] - u;
-  for (int e = lo; e < hi; ++e) {
+  for (int a = lo; a < hi; ++a) {
+    if (!first[a]) continue;
+    const int e = ids[a];
     off[e] = c;
     group[e] = u;
-    if (cnt[e] > 0) {
-      const MxExpert x = table[e];
-      if (bad_ptr(x.gate_packed, align) || bad_ptr(x.gate_scale, align) || bad_ptr(x.up_packed, align) ||
-          bad_ptr(x.up_scale, align) || bad_ptr(x.down_packed, align) || bad_ptr(x.down_scale, align))
-        __trap();
-      out.experts[u] = x;
-      out.grp_begin[u] = c;
-      ++u;
-    }
+    const MxExpert x = table[e];
+    if (bad_ptr(x.gate_packed, align) || bad_ptr(x.gate_scale, align) || bad_ptr(x.up_packed, align) ||
+        bad_ptr(x.up_scale, align) || bad_ptr(x.down_packed, align) || bad_ptr(x.down_scale, align))
+      __trap();
+    out.experts[u] = x;
+    out.grp_begin[u] = c;
+    ++u;
     c += cnt[e];
   }
   // Empty groups: no assignment, and an expert that is never read but keeps the table valid.
@@ -105,7 +116,7 @@ __global__ void __launch_bounds__(kThreads)
 void build_routing_tables(const MxExpert* dev_table, int n_experts, const int32_t* dev_idx, const float* dev_weight,
                           int T, int K, int n_groups, int a_tiles, int align, const RoutingTables& out, cudaStream_t s) {
   const int A = T * K;
-  const size_t smem = (3 * static_cast<size_t>(n_experts) + static_cast<size_t>(A)) * sizeof(int);
+  const size_t smem = (3 * static_cast<size_t>(n_experts) + 2 * static_cast<size_t>(A)) * sizeof(int);
   if (smem > 48 * 1024)
     throw CudaError("ExpertMlp::run_routed: " + std::to_string(n_experts) + " experts and " + std::to_string(A) +
                     " slots exceed the table builder's shared memory");

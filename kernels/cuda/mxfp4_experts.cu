@@ -108,6 +108,24 @@ __device__ __forceinline__ void e2m1_half2(uint32_t w, uint32_t (&h)[4]) {
   h[3] = __byte_perm(od, 0u, 0x3424);
 }
 
+// e2m1_half2's words, bit for bit, with less integer-pipe work. Why: at K3's shapes the fragment-
+// order kernels issue about 60 integer-pipe instructions per 512 bytes of weights, and that pipe
+// (half the FMA pipe's rate) was the busiest one, 62-70% of cycles, with DRAM at 53% (ncu on the
+// H200, docs/PERFORMANCE.md, session 13). Here the shifts are multiplies (the FMA pipe) and each
+// nibble's sign reaches bit 7 of its byte by a carry: for a byte holding 2c (c = s|e1 e0 m),
+// 2c + 0x70 has bit 7 = s and bits 1-3 = e1 e0 m, and the mask drops bits 4-6 (2c + 0x70 <= 0x8E:
+// never a carry out of the byte). ptxas makes 8-9 integer-pipe instructions of it per word, not 11.
+__device__ __forceinline__ void e2m1_half2_fma(uint32_t w, uint32_t (&h)[4]) {
+  const uint32_t lo = w & 0x0F0F0F0Fu;  // even columns, one code per byte
+  const uint32_t hi = w - lo;           // odd columns, code x 16 per byte
+  const uint32_t ev = (lo * 2u + 0x70707070u) & 0x8E8E8E8Eu;
+  const uint32_t od = (__umulhi(hi, 1u << 29) + 0x70707070u) & 0x8E8E8E8Eu;  // hi / 8: code x 2 per byte
+  h[0] = __byte_perm(ev, 0u, 0x1404);
+  h[1] = __byte_perm(ev, 0u, 0x3424);
+  h[2] = __byte_perm(od, 0u, 0x1404);
+  h[3] = __byte_perm(od, 0u, 0x3424);
+}
+
 // Sum over the 8 columns held by one 32-bit word of packed codes, times 2^-14, in column order.
 __device__ __forceinline__ float dot8(uint32_t w, float4 xa, float4 xb, float p) {
   uint32_t h[4];
@@ -981,13 +999,25 @@ struct Variant {
 // (v119 with max |h| recorded by the gate/up tasks: one staging pass per down task) 55.9-56.4 / 64.3
 // / 68.6-69.0 / 70.2-70.6, shared 61.3-61.4 / 60.2-60.3 / 43.4-44.4, against v96's 54.3-55.1 /
 // 62.9-63.9 / 66.8-68.2 / 68.5-69.7, 59.8-60.5 / 57.6-59.7 / 43.2-44.6 in the same five runs; same
-// bits (checked). v121 is the fragment-layout default (v96 where the tables exceed MetaTables).
+// bits (checked). v121 was the fragment-layout default in session 12 (v96 where the tables exceed
+// MetaTables).
 // Dropped: v123 (v121 whose first gate/up task to stage a row of z publishes its max |z|, so later
 // ones stage in one pass) 55.9-56.1 / 63.9-64.0 / 68.8 / 69.8-70.0 against v121's 55.8-56.0 /
 // 64.0-64.2 / 68.4-69.2 / 69.6-69.9 in the same two runs; v125 (v121 knowing its next task and
 // asking that task's vectors into shared memory by cp.async during its own first pass) 51.0-51.2 /
 // 61.9-62.3 / 66.1-66.3 / 68.3-68.7 against v121's 56.4-56.9 / 64.1-64.2 / 69.4-69.6 / 70.9-71.1
 // (blocks holding their next ticket made down tasks wait longer).
+// Session 13 (H200): ncu on v121 at T=1 showed the integer pipe as the busiest (62% of elapsed
+// cycles, FMA pipe 13%, DRAM 53%). v126 (v121 with e2m1_half2_fma and scale_at_fma in groups
+// without an E8M0 0) 57.0-58.2 / 65.1-66.2 / 69.7-70.8 / 70.1-73.0 per call (kernel alone at T=1
+// 59.9-60.6) against v121's 56.0-56.7 / 64.2-65.1 / 68.3-69.8 / 69.7-72.2 (58.0-58.9) in the same
+// three runs; v130 (v96 the same way) 56.4-56.8 at T=1 against v96's 55.2. Same bits (checked). v126
+// is the fragment-layout default, v130 runs where the tables exceed MetaTables. Dropped: v127 (bytes
+// 1 and 2 of each word swapped so that every half2 is one multiply-add and one mask: ptxas made LEAs
+// of the multiplies, 97 instructions per chunk against v126's 80) 53.7-54.0 / 61.5 / 65.3-65.5 /
+// 66.4-67.0; v128 (codes as FP8 E4M3 bytes, two per cvt to half2) 53.1-53.9 / 61.4-61.6 / 65.6-65.9 /
+// 68.1, and not v20's bits; v129 (v108 the v126 way) 54.4-54.7 against v108's 55.2-55.3 at T=1,
+// 52.6-52.9 against 53.5-53.8 at the shared T=8.
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
@@ -1013,9 +1043,15 @@ const Variant kVariants[] = {
      0, 1, 2},
     {"v16 mma fp16x3 tiles 128/256", expert_mlp_mma_kernel<mma16::Big, false, false>, mma16::kTileA, mma16::kTileB, 0, 0, 1,
      1},
+    {"v126 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode on the FMA pipe",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0,
+     0, 0, 0, 0, 1, 0, 1, 1, 1},
     {"v121 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0,
      0, 0, 0, 1, 0, 1, 1, 1},
+    {"v130 mma fp16x3 fragment order one tile per warp 3 chunks ahead decode on the FMA pipe",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, false, false, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0,
+     0, 0, 0, 0, 0, 1, 0, 1},
     {"v96 mma fp16x3 fragment order one tile per warp 3 chunks ahead", expert_mlp_direct_kernel<3, 1, 2>,
      direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
     {"v108 mma fp16x3 fragment order one tile per warp 2 chunks ahead four vectors per pass", expert_mlp_direct_kernel<2, 1, 2, 2>,

@@ -59,8 +59,33 @@ __device__ __forceinline__ float scale_at(uint2 s, int i) {
   return mma16::e8m0_max(((i < 4 ? s.x : s.y) >> (8 * (i & 3))) & 0xFFu);
 }
 
-// One 64-column chunk (blocks 2j, 2j + 1) of the warp's tiles against activation fragments f0, f1.
+// scale_at without the integer pipe, for scales that are not 0: byte i moved to bits 23-30 by
+// multiplies alone (E8M0 0 would come out as 0.f instead of 2^-127: groups holding one take scale_at).
+__device__ __forceinline__ float scale_at_fma(uint2 s, int i) {
+  const uint32_t v = i < 4 ? s.x : s.y;
+  const int k = i & 3;
+  if (k == 0) return __uint_as_float(__umulhi(v << 24, 1u << 31));
+  if (k == 3) return __uint_as_float(__umulhi(v, 1u << 8) << 23);
+  return __uint_as_float(__umulhi(v << (24 - 8 * k), 1u << 8) << 23);
+}
+
+// Whether any lane's scales of this group hold an E8M0 0 (2^-127): then the group runs scale_at.
 template <int NT>
+__device__ __forceinline__ bool any_zero_scale(const uint2 (&s)[NT][2]) {
+  uint32_t z = 0;
+#pragma unroll
+  for (int t = 0; t < NT; ++t)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      z |= (s[t][r].x - 0x01010101u) & ~s[t][r].x;
+      z |= (s[t][r].y - 0x01010101u) & ~s[t][r].y;
+    }
+  return __any_sync(0xffffffffu, (z & 0x80808080u) != 0);
+}
+
+// One 64-column chunk (blocks 2j, 2j + 1) of the warp's tiles against activation fragments f0, f1.
+// kFma (v126, v130): e2m1_half2_fma and scale_at_fma, for groups without an E8M0 0 (the same values).
+template <int NT, bool kFma = false>
 __device__ __forceinline__ void chunk(const uint4 (&w)[NT], uint4 f0, uint4 f1, const uint2 (&s)[NT][2], int jj,
                                       float (&acc)[NT][4]) {
 #pragma unroll
@@ -68,9 +93,16 @@ __device__ __forceinline__ void chunk(const uint4 (&w)[NT], uint4 f0, uint4 f1, 
 #pragma unroll
     for (int hb = 0; hb < 2; ++hb) {
       uint32_t ra[4], rb[4];
-      e2m1_half2(hb ? w[t].z : w[t].x, ra);
-      e2m1_half2(hb ? w[t].w : w[t].y, rb);
-      mma16::block_fma(ra, rb, hb ? f1 : f0, scale_at(s[t][0], 2 * jj + hb), scale_at(s[t][1], 2 * jj + hb), acc[t]);
+      if constexpr (kFma) {
+        e2m1_half2_fma(hb ? w[t].z : w[t].x, ra);
+        e2m1_half2_fma(hb ? w[t].w : w[t].y, rb);
+        mma16::block_fma(ra, rb, hb ? f1 : f0, scale_at_fma(s[t][0], 2 * jj + hb), scale_at_fma(s[t][1], 2 * jj + hb),
+                         acc[t]);
+      } else {
+        e2m1_half2(hb ? w[t].z : w[t].x, ra);
+        e2m1_half2(hb ? w[t].w : w[t].y, rb);
+        mma16::block_fma(ra, rb, hb ? f1 : f0, scale_at(s[t][0], 2 * jj + hb), scale_at(s[t][1], 2 * jj + hb), acc[t]);
+      }
     }
   }
 }
@@ -189,7 +221,11 @@ struct Staged {
 // kTrace: thread 0 writes the time the first pass is ready to stream (trace_at word 3).
 // kHmax (NT = 1, kNP = 1; v121): gate/up tasks record each h vector's largest magnitude (finish_tile
 // kMax) and down tasks stage h in one pass with it (stage_split): the fragments are stage_frags' bits.
-template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kPipe = false, bool kTrace = false, bool kHmax = false>
+// kFma (v126, v130): groups of chunks whose scales hold no E8M0 0 (any lane) decode through
+// e2m1_half2_fma and scale_at_fma: the same values with about a fifth fewer integer-pipe
+// instructions per chunk (SASS of v121 and v126, docs/PERFORMANCE.md, session 13).
+template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kPipe = false, bool kTrace = false, bool kHmax = false,
+          bool kFma = false>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st, uint4 (&w)[kRing][NT],
                                      uint2 (&s)[NT][2], bool& primed, unsigned next_task) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
@@ -197,6 +233,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
   static_assert(kNP == 1 || (kNP == 2 && NT == 1), "two pairs per pass with one tile per warp");
   static_assert(!kPipe || (NT == 1 && kNP == 1), "loads ahead across tasks with one tile and one pair per pass");
   static_assert(!kHmax || (NT == 1 && kNP == 1), "recorded maxima with one tile and one pair per pass");
+  static_assert(!kFma || kNP == 1, "the FMA-pipe decode with one pair per pass (v108's loop lost with it: v129)");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2;
   float* red = reinterpret_cast<float*>(smem);
   float* swap = reinterpret_cast<float*>(smem + kHeader);
@@ -366,28 +403,37 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
             sn[t][1] = __ldg(sp[t] + s8 + G + 1);
           }
         }
+        auto chunks = [&](auto fma_c) {
+          [[maybe_unused]] constexpr bool kF = decltype(fma_c)::value;  // passes with two pairs keep v108's decode
 #pragma unroll
-        for (int jj = 0; jj < 4; ++jj) {
-          const int j = 4 * G + jj;
-          if (j + kAhead < nch) {
+          for (int jj = 0; jj < 4; ++jj) {
+            const int j = 4 * G + jj;
+            if (j + kAhead < nch) {
 #pragma unroll
-            for (int t = 0; t < NT; ++t) w[(jj + kAhead) % kRing][t] = ld_weights(wp[t] + (j + kAhead) * 32);
-          }
-          uint4 f0 = make_uint4(0u, 0u, 0u, 0u), f1 = f0;
-          if (lane < kFragLanes) {
-            f0 = fr[(2 * j) * kFragLanes + lane];
-            f1 = fr[(2 * j + 1) * kFragLanes + lane];
-          }
-          if constexpr (!kTwo) {
-            chunk<NT>(w[jj], f0, f1, s, jj, acc);
-          } else {
-            uint4 g0 = make_uint4(0u, 0u, 0u, 0u), g1 = g0;
-            if (lane < kFragLanes) {
-              g0 = fr2[(2 * j) * kFragLanes + lane];
-              g1 = fr2[(2 * j + 1) * kFragLanes + lane];
+              for (int t = 0; t < NT; ++t) w[(jj + kAhead) % kRing][t] = ld_weights(wp[t] + (j + kAhead) * 32);
             }
-            chunk_two<NT>(w[jj][0], f0, f1, g0, g1, s, jj, acc, acc2);
+            uint4 f0 = make_uint4(0u, 0u, 0u, 0u), f1 = f0;
+            if (lane < kFragLanes) {
+              f0 = fr[(2 * j) * kFragLanes + lane];
+              f1 = fr[(2 * j + 1) * kFragLanes + lane];
+            }
+            if constexpr (!kTwo) {
+              chunk<NT, kF>(w[jj], f0, f1, s, jj, acc);
+            } else {
+              uint4 g0 = make_uint4(0u, 0u, 0u, 0u), g1 = g0;
+              if (lane < kFragLanes) {
+                g0 = fr2[(2 * j) * kFragLanes + lane];
+                g1 = fr2[(2 * j + 1) * kFragLanes + lane];
+              }
+              chunk_two<NT>(w[jj][0], f0, f1, g0, g1, s, jj, acc, acc2);
+            }
           }
+        };
+        if constexpr (kFma) {
+          if (any_zero_scale<NT>(s)) chunks(std::false_type{});
+          else chunks(std::true_type{});
+        } else {
+          chunks(std::false_type{});
         }
         if (G + 1 < ngroups) {
 #pragma unroll
@@ -441,7 +487,8 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 // chain of dependent global loads (~1.3 us per task at full load on the H200, measured with v118);
 // for calls whose tables exceed MetaTables, launch() runs the version without it (the same bits).
 // kHmax (v121): see task().
-template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false>
+template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
+          bool kFma = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
@@ -453,10 +500,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel
     run_tickets<false, kTrace, kHmax>(
         Q,
         [&](unsigned task, int, int) {
-          direct::task<true, kAhead, NT, kNP, false, kTrace, kHmax>(Q, task, smem, st, w, s, primed, 0u);
+          direct::task<true, kAhead, NT, kNP, false, kTrace, kHmax, kFma>(Q, task, smem, st, w, s, primed, 0u);
         },
         [&](unsigned task, int, int) {
-          direct::task<false, kAhead, NT, kNP, false, kTrace, kHmax>(Q, task, smem, st, w, s, primed, 0u);
+          direct::task<false, kAhead, NT, kNP, false, kTrace, kHmax, kFma>(Q, task, smem, st, w, s, primed, 0u);
         });
   };
   if constexpr (kMeta) {

@@ -227,6 +227,7 @@ int main(int argc, char** argv) {
   bool gemm_only = false;     // skip the expert part
   std::string only_gemm_version;  // run only this BF16 GEMM version number
   std::string trace_path;         // per-task times of the traced expert version (v118), as CSV
+  std::vector<int> only_rows;     // expert rows: run only these row counts T (profiling one launch shape)
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--variant") && i + 1 < argc) only_variant = argv[++i];
@@ -234,8 +235,19 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--gemm-only")) gemm_only = true;
     else if (!std::strcmp(argv[i], "--gemm-version") && i + 1 < argc) only_gemm_version = argv[++i];
     else if (!std::strcmp(argv[i], "--trace") && i + 1 < argc) trace_path = argv[++i];
-    else {
-      std::fprintf(stderr, "usage: %s [--json PATH] [--variant SUBSTRING[|SUBSTRING...]] [--experts-only] [--gemm-only] [--gemm-version N] [--trace CSV]\n",
+    else if (!std::strcmp(argv[i], "--rows") && i + 1 < argc) {
+      for (const char* p = argv[++i]; *p;) {
+        char* end = nullptr;
+        const long t = std::strtol(p, &end, 10);
+        if (end == p || t < 1 || t > 8) {
+          std::fprintf(stderr, "--rows takes row counts 1..8 separated by commas, e.g. --rows 1,8\n");
+          return 3;
+        }
+        only_rows.push_back(static_cast<int>(t));
+        p = *end == ',' ? end + 1 : end;
+      }
+    } else {
+      std::fprintf(stderr, "usage: %s [--json PATH] [--variant SUBSTRING[|SUBSTRING...]] [--experts-only] [--gemm-only] [--gemm-version N] [--trace CSV] [--rows T,T...]\n",
                    argv[0]);
       return 3;
     }
@@ -317,6 +329,7 @@ int main(int argc, char** argv) {
         for (const std::pair<int, int> tp : {std::pair{1, E}, std::pair{2, E}, std::pair{4, E}, std::pair{8, E},
                                              std::pair{2, 64}, std::pair{4, 64}, std::pair{8, 64}}) {
           const int T = tp.first, pool = tp.second;
+          if (!only_rows.empty() && std::find(only_rows.begin(), only_rows.end(), T) == only_rows.end()) continue;
           // Many different routings in rotation, so no run finds its experts in the 60 MB L2.
           const int sets = 48;
           const Routings rt = make_routings(rng, pool_experts, T, K, pool, sets);
