@@ -1009,7 +1009,7 @@ struct Variant {
 // (blocks holding their next ticket made down tasks wait longer).
 // Session 13 (H200): ncu on v121 at T=1 showed the integer pipe as the busiest (62% of elapsed
 // cycles, FMA pipe 13%, DRAM 53%). v126 (v121 with e2m1_half2_fma and scale_at_fma in groups
-// without an E8M0 0) 57.0-58.2 / 65.1-66.2 / 69.7-70.8 / 70.1-73.0 per call (kernel alone at T=1
+// without an E8M0 0) 56.6-58.2 / 65.1-66.2 / 69.6-70.7 / 70.1-73.0 per call (kernel alone at T=1
 // 59.9-60.6) against v121's 56.0-56.7 / 64.2-65.1 / 68.3-69.8 / 69.7-72.2 (58.0-58.9) in the same
 // three runs; v130 (v96 the same way) 56.4-56.8 at T=1 against v96's 55.2. Same bits (checked). v126
 // is the fragment-layout default, v130 runs where the tables exceed MetaTables. Dropped: v127 (bytes
