@@ -772,31 +772,21 @@ __device__ __forceinline__ void task_combine(const Params& P, int t, int tile) {
 // The persistent grid's loop over tickets, shared by every version: gate/up (A) tasks first, then
 // down (B) tasks, each waiting only for its own expert's A tiles, then the per-row combine, waiting
 // only for the row's experts. gate_up(task, g, tile) and down(task, g, tile) are called by every
-// thread of the block. The next ticket is taken while a task runs. kKnowNext: every thread knows the
-// block's next task while it runs one (passed as a fourth argument: kPipe loads its first chunks
-// ahead). Either way a block takes exactly one ticket past the last task (the host counts them), and
-// only a block whose current task never waits (a gate/up task) can hold a gate/up ticket as its next
-// one: no waiting cycle.
+// thread of the block. The next ticket is taken while a task runs; a block takes exactly one ticket
+// past the last task (the host counts them).
 // kTrace: thread 0 writes each task's start, wait and end times (trace_at; the task itself writes
 // when it is ready to stream). kHmax: the combine tasks clear P.hmax (finish_tile kMax).
-template <bool kKnowNext = false, bool kTrace = false, bool kHmax = false, class GateUp, class Down>
+template <bool kTrace = false, bool kHmax = false, class GateUp, class Down>
 __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, Down&& down) {
-  __shared__ unsigned s_task, s_next;
+  __shared__ unsigned s_task;
   const unsigned total = P.nA + P.nB + P.nC;
-  if (threadIdx.x == 0) {
-    s_task = take_ticket(P);
-    if constexpr (kKnowNext) s_next = s_task < total ? take_ticket(P) : total;
-  }
+  if (threadIdx.x == 0) s_task = take_ticket(P);
   __syncthreads();
-  unsigned task = s_task, next = kKnowNext ? s_next : total;
+  unsigned task = s_task;
   while (task < total) {
-    __syncthreads();  // everyone has read s_task (s_next)
-    unsigned after = kKnowNext ? total : 0u;
-    if (threadIdx.x == 0 && (!kKnowNext || next < total)) after = take_ticket(P);
-    auto call = [&](auto&& f, int g, int tile) {
-      if constexpr (kKnowNext) f(task, g, tile, next);
-      else f(task, g, tile);
-    };
+    __syncthreads();  // everyone has read s_task
+    unsigned after = 0u;
+    if (threadIdx.x == 0) after = take_ticket(P);
     if constexpr (kTrace) {
       if (threadIdx.x == 0) trace_at(task, 1);
     }
@@ -805,7 +795,7 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
       if constexpr (kTrace) {
         if (threadIdx.x == 0) trace_at(task, 2);
       }
-      call(gate_up, g, static_cast<int>(task) % P.a_tiles);
+      gate_up(task, g, static_cast<int>(task) % P.a_tiles);
       signal_done(P.doneA + g);
     } else if (task < P.nA + P.nB) {
       const int b = static_cast<int>(task - P.nA);
@@ -815,7 +805,7 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
       if constexpr (kTrace) {
         if (threadIdx.x == 0) trace_at(task, 2);
       }
-      call(down, g, b % P.b_tiles);
+      down(task, g, b % P.b_tiles);
       signal_done(P.doneB + g);
     } else {
       const int c = static_cast<int>(task - P.nA - P.nB);
@@ -834,14 +824,9 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
     if constexpr (kTrace) {
       if (threadIdx.x == 0) trace_at(task, 4);
     }
-    if (threadIdx.x == 0) (kKnowNext ? s_next : s_task) = after;
+    if (threadIdx.x == 0) s_task = after;
     __syncthreads();
-    if constexpr (kKnowNext) {
-      task = next;
-      next = s_next;
-    } else {
-      task = s_task;
-    }
+    task = s_task;
   }
 }
 
@@ -990,8 +975,9 @@ struct Variant {
 // (kernel alone at T=1 57.9 against 57.4-57.5), same bits (checked). Not the default: a build with
 // v116 as the default gave the slice-2l layers nothing at T=1 (MLA + MoE 0.436-0.438 ms against
 // 0.432-0.433, verify passes within 1.7%), where v96 is level with it; kept for measurements and as
-// the cross-task pipeline to build on. v117 (v116 two chunks ahead) 53.7-54.2 / 63.9-64.1 / 68.2-68.4
-// / 70.0-70.2.
+// the cross-task pipeline to build on; removed in session 13 (v125 showed that a block holding its
+// next ticket costs more than it saves; the code is in git history, e.g. 06506f1). v117 (v116 two
+// chunks ahead) 53.7-54.2 / 63.9-64.1 / 68.2-68.4 / 70.0-70.2.
 // Session 12 (H200, same % columns; docs/PERFORMANCE.md): a plain kernel reading the same bytes
 // streams 95-96% of D2D at T=1, so the task scheme costs the rest; v118 (v96 traced) put a block's
 // time at T=1 as 71% streaming, 14% after its last task, 10% staging and task starts, 2% waits. v119
@@ -1064,8 +1050,6 @@ const Variant kVariants[] = {
     {"v122 traced (v121's code with per-task times, set_expert_trace: diagnostics)",
      expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0,
      0, 0, 0, 1, 0, 1, 1, 1},
-    {"v116 mma fp16x3 fragment order one tile per warp 3 chunks ahead loads ahead across tasks",
-     expert_mlp_direct_pipe_kernel<3, 2>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
     {"v91 mma fp16x3 fragment order 3 chunks ahead", expert_mlp_direct_kernel<3, 2, 2>, direct::tile_a<2>(),
      direct::tile_b<2>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2},
     {"v95 mma fp16x3 fragment order one tile per warp 3 chunks ahead 3 blocks/SM", expert_mlp_direct_kernel<3, 1, 3>,

@@ -1,4 +1,5 @@
-// Tensor-core tasks that read the weights in fragment order straight into registers (v91, v95, v96, v108, v116).
+// Tensor-core tasks that read the weights in fragment order straight into registers (v91, v95, v96, v108,
+// v119, v121, v126, v130 and the traced v118, v122).
 // Included by mxfp4_experts.cu inside its anonymous namespace, after mxfp4_experts_mma.cuh: the
 // tickets, tasks and counters are the FFMA versions'; the arithmetic is v20's.
 //
@@ -163,42 +164,6 @@ __device__ __forceinline__ void finish_tile(const Params& P, const float (&acc)[
   }
 }
 
-// Where a warp's first weight chunk and first scales of a task are (NT = 1): what kPipe loads ahead
-// at the end of the task before. s8: uint2 units between the scales of rows g and g + 8.
-struct Seg {
-  const uint4* wp = nullptr;
-  const uint2* sp = nullptr;
-  int s8 = 0;
-  bool valid = false;  // a task with rows (run_routed plans for groups that may stay empty)
-};
-__device__ __forceinline__ Seg seg_of(const Params& P, unsigned task_id, int warp, int lane) {
-  const bool a = task_id < P.nA;
-  const int tt = static_cast<int>(a ? task_id : task_id - P.nA), tiles = a ? P.a_tiles : P.b_tiles;
-  const int grp = tt / tiles;
-  const MxExpert* e = P.experts + grp;
-  const int tile = tt % tiles, K = a ? P.latent : P.inter;
-  const void* pk;
-  const void* sc;
-  int o0;
-  if (a) {
-    const bool up = warp >= kWarps / 2;
-    o0 = tile * tile_a<1>() + (warp % (kWarps / 2)) * 16;
-    pk = up ? e->up_packed : e->gate_packed;
-    sc = up ? e->up_scale : e->gate_scale;
-  } else {
-    o0 = tile * tile_b<1>() + warp * 16;
-    pk = e->down_packed;
-    sc = e->down_scale;
-  }
-  const int srow = K / 32;
-  Seg r;
-  r.wp = static_cast<const uint4*>(pk) + static_cast<int64_t>(o0 / 16) * (K / 64) * 32 + lane;
-  r.sp = reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(sc) + static_cast<int64_t>(o0 + (lane >> 2)) * srow);
-  r.s8 = srow;
-  r.valid = P.grp_begin[grp + 1] > P.grp_begin[grp];
-  return r;
-}
-
 // The activation fragments a block holds: a task whose vectors are the ones staged last (at T = 1
 // every gate/up task reads the same row) uses them as they are.
 struct Staged {
@@ -214,24 +179,18 @@ struct Staged {
 // assignments (kNP = 2: up to four) per pass over the weights; each lane keeps kAhead chunks of loads
 // in flight. With kNP = 2 an expert that several rows share is read and decoded once per four
 // assignments instead of once per two; each assignment's arithmetic is unchanged (same bits).
-// kPipe (NT = 1, kNP = 1; v116): the weight ring w and the scales s live across tasks. The last
-// group of a pass already loads the first chunks and scales of the next pass, or of the block's next
-// task (next_task < nA + nB, if it has rows), so a task starts with its loads in flight instead of
-// with an empty ring; primed says they are. The loads move, nothing else: the bits are v96's.
 // kTrace: thread 0 writes the time the first pass is ready to stream (trace_at word 3).
 // kHmax (NT = 1, kNP = 1; v121): gate/up tasks record each h vector's largest magnitude (finish_tile
 // kMax) and down tasks stage h in one pass with it (stage_split): the fragments are stage_frags' bits.
 // kFma (v126, v130): groups of chunks whose scales hold no E8M0 0 (any lane) decode through
 // e2m1_half2_fma and scale_at_fma: the same values with about a fifth fewer integer-pipe
 // instructions per chunk (SASS of v121 and v126, docs/PERFORMANCE.md, session 13).
-template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kPipe = false, bool kTrace = false, bool kHmax = false,
-          bool kFma = false>
+template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st, uint4 (&w)[kRing][NT],
-                                     uint2 (&s)[NT][2], bool& primed, unsigned next_task) {
+                                     uint2 (&s)[NT][2]) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
   static_assert(kNP == 1 || (kNP == 2 && NT == 1), "two pairs per pass with one tile per warp");
-  static_assert(!kPipe || (NT == 1 && kNP == 1), "loads ahead across tasks with one tile and one pair per pass");
   static_assert(!kHmax || (NT == 1 && kNP == 1), "recorded maxima with one tile and one pair per pass");
   static_assert(!kFma || kNP == 1, "the FMA-pipe decode with one pair per pass (v108's loop lost with it: v129)");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2;
@@ -286,13 +245,6 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
   const int s8 = srow;  // uint2 units between row g and row g + 8 (8 rows of srow bytes)
   const int a0 = P.grp_begin[grp], a1 = P.grp_begin[grp + 1];
   const int npairs = (a1 - a0 + 1) / 2;
-  // kPipe: where the block's next task starts (its loads go out during this task's last group).
-  // Asked now, used in the last group only (the loads have the whole task to arrive).
-  Seg nt;
-  if constexpr (kPipe) {
-    if (next_task < P.nA + P.nB) nt = seg_of(P, next_task, warp, lane);
-    if (npairs == 0) primed = false;
-  }
   const uint4* fr = reinterpret_cast<const uint4*>(frag);
   // kNP = 2: the second pair's buffer, at one offset for A and B tasks (each buffer only ever holds
   // what its Staged entry says).
@@ -319,9 +271,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
     };
     // Weights do not depend on the activations: with one tile per warp their first loads go out
     // before the staging (with two, they would stay live across it and spill).
-    if constexpr (NT == 1) {
-      if (!kPipe || !primed) first_loads();
-    }
+    if constexpr (NT == 1) first_loads();
     const bool stage1 = st.xa != xA || st.xb != xB, stage2 = two && (st.xc != v2.xA || st.xd != v2.xB);
     if (stage1 || stage2) {
       __syncthreads();  // every warp is done with the previous fragments
@@ -349,9 +299,6 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
     if constexpr (NT == 2) first_loads();
     // The pass over the tile, for one pair (kTwo false) or two: separate code, so that a pass with one
     // pair pays nothing for the second (passes with two exist only where rows share experts).
-    // kPipe: the next pass's chunk 0 is this task's; the last pass's is the next task's, if it has rows.
-    const bool last_pass = pr + kNP >= npairs;
-    const bool has_next = kPipe && (!last_pass || nt.valid);
     auto pass = [&](auto two_c) {
       constexpr bool kTwo = decltype(two_c)::value;
       float acc[NT][4], acc2[4] = {0.f, 0.f, 0.f, 0.f};
@@ -359,42 +306,8 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
       for (int t = 0; t < NT; ++t)
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[t][i] = 0.f;
-      // kPipe: groups 0 .. ngroups - 2 run v96's loop body with every condition known; the last group,
-      // peeled, loads the next segment's first chunks and scales (without one: this pass's own again,
-      // left unused).
-      auto group = [&](int G, auto last_c) {
-        constexpr bool kLastG = decltype(last_c)::value;
-        const Seg nx = last_pass && nt.valid ? nt : Seg{wp[0], sp[0], s8, true};
-        uint2 sn[1][2];
-        if constexpr (kLastG) {
-          sn[0][0] = __ldg(nx.sp);
-          sn[0][1] = __ldg(nx.sp + nx.s8);
-        } else {
-          sn[0][0] = __ldg(sp[0] + G + 1);
-          sn[0][1] = __ldg(sp[0] + s8 + G + 1);
-        }
-#pragma unroll
-        for (int jj = 0; jj < 4; ++jj) {
-          const int j = 4 * G + jj;
-          if (!kLastG || jj + kAhead < 4) w[(jj + kAhead) % kRing][0] = ld_weights(wp[0] + (j + kAhead) * 32);
-          else w[(jj + kAhead) % kRing][0] = ld_weights(nx.wp + (jj + kAhead - 4) * 32);  // nch % 4 == 0: slot = chunk % 4
-          uint4 f0 = make_uint4(0u, 0u, 0u, 0u), f1 = f0;
-          if (lane < kFragLanes) {
-            f0 = fr[(2 * j) * kFragLanes + lane];
-            f1 = fr[(2 * j + 1) * kFragLanes + lane];
-          }
-          chunk<NT>(w[jj], f0, f1, s, jj, acc);
-        }
-        s[0][0] = sn[0][0];
-        s[0][1] = sn[0][1];
-      };
-      if constexpr (kPipe) {
 #pragma unroll 1
-        for (int G = 0; G + 1 < ngroups; ++G) group(G, std::false_type{});
-        group(ngroups - 1, std::true_type{});
-      }
-#pragma unroll 1
-      for (int G = 0; G < ngroups && !kPipe; ++G) {
+      for (int G = 0; G < ngroups; ++G) {
         uint2 sn[NT][2];
         if (G + 1 < ngroups) {
 #pragma unroll
@@ -443,7 +356,6 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
           }
         }
       }
-      if constexpr (kPipe) primed = has_next;
       if constexpr (NT == 2) mma16::finish_pair<kGateUp>(P, acc, back, aA, aB, o0, lane);
       else finish_tile<kGateUp, kHmax>(P, acc[0], back, aA, aB, o0, warp, lane, swap);
       if constexpr (kTwo) {
@@ -495,15 +407,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel
   direct::Staged st;
   uint4 w[direct::kRing][NT];
   uint2 s[NT][2];
-  bool primed = false;
   auto body = [&](const Params& Q) {
-    run_tickets<false, kTrace, kHmax>(
+    run_tickets<kTrace, kHmax>(
         Q,
         [&](unsigned task, int, int) {
-          direct::task<true, kAhead, NT, kNP, false, kTrace, kHmax, kFma>(Q, task, smem, st, w, s, primed, 0u);
+          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma>(Q, task, smem, st, w, s);
         },
         [&](unsigned task, int, int) {
-          direct::task<false, kAhead, NT, kNP, false, kTrace, kHmax, kFma>(Q, task, smem, st, w, s, primed, 0u);
+          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma>(Q, task, smem, st, w, s);
         });
   };
   if constexpr (kMeta) {
@@ -511,24 +422,4 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel
   } else {
     body(P);
   }
-}
-
-// v116: v96's tasks with the weight ring kept across them (kPipe), in run_tickets' order with the
-// next task known.
-template <int kAhead, int kMinBlocks>
-__global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_pipe_kernel(const Params P) {
-  pdl_enter();
-  extern __shared__ __align__(128) char smem[];
-  direct::Staged st;
-  uint4 w[direct::kRing][1];
-  uint2 s[1][2];
-  bool primed = false;
-  run_tickets<true>(
-      P,
-      [&](unsigned task, int, int, unsigned next) {
-        direct::task<true, kAhead, 1, 1, true>(P, task, smem, st, w, s, primed, next);
-      },
-      [&](unsigned task, int, int, unsigned next) {
-        direct::task<false, kAhead, 1, 1, true>(P, task, smem, st, w, s, primed, next);
-      });
 }
