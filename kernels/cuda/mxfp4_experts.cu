@@ -74,13 +74,15 @@ __device__ __forceinline__ unsigned long long global_ns() {
   return t;
 }
 // Word i of task `task`'s record (thread 0 of the block only).
-__device__ __forceinline__ void trace_at(unsigned task, int i) {
+// kind (word 0, with i == 1): 0 gate/up, 1 down, 2 combine, so the reader needs no tile sizes.
+__device__ __forceinline__ void trace_at(unsigned task, int i, unsigned kind = 0) {
   unsigned long long* r = g_expert_trace;
   if (r) {
     if (i == 1) {
       unsigned smid;
       asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-      r[static_cast<size_t>(task) * kTraceWords] = (static_cast<unsigned long long>(smid) << 32) | blockIdx.x;
+      r[static_cast<size_t>(task) * kTraceWords] =
+          (static_cast<unsigned long long>(kind) << 62) | (static_cast<unsigned long long>(smid) << 32) | blockIdx.x;
     }
     r[static_cast<size_t>(task) * kTraceWords + i] = global_ns();
   }
@@ -788,7 +790,7 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
     unsigned after = 0u;
     if (threadIdx.x == 0) after = take_ticket(P);
     if constexpr (kTrace) {
-      if (threadIdx.x == 0) trace_at(task, 1);
+      if (threadIdx.x == 0) trace_at(task, 1, task < P.nA ? 0u : task < P.nA + P.nB ? 1u : 2u);
     }
     if (task < P.nA) {
       const int g = static_cast<int>(task) / P.a_tiles;

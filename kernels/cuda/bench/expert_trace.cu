@@ -42,14 +42,15 @@ void trace_expert_tasks(ExpertMlp& mlp, const std::string& version, const std::v
       rec.download(h.data(), rec.size());
       struct Task {
         unsigned id;
-        unsigned sm, block;
+        unsigned kind, sm, block;  // kind: 0 gate/up (A), 1 down (B), 2 combine (C)
         unsigned long long t[4];
       };
       std::vector<Task> tasks;
       for (size_t i = 0; i < cap; ++i) {
         const unsigned long long* r = &h[i * W];
         if (!r[1]) continue;
-        tasks.push_back({static_cast<unsigned>(i), static_cast<unsigned>(r[0] >> 32), static_cast<unsigned>(r[0] & 0xffffffffu),
+        tasks.push_back({static_cast<unsigned>(i), static_cast<unsigned>(r[0] >> 62),
+                         static_cast<unsigned>((r[0] >> 32) & 0x3fffffffu), static_cast<unsigned>(r[0] & 0xffffffffu),
                          {r[1], r[2], r[3], r[4]}});
       }
       if (tasks.empty()) throw CudaError("trace: v118 wrote no records");
@@ -85,17 +86,12 @@ void trace_expert_tasks(ExpertMlp& mlp, const std::string& version, const std::v
       for (int i = 0; i < 6; ++i) sum[i] += parts[i] / total;
       ntasks += static_cast<long>(tasks.size());
       span_sum += static_cast<double>(t1 - t0) / 1e3;
-      // Kinds: the tasks a launch has are A (gate/up) first, then B (down), then C (combine); the
-      // boundary is where waits start, which a gate/up task never has. Sizes are known: a K3 A task
-      // is one ticket per 64 intermediate rows of an expert, a B task per 128 latent rows.
-      const unsigned nA = static_cast<unsigned>(rt.tables[call].size()) * (mlp.inter() / 64);
-      const unsigned nB = static_cast<unsigned>(rt.tables[call].size()) * (mlp.latent() / 128);
       for (const Task& k : tasks) {
-        const char* kind = k.id < nA ? "A" : k.id < nA + nB ? "B" : "C";
-        if (k.id < nA) {
+        const char* kind = k.kind == 0 ? "A" : k.kind == 1 ? "B" : "C";
+        if (k.kind == 0) {
           a_us += static_cast<double>(k.t[3] - k.t[0]) / 1e3;
           ++na;
-        } else if (k.id < nA + nB) {
+        } else if (k.kind == 1) {
           b_us += static_cast<double>(k.t[3] - k.t[0]) / 1e3;
           ++nb;
         }
