@@ -883,6 +883,7 @@ struct Variant {
   int meta = 0;    // copies the routing tables into shared memory (MetaTables): calls whose tables do not
                    // fit run the first version of the same order and layout without it
   int hmax = 0;    // gate/up tasks record max |h| per assignment for the down tasks' staging (Params::hmax)
+  int lanes = 0;   // fragment-order versions: activation-fragment lanes per 32-column block (0: 24)
 };
 // Measured on an H200 (docs/PERFORMANCE.md has the runs), % of device-to-device copy bandwidth at
 // T=1 / T=8: v11 50.5-50.8 / 61.1-62.2, v9 50.5-53.3 / 50.1-60.3, v12 40-43 / 59-63, v6 36-39 / 42-45,
@@ -1005,7 +1006,11 @@ struct Variant {
 // of the multiplies, 97 instructions per chunk against v126's 80) 53.7-54.0 / 61.5 / 65.3-65.5 /
 // 66.4-67.0; v128 (codes as FP8 E4M3 bytes, two per cvt to half2) 53.1-53.9 / 61.4-61.6 / 65.6-65.9 /
 // 68.1, and not v20's bits; v129 (v108 the v126 way) 54.4-54.7 against v108's 55.2-55.3 at T=1,
-// 52.6-52.9 against 53.5-53.8 at the shared T=8.
+// 52.6-52.9 against 53.5-53.8 at the shared T=8. v131 (v126 with 32 fragment lanes, zeros in
+// columns 6 and 7, so every lane reads its fragments without a predicate or zeroing; same bits,
+// kept for measurements): per call 0.6-1.9 points ahead of v126 from T=2 and 0.4-1.6 behind at
+// T=1; the kernel alone at T=8 1.2-1.9 ahead on one H200 (three runs) and 1.6-2.8 behind on another
+// (four runs): not used by the default.
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
@@ -1037,6 +1042,9 @@ const Variant kVariants[] = {
     {"v121 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0,
      0, 0, 0, 1, 0, 1, 1, 1},
+    {"v131 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode on the FMA pipe 32 fragment lanes",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, 32>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0,
+     0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32},
     {"v130 mma fp16x3 fragment order one tile per warp 3 chunks ahead decode on the FMA pipe",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, false, false, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0,
      0, 0, 0, 0, 0, 1, 0, 1},
@@ -1064,7 +1072,7 @@ constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 static_assert(kNumVariants <= 32, "ExpertMlp::Impl::blocks_per_sm holds 32 versions");
 
 size_t smem_bytes(const Variant& v, int latent, int inter) {
-  if (v.frag) return direct::smem_bytes(latent, inter, v.nv > 2 ? 2 : 1);
+  if (v.frag) return direct::smem_bytes(latent, inter, v.nv > 2 ? 2 : 1, v.lanes ? v.lanes : direct::kFragLanes);
   if (v.mma == 3) return mma16::smem_bytes<mma16::Small>(latent, inter, false);
   if (v.mma) return mma16::smem_bytes<mma16::Big>(latent, inter, v.mma == 2);
   if (v.ws) return ws::smem_bytes(latent, inter, v.imma, v.ws, v.rs, v.nq);

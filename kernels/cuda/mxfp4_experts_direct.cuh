@@ -39,13 +39,16 @@ constexpr int kHeader = 128;    // reduction scratch of stage_frags
 constexpr int kSwap = kWarps / 2 * 32 * 2 * 4;  // NT = 1: the up tiles' sums, handed to the gate warps
 constexpr int kRing = 4;        // chunk slots per tile: the one in use and up to three in flight
 
-// One buffer of activation fragments for the wider of the two K.
-__host__ __device__ inline size_t frag_bytes(int latent, int inter) {
-  return static_cast<size_t>((latent > inter ? latent : inter) / 32) * kFragLanes * 16;
+// One buffer of activation fragments for the wider of the two K (lanes per 32-column block: 24, or
+// 32 with zeros for columns 6 and 7, so that every lane reads its fragments unconditionally).
+__host__ __device__ inline size_t frag_bytes(int latent, int inter, int lanes = kFragLanes) {
+  return static_cast<size_t>((latent > inter ? latent : inter) / 32) * lanes * 16;
 }
 
 // kNP pairs of activation vectors per pass: kNP fragment buffers.
-inline size_t smem_bytes(int latent, int inter, int kNP = 1) { return kHeader + kSwap + kNP * frag_bytes(latent, inter); }
+inline size_t smem_bytes(int latent, int inter, int kNP = 1, int lanes = kFragLanes) {
+  return kHeader + kSwap + kNP * frag_bytes(latent, inter, lanes);
+}
 
 // Scales are read 8 at a time (four chunks per group): widths are multiples of 256.
 template <int NT>
@@ -185,7 +188,9 @@ struct Staged {
 // kFma (v126, v130): groups of chunks whose scales hold no E8M0 0 (any lane) decode through
 // e2m1_half2_fma and scale_at_fma: the same values with about a fifth fewer integer-pipe
 // instructions per chunk (SASS of v121 and v126, docs/PERFORMANCE.md, session 13).
-template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false>
+// kL (v131): fragment lanes per block, 24 or 32 (frag_bytes).
+template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
+          int kL = kFragLanes>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st, uint4 (&w)[kRing][NT],
                                      uint2 (&s)[NT][2]) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
@@ -248,7 +253,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
   const uint4* fr = reinterpret_cast<const uint4*>(frag);
   // kNP = 2: the second pair's buffer, at one offset for A and B tasks (each buffer only ever holds
   // what its Staged entry says).
-  char* frag2 = frag + frag_bytes(P.latent, P.inter);
+  char* frag2 = frag + frag_bytes(P.latent, P.inter, kL);
   const uint4* fr2 = reinterpret_cast<const uint4*>(frag2);
   for (int pr = 0; pr < npairs; pr += kNP) {
     const mma16::PairVectors v1 = mma16::pair_vectors<kGateUp>(P, a0, a1, pr);
@@ -279,15 +284,15 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
         if constexpr (kHmax && !kGateUp) {
           // Written by this launch's gate/up tasks before they signalled: L2 only.
           const float mA = __uint_as_float(__ldcg(P.hmax + aA)), mB = aB >= 0 ? __uint_as_float(__ldcg(P.hmax + aB)) : 0.f;
-          mma16::stage_split<true, kFragLanes>(frag, xA, xB, K, mA, mB, st.back);
+          mma16::stage_split<true, kL>(frag, xA, xB, K, mA, mB, st.back);
         } else {
-          mma16::stage_frags<!kGateUp, kFragLanes>(frag, red, xA, xB, K, st.back);  // h was written by this launch: L2 only
+          mma16::stage_frags<!kGateUp, kL>(frag, red, xA, xB, K, st.back);  // h was written by this launch: L2 only
         }
         st.xa = xA;
         st.xb = xB;
       }
       if (stage2) {
-        mma16::stage_frags<!kGateUp, kFragLanes>(frag2, red, v2.xA, v2.xB, K, st.back2);
+        mma16::stage_frags<!kGateUp, kL>(frag2, red, v2.xA, v2.xB, K, st.back2);
         st.xc = v2.xA;
         st.xd = v2.xB;
       }
@@ -326,17 +331,17 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
               for (int t = 0; t < NT; ++t) w[(jj + kAhead) % kRing][t] = ld_weights(wp[t] + (j + kAhead) * 32);
             }
             uint4 f0 = make_uint4(0u, 0u, 0u, 0u), f1 = f0;
-            if (lane < kFragLanes) {
-              f0 = fr[(2 * j) * kFragLanes + lane];
-              f1 = fr[(2 * j + 1) * kFragLanes + lane];
+            if (lane < kL) {
+              f0 = fr[(2 * j) * kL + lane];
+              f1 = fr[(2 * j + 1) * kL + lane];
             }
             if constexpr (!kTwo) {
               chunk<NT, kF>(w[jj], f0, f1, s, jj, acc);
             } else {
               uint4 g0 = make_uint4(0u, 0u, 0u, 0u), g1 = g0;
-              if (lane < kFragLanes) {
-                g0 = fr2[(2 * j) * kFragLanes + lane];
-                g1 = fr2[(2 * j + 1) * kFragLanes + lane];
+              if (lane < kL) {
+                g0 = fr2[(2 * j) * kL + lane];
+                g1 = fr2[(2 * j + 1) * kL + lane];
               }
               chunk_two<NT>(w[jj][0], f0, f1, g0, g1, s, jj, acc, acc2);
             }
@@ -400,7 +405,7 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 // for calls whose tables exceed MetaTables, launch() runs the version without it (the same bits).
 // kHmax (v121): see task().
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
-          bool kFma = false>
+          bool kFma = false, int kL = direct::kFragLanes>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
@@ -411,10 +416,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel
     run_tickets<kTrace, kHmax>(
         Q,
         [&](unsigned task, int, int) {
-          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma>(Q, task, smem, st, w, s);
+          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL>(Q, task, smem, st, w, s);
         },
         [&](unsigned task, int, int) {
-          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma>(Q, task, smem, st, w, s);
+          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL>(Q, task, smem, st, w, s);
         });
   };
   if constexpr (kMeta) {
