@@ -1,5 +1,5 @@
 // Tensor-core tasks that read the weights in fragment order straight into registers (v91, v95, v96, v108,
-// v119, v121, v126, v130 and the traced v118, v122).
+// v119, v121, v126, v130, v131 and the traced v118, v122).
 // Included by mxfp4_experts.cu inside its anonymous namespace, after mxfp4_experts_mma.cuh: the
 // tickets, tasks and counters are the FFMA versions'; the arithmetic is v20's.
 //
