@@ -314,7 +314,8 @@ struct CudaK3Session::Impl {
   PinnedBuffer host_ids, host_rid, host_rw, host_n_past;
   PinnedBuffer trace_rid, trace_rw;  // routed passes: every MoE layer's routing, read after the pass
   std::unique_ptr<ExpertMlp> mlp;
-  std::vector<MxExpert> experts;
+  std::vector<MxExpert> experts;  // moe_streamed: the tier's views of one pass's experts, by id
+  std::vector<MxExpert> grouped;  // the same, in the expert kernel's group order
   size_t S_floats = 0, conv_floats = 0;
   OwnedEvent routed;  // the routing of the current MoE layer has reached the host
   std::vector<std::unique_ptr<OwnedEvent>> layer_ev;  // [layers + 1] when timing
@@ -819,11 +820,22 @@ void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
   std::vector<int> uni(chosen, chosen + n);
   std::sort(uni.begin(), uni.end());
   uni.erase(std::unique(uni.begin(), uni.end()), uni.end());
-  std::vector<int32_t> slot(n);
-  for (size_t i = 0; i < n; ++i)
-    slot[i] = int32_t(std::lower_bound(uni.begin(), uni.end(), chosen[i]) - uni.begin());
   m_.experts().gather(layer, uni, d_->experts, so);
-  d_->mlp->run(d_->experts, slot.data(), weight, T, d_->z, d_->y, so);
+  // The kernel's groups in the order of each expert's first slot, as plan_routed builds them (a
+  // row's experts side by side: a block's successive tasks tend to share the row's staged
+  // activations); the tier is asked in id order. The order never changes a result.
+  std::vector<int> group_of(uni.size(), -1);
+  d_->grouped.clear();
+  std::vector<int32_t> slot(n);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t u = size_t(std::lower_bound(uni.begin(), uni.end(), chosen[i]) - uni.begin());
+    if (group_of[u] < 0) {
+      group_of[u] = int(d_->grouped.size());
+      d_->grouped.push_back(d_->experts[u]);
+    }
+    slot[i] = group_of[u];
+  }
+  d_->mlp->run(d_->grouped, slot.data(), weight, T, d_->z, d_->y, so);
 }
 
 void CudaK3Session::commit(int n) {
