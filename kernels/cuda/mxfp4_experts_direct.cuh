@@ -191,8 +191,7 @@ struct Staged {
 // kL (v131): fragment lanes per block, 24 or 32 (frag_bytes).
 template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
           int kL = kFragLanes>
-__device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st, uint4 (&w)[kRing][NT],
-                                     uint2 (&s)[NT][2]) {
+__device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
   static_assert(kNP == 1 || (kNP == 2 && NT == 1), "two pairs per pass with one tile per warp");
@@ -263,6 +262,8 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
     const bool two = kNP == 2 && pr + 1 < npairs;  // the same for the whole block
     mma16::PairVectors v2{-1, -1, nullptr, nullptr};
     if (two) v2 = mma16::pair_vectors<kGateUp>(P, a0, a1, pr + 1);
+    uint4 w[kRing][NT];
+    uint2 s[NT][2];
     auto first_loads = [&] {
 #pragma unroll
       for (int k = 0; k < kAhead; ++k)
@@ -410,16 +411,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
   direct::Staged st;
-  uint4 w[direct::kRing][NT];
-  uint2 s[NT][2];
   auto body = [&](const Params& Q) {
     run_tickets<kTrace, kHmax>(
         Q,
         [&](unsigned task, int, int) {
-          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL>(Q, task, smem, st, w, s);
+          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL>(Q, task, smem, st);
         },
         [&](unsigned task, int, int) {
-          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL>(Q, task, smem, st, w, s);
+          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL>(Q, task, smem, st);
         });
   };
   if constexpr (kMeta) {

@@ -426,7 +426,6 @@ __device__ void stage_frags(char* frag, float* red, const float* x0, const float
   stage_split<kCoherent, kLanes>(frag, x0, x1, K, m0, m1, back);
 }
 
-
 // Pass pr over an expert's assignments a0..a1-1 takes two of them: their ids (aB = -1 past the end)
 // and activation vectors (gate/up: the rows' z; down: the assignments' h).
 struct PairVectors {
