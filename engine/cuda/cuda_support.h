@@ -18,9 +18,20 @@ inline void check_cuda(cudaError_t err, const char* what) {
   if (err != cudaSuccess) throw CudaError(std::string(what) + ": " + cudaGetErrorString(err));
 }
 
+// Which of the device's stream priorities a stream gets: the block scheduler starts pending blocks of
+// a higher-priority stream first, so work on a pass's critical path is not queued behind blocks of
+// concurrent work that is needed later.
+enum class StreamPriority { normal, high, low };
+
 class OwnedStream {
  public:
-  OwnedStream() { check_cuda(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "cudaStreamCreate"); }
+  explicit OwnedStream(StreamPriority p = StreamPriority::normal) {
+    int least = 0, greatest = 0;
+    if (p != StreamPriority::normal)
+      check_cuda(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
+    const int prio = p == StreamPriority::high ? greatest : p == StreamPriority::low ? least : 0;
+    check_cuda(cudaStreamCreateWithPriority(&s_, cudaStreamNonBlocking, prio), "cudaStreamCreateWithPriority");
+  }
   ~OwnedStream() {
     if (s_) cudaStreamDestroy(s_);
   }

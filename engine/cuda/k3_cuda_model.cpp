@@ -277,11 +277,16 @@ bool branches_enabled() {
 }  // namespace
 
 struct CudaK3Session::Impl {
-  OwnedStream stream;
+  OwnedStream stream{StreamPriority::high};
   // Independent work of a layer (small GEMVs beside big ones) runs on side streams, forked from
   // and joined back into `stream` with events, so it overlaps in eager passes and becomes parallel
   // branches of a captured graph. Every kernel computes the same bits wherever it runs.
-  OwnedStream side[2];
+  // Branch 0 holds work the main chain soon waits for (the router, the latent cache rows, KDA's
+  // gates) and runs at the main stream's priority; branch 1 holds work needed only at the layer's
+  // end (the shared expert, the output gates) at the lowest, so its blocks fill the SMs the main
+  // chain leaves free instead of queueing ahead of it (captured graphs keep the priorities:
+  // cudaGraphInstantiateFlagUseNodePriority).
+  OwnedStream side[2] = {OwnedStream{StreamPriority::high}, OwnedStream{StreamPriority::low}};
   OwnedEvent fork_ev, join_ev[2];
   // A stream that starts after everything queued on `stream` so far (`stream` itself without branches).
   Stream branch(int i) {
@@ -378,8 +383,11 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model), d_(std::make
     d_->sh = f(T * H);
     d_->mlp_gu = f(T * 2 * inter);
     d_->mlp_act = f(T * inter);
-    d_->rw = f(T * c.top_k);
-    d_->rid = reinterpret_cast<int32_t*>(f(T * c.top_k));
+    // One routing slot per MoE layer: a traced pass reads them all after its last layer, so no
+    // layer waits on a copy to the host.
+    const int64_t route_n = int64_t(std::max(1, c.moe_layers())) * T * c.top_k;
+    d_->rw = f(route_n);
+    d_->rid = reinterpret_cast<int32_t*>(f(route_n));
     d_->n_past = reinterpret_cast<int64_t*>(f(2));
     d_->logits = f(T * V);
     d_->kda.assign(c.layers, {});
@@ -575,7 +583,7 @@ void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logi
           throw;
         }
         check_cuda(cudaStreamEndCapture(s, &cg), "cudaStreamEndCapture");
-        const cudaError_t err = cudaGraphInstantiate(&g->exec, cg, 0);
+        const cudaError_t err = cudaGraphInstantiate(&g->exec, cg, cudaGraphInstantiateFlagUseNodePriority);
         cudaGraphDestroy(cg);
         if (err != cudaSuccess) g->exec = nullptr;
         check_cuda(err, "cudaGraphInstantiate");
@@ -669,15 +677,8 @@ void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bo
     rmsnorm(d_->mixed, H, L.post_norm, WeightType::F32, H, T, c.rms_eps, d_->x, H, so);
     const float* shared_out = nullptr;  // the MoE's shared expert, added with its routed sum below
     if (L.moe) {
-      moe(l, T, tr && tr->routing ? tr : nullptr, routed);
+      moe(l, moe_index, T, tr && tr->routing ? tr : nullptr, routed);
       if (L.moe_w.has_shared) shared_out = d_->sh;
-      if (routed && tr && tr->routing) {  // read after the pass: no wait here
-        const size_t n = size_t(T) * c.top_k;
-        check_cuda(cudaMemcpyAsync(d_->trace_rid.as<int32_t>() + moe_index * n, d_->rid, n * 4, cudaMemcpyDeviceToHost, s),
-                   "cudaMemcpyAsync");
-        check_cuda(cudaMemcpyAsync(d_->trace_rw.as<float>() + moe_index * n, d_->rw, n * 4, cudaMemcpyDeviceToHost, s),
-                   "cudaMemcpyAsync");
-      }
       ++moe_index;
     } else {
       dense(l, false, T, d_->x, d_->m, so);
@@ -690,6 +691,11 @@ void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bo
     }
   }
   if (timing) d_->layer_ev[c.layers]->record(s);
+  if (routed && tr && tr->routing && moe_index > 0) {  // every MoE layer's routing, read after the pass
+    const size_t n = size_t(moe_index) * T * c.top_k;
+    check_cuda(cudaMemcpyAsync(d_->trace_rid.as<int32_t>(), d_->rid, n * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+    check_cuda(cudaMemcpyAsync(d_->trace_rw.as<float>(), d_->rw, n * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+  }
   entries(d_->h);
   k3::attn_res_mix(e, W.output_res, T, H, c.rms_eps, d_->res_scores, d_->mixed, so);
   const int first = opts.all_logits ? 0 : T - 1;
@@ -706,14 +712,15 @@ void CudaK3Session::attention_kda(int layer, int T, bool partial) {
   const int C = c.kda_dim(), K = c.conv_kernel, nh = c.kda_heads, dh = c.kda_head_dim;
   const float* x = d_->x;
   const int H = c.hidden;
-  // Branches: the output gate; the decay and beta gates (f_a -> f_b, b). Main: q/k/v, conv, norms.
-  const Stream sg = d_->branch(0);
-  k3::gemm(w.g, x, H, T, d_->gate, C, sg);
-  const Stream sf = d_->branch(1);
+  // Branches: the decay and beta gates (f_a -> f_b, b), needed by the recurrence; the output gate,
+  // needed last. Main: q/k/v, conv, norms.
+  const Stream sf = d_->branch(0);
   k3::gemm(w.fa, x, H, T, d_->fa, w.fa.rows, sf);
   k3::gemm(w.fb, d_->fa, w.fa.rows, T, d_->fb, C, sf);
   k3::gemm(w.b, x, H, T, d_->braw, nh, sf);
   k3::kda_gates(d_->fb, w.dt_bias, w.a_log, d_->braw, T, nh, dh, c.gate_lower_bound, k.la, k.beta, sf);
+  const Stream sg = d_->branch(1);
+  k3::gemm(w.g, x, H, T, d_->gate, C, sg);
   k3::gemm(w.qkv, x, H, T, k.raw, 3 * C, so);  // rows land as [T][q | k | v]
   k3::copy(k.conv, k.conv0, int64_t(d_->conv_floats), so);
   if (partial) k3::copy(k.S, k.S0, int64_t(d_->S_floats), so);
@@ -721,9 +728,9 @@ void CudaK3Session::attention_kda(int layer, int T, bool partial) {
   k3::l2norm_heads(k.q, T, nh, dh, 1.f / std::sqrt(static_cast<float>(dh)), so);
   k3::l2norm_heads(k.k, T, nh, dh, 1.f, so);
   k3::kda_window_after(k.conv0, k.raw, T, C, K, k.conv, so);
-  d_->join(1);
-  k3::kda_recurrent(k.S, nh, dh, dh, T, k.q, k.k, k.v, k.la, k.beta, d_->o, so);
   d_->join(0);
+  k3::kda_recurrent(k.S, nh, dh, dh, T, k.q, k.k, k.v, k.la, k.beta, d_->o, so);
+  d_->join(1);
   k3::kda_out_norm_gate(d_->o, d_->gate, w.o_norm, T, nh, dh, c.rms_eps, so);
   k3::gemm(w.o, d_->o, C, T, d_->a, H, so);
 }
@@ -741,10 +748,13 @@ void CudaK3Session::attention_mla(int layer, int T) {
   // The rows land at n_past read on the device, so a captured pass stays valid as the context grows.
   rmsnorm(d_->ckv, width, w.kv_a_norm, WeightType::F32, R, T, c.rms_eps, d_->ckv, width, sk);
   k3::rows_to_at(d_->ckv, T, width, cache, d_->n_past, sk);
-  if (c.mla_output_gate) k3::gemm(w.g, d_->x, H, T, d_->g, int64_t(nh) * Vd, d_->branch(1));
   k3::gemm(w.q_a, d_->x, H, T, d_->qa, ql, so);
   rmsnorm(d_->qa, ql, w.q_a_norm, WeightType::F32, ql, T, c.rms_eps, d_->qa, ql, so);
   k3::gemm(w.q_b, d_->qa, ql, T, d_->q, int64_t(nh) * qh, so);
+  // The output gate (as many bytes as o_proj) forks only now: it streams while the attention's
+  // small kernels, which leave HBM nearly idle, run on the main chain, instead of taking bandwidth
+  // from q_a and q_b ahead of them (nsys on the H200, docs/PERFORMANCE.md, session 14).
+  if (c.mla_output_gate) k3::gemm(w.g, d_->x, H, T, d_->g, int64_t(nh) * Vd, d_->branch(1));
   k3::mla_absorb_q(d_->q, w.kv_b, T, nh, N, P, Vd, d_->qabs, so);
   d_->join(0);
   const float scale = 1.f / std::sqrt(static_cast<float>(qh));
@@ -768,19 +778,22 @@ void CudaK3Session::dense(int layer, bool shared, int T, const float* x, float* 
   k3::gemm(w.down, d_->mlp_act, I, T, out, c.hidden, so);
 }
 
-void CudaK3Session::moe(int layer, int T, ForwardTrace* trace, bool routed) {
+void CudaK3Session::moe(int layer, int moe_index, int T, ForwardTrace* trace, bool routed) {
   const K3Config& c = m_.config();
   const DMoe& w = m_.weights().layers[layer].moe_w;
   const Stream so = d_->stream.opaque();
   const int E = c.experts, k = c.top_k, Z = c.latent, H = c.hidden;
   if (routed) {
     // Every expert is resident: the expert kernel's tables are built from the routing on the
-    // device (the caller reads a trace's routing after the pass). Branches: the router and the
-    // tables; the shared expert. Main: latent_down, then the routed experts once the router has joined.
+    // device (forward() reads a trace's routing after the pass, from this layer's slot). Branches:
+    // the router and the tables; the shared expert. Main: latent_down, then the routed experts once
+    // the router has joined.
+    int32_t* rid = d_->rid + size_t(moe_index) * T * k;
+    float* rw = d_->rw + size_t(moe_index) * T * k;
     const Stream sr = d_->branch(0);
     k3::gemm(w.router, d_->x, H, T, d_->rl, E, sr);
-    k3::router_select(d_->rl, w.bias, T, E, k, c.renormalize, c.routed_scaling, d_->rid, d_->rw, sr);
-    d_->mlp->plan_routed(m_.resident_experts(layer), E, d_->rid, d_->rw, T, sr);
+    k3::router_select(d_->rl, w.bias, T, E, k, c.renormalize, c.routed_scaling, rid, rw, sr);
+    d_->mlp->plan_routed(m_.resident_experts(layer), E, rid, rw, T, sr);
     if (w.has_shared) dense(layer, true, T, d_->x, d_->sh, d_->branch(1));
     k3::gemm(w.latent_down, d_->x, H, T, d_->z, Z, so);
     d_->join(0);

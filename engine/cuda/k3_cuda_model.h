@@ -89,7 +89,7 @@ class CudaK3Session : public DecodeSession {
   void forward(int T, const PassOptions& opts, ForwardTrace* tr, bool routed);
   void attention_kda(int layer, int T, bool partial);
   void attention_mla(int layer, int T);
-  void moe(int layer, int T, ForwardTrace* trace, bool routed);
+  void moe(int layer, int moe_index, int T, ForwardTrace* trace, bool routed);
   void moe_streamed(int layer, int T, ForwardTrace* trace);
   void dense(int which_layer, bool shared, int T, const float* x, float* out, Stream so);
 
