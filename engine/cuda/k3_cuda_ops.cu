@@ -463,14 +463,41 @@ __global__ void mla_absorb_column_kernel(const float* q, const W* kvb, int nh, i
 // at once (an eighth of the cache reads), and the scores of a row are spread over many blocks. One
 // block per (row, head) before left most SMs idle and waited on each load: at context 4096 an MLA
 // layer took 3.6 ms at T=1, its attention all but 0.4 ms of it.
+// Latency, not bandwidth, sets these kernels' time at short contexts (96 heads over a few hundred KB
+// of cache): every load a thread issues is asked for before the first one is used (the staging of
+// the queries and probabilities, the score and mix loops), and each warp scores one step of
+// positions, so a block's warps wait on one round of loads at a time instead of several in turn
+// (nsys on the H200, docs/PERFORMANCE.md, session 14). The order of every chain is unchanged.
 constexpr int kAttHeads = 8;        // heads per block in the score and mix launches
 constexpr int kScoreWarps = 8;
 constexpr int kScorePos = 2;        // positions a warp scores at once
-constexpr int kScoreChunk = 64;     // positions per block and step
+constexpr int kScoreChunk = kScoreWarps * kScorePos;  // positions per block and step: one per warp
 constexpr int kScoreBlocks = 16;    // blocks per (row, head group): chunks are dealt round-robin
+constexpr int kScoreBatch = 8;      // column steps (of 32) whose loads a lane issues together
+constexpr int kStageLoads = 8;      // loads per thread in flight while staging
 constexpr int kSoftThreads = 256;   // fixes the softmax's summation order
 constexpr int kMixThreads = 128;    // output columns per mix block
 constexpr int kMixTile = 256;       // probabilities per head staged at once
+constexpr int kMixBatch = 16;       // positions whose cached values a thread loads together (32: as fast at
+                                    // context 64, 19% slower MLA layers at context 4096 and T=8)
+
+// store(i, load(i)) for i < n over the block's threads, kStageLoads loads in flight per thread.
+template <class L, class S>
+__device__ __forceinline__ void stage_block(int n, L load, S store) {
+  for (int i0 = threadIdx.x; i0 < n; i0 += kStageLoads * blockDim.x) {
+    float v[kStageLoads];
+#pragma unroll
+    for (int u = 0; u < kStageLoads; ++u) {
+      const int i = i0 + u * blockDim.x;
+      v[u] = i < n ? load(i) : 0.f;
+    }
+#pragma unroll
+    for (int u = 0; u < kStageLoads; ++u) {
+      const int i = i0 + u * blockDim.x;
+      if (i < n) store(i, v[u]);
+    }
+  }
+}
 
 __device__ __forceinline__ int64_t att_context(int64_t base, const int64_t* dev_base, int t) {
   return (dev_base ? *dev_base : base) + t + 1;
@@ -488,42 +515,48 @@ __global__ void __launch_bounds__(kScoreWarps * 32) mla_scores_kernel(const floa
   const int64_t ctx = att_context(base, dev_base, t);
   if (int64_t(blockIdx.x) * kScoreChunk >= ctx) return;
   const int W = R + P;
-  for (int i = threadIdx.x; i < kAttHeads * W; i += blockDim.x) {
-    const int hh = i / W, j = i % W;
-    const int64_t th = int64_t(t) * nh + h0 + hh;
-    qs[i] = hh >= hn ? 0.f : j < R ? qabs[th * R + j] : q[th * (N + P) + N + (j - R)];
-  }
+  stage_block(
+      kAttHeads * W,
+      [&](int i) {
+        const int hh = i / W, j = i % W;
+        const int64_t th = int64_t(t) * nh + h0 + hh;
+        return hh >= hn ? 0.f : j < R ? qabs[th * R + j] : q[th * (N + P) + N + (j - R)];
+      },
+      [&](int i, float v) { qs[i] = v; });
   __syncthreads();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  // acc[p][hh] += q[hh][j] * row_p[j] for j = j0 + lane, j0 + lane + 32, ... < j1, in that order.
+  auto dots = [&](const float* row, int np, int j0, int j1, float (&acc)[kScorePos][kAttHeads]) {
+    for (int jb = j0 + lane; jb < j1; jb += 32 * kScoreBatch) {
+      float c[kScoreBatch][kScorePos];
+#pragma unroll
+      for (int u = 0; u < kScoreBatch; ++u)
+#pragma unroll
+        for (int p = 0; p < kScorePos; ++p) {
+          const int j = jb + 32 * u;
+          c[u][p] = p < np && j < j1 ? row[int64_t(p) * W + j] : 0.f;
+        }
+#pragma unroll
+      for (int u = 0; u < kScoreBatch; ++u) {
+        const int j = jb + 32 * u;
+        if (j >= j1) break;
+#pragma unroll
+        for (int hh = 0; hh < kAttHeads; ++hh) {
+          const float qv = qs[hh * W + j];
+#pragma unroll
+          for (int p = 0; p < kScorePos; ++p) acc[p][hh] = __fmaf_rn(qv, c[u][p], acc[p][hh]);
+        }
+      }
+    }
+  };
   for (int64_t c0 = int64_t(blockIdx.x) * kScoreChunk; c0 < ctx; c0 += int64_t(gridDim.x) * kScoreChunk) {
     const int64_t c1 = min(ctx, c0 + kScoreChunk);
     for (int64_t s0 = c0 + warp * kScorePos; s0 < c1; s0 += kScoreWarps * kScorePos) {
       const int np = c1 - s0 < kScorePos ? static_cast<int>(c1 - s0) : kScorePos;
       const float* row = cache + s0 * W;
       float a[kScorePos][kAttHeads] = {}, r[kScorePos][kAttHeads] = {};
-#pragma unroll 4
-      for (int j = lane; j < R; j += 32) {
-        float c[kScorePos];
-#pragma unroll
-        for (int p = 0; p < kScorePos; ++p) c[p] = p < np ? row[int64_t(p) * W + j] : 0.f;
-#pragma unroll
-        for (int hh = 0; hh < kAttHeads; ++hh) {
-          const float qv = qs[hh * W + j];
-#pragma unroll
-          for (int p = 0; p < kScorePos; ++p) a[p][hh] = __fmaf_rn(qv, c[p], a[p][hh]);
-        }
-      }
-      for (int j = lane; j < P; j += 32) {
-        float c[kScorePos];
-#pragma unroll
-        for (int p = 0; p < kScorePos; ++p) c[p] = p < np ? row[int64_t(p) * W + R + j] : 0.f;
-#pragma unroll
-        for (int hh = 0; hh < kAttHeads; ++hh) {
-          const float qv = qs[hh * W + R + j];
-#pragma unroll
-          for (int p = 0; p < kScorePos; ++p) r[p][hh] = __fmaf_rn(qv, c[p], r[p][hh]);
-        }
-      }
+      dots(row, np, 0, R, a);
+      dots(row, np, R, W, r);
 #pragma unroll
       for (int p = 0; p < kScorePos; ++p)
 #pragma unroll
@@ -575,17 +608,25 @@ __global__ void __launch_bounds__(kMixThreads) mla_mix_kernel(const float* __res
   for (int64_t s0 = 0; s0 < ctx; s0 += kMixTile) {
     const int n = ctx - s0 < kMixTile ? static_cast<int>(ctx - s0) : kMixTile;
     __syncthreads();
-    for (int i = threadIdx.x; i < kMixTile * kAttHeads; i += kMixThreads) {
-      const int hh = i / kMixTile, k = i % kMixTile;
-      ps[k][hh] = hh < hn && k < n ? pr[int64_t(hh) * max_ctx + s0 + k] : 0.f;
-    }
+    stage_block(
+        kMixTile * kAttHeads,
+        [&](int i) {
+          const int hh = i / kMixTile, k = i % kMixTile;  // neighbouring threads, neighbouring positions
+          return hh < hn && k < n ? pr[int64_t(hh) * max_ctx + s0 + k] : 0.f;
+        },
+        [&](int i, float v) { ps[i % kMixTile][i / kMixTile] = v; });
     __syncthreads();
     const float* col = cache + s0 * W + jc;
-#pragma unroll 8
-    for (int k = 0; k < n; ++k) {
-      const float c = col[int64_t(k) * W];
+    for (int k0 = 0; k0 < n; k0 += kMixBatch) {
+      float c[kMixBatch];
 #pragma unroll
-      for (int hh = 0; hh < kAttHeads; ++hh) acc[hh] = __fmaf_rn(ps[k][hh], c, acc[hh]);
+      for (int u = 0; u < kMixBatch; ++u) c[u] = k0 + u < n ? col[int64_t(k0 + u) * W] : 0.f;
+#pragma unroll
+      for (int u = 0; u < kMixBatch; ++u) {
+        if (k0 + u >= n) break;
+#pragma unroll
+        for (int hh = 0; hh < kAttHeads; ++hh) acc[hh] = __fmaf_rn(ps[k0 + u][hh], c[u], acc[hh]);
+      }
     }
   }
   if (j < R)
