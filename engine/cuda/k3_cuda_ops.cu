@@ -479,7 +479,7 @@ constexpr int kSoftThreads = 256;   // fixes the softmax's summation order
 constexpr int kMixThreads = 128;    // output columns per mix block
 constexpr int kMixTile = 256;       // probabilities per head staged at once
 constexpr int kMixBatch = 16;       // positions whose cached values a thread loads together (32: as fast at
-                                    // context 64, 19% slower MLA layers at context 4096 and T=8)
+                                    // context 64, 18-19% slower MLA layers at context 4096 and T=8)
 
 // store(i, load(i)) for i < n over the block's threads, kStageLoads loads in flight per thread.
 template <class L, class S>
