@@ -57,6 +57,14 @@ class OwnedEvent {
   OwnedEvent& operator=(const OwnedEvent&) = delete;
   cudaEvent_t get() const { return e_; }
   void record(cudaStream_t s) { check_cuda(cudaEventRecord(e_, s), "cudaEventRecord"); }
+  // A record that a stream capture keeps as a node of the graph, so every replay records the event
+  // (a plain record inside a capture only orders the capture's streams); outside a capture, record().
+  void record_in_graph(cudaStream_t s) {
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    check_cuda(cudaStreamIsCapturing(s, &st), "cudaStreamIsCapturing");
+    if (st == cudaStreamCaptureStatusNone) return record(s);  // the flag is refused outside a capture
+    check_cuda(cudaEventRecordWithFlags(e_, s, cudaEventRecordExternal), "cudaEventRecordWithFlags");
+  }
   void sync() const { check_cuda(cudaEventSynchronize(e_), "cudaEventSynchronize"); }
   // Milliseconds from `start` to this event (both recorded with timing on).
   float since(const OwnedEvent& start) const {

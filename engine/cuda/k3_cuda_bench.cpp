@@ -138,12 +138,15 @@ void bench_layers(const std::string& root, const std::vector<int>& rows, int con
   std::mt19937_64 rng(7);
   if (context > 0) s.prefill(random_ids(rng, context, c.vocab));
   s.set_layer_timing(true);
-  out << "| layer | kind | T | median ms | distinct experts | MB read | floor ms @" << std::setprecision(0) << roof.hbm_gbs
-      << " GB/s | ratio |\n| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  // Timed where decode runs: replayed CUDA graphs record the layer events as graph nodes
+  // (DELTAFIN_CUDA_GRAPHS=off times eager passes, the method of the tables before session 15).
+  out << "| layer | kind | T | pass | median ms | distinct experts | MB read | floor ms @" << std::setprecision(0)
+      << roof.hbm_gbs << " GB/s | ratio |\n| ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n";
   std::vector<float> logits;
   for (int T : rows) {
     std::vector<std::vector<double>> ms(c.layers);
     std::vector<double> experts(c.layers, 0);
+    bool replayed = true;
     for (int rep = 0; rep <= reps; ++rep) {
       ForwardTrace tr;
       tr.routing = true;
@@ -155,6 +158,7 @@ void bench_layers(const std::string& root, const std::vector<int>& rows, int con
       const auto lm = s.layer_ms();
       s.commit(1);
       if (rep == 0) continue;
+      replayed = replayed && s.last_pass_replayed();
       int mi = 0;
       for (int l = 0; l < c.layers; ++l) {
         ms[l].push_back(lm[l]);
@@ -172,7 +176,7 @@ void bench_layers(const std::string& root, const std::vector<int>& rows, int con
       const double floor_ms = bytes / (roof.hbm_gbs * 1e9) * 1e3;
       const double med = median(ms[l]);
       out << "| " << l << " | " << (mla ? "MLA" : "KDA") << (c.is_moe(l) ? "+MoE" : "+dense") << " | " << T << " | "
-          << std::setprecision(3) << med << " | " << std::setprecision(1) << experts[l] << " | " << std::setprecision(0)
+          << (replayed ? "graph" : "eager") << " | " << std::setprecision(3) << med << " | " << std::setprecision(1) << experts[l] << " | " << std::setprecision(0)
           << bytes / 1e6 << " | " << std::setprecision(3) << floor_ms << " | " << std::setprecision(2) << med / floor_ms
           << " |\n";
     }

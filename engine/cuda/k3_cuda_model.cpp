@@ -244,6 +244,8 @@ struct KdaDev {
 struct PassGraph {
   int T = 0;
   bool partial = false, all_logits = false;
+  bool timed = false;   // records the layer events (set_layer_timing)
+  bool traced = false;  // copies every MoE layer's routing to the pinned trace buffers
   int eager_passes = 0;  // captured only after one eager pass (lazy kernel set-up happens outside a capture)
   bool failed = false;    // the capture failed: this shape stays eager
   cudaGraphExec_t exec = nullptr;
@@ -325,6 +327,7 @@ struct CudaK3Session::Impl {
   OwnedEvent routed;  // the routing of the current MoE layer has reached the host
   std::vector<std::unique_ptr<OwnedEvent>> layer_ev;  // [layers + 1] when timing
   bool timed_pass = false;
+  bool replayed = false;  // the last pass was a graph launch
   std::vector<std::unique_ptr<PassGraph>> graphs;
   uint64_t graphs_epoch = 0;  // the expert tables the graphs were captured with
 };
@@ -428,10 +431,13 @@ CudaK3Session::~CudaK3Session() = default;
 void CudaK3Session::sync() const { d_->stream.sync(); }
 
 void CudaK3Session::set_layer_timing(bool on) {
+  d_->graphs.clear();  // graphs captured with timing name the events replaced here
   d_->layer_ev.clear();
   if (on)
     for (int l = 0; l <= m_.config().layers; ++l) d_->layer_ev.push_back(std::make_unique<OwnedEvent>(true));
 }
+
+bool CudaK3Session::last_pass_replayed() const { return d_->replayed; }
 
 std::vector<float> CudaK3Session::layer_ms() const {
   std::vector<float> ms;
@@ -554,20 +560,26 @@ void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logi
   *d_->host_n_past.as<int64_t>() = n_past_;
   const int first = opts.all_logits ? 0 : T - 1;
   try {
-    const bool graph = routed && !timing && !tr && graphs_enabled();
+    // A trace that reads every layer's output waits for the device inside the pass: eager only.
+    const bool traced = tr && tr->routing;
+    const bool graph = routed && !(tr && tr->layer_out) && graphs_enabled();
     PassGraph* g = nullptr;
     if (graph) {
       const uint64_t epoch = c.moe_layers() > 0 ? m_.experts().epoch() : 0;
       if (epoch != d_->graphs_epoch) d_->graphs.clear();
       d_->graphs_epoch = epoch;
       for (auto& p : d_->graphs)
-        if (p->T == T && p->partial == opts.partial_commit && p->all_logits == opts.all_logits) g = p.get();
+        if (p->T == T && p->partial == opts.partial_commit && p->all_logits == opts.all_logits && p->timed == timing &&
+            p->traced == traced)
+          g = p.get();
       if (!g) {
         d_->graphs.push_back(std::make_unique<PassGraph>());
         g = d_->graphs.back().get();
         g->T = T;
         g->partial = opts.partial_commit;
         g->all_logits = opts.all_logits;
+        g->timed = timing;
+        g->traced = traced;
       }
     }
     if (g && !g->exec && !g->failed && g->eager_passes > 0) {
@@ -577,7 +589,7 @@ void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logi
         cudaGraph_t cg = nullptr;
         check_cuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
         try {
-          forward(T, opts, nullptr, true);
+          forward(T, opts, tr, true);
         } catch (...) {
           if (cudaStreamEndCapture(s, &cg) == cudaSuccess && cg) cudaGraphDestroy(cg);
           throw;
@@ -593,7 +605,8 @@ void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logi
         std::fprintf(stderr, "CUDA K3: capturing a %d-row pass as a CUDA graph failed (%s); it runs eagerly\n", T, ex.what());
       }
     }
-    if (g && g->exec) {
+    d_->replayed = g && g->exec;
+    if (d_->replayed) {
       check_cuda(cudaGraphLaunch(g->exec, s), "cudaGraphLaunch");
     } else {
       forward(T, opts, tr, routed);
@@ -627,8 +640,8 @@ void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logi
 }
 
 // Everything a pass puts on the stream, from the token ids to the logits rows in d_->logits;
-// with routed and no trace, nothing here waits for the device or reads host memory other than the
-// pinned ids and n_past (so it can be captured).
+// with routed and no trace of the layers' outputs, nothing here waits for the device or touches host
+// memory other than the pinned ids, n_past and trace buffers (so it can be captured).
 void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bool routed) {
   const K3Config& c = m_.config();
   const auto& W = m_.weights();
@@ -652,7 +665,7 @@ void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bo
   int moe_index = 0;
   for (int l = 0; l < c.layers; ++l) {
     const DLayer& L = W.layers[l];
-    if (timing) d_->layer_ev[l]->record(s);
+    if (timing) d_->layer_ev[l]->record_in_graph(s);
     // h is the layer's input and stays so until the layer's end writes it: it is the prefix
     // (the partial block's sum) until the attention is added, and the mix goes to `mixed`.
     bool have_prefix = true;
@@ -690,7 +703,7 @@ void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bo
       d_->stream.sync();
     }
   }
-  if (timing) d_->layer_ev[c.layers]->record(s);
+  if (timing) d_->layer_ev[c.layers]->record_in_graph(s);
   if (routed && tr && tr->routing && moe_index > 0) {  // every MoE layer's routing, read after the pass
     const size_t n = size_t(moe_index) * T * c.top_k;
     check_cuda(cudaMemcpyAsync(d_->trace_rid.as<int32_t>(), d_->rid, n * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");

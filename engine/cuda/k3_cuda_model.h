@@ -79,9 +79,11 @@ class CudaK3Session : public DecodeSession {
   void sync() const;
   // Per-layer GPU time of the last pass (CUDA events around each layer; includes the wait for
   // the routing read-back and expert copies inside the layer in streamed mode). Empty unless
-  // enabled; timed passes are never CUDA graphs.
+  // enabled; resident passes are timed in their CUDA graphs (the events are graph nodes).
   void set_layer_timing(bool on);
   std::vector<float> layer_ms() const;
+  // Whether the last staged pass was a CUDA graph replay (else it ran eagerly).
+  bool last_pass_replayed() const;
   const CudaK3Model& model() const { return m_; }
 
  private:

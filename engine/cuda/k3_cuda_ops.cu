@@ -388,6 +388,26 @@ template <> struct Quad<float> {
   static __device__ __forceinline__ float at(const Vec& v, int c) { return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w; }
 };
 
+constexpr int kStageLoads = 8;  // loads per thread in flight while staging
+
+// store(i, load(i)) for i < n over the block's threads, kStageLoads loads in flight per thread.
+template <class L, class S>
+__device__ __forceinline__ void stage_block(int n, L load, S store) {
+  for (int i0 = threadIdx.x; i0 < n; i0 += kStageLoads * blockDim.x) {
+    float v[kStageLoads];
+#pragma unroll
+    for (int u = 0; u < kStageLoads; ++u) {
+      const int i = i0 + u * blockDim.x;
+      v[u] = i < n ? load(i) : 0.f;
+    }
+#pragma unroll
+    for (int u = 0; u < kStageLoads; ++u) {
+      const int i = i0 + u * blockDim.x;
+      if (i < n) store(i, v[u]);
+    }
+  }
+}
+
 // qabs = q_nope . kv_b's key rows. A block does kRows rows of one head, so each weight is read once
 // for all of them; a thread owns kAbsorbCols consecutive columns (one vector load per weight row)
 // and keeps kAbsorbLoads rows' loads in flight. Every output is still one fma chain over n in order.
@@ -404,10 +424,13 @@ __global__ void __launch_bounds__(kAbsorbThreads, 1) mla_absorb_kernel(const flo
   using Vec = typename Quad<W>::Vec;
   constexpr int kAbsorbLoads = 256 / sizeof(Vec);
   const int h = blockIdx.y, t0 = blockIdx.z * kRows;
-  for (int i = threadIdx.x; i < kRows * N; i += kAbsorbThreads) {
-    const int r = i / N, n = i % N;
-    qs[i] = t0 + r < T ? q[(int64_t(t0 + r) * nh + h) * (N + P) + n] : 0.f;
-  }
+  stage_block(
+      kRows * N,
+      [&](int i) {
+        const int r = i / N, n = i % N;
+        return t0 + r < T ? q[(int64_t(t0 + r) * nh + h) * (N + P) + n] : 0.f;
+      },
+      [&](int i, float v) { qs[i] = v; });
   __syncthreads();
   const int j = (blockIdx.x * kAbsorbThreads + threadIdx.x) * kAbsorbCols;
   if (j >= R) return;
@@ -474,30 +497,11 @@ constexpr int kScorePos = 2;        // positions a warp scores at once
 constexpr int kScoreChunk = kScoreWarps * kScorePos;  // positions per block and step: one per warp
 constexpr int kScoreBlocks = 16;    // blocks per (row, head group): chunks are dealt round-robin
 constexpr int kScoreBatch = 8;      // column steps (of 32) whose loads a lane issues together
-constexpr int kStageLoads = 8;      // loads per thread in flight while staging
 constexpr int kSoftThreads = 256;   // fixes the softmax's summation order
 constexpr int kMixThreads = 128;    // output columns per mix block
 constexpr int kMixTile = 256;       // probabilities per head staged at once
 constexpr int kMixBatch = 16;       // positions whose cached values a thread loads together (32: as fast at
                                     // context 64, 18-19% slower MLA layers at context 4096 and T=8)
-
-// store(i, load(i)) for i < n over the block's threads, kStageLoads loads in flight per thread.
-template <class L, class S>
-__device__ __forceinline__ void stage_block(int n, L load, S store) {
-  for (int i0 = threadIdx.x; i0 < n; i0 += kStageLoads * blockDim.x) {
-    float v[kStageLoads];
-#pragma unroll
-    for (int u = 0; u < kStageLoads; ++u) {
-      const int i = i0 + u * blockDim.x;
-      v[u] = i < n ? load(i) : 0.f;
-    }
-#pragma unroll
-    for (int u = 0; u < kStageLoads; ++u) {
-      const int i = i0 + u * blockDim.x;
-      if (i < n) store(i, v[u]);
-    }
-  }
-}
 
 __device__ __forceinline__ int64_t att_context(int64_t base, const int64_t* dev_base, int t) {
   return (dev_base ? *dev_base : base) + t + 1;

@@ -225,6 +225,40 @@ std::vector<Result> k3_transactions(const std::string& dir, uint64_t seed) {
                          : "logits differ at pass " + std::to_string(passes)});
   }
 
+  // Timed passes with a routing trace (the `layers` benchmark) replay graphs too: the layer events
+  // and the routing copies are captured. Their logits and routing equal the host-routed path's.
+  {
+    CudaK3Model::Options so = mo;
+    so.preload = false;
+    CudaK3Model streamed(*host, so);
+    CudaK3Session r(model), t(streamed);
+    r.set_layer_timing(true);
+    std::vector<float> lr2 = r.prefill(context), lt = t.prefill(context);
+    bool equal = lr2 == lt, replayed = false, timed = true;
+    std::string what = "prefill logits differ";
+    for (int i = 0; i < 3 && equal; ++i) {
+      ForwardTrace tr, tt;
+      tr.routing = tt.routing = true;
+      PassOptions o = all;
+      o.trace = &tr;
+      r.stage(std::span<const int32_t>(&rows[i], 1), lr2, o);
+      r.commit(1);
+      o.trace = &tt;
+      t.stage(std::span<const int32_t>(&rows[i], 1), lt, o);
+      t.commit(1);
+      replayed = r.last_pass_replayed();
+      const auto ms = r.layer_ms();
+      timed = timed && ms.size() == size_t(host->config().layers) &&
+              std::all_of(ms.begin(), ms.end(), [](float v) { return v > 0.f; });
+      equal = lr2 == lt && tr.topk_ids == tt.topk_ids && tr.topk_weights == tt.topk_weights && !tr.topk_ids.empty();
+      if (!equal) what = "pass " + std::to_string(i + 1) + ": logits or routing differ";
+    }
+    const bool ok = equal && replayed && timed;
+    out.push_back({"timed, traced passes replay graphs == host-routed", ok,
+                   ok ? "3 one-row passes: logits and routing bit-identical, the last replayed, every layer timed"
+                      : !equal ? what : !replayed ? "the timed pass ran eagerly" : "layer times missing or not positive"});
+  }
+
   // The GPU session matches the CPU session on this random prompt within fp32 rounding.
   K3Session cpu(*host);
   const auto lc = cpu.prefill(context);
