@@ -177,8 +177,8 @@ void bench_layers(const std::string& root, const std::vector<int>& rows, int con
       const double med = median(ms[l]);
       out << "| " << l << " | " << (mla ? "MLA" : "KDA") << (c.is_moe(l) ? "+MoE" : "+dense") << " | " << T << " | "
           << (replayed ? "graph" : "eager") << " | " << std::setprecision(3) << med << " | " << std::setprecision(1)
-          << experts[l] << " | " << std::setprecision(0) << bytes / 1e6 << " | " << std::setprecision(3) << floor_ms << " | " << std::setprecision(2) << med / floor_ms
-          << " |\n";
+          << experts[l] << " | " << std::setprecision(0) << bytes / 1e6 << " | " << std::setprecision(3) << floor_ms
+          << " | " << std::setprecision(2) << med / floor_ms << " |\n";
     }
   }
 }

@@ -205,10 +205,10 @@ std::vector<Result> k3_transactions(const std::string& dir, uint64_t seed) {
 
   // Resident experts (routing tables built on the device, passes replayed as CUDA graphs) against
   // the host-routed path (routing read back, experts gathered through the VRAM tier): same bits.
+  CudaK3Model::Options so = mo;
+  so.preload = false;  // every slot, nothing resident up front: each MoE layer takes the read-back path
+  CudaK3Model streamed(*host, so);
   {
-    CudaK3Model::Options so = mo;
-    so.preload = false;  // every slot, nothing resident up front: each MoE layer takes the read-back path
-    CudaK3Model streamed(*host, so);
     CudaK3Session r(model), t(streamed);
     std::vector<float> lr2 = r.prefill(context), lt = t.prefill(context);
     bool equal = lr2 == lt;
@@ -228,9 +228,6 @@ std::vector<Result> k3_transactions(const std::string& dir, uint64_t seed) {
   // Timed passes with a routing trace (the `layers` benchmark) replay graphs too: the layer events
   // and the routing copies are captured. Their logits and routing equal the host-routed path's.
   {
-    CudaK3Model::Options so = mo;
-    so.preload = false;
-    CudaK3Model streamed(*host, so);
     CudaK3Session r(model), t(streamed);
     r.set_layer_timing(true);
     std::vector<float> lr2 = r.prefill(context), lt = t.prefill(context);
