@@ -128,6 +128,27 @@ __device__ __forceinline__ void e2m1_half2_fma(uint32_t w, uint32_t (&h)[4]) {
   h[3] = __byte_perm(od, 0u, 0x3424);
 }
 
+// Multipliers of e2m1_half2_mad, in constant memory so that ptxas cannot see them as shifts: it turns
+// multiplies by visible powers of two into LEA / shifts on the integer pipe, which is the one this
+// decode relieves (v127, docs/PERFORMANCE.md, session 13).
+__constant__ uint32_t kMadMul[3] = {2u, 512u, 32u};
+
+// e2m1_half2's fp16 codes with the columns paired differently: (c0,c4) (c2,c6) (c1,c5) (c3,c7). Why:
+// each half2 is then one multiply-add and one mask of a whole word, with no byte permute: the low
+// nibbles' bytes [c0 c2 c4 c6] become 2c + 0x70 in place (bit 7 = s, bits 1-3 = e1 e0 m, as in
+// e2m1_half2_fma) and, shifted up one byte, [. c0 c2 c4]; the mask 0x8E008E00 keeps bytes 1 and 3:
+// (c2, c6) and (c0, c4). The high nibbles the same way: (c3, c7) and (c1, c5). Per word: 6 integer-
+// pipe instructions (two nibble masks, four half2 masks) and 4 multiply-adds, against 8-9 and 2-3.
+// Callers stage the activations in the matching column order (stage_split kMadOrder).
+__device__ __forceinline__ void e2m1_half2_mad(uint32_t w, uint32_t (&h)[4]) {
+  const uint32_t lo = w & 0x0F0F0F0Fu;  // [c0 c2 c4 c6]
+  const uint32_t hi = w & 0xF0F0F0F0u;  // [16c1 16c3 16c5 16c7]
+  h[0] = (lo * kMadMul[1] + 0x70707000u) & 0x8E008E00u;  // (c0, c4)
+  h[1] = (lo * kMadMul[0] + 0x70707070u) & 0x8E008E00u;  // (c2, c6)
+  h[2] = (hi * kMadMul[2] + 0x70707000u) & 0x8E008E00u;  // (c1, c5)
+  h[3] = (__umulhi(hi, 1u << 29) + 0x70707070u) & 0x8E008E00u;  // (c3, c7): hi / 8 = 2c per byte
+}
+
 // Sum over the 8 columns held by one 32-bit word of packed codes, times 2^-14, in column order.
 __device__ __forceinline__ float dot8(uint32_t w, float4 xa, float4 xb, float p) {
   uint32_t h[4];
@@ -945,7 +966,8 @@ struct Variant {
 // shared 61.8 / 60.5 / 47.1, against v9's 54.0 / 58.8 / 60.3 / 59.9, 51.0 / 43.2 / 29.1 in the same
 // run: the fastest version at every T, so where the engine can store fragments (preferred_layout)
 // it is the default. v91 (two tiles per warp) 47.0-48.1 / 58.9-64.6 / 67.3-69.0 / 70.4-72.3; v95 (one
-// tile, 3 blocks/SM) 50.3 / 61.9-63.4 / 66.7-69.5 / 69.1-72.8. Dropped: v90 (v91 two chunks ahead)
+// tile, 3 blocks/SM) 50.3 / 61.9-63.4 / 66.7-69.5 / 69.1-72.8 (removed in session 16 for v136's
+// place: the table holds 32 versions). Dropped: v90 (v91 two chunks ahead)
 // 44.9-46.8 at T=1; v92, v93 (two tiles, 3 blocks/SM: spills) 38.7-38.9; v94, v97 (one tile, two
 // chunks ahead, 3 or 4 blocks/SM) 45.5-49.6. Before the fragments were kept across tasks, v96 took
 // 54.4% at T=1 (the per-task staging of the same activation row, with no weight loads in flight).
@@ -1011,6 +1033,22 @@ struct Variant {
 // kept for measurements): per call 0.6-1.9 points ahead of v126 from T=2 and 0.4-1.6 behind at
 // T=1; the kernel alone at T=8 1.2-1.9 ahead on one H200 (three runs) and 1.6-2.8 behind on another
 // (four runs): not used by the default.
+// Session 16 (H200): v134 (v126 decoding through e2m1_half2_mad: v127's idea with the column pairs
+// changed instead of the bytes swapped, and the multipliers in constant memory so that they stay
+// multiplies) 59.7-59.8 / 68.7-69.0 / 73.9-74.0 / 75.5-76.1 per call, kernel alone 64.6-64.8 at T=1
+// and 76.4-77.0 at T=8, against v126's 58.3-58.5 / 65.5-66.0 / 70.5-70.6 / 72.3-72.7 (62.5, 73.4-73.5)
+// in the same two runs; SASS PRMT 288 -> 32, integer-pipe instructions ~1,060 -> ~900 over the
+// kernel. Same bits (the tensor core's k-slot order within one mma does not change its sum: checked
+// against v20). v134 is the fragment-layout default, v135 (v130 the same way) runs where the tables
+// exceed MetaTables. Dropped: v132 (v126 whose warps load the first chunks of their block's next task
+// during their last ones, the next ticket shared from the task's start), kernel alone 61.2-61.7 at
+// T=1 and 62.0-64.7 at T=8 against v126's 61.4-61.5 and 70.7-71.4; with runs of 2, 4 or 8 tiles of
+// one expert per ticket (fewer restagings at T=8) 53.2 / 40.3 / 21.7 at T=1 and 71.9 / 72.7 / 66.3
+// at T=8 against v126's 61.9 and 74.0.
+// v136 (v108 decoding through e2m1_half2_mad), per call drawing from 64 experts at T = 2 / 4 / 8
+// (1.14 / 1.45 / 2.2 rows per expert): 63.0-63.4 / 63.7-64.6 / 49.1-49.4 against v108's 58.4-58.7 /
+// 57.1-59.4 / 53.2-53.4 in the same two runs (128 registers). Same bits. So v136 takes rows that
+// share experts from 1.2 rows per expert and v108 from 1.8.
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
@@ -1036,6 +1074,9 @@ const Variant kVariants[] = {
      0, 1, 2},
     {"v16 mma fp16x3 tiles 128/256", expert_mlp_mma_kernel<mma16::Big, false, false>, mma16::kTileA, mma16::kTileB, 0, 0, 1,
      1},
+    {"v134 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1},
     {"v126 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode on the FMA pipe",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0,
      0, 0, 0, 0, 1, 0, 1, 1, 1},
@@ -1045,13 +1086,19 @@ const Variant kVariants[] = {
     {"v131 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode on the FMA pipe 32 fragment lanes",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, 32>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0,
      0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32},
+    {"v135 mma fp16x3 fragment order one tile per warp 3 chunks ahead decode by multiply-add and mask",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, false, false, true, direct::kFragLanes, true>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
     {"v130 mma fp16x3 fragment order one tile per warp 3 chunks ahead decode on the FMA pipe",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, false, false, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0,
      0, 0, 0, 0, 0, 1, 0, 1},
     {"v96 mma fp16x3 fragment order one tile per warp 3 chunks ahead", expert_mlp_direct_kernel<3, 1, 2>,
      direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
+    {"v136 mma fp16x3 fragment order one tile per warp 2 chunks ahead four vectors per pass decode by multiply-add and mask",
+     expert_mlp_direct_kernel<2, 1, 2, 2, false, false, false, false, direct::kFragLanes, true>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 120, 1},
     {"v108 mma fp16x3 fragment order one tile per warp 2 chunks ahead four vectors per pass", expert_mlp_direct_kernel<2, 1, 2, 2>,
-     direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 120, 1},
+     direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 180, 1},
     {"v118 traced (v96's code with per-task times, set_expert_trace: diagnostics)", expert_mlp_direct_kernel<3, 1, 2, 1, true>,
      direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
     {"v119 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory",
@@ -1062,8 +1109,6 @@ const Variant kVariants[] = {
      0, 0, 0, 1, 0, 1, 1, 1},
     {"v91 mma fp16x3 fragment order 3 chunks ahead", expert_mlp_direct_kernel<3, 2, 2>, direct::tile_a<2>(),
      direct::tile_b<2>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2},
-    {"v95 mma fp16x3 fragment order one tile per warp 3 chunks ahead 3 blocks/SM", expert_mlp_direct_kernel<3, 1, 3>,
-     direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
     {"v12 k3-exact RO=1 RB=2 tiles 64/64 4 blocks/SM", expert_mlp_kernel<1, 2, 1, 1, 4, 2, 7, 6>, 64, 64, 7, 6},
     {"v6 streamed RO=4 RB=8 tiles 64/64", expert_mlp_kernel<4, 8, 1, 1, 2, 1>, 64, 64},
     {"v2 RO=4 RB=8 tiles 32/32", expert_mlp_kernel<4, 8, 1, 1, 2, 0>, 32, 32},

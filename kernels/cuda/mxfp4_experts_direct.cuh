@@ -1,5 +1,5 @@
-// Tensor-core tasks that read the weights in fragment order straight into registers (v91, v95, v96, v108,
-// v119, v121, v126, v130, v131 and the traced v118, v122).
+// Tensor-core tasks that read the weights in fragment order straight into registers (v91, v96, v108,
+// v119, v121, v126, v130, v131, v134-v136 and the traced v118, v122).
 // Included by mxfp4_experts.cu inside its anonymous namespace, after mxfp4_experts_mma.cuh: the
 // tickets, tasks and counters are the FFMA versions'; the arithmetic is v20's.
 //
@@ -89,7 +89,9 @@ __device__ __forceinline__ bool any_zero_scale(const uint2 (&s)[NT][2]) {
 
 // One 64-column chunk (blocks 2j, 2j + 1) of the warp's tiles against activation fragments f0, f1.
 // kFma (v126, v130): e2m1_half2_fma and scale_at_fma, for groups without an E8M0 0 (the same values).
-template <int NT, bool kFma = false>
+// kMad (v134): every group decodes through e2m1_half2_mad (its column pairs are the staging's), the
+// scales as kFma says.
+template <int NT, bool kFma = false, bool kMad = false>
 __device__ __forceinline__ void chunk(const uint4 (&w)[NT], uint4 f0, uint4 f1, const uint2 (&s)[NT][2], int jj,
                                       float (&acc)[NT][4]) {
 #pragma unroll
@@ -97,7 +99,13 @@ __device__ __forceinline__ void chunk(const uint4 (&w)[NT], uint4 f0, uint4 f1, 
 #pragma unroll
     for (int hb = 0; hb < 2; ++hb) {
       uint32_t ra[4], rb[4];
-      if constexpr (kFma) {
+      if constexpr (kMad) {
+        e2m1_half2_mad(hb ? w[t].z : w[t].x, ra);
+        e2m1_half2_mad(hb ? w[t].w : w[t].y, rb);
+        const float s0 = kFma ? scale_at_fma(s[t][0], 2 * jj + hb) : scale_at(s[t][0], 2 * jj + hb);
+        const float s1 = kFma ? scale_at_fma(s[t][1], 2 * jj + hb) : scale_at(s[t][1], 2 * jj + hb);
+        mma16::block_fma(ra, rb, hb ? f1 : f0, s0, s1, acc[t]);
+      } else if constexpr (kFma) {
         e2m1_half2_fma(hb ? w[t].z : w[t].x, ra);
         e2m1_half2_fma(hb ? w[t].w : w[t].y, rb);
         mma16::block_fma(ra, rb, hb ? f1 : f0, scale_at_fma(s[t][0], 2 * jj + hb), scale_at_fma(s[t][1], 2 * jj + hb),
@@ -115,14 +123,20 @@ __device__ __forceinline__ void chunk(const uint4 (&w)[NT], uint4 f0, uint4 f1, 
 // block is decoded once and multiplied with both pairs' fragments. Every product, sum and scaling
 // of a pair is the one chunk<1> performs for it, so the bits are the same.
 // (Templated on NT only so that the NT = 2 tasks compile the pass that never calls it.)
-template <int NT>
+// kMad (v136): decoded through e2m1_half2_mad (the fragments are staged in its column order).
+template <int NT, bool kMad = false>
 __device__ __forceinline__ void chunk_two(uint4 w, uint4 f0, uint4 f1, uint4 g0, uint4 g1, const uint2 (&s)[NT][2], int jj,
                                           float (&acc)[NT][4], float (&acc2)[4]) {
 #pragma unroll
   for (int hb = 0; hb < 2; ++hb) {
     uint32_t ra[4], rb[4];
-    e2m1_half2(hb ? w.z : w.x, ra);
-    e2m1_half2(hb ? w.w : w.y, rb);
+    if constexpr (kMad) {
+      e2m1_half2_mad(hb ? w.z : w.x, ra);
+      e2m1_half2_mad(hb ? w.w : w.y, rb);
+    } else {
+      e2m1_half2(hb ? w.z : w.x, ra);
+      e2m1_half2(hb ? w.w : w.y, rb);
+    }
     const float s0 = scale_at(s[0][0], 2 * jj + hb), s1 = scale_at(s[0][1], 2 * jj + hb);
     mma16::block_fma(ra, rb, hb ? f1 : f0, s0, s1, acc[0]);
     mma16::block_fma(ra, rb, hb ? g1 : g0, s0, s1, acc2);
@@ -190,7 +204,7 @@ struct Staged {
 // instructions per chunk (SASS of v121 and v126, docs/PERFORMANCE.md, session 13).
 // kL (v131): fragment lanes per block, 24 or 32 (frag_bytes).
 template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
-          int kL = kFragLanes>
+          int kL = kFragLanes, bool kMad = false>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
@@ -285,15 +299,15 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
         if constexpr (kHmax && !kGateUp) {
           // Written by this launch's gate/up tasks before they signalled: L2 only.
           const float mA = __uint_as_float(__ldcg(P.hmax + aA)), mB = aB >= 0 ? __uint_as_float(__ldcg(P.hmax + aB)) : 0.f;
-          mma16::stage_split<true, kL>(frag, xA, xB, K, mA, mB, st.back);
+          mma16::stage_split<true, kL, kMad>(frag, xA, xB, K, mA, mB, st.back);
         } else {
-          mma16::stage_frags<!kGateUp, kL>(frag, red, xA, xB, K, st.back);  // h was written by this launch: L2 only
+          mma16::stage_frags<!kGateUp, kL, kMad>(frag, red, xA, xB, K, st.back);  // h was written by this launch: L2 only
         }
         st.xa = xA;
         st.xb = xB;
       }
       if (stage2) {
-        mma16::stage_frags<!kGateUp, kL>(frag2, red, v2.xA, v2.xB, K, st.back2);
+        mma16::stage_frags<!kGateUp, kL, kMad>(frag2, red, v2.xA, v2.xB, K, st.back2);
         st.xc = v2.xA;
         st.xd = v2.xB;
       }
@@ -337,14 +351,14 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
               f1 = fr[(2 * j + 1) * kL + lane];
             }
             if constexpr (!kTwo) {
-              chunk<NT, kF>(w[jj], f0, f1, s, jj, acc);
+              chunk<NT, kF, kMad>(w[jj], f0, f1, s, jj, acc);
             } else {
               uint4 g0 = make_uint4(0u, 0u, 0u, 0u), g1 = g0;
               if (lane < kL) {
                 g0 = fr2[(2 * j) * kL + lane];
                 g1 = fr2[(2 * j + 1) * kL + lane];
               }
-              chunk_two<NT>(w[jj][0], f0, f1, g0, g1, s, jj, acc, acc2);
+              chunk_two<NT, kMad>(w[jj][0], f0, f1, g0, g1, s, jj, acc, acc2);
             }
           }
         };
@@ -406,7 +420,7 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 // for calls whose tables exceed MetaTables, launch() runs the version without it (the same bits).
 // kHmax (v121): see task().
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
-          bool kFma = false, int kL = direct::kFragLanes>
+          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
@@ -415,10 +429,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel
     run_tickets<kTrace, kHmax>(
         Q,
         [&](unsigned task, int, int) {
-          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL>(Q, task, smem, st);
+          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad>(Q, task, smem, st);
         },
         [&](unsigned task, int, int) {
-          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL>(Q, task, smem, st);
+          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad>(Q, task, smem, st);
         });
   };
   if constexpr (kMeta) {

@@ -335,7 +335,8 @@ __device__ __forceinline__ float4 ld4(const float* p) {
 // stage_frags' second half: the three-part split of x0 and x1 given their largest magnitudes m0 and
 // m1 (fmaxf of |x| over the vector, from 0; 0 for a missing x1). Called by the whole block (it
 // synchronizes at the end).
-template <bool kCoherent, int kLanes>
+// kMadOrder: the halves of columns 8q + {0,4,2,6,1,5,3,7}, the pairs e2m1_half2_mad decodes.
+template <bool kCoherent, int kLanes, bool kMadOrder = false>
 __device__ __forceinline__ void stage_split(char* frag, const float* x0, const float* x1, int K, float m0, float m1,
                                             float (&back)[2]) {
   // Biased exponent eb of the largest magnitude: |x| < 2^(eb - 126), so k = 141 - eb gives |x 2^k| < 2^15.
@@ -354,7 +355,8 @@ __device__ __forceinline__ void stage_split(char* frag, const float* x0, const f
       uint32_t parts[3][4];
       if (x) {
         const float4 lo = ld4<kCoherent>(x + 8 * i), hi = ld4<kCoherent>(x + 8 * i + 4);
-        const float v[8] = {lo.x, lo.z, hi.x, hi.z, lo.y, lo.w, hi.y, hi.w};  // columns 0,2,4,6,1,3,5,7
+        const float v[8] = {lo.x, kMadOrder ? hi.x : lo.z, kMadOrder ? lo.z : hi.x, hi.z,
+                            lo.y, kMadOrder ? hi.y : lo.w, kMadOrder ? lo.w : hi.y, hi.w};  // columns 0,2,4,6,1,3,5,7 (kMadOrder: 0,4,2,6,1,5,3,7)
         __half p[3][8];
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
@@ -395,7 +397,7 @@ __device__ __forceinline__ void stage_split(char* frag, const float* x0, const f
 // back[s] receives 2^(14 - k_s), the factor that undoes the staging scale and the decode's 2^-14.
 // kLanes = 24: only the lanes of columns 0-5 are stored (block b at frag + b*384); the readers
 // use zeros for columns 6 and 7. Called by the whole block (it synchronizes).
-template <bool kCoherent, int kLanes = 32>
+template <bool kCoherent, int kLanes = 32, bool kMadOrder = false>
 __device__ void stage_frags(char* frag, float* red, const float* x0, const float* x1, int K, float (&back)[2]) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   float m0 = 0.f, m1 = 0.f;
@@ -423,7 +425,7 @@ __device__ void stage_frags(char* frag, float* red, const float* x0, const float
     m0 = fmaxf(m0, red[2 * w]);
     m1 = fmaxf(m1, red[2 * w + 1]);
   }
-  stage_split<kCoherent, kLanes>(frag, x0, x1, K, m0, m1, back);
+  stage_split<kCoherent, kLanes, kMadOrder>(frag, x0, x1, K, m0, m1, back);
 }
 
 // Pass pr over an expert's assignments a0..a1-1 takes two of them: their ids (aB = -1 past the end)
