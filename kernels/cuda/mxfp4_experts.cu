@@ -1042,7 +1042,7 @@ struct Variant {
 // against v20). v134 is the fragment-layout default, v135 (v130 the same way) runs where the tables
 // exceed MetaTables. Dropped: v132 (v126 whose warps load the first chunks of their block's next task
 // during their last ones, the next ticket shared from the task's start), kernel alone 61.2-61.7 at
-// T=1 and 62.0-64.7 at T=8 against v126's 61.4-61.5 and 70.7-71.4; with runs of 2, 4 or 8 tiles of
+// T=1 and 62.0-64.7 at T=8 against v126's 61.4-61.5 and 71.1-71.4; with runs of 2, 4 or 8 tiles of
 // one expert per ticket (fewer restagings at T=8) 53.2 / 40.3 / 21.7 at T=1 and 71.9 / 72.7 / 66.3
 // at T=8 against v126's 61.9 and 74.0.
 // v136 (v108 decoding through e2m1_half2_mad), per call drawing from 64 experts at T = 2 / 4 / 8
