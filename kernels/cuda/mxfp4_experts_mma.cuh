@@ -393,7 +393,8 @@ __device__ __forceinline__ void stage_split(char* frag, const float* x0, const f
 
 // B fragments for one or two activation vectors of width K (x1 may be null): slot s occupies
 // columns 3s..3s+2 (parts 1..3); absent slots and columns 6, 7 are zero. Block b, column n, lane
-// quad q hold, at frag + b*512 + (4n + q)*16, the halves of columns 8q + {0,2,4,6,1,3,5,7}.
+// quad q hold, at frag + b*512 + (4n + q)*16, the halves of columns 8q + {0,2,4,6,1,3,5,7} (kMadOrder:
+// 8q + {0,4,2,6,1,5,3,7}, for e2m1_half2_mad's pairs).
 // back[s] receives 2^(14 - k_s), the factor that undoes the staging scale and the decode's 2^-14.
 // kLanes = 24: only the lanes of columns 0-5 are stored (block b at frag + b*384); the readers
 // use zeros for columns 6 and 7. Called by the whole block (it synchronizes).
