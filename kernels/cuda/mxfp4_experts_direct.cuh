@@ -99,22 +99,20 @@ __device__ __forceinline__ void chunk(const uint4 (&w)[NT], uint4 f0, uint4 f1, 
 #pragma unroll
     for (int hb = 0; hb < 2; ++hb) {
       uint32_t ra[4], rb[4];
+      const uint32_t wa = hb ? w[t].z : w[t].x, wb = hb ? w[t].w : w[t].y;
       if constexpr (kMad) {
-        e2m1_half2_mad(hb ? w[t].z : w[t].x, ra);
-        e2m1_half2_mad(hb ? w[t].w : w[t].y, rb);
-        const float s0 = kFma ? scale_at_fma(s[t][0], 2 * jj + hb) : scale_at(s[t][0], 2 * jj + hb);
-        const float s1 = kFma ? scale_at_fma(s[t][1], 2 * jj + hb) : scale_at(s[t][1], 2 * jj + hb);
-        mma16::block_fma(ra, rb, hb ? f1 : f0, s0, s1, acc[t]);
+        e2m1_half2_mad(wa, ra);
+        e2m1_half2_mad(wb, rb);
       } else if constexpr (kFma) {
-        e2m1_half2_fma(hb ? w[t].z : w[t].x, ra);
-        e2m1_half2_fma(hb ? w[t].w : w[t].y, rb);
-        mma16::block_fma(ra, rb, hb ? f1 : f0, scale_at_fma(s[t][0], 2 * jj + hb), scale_at_fma(s[t][1], 2 * jj + hb),
-                         acc[t]);
+        e2m1_half2_fma(wa, ra);
+        e2m1_half2_fma(wb, rb);
       } else {
-        e2m1_half2(hb ? w[t].z : w[t].x, ra);
-        e2m1_half2(hb ? w[t].w : w[t].y, rb);
-        mma16::block_fma(ra, rb, hb ? f1 : f0, scale_at(s[t][0], 2 * jj + hb), scale_at(s[t][1], 2 * jj + hb), acc[t]);
+        e2m1_half2(wa, ra);
+        e2m1_half2(wb, rb);
       }
+      const float s0 = kFma ? scale_at_fma(s[t][0], 2 * jj + hb) : scale_at(s[t][0], 2 * jj + hb);
+      const float s1 = kFma ? scale_at_fma(s[t][1], 2 * jj + hb) : scale_at(s[t][1], 2 * jj + hb);
+      mma16::block_fma(ra, rb, hb ? f1 : f0, s0, s1, acc[t]);
     }
   }
 }
