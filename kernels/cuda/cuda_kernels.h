@@ -108,7 +108,7 @@ struct MxExpert {
 // overlap `packed`. Scales stay as they are.
 void repack_mx_fragments(const void* packed, void* out, int rows, int cols, Stream stream = nullptr);
 
-// Diagnostics: where the traced expert versions (v118, v122) write five 64-bit words per task of each
+// Diagnostics: where the traced expert versions (v122, v143) write five 64-bit words per task of each
 // launch, indexed by task number: (kind << 62) | (SM << 32) | block (kind 0 gate/up, 1 down, 2
 // combine), then %globaltimer (ns) at the task's start,
 // after its waits, when its first pass is ready to stream, and at its end. `dev_records` must hold

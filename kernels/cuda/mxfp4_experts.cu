@@ -57,9 +57,14 @@ struct Params {
   int a_tiles, b_tiles, c_tiles;
   unsigned nA, nB, nC;
   int chunks;  // warp-specialised versions: chunks per phase (one per block)
-  // hmax versions (v121): per assignment, the bits of max |h| (0 between calls: the combine tasks of
-  // each row clear its entries, after every down task that read them); null for the others.
+  // hmax versions (v121, v122, v126, v134, v138, v143): per assignment, the bits of max |h| (0
+  // between calls: the combine tasks of each row, or in fused versions each expert's last down task,
+  // clear its entries after every down task that read them); null for the others.
   unsigned* hmax;
+  // Fused-combine versions (v138, v143): per row t and down tile, how many of the row's slots have
+  // that tile done; the task that brings a count to K combines the tile and sets it back to 0 (so
+  // every count is 0 between calls). Null for the others.
+  unsigned* rowdone;
 };
 
 // Diagnostics (set_expert_trace): where a traced version writes, per task, five words: (SM << 32) |
@@ -773,23 +778,82 @@ __device__ __forceinline__ Params copy_tables(const Params& P) {
   return Q;
 }
 
-// Called by threads 0 .. NT - 1. kHmax: also clears row t's P.hmax entries.
-template <int NT = kThreads, bool kHmax = false>
-__device__ __forceinline__ void task_combine(const Params& P, int t, int tile) {
-  const int o_end = min(P.latent, (tile + 1) * kTileC);
-  for (int o = tile * kTileC + threadIdx.x; o < o_end; o += NT) {
+// y[t][o] = sum_j weight[t][j] * d[(t, j)][o] over slots in order, for o in [o_begin, o_end),
+// by threads 0 .. NT - 1. Every d value of a group of 8 slots is loaded before the group's sums, so
+// a call waits for 16 slots in two L2 round trips instead of 16; the sums keep their order.
+template <int NT>
+__device__ __forceinline__ void combine_rows(const Params& P, int t, int o_begin, int o_end) {
+  for (int o = o_begin + static_cast<int>(threadIdx.x); o < o_end; o += NT) {
     float acc = 0.f;
-    for (int j = 0; j < P.K; ++j) {
-      const int a = t * P.K + j;
-      acc = __fmaf_rn(__ldg(P.slot_weight + a), __ldcg(P.d + static_cast<int64_t>(a) * P.latent + o), acc);
+    for (int j0 = 0; j0 < P.K; j0 += 8) {
+      float w[8], v[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const int a = t * P.K + j0 + i;
+        const bool in = j0 + i < P.K;
+        w[i] = in ? __ldg(P.slot_weight + a) : 0.f;
+        v[i] = in ? __ldcg(P.d + static_cast<int64_t>(a) * P.latent + o) : 0.f;
+      }
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        if (j0 + i < P.K) acc = __fmaf_rn(w[i], v[i], acc);
     }
     P.y[static_cast<int64_t>(t) * P.latent + o] = acc;
   }
+}
+
+// Called by threads 0 .. NT - 1. kHmax: also clears row t's P.hmax entries.
+template <int NT = kThreads, bool kHmax = false>
+__device__ __forceinline__ void task_combine(const Params& P, int t, int tile) {
+  combine_rows<NT>(P, t, tile * kTileC, min(P.latent, (tile + 1) * kTileC));
   // Every down task that read row t's maxima is done (this task waited for them).
   if constexpr (kHmax) {
     if (tile == 0)
       for (int j = threadIdx.x; j < P.K; j += NT) P.hmax[t * P.K + j] = 0u;
   }
+}
+
+// The end of down task (g, tile) in the fused-combine versions, called by every thread after the
+// task's writes: it counts the tile done for expert g and for each row that uses g, and the task
+// that completes a row's tile (the last of the row's K slots to have it) computes y for that tile
+// at once, with combine_rows' arithmetic, instead of a combine task queued after every down task.
+// Why: at T = 1 the combine tasks ran only once the last down task ended, ~3 us in which the rest
+// of the GPU was idle (a v122 trace, docs/PERFORMANCE.md, session 16). kHmax: the last down task of
+// expert g clears its assignments' maxima (every down task that read them is done).
+template <bool kHmax>
+__device__ __forceinline__ void finish_down_fused(const Params& P, int g, int tile) {
+  static_assert(kMetaA <= kThreads, "a group's rows (at most kMetaA assignments with the tables in shared memory) fit s_rows");
+  __shared__ int s_rows[kThreads];
+  __shared__ int s_n;
+  __shared__ int s_last_of_g;
+  __threadfence();  // this task's d writes before its counts
+  if (threadIdx.x == 0) s_n = 0;
+  __syncthreads();
+  const int a0 = P.grp_begin[g], a1 = P.grp_begin[g + 1];
+  if (threadIdx.x == 0) {
+    const unsigned before = atomicAdd(P.doneB + g, 1u);
+    s_last_of_g = before == P.doneB_base[g] + static_cast<unsigned>(P.b_tiles) - 1u;
+  }
+  for (int i = a0 + static_cast<int>(threadIdx.x); i < a1; i += kThreads) {
+    const int t = P.assign_list[i] / P.K;
+    unsigned* c = P.rowdone + static_cast<int64_t>(t) * P.b_tiles + tile;
+    if (atomicAdd(c, 1u) == static_cast<unsigned>(P.K) - 1u) {
+      *c = 0u;  // all K counts of this call are in: the next call starts from 0
+      s_rows[atomicAdd(&s_n, 1)] = t;
+    }
+  }
+  __syncthreads();
+  const int n = s_n;
+  if (n > 0) {
+    __threadfence();  // the other tasks' d writes, seen through their counts, before reading d
+    const int o_begin = tile * P.tile_b, o_end = min(P.latent, o_begin + P.tile_b);
+    for (int r = 0; r < n; ++r) combine_rows<kThreads>(P, s_rows[r], o_begin, o_end);
+  }
+  if constexpr (kHmax) {
+    if (s_last_of_g)
+      for (int i = a0 + static_cast<int>(threadIdx.x); i < a1; i += kThreads) P.hmax[P.assign_list[i]] = 0u;
+  }
+  __syncthreads();  // s_rows, s_n and s_last_of_g are read before the next task rewrites them
 }
 
 // The persistent grid's loop over tickets, shared by every version: gate/up (A) tasks first, then
@@ -799,7 +863,8 @@ __device__ __forceinline__ void task_combine(const Params& P, int t, int tile) {
 // past the last task (the host counts them).
 // kTrace: thread 0 writes each task's start, wait and end times (trace_at; the task itself writes
 // when it is ready to stream). kHmax: the combine tasks clear P.hmax (finish_tile kMax).
-template <bool kTrace = false, bool kHmax = false, class GateUp, class Down>
+// kFuse (v138, v143): no combine tasks (P.nC = 0); each down task ends in finish_down_fused.
+template <bool kTrace = false, bool kHmax = false, bool kFuse = false, class GateUp, class Down>
 __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, Down&& down) {
   __shared__ unsigned s_task;
   const unsigned total = P.nA + P.nB + P.nC;
@@ -829,7 +894,8 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
         if (threadIdx.x == 0) trace_at(task, 2);
       }
       down(task, g, b % P.b_tiles);
-      signal_done(P.doneB + g);
+      if constexpr (kFuse) finish_down_fused<kHmax>(P, g, b % P.b_tiles);
+      else signal_done(P.doneB + g);
     } else {
       const int c = static_cast<int>(task - P.nA - P.nB);
       const int t = c / P.c_tiles;
@@ -905,6 +971,9 @@ struct Variant {
                    // fit run the first version of the same order and layout without it
   int hmax = 0;    // gate/up tasks record max |h| per assignment for the down tasks' staging (Params::hmax)
   int lanes = 0;   // fragment-order versions: activation-fragment lanes per 32-column block (0: 24)
+  int fuse = 0;    // no combine tasks: down tasks combine the rows they complete (finish_down_fused); needs meta
+  int few = 0;     // > 0: replaces the default for calls of at most `few` rows (and it shares the default's
+                   // order); a `shared` version that applies comes first
 };
 // Measured on an H200 (docs/PERFORMANCE.md has the runs), % of device-to-device copy bandwidth at
 // T=1 / T=8: v11 50.5-50.8 / 61.1-62.2, v9 50.5-53.3 / 50.1-60.3, v12 40-43 / 59-63, v6 36-39 / 42-45,
@@ -1049,6 +1118,24 @@ struct Variant {
 // (1.14 / 1.45 / 2.2 rows per expert): 63.0-63.4 / 63.7-64.6 / 49.1-49.4 against v108's 58.4-58.7 /
 // 57.1-59.4 / 53.2-53.4 in the same two runs (128 registers). Same bits. So v136 takes rows that
 // share experts from 1.2 rows per expert and v108 from 1.8.
+// Session 17 (H200, % of D2D over 896 experts, kernel alone, two runs each against v134 in the same
+// runs): v138 (v134 whose down tasks combine the row tiles they complete: no combine tasks) 63.8-65.3
+// at T=1, 71.2-72.4 at T=2, 72.2-74.9 at T=4, 72.8-76.6 at T=8 against v134's 61.9-63.4 / 70.1-71.5 /
+// 73.3-75.7 / 73.7-77.4: the default for calls of one or two rows (`few`). Same bits. v118 and v119
+// were removed for v138 and its traced v143. Dropped (each exact, 234 of 234 checks; diffs kept
+// out of the tree): v137 (v134 whose warps, in their block's last task, ask L2 for the rest of their
+// tile in one bulk prefetch) 58.3-58.4 at T=1 and 62.1-63.5 at T=8 against 62.2-62.4 and 74.0-74.3;
+// v139 (v137 + v138) 57.7-58.5 / 68.8-69.0; v141 / v142 (v138 / v134 with every weight load through
+// an 8-chunk cp.async ring per warp in shared memory: 7 chunks in flight instead of 3, 113 / 121
+// registers) 62.7-63.1 / 57.9-58.6 at T=1 and 70.2-70.3 / 69.5-69.8 at T=8 against v134's 62.3-62.9
+// and 73.6-74.4; v148 / v149 (v134 with only the last wave, the last gridDim.x tickets, through an
+// 8- / 12-chunk ring) 61.1 / 59.8-59.9 at T=1 and 76.7 / 73.4-74.4 at T=8 against 62.7-62.8 and
+// 77.0-77.1; v144 (down tasks wait for their expert after their first loads, only when they stage)
+// 61.8 / 69.2 against 61.9-62.7 / 73.7; v145 (v144 + v138) 63.0-63.4 / 69.1-69.7; v146 (warps run
+// on between block barriers: gate/up pairs meet at named barriers, per-warp done counts, the next
+// ticket published two groups into a task) 59.9-60.3 / 72.3-72.7 against 62.0 / 74.0-75.0; v150
+// (one combine task per row and down tile, waiting on a per-tile count the down tasks add to without
+// a returned value) 62.5 / 76.9-77.1 against 63.1-63.4 / 77.2-77.4.
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
@@ -1077,6 +1164,12 @@ const Variant kVariants[] = {
     {"v134 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1},
+    {"v138 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true, true>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 2},
+    {"v143 traced (v138's code with per-task times, set_expert_trace: diagnostics)",
+     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, true, direct::kFragLanes, true, true>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1},
     {"v126 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode on the FMA pipe",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0,
      0, 0, 0, 0, 1, 0, 1, 1, 1},
@@ -1099,11 +1192,6 @@ const Variant kVariants[] = {
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 120, 1},
     {"v108 mma fp16x3 fragment order one tile per warp 2 chunks ahead four vectors per pass", expert_mlp_direct_kernel<2, 1, 2, 2>,
      direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 180, 1},
-    {"v118 traced (v96's code with per-task times, set_expert_trace: diagnostics)", expert_mlp_direct_kernel<3, 1, 2, 1, true>,
-     direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
-    {"v119 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
-     1, 0, 1, 1},
     {"v122 traced (v121's code with per-task times, set_expert_trace: diagnostics)",
      expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0,
      0, 0, 0, 1, 0, 1, 1, 1},
@@ -1156,10 +1244,12 @@ struct ExpertMlp::Impl {
   // weights once for several rows).
   bool selected = false;
   std::vector<int> shared;  // versions with a `shared` threshold, highest threshold first
-  int pick(double rows_per_expert) const {
+  int few = -1;             // the version with a `few` threshold, if one fits
+  int pick(double rows_per_expert, int T) const {
     if (selected) return variant;
     for (int v : shared)
       if (rows_per_expert * 100 >= kVariants[v].shared) return v;
+    if (few >= 0 && T <= kVariants[few].few) return few;
     return variant;
   }
   int blocks_per_sm[32] = {};  // per version, from the occupancy calculator
@@ -1184,6 +1274,7 @@ struct ExpertMlp::Impl {
   DeviceLimits limits;
   int max_assign = 0;
   DeviceBuffer h, d, counters, tables, hmax;
+  DeviceBuffer rowdone;  // fused-combine versions: [max_rows][latent / 16] counts, 0 between calls
   // A ring of table slots (pinned host copy + device copy each), so that a call never waits for
   // the previous call's upload: the host runs ahead of the GPU as with any other launch.
   static constexpr int kSlots = 8;
@@ -1304,6 +1395,9 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows, ExpertLayou
           impl_->blocks(v, latent, inter) < impl_->blocks(impl_->variant, latent, inter))
         continue;
       if (kVariants[v].shared > 0) impl_->shared.push_back(v);
+      if (kVariants[v].few > 0 && impl_->few < 0 &&
+          impl_->blocks(v, latent, inter) >= impl_->blocks(impl_->variant, latent, inter))
+        impl_->few = v;
     }
     std::stable_sort(impl_->shared.begin(), impl_->shared.end(),
                      [](int a, int b) { return kVariants[a].shared > kVariants[b].shared; });
@@ -1332,6 +1426,8 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows, ExpertLayou
     impl_->zeros.fill_byte(0);
     impl_->hmax = DeviceBuffer(static_cast<size_t>(A) * sizeof(unsigned));
     impl_->hmax.fill_byte(0);
+    impl_->rowdone = DeviceBuffer(static_cast<size_t>(max_rows) * ((latent + 15) / 16) * sizeof(unsigned));
+    impl_->rowdone.fill_byte(0);
   } catch (...) {
     for (cudaEvent_t e : impl_->staged)
       if (e) cudaEventDestroy(e);
@@ -1399,7 +1495,7 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
       throw CudaError("ExpertMlp::run: every expert needs six device pointers, packed weights 8-byte aligned");
   // The tensor-core version copies rows in 16-byte units; with other alignments the call takes the
   // first FFMA version that fits (its bits differ, see Variant::order).
-  int vi = impl_->pick(static_cast<double>(nA_assign) / nG);
+  int vi = impl_->pick(static_cast<double>(nA_assign) / nG, T);
   if (kVariants[vi].frag) {
     // No fallback here: another layout's version would misread the bytes.
     for (const MxExpert& e : experts)
@@ -1487,7 +1583,7 @@ void ExpertMlp::plan_routed(const MxExpert* dev_table, int n_experts, const int3
   // The distinct experts are known only on the device; expect what a uniformly random router
   // would give (E (1 - (1 - k/E)^T)): routers whose neighbouring rows agree share more.
   const double expected_distinct = n_experts * (1.0 - std::pow(1.0 - static_cast<double>(top_k_) / n_experts, T));
-  const int vi = impl_->pick(A / std::max(1.0, expected_distinct));
+  const int vi = impl_->pick(A / std::max(1.0, expected_distinct), T);
   const Variant& v = kVariants[vi];
   const Impl::Layout L = Impl::layout(nG, A);
   if (L.end > impl_->staging_bytes) throw CudaError("ExpertMlp::run_routed: internal table overflow");
@@ -1564,7 +1660,8 @@ ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int 
   P.c_tiles = (m.latent_ + kTileC - 1) / kTileC;
   P.nA = static_cast<unsigned>(nG * P.a_tiles);
   P.nB = static_cast<unsigned>(nG * P.b_tiles);
-  P.nC = static_cast<unsigned>(T * P.c_tiles);
+  P.nC = v.fuse ? 0u : static_cast<unsigned>(T * P.c_tiles);
+  P.rowdone = v.fuse ? rowdone.as<unsigned>() : nullptr;
 
   const size_t smem = smem_bytes(v, m.latent_, m.inter_);
   const int threads = threads_of(v);

@@ -1,5 +1,5 @@
 // Tensor-core tasks that read the weights in fragment order straight into registers (v91, v96, v108,
-// v119, v121, v126, v130, v131, v134-v136 and the traced v118, v122).
+// v121, v126, v130, v131, v134-v136, v138 and the traced v122, v143).
 // Included by mxfp4_experts.cu inside its anonymous namespace, after mxfp4_experts_mma.cuh: the
 // tickets, tasks and counters are the FFMA versions'; the arithmetic is v20's.
 //
@@ -411,20 +411,22 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 }  // namespace direct
 
 // The fragment-order versions: same tickets and tasks as expert_mlp_kernel.
-// kTrace (v118, v122): per-task times for diagnostics (set_expert_trace); the same arithmetic.
-// kMeta (v119, v121, v122): the call's routing tables are copied into shared memory once per block, so a
+// kTrace (v122, v143): per-task times for diagnostics (set_expert_trace); the same arithmetic.
+// kMeta (v121, v122, v126, v134, v138, v143): the call's routing tables are copied into shared memory once per block, so a
 // task's first reads (its expert's pointers, its assignments) are shared-memory reads instead of a
-// chain of dependent global loads (~1.3 us per task at full load on the H200, measured with v118);
+// chain of dependent global loads (~1.3 us per task at full load on the H200, measured with v118, since removed);
 // for calls whose tables exceed MetaTables, launch() runs the version without it (the same bits).
-// kHmax (v121): see task().
+// kHmax (v121, v122, v126, v134, v138, v143): see task().
+// kFuse (v138, v143): no combine tasks; the down task that completes a row's tile combines it
+// (finish_down_fused; the host sets P.nC = 0).
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
-          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false>
+          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
   direct::Staged st;
   auto body = [&](const Params& Q) {
-    run_tickets<kTrace, kHmax>(
+    run_tickets<kTrace, kHmax, kFuse>(
         Q,
         [&](unsigned task, int, int) {
           direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad>(Q, task, smem, st);

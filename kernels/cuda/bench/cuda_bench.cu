@@ -15,6 +15,7 @@
 #include "cuda/cuda_common.cuh"
 #include "expert_routings.h"
 #include "expert_trace.h"
+#include "stream_patterns.h"
 
 using namespace deltafin::cuda;
 using namespace deltafin::cuda::bench;
@@ -226,8 +227,9 @@ int main(int argc, char** argv) {
   bool experts_only = false;  // skip the copy and GEMV parts (for profiling one kernel)
   bool gemm_only = false;     // skip the expert part
   std::string only_gemm_version;  // run only this BF16 GEMM version number
-  std::string trace_path;         // per-task times of the traced expert version (v118), as CSV
+  std::string trace_path;         // per-task times of the traced expert versions (v122, v143), as CSV
   std::vector<int> only_rows;     // expert rows: run only these row counts T (profiling one launch shape)
+  bool patterns = false;          // --patterns: the expert kernels' access pattern, loads only (stream_patterns)
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--variant") && i + 1 < argc) only_variant = argv[++i];
@@ -235,6 +237,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--gemm-only")) gemm_only = true;
     else if (!std::strcmp(argv[i], "--gemm-version") && i + 1 < argc) only_gemm_version = argv[++i];
     else if (!std::strcmp(argv[i], "--trace") && i + 1 < argc) trace_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--patterns")) patterns = true;
     else if (!std::strcmp(argv[i], "--rows") && i + 1 < argc) {
       for (const char* p = argv[++i]; *p;) {
         char* end = nullptr;
@@ -247,7 +250,7 @@ int main(int argc, char** argv) {
         p = *end == ',' ? end + 1 : end;
       }
     } else {
-      std::fprintf(stderr, "usage: %s [--json PATH] [--variant SUBSTRING[|SUBSTRING...]] [--experts-only] [--gemm-only] [--gemm-version N] [--trace CSV] [--rows T,T...]\n",
+      std::fprintf(stderr, "usage: %s [--json PATH] [--variant SUBSTRING[|SUBSTRING...]] [--experts-only] [--gemm-only] [--gemm-version N] [--trace CSV] [--patterns] [--rows T,T...]\n",
                    argv[0]);
       return 3;
     }
@@ -278,6 +281,7 @@ int main(int argc, char** argv) {
       d2d_gbs = 2.0 * n / (ms * 1e-3) / 1e9;
       rows.push_back({"cudaMemcpy D2D", "2 GiB", 2.0 * n, ms, d2d_gbs, 100.0, "bytes = read + write"});
     }
+    if (patterns) stream_patterns(dev.sm_count, d2d_gbs);
 
     // 2. MXFP4 routed experts at K3's shapes: 896 experts of 17,547,264 bytes, checkpoint layout.
     if (!gemm_only) {
@@ -376,7 +380,7 @@ int main(int argc, char** argv) {
       }
       if (!trace_path.empty()) {
         make_frag();
-        for (const char* traced : {"v118", "v122"}) trace_expert_tasks(mlp, traced, all_frag, K, trace_path + "." + traced);
+        for (const char* traced : {"v122", "v143"}) trace_expert_tasks(mlp, traced, all_frag, K, trace_path + "." + traced);
       }
     }
 

@@ -53,7 +53,7 @@ void trace_expert_tasks(ExpertMlp& mlp, const std::string& version, const std::v
                          static_cast<unsigned>((r[0] >> 32) & 0x3fffffffu), static_cast<unsigned>(r[0] & 0xffffffffu),
                          {r[1], r[2], r[3], r[4]}});
       }
-      if (tasks.empty()) throw CudaError("trace: v118 wrote no records");
+      if (tasks.empty()) throw CudaError("trace: " + version + " wrote no records");
       unsigned long long t0 = ~0ull, t1 = 0;
       for (const Task& k : tasks) {
         t0 = std::min(t0, k.t[0]);
