@@ -1135,7 +1135,9 @@ struct Variant {
 // on between block barriers: gate/up pairs meet at named barriers, per-warp done counts, the next
 // ticket published two groups into a task) 59.9-60.3 / 72.3-72.7 against 62.0 / 74.0-75.0; v150
 // (one combine task per row and down tile, waiting on a per-tile count the down tasks add to without
-// a returned value) 62.5 / 76.9-77.1 against 63.1-63.4 / 77.2-77.4.
+// a returned value) 62.5 / 76.9-77.1 against 63.1-63.4 / 77.2-77.4; v152 / v153 (v134 with every
+// load through an 8- / 12-chunk ring read one chunk ahead into registers) 59.5-59.7 / 56.9-57.2 and
+// 67.1-67.7 / 69.9-70.1 against 62.7-62.8 and 77.7.
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
