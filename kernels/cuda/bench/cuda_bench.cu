@@ -14,6 +14,7 @@
 
 #include "cuda/cuda_common.cuh"
 #include "expert_routings.h"
+#include "bench_timing.h"
 #include "expert_trace.h"
 #include "stream_patterns.h"
 
@@ -46,11 +47,6 @@ __global__ void fix_bf16(uint16_t* p, size_t n) {
 void randomize(void* p, size_t bytes, uint64_t seed) {
   fill_random<<<1024, 256>>>(static_cast<uint64_t*>(p), bytes / 8, seed);
   DELTAFIN_CUDA_LAUNCHED("fill_random");
-}
-
-float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 struct Timer {
@@ -95,35 +91,6 @@ struct Row {
   std::string note;
 };
 
-// Mean time of launch(s) over s = 0 .. sets - 1, each bracketed by its own pair of events (untimed
-// prepare(s) queued before it), median of 5 batches; two untimed rounds first.
-template <class Prepare, class Launch>
-float events_ms(int sets, Prepare&& prepare, Launch&& launch) {
-  std::vector<cudaEvent_t> ev(2 * static_cast<size_t>(sets));
-  for (cudaEvent_t& e : ev) DELTAFIN_CUDA_CHECK(cudaEventCreate(&e));
-  auto call = [&](int s, bool timed) {
-    prepare(s);
-    if (timed) DELTAFIN_CUDA_CHECK(cudaEventRecord(ev[2 * s]));
-    launch(s);
-    if (timed) DELTAFIN_CUDA_CHECK(cudaEventRecord(ev[2 * s + 1]));
-  };
-  call(0, false);
-  call(1 % sets, false);
-  std::vector<float> per;
-  for (int b = 0; b < 5; ++b) {
-    for (int s = 0; s < sets; ++s) call(s, true);
-    DELTAFIN_CUDA_CHECK(cudaDeviceSynchronize());
-    float sum = 0;
-    for (int s = 0; s < sets; ++s) {
-      float t = 0;
-      DELTAFIN_CUDA_CHECK(cudaEventElapsedTime(&t, ev[2 * s], ev[2 * s + 1]));
-      sum += t;
-    }
-    per.push_back(sum / sets);
-  }
-  for (cudaEvent_t e : ev) cudaEventDestroy(e);
-  return median(per);
-}
 
 // The weight bytes of one call's distinct experts, read once with nothing computed: the most one
 // launch can stream from them (the yardstick for the expert kernels' tail and start costs).

@@ -1,9 +1,8 @@
 #include "stream_patterns.h"
 
-#include <algorithm>
 #include <cstdio>
-#include <vector>
 
+#include "bench_timing.h"
 #include "cuda/cuda_common.cuh"
 
 namespace deltafin::cuda::bench {
@@ -50,26 +49,14 @@ void run_one(int sms, double d2d_gbs, const char* what) {
   const int regions = 6;  // rotate so that L2 (50-60 MB) holds nothing of the next call
   DeviceBuffer buf(bytes * regions), ctr(16), sink(16);
   DELTAFIN_CUDA_CHECK(cudaMemset(buf.data(), 1, buf.size()));
-  cudaEvent_t a, b;
-  DELTAFIN_CUDA_CHECK(cudaEventCreate(&a));
-  DELTAFIN_CUDA_CHECK(cudaEventCreate(&b));
-  std::vector<float> ms;
-  for (int it = 0; it < 30; ++it) {
-    DELTAFIN_CUDA_CHECK(cudaMemsetAsync(ctr.data(), 0, 16));
-    DELTAFIN_CUDA_CHECK(cudaEventRecord(a));
-    stream_tiles<U, kLayout><<<sms * 2, 256>>>(buf.as<uint4>() + (it % regions) * (bytes / 16), tasks, ctr.as<unsigned>(),
-                                               sink.as<unsigned>());
-    DELTAFIN_CUDA_CHECK(cudaEventRecord(b));
-    DELTAFIN_CUDA_CHECK(cudaEventSynchronize(b));
-    float t = 0;
-    DELTAFIN_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-    if (it >= 6) ms.push_back(t);
-  }
+  const float med = events_ms(
+      regions, [&](int) { DELTAFIN_CUDA_CHECK(cudaMemsetAsync(ctr.data(), 0, 16)); },
+      [&](int r) {
+        stream_tiles<U, kLayout><<<sms * 2, 256>>>(buf.as<uint4>() + r * (bytes / 16), tasks, ctr.as<unsigned>(),
+                                                   sink.as<unsigned>());
+      });
   DELTAFIN_CUDA_LAUNCHED("stream_tiles");
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(ms.begin(), ms.end());
-  const double med = ms[ms.size() / 2], gbs = bytes / (med * 1e-3) / 1e9;
+  const double gbs = bytes / (med * 1e-3) / 1e9;
   std::printf("%-44s U=%d  %8.1f MB %9.4f ms %9.1f GB/s %6.1f%%\n", what, U, bytes / 1e6, med, gbs, 100.0 * gbs / d2d_gbs);
 }
 
