@@ -391,6 +391,143 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
   }
 }
 
+// Split down tiles (v159, v160). Why: at T = 1 the last expert's 28 down tasks ran alone for ~12 us
+// at the end of every call, most blocks idle (the runt wave, docs/PERFORMANCE.md, session 17): a
+// warp streaming one 16-row tile is bound by the latency of its three chunks in flight, whatever
+// else runs. Cut into one-tile tasks with the tile's K spread over the block's 8 warps, the same
+// bytes are read by 8x the warps and the last wave ends sooner.
+// Exactness: a tile's result is the chain acc = fma(d_b, s_b, acc) over its 32-column blocks b in
+// order, where d_b (two mma into zero) depends on block b alone. So each warp computes the d_b of
+// its range of blocks exactly as task() does; warp 0 adds its own as it goes and then the other
+// warps' d_b (left in shared memory) in block order: the same operations in the same order, so the
+// same bits as the down task (checked against v20 by deltafin-cuda-check).
+// Each warp stages only its own blocks' activation fragments (no block barrier before streaming)
+// and writes its d_b over them once read: lanes of quad 3 hold columns 6 and 7, which multiply
+// zeros, so a block's d_b are 24 lanes' words, the size of its fragments. The tile's scale bytes
+// follow the fragments.
+// Needs K / 64 chunks divisible by kWarps, an even count per warp (scales read as words).
+constexpr int kSplitScaleWords = 8;  // a warp's scale bytes per row, read as up to 8 words
+inline bool splits(int latent, int inter, int tile_b) {
+  const int per = inter / 64 / kWarps;  // chunks per warp
+  return inter % (64 * kWarps) == 0 && per % 2 == 0 && 2 * per <= 4 * kSplitScaleWords && tile_b % 16 == 0 &&
+         latent % tile_b == 0;
+}
+// Shared memory split tasks need beyond the fragment buffer: the tile's scale bytes after the
+// fragments of K = inter (nothing for K3's shapes, where latent > inter leaves room).
+inline size_t split_bytes(int latent, int inter, int lanes) {
+  const size_t need = static_cast<size_t>(inter / 32) * (lanes * 16 + 16);
+  const size_t have = frag_bytes(latent, inter, lanes);
+  return need > have ? need - have : 0;
+}
+
+// Tile `part` of the last expert's down tiles (part / (tile_b / 16): its down tile) for every
+// assignment of the expert, two per pass. Called by the whole block; leaves no fragments staged.
+// Inlined: a __noinline__ split_task put the kernel's Params copy on the stack (272 bytes) and
+// lost 14 points of D2D at T=1 (51% against v138's 65%).
+template <int kL, bool kMad, bool kTrace>
+__device__ __forceinline__ void split_task(const Params& P, unsigned task_id, unsigned part, char* smem, Staged& st) {
+  static_assert(kL >= 24, "a block's d_b take 24 lanes' words");
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
+  float* swap = reinterpret_cast<float*>(smem + kHeader);
+  char* frag = smem + kHeader + kSwap;
+  uint4* fw = reinterpret_cast<uint4*>(frag);
+  const int parts = P.tile_b / 16, grp = P.nG - 1;
+  const int o0 = static_cast<int>(part) / parts * P.tile_b + static_cast<int>(part) % parts * 16;
+  const MxExpert e = P.experts[grp];
+  const int K = P.inter, nch = K / 64, nb = K / 32, srow = K / 32;
+  const int per = nch / kWarps, c0 = warp * per, c1 = c0 + per;  // this warp's chunks
+  const int b_own = nb / kWarps;                                  // warp 0's blocks: [0, b_own)
+  const uint4* wp = static_cast<const uint4*>(e.down_packed) + static_cast<int64_t>(o0 / 16) * nch * 32 + lane;
+  uint8_t* sbytes = reinterpret_cast<uint8_t*>(frag + static_cast<size_t>(nb) * kL * 16);  // [row][block]
+  const int a0 = P.grp_begin[grp], a1 = P.grp_begin[grp + 1];
+  const int npairs = (a1 - a0 + 1) / 2;
+  for (int pr = 0; pr < npairs; ++pr) {
+    const mma16::PairVectors v1 = mma16::pair_vectors<false>(P, a0, a1, pr);
+    uint4 w[kRing];
+#pragma unroll
+    for (int k = 0; k < 3; ++k)
+      if (c0 + k < c1) w[k] = ld_weights(wp + (c0 + k) * 32);
+    if (pr == 0 && lane < 16) {  // this warp's scale bytes of tile row `lane`
+      const uint32_t* sr = reinterpret_cast<const uint32_t*>(static_cast<const uint8_t*>(e.down_scale) +
+                                                             static_cast<int64_t>(o0 + lane) * srow + 2 * c0);
+      uint32_t* sd = reinterpret_cast<uint32_t*>(sbytes + lane * nb + 2 * c0);
+      uint32_t sw[kSplitScaleWords];
+#pragma unroll
+      for (int i = 0; i < kSplitScaleWords; ++i)
+        if (4 * i < 2 * per) sw[i] = __ldg(sr + i);
+#pragma unroll
+      for (int i = 0; i < kSplitScaleWords; ++i)
+        if (4 * i < 2 * per) sd[i] = sw[i];
+    }
+    // This warp's blocks of h, staged by this warp alone (h was written by this launch: L2 only).
+    const float mA = __uint_as_float(__ldcg(P.hmax + v1.aA)), mB = v1.aB >= 0 ? __uint_as_float(__ldcg(P.hmax + v1.aB)) : 0.f;
+    float back[2];
+    const int eb0 = mma16::stage_exponent(mA, back[0]), eb1 = mma16::stage_exponent(mB, back[1]);
+    mma16::stage_quads<true, kL, kMad>(fw, v1.xA, v1.xB, eb0, eb1, 8 * c0 + lane, 8 * c1, 32);
+    __syncwarp();
+    if constexpr (kTrace) {
+      if (threadIdx.x == 0 && pr == 0) trace_at(task_id, 3);
+    }
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 1
+    for (int j4 = c0; j4 < c1; j4 += 4) {
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) {
+        const int j = j4 + jj;
+        if (j < c1) {
+          if (j + 3 < c1) w[(jj + 3) % kRing] = ld_weights(wp + (j + 3) * 32);
+          uint4 f[2] = {make_uint4(0u, 0u, 0u, 0u), make_uint4(0u, 0u, 0u, 0u)};
+          if (lane < kL) {
+            f[0] = fw[(2 * j) * kL + lane];
+            f[1] = fw[(2 * j + 1) * kL + lane];
+          }
+#pragma unroll
+          for (int hb = 0; hb < 2; ++hb) {
+            uint32_t ra[4], rb[4];
+            const uint32_t wa = hb ? w[jj].z : w[jj].x, wb = hb ? w[jj].w : w[jj].y;
+            if constexpr (kMad) {
+              e2m1_half2_mad(wa, ra);
+              e2m1_half2_mad(wb, rb);
+            } else {
+              e2m1_half2(wa, ra);
+              e2m1_half2(wb, rb);
+            }
+            float d[4] = {0.f, 0.f, 0.f, 0.f};
+            mma16::mma16816(d, ra[0], rb[0], ra[1], rb[1], f[hb].x, f[hb].y);
+            mma16::mma16816(d, ra[2], rb[2], ra[3], rb[3], f[hb].z, f[hb].w);
+            const int b = 2 * j + hb;
+            if (warp == 0) {
+              const float s0 = mma16::e8m0_max(sbytes[g * nb + b]), s1 = mma16::e8m0_max(sbytes[(g + 8) * nb + b]);
+              acc[0] = __fmaf_rn(d[0], s0, acc[0]);
+              acc[1] = __fmaf_rn(d[1], s0, acc[1]);
+              acc[2] = __fmaf_rn(d[2], s1, acc[2]);
+              acc[3] = __fmaf_rn(d[3], s1, acc[3]);
+            } else if (q < 3) {  // over block b's fragments, which every lane has read (d needs them)
+              reinterpret_cast<float4*>(fw)[b * kL + g * 3 + q] = make_float4(d[0], d[1], d[2], d[3]);
+            }
+          }
+        }
+      }
+    }
+    __syncthreads();  // every warp's d_b and scale bytes are in shared memory
+    if (warp == 0) {
+      const float4* terms = reinterpret_cast<const float4*>(fw);
+#pragma unroll 4
+      for (int b = b_own; b < nb; ++b) {
+        const float4 t = q < 3 ? terms[b * kL + g * 3 + q] : make_float4(0.f, 0.f, 0.f, 0.f);
+        const float s0 = mma16::e8m0_max(sbytes[g * nb + b]), s1 = mma16::e8m0_max(sbytes[(g + 8) * nb + b]);
+        acc[0] = __fmaf_rn(t.x, s0, acc[0]);
+        acc[1] = __fmaf_rn(t.y, s0, acc[1]);
+        acc[2] = __fmaf_rn(t.z, s1, acc[2]);
+        acc[3] = __fmaf_rn(t.w, s1, acc[3]);
+      }
+      finish_tile<false>(P, acc, back, v1.aA, v1.aB, o0, warp, lane, swap);
+    }
+    __syncthreads();  // warp 0 has read the terms before the next pass or task writes fragments
+  }
+  st = Staged{};  // the fragment buffer holds d_b now
+}
+
 // Permutes one packed matrix into fragment order: thread i writes lane i % 32 of piece i / 32.
 __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restrict__ dst, int rows, int cols) {
   const int nch = cols / 64, wpr = cols / 8;  // chunks per tile, 32-bit words per row
@@ -419,21 +556,24 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 // kHmax (v121, v122, v126, v134, v138, v143): see task().
 // kFuse (v138, v143): no combine tasks; the down task that completes a row's tile combines it
 // (finish_down_fused; the host sets P.nC = 0).
+// kSplit (v159, v160): the last expert's down tiles as one-tile tasks (direct::split_task).
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
-          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false>
+          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kSplit = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
+  static_assert(!kSplit || (kHmax && kNP == 1 && NT == 1), "split tiles stage h with the recorded maxima, one pair per pass");
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
   direct::Staged st;
   auto body = [&](const Params& Q) {
-    run_tickets<kTrace, kHmax, kFuse>(
+    run_tickets<kTrace, kHmax, kFuse, kSplit>(
         Q,
         [&](unsigned task, int, int) {
           direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad>(Q, task, smem, st);
         },
         [&](unsigned task, int, int) {
           direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad>(Q, task, smem, st);
-        });
+        },
+        [&](unsigned task, unsigned part) { direct::split_task<kL, kMad, kTrace>(Q, task, part, smem, st); });
   };
   if constexpr (kMeta) {
     body(copy_tables(P));
