@@ -56,9 +56,10 @@ struct Params {
   int tile_a, tile_b;  // intermediate rows per A task, latent rows per B task
   int a_tiles, b_tiles, c_tiles;
   unsigned nA, nB, nC;
-  // Split versions (v159, v160): the last expert's down tiles run as nS one-tile tasks after the
-  // other B tasks (tickets nA + nB ..), each tile's K cut over the block's warps (direct::split_task);
-  // subdone[b] counts the finished tiles of its down tile b (0 between calls). 0 / null otherwise.
+  // Split versions (v159): the last expert's down tiles run as nS one-tile parts in a second kernel
+  // (expert_split_kernel), each tile's K cut over the block's warps (direct::split_task); the expert
+  // kernel's nB leaves them out. subdone[b] counts the finished parts of down tile b (0 between
+  // calls). 0 / null otherwise.
   unsigned nS;
   unsigned* subdone;
   int chunks;  // warp-specialised versions: chunks per phase (one per block)
@@ -869,19 +870,10 @@ __device__ __forceinline__ void finish_down_fused(const Params& P, int g, int ti
 // kTrace: thread 0 writes each task's start, wait and end times (trace_at; the task itself writes
 // when it is ready to stream). kHmax: the combine tasks clear P.hmax (finish_tile kMax).
 // kFuse (v138, v143): no combine tasks (P.nC = 0); each down task ends in finish_down_fused.
-// kSplit (v159, v160): tickets nA + nB .. nA + nB + nS - 1 are one-tile parts of the last expert's
-// down tiles, split(task, part) (Params::nS); the part that completes its down tile ends it as a
-// down task would (finish_down_fused).
-struct NoSplit {
-  __device__ void operator()(unsigned, unsigned) const {}
-};
-template <bool kTrace = false, bool kHmax = false, bool kFuse = false, bool kSplit = false, class GateUp, class Down,
-          class Split = NoSplit>
-__device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, Down&& down, Split&& split = Split{}) {
-  static_assert(!kSplit || kFuse, "split down tiles end in finish_down_fused");
+template <bool kTrace = false, bool kHmax = false, bool kFuse = false, class GateUp, class Down>
+__device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, Down&& down) {
   __shared__ unsigned s_task;
-  __shared__ bool s_completes;
-  const unsigned total = P.nA + P.nB + P.nS + P.nC;
+  const unsigned total = P.nA + P.nB + P.nC;
   if (threadIdx.x == 0) s_task = take_ticket(P);
   __syncthreads();
   unsigned task = s_task;
@@ -890,7 +882,7 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
     unsigned after = 0u;
     if (threadIdx.x == 0) after = take_ticket(P);
     if constexpr (kTrace) {
-      if (threadIdx.x == 0) trace_at(task, 1, task < P.nA ? 0u : task < P.nA + P.nB + P.nS ? 1u : 2u);
+      if (threadIdx.x == 0) trace_at(task, 1, task < P.nA ? 0u : task < P.nA + P.nB ? 1u : 2u);
     }
     if (task < P.nA) {
       const int g = static_cast<int>(task) / P.a_tiles;
@@ -910,30 +902,8 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
       down(task, g, b % P.b_tiles);
       if constexpr (kFuse) finish_down_fused<kHmax>(P, g, b % P.b_tiles);
       else signal_done(P.doneB + g);
-    } else if (kSplit && task < P.nA + P.nB + P.nS) {
-      const unsigned part = task - P.nA - P.nB;
-      const int parts = P.tile_b / 16, tile = static_cast<int>(part) / parts;
-      const int g = P.nG - 1;
-      if (threadIdx.x == 0) wait_expert_a(P, g);
-      __syncthreads();
-      if constexpr (kTrace) {
-        if (threadIdx.x == 0) trace_at(task, 2);
-      }
-      split(task, part);
-      __threadfence();  // this part's d rows before its count
-      __syncthreads();
-      if (threadIdx.x == 0) {
-        unsigned* c = P.subdone + tile;
-        s_completes = atomicAdd(c, 1u) == static_cast<unsigned>(parts) - 1u;
-        if (s_completes) *c = 0u;  // every part of this call is in: the next call starts from 0
-      }
-      __syncthreads();
-      if (s_completes) {
-        __threadfence();  // the other parts' d rows, seen through their counts
-        finish_down_fused<kHmax>(P, g, tile);
-      }
     } else {
-      const int c = static_cast<int>(task - P.nA - P.nB - P.nS);
+      const int c = static_cast<int>(task - P.nA - P.nB);
       const int t = c / P.c_tiles;
       if (threadIdx.x == 0)
         wait_row_experts(P, t);
@@ -952,6 +922,26 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
     if (threadIdx.x == 0) s_task = after;
     __syncthreads();
     task = s_task;
+  }
+}
+
+// The end of split part `part` (expert_split_kernel), called by every thread after its d writes:
+// the part that completes its down tile ends it as that tile's down task would (finish_down_fused).
+template <bool kHmax>
+__device__ __forceinline__ void finish_split_part(const Params& P, unsigned part) {
+  __shared__ bool s_completes;
+  const int parts = P.tile_b / 16, tile = static_cast<int>(part) / parts;
+  __threadfence();  // this part's d rows before its count
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned* c = P.subdone + tile;
+    s_completes = atomicAdd(c, 1u) == static_cast<unsigned>(parts) - 1u;
+    if (s_completes) *c = 0u;  // every part of this call is in: the next call starts from 0
+  }
+  __syncthreads();
+  if (s_completes) {
+    __threadfence();  // the other parts' d rows, seen through their counts
+    finish_down_fused<kHmax>(P, P.nG - 1, tile);
   }
 }
 
@@ -1010,7 +1000,8 @@ struct Variant {
   int fuse = 0;    // no combine tasks: down tasks combine the rows they complete (finish_down_fused); needs meta
   int few = 0;     // > 0: replaces the default for calls of at most `few` rows (and it shares the default's
                    // order); a `shared` version that applies comes first
-  int split = 0;   // the last expert's down tiles run as one-tile tasks with K cut over the warps (Params::nS)
+  int split = 0;   // the last expert's down tiles run as one-tile parts in split_fn (Params::nS)
+  KernelFn split_fn = nullptr;
 };
 // Measured on an H200 (docs/PERFORMANCE.md has the runs), % of device-to-device copy bandwidth at
 // T=1 / T=8: v11 50.5-50.8 / 61.1-62.2, v9 50.5-53.3 / 50.1-60.3, v12 40-43 / 59-63, v6 36-39 / 42-45,
@@ -1209,12 +1200,10 @@ const Variant kVariants[] = {
     {"v143 traced (v138's code with per-task times, set_expert_trace: diagnostics)",
      expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, true, direct::kFragLanes, true, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1},
-    {"v159 v138 with the last expert's down tiles as one-tile tasks, K cut over the warps",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true, true, true>,
-     direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 0, 1},
-    {"v160 traced (v159's code with per-task times, set_expert_trace: diagnostics)",
-     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, true, direct::kFragLanes, true, true, true>,
-     direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 0, 1},
+    {"v159 v138 with the last expert's down tiles as one-tile parts in a second kernel, K cut over the warps",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true, true>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 0, 1,
+     expert_split_kernel<direct::kFragLanes, true>},
     {"v126 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode on the FMA pipe",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0,
      0, 0, 0, 0, 1, 0, 1, 1, 1},
@@ -1249,9 +1238,7 @@ const Variant kVariants[] = {
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 
 size_t smem_bytes(const Variant& v, int latent, int inter) {
-  if (v.frag)
-    return direct::smem_bytes(latent, inter, v.nv > 2 ? 2 : 1, v.lanes ? v.lanes : direct::kFragLanes) +
-           (v.split ? direct::split_bytes(latent, inter, v.lanes ? v.lanes : direct::kFragLanes) : 0);
+  if (v.frag) return direct::smem_bytes(latent, inter, v.nv > 2 ? 2 : 1, v.lanes ? v.lanes : direct::kFragLanes);
   if (v.mma == 3) return mma16::smem_bytes<mma16::Small>(latent, inter, false);
   if (v.mma) return mma16::smem_bytes<mma16::Big>(latent, inter, v.mma == 2);
   if (v.ws) return ws::smem_bytes(latent, inter, v.imma, v.ws, v.rs, v.nq);
@@ -1312,6 +1299,10 @@ struct ExpertMlp::Impl {
       if (smem + fa.sharedSizeBytes > 48 * 1024)
         DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
       DELTAFIN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, v.fn, threads_of(v), smem));
+      if (v.split_fn) {
+        const size_t ss = smem + direct::split_bytes(latent, inter, v.lanes ? v.lanes : direct::kFragLanes);
+        DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(v.split_fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(ss)));
+      }
       if (bps < 1) bps = 1;
     }
     return bps;
@@ -1711,17 +1702,14 @@ ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int 
   P.nB = static_cast<unsigned>(nG * P.b_tiles);
   P.nC = v.fuse ? 0u : static_cast<unsigned>(T * P.c_tiles);
   P.rowdone = v.fuse ? rowdone.as<unsigned>() : nullptr;
-  if (v.split && direct::splits(m.latent_, m.inter_, v.tile_b)) {
-    // The last expert's down tiles as one-tile tasks, taken last (the other blocks have run out by then).
-    P.nB -= static_cast<unsigned>(P.b_tiles);
-    P.nS = static_cast<unsigned>(P.b_tiles * (P.tile_b / 16));
-    P.subdone = subdone.as<unsigned>();
-  }
+  // Split versions: the last expert's down tiles go to the second kernel (Params::nS).
+  const bool split = v.split && direct::splits(m.latent_, m.inter_, v.tile_b);
+  if (split) P.nB -= static_cast<unsigned>(P.b_tiles);
 
   const size_t smem = smem_bytes(v, m.latent_, m.inter_);
   const int threads = threads_of(v);
   const int bps = blocks(vi, m.latent_, m.inter_);
-  const unsigned total = P.nA + P.nB + P.nS + P.nC;
+  const unsigned total = P.nA + P.nB + P.nC;
   const unsigned cap = static_cast<unsigned>(sms * bps);
   // Warp-specialised versions: one block per SM, each taking one chunk of each phase (every block
   // takes the tickets of its chunks and tasks plus the one that ends its loop).
@@ -1729,6 +1717,15 @@ ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int 
   P.chunks = static_cast<int>(grid);
   P.hmax = v.hmax ? hmax.as<unsigned>() : nullptr;
   DELTAFIN_CUDA_CHECK(::deltafin::cuda::launch(v.fn, grid, threads, smem, s, P));
+  if (split) {
+    // Started (with PDL) as the expert kernel's blocks run out of tasks; it waits for the last
+    // expert's gate/up tiles through their count, not for the expert kernel's end.
+    Params S = P;
+    S.nS = static_cast<unsigned>(P.b_tiles * (P.tile_b / 16));
+    S.subdone = subdone.as<unsigned>();
+    const size_t ssmem = smem + direct::split_bytes(m.latent_, m.inter_, v.lanes ? v.lanes : direct::kFragLanes);
+    DELTAFIN_CUDA_CHECK(::deltafin::cuda::launch(v.split_fn, S.nS, kThreads, ssmem, s, S));
+  }
   const unsigned tickets = v.ws ? 3 * grid + P.nC : total + grid;
   return Counts{tickets, static_cast<unsigned>(P.a_tiles), static_cast<unsigned>(P.b_tiles)};
 }

@@ -391,7 +391,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
   }
 }
 
-// Split down tiles (v159, v160). Why: at T = 1 the last expert's 28 down tasks ran alone for ~12 us
+// Split down tiles (v159, expert_split_kernel). Why: at T = 1 the last expert's 28 down tasks ran alone for ~12 us
 // at the end of every call, most blocks idle (the runt wave, docs/PERFORMANCE.md, session 17): a
 // warp streaming one 16-row tile is bound by the latency of its three chunks in flight, whatever
 // else runs. Cut into one-tile tasks with the tile's K spread over the block's 8 warps, the same
@@ -556,28 +556,43 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 // kHmax (v121, v122, v126, v134, v138, v143): see task().
 // kFuse (v138, v143): no combine tasks; the down task that completes a row's tile combines it
 // (finish_down_fused; the host sets P.nC = 0).
-// kSplit (v159, v160): the last expert's down tiles as one-tile tasks (direct::split_task).
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
-          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kSplit = false>
+          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
-  static_assert(!kSplit || (kHmax && kNP == 1 && NT == 1), "split tiles stage h with the recorded maxima, one pair per pass");
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
   direct::Staged st;
   auto body = [&](const Params& Q) {
-    run_tickets<kTrace, kHmax, kFuse, kSplit>(
+    run_tickets<kTrace, kHmax, kFuse>(
         Q,
         [&](unsigned task, int, int) {
           direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad>(Q, task, smem, st);
         },
         [&](unsigned task, int, int) {
           direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad>(Q, task, smem, st);
-        },
-        [&](unsigned task, unsigned part) { direct::split_task<kL, kMad, kTrace>(Q, task, part, smem, st); });
+        });
   };
   if constexpr (kMeta) {
     body(copy_tables(P));
   } else {
     body(P);
   }
+}
+
+// The split versions' second kernel (v159): block i runs part i of the last expert's down tiles
+// (direct::split_task), then ends it (finish_split_part). Launched with PDL right after the expert
+// kernel, its blocks start as that kernel's blocks run out of tasks; it waits for the last expert's
+// gate/up tiles through their count (the expert kernel's blocks are all resident before this
+// kernel can start, so they never wait on it), and for the expert kernel's end only before it ends
+// itself, so that the next kernel's wait still covers both.
+template <int kL, bool kMad>
+__global__ void __launch_bounds__(kThreads) expert_split_kernel(const Params P) {
+  extern __shared__ __align__(128) char smem[];
+  pdl_launch_dependents();
+  if (threadIdx.x == 0) wait_expert_a(P, P.nG - 1);
+  __syncthreads();
+  direct::Staged st;
+  direct::split_task<kL, kMad, false>(P, blockIdx.x, blockIdx.x, smem, st);
+  finish_split_part<true>(P, blockIdx.x);
+  pdl_wait();
 }
