@@ -56,12 +56,6 @@ struct Params {
   int tile_a, tile_b;  // intermediate rows per A task, latent rows per B task
   int a_tiles, b_tiles, c_tiles;
   unsigned nA, nB, nC;
-  // Split versions (v159): the last expert's down tiles run as nS one-tile parts in a second kernel
-  // (expert_split_kernel), each tile's K cut over the block's warps (direct::split_task); the expert
-  // kernel's nB leaves them out. subdone[b] counts the finished parts of down tile b (0 between
-  // calls). 0 / null otherwise.
-  unsigned nS;
-  unsigned* subdone;
   int chunks;  // warp-specialised versions: chunks per phase (one per block)
   // hmax versions (v121, v122, v126, v134, v138, v143): per assignment, the bits of max |h| (0
   // between calls: the combine tasks of each row, or in fused versions each expert's last down task,
@@ -925,26 +919,6 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
   }
 }
 
-// The end of split part `part` (expert_split_kernel), called by every thread after its d writes:
-// the part that completes its down tile ends it as that tile's down task would (finish_down_fused).
-template <bool kHmax>
-__device__ __forceinline__ void finish_split_part(const Params& P, unsigned part) {
-  __shared__ bool s_completes;
-  const int parts = P.tile_b / 16, tile = static_cast<int>(part) / parts;
-  __threadfence();  // this part's d rows before its count
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned* c = P.subdone + tile;
-    s_completes = atomicAdd(c, 1u) == static_cast<unsigned>(parts) - 1u;
-    if (s_completes) *c = 0u;  // every part of this call is in: the next call starts from 0
-  }
-  __syncthreads();
-  if (s_completes) {
-    __threadfence();  // the other parts' d rows, seen through their counts
-    finish_down_fused<kHmax>(P, P.nG - 1, tile);
-  }
-}
-
 // Mode 0: plain, 1: streamed (any shape), 2: exact (chunks per lane NK1 / NK2; NA activation
 // vectors per pass over the weights, each summed as alone), 3: exact with each chunk decoded once
 // for all NA vectors (the same bits as 2).
@@ -1000,8 +974,6 @@ struct Variant {
   int fuse = 0;    // no combine tasks: down tasks combine the rows they complete (finish_down_fused); needs meta
   int few = 0;     // > 0: replaces the default for calls of at most `few` rows (and it shares the default's
                    // order); a `shared` version that applies comes first
-  int split = 0;   // the last expert's down tiles run as one-tile parts in split_fn (Params::nS)
-  KernelFn split_fn = nullptr;
 };
 // Measured on an H200 (docs/PERFORMANCE.md has the runs), % of device-to-device copy bandwidth at
 // T=1 / T=8: v11 50.5-50.8 / 61.1-62.2, v9 50.5-53.3 / 50.1-60.3, v12 40-43 / 59-63, v6 36-39 / 42-45,
@@ -1064,7 +1036,7 @@ struct Variant {
 // run: the fastest version at every T, so where the engine can store fragments (preferred_layout)
 // it is the default. v91 (two tiles per warp) 47.0-48.1 / 58.9-64.6 / 67.3-69.0 / 70.4-72.3; v95 (one
 // tile, 3 blocks/SM) 50.3 / 61.9-63.4 / 66.7-69.5 / 69.1-72.8 (removed in session 16 for v136's
-// place: the table holds 32 versions). Dropped: v90 (v91 two chunks ahead)
+// place: the table held 32 versions then). Dropped: v90 (v91 two chunks ahead)
 // 44.9-46.8 at T=1; v92, v93 (two tiles, 3 blocks/SM: spills) 38.7-38.9; v94, v97 (one tile, two
 // chunks ahead, 3 or 4 blocks/SM) 45.5-49.6. Before the fragments were kept across tasks, v96 took
 // 54.4% at T=1 (the per-task staging of the same activation row, with no weight loads in flight).
@@ -1166,6 +1138,21 @@ struct Variant {
 // a returned value) 62.5 / 76.9-77.1 against 63.1-63.4 / 77.2-77.4; v152 / v153 (v134 with every
 // load through an 8- / 12-chunk ring read one chunk ahead into registers) 59.5-59.7 / 56.9-57.2 and
 // 67.1-67.7 / 69.9-70.1 against 62.7-62.8 and 77.7.
+// Session 18 (H200, kernel alone, % of D2D at T=1 / T=8, two runs each against v138 in the same
+// runs; every one exact, bit-identical to v20): v154 (v138 whose blocks, once out of tasks, ask L2
+// for what the last tasks still have to read: progress words per task and warp, prefetch.global.L2)
+// 63.7-64.8 / 75.8-76.1 against 65.3-65.5 / 76.4-77.0: the last tasks were not faster with their
+// bytes in L2 (traced v155: 11.0-11.2 us from staged to done against 12.0); v156 / v157 (v138 asking
+// L2 for its own tile 3 / 5 groups ahead, one prefetch.global.L2 per group from 16 lanes) 60.6-60.9
+// / 58.5-58.8 and 72.5-73.0 / 72.2; v158 (both) 60.2-60.4 / 71.9-72.2. v159 (the last expert's down
+// tiles as one-tile tasks, each tile's K cut over the block's 8 warps; warp 0 adds the other warps'
+// block sums from shared memory in block order, so v20's bits): in the same kernel 62.3-62.5 /
+// 72.0-72.2 (56.5-56.6 / 66.9-67.0 with per-warp staging, 51.2-51.5 with the part not inlined)
+// against 65.1 / 75.6-76.2, because the split path slowed the main loop (gate/up tasks 18.8 -> 19.8
+// -21.3 us in the traces); as a second kernel started with PDL as the blocks run out of tasks
+// (expert_split_kernel) 65.0-65.2 / 75.6-75.7 against 64.8-65.2 / 76.4-76.5 (63.0 at T=1 without
+// PDL): a one-tile part took ~9 us (2 staging, 6 chunks per warp, the chain), about what the last
+// wave had cost. The code of both is in git history (06a0828, 6d43431).
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
@@ -1200,10 +1187,6 @@ const Variant kVariants[] = {
     {"v143 traced (v138's code with per-task times, set_expert_trace: diagnostics)",
      expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, true, direct::kFragLanes, true, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1},
-    {"v159 v138 with the last expert's down tiles as one-tile parts in a second kernel, K cut over the warps",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 0, 1,
-     expert_split_kernel<direct::kFragLanes, true>},
     {"v126 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode on the FMA pipe",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0,
      0, 0, 0, 0, 1, 0, 1, 1, 1},
@@ -1299,10 +1282,6 @@ struct ExpertMlp::Impl {
       if (smem + fa.sharedSizeBytes > 48 * 1024)
         DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
       DELTAFIN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, v.fn, threads_of(v), smem));
-      if (v.split_fn) {
-        const size_t ss = smem + direct::split_bytes(latent, inter, v.lanes ? v.lanes : direct::kFragLanes);
-        DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(v.split_fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(ss)));
-      }
       if (bps < 1) bps = 1;
     }
     return bps;
@@ -1312,7 +1291,6 @@ struct ExpertMlp::Impl {
   int max_assign = 0;
   DeviceBuffer h, d, counters, tables, hmax;
   DeviceBuffer rowdone;  // fused-combine versions: [max_rows][latent / 16] counts, 0 between calls
-  DeviceBuffer subdone;  // split versions: per down tile, its finished one-tile parts (0 between calls)
   // A ring of table slots (pinned host copy + device copy each), so that a call never waits for
   // the previous call's upload: the host runs ahead of the GPU as with any other launch.
   static constexpr int kSlots = 8;
@@ -1466,8 +1444,6 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows, ExpertLayou
     impl_->hmax.fill_byte(0);
     impl_->rowdone = DeviceBuffer(static_cast<size_t>(max_rows) * ((latent + 15) / 16) * sizeof(unsigned));
     impl_->rowdone.fill_byte(0);
-    impl_->subdone = DeviceBuffer(static_cast<size_t>((latent + 15) / 16) * sizeof(unsigned));
-    impl_->subdone.fill_byte(0);
   } catch (...) {
     for (cudaEvent_t e : impl_->staged)
       if (e) cudaEventDestroy(e);
@@ -1702,9 +1678,6 @@ ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int 
   P.nB = static_cast<unsigned>(nG * P.b_tiles);
   P.nC = v.fuse ? 0u : static_cast<unsigned>(T * P.c_tiles);
   P.rowdone = v.fuse ? rowdone.as<unsigned>() : nullptr;
-  // Split versions: the last expert's down tiles go to the second kernel (Params::nS).
-  const bool split = v.split && direct::splits(m.latent_, m.inter_, v.tile_b);
-  if (split) P.nB -= static_cast<unsigned>(P.b_tiles);
 
   const size_t smem = smem_bytes(v, m.latent_, m.inter_);
   const int threads = threads_of(v);
@@ -1717,15 +1690,6 @@ ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int 
   P.chunks = static_cast<int>(grid);
   P.hmax = v.hmax ? hmax.as<unsigned>() : nullptr;
   DELTAFIN_CUDA_CHECK(::deltafin::cuda::launch(v.fn, grid, threads, smem, s, P));
-  if (split) {
-    // Started (with PDL) as the expert kernel's blocks run out of tasks; it waits for the last
-    // expert's gate/up tiles through their count, not for the expert kernel's end.
-    Params S = P;
-    S.nS = static_cast<unsigned>(P.b_tiles * (P.tile_b / 16));
-    S.subdone = subdone.as<unsigned>();
-    const size_t ssmem = smem + direct::split_bytes(m.latent_, m.inter_, v.lanes ? v.lanes : direct::kFragLanes);
-    DELTAFIN_CUDA_CHECK(::deltafin::cuda::launch(v.split_fn, S.nS, kThreads, ssmem, s, S));
-  }
   const unsigned tickets = v.ws ? 3 * grid + P.nC : total + grid;
   return Counts{tickets, static_cast<unsigned>(P.a_tiles), static_cast<unsigned>(P.b_tiles)};
 }

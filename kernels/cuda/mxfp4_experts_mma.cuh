@@ -332,21 +332,21 @@ __device__ __forceinline__ float4 ld4(const float* p) {
   else return __ldg(reinterpret_cast<const float4*>(p));
 }
 
-// The staging exponent of a vector whose largest magnitude is m (fmaxf of |x| from 0): its biased
-// exponent eb, |x| < 2^(eb - 126), so x 2^(141 - eb) stays below 2^15. back = 2^(eb - 127) = 2^(14 - k).
-__device__ __forceinline__ int stage_exponent(float m, float& back) {
-  const int eb = min(static_cast<int>(__float_as_uint(m) >> 23), 254);
-  back = e8m0(static_cast<uint32_t>(eb));
-  return eb;
-}
-
-// The three-part split of x0 and x1 (staging exponents eb0, eb1) for (block, quad) pairs
-// i = first, first + step, ... < end, written to the fragment buffer f.
+// stage_frags' second half: the three-part split of x0 and x1 given their largest magnitudes m0 and
+// m1 (fmaxf of |x| over the vector, from 0; 0 for a missing x1). Called by the whole block (it
+// synchronizes at the end).
 // kMadOrder: the halves of columns 8q + {0,4,2,6,1,5,3,7}, the pairs e2m1_half2_mad decodes.
-template <bool kCoherent, int kLanes, bool kMadOrder>
-__device__ __forceinline__ void stage_quads(uint4* f, const float* x0, const float* x1, int eb0, int eb1, int first,
-                                            int end, int step) {
-  for (int i = first; i < end; i += step) {
+template <bool kCoherent, int kLanes, bool kMadOrder = false>
+__device__ __forceinline__ void stage_split(char* frag, const float* x0, const float* x1, int K, float m0, float m1,
+                                            float (&back)[2]) {
+  // Biased exponent eb of the largest magnitude: |x| < 2^(eb - 126), so k = 141 - eb gives |x 2^k| < 2^15.
+  const int eb0 = min(static_cast<int>(__float_as_uint(m0) >> 23), 254);
+  const int eb1 = min(static_cast<int>(__float_as_uint(m1) >> 23), 254);
+  back[0] = e8m0(static_cast<uint32_t>(eb0));  // 2^(eb - 127) = 2^(14 - k)
+  back[1] = e8m0(static_cast<uint32_t>(eb1));
+  const int nq = K / 8;  // (block, quad) pairs
+  uint4* f = reinterpret_cast<uint4*>(frag);
+  for (int i = threadIdx.x; i < nq; i += kThreads) {
     const int b = i >> 2, q = i & 3;
 #pragma unroll
     for (int s = 0; s < 2; ++s) {
@@ -388,16 +388,6 @@ __device__ __forceinline__ void stage_quads(uint4* f, const float* x0, const flo
       f[b * 32 + 7 * 4 + q] = make_uint4(0u, 0u, 0u, 0u);
     }
   }
-}
-
-// stage_frags' second half: the three-part split of x0 and x1 given their largest magnitudes m0 and
-// m1 (fmaxf of |x| over the vector, from 0; 0 for a missing x1). Called by the whole block (it
-// synchronizes at the end).
-template <bool kCoherent, int kLanes, bool kMadOrder = false>
-__device__ __forceinline__ void stage_split(char* frag, const float* x0, const float* x1, int K, float m0, float m1,
-                                            float (&back)[2]) {
-  const int eb0 = stage_exponent(m0, back[0]), eb1 = stage_exponent(m1, back[1]);
-  stage_quads<kCoherent, kLanes, kMadOrder>(reinterpret_cast<uint4*>(frag), x0, x1, eb0, eb1, threadIdx.x, K / 8, kThreads);
   __syncthreads();
 }
 
