@@ -1152,7 +1152,8 @@ struct Variant {
 // -21.3 us in the traces); as a second kernel started with PDL as the blocks run out of tasks
 // (expert_split_kernel) 65.0-65.2 / 75.6-75.7 against 64.8-65.2 / 76.4-76.5 (63.0 at T=1 without
 // PDL): a one-tile part took ~9 us (2 staging, 6 chunks per warp, the chain), about what the last
-// wave had cost. The code of both is in git history (06a0828, 6d43431).
+// wave had cost. Git history has the one-kernel v159 with per-warp staging (06a0828) and the
+// two-kernel one (6d43431); v154-v158 were not committed.
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},

@@ -91,7 +91,6 @@ struct Row {
   std::string note;
 };
 
-
 // The weight bytes of one call's distinct experts, read once with nothing computed: the most one
 // launch can stream from them (the yardstick for the expert kernels' tail and start costs).
 constexpr int kMaxSegs = 6 * 128;  // 12 KB of kernel parameters (allowed from CUDA 12.1 on Volta and newer)
