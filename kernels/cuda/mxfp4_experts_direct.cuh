@@ -37,10 +37,7 @@ constexpr int tile_b() { return kWarps * 16 * NT; }
 constexpr int kFragLanes = 24;  // activation fragments of columns 0-5 (two vectors x three parts)
 constexpr int kHeader = 128;    // reduction scratch of stage_frags
 constexpr int kSwap = kWarps / 2 * 32 * 2 * 4;  // NT = 1: the up tiles' sums, handed to the gate warps
-// Chunk slots per tile: the one in use and up to kRing - 1 in flight. Eight slots (kAhead >= 4) make
-// a loop step two groups long, so that every slot index stays known at compile time (registers).
-template <int kAhead>
-constexpr int ring() { return kAhead < 4 ? 4 : 8; }
+constexpr int kRing = 4;        // chunk slots per tile: the one in use and up to three in flight
 
 // One buffer of activation fragments for the wider of the two K (lanes per 32-column block: 24, or
 // 32 with zeros for columns 6 and 7, so that every lane reads its fragments unconditionally).
@@ -205,9 +202,8 @@ struct Staged {
 // instructions per chunk (SASS of v121 and v126, docs/PERFORMANCE.md, session 13).
 // kL (v131): fragment lanes per block, 24 or 32 (frag_bytes).
 template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
-          int kL = kFragLanes, bool kMad = false, int kBatch = 1>
+          int kL = kFragLanes, bool kMad = false>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
-  constexpr int kRing = ring<kAhead>(), kGU = kRing / 4;  // slots, groups per loop step
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
   static_assert(kNP == 1 || (kNP == 2 && NT == 1), "two pairs per pass with one tile per warp");
@@ -301,7 +297,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
         if constexpr (kHmax && !kGateUp) {
           // Written by this launch's gate/up tasks before they signalled: L2 only.
           const float mA = __uint_as_float(__ldcg(P.hmax + aA)), mB = aB >= 0 ? __uint_as_float(__ldcg(P.hmax + aB)) : 0.f;
-          mma16::stage_split<true, kL, kMad, kBatch>(frag, xA, xB, K, mA, mB, st.back);
+          mma16::stage_split<true, kL, kMad>(frag, xA, xB, K, mA, mB, st.back);
         } else {
           mma16::stage_frags<!kGateUp, kL, kMad>(frag, red, xA, xB, K, st.back);  // h was written by this launch: L2 only
         }
@@ -329,11 +325,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[t][i] = 0.f;
 #pragma unroll 1
-      for (int G0 = 0; G0 < ngroups; G0 += kGU) {
-#pragma unroll
-      for (int gi = 0; gi < kGU; ++gi) {
-        const int G = G0 + gi;
-        if (kGU > 1 && G >= ngroups) break;  // an odd number of groups
+      for (int G = 0; G < ngroups; ++G) {
         uint2 sn[NT][2];
         if (G + 1 < ngroups) {
 #pragma unroll
@@ -349,7 +341,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
             const int j = 4 * G + jj;
             if (j + kAhead < nch) {
 #pragma unroll
-              for (int t = 0; t < NT; ++t) w[(4 * gi + jj + kAhead) % kRing][t] = ld_weights(wp[t] + (j + kAhead) * 32);
+              for (int t = 0; t < NT; ++t) w[(jj + kAhead) % kRing][t] = ld_weights(wp[t] + (j + kAhead) * 32);
             }
             uint4 f0 = make_uint4(0u, 0u, 0u, 0u), f1 = f0;
             if (lane < kL) {
@@ -357,14 +349,14 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
               f1 = fr[(2 * j + 1) * kL + lane];
             }
             if constexpr (!kTwo) {
-              chunk<NT, kF, kMad>(w[4 * gi + jj], f0, f1, s, jj, acc);
+              chunk<NT, kF, kMad>(w[jj], f0, f1, s, jj, acc);
             } else {
               uint4 g0 = make_uint4(0u, 0u, 0u, 0u), g1 = g0;
               if (lane < kL) {
                 g0 = fr2[(2 * j) * kL + lane];
                 g1 = fr2[(2 * j + 1) * kL + lane];
               }
-              chunk_two<NT, kMad>(w[4 * gi + jj][0], f0, f1, g0, g1, s, jj, acc, acc2);
+              chunk_two<NT, kMad>(w[jj][0], f0, f1, g0, g1, s, jj, acc, acc2);
             }
           }
         };
@@ -381,7 +373,6 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
             s[t][1] = sn[t][1];
           }
         }
-      }
       }
       if constexpr (NT == 2) mma16::finish_pair<kGateUp>(P, acc, back, aA, aB, o0, lane);
       else finish_tile<kGateUp, kHmax>(P, acc[0], back, aA, aB, o0, warp, lane, swap);
@@ -428,21 +419,33 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 // kHmax (v121, v122, v126, v134, v138, v143): see task().
 // kFuse (v138, v143): no combine tasks; the down task that completes a row's tile combines it
 // (finish_down_fused; the host sets P.nC = 0).
+// The cut-tail blocks' work (mxfp4_experts_tail.cuh).
+template <int kL, bool kMad>
+__device__ __noinline__ void tail_block(const Params& P, unsigned p);
+
+// kTail (v169, v170, v171): blocks from P.main_blocks on run the cut tiles' parts (tail_block), the
+// others take tickets.
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
-          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, int kBatch = 1,
-          bool kEarly = false>
-__global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
+          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kTail = false,
+          bool kDouble = false>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const __grid_constant__ Params P) {
   pdl_enter();
+  if constexpr (kTail) {
+    if (blockIdx.x >= P.main_blocks) {
+      tail_block<kL, kMad>(P, blockIdx.x - P.main_blocks);
+      return;
+    }
+  }
   extern __shared__ __align__(128) char smem[];
   direct::Staged st;
   auto body = [&](const Params& Q) {
-    run_tickets<kTrace, kHmax, kFuse, kEarly>(
+    run_tickets<kTrace, kHmax, kFuse, kDouble>(
         Q,
         [&](unsigned task, int, int) {
-          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kBatch>(Q, task, smem, st);
+          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad>(Q, task, smem, st);
         },
         [&](unsigned task, int, int) {
-          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kBatch>(Q, task, smem, st);
+          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad>(Q, task, smem, st);
         });
   };
   if constexpr (kMeta) {

@@ -332,84 +332,69 @@ __device__ __forceinline__ float4 ld4(const float* p) {
   else return __ldg(reinterpret_cast<const float4*>(p));
 }
 
+// The three-part split of one (block, quad) item: 8 columns of x (lo: the item's columns 0-3, hi:
+// 4-7) times 2^k, as fp16 parts x 2^k = p0 + p1 + p2, each part's halves paired into the words of
+// the fragment order (columns 0,2,4,6,1,3,5,7; kMadOrder: 0,4,2,6,1,5,3,7).
+template <bool kMadOrder>
+__device__ __forceinline__ void split_item(float4 lo, float4 hi, int k, uint32_t (&parts)[3][4]) {
+  const float v[8] = {lo.x, kMadOrder ? hi.x : lo.z, kMadOrder ? lo.z : hi.x, hi.z,
+                      lo.y, kMadOrder ? hi.y : lo.w, kMadOrder ? lo.w : hi.y, hi.w};
+  __half p[3][8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const float xs = scale_pow2(v[j], k);
+    p[0][j] = __float2half_rn(xs);
+    const float r1 = xs - __half2float(p[0][j]);
+    p[1][j] = __float2half_rn(r1);
+    const float r2 = r1 - __half2float(p[1][j]);
+    p[2][j] = __float2half_rn(r2);
+  }
+#pragma unroll
+  for (int pp = 0; pp < 3; ++pp)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      parts[pp][j] = static_cast<uint32_t>(__half_as_ushort(p[pp][2 * j])) |
+                     (static_cast<uint32_t>(__half_as_ushort(p[pp][2 * j + 1])) << 16);
+}
+
 // stage_frags' second half: the three-part split of x0 and x1 given their largest magnitudes m0 and
 // m1 (fmaxf of |x| over the vector, from 0; 0 for a missing x1). Called by the whole block (it
 // synchronizes at the end).
 // kMadOrder: the halves of columns 8q + {0,4,2,6,1,5,3,7}, the pairs e2m1_half2_mad decodes.
-// kBatch: (block, quad) items per thread whose loads go out together, before the exponents are
-// read from m0 and m1. Why: a down task's staging was three round trips in a row (the caller's
-// load of the maxima, then one per item); with the loads first it is one (v165). Same values.
-template <bool kCoherent, int kLanes, bool kMadOrder = false, int kBatch = 1>
+template <bool kCoherent, int kLanes, bool kMadOrder = false>
 __device__ __forceinline__ void stage_split(char* frag, const float* x0, const float* x1, int K, float m0, float m1,
                                             float (&back)[2]) {
+  // Biased exponent eb of the largest magnitude: |x| < 2^(eb - 126), so k = 141 - eb gives |x 2^k| < 2^15.
+  const int eb0 = min(static_cast<int>(__float_as_uint(m0) >> 23), 254);
+  const int eb1 = min(static_cast<int>(__float_as_uint(m1) >> 23), 254);
+  back[0] = e8m0(static_cast<uint32_t>(eb0));  // 2^(eb - 127) = 2^(14 - k)
+  back[1] = e8m0(static_cast<uint32_t>(eb1));
   const int nq = K / 8;  // (block, quad) pairs
   uint4* f = reinterpret_cast<uint4*>(frag);
-  for (int i0 = threadIdx.x; i0 < nq; i0 += kBatch * kThreads) {
-    float4 lo[kBatch][2], hi[kBatch][2];
+  for (int i = threadIdx.x; i < nq; i += kThreads) {
+    const int b = i >> 2, q = i & 3;
 #pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int i = i0 + u * kThreads;
-#pragma unroll
-      for (int s = 0; s < 2; ++s) {
-        const float* x = s ? x1 : x0;
-        if (x && i < nq) {
-          lo[u][s] = ld4<kCoherent>(x + 8 * i);
-          hi[u][s] = ld4<kCoherent>(x + 8 * i + 4);
-        } else {
-          lo[u][s] = hi[u][s] = make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-      }
-    }
-    // Biased exponent eb of the largest magnitude: |x| < 2^(eb - 126), so k = 141 - eb gives |x 2^k| < 2^15.
-    const int eb0 = min(static_cast<int>(__float_as_uint(m0) >> 23), 254);
-    const int eb1 = min(static_cast<int>(__float_as_uint(m1) >> 23), 254);
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int i = i0 + u * kThreads;
-      if (i >= nq) break;
-      const int b = i >> 2, q = i & 3;
-#pragma unroll
-      for (int s = 0; s < 2; ++s) {
-        const int k = 141 - (s ? eb1 : eb0);
-        uint32_t parts[3][4];
-        if (s ? x1 : x0) {
-          const float4 l = lo[u][s], h = hi[u][s];
-          const float v[8] = {l.x, kMadOrder ? h.x : l.z, kMadOrder ? l.z : h.x, h.z,
-                              l.y, kMadOrder ? h.y : l.w, kMadOrder ? l.w : h.y, h.w};  // columns 0,2,4,6,1,3,5,7 (kMadOrder: 0,4,2,6,1,5,3,7)
-          __half p[3][8];
-#pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            const float xs = scale_pow2(v[j], k);
-            p[0][j] = __float2half_rn(xs);
-            const float r1 = xs - __half2float(p[0][j]);
-            p[1][j] = __float2half_rn(r1);
-            const float r2 = r1 - __half2float(p[1][j]);
-            p[2][j] = __float2half_rn(r2);
-          }
-#pragma unroll
-          for (int pp = 0; pp < 3; ++pp)
-#pragma unroll
-            for (int j = 0; j < 4; ++j)
-              parts[pp][j] = static_cast<uint32_t>(__half_as_ushort(p[pp][2 * j])) |
-                             (static_cast<uint32_t>(__half_as_ushort(p[pp][2 * j + 1])) << 16);
-        } else {
-#pragma unroll
-          for (int pp = 0; pp < 3; ++pp)
-#pragma unroll
-            for (int j = 0; j < 4; ++j) parts[pp][j] = 0u;
-        }
+    for (int s = 0; s < 2; ++s) {
+      const float* x = s ? x1 : x0;
+      const int k = 141 - (s ? eb1 : eb0);
+      uint32_t parts[3][4];
+      if (x) {
+        split_item<kMadOrder>(ld4<kCoherent>(x + 8 * i), ld4<kCoherent>(x + 8 * i + 4), k, parts);
+      } else {
 #pragma unroll
         for (int pp = 0; pp < 3; ++pp)
-          f[b * kLanes + (3 * s + pp) * 4 + q] = make_uint4(parts[pp][0], parts[pp][1], parts[pp][2], parts[pp][3]);
+#pragma unroll
+          for (int j = 0; j < 4; ++j) parts[pp][j] = 0u;
       }
-      if constexpr (kLanes == 32) {
-        f[b * 32 + 6 * 4 + q] = make_uint4(0u, 0u, 0u, 0u);
-        f[b * 32 + 7 * 4 + q] = make_uint4(0u, 0u, 0u, 0u);
-      }
+#pragma unroll
+      for (int pp = 0; pp < 3; ++pp)
+        f[b * kLanes + (3 * s + pp) * 4 + q] = make_uint4(parts[pp][0], parts[pp][1], parts[pp][2], parts[pp][3]);
+    }
+    if constexpr (kLanes == 32) {
+      f[b * 32 + 6 * 4 + q] = make_uint4(0u, 0u, 0u, 0u);
+      f[b * 32 + 7 * 4 + q] = make_uint4(0u, 0u, 0u, 0u);
     }
   }
-  back[0] = e8m0(static_cast<uint32_t>(min(static_cast<int>(__float_as_uint(m0) >> 23), 254)));  // 2^(eb - 127) = 2^(14 - k)
-  back[1] = e8m0(static_cast<uint32_t>(min(static_cast<int>(__float_as_uint(m1) >> 23), 254)));
   __syncthreads();
 }
 
