@@ -65,14 +65,6 @@ struct Params {
   // that tile done; the task that brings a count to K combines the tile and sets it back to 0 (so
   // every count is 0 between calls). Null for the others.
   unsigned* rowdone;
-  // Cut-tail versions (v169, v170): per cut down tile, its finished parts (expert_tail_kernel; 0
-  // between calls). Null for the others.
-  unsigned* subdone;
-  int tail;              // cut-tail versions: experts whose down tiles are cut (0: none)
-  unsigned main_blocks;  // cut-tail versions: blocks that take tickets; the rest run cut parts
-  // Doubled versions (v172): the first nD down tickets each run two down tiles (2i, 2i + 1), so that
-  // nD fewer tickets remain for the last wave. 0 for the others.
-  unsigned nD;
 };
 
 // Diagnostics (set_expert_trace): where a traced version writes, per task, five words: (SM << 32) |
@@ -872,11 +864,10 @@ __device__ __forceinline__ void finish_down_fused(const Params& P, int g, int ti
 // kTrace: thread 0 writes each task's start, wait and end times (trace_at; the task itself writes
 // when it is ready to stream). kHmax: the combine tasks clear P.hmax (finish_tile kMax).
 // kFuse (v138, v143): no combine tasks (P.nC = 0); each down task ends in finish_down_fused.
-template <bool kTrace = false, bool kHmax = false, bool kFuse = false, bool kDouble = false, class GateUp, class Down>
+template <bool kTrace = false, bool kHmax = false, bool kFuse = false, class GateUp, class Down>
 __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, Down&& down) {
   __shared__ unsigned s_task;
-  const unsigned nBt = kDouble ? P.nB - P.nD : P.nB;  // down tickets
-  const unsigned total = P.nA + nBt + P.nC;
+  const unsigned total = P.nA + P.nB + P.nC;
   if (threadIdx.x == 0) s_task = take_ticket(P);
   __syncthreads();
   unsigned task = s_task;
@@ -885,7 +876,7 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
     unsigned after = 0u;
     if (threadIdx.x == 0) after = take_ticket(P);
     if constexpr (kTrace) {
-      if (threadIdx.x == 0) trace_at(task, 1, task < P.nA ? 0u : task < P.nA + nBt ? 1u : 2u);
+      if (threadIdx.x == 0) trace_at(task, 1, task < P.nA ? 0u : task < P.nA + P.nB ? 1u : 2u);
     }
     if (task < P.nA) {
       const int g = static_cast<int>(task) / P.a_tiles;
@@ -894,28 +885,19 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
       }
       gate_up(task, g, static_cast<int>(task) % P.a_tiles);
       signal_done(P.doneA + g);
-    } else if (task < P.nA + nBt) {
-      const unsigned tb = task - P.nA;
-      int b0 = static_cast<int>(tb), reps = 1;
-      if constexpr (kDouble) {
-        if (tb < P.nD) b0 = 2 * static_cast<int>(tb), reps = 2;
-        else b0 = static_cast<int>(tb + P.nD);
+    } else if (task < P.nA + P.nB) {
+      const int b = static_cast<int>(task - P.nA);
+      const int g = b / P.b_tiles;
+      if (threadIdx.x == 0) wait_expert_a(P, g);
+      __syncthreads();
+      if constexpr (kTrace) {
+        if (threadIdx.x == 0) trace_at(task, 2);
       }
-#pragma unroll 1
-      for (int r = 0; r < reps; ++r) {
-        const int b = b0 + r;
-        const int g = b / P.b_tiles;
-        if (threadIdx.x == 0) wait_expert_a(P, g);
-        __syncthreads();
-        if constexpr (kTrace) {
-          if (threadIdx.x == 0 && r == 0) trace_at(task, 2);
-        }
-        down(P.nA + static_cast<unsigned>(b), g, b % P.b_tiles);
-        if constexpr (kFuse) finish_down_fused<kHmax>(P, g, b % P.b_tiles);
-        else signal_done(P.doneB + g);
-      }
+      down(task, g, b % P.b_tiles);
+      if constexpr (kFuse) finish_down_fused<kHmax>(P, g, b % P.b_tiles);
+      else signal_done(P.doneB + g);
     } else {
-      const int c = static_cast<int>(task - P.nA - nBt);
+      const int c = static_cast<int>(task - P.nA - P.nB);
       const int t = c / P.c_tiles;
       if (threadIdx.x == 0)
         wait_row_experts(P, t);
@@ -962,7 +944,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const 
 #include "cuda/mxfp4_experts_imma.cuh"
 #include "cuda/mxfp4_experts_ws.cuh"
 #include "cuda/mxfp4_experts_direct.cuh"
-#include "cuda/mxfp4_experts_tail.cuh"
 
 using KernelFn = void (*)(Params);
 
@@ -993,9 +974,6 @@ struct Variant {
   int fuse = 0;    // no combine tasks: down tasks combine the rows they complete (finish_down_fused); needs meta
   int few = 0;     // > 0: replaces the default for calls of at most `few` rows (and it shares the default's
                    // order); a `shared` version that applies comes first
-  int tail = 0;    // > 0: the down tiles of the call's last `tail` experts run as cut parts (tail_block) in
-                   // blocks of their own
-  int dbl = 0;     // > 0: the first down tickets run two tiles each (Params::nD)
 };
 // Measured on an H200 (docs/PERFORMANCE.md has the runs), % of device-to-device copy bandwidth at
 // T=1 / T=8: v11 50.5-50.8 / 61.1-62.2, v9 50.5-53.3 / 50.1-60.3, v12 40-43 / 59-63, v6 36-39 / 42-45,
@@ -1207,21 +1185,12 @@ const Variant kVariants[] = {
     {"v138 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 2},
-    {"v169 v138 with the last expert's down tiles cut over the warps of a second kernel (expert_tail_kernel)",
+    {"v174 v138 with the pass over a tile compiled as a function of its own (stream_tile, which issues its first loads; L2 asked for them before a staging)",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 0, 1},
-    {"v170 v138 with the last two experts' down tiles cut over the warps of a second kernel (expert_tail_kernel)",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 0, 2},
-    {"v171 traced (v169's code with per-task times, set_expert_trace: diagnostics)",
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1},
+    {"v175 traced (v174's code with per-task times, set_expert_trace: diagnostics)",
      expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, true, direct::kFragLanes, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 0, 1},
-    {"v172 v138 whose first down tickets run two tiles each (DELTAFIN_CUDA_EXPERT_DOUBLE of them, default 28)",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true, true, false, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 0, 0, 1},
-    {"v173 traced (v172's code with per-task times, set_expert_trace: diagnostics)",
-     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, true, direct::kFragLanes, true, true, false, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 0, 0, 1},
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1},
     {"v143 traced (v138's code with per-task times, set_expert_trace: diagnostics)",
      expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, true, direct::kFragLanes, true, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1},
@@ -1259,12 +1228,7 @@ const Variant kVariants[] = {
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 
 size_t smem_bytes(const Variant& v, int latent, int inter) {
-  if (v.frag) {
-    const int lanes = v.lanes ? v.lanes : direct::kFragLanes;
-    const size_t own = direct::smem_bytes(latent, inter, v.nv > 2 ? 2 : 1, lanes);
-    // Cut-tail versions: the tail blocks' parts need more (one launch, one size for every block).
-    return v.tail && tail::fits(latent, inter, v.tile_b) ? std::max(own, tail::smem_bytes(inter, lanes)) : own;
-  }
+  if (v.frag) return direct::smem_bytes(latent, inter, v.nv > 2 ? 2 : 1, v.lanes ? v.lanes : direct::kFragLanes);
   if (v.mma == 3) return mma16::smem_bytes<mma16::Small>(latent, inter, false);
   if (v.mma) return mma16::smem_bytes<mma16::Big>(latent, inter, v.mma == 2);
   if (v.ws) return ws::smem_bytes(latent, inter, v.imma, v.ws, v.rs, v.nq);
@@ -1334,8 +1298,6 @@ struct ExpertMlp::Impl {
   int max_assign = 0;
   DeviceBuffer h, d, counters, tables, hmax;
   DeviceBuffer rowdone;  // fused-combine versions: [max_rows][latent / 16] counts, 0 between calls
-  DeviceBuffer subdone;  // cut-tail versions: [kMaxTail][latent / 16] counts, 0 between calls
-  static constexpr int kMaxTail = 4;
   // A ring of table slots (pinned host copy + device copy each), so that a call never waits for
   // the previous call's upload: the host runs ahead of the GPU as with any other launch.
   static constexpr int kSlots = 8;
@@ -1489,8 +1451,6 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows, ExpertLayou
     impl_->hmax.fill_byte(0);
     impl_->rowdone = DeviceBuffer(static_cast<size_t>(max_rows) * ((latent + 15) / 16) * sizeof(unsigned));
     impl_->rowdone.fill_byte(0);
-    impl_->subdone = DeviceBuffer(static_cast<size_t>(Impl::kMaxTail) * ((latent + 15) / 16) * sizeof(unsigned));
-    impl_->subdone.fill_byte(0);
   } catch (...) {
     for (cudaEvent_t e : impl_->staged)
       if (e) cudaEventDestroy(e);
@@ -1725,33 +1685,18 @@ ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int 
   P.nB = static_cast<unsigned>(nG * P.b_tiles);
   P.nC = v.fuse ? 0u : static_cast<unsigned>(T * P.c_tiles);
   P.rowdone = v.fuse ? rowdone.as<unsigned>() : nullptr;
-  // Cut-tail versions: the last `tail` experts' down tiles go to expert_tail_kernel.
-  const int cut = v.tail && v.tail <= kMaxTail && nG > v.tail && tail::fits(m.latent_, m.inter_, v.tile_b) ? v.tail : 0;
-  P.subdone = cut ? subdone.as<unsigned>() : nullptr;
-  P.nB -= static_cast<unsigned>(cut * P.b_tiles);
-  if (v.dbl) {
-    static const int env_double = [] {
-      const char* e = std::getenv("DELTAFIN_CUDA_EXPERT_DOUBLE");
-      return e ? std::atoi(e) : 28;
-    }();
-    P.nD = std::min(static_cast<unsigned>(std::max(env_double, 0)), P.nB / 2);
-  }
 
   const size_t smem = smem_bytes(v, m.latent_, m.inter_);
   const int threads = threads_of(v);
   const int bps = blocks(vi, m.latent_, m.inter_);
-  const unsigned total = P.nA + P.nB + P.nC - P.nD;
+  const unsigned total = P.nA + P.nB + P.nC;
   const unsigned cap = static_cast<unsigned>(sms * bps);
   // Warp-specialised versions: one block per SM, each taking one chunk of each phase (every block
   // takes the tickets of its chunks and tasks plus the one that ends its loop).
   const unsigned grid = v.ws ? cap : std::min(total, cap);
   P.chunks = static_cast<int>(grid);
-  // Cut-tail versions: one more block per part, after the ones that take tickets.
-  P.tail = cut;
-  P.main_blocks = grid;
-  const unsigned launch_blocks = grid + static_cast<unsigned>(cut * P.b_tiles * (P.tile_b / 16));
   P.hmax = v.hmax ? hmax.as<unsigned>() : nullptr;
-  DELTAFIN_CUDA_CHECK(::deltafin::cuda::launch(v.fn, launch_blocks, threads, smem, s, P));
+  DELTAFIN_CUDA_CHECK(::deltafin::cuda::launch(v.fn, grid, threads, smem, s, P));
   const unsigned tickets = v.ws ? 3 * grid + P.nC : total + grid;
   return Counts{tickets, static_cast<unsigned>(P.a_tiles), static_cast<unsigned>(P.b_tiles)};
 }
