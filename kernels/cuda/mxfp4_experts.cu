@@ -1154,6 +1154,20 @@ struct Variant {
 // PDL): a one-tile part took ~9 us (2 staging, 6 chunks per warp, the chain), about what the last
 // wave had cost. Git history has the one-kernel v159 with per-warp staging (06a0828) and the
 // two-kernel one (6d43431); v154-v158 were not committed.
+// Session 19 (H200, kernel alone, % of D2D at T=1 / T=8, two runs each against v138 in the same
+// runs; every one exact, bit-identical to v20; code in git history: b18d901, 81c5b0b, 2285b14):
+// v161-v164 (v138 with 4-7 chunks ahead through an 8-slot register ring, no spills) 61.5-62.9 /
+// 63.6-68.8 against 65.1 / 71.6-71.8, while the read-only kernel reads a T=1 call at 95% of D2D;
+// v165 (the next down task's expert count read before the closing fence, and h staged in one round
+// trip) 62.3-62.9 / 71.3-72.3 against 64.0-64.6 / 72.8-73.2 (traced: down waits 0.80 -> 0.43 us,
+// staging 2.18 -> 1.94, gate/up streaming 17.44 -> 17.63: the same span); v169 / v170 (the last one
+// / two experts' down tiles cut into 16-row parts with K over 8 warps, block sums handed to warp 0
+// in shared memory: as a second kernel its blocks started only once both of an SM's expert-kernel
+// blocks had ended; as extra blocks of this kernel, parts of ~6 us started ~2 us after blocks ended)
+// 63.9-64.5 / 60.0-60.6 at T=1 against 64.2-64.9; v172 (the first 14-56 down tickets run two tiles)
+// 61.1-64.5 / 61-65 against 64.7-65.1 / 73.7-74.1 (the last wave kept its 27 tasks); v174 (the pass
+// over a tile as a __noinline__ function) 62.7-63.1 / 71.1-71.2 against 64.8-64.9 / 73.1-73.3.
+// Capping the grid below 2 blocks per SM lost steadily (248: 63.6-63.9, 224: 60.1-60.5).
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
@@ -1185,12 +1199,6 @@ const Variant kVariants[] = {
     {"v138 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 2},
-    {"v174 v138 with the pass over a tile compiled as a function of its own (stream_tile, which issues its first loads; L2 asked for them before a staging)",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1},
-    {"v175 traced (v174's code with per-task times, set_expert_trace: diagnostics)",
-     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, true, direct::kFragLanes, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1},
     {"v143 traced (v138's code with per-task times, set_expert_trace: diagnostics)",
      expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, true, direct::kFragLanes, true, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1},

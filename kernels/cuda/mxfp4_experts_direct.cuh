@@ -179,58 +179,6 @@ __device__ __forceinline__ void finish_tile(const Params& P, const float (&acc)[
   }
 }
 
-// One tile's pass over its chunks (NT = 1, one pair), as task()'s pass computes it, compiled as a
-// function of its own (kIso, v174): the loop whose speed sets the kernel's was rescheduled by ptxas
-// whenever other code changed around it (docs/PERFORMANCE.md, sessions 17-19); behind a call its
-// registers and schedule are its own. The first kAhead chunks and the first scales come in as
-// arguments (loaded before the staging, as task() does).
-struct Acc4 {
-  float v[4];
-};
-template <int kAhead, bool kFma, int kL, bool kMad>
-__device__ __noinline__ Acc4 stream_tile(const uint4* wp, const uint2* sp, int s8, int nch, const uint4* fr) {
-  const int lane = threadIdx.x & 31;
-  const int ngroups = nch / 4;
-  uint4 w[kRing][1];
-#pragma unroll
-  for (int k = 0; k < kAhead; ++k) w[k][0] = ld_weights(wp + k * 32);
-  uint2 s[1][2] = {{__ldg(sp), __ldg(sp + s8)}};
-  float acc[1][4] = {{0.f, 0.f, 0.f, 0.f}};
-#pragma unroll 1
-  for (int G = 0; G < ngroups; ++G) {
-    uint2 sn[1][2];
-    if (G + 1 < ngroups) {
-      sn[0][0] = __ldg(sp + G + 1);
-      sn[0][1] = __ldg(sp + s8 + G + 1);
-    }
-    auto chunks = [&](auto fma_c) {
-      constexpr bool kF = decltype(fma_c)::value;
-#pragma unroll
-      for (int jj = 0; jj < 4; ++jj) {
-        const int j = 4 * G + jj;
-        if (j + kAhead < nch) w[(jj + kAhead) % kRing][0] = ld_weights(wp + (j + kAhead) * 32);
-        uint4 f0 = make_uint4(0u, 0u, 0u, 0u), f1 = f0;
-        if (lane < kL) {
-          f0 = fr[(2 * j) * kL + lane];
-          f1 = fr[(2 * j + 1) * kL + lane];
-        }
-        chunk<1, kF, kMad>(w[jj], f0, f1, s, jj, acc);
-      }
-    };
-    if constexpr (kFma) {
-      if (any_zero_scale<1>(s)) chunks(std::false_type{});
-      else chunks(std::true_type{});
-    } else {
-      chunks(std::false_type{});
-    }
-    if (G + 1 < ngroups) {
-      s[0][0] = sn[0][0];
-      s[0][1] = sn[0][1];
-    }
-  }
-  return Acc4{{acc[0][0], acc[0][1], acc[0][2], acc[0][3]}};
-}
-
 // The activation fragments a block holds: a task whose vectors are the ones staged last (at T = 1
 // every gate/up task reads the same row) uses them as they are.
 struct Staged {
@@ -254,7 +202,7 @@ struct Staged {
 // instructions per chunk (SASS of v121 and v126, docs/PERFORMANCE.md, session 13).
 // kL (v131): fragment lanes per block, 24 or 32 (frag_bytes).
 template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
-          int kL = kFragLanes, bool kMad = false, bool kIso = false>
+          int kL = kFragLanes, bool kMad = false>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
@@ -341,14 +289,9 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
     };
     // Weights do not depend on the activations: with one tile per warp their first loads go out
     // before the staging (with two, they would stay live across it and spill).
-    if constexpr (NT == 1 && !kIso) first_loads();
+    if constexpr (NT == 1) first_loads();
     const bool stage1 = st.xa != xA || st.xb != xB, stage2 = two && (st.xc != v2.xA || st.xd != v2.xB);
     if (stage1 || stage2) {
-      if constexpr (kIso) {
-        // stream_tile loads its first chunks itself: ask L2 for them while the block stages.
-#pragma unroll
-        for (int k = 0; k < kAhead; ++k) asm volatile("prefetch.global.L2 [%0];" ::"l"(wp[0] + k * 32));
-      }
       __syncthreads();  // every warp is done with the previous fragments
       if (stage1) {
         if constexpr (kHmax && !kGateUp) {
@@ -376,12 +319,6 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
     // pair pays nothing for the second (passes with two exist only where rows share experts).
     auto pass = [&](auto two_c) {
       constexpr bool kTwo = decltype(two_c)::value;
-      if constexpr (kIso && NT == 1 && !kTwo) {
-        const Acc4 r = stream_tile<kAhead, kFma, kL, kMad>(wp[0], sp[0], s8, nch, fr);
-        const float a[4] = {r.v[0], r.v[1], r.v[2], r.v[3]};
-        finish_tile<kGateUp, kHmax>(P, a, back, aA, aB, o0, warp, lane, swap);
-        return;
-      }
       float acc[NT][4], acc2[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
       for (int t = 0; t < NT; ++t)
@@ -483,7 +420,7 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 // kFuse (v138, v143): no combine tasks; the down task that completes a row's tile combines it
 // (finish_down_fused; the host sets P.nC = 0).
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
-          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kIso = false>
+          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
@@ -492,10 +429,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel
     run_tickets<kTrace, kHmax, kFuse>(
         Q,
         [&](unsigned task, int, int) {
-          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kIso>(Q, task, smem, st);
+          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad>(Q, task, smem, st);
         },
         [&](unsigned task, int, int) {
-          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kIso>(Q, task, smem, st);
+          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad>(Q, task, smem, st);
         });
   };
   if constexpr (kMeta) {
