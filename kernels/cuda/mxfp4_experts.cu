@@ -65,12 +65,6 @@ struct Params {
   // that tile done; the task that brings a count to K combines the tile and sets it back to 0 (so
   // every count is 0 between calls). Null for the others.
   unsigned* rowdone;
-  // Cut-tail versions (v176, v177): the down tiles of the call's last `tail` experts leave the down
-  // tickets; nP tickets after them each run one 16-row part of those tiles (tail_block), and
-  // subdone[i] counts cut tile i's finished parts (0 between calls). 0 / null for the others.
-  int tail;
-  unsigned nP;
-  unsigned* subdone;
 };
 
 // Diagnostics (set_expert_trace): where a traced version writes, per task, five words: (SM << 32) |
@@ -870,13 +864,10 @@ __device__ __forceinline__ void finish_down_fused(const Params& P, int g, int ti
 // kTrace: thread 0 writes each task's start, wait and end times (trace_at; the task itself writes
 // when it is ready to stream). kHmax: the combine tasks clear P.hmax (finish_tile kMax).
 // kFuse (v138, v143): no combine tasks (P.nC = 0); each down task ends in finish_down_fused.
-// kParts (v176, v177): tickets [nA + nB, nA + nB + nP) run cut-tail parts through part(i).
-template <bool kTrace = false, bool kHmax = false, bool kFuse = false, bool kParts = false, class GateUp, class Down,
-          class Part = std::nullptr_t>
-__device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, Down&& down, Part&& part = nullptr) {
+template <bool kTrace = false, bool kHmax = false, bool kFuse = false, class GateUp, class Down>
+__device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, Down&& down) {
   __shared__ unsigned s_task;
-  const unsigned nP = kParts ? P.nP : 0u;
-  const unsigned total = P.nA + P.nB + nP + P.nC;
+  const unsigned total = P.nA + P.nB + P.nC;
   if (threadIdx.x == 0) s_task = take_ticket(P);
   __syncthreads();
   unsigned task = s_task;
@@ -885,7 +876,7 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
     unsigned after = 0u;
     if (threadIdx.x == 0) after = take_ticket(P);
     if constexpr (kTrace) {
-      if (threadIdx.x == 0 && task < P.nA + P.nB) trace_at(task, 1, task < P.nA ? 0u : 1u);
+      if (threadIdx.x == 0) trace_at(task, 1, task < P.nA ? 0u : task < P.nA + P.nB ? 1u : 2u);
     }
     if (task < P.nA) {
       const int g = static_cast<int>(task) / P.a_tiles;
@@ -905,10 +896,8 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
       down(task, g, b % P.b_tiles);
       if constexpr (kFuse) finish_down_fused<kHmax>(P, g, b % P.b_tiles);
       else signal_done(P.doneB + g);
-    } else if (kParts && task < P.nA + P.nB + nP) {
-      if constexpr (kParts) part(task - P.nA - P.nB);
     } else {
-      const int c = static_cast<int>(task - P.nA - P.nB - nP);
+      const int c = static_cast<int>(task - P.nA - P.nB);
       const int t = c / P.c_tiles;
       if (threadIdx.x == 0)
         wait_row_experts(P, t);
@@ -922,7 +911,7 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
       task_combine<kThreads, kHmax>(P, t, c % P.c_tiles);
     }
     if constexpr (kTrace) {
-      if (threadIdx.x == 0 && task < P.nA + P.nB) trace_at(task, 4);
+      if (threadIdx.x == 0) trace_at(task, 4);
     }
     if (threadIdx.x == 0) s_task = after;
     __syncthreads();
@@ -955,7 +944,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const 
 #include "cuda/mxfp4_experts_imma.cuh"
 #include "cuda/mxfp4_experts_ws.cuh"
 #include "cuda/mxfp4_experts_direct.cuh"
-#include "cuda/mxfp4_experts_tail.cuh"
 
 using KernelFn = void (*)(Params);
 
@@ -986,7 +974,6 @@ struct Variant {
   int fuse = 0;    // no combine tasks: down tasks combine the rows they complete (finish_down_fused); needs meta
   int few = 0;     // > 0: replaces the default for calls of at most `few` rows (and it shares the default's
                    // order); a `shared` version that applies comes first
-  int tail = 0;    // > 0: the down tiles of the call's last `tail` experts run as cut parts (Params::nP)
 };
 // Measured on an H200 (docs/PERFORMANCE.md has the runs), % of device-to-device copy bandwidth at
 // T=1 / T=8: v11 50.5-50.8 / 61.1-62.2, v9 50.5-53.3 / 50.1-60.3, v12 40-43 / 59-63, v6 36-39 / 42-45,
@@ -1168,7 +1155,7 @@ struct Variant {
 // wave had cost. Git history has the one-kernel v159 with per-warp staging (06a0828) and the
 // two-kernel one (6d43431); v154-v158 were not committed.
 // Session 19 (H200, kernel alone, % of D2D at T=1 / T=8, two runs each against v138 in the same
-// runs; every one exact, bit-identical to v20; code in git history: b18d901, 81c5b0b, 2285b14):
+// runs; every one exact, bit-identical to v20; code in git history: b18d901, 81c5b0b, 2285b14, a82499e):
 // v161-v164 (v138 with 4-7 chunks ahead through an 8-slot register ring, no spills) 61.5-62.9 /
 // 63.6-68.8 against 65.1 / 71.6-71.8, while the read-only kernel reads a T=1 call at 95% of D2D;
 // v165 (the next down task's expert count read before the closing fence, and h staged in one round
@@ -1177,7 +1164,8 @@ struct Variant {
 // / two experts' down tiles cut into 16-row parts with K over 8 warps, block sums handed to warp 0
 // in shared memory: as a second kernel its blocks started only once both of an SM's expert-kernel
 // blocks had ended; as extra blocks of this kernel, parts of ~6 us started ~2 us after blocks ended)
-// 63.9-64.5 / 60.0-60.6 at T=1 against 64.2-64.9; v172 (the first 14-56 down tickets run two tiles)
+// 63.9-64.5 / 60.0-60.6 at T=1 against 64.2-64.9; v176 (v169's parts as tickets of the same blocks,
+// a __noinline__ call) 58.2-58.3 / 69.0 against 65.1-65.2 / 76.4-76.5; v172 (the first 14-56 down tickets run two tiles)
 // 61.1-64.5 / 61-65 against 64.7-65.1 / 73.7-74.1 (the last wave kept its 27 tasks); v174 (the pass
 // over a tile as a __noinline__ function) 62.7-63.1 / 71.1-71.2 against 64.8-64.9 / 73.1-73.3.
 // Capping the grid below 2 blocks per SM lost steadily (248: 63.6-63.9, 224: 60.1-60.5).
@@ -1212,12 +1200,6 @@ const Variant kVariants[] = {
     {"v138 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 2},
-    {"v176 v138 whose last expert's down tiles run as 16-row parts with K over 8 warps, tickets after the down tasks (tail_block)",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 0, 1},
-    {"v177 traced (v176's code with per-task times, set_expert_trace: diagnostics)",
-     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, true, direct::kFragLanes, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 0, 1},
     {"v143 traced (v138's code with per-task times, set_expert_trace: diagnostics)",
      expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, true, direct::kFragLanes, true, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1},
@@ -1255,12 +1237,7 @@ const Variant kVariants[] = {
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 
 size_t smem_bytes(const Variant& v, int latent, int inter) {
-  if (v.frag) {
-    const int lanes = v.lanes ? v.lanes : direct::kFragLanes;
-    const size_t own = direct::smem_bytes(latent, inter, v.nv > 2 ? 2 : 1, lanes);
-    // Cut-tail versions: their parts need more (one launch, one size for every block).
-    return v.tail && tail::fits(latent, inter, v.tile_b) ? std::max(own, tail::smem_bytes(inter, lanes)) : own;
-  }
+  if (v.frag) return direct::smem_bytes(latent, inter, v.nv > 2 ? 2 : 1, v.lanes ? v.lanes : direct::kFragLanes);
   if (v.mma == 3) return mma16::smem_bytes<mma16::Small>(latent, inter, false);
   if (v.mma) return mma16::smem_bytes<mma16::Big>(latent, inter, v.mma == 2);
   if (v.ws) return ws::smem_bytes(latent, inter, v.imma, v.ws, v.rs, v.nq);
@@ -1330,8 +1307,6 @@ struct ExpertMlp::Impl {
   int max_assign = 0;
   DeviceBuffer h, d, counters, tables, hmax;
   DeviceBuffer rowdone;  // fused-combine versions: [max_rows][latent / 16] counts, 0 between calls
-  DeviceBuffer subdone;  // cut-tail versions: [kMaxTail][latent / 16] counts, 0 between calls
-  static constexpr int kMaxTail = 4;
   // A ring of table slots (pinned host copy + device copy each), so that a call never waits for
   // the previous call's upload: the host runs ahead of the GPU as with any other launch.
   static constexpr int kSlots = 8;
@@ -1485,8 +1460,6 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows, ExpertLayou
     impl_->hmax.fill_byte(0);
     impl_->rowdone = DeviceBuffer(static_cast<size_t>(max_rows) * ((latent + 15) / 16) * sizeof(unsigned));
     impl_->rowdone.fill_byte(0);
-    impl_->subdone = DeviceBuffer(static_cast<size_t>(Impl::kMaxTail) * ((latent + 15) / 16) * sizeof(unsigned));
-    impl_->subdone.fill_byte(0);
   } catch (...) {
     for (cudaEvent_t e : impl_->staged)
       if (e) cudaEventDestroy(e);
@@ -1721,17 +1694,11 @@ ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int 
   P.nB = static_cast<unsigned>(nG * P.b_tiles);
   P.nC = v.fuse ? 0u : static_cast<unsigned>(T * P.c_tiles);
   P.rowdone = v.fuse ? rowdone.as<unsigned>() : nullptr;
-  // Cut-tail versions: the last `tail` experts' down tiles become nP part tickets.
-  const int cut = v.tail && v.tail <= kMaxTail && nG > v.tail && tail::fits(m.latent_, m.inter_, v.tile_b) ? v.tail : 0;
-  P.tail = cut;
-  P.subdone = cut ? subdone.as<unsigned>() : nullptr;
-  P.nB -= static_cast<unsigned>(cut * P.b_tiles);
-  P.nP = static_cast<unsigned>(cut * P.b_tiles * (P.tile_b / 16));
 
   const size_t smem = smem_bytes(v, m.latent_, m.inter_);
   const int threads = threads_of(v);
   const int bps = blocks(vi, m.latent_, m.inter_);
-  const unsigned total = P.nA + P.nB + P.nP + P.nC;
+  const unsigned total = P.nA + P.nB + P.nC;
   const unsigned cap = static_cast<unsigned>(sms * bps);
   // Warp-specialised versions: one block per SM, each taking one chunk of each phase (every block
   // takes the tickets of its chunks and tasks plus the one that ends its loop).

@@ -419,32 +419,20 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 // kHmax (v121, v122, v126, v134, v138, v143): see task().
 // kFuse (v138, v143): no combine tasks; the down task that completes a row's tile combines it
 // (finish_down_fused; the host sets P.nC = 0).
-// A cut-tail part (mxfp4_experts_tail.cuh).
-template <int kL, bool kMad>
-__device__ __noinline__ void tail_block(const Params& P, unsigned p);
-
-// kTail (v176, v177): the cut-tail parts' tickets (Params::nP) run tail_block on the kernel's own
-// __grid_constant__ parameters (behind a call, away from the task loop's code).
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
-          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kTail = false>
-__global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const __grid_constant__ Params P) {
+          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
   direct::Staged st;
   auto body = [&](const Params& Q) {
-    run_tickets<kTrace, kHmax, kFuse, kTail>(
+    run_tickets<kTrace, kHmax, kFuse>(
         Q,
         [&](unsigned task, int, int) {
           direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad>(Q, task, smem, st);
         },
         [&](unsigned task, int, int) {
           direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad>(Q, task, smem, st);
-        },
-        [&](unsigned part) {
-          if constexpr (kTail) {
-            tail_block<kL, kMad>(P, part);
-            st = direct::Staged{};  // the part wrote over the fragments
-          }
         });
   };
   if constexpr (kMeta) {

@@ -332,31 +332,6 @@ __device__ __forceinline__ float4 ld4(const float* p) {
   else return __ldg(reinterpret_cast<const float4*>(p));
 }
 
-// The three-part split of one (block, quad) item: 8 columns of x (lo: the item's columns 0-3, hi:
-// 4-7) times 2^k, as fp16 parts x 2^k = p0 + p1 + p2, each part's halves paired into the words of
-// the fragment order (columns 0,2,4,6,1,3,5,7; kMadOrder: 0,4,2,6,1,5,3,7).
-template <bool kMadOrder>
-__device__ __forceinline__ void split_item(float4 lo, float4 hi, int k, uint32_t (&parts)[3][4]) {
-  const float v[8] = {lo.x, kMadOrder ? hi.x : lo.z, kMadOrder ? lo.z : hi.x, hi.z,
-                      lo.y, kMadOrder ? hi.y : lo.w, kMadOrder ? lo.w : hi.y, hi.w};
-  __half p[3][8];
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    const float xs = scale_pow2(v[j], k);
-    p[0][j] = __float2half_rn(xs);
-    const float r1 = xs - __half2float(p[0][j]);
-    p[1][j] = __float2half_rn(r1);
-    const float r2 = r1 - __half2float(p[1][j]);
-    p[2][j] = __float2half_rn(r2);
-  }
-#pragma unroll
-  for (int pp = 0; pp < 3; ++pp)
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-      parts[pp][j] = static_cast<uint32_t>(__half_as_ushort(p[pp][2 * j])) |
-                     (static_cast<uint32_t>(__half_as_ushort(p[pp][2 * j + 1])) << 16);
-}
-
 // stage_frags' second half: the three-part split of x0 and x1 given their largest magnitudes m0 and
 // m1 (fmaxf of |x| over the vector, from 0; 0 for a missing x1). Called by the whole block (it
 // synchronizes at the end).
@@ -379,7 +354,25 @@ __device__ __forceinline__ void stage_split(char* frag, const float* x0, const f
       const int k = 141 - (s ? eb1 : eb0);
       uint32_t parts[3][4];
       if (x) {
-        split_item<kMadOrder>(ld4<kCoherent>(x + 8 * i), ld4<kCoherent>(x + 8 * i + 4), k, parts);
+        const float4 lo = ld4<kCoherent>(x + 8 * i), hi = ld4<kCoherent>(x + 8 * i + 4);
+        const float v[8] = {lo.x, kMadOrder ? hi.x : lo.z, kMadOrder ? lo.z : hi.x, hi.z,
+                            lo.y, kMadOrder ? hi.y : lo.w, kMadOrder ? lo.w : hi.y, hi.w};  // columns 0,2,4,6,1,3,5,7 (kMadOrder: 0,4,2,6,1,5,3,7)
+        __half p[3][8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const float xs = scale_pow2(v[j], k);
+          p[0][j] = __float2half_rn(xs);
+          const float r1 = xs - __half2float(p[0][j]);
+          p[1][j] = __float2half_rn(r1);
+          const float r2 = r1 - __half2float(p[1][j]);
+          p[2][j] = __float2half_rn(r2);
+        }
+#pragma unroll
+        for (int pp = 0; pp < 3; ++pp)
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+            parts[pp][j] = static_cast<uint32_t>(__half_as_ushort(p[pp][2 * j])) |
+                           (static_cast<uint32_t>(__half_as_ushort(p[pp][2 * j + 1])) << 16);
       } else {
 #pragma unroll
         for (int pp = 0; pp < 3; ++pp)
