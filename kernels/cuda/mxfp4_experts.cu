@@ -57,11 +57,11 @@ struct Params {
   int a_tiles, b_tiles, c_tiles;
   unsigned nA, nB, nC;
   int chunks;  // warp-specialised versions: chunks per phase (one per block)
-  // hmax versions (v121, v122, v126, v134, v138, v143, v180, v181): per assignment, the bits of max |h| (0
+  // hmax versions (v121, v122, v126, v134, v138, v143, v183, v184): per assignment, the bits of max |h| (0
   // between calls: the combine tasks of each row, or in fused versions each expert's last down task,
   // clear its entries after every down task that read them); null for the others.
   unsigned* hmax;
-  // Fused-combine versions (v138, v143, v180, v181): per row t and down tile, how many of the row's slots have
+  // Fused-combine versions (v138, v143, v183, v184): per row t and down tile, how many of the row's slots have
   // that tile done; the task that brings a count to K combines the tile and sets it back to 0 (so
   // every count is 0 between calls). Null for the others.
   unsigned* rowdone;
@@ -863,7 +863,7 @@ __device__ __forceinline__ void finish_down_fused(const Params& P, int g, int ti
 // past the last task (the host counts them).
 // kTrace: thread 0 writes each task's start, wait and end times (trace_at; the task itself writes
 // when it is ready to stream). kHmax: the combine tasks clear P.hmax (finish_tile kMax).
-// kFuse (v138, v143, v180, v181): no combine tasks (P.nC = 0); each down task ends in finish_down_fused.
+// kFuse (v138, v143, v183, v184): no combine tasks (P.nC = 0); each down task ends in finish_down_fused.
 template <bool kTrace = false, bool kHmax = false, bool kFuse = false, class GateUp, class Down>
 __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, Down&& down) {
   __shared__ unsigned s_task;
@@ -1168,12 +1168,18 @@ struct Variant {
 // a __noinline__ call) 58.2-58.3 / 69.0 against 65.1-65.2 / 76.4-76.5; v172 (the first 14-56 down tickets run two tiles)
 // 61.1-64.5 / 61-65 against 64.7-65.1 / 73.7-74.1 (the last wave kept its 27 tasks); v174 (the pass
 // over a tile as a __noinline__ function) 62.7-63.1 / 71.1-71.2 against 64.8-64.9 / 73.1-73.3.
-// Capping the grid below 2 blocks per SM lost steadily (248: 63.6-63.9, 224: 60.1-60.5). Kept: v180
-// (v138 whose lanes 24-31 read the fragments that follow instead of zeros, kAll, and whose groups
-// all take scale_at: no zero-scale vote) 67.4 / 73.4-73.6 / 74.0-74.3 / 68.9-69.0 at T = 1 / 2 / 4 /
-// 8 against v138's 64.2-64.3 / 71.6-71.7 / 73.4-73.9 / 74.0-74.4: the default for calls of one or two
-// rows (`few`) in v138's place. Same bits. v178 (kAll alone) 65.2-66.2 at T=1, 69.9-72.5 at T=8;
-// v179 (v134 with kAll) 63.7-64.0 / 69.9-70.2 against v134's 62.5-63.0 / 74.2-74.9.
+// Capping the grid below 2 blocks per SM lost steadily (248: 63.6-63.9, 224: 60.1-60.5). Kept: v183
+// (v138 with 32 fragment lanes, zeros stored for columns 6 and 7 as in v131, so no lane loads its
+// fragments under a predicate into cleared registers, and every group's scales through scale_at, so
+// no zero-scale vote per group: ~7 fewer instructions per 512 bytes of codes, counted in v138's
+// SASS) 66.9-67.5 / 71.8-74.2
+// / 72.4-75.7 / 67.4-75.3 at T = 1 / 2 / 4 / 8 against v138's 63.3-64.1 / 69.1-72.1 / 68.0-74.6 /
+// 68.1-72.6 in five runs on two H200s: the default for calls of one or two rows (`few`) in v138's
+// place (v138 stays the one for GPUs where v183's larger fragment buffer would cost a block per SM).
+// Same bits. Measured beside it (code in git history, b3ced87): v180 (v138 whose lanes 24-31
+// read the fragments that follow instead of zeros, no vote) 64.8-67.4 at T=1 on two H200s, v182
+// (v180 with two groups per loop step) 64.9-66.2, v178 (lanes only) 65.2-66.2, v179 (v134 with them)
+// 63.7-64.0 against v134's 62.5-63.0; at T=8 from 8 points behind v138 to 3 ahead, run to run.
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
@@ -1202,21 +1208,15 @@ const Variant kVariants[] = {
     {"v134 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1},
-    {"v180 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks all lanes read fragments scales without a vote",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, direct::kFragLanes, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 2},
-    {"v181 traced (v180's code with per-task times, set_expert_trace: diagnostics)",
-     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, false, direct::kFragLanes, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1},
-    {"v182 v180 with two groups per loop step",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, direct::kFragLanes, true, true, true, 2>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1},
-    {"v183 v180 with 32 fragment lanes (zeros stored for columns 6 and 7)",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1},
+    {"v183 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scales without a vote",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true>, direct::tile_a<1>(), direct::tile_b<1>(),
+     0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 2},
+    {"v184 traced (v183's code with per-task times, set_expert_trace: diagnostics)",
+     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, false, 32, true, true>, direct::tile_a<1>(), direct::tile_b<1>(),
+     0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1},
     {"v138 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1},
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 2},
     {"v143 traced (v138's code with per-task times, set_expert_trace: diagnostics)",
      expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, true, direct::kFragLanes, true, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1},

@@ -1,5 +1,5 @@
 // Tensor-core tasks that read the weights in fragment order straight into registers (v91, v96, v108,
-// v121, v126, v130, v131, v134-v136, v138, v180 and the traced v122, v143, v181).
+// v121, v126, v130, v131, v134-v136, v138, v183 and the traced v122, v143, v184).
 // Included by mxfp4_experts.cu inside its anonymous namespace, after mxfp4_experts_mma.cuh: the
 // tickets, tasks and counters are the FFMA versions'; the arithmetic is v20's.
 //
@@ -46,10 +46,8 @@ __host__ __device__ inline size_t frag_bytes(int latent, int inter, int lanes = 
 }
 
 // kNP pairs of activation vectors per pass: kNP fragment buffers.
-// kAll versions' lanes 24-31 read 8 entries past a buffer's last block: kPad bytes after the buffers.
-constexpr int kPad = 8 * 16;
 inline size_t smem_bytes(int latent, int inter, int kNP = 1, int lanes = kFragLanes) {
-  return kHeader + kSwap + kNP * frag_bytes(latent, inter, lanes) + kPad;
+  return kHeader + kSwap + kNP * frag_bytes(latent, inter, lanes);
 }
 
 // Scales are read 8 at a time (four chunks per group): widths are multiples of 256.
@@ -203,13 +201,8 @@ struct Staged {
 // e2m1_half2_fma and scale_at_fma: the same values with about a fifth fewer integer-pipe
 // instructions per chunk (SASS of v121 and v126, docs/PERFORMANCE.md, session 13).
 // kL (v131): fragment lanes per block, 24 or 32 (frag_bytes).
-// kAll (v180, v181): with 24 fragment lanes, lanes 24-31 read whatever entries follow (the next
-// block's) instead of zeros: they feed only B columns 6 and 7, whose sums land in output columns 6
-// and 7 (lanes with q = 3), which no finish reads; columns 0-5 are the same sums, so the same bits.
-// Why: the zeros cost a predicated load and two register-pair clears per fragment (SASS of v138: 4
-// of ~84 instructions per chunk).
 template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
-          int kL = kFragLanes, bool kMad = false, bool kAll = false, int kGU = 1>
+          int kL = kFragLanes, bool kMad = false>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
@@ -331,7 +324,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
       for (int t = 0; t < NT; ++t)
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[t][i] = 0.f;
-#pragma unroll (kGU)
+#pragma unroll 1
       for (int G = 0; G < ngroups; ++G) {
         uint2 sn[NT][2];
         if (G + 1 < ngroups) {
@@ -351,7 +344,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
               for (int t = 0; t < NT; ++t) w[(jj + kAhead) % kRing][t] = ld_weights(wp[t] + (j + kAhead) * 32);
             }
             uint4 f0 = make_uint4(0u, 0u, 0u, 0u), f1 = f0;
-            if (kAll || lane < kL) {
+            if (lane < kL) {
               f0 = fr[(2 * j) * kL + lane];
               f1 = fr[(2 * j + 1) * kL + lane];
             }
@@ -359,7 +352,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
               chunk<NT, kF, kMad>(w[jj], f0, f1, s, jj, acc);
             } else {
               uint4 g0 = make_uint4(0u, 0u, 0u, 0u), g1 = g0;
-              if (kAll || lane < kL) {
+              if (lane < kL) {
                 g0 = fr2[(2 * j) * kL + lane];
                 g1 = fr2[(2 * j + 1) * kL + lane];
               }
@@ -418,18 +411,16 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 }  // namespace direct
 
 // The fragment-order versions: same tickets and tasks as expert_mlp_kernel.
-// kTrace (v122, v143, v181): per-task times for diagnostics (set_expert_trace); the same arithmetic.
-// kMeta (v121, v122, v126, v134, v138, v143, v180, v181): the call's routing tables are copied into shared memory once per block, so a
+// kTrace (v122, v143, v184): per-task times for diagnostics (set_expert_trace); the same arithmetic.
+// kMeta (v121, v122, v126, v134, v138, v143, v183, v184): the call's routing tables are copied into shared memory once per block, so a
 // task's first reads (its expert's pointers, its assignments) are shared-memory reads instead of a
 // chain of dependent global loads (~1.3 us per task at full load on the H200, measured with v118, since removed);
 // for calls whose tables exceed MetaTables, launch() runs the version without it (the same bits).
-// kHmax (v121, v122, v126, v134, v138, v143, v180, v181): see task().
-// kFuse (v138, v143, v180, v181): no combine tasks; the down task that completes a row's tile combines it
+// kHmax (v121, v122, v126, v134, v138, v143, v183, v184): see task().
+// kFuse (v138, v143, v183, v184): no combine tasks; the down task that completes a row's tile combines it
 // (finish_down_fused; the host sets P.nC = 0).
-// kAll (v180, v181): every lane reads activation fragments (see task()).
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
-          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kAll = false,
-          int kGU = 1>
+          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
@@ -438,10 +429,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel
     run_tickets<kTrace, kHmax, kFuse>(
         Q,
         [&](unsigned task, int, int) {
-          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kAll, kGU>(Q, task, smem, st);
+          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad>(Q, task, smem, st);
         },
         [&](unsigned task, int, int) {
-          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kAll, kGU>(Q, task, smem, st);
+          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad>(Q, task, smem, st);
         });
   };
   if constexpr (kMeta) {
