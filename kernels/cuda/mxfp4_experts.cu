@@ -1155,31 +1155,31 @@ struct Variant {
 // wave had cost. Git history has the one-kernel v159 with per-warp staging (06a0828) and the
 // two-kernel one (6d43431); v154-v158 were not committed.
 // Session 19 (H200, kernel alone, % of D2D at T=1 / T=8, two runs each against v138 in the same
-// runs; every one exact, bit-identical to v20; code in git history: b18d901, 81c5b0b, 2285b14, a82499e):
-// v161-v164 (v138 with 4-7 chunks ahead through an 8-slot register ring, no spills) 61.5-62.9 /
-// 63.6-68.8 against 65.1 / 71.6-71.8, while the read-only kernel reads a T=1 call at 95% of D2D;
-// v165 (the next down task's expert count read before the closing fence, and h staged in one round
-// trip) 62.3-62.9 / 71.3-72.3 against 64.0-64.6 / 72.8-73.2 (traced: down waits 0.80 -> 0.43 us,
-// staging 2.18 -> 1.94, gate/up streaming 17.44 -> 17.63: the same span); v169 / v170 (the last one
-// / two experts' down tiles cut into 16-row parts with K over 8 warps, block sums handed to warp 0
-// in shared memory: as a second kernel its blocks started only once both of an SM's expert-kernel
-// blocks had ended; as extra blocks of this kernel, parts of ~6 us started ~2 us after blocks ended)
-// 63.9-64.5 / 60.0-60.6 at T=1 against 64.2-64.9; v176 (v169's parts as tickets of the same blocks,
-// a __noinline__ call) 58.2-58.3 / 69.0 against 65.1-65.2 / 76.4-76.5; v172 (the first 14-56 down tickets run two tiles)
-// 61.1-64.5 / 61-65 against 64.7-65.1 / 73.7-74.1 (the last wave kept its 27 tasks); v174 (the pass
-// over a tile as a __noinline__ function) 62.7-63.1 / 71.1-71.2 against 64.8-64.9 / 73.1-73.3.
-// Capping the grid below 2 blocks per SM lost steadily (248: 63.6-63.9, 224: 60.1-60.5). Kept: v183
-// (v138 with 32 fragment lanes, zeros stored for columns 6 and 7 as in v131, so no lane loads its
-// fragments under a predicate into cleared registers, and every group's scales through scale_at, so
-// no zero-scale vote per group: ~7 fewer instructions per 512 bytes of codes, counted in v138's
-// SASS) 66.9-67.5 / 71.8-74.2
-// / 72.4-75.7 / 67.4-75.3 at T = 1 / 2 / 4 / 8 against v138's 63.3-64.1 / 69.1-72.1 / 68.0-74.6 /
-// 68.1-72.6 in five runs on two H200s: the default for calls of one or two rows (`few`) in v138's
-// place (v138 stays the one for GPUs where v183's larger fragment buffer would cost a block per SM).
-// Same bits. Measured beside it (code in git history, b3ced87): v180 (v138 whose lanes 24-31
-// read the fragments that follow instead of zeros, no vote) 64.8-67.4 at T=1 on two H200s, v182
-// (v180 with two groups per loop step) 64.9-66.2, v178 (lanes only) 65.2-66.2, v179 (v134 with them)
-// 63.7-64.0 against v134's 62.5-63.0; at T=8 from 8 points behind v138 to 3 ahead, run to run.
+// runs; every one exact, bit-identical to v20; code in git history: b18d901, 81c5b0b, 2285b14,
+// a82499e, b3ced87): v161-v164 (v138 with 4-7 chunks ahead through an 8-slot register ring, no
+// spills) 61.5-62.9 / 63.6-68.8 against 65.1 / 71.6-71.8, while the read-only kernel reads a T=1
+// call at 95% of D2D; v165 (the next down task's expert count read before the closing fence, and h
+// staged in one round trip) 62.3-62.9 / 71.3-72.3 against 64.0-64.6 / 72.8-73.2 (traced: down waits
+// 0.80 -> 0.43 us, staging 2.18 -> 1.94, gate/up streaming 17.44 -> 17.63: the same span); v169 /
+// v170 (the last one / two experts' down tiles cut into 16-row parts with K over 8 warps, block
+// sums handed to warp 0 in shared memory: as a second kernel its blocks started only once both of
+// an SM's expert-kernel blocks had ended; as extra blocks of this kernel, parts of ~6 us started ~2
+// us after blocks ended) 63.9-64.5 / 60.0-60.6 at T=1 against 64.2-64.9; v176 (v169's parts as
+// tickets of the same blocks, a __noinline__ call) 58.2-58.3 / 69.0 against 65.1-65.2 / 76.4-76.5;
+// v172 (the first 14-56 down tickets run two tiles) 61.1-64.5 / 61-65 against 64.7-65.1 / 73.7-74.1
+// (the last wave kept its 27 tasks); v174 (the pass over a tile as a __noinline__ function)
+// 62.7-63.1 / 71.1-71.2 against 64.8-64.9 / 73.1-73.3. Capping the grid below 2 blocks per SM lost
+// steadily (248: 63.6-63.9, 224: 60.1-60.5).
+// Kept: v183 (v138 with 32 fragment lanes, zeros stored for columns 6 and 7 as in v131, so no lane
+// loads its fragments under a predicate into cleared registers, and every group's scales through
+// scale_at, so no zero-scale vote per group: ~7 fewer instructions per 512 bytes of codes, counted
+// in v138's SASS) 66.9-67.5 / 71.8-74.2 / 72.4-75.7 / 67.4-75.3 at T = 1 / 2 / 4 / 8 against v138's
+// 63.3-64.1 / 69.1-72.1 / 68.0-74.6 / 68.1-72.6 in five runs on two H200s: the default for calls of
+// one or two rows (`few`) in v138's place (v138 stays the one for GPUs where v183's larger fragment
+// buffer would cost a block per SM). Same bits. Measured beside it (b3ced87): v180 (v138 whose lanes
+// 24-31 read the fragments that follow instead of zeros, no vote) 64.8-67.4 at T=1 on two H200s,
+// v182 (v180 with two groups per loop step) 64.9-66.2, v178 (lanes only) 65.2-66.2, v179 (v134 with
+// them) 63.7-64.0 against v134's 62.5-63.0; at T=8 from 8 points behind v138 to 3 ahead, run to run.
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
