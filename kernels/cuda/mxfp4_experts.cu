@@ -974,6 +974,7 @@ struct Variant {
   int fuse = 0;    // no combine tasks: down tasks combine the rows they complete (finish_down_fused); needs meta
   int few = 0;     // > 0: replaces the default for calls of at most `few` rows (and it shares the default's
                    // order); a `shared` version that applies comes first
+  int stab = 0;    // fragment-order versions: per-warp scale tables in shared memory (direct::put_scales)
 };
 // Measured on an H200 (docs/PERFORMANCE.md has the runs), % of device-to-device copy bandwidth at
 // T=1 / T=8: v11 50.5-50.8 / 61.1-62.2, v9 50.5-53.3 / 50.1-60.3, v12 40-43 / 59-63, v6 36-39 / 42-45,
@@ -1214,6 +1215,18 @@ const Variant kVariants[] = {
     {"v184 traced (v183's code with per-task times, set_expert_trace: diagnostics)",
      expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, false, 32, true, true>, direct::tile_a<1>(), direct::tile_b<1>(),
      0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1},
+    {"v185 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scale tables",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
+    {"v186 traced (v185's code with per-task times, set_expert_trace: diagnostics)",
+     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, false, 32, true, true, true>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
+    {"v187 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask 32 fragment lanes scale tables",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, false, true>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 0, 0, 1},
+    {"v188 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask 32 fragment lanes scales without a vote",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32},
     {"v138 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 2},
@@ -1254,7 +1267,8 @@ const Variant kVariants[] = {
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 
 size_t smem_bytes(const Variant& v, int latent, int inter) {
-  if (v.frag) return direct::smem_bytes(latent, inter, v.nv > 2 ? 2 : 1, v.lanes ? v.lanes : direct::kFragLanes);
+  if (v.frag)
+    return direct::smem_bytes(latent, inter, v.nv > 2 ? 2 : 1, v.lanes ? v.lanes : direct::kFragLanes, v.stab != 0);
   if (v.mma == 3) return mma16::smem_bytes<mma16::Small>(latent, inter, false);
   if (v.mma) return mma16::smem_bytes<mma16::Big>(latent, inter, v.mma == 2);
   if (v.ws) return ws::smem_bytes(latent, inter, v.imma, v.ws, v.rs, v.nq);

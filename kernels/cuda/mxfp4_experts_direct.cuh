@@ -45,9 +45,13 @@ __host__ __device__ inline size_t frag_bytes(int latent, int inter, int lanes = 
   return static_cast<size_t>((latent > inter ? latent : inter) / 32) * lanes * 16;
 }
 
-// kNP pairs of activation vectors per pass: kNP fragment buffers.
-inline size_t smem_bytes(int latent, int inter, int kNP = 1, int lanes = kFragLanes) {
-  return kHeader + kSwap + kNP * frag_bytes(latent, inter, lanes);
+// Scale tables (v185): per warp, two groups' scales as floats, 4 chunks x 8 lane rows x 4 (rows g and
+// g + 8 of the chunk's two blocks).
+constexpr int kScaleTab = kWarps * 2 * 128 * 4;
+
+// kNP pairs of activation vectors per pass: kNP fragment buffers (then the scale tables, if any).
+inline size_t smem_bytes(int latent, int inter, int kNP = 1, int lanes = kFragLanes, bool stab = false) {
+  return kHeader + kSwap + kNP * frag_bytes(latent, inter, lanes) + (stab ? kScaleTab : 0);
 }
 
 // Scales are read 8 at a time (four chunks per group): widths are multiples of 256.
@@ -114,6 +118,39 @@ __device__ __forceinline__ void chunk(const uint4 (&w)[NT], uint4 f0, uint4 f1, 
       const float s1 = kFma ? scale_at_fma(s[t][1], 2 * jj + hb) : scale_at(s[t][1], 2 * jj + hb);
       mma16::block_fma(ra, rb, hb ? f1 : f0, s0, s1, acc[t]);
     }
+  }
+}
+
+// chunk<1> with the chunk's four scales already floats (v185: sc = row g / g + 8 of block 2j, then of
+// block 2j + 1, from the warp's scale table): the same values, so the same bits.
+template <bool kMad>
+__device__ __forceinline__ void chunk_scaled(const uint4& w, uint4 f0, uint4 f1, float4 sc, float (&acc)[4]) {
+#pragma unroll
+  for (int hb = 0; hb < 2; ++hb) {
+    uint32_t ra[4], rb[4];
+    const uint32_t wa = hb ? w.z : w.x, wb = hb ? w.w : w.y;
+    if constexpr (kMad) {
+      e2m1_half2_mad(wa, ra);
+      e2m1_half2_mad(wb, rb);
+    } else {
+      e2m1_half2(wa, ra);
+      e2m1_half2(wb, rb);
+    }
+    mma16::block_fma(ra, rb, hb ? f1 : f0, hb ? sc.z : sc.x, hb ? sc.w : sc.y, acc);
+  }
+}
+
+// One group's scales of the warp's 16-row tile into the warp's scale table: lane l holds the 4 bytes
+// of row l / 2, blocks 4 (l % 2) .. 4 (l % 2) + 3 of the group, and writes them where chunk_scaled's
+// readers find them (chunk j, lane row g: floats 4 (8 j + g) ..). Why: every lane converting its own
+// rows' 16 scales per group took ~50 instructions per group (4 lanes of a quad the same ones); here
+// each scale is converted once per warp (docs/PERFORMANCE.md, session 20).
+__device__ __forceinline__ void put_scales(float* tab, uint32_t word, int lane) {
+  const int r = lane >> 1, h = lane & 1;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const int jj = 2 * h + (k >> 1), hb = k & 1;
+    tab[(jj * 8 + (r & 7)) * 4 + hb * 2 + (r >> 3)] = mma16::e8m0_max((word >> (8 * k)) & 0xFFu);
   }
 }
 
@@ -201,14 +238,16 @@ struct Staged {
 // e2m1_half2_fma and scale_at_fma: the same values with about a fifth fewer integer-pipe
 // instructions per chunk (SASS of v121 and v126, docs/PERFORMANCE.md, session 13).
 // kL (v131): fragment lanes per block, 24 or 32 (frag_bytes).
+// kST (v185): the scales through the warp's scale table (put_scales, chunk_scaled).
 template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
-          int kL = kFragLanes, bool kMad = false>
+          int kL = kFragLanes, bool kMad = false, bool kST = false>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
   static_assert(kNP == 1 || (kNP == 2 && NT == 1), "two pairs per pass with one tile per warp");
   static_assert(!kHmax || (NT == 1 && kNP == 1), "recorded maxima with one tile and one pair per pass");
   static_assert(!kFma || kNP == 1, "the FMA-pipe decode with one pair per pass (v108's loop lost with it: v129)");
+  static_assert(!kST || (NT == 1 && kNP == 1 && !kFma && kL == 32), "scale tables with one tile, one pair, no vote, 32 lanes");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2;
   float* red = reinterpret_cast<float*>(smem);
   float* swap = reinterpret_cast<float*>(smem + kHeader);
@@ -276,15 +315,22 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
     if (two) v2 = mma16::pair_vectors<kGateUp>(P, a0, a1, pr + 1);
     uint4 w[kRing][NT];
     uint2 s[NT][2];
+    // kST: lane l's scale word of group 0 (row l / 2, bytes 4 (l % 2) ..)
+    [[maybe_unused]] const uint32_t* sword = reinterpret_cast<const uint32_t*>(sc[0] + (lane >> 1) * srow) + (lane & 1);
+    [[maybe_unused]] uint32_t sw0 = 0;
     auto first_loads = [&] {
 #pragma unroll
       for (int k = 0; k < kAhead; ++k)
 #pragma unroll
         for (int t = 0; t < NT; ++t) w[k][t] = ld_weights(wp[t] + k * 32);
+      if constexpr (kST) {
+        sw0 = __ldg(sword);
+      } else {
 #pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        s[t][0] = __ldg(sp[t]);
-        s[t][1] = __ldg(sp[t] + s8);
+        for (int t = 0; t < NT; ++t) {
+          s[t][0] = __ldg(sp[t]);
+          s[t][1] = __ldg(sp[t] + s8);
+        }
       }
     };
     // Weights do not depend on the activations: with one tile per warp their first loads go out
@@ -324,8 +370,29 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
       for (int t = 0; t < NT; ++t)
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[t][i] = 0.f;
+      // kST: the warp's two scale buffers; lane l's word of group G is row l / 2's bytes 8 G + 4 (l % 2) ..
+      [[maybe_unused]] float* stab = reinterpret_cast<float*>(frag + kNP * frag_bytes(P.latent, P.inter, kL)) + warp * 256;
+      if constexpr (kST) {
+        put_scales(stab, sw0, lane);
+        __syncwarp();
+      }
 #pragma unroll 1
       for (int G = 0; G < ngroups; ++G) {
+        if constexpr (kST) {
+          const bool more = G + 1 < ngroups;
+          const uint32_t wn = more ? __ldg(sword + 2 * (G + 1)) : 0u;
+          const float4* tg = reinterpret_cast<const float4*>(stab + (G & 1) * 128) + g;
+#pragma unroll
+          for (int jj = 0; jj < 4; ++jj) {
+            const int j = 4 * G + jj;
+            if (j + kAhead < nch) w[(jj + kAhead) % kRing][0] = ld_weights(wp[0] + (j + kAhead) * 32);
+            const uint4 f0 = fr[(2 * j) * kL + lane], f1 = fr[(2 * j + 1) * kL + lane];
+            chunk_scaled<kMad>(w[jj][0], f0, f1, tg[jj * 8], acc[0]);
+          }
+          if (more) put_scales(stab + ((G + 1) & 1) * 128, wn, lane);
+          __syncwarp();
+          continue;
+        }
         uint2 sn[NT][2];
         if (G + 1 < ngroups) {
 #pragma unroll
@@ -419,8 +486,9 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 // kHmax (v121, v122, v126, v134, v138, v143, v183, v184): see task().
 // kFuse (v138, v143, v183, v184): no combine tasks; the down task that completes a row's tile combines it
 // (finish_down_fused; the host sets P.nC = 0).
+// kST (v185, v186, v187): the scales through per-warp scale tables (direct::put_scales).
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
-          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false>
+          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kST = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
@@ -429,10 +497,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel
     run_tickets<kTrace, kHmax, kFuse>(
         Q,
         [&](unsigned task, int, int) {
-          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad>(Q, task, smem, st);
+          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST>(Q, task, smem, st);
         },
         [&](unsigned task, int, int) {
-          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad>(Q, task, smem, st);
+          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST>(Q, task, smem, st);
         });
   };
   if constexpr (kMeta) {
