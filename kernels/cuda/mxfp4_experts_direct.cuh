@@ -154,6 +154,20 @@ __device__ __forceinline__ void put_scales(float* tab, uint32_t word, int lane) 
   }
 }
 
+// put_scales with each scale as shift, mask and max (3 integer operations: ptxas made ~6 of e8m0_max on
+// a byte, with a test and a select), into the slots a lane writes (dst: its row's slot of chunk 2 (l % 2)).
+// Same values: byte k at bits 23-30, and 2^-127 for E8M0 0.
+__device__ __forceinline__ void put_scales_lean(float* dst, uint32_t word) {
+  const uint32_t e0 = max((word << 23) & 0x7F800000u, 0x00400000u);
+  const uint32_t e1 = max((word << 15) & 0x7F800000u, 0x00400000u);
+  const uint32_t e2 = max((word << 7) & 0x7F800000u, 0x00400000u);
+  const uint32_t e3 = max((word >> 1) & 0x7F800000u, 0x00400000u);
+  dst[0] = __uint_as_float(e0);       // block 4h: chunk 2h, first block
+  dst[2] = __uint_as_float(e1);       // block 4h + 1: chunk 2h, second block
+  dst[32] = __uint_as_float(e2);      // block 4h + 2: chunk 2h + 1
+  dst[34] = __uint_as_float(e3);
+}
+
 // One 64-column chunk of one tile against two pairs of vectors (fragments f0, f1 and g0, g1): each
 // block is decoded once and multiplied with both pairs' fragments. Every product, sum and scaling
 // of a pair is the one chunk<1> performs for it, so the bits are the same.
@@ -238,9 +252,11 @@ struct Staged {
 // e2m1_half2_fma and scale_at_fma: the same values with about a fifth fewer integer-pipe
 // instructions per chunk (SASS of v121 and v126, docs/PERFORMANCE.md, session 13).
 // kL (v131): fragment lanes per block, 24 or 32 (frag_bytes).
-// kST (v185): the scales through the warp's scale table (put_scales, chunk_scaled).
+// kST (v185): the scales through the warp's scale table (put_scales, chunk_scaled); 2 (v189): put_scales_lean
+// and the table addresses kept across groups; 3 (v190): kST 2 with the last group's loop apart, so that the
+// other groups load without a bound check.
 template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
-          int kL = kFragLanes, bool kMad = false, bool kST = false>
+          int kL = kFragLanes, bool kMad = false, int kST = 0>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
@@ -372,13 +388,46 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
         for (int i = 0; i < 4; ++i) acc[t][i] = 0.f;
       // kST: the warp's two scale buffers; lane l's word of group G is row l / 2's bytes 8 G + 4 (l % 2) ..
       [[maybe_unused]] float* stab = reinterpret_cast<float*>(frag + kNP * frag_bytes(P.latent, P.inter, kL)) + warp * 256;
-      if constexpr (kST) {
+      // kST >= 2: this lane's slot in buffer 0 (row r = l / 2: chunk 2 (l % 2), lane row r % 8, half r / 8)
+      [[maybe_unused]] float* sdst = stab + ((2 * (lane & 1)) * 8 + ((lane >> 1) & 7)) * 4 + (lane >> 4);
+      [[maybe_unused]] const float4* sget = reinterpret_cast<const float4*>(stab) + g;
+      if constexpr (kST == 1) {
         put_scales(stab, sw0, lane);
         __syncwarp();
+      } else if constexpr (kST >= 2) {
+        put_scales_lean(sdst, sw0);
+        __syncwarp();
+      }
+      // kST >= 2: one group with scale tables. kMode 0: bound checks at run time (kST 2); 1: a group before
+      // the last (no checks); 2: the last group (no loads beyond the tile, no next scales).
+      [[maybe_unused]] auto group_st = [&](int G, auto mode_c) {
+        constexpr int kMode = decltype(mode_c)::value;
+        const bool more = kMode == 1 || (kMode == 0 && G + 1 < ngroups);
+        const uint32_t wn = more ? __ldg(sword + 2 * (G + 1)) : 0u;
+        const float4* tg = sget + (G & 1) * 32;
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) {
+          const int j = 4 * G + jj;
+          const bool ld = kMode == 1 || (kMode == 2 && jj + kAhead < 4) || (kMode == 0 && j + kAhead < nch);
+          if (ld) w[(jj + kAhead) % kRing][0] = ld_weights(wp[0] + (j + kAhead) * 32);
+          const uint4 f0 = fr[(2 * j) * kL + lane], f1 = fr[(2 * j + 1) * kL + lane];
+          chunk_scaled<kMad>(w[jj][0], f0, f1, tg[jj * 8], acc[0]);
+        }
+        if (more) put_scales_lean(sdst + ((G + 1) & 1) * 128, wn);
+        __syncwarp();
+      };
+      if constexpr (kST == 3) {
+#pragma unroll 1
+        for (int G = 0; G + 1 < ngroups; ++G) group_st(G, std::integral_constant<int, 1>{});
+        group_st(ngroups - 1, std::integral_constant<int, 2>{});
       }
 #pragma unroll 1
-      for (int G = 0; G < ngroups; ++G) {
-        if constexpr (kST) {
+      for (int G = 0; G < ngroups && kST != 3; ++G) {
+        if constexpr (kST == 2) {
+          group_st(G, std::integral_constant<int, 0>{});
+          continue;
+        }
+        if constexpr (kST == 1) {
           const bool more = G + 1 < ngroups;
           const uint32_t wn = more ? __ldg(sword + 2 * (G + 1)) : 0u;
           const float4* tg = reinterpret_cast<const float4*>(stab + (G & 1) * 128) + g;
@@ -488,7 +537,7 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 // (finish_down_fused; the host sets P.nC = 0).
 // kST (v185, v186, v187): the scales through per-warp scale tables (direct::put_scales).
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
-          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kST = false>
+          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, int kST = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
