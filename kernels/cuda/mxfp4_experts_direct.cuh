@@ -421,8 +421,34 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
         for (int G = 0; G + 1 < ngroups; ++G) group_st(G, std::integral_constant<int, 1>{});
         group_st(ngroups - 1, std::integral_constant<int, 2>{});
       }
+      if constexpr (kST == 4) {
+        // kST 3 with running pointers: the weights 3 chunks ahead, the next group's scale word, the
+        // fragments of the group (no per-group address arithmetic beyond one add each).
+        const uint4* wq = wp[0] + kAhead * 32;
+        const uint32_t* sq = sword + 2;
+        const uint4* fq = fr + lane;
+        auto grp = [&](int G, auto last_c) {
+          constexpr bool kLast = decltype(last_c)::value;
+          const uint32_t wn = kLast ? 0u : __ldg(sq);
+          const float4* tg = sget + (G & 1) * 32;
+#pragma unroll
+          for (int jj = 0; jj < 4; ++jj) {
+            if (!kLast || jj + kAhead < 4) w[(jj + kAhead) % kRing][0] = ld_weights(wq + jj * 32);
+            const uint4 f0 = fq[(2 * jj) * kL], f1 = fq[(2 * jj + 1) * kL];
+            chunk_scaled<kMad>(w[jj][0], f0, f1, tg[jj * 8], acc[0]);
+          }
+          if constexpr (!kLast) put_scales_lean(sdst + ((G + 1) & 1) * 128, wn);
+          __syncwarp();
+          wq += 4 * 32;
+          sq += 2;
+          fq += 8 * kL;
+        };
 #pragma unroll 1
-      for (int G = 0; G < ngroups && kST != 3; ++G) {
+        for (int G = 0; G + 1 < ngroups; ++G) grp(G, std::false_type{});
+        grp(ngroups - 1, std::true_type{});
+      }
+#pragma unroll 1
+      for (int G = 0; G < ngroups && kST != 3 && kST != 4; ++G) {
         if constexpr (kST == 2) {
           group_st(G, std::integral_constant<int, 0>{});
           continue;
