@@ -57,11 +57,11 @@ struct Params {
   int a_tiles, b_tiles, c_tiles;
   unsigned nA, nB, nC;
   int chunks;  // warp-specialised versions: chunks per phase (one per block)
-  // hmax versions (v121, v122, v126, v134, v138, v143, v183, v184): per assignment, the bits of max |h| (0
+  // hmax versions (v121, v122, v126, v134, v138, v143, v183, v184, v192, v193): per assignment, the bits of max |h| (0
   // between calls: the combine tasks of each row, or in fused versions each expert's last down task,
   // clear its entries after every down task that read them); null for the others.
   unsigned* hmax;
-  // Fused-combine versions (v138, v143, v183, v184): per row t and down tile, how many of the row's slots have
+  // Fused-combine versions (v138, v143, v183, v184, v192, v193): per row t and down tile, how many of the row's slots have
   // that tile done; the task that brings a count to K combines the tile and sets it back to 0 (so
   // every count is 0 between calls). Null for the others.
   unsigned* rowdone;
@@ -863,7 +863,7 @@ __device__ __forceinline__ void finish_down_fused(const Params& P, int g, int ti
 // past the last task (the host counts them).
 // kTrace: thread 0 writes each task's start, wait and end times (trace_at; the task itself writes
 // when it is ready to stream). kHmax: the combine tasks clear P.hmax (finish_tile kMax).
-// kFuse (v138, v143, v183, v184): no combine tasks (P.nC = 0); each down task ends in finish_down_fused.
+// kFuse (v138, v143, v183, v184, v192, v193): no combine tasks (P.nC = 0); each down task ends in finish_down_fused.
 template <bool kTrace = false, bool kHmax = false, bool kFuse = false, class GateUp, class Down>
 __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, Down&& down) {
   __shared__ unsigned s_task;
@@ -975,6 +975,8 @@ struct Variant {
   int few = 0;     // > 0: replaces the default for calls of at most `few` rows (and it shares the default's
                    // order); a `shared` version that applies comes first
   int stab = 0;    // fragment-order versions: per-warp scale tables in shared memory (direct::put_scales)
+  int few_share = 0;  // a `few` version: it also comes before the `shared` versions while the call's rows
+                      // per expert stay below few_share/100 (0: the `shared` versions always come first)
 };
 // Measured on an H200 (docs/PERFORMANCE.md has the runs), % of device-to-device copy bandwidth at
 // T=1 / T=8: v11 50.5-50.8 / 61.1-62.2, v9 50.5-53.3 / 50.1-60.3, v12 40-43 / 59-63, v6 36-39 / 42-45,
@@ -1209,36 +1211,21 @@ const Variant kVariants[] = {
     {"v134 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1},
+    {"v192 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scale tables",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 8, 1, 200},
+    {"v193 traced (v192's code with per-task times, set_expert_trace: diagnostics)",
+     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, false, 32, true, true, true>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
+    {"v194 mma fp16x3 fragment order one tile per warp 2 chunks ahead four vectors per pass decode by multiply-add and mask scale tables",
+     expert_mlp_direct_kernel<2, 1, 2, 2, false, false, false, false, direct::kFragLanes, true, false, true>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 120, 1, 0, 0, 0, 0, 0, 1},
     {"v183 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scales without a vote",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true>, direct::tile_a<1>(), direct::tile_b<1>(),
      0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 2},
     {"v184 traced (v183's code with per-task times, set_expert_trace: diagnostics)",
      expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, false, 32, true, true>, direct::tile_a<1>(), direct::tile_b<1>(),
      0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1},
-    {"v185 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scale tables",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
-    {"v186 traced (v185's code with per-task times, set_expert_trace: diagnostics)",
-     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, false, 32, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
-    {"v189 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes lean scale tables",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, 2>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
-    {"v190 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes lean scale tables last group apart",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, 3>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
-    {"v191 traced (v190's code with per-task times, set_expert_trace: diagnostics)",
-     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, false, 32, true, true, 3>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
-    {"v192 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes lean scale tables last group apart running pointers",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, 4>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
-    {"v187 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask 32 fragment lanes scale tables",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, false, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 0, 0, 1},
-    {"v188 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask 32 fragment lanes scales without a vote",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32},
     {"v138 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 2},
@@ -1264,9 +1251,9 @@ const Variant kVariants[] = {
      direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
     {"v136 mma fp16x3 fragment order one tile per warp 2 chunks ahead four vectors per pass decode by multiply-add and mask",
      expert_mlp_direct_kernel<2, 1, 2, 2, false, false, false, false, direct::kFragLanes, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 120, 1},
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 0, 1},
     {"v108 mma fp16x3 fragment order one tile per warp 2 chunks ahead four vectors per pass", expert_mlp_direct_kernel<2, 1, 2, 2>,
-     direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 180, 1},
+     direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 0, 1},
     {"v122 traced (v121's code with per-task times, set_expert_trace: diagnostics)",
      expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0,
      0, 0, 0, 1, 0, 1, 1, 1},
@@ -1322,6 +1309,7 @@ struct ExpertMlp::Impl {
   int few = -1;             // the version with a `few` threshold, if one fits
   int pick(double rows_per_expert, int T) const {
     if (selected) return variant;
+    if (few >= 0 && T <= kVariants[few].few && rows_per_expert * 100 < kVariants[few].few_share) return few;
     for (int v : shared)
       if (rows_per_expert * 100 >= kVariants[v].shared) return v;
     if (few >= 0 && T <= kVariants[few].few) return few;

@@ -1,5 +1,5 @@
 // Tensor-core tasks that read the weights in fragment order straight into registers (v91, v96, v108,
-// v121, v126, v130, v131, v134-v136, v138, v183 and the traced v122, v143, v184).
+// v121, v126, v130, v131, v134-v136, v138, v183, v192, v194 and the traced v122, v143, v184, v193).
 // Included by mxfp4_experts.cu inside its anonymous namespace, after mxfp4_experts_mma.cuh: the
 // tickets, tasks and counters are the FFMA versions'; the arithmetic is v20's.
 //
@@ -45,7 +45,7 @@ __host__ __device__ inline size_t frag_bytes(int latent, int inter, int lanes = 
   return static_cast<size_t>((latent > inter ? latent : inter) / 32) * lanes * 16;
 }
 
-// Scale tables (v185): per warp, two groups' scales as floats, 4 chunks x 8 lane rows x 4 (rows g and
+// Scale tables (v192): per warp, two groups' scales as floats, 4 chunks x 8 lane rows x 4 (rows g and
 // g + 8 of the chunk's two blocks).
 constexpr int kScaleTab = kWarps * 2 * 128 * 4;
 
@@ -121,7 +121,7 @@ __device__ __forceinline__ void chunk(const uint4 (&w)[NT], uint4 f0, uint4 f1, 
   }
 }
 
-// chunk<1> with the chunk's four scales already floats (v185: sc = row g / g + 8 of block 2j, then of
+// chunk<1> with the chunk's four scales already floats (v192: sc = row g / g + 8 of block 2j, then of
 // block 2j + 1, from the warp's scale table): the same values, so the same bits.
 template <bool kMad>
 __device__ __forceinline__ void chunk_scaled(const uint4& w, uint4 f0, uint4 f1, float4 sc, float (&acc)[4]) {
@@ -140,24 +140,14 @@ __device__ __forceinline__ void chunk_scaled(const uint4& w, uint4 f0, uint4 f1,
   }
 }
 
-// One group's scales of the warp's 16-row tile into the warp's scale table: lane l holds the 4 bytes
-// of row l / 2, blocks 4 (l % 2) .. 4 (l % 2) + 3 of the group, and writes them where chunk_scaled's
-// readers find them (chunk j, lane row g: floats 4 (8 j + g) ..). Why: every lane converting its own
-// rows' 16 scales per group took ~50 instructions per group (4 lanes of a quad the same ones); here
-// each scale is converted once per warp (docs/PERFORMANCE.md, session 20).
-__device__ __forceinline__ void put_scales(float* tab, uint32_t word, int lane) {
-  const int r = lane >> 1, h = lane & 1;
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    const int jj = 2 * h + (k >> 1), hb = k & 1;
-    tab[(jj * 8 + (r & 7)) * 4 + hb * 2 + (r >> 3)] = mma16::e8m0_max((word >> (8 * k)) & 0xFFu);
-  }
-}
-
-// put_scales with each scale as shift, mask and max (3 integer operations: ptxas made ~6 of e8m0_max on
-// a byte, with a test and a select), into the slots a lane writes (dst: its row's slot of chunk 2 (l % 2)).
-// Same values: byte k at bits 23-30, and 2^-127 for E8M0 0.
-__device__ __forceinline__ void put_scales_lean(float* dst, uint32_t word) {
+// One group's scales of the warp's 16-row tile into the warp's scale table, as chunk_scaled's readers
+// take them (chunk j, lane row g: floats 4 (8 j + g) .. 4 (8 j + g) + 3). Lane l holds the 4 bytes of
+// row r = l / 2, blocks 4 (l % 2) .. 4 (l % 2) + 3 of the group, and writes them at dst = its slot of
+// chunk 2 (l % 2): + 4 (r % 8) + r / 8, the block's second 32 columns 2 further, the next chunk 32
+// further. Why: each lane converting the 16 scales of its two rows per group took ~50 instructions per
+// group (the 4 lanes of a quad the same ones); here each scale is converted once per warp, as shift,
+// mask and max (docs/PERFORMANCE.md, session 20). Same values: byte k at bits 23-30, 2^-127 for E8M0 0.
+__device__ __forceinline__ void put_scales(float* dst, uint32_t word) {
   const uint32_t e0 = max((word << 23) & 0x7F800000u, 0x00400000u);
   const uint32_t e1 = max((word << 15) & 0x7F800000u, 0x00400000u);
   const uint32_t e2 = max((word << 7) & 0x7F800000u, 0x00400000u);
@@ -166,6 +156,26 @@ __device__ __forceinline__ void put_scales_lean(float* dst, uint32_t word) {
   dst[2] = __uint_as_float(e1);       // block 4h + 1: chunk 2h, second block
   dst[32] = __uint_as_float(e2);      // block 4h + 2: chunk 2h + 1
   dst[34] = __uint_as_float(e3);
+}
+
+// chunk_two with the chunk's scales from the warp's scale table (chunk_scaled's sc): the same bits.
+template <bool kMad>
+__device__ __forceinline__ void chunk_two_scaled(const uint4& w, uint4 f0, uint4 f1, uint4 g0, uint4 g1, float4 sc,
+                                                 float (&acc)[4], float (&acc2)[4]) {
+#pragma unroll
+  for (int hb = 0; hb < 2; ++hb) {
+    uint32_t ra[4], rb[4];
+    if constexpr (kMad) {
+      e2m1_half2_mad(hb ? w.z : w.x, ra);
+      e2m1_half2_mad(hb ? w.w : w.y, rb);
+    } else {
+      e2m1_half2(hb ? w.z : w.x, ra);
+      e2m1_half2(hb ? w.w : w.y, rb);
+    }
+    const float s0 = hb ? sc.z : sc.x, s1 = hb ? sc.w : sc.y;
+    mma16::block_fma(ra, rb, hb ? f1 : f0, s0, s1, acc);
+    mma16::block_fma(ra, rb, hb ? g1 : g0, s0, s1, acc2);
+  }
 }
 
 // One 64-column chunk of one tile against two pairs of vectors (fragments f0, f1 and g0, g1): each
@@ -252,18 +262,21 @@ struct Staged {
 // e2m1_half2_fma and scale_at_fma: the same values with about a fifth fewer integer-pipe
 // instructions per chunk (SASS of v121 and v126, docs/PERFORMANCE.md, session 13).
 // kL (v131): fragment lanes per block, 24 or 32 (frag_bytes).
-// kST (v185): the scales through the warp's scale table (put_scales, chunk_scaled); 2 (v189): put_scales_lean
-// and the table addresses kept across groups; 3 (v190): kST 2 with the last group's loop apart, so that the
-// other groups load without a bound check.
+// kST (v192): the scales through the warp's scale table (put_scales, chunk_scaled), every group but the
+// last loading without a bound check (the last one's loop apart), running pointers for the weights, the
+// next scale word and the fragments.
 template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
-          int kL = kFragLanes, bool kMad = false, int kST = 0>
+          int kL = kFragLanes, bool kMad = false, bool kST = false>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
   static_assert(kNP == 1 || (kNP == 2 && NT == 1), "two pairs per pass with one tile per warp");
   static_assert(!kHmax || (NT == 1 && kNP == 1), "recorded maxima with one tile and one pair per pass");
   static_assert(!kFma || kNP == 1, "the FMA-pipe decode with one pair per pass (v108's loop lost with it: v129)");
-  static_assert(!kST || (NT == 1 && kNP == 1 && !kFma && kL == 32), "scale tables with one tile, one pair, no vote, 32 lanes");
+  // kST with 24 lanes: lanes 24-31 read the fragments that follow (block 2j + 1's lanes 0-7, or past
+  // the buffer's end into the next one or the scale tables): they feed only output columns 6 and 7,
+  // which nothing reads (v180, session 19), so every lane loads without a predicate.
+  static_assert(!kST || (NT == 1 && !kFma), "scale tables with one tile and no vote");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2;
   float* red = reinterpret_cast<float*>(smem);
   float* swap = reinterpret_cast<float*>(smem + kHeader);
@@ -386,88 +399,46 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
       for (int t = 0; t < NT; ++t)
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[t][i] = 0.f;
-      // kST: the warp's two scale buffers; lane l's word of group G is row l / 2's bytes 8 G + 4 (l % 2) ..
+      // kST: the warp's two scale buffers (lane l's word of group G: row l / 2's bytes 8 G + 4 (l % 2) ..),
+      // this lane's slot in buffer 0 (put_scales) and its lane row's first float4 (chunk_scaled)
       [[maybe_unused]] float* stab = reinterpret_cast<float*>(frag + kNP * frag_bytes(P.latent, P.inter, kL)) + warp * 256;
-      // kST >= 2: this lane's slot in buffer 0 (row r = l / 2: chunk 2 (l % 2), lane row r % 8, half r / 8)
       [[maybe_unused]] float* sdst = stab + ((2 * (lane & 1)) * 8 + ((lane >> 1) & 7)) * 4 + (lane >> 4);
       [[maybe_unused]] const float4* sget = reinterpret_cast<const float4*>(stab) + g;
-      if constexpr (kST == 1) {
-        put_scales(stab, sw0, lane);
+      if constexpr (kST) {
+        put_scales(sdst, sw0);
         __syncwarp();
-      } else if constexpr (kST >= 2) {
-        put_scales_lean(sdst, sw0);
-        __syncwarp();
-      }
-      // kST >= 2: one group with scale tables. kMode 0: bound checks at run time (kST 2); 1: a group before
-      // the last (no checks); 2: the last group (no loads beyond the tile, no next scales).
-      [[maybe_unused]] auto group_st = [&](int G, auto mode_c) {
-        constexpr int kMode = decltype(mode_c)::value;
-        const bool more = kMode == 1 || (kMode == 0 && G + 1 < ngroups);
-        const uint32_t wn = more ? __ldg(sword + 2 * (G + 1)) : 0u;
-        const float4* tg = sget + (G & 1) * 32;
-#pragma unroll
-        for (int jj = 0; jj < 4; ++jj) {
-          const int j = 4 * G + jj;
-          const bool ld = kMode == 1 || (kMode == 2 && jj + kAhead < 4) || (kMode == 0 && j + kAhead < nch);
-          if (ld) w[(jj + kAhead) % kRing][0] = ld_weights(wp[0] + (j + kAhead) * 32);
-          const uint4 f0 = fr[(2 * j) * kL + lane], f1 = fr[(2 * j + 1) * kL + lane];
-          chunk_scaled<kMad>(w[jj][0], f0, f1, tg[jj * 8], acc[0]);
-        }
-        if (more) put_scales_lean(sdst + ((G + 1) & 1) * 128, wn);
-        __syncwarp();
-      };
-      if constexpr (kST == 3) {
-#pragma unroll 1
-        for (int G = 0; G + 1 < ngroups; ++G) group_st(G, std::integral_constant<int, 1>{});
-        group_st(ngroups - 1, std::integral_constant<int, 2>{});
-      }
-      if constexpr (kST == 4) {
-        // kST 3 with running pointers: the weights 3 chunks ahead, the next group's scale word, the
-        // fragments of the group (no per-group address arithmetic beyond one add each).
-        const uint4* wq = wp[0] + kAhead * 32;
-        const uint32_t* sq = sword + 2;
-        const uint4* fq = fr + lane;
-        auto grp = [&](int G, auto last_c) {
-          constexpr bool kLast = decltype(last_c)::value;
+        const uint4* wq = wp[0] + kAhead * 32;  // the load 3 chunks ahead of the group's first chunk
+        const uint32_t* sq = sword + 2;          // the next group's scale word
+        const uint4* fq = fr + lane;             // the group's first activation fragment
+        [[maybe_unused]] const uint4* fq2 = fr2 + lane;  // kTwo: the second pair's
+        auto group = [&](int G, auto last_c) {
+          constexpr bool kLast = decltype(last_c)::value;  // the tile's last group: no loads beyond it
           const uint32_t wn = kLast ? 0u : __ldg(sq);
           const float4* tg = sget + (G & 1) * 32;
 #pragma unroll
           for (int jj = 0; jj < 4; ++jj) {
             if (!kLast || jj + kAhead < 4) w[(jj + kAhead) % kRing][0] = ld_weights(wq + jj * 32);
             const uint4 f0 = fq[(2 * jj) * kL], f1 = fq[(2 * jj + 1) * kL];
-            chunk_scaled<kMad>(w[jj][0], f0, f1, tg[jj * 8], acc[0]);
+            if constexpr (kTwo) {
+              const uint4 g0 = fq2[(2 * jj) * kL], g1 = fq2[(2 * jj + 1) * kL];
+              chunk_two_scaled<kMad>(w[jj][0], f0, f1, g0, g1, tg[jj * 8], acc[0], acc2);
+            } else {
+              chunk_scaled<kMad>(w[jj][0], f0, f1, tg[jj * 8], acc[0]);
+            }
           }
-          if constexpr (!kLast) put_scales_lean(sdst + ((G + 1) & 1) * 128, wn);
-          __syncwarp();
+          if constexpr (!kLast) put_scales(sdst + ((G + 1) & 1) * 128, wn);
+          __syncwarp();  // the table half written here is read by the next group; the other was read here
           wq += 4 * 32;
           sq += 2;
           fq += 8 * kL;
+          if constexpr (kTwo) fq2 += 8 * kL;
         };
 #pragma unroll 1
-        for (int G = 0; G + 1 < ngroups; ++G) grp(G, std::false_type{});
-        grp(ngroups - 1, std::true_type{});
+        for (int G = 0; G + 1 < ngroups; ++G) group(G, std::false_type{});
+        group(ngroups - 1, std::true_type{});
       }
 #pragma unroll 1
-      for (int G = 0; G < ngroups && kST != 3 && kST != 4; ++G) {
-        if constexpr (kST == 2) {
-          group_st(G, std::integral_constant<int, 0>{});
-          continue;
-        }
-        if constexpr (kST == 1) {
-          const bool more = G + 1 < ngroups;
-          const uint32_t wn = more ? __ldg(sword + 2 * (G + 1)) : 0u;
-          const float4* tg = reinterpret_cast<const float4*>(stab + (G & 1) * 128) + g;
-#pragma unroll
-          for (int jj = 0; jj < 4; ++jj) {
-            const int j = 4 * G + jj;
-            if (j + kAhead < nch) w[(jj + kAhead) % kRing][0] = ld_weights(wp[0] + (j + kAhead) * 32);
-            const uint4 f0 = fr[(2 * j) * kL + lane], f1 = fr[(2 * j + 1) * kL + lane];
-            chunk_scaled<kMad>(w[jj][0], f0, f1, tg[jj * 8], acc[0]);
-          }
-          if (more) put_scales(stab + ((G + 1) & 1) * 128, wn, lane);
-          __syncwarp();
-          continue;
-        }
+      for (int G = 0; G < ngroups && !kST; ++G) {
         uint2 sn[NT][2];
         if (G + 1 < ngroups) {
 #pragma unroll
@@ -553,17 +524,17 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 }  // namespace direct
 
 // The fragment-order versions: same tickets and tasks as expert_mlp_kernel.
-// kTrace (v122, v143, v184): per-task times for diagnostics (set_expert_trace); the same arithmetic.
-// kMeta (v121, v122, v126, v134, v138, v143, v183, v184): the call's routing tables are copied into shared memory once per block, so a
+// kTrace (v122, v143, v184, v193): per-task times for diagnostics (set_expert_trace); the same arithmetic.
+// kMeta (v121, v122, v126, v134, v138, v143, v183, v184, v192, v193): the call's routing tables are copied into shared memory once per block, so a
 // task's first reads (its expert's pointers, its assignments) are shared-memory reads instead of a
 // chain of dependent global loads (~1.3 us per task at full load on the H200, measured with v118, since removed);
 // for calls whose tables exceed MetaTables, launch() runs the version without it (the same bits).
-// kHmax (v121, v122, v126, v134, v138, v143, v183, v184): see task().
-// kFuse (v138, v143, v183, v184): no combine tasks; the down task that completes a row's tile combines it
+// kHmax (v121, v122, v126, v134, v138, v143, v183, v184, v192, v193): see task().
+// kFuse (v138, v143, v183, v184, v192, v193): no combine tasks; the down task that completes a row's tile combines it
 // (finish_down_fused; the host sets P.nC = 0).
-// kST (v185, v186, v187): the scales through per-warp scale tables (direct::put_scales).
+// kST (v192, v193): the scales through per-warp scale tables (direct::put_scales), see task().
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
-          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, int kST = 0>
+          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kST = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];

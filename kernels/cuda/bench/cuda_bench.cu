@@ -193,7 +193,7 @@ int main(int argc, char** argv) {
   bool experts_only = false;  // skip the copy and GEMV parts (for profiling one kernel)
   bool gemm_only = false;     // skip the expert part
   std::string only_gemm_version;  // run only this BF16 GEMM version number
-  std::string trace_path;         // per-task times of the traced expert versions (v122, v143, v184), as CSV
+  std::string trace_path;         // per-task times of the traced expert versions (v122, v143, v184, v193), as CSV
   std::vector<int> only_rows;     // expert rows: run only these row counts T (profiling one launch shape)
   bool patterns = false;          // --patterns: the expert kernels' access pattern, loads only (stream_patterns)
   for (int i = 1; i < argc; ++i) {
@@ -346,7 +346,7 @@ int main(int argc, char** argv) {
       }
       if (!trace_path.empty()) {
         make_frag();
-        for (const char* traced : {"v122", "v143", "v184", "v191"}) trace_expert_tasks(mlp, traced, all_frag, K, trace_path + "." + traced);
+        for (const char* traced : {"v122", "v143", "v184", "v193"}) trace_expert_tasks(mlp, traced, all_frag, K, trace_path + "." + traced);
       }
     }
 
