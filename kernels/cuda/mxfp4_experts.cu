@@ -65,12 +65,6 @@ struct Params {
   // that tile done; the task that brings a count to K combines the tile and sets it back to 0 (so
   // every count is 0 between calls). Null for the others.
   unsigned* rowdone;
-  // Pre-staging versions (v196, v197): per assignment a (< kMetaA), the down tasks' activation fragments
-  // of the pair a leads (frag_bytes(inter) bytes at hpre + a * pre_bytes) and its two staging factors
-  // (hback[2a], hback[2a + 1]), written once per expert by the block that completes its gate/up tiles.
-  char* hpre;
-  float* hback;
-  int pre_bytes;
 };
 
 // Diagnostics (set_expert_trace): where a traced version writes, per task, five words: (SM << 32) |
@@ -870,17 +864,8 @@ __device__ __forceinline__ void finish_down_fused(const Params& P, int g, int ti
 // kTrace: thread 0 writes each task's start, wait and end times (trace_at; the task itself writes
 // when it is ready to stream). kHmax: the combine tasks clear P.hmax (finish_tile kMax).
 // kFuse (v138, v143, v183, v184, v192, v193): no combine tasks (P.nC = 0); each down task ends in finish_down_fused.
-// kPre (v196, v197): the block whose gate/up task completes an expert (the last to count it) runs
-// pre(g) before it counts once more; the down tasks wait for that count (a_tiles + 1). Groups with no
-// assignment (routed calls) have no down work and do not wait.
-struct NoPre {
-  template <class G>
-  __device__ void operator()(G) const {}
-};
-template <bool kTrace = false, bool kHmax = false, bool kFuse = false, bool kPre = false, class GateUp, class Down,
-          class Pre = NoPre>
-__device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, Down&& down, Pre&& pre = Pre{}) {
-  __shared__ unsigned s_last;
+template <bool kTrace = false, bool kHmax = false, bool kFuse = false, class GateUp, class Down>
+__device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, Down&& down) {
   __shared__ unsigned s_task;
   const unsigned total = P.nA + P.nB + P.nC;
   if (threadIdx.x == 0) s_task = take_ticket(P);
@@ -899,31 +884,11 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
         if (threadIdx.x == 0) trace_at(task, 2);
       }
       gate_up(task, g, static_cast<int>(task) % P.a_tiles);
-      if constexpr (kPre) {
-        __threadfence();
-        __syncthreads();
-        if (threadIdx.x == 0) {
-          const unsigned before = atomicAdd(P.doneA + g, 1u);
-          s_last = before + 1u - P.doneA_base[g] == static_cast<unsigned>(P.a_tiles);
-          __threadfence();  // the other blocks' h, fenced before they counted, is read after this
-        }
-        __syncthreads();
-        if (s_last) {
-          pre(g);
-          signal_done(P.doneA + g);
-        }
-      } else {
-        signal_done(P.doneA + g);
-      }
+      signal_done(P.doneA + g);
     } else if (task < P.nA + P.nB) {
       const int b = static_cast<int>(task - P.nA);
       const int g = b / P.b_tiles;
-      if constexpr (kPre) {
-        if (threadIdx.x == 0 && P.grp_begin[g + 1] > P.grp_begin[g])
-          wait_at_least(P.doneA + g, P.doneA_base[g] + static_cast<unsigned>(P.a_tiles) + 1u);
-      } else {
-        if (threadIdx.x == 0) wait_expert_a(P, g);
-      }
+      if (threadIdx.x == 0) wait_expert_a(P, g);
       __syncthreads();
       if constexpr (kTrace) {
         if (threadIdx.x == 0) trace_at(task, 2);
@@ -1012,7 +977,6 @@ struct Variant {
   int stab = 0;    // fragment-order versions: per-warp scale tables in shared memory (direct::put_scales)
   int few_share = 0;  // a `few` version: it also comes before the `shared` versions while the call's rows
                       // per expert stay below few_share/100 (0: the `shared` versions always come first)
-  int pre = 0;        // the down tasks' fragments pre-staged once per expert (Params::hpre)
 };
 // Measured on an H200 (docs/PERFORMANCE.md has the runs), % of device-to-device copy bandwidth at
 // T=1 / T=8: v11 50.5-50.8 / 61.1-62.2, v9 50.5-53.3 / 50.1-60.3, v12 40-43 / 59-63, v6 36-39 / 42-45,
@@ -1256,12 +1220,6 @@ const Variant kVariants[] = {
     {"v194 mma fp16x3 fragment order one tile per warp 2 chunks ahead four vectors per pass decode by multiply-add and mask scale tables",
      expert_mlp_direct_kernel<2, 1, 2, 2, false, false, false, false, direct::kFragLanes, true, false, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 120, 1, 0, 0, 0, 0, 0, 1},
-    {"v196 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scale tables down fragments staged once per expert",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1, 0, 1},
-    {"v197 traced (v196's code with per-task times, set_expert_trace: diagnostics)",
-     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, false, 32, true, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1, 0, 1},
     {"v183 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scales without a vote",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true>, direct::tile_a<1>(), direct::tile_b<1>(),
      0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 2},
@@ -1379,7 +1337,6 @@ struct ExpertMlp::Impl {
   DeviceLimits limits;
   int max_assign = 0;
   DeviceBuffer h, d, counters, tables, hmax;
-  DeviceBuffer hpre;  // pre-staging versions: kMetaA fragment buffers of frag_bytes(inter), then 2 kMetaA factors
   DeviceBuffer rowdone;  // fused-combine versions: [max_rows][latent / 16] counts, 0 between calls
   // A ring of table slots (pinned host copy + device copy each), so that a call never waits for
   // the previous call's upload: the host runs ahead of the GPU as with any other launch.
@@ -1534,8 +1491,6 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows, ExpertLayou
     impl_->hmax.fill_byte(0);
     impl_->rowdone = DeviceBuffer(static_cast<size_t>(max_rows) * ((latent + 15) / 16) * sizeof(unsigned));
     impl_->rowdone.fill_byte(0);
-    // For either layout: select_variant may switch an instance to the fragment-order versions.
-    impl_->hpre = DeviceBuffer(static_cast<size_t>(kMetaA) * (direct::frag_bytes(inter, inter, 32) + 2 * sizeof(float)));
   } catch (...) {
     for (cudaEvent_t e : impl_->staged)
       if (e) cudaEventDestroy(e);
@@ -1781,14 +1736,9 @@ ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int 
   const unsigned grid = v.ws ? cap : std::min(total, cap);
   P.chunks = static_cast<int>(grid);
   P.hmax = v.hmax ? hmax.as<unsigned>() : nullptr;
-  if (v.pre) {
-    P.pre_bytes = static_cast<int>(direct::frag_bytes(m.inter_, m.inter_, 32));
-    P.hpre = hpre.as<char>();
-    P.hback = reinterpret_cast<float*>(P.hpre + static_cast<size_t>(kMetaA) * P.pre_bytes);
-  }
   DELTAFIN_CUDA_CHECK(::deltafin::cuda::launch(v.fn, grid, threads, smem, s, P));
   const unsigned tickets = v.ws ? 3 * grid + P.nC : total + grid;
-  return Counts{tickets, static_cast<unsigned>(P.a_tiles + (v.pre ? 1 : 0)), static_cast<unsigned>(P.b_tiles)};
+  return Counts{tickets, static_cast<unsigned>(P.a_tiles), static_cast<unsigned>(P.b_tiles)};
 }
 
 void set_expert_trace(unsigned long long* dev_records) {

@@ -251,38 +251,6 @@ struct Staged {
   float back2[2] = {0.f, 0.f};
 };
 
-// kPre (v196): the down tasks' fragments of every pair of expert g, staged once into global memory
-// by the block that completed g's gate/up tiles (all of g's h and maxima are written), with
-// stage_split, so they are the bits a down task would stage (its Staged skip works the same).
-template <bool kMad>
-__device__ __noinline__ void pre_stage(const Params& P, int g) {
-  const int a0 = P.grp_begin[g], a1 = P.grp_begin[g + 1];
-  for (int pr = 0; pr < (a1 - a0 + 1) / 2; ++pr) {
-    const mma16::PairVectors v = mma16::pair_vectors<false>(P, a0, a1, pr);
-    const float mA = __uint_as_float(__ldcg(P.hmax + v.aA)), mB = v.aB >= 0 ? __uint_as_float(__ldcg(P.hmax + v.aB)) : 0.f;
-    float back[2];
-    mma16::stage_split<true, 32, kMad>(P.hpre + static_cast<int64_t>(v.aA) * P.pre_bytes, v.xA, v.xB, P.inter, mA, mB, back);
-    if (threadIdx.x == 0) {
-      P.hback[2 * v.aA] = back[0];
-      P.hback[2 * v.aA + 1] = back[1];
-    }
-  }
-}
-
-// A down task's fragments from pre_stage's copy: one round trip (cp.async, L2 only: written in
-// this launch), against stage_split's three (maxima, h, the second item of half the threads).
-__device__ __forceinline__ void copy_prestaged(const Params& P, int aA, char* frag, float (&back)[2]) {
-  const uint4* src = reinterpret_cast<const uint4*>(P.hpre + static_cast<int64_t>(aA) * P.pre_bytes);
-  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(frag));
-  const int n = P.pre_bytes / 16;
-  for (int i = threadIdx.x; i < n; i += kThreads)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst + 16 * i), "l"(src + i) : "memory");
-  back[0] = __ldcg(P.hback + 2 * aA);
-  back[1] = __ldcg(P.hback + 2 * aA + 1);
-  asm volatile("cp.async.wait_all;" ::: "memory");
-  __syncthreads();
-}
-
 // One A task (h = SiTU(gate, up)) or B task (d = down rows) for every assignment of its expert, two
 // assignments (kNP = 2: up to four) per pass over the weights; each lane keeps kAhead chunks of loads
 // in flight. With kNP = 2 an expert that several rows share is read and decoded once per four
@@ -298,7 +266,7 @@ __device__ __forceinline__ void copy_prestaged(const Params& P, int aA, char* fr
 // last loading without a bound check (the last one's loop apart), running pointers for the weights, the
 // next scale word and the fragments.
 template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
-          int kL = kFragLanes, bool kMad = false, bool kST = false, bool kPre = false>
+          int kL = kFragLanes, bool kMad = false, bool kST = false>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
@@ -309,7 +277,6 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
   // the buffer's end into the next one or the scale tables): they feed only output columns 6 and 7,
   // which nothing reads (v180, session 19), so every lane loads without a predicate.
   static_assert(!kST || (NT == 1 && !kFma), "scale tables with one tile and no vote");
-  static_assert(!kPre || (kHmax && kL == 32), "pre-staged fragments with recorded maxima and 32 lanes");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2;
   float* red = reinterpret_cast<float*>(smem);
   float* swap = reinterpret_cast<float*>(smem + kHeader);
@@ -402,9 +369,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
     if (stage1 || stage2) {
       __syncthreads();  // every warp is done with the previous fragments
       if (stage1) {
-        if constexpr (kPre && !kGateUp) {
-          copy_prestaged(P, aA, frag, st.back);
-        } else if constexpr (kHmax && !kGateUp) {
+        if constexpr (kHmax && !kGateUp) {
           // Written by this launch's gate/up tasks before they signalled: L2 only.
           const float mA = __uint_as_float(__ldcg(P.hmax + aA)), mB = aB >= 0 ? __uint_as_float(__ldcg(P.hmax + aB)) : 0.f;
           mma16::stage_split<true, kL, kMad>(frag, xA, xB, K, mA, mB, st.back);
@@ -569,23 +534,19 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 // (finish_down_fused; the host sets P.nC = 0).
 // kST (v192, v193): the scales through per-warp scale tables (direct::put_scales), see task().
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
-          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kST = false,
-          bool kPre = false>
+          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kST = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
   direct::Staged st;
   auto body = [&](const Params& Q) {
-    run_tickets<kTrace, kHmax, kFuse, kPre>(
+    run_tickets<kTrace, kHmax, kFuse>(
         Q,
         [&](unsigned task, int, int) {
-          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kPre>(Q, task, smem, st);
+          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST>(Q, task, smem, st);
         },
         [&](unsigned task, int, int) {
-          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kPre>(Q, task, smem, st);
-        },
-        [&](int g) {
-          if constexpr (kPre) direct::pre_stage<kMad>(Q, g);
+          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST>(Q, task, smem, st);
         });
   };
   if constexpr (kMeta) {
