@@ -266,7 +266,7 @@ struct Staged {
 // last loading without a bound check (the last one's loop apart), running pointers for the weights, the
 // next scale word and the fragments.
 template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
-          int kL = kFragLanes, bool kMad = false, bool kST = false>
+          int kL = kFragLanes, bool kMad = false, bool kST = false, int kPf = 0>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
@@ -415,6 +415,11 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
           constexpr bool kLast = decltype(last_c)::value;  // the tile's last group: no loads beyond it
           const uint32_t wn = kLast ? 0u : __ldg(sq);
           const float4* tg = sget + (G & 1) * 32;
+          if constexpr (kPf > 0) {
+            // L2 asked for group G + kPf (16 lanes, one 128-byte line each): no registers held
+            if (!kLast && lane < 16 && G + kPf < ngroups)
+              asm volatile("prefetch.global.L2 [%0];" ::"l"(wq + (4 * kPf - kAhead) * 32 + lane * 8));
+          }
 #pragma unroll
           for (int jj = 0; jj < 4; ++jj) {
             if (!kLast || jj + kAhead < 4) w[(jj + kAhead) % kRing][0] = ld_weights(wq + jj * 32);
@@ -534,7 +539,8 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 // (finish_down_fused; the host sets P.nC = 0).
 // kST (v192, v193): the scales through per-warp scale tables (direct::put_scales), see task().
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
-          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kST = false>
+          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kST = false,
+          int kPf = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
@@ -543,10 +549,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel
     run_tickets<kTrace, kHmax, kFuse>(
         Q,
         [&](unsigned task, int, int) {
-          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST>(Q, task, smem, st);
+          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kPf>(Q, task, smem, st);
         },
         [&](unsigned task, int, int) {
-          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST>(Q, task, smem, st);
+          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kPf>(Q, task, smem, st);
         });
   };
   if constexpr (kMeta) {
