@@ -268,7 +268,8 @@ struct Staged {
 template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
           int kL = kFragLanes, bool kMad = false, bool kST = false, int kPf = 0>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
-  static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
+  static_assert(kAhead >= 1 && (kAhead < kRing || (kST && kAhead == kRing)),
+                "a slot is read before the load that refills it is issued (kST, kAhead = kRing: after its decode)");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
   static_assert(kNP == 1 || (kNP == 2 && NT == 1), "two pairs per pass with one tile per warp");
   static_assert(!kHmax || (NT == 1 && kNP == 1), "recorded maxima with one tile and one pair per pass");
@@ -422,13 +423,19 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
           }
 #pragma unroll
           for (int jj = 0; jj < 4; ++jj) {
-            if (!kLast || jj + kAhead < 4) w[(jj + kAhead) % kRing][0] = ld_weights(wq + jj * 32);
+            if constexpr (kAhead < kRing) {
+              if (!kLast || jj + kAhead < 4) w[(jj + kAhead) % kRing][0] = ld_weights(wq + jj * 32);
+            }
             const uint4 f0 = fq[(2 * jj) * kL], f1 = fq[(2 * jj + 1) * kL];
             if constexpr (kTwo) {
               const uint4 g0 = fq2[(2 * jj) * kL], g1 = fq2[(2 * jj + 1) * kL];
               chunk_two_scaled<kMad>(w[jj][0], f0, f1, g0, g1, tg[jj * 8], acc[0], acc2);
             } else {
               chunk_scaled<kMad>(w[jj][0], f0, f1, tg[jj * 8], acc[0]);
+            }
+            if constexpr (kAhead == kRing) {
+              // v201: the slot's next load once its codes are decoded: 4 chunks in flight, no more registers
+              if (!kLast) w[jj][0] = ld_weights(wq + jj * 32);
             }
           }
           if constexpr (!kLast) put_scales(sdst + ((G + 1) & 1) * 128, wn);
