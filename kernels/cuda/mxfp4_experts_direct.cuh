@@ -266,10 +266,9 @@ struct Staged {
 // last loading without a bound check (the last one's loop apart), running pointers for the weights, the
 // next scale word and the fragments.
 template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
-          int kL = kFragLanes, bool kMad = false, bool kST = false, int kPf = 0>
+          int kL = kFragLanes, bool kMad = false, bool kST = false>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
-  static_assert(kAhead >= 1 && (kAhead < kRing || (kST && kAhead == kRing)),
-                "a slot is read before the load that refills it is issued (kST, kAhead = kRing: after its decode)");
+  static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
   static_assert(kNP == 1 || (kNP == 2 && NT == 1), "two pairs per pass with one tile per warp");
   static_assert(!kHmax || (NT == 1 && kNP == 1), "recorded maxima with one tile and one pair per pass");
@@ -416,26 +415,15 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
           constexpr bool kLast = decltype(last_c)::value;  // the tile's last group: no loads beyond it
           const uint32_t wn = kLast ? 0u : __ldg(sq);
           const float4* tg = sget + (G & 1) * 32;
-          if constexpr (kPf > 0) {
-            // L2 asked for group G + kPf (16 lanes, one 128-byte line each): no registers held
-            if (!kLast && lane < 16 && G + kPf < ngroups)
-              asm volatile("prefetch.global.L2 [%0];" ::"l"(wq + (4 * kPf - kAhead) * 32 + lane * 8));
-          }
 #pragma unroll
           for (int jj = 0; jj < 4; ++jj) {
-            if constexpr (kAhead < kRing) {
-              if (!kLast || jj + kAhead < 4) w[(jj + kAhead) % kRing][0] = ld_weights(wq + jj * 32);
-            }
+            if (!kLast || jj + kAhead < 4) w[(jj + kAhead) % kRing][0] = ld_weights(wq + jj * 32);
             const uint4 f0 = fq[(2 * jj) * kL], f1 = fq[(2 * jj + 1) * kL];
             if constexpr (kTwo) {
               const uint4 g0 = fq2[(2 * jj) * kL], g1 = fq2[(2 * jj + 1) * kL];
               chunk_two_scaled<kMad>(w[jj][0], f0, f1, g0, g1, tg[jj * 8], acc[0], acc2);
             } else {
               chunk_scaled<kMad>(w[jj][0], f0, f1, tg[jj * 8], acc[0]);
-            }
-            if constexpr (kAhead == kRing) {
-              // v201: the slot's next load once its codes are decoded: 4 chunks in flight, no more registers
-              if (!kLast) w[jj][0] = ld_weights(wq + jj * 32);
             }
           }
           if constexpr (!kLast) put_scales(sdst + ((G + 1) & 1) * 128, wn);
@@ -546,8 +534,7 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 // (finish_down_fused; the host sets P.nC = 0).
 // kST (v192, v193): the scales through per-warp scale tables (direct::put_scales), see task().
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
-          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kST = false,
-          int kPf = 0>
+          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kST = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
@@ -556,10 +543,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel
     run_tickets<kTrace, kHmax, kFuse>(
         Q,
         [&](unsigned task, int, int) {
-          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kPf>(Q, task, smem, st);
+          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST>(Q, task, smem, st);
         },
         [&](unsigned task, int, int) {
-          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kPf>(Q, task, smem, st);
+          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST>(Q, task, smem, st);
         });
   };
   if constexpr (kMeta) {
