@@ -959,8 +959,7 @@ struct Variant {
   int order = 0;         // versions with the same order compute the same bits
   int mma = 0;           // tensor-core version (mxfp4_experts_mma.cuh; 2: float-scale buffers, 3: small stages): 16-byte alignment
   int imma = 0;          // integer tensor-core version (mxfp4_experts_imma.cuh): activation vectors per pass; 16-byte alignment
-  int ring = 0;          // imma versions: ring stages per warp (0: register prefetch); fragment-order
-                         // versions: 8 = an 8-slot register ring, two groups per step (widths % 512)
+  int ring = 0;          // imma versions: ring stages per warp (0: register prefetch)
   int ws = 0;            // warp-specialised version (mxfp4_experts_ws.cuh): ring stages per block; imma = vectors per pass
   int rs = 0, nq = 0, nr = 0;  // warp-specialised versions: row sets per task, column splits, row sets per warp (ws::Shape)
   int nv = 1;    // exact FFMA versions: activation vectors per pass over the weights
@@ -1237,12 +1236,6 @@ const Variant kVariants[] = {
     {"v194 mma fp16x3 fragment order one tile per warp 2 chunks ahead four vectors per pass decode by multiply-add and mask scale tables",
      expert_mlp_direct_kernel<2, 1, 2, 2, false, false, false, false, direct::kFragLanes, true, false, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 120, 1, 0, 0, 0, 0, 0, 1},
-    {"v202 mma fp16x3 fragment order one tile per warp 5 chunks ahead 8-slot ring tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scale tables",
-     expert_mlp_direct_kernel<5, 1, 2, 1, false, true, true, false, 32, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 8, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
-    {"v203 mma fp16x3 fragment order one tile per warp 6 chunks ahead 8-slot ring tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scale tables",
-     expert_mlp_direct_kernel<6, 1, 2, 1, false, true, true, false, 32, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 8, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
     {"v183 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scales without a vote",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true>, direct::tile_a<1>(), direct::tile_b<1>(),
      0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 2},
@@ -1308,7 +1301,7 @@ struct DeviceLimits {
 bool fits(const Variant& v, int latent, int inter, const DeviceLimits& dl) {
   if (v.frag)
     return dl.cc_major >= 8 && (v.frag == 1 ? direct::fits<1>(latent, inter) : direct::fits<2>(latent, inter)) &&
-           (v.ring != 8 || (latent % 512 == 0 && inter % 512 == 0)) && smem_bytes(v, latent, inter) <= dl.smem_optin;
+           smem_bytes(v, latent, inter) <= dl.smem_optin;
   if (v.ws) return dl.cc_major >= 9 && ws::fits(latent, inter, v.rs) && smem_bytes(v, latent, inter) <= dl.smem_optin;
   if (v.imma)
     return dl.cc_major >= 8 && imma::fits(latent, inter, v.tile_b) && smem_bytes(v, latent, inter) <= dl.smem_optin;

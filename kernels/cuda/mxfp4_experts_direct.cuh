@@ -268,9 +268,7 @@ struct Staged {
 template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
           int kL = kFragLanes, bool kMad = false, bool kST = false>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
-  // kST with kAhead > 3 (v202, v203): an 8-slot ring, two groups per loop step so that slots stay registers.
-  static_assert(kAhead >= 1 && (kAhead < kRing || (kST && kAhead < 8)), "a slot is read before the load that refills it is issued");
-  constexpr int kSlots = kAhead < kRing ? kRing : 8;
+  static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
   static_assert(kNP == 1 || (kNP == 2 && NT == 1), "two pairs per pass with one tile per warp");
   static_assert(!kHmax || (NT == 1 && kNP == 1), "recorded maxima with one tile and one pair per pass");
@@ -344,7 +342,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
     const bool two = kNP == 2 && pr + 1 < npairs;  // the same for the whole block
     mma16::PairVectors v2{-1, -1, nullptr, nullptr};
     if (two) v2 = mma16::pair_vectors<kGateUp>(P, a0, a1, pr + 1);
-    uint4 w[kSlots][NT];
+    uint4 w[kRing][NT];
     uint2 s[NT][2];
     // kST: lane l's scale word of group 0 (row l / 2, bytes 4 (l % 2) ..)
     [[maybe_unused]] const uint32_t* sword = reinterpret_cast<const uint32_t*>(sc[0] + (lane >> 1) * srow) + (lane & 1);
@@ -406,37 +404,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
       [[maybe_unused]] float* stab = reinterpret_cast<float*>(frag + kNP * frag_bytes(P.latent, P.inter, kL)) + warp * 256;
       [[maybe_unused]] float* sdst = stab + ((2 * (lane & 1)) * 8 + ((lane >> 1) & 7)) * 4 + (lane >> 4);
       [[maybe_unused]] const float4* sget = reinterpret_cast<const float4*>(stab) + g;
-      if constexpr (kST && kSlots == 8) {
-        put_scales(sdst, sw0);
-        __syncwarp();
-        const uint4* wq = wp[0] + kAhead * 32;  // the load kAhead chunks ahead of the step's first chunk
-        const uint32_t* sq = sword + 2;          // the next group's scale word
-        const uint4* fq = fr + lane;             // the step's first activation fragment
-        auto step = [&](auto last_c) {
-          constexpr bool kLast = decltype(last_c)::value;  // the tile's last two groups: no loads beyond them
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const bool more = !(kLast && h == 1);
-            const uint32_t wn = more ? __ldg(sq) : 0u;
-            const float4* tg = sget + h * 32;  // the step's groups are even, then odd
-#pragma unroll
-            for (int jj = 0; jj < 4; ++jj) {
-              const int c = 4 * h + jj;
-              if (!kLast || c + kAhead < 8) w[(c + kAhead) % 8][0] = ld_weights(wq + c * 32);
-              const uint4 f0 = fq[(2 * c) * kL], f1 = fq[(2 * c + 1) * kL];
-              chunk_scaled<kMad>(w[c][0], f0, f1, tg[jj * 8], acc[0]);
-            }
-            if (more) put_scales(sdst + (1 - h) * 128, wn);
-            __syncwarp();
-            sq += 2;
-          }
-          wq += 8 * 32;
-          fq += 16 * kL;
-        };
-#pragma unroll 1
-        for (int S = 0; S + 1 < ngroups / 2; ++S) step(std::false_type{});
-        step(std::true_type{});
-      } else if constexpr (kST) {
+      if constexpr (kST) {
         put_scales(sdst, sw0);
         __syncwarp();
         const uint4* wq = wp[0] + kAhead * 32;  // the load 3 chunks ahead of the group's first chunk
