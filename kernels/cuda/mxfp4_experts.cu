@@ -1183,11 +1183,11 @@ struct Variant {
 // 24-31 read the fragments that follow instead of zeros, no vote) 64.8-67.4 at T=1 on two H200s,
 // v182 (v180 with two groups per loop step) 64.9-66.2, v178 (lanes only) 65.2-66.2, v179 (v134 with
 // them) 63.7-64.0 against v134's 62.5-63.0; at T=8 from 8 points behind v138 to 3 ahead, run to run.
-// Session 20 (six H200s, % of D2D with the kernel alone at T = 1 / 2 / 4 / 8, docs/PERFORMANCE.md):
+// Session 20 (seven H200s, % of D2D with the kernel alone at T = 1 / 2 / 4 / 8, docs/PERFORMANCE.md):
 // kept v192 (v183 with per-warp scale tables: each lane converts one word of the group's 128 E8M0
 // scales and each chunk reads its four as a float4, instead of every lane converting 16 per group;
 // the tile's last group apart so the others load without a bound check; running pointers: ~64.5
-// instead of ~77 instructions per 512 bytes) 72.4-74.4 / 79.4-81.6 / 81.2-85.3 / 80.8-84.8 against
+// instead of ~77 instructions per 512 bytes) 72.4-74.6 / 79.4-82.1 / 81.2-85.3 / 80.8-86.7 against
 // v183's 65.8-69.1 / 73.3-74.6 / 74.6-78.2 / 70.9-79.0 and v134's 62.1-62.9 / 69.9-71.4 /
 // 73.2-75.8 / 74.0-76.9: the default for calls of up to 8 rows below 2 rows per expert
 // (few_share), and v194 (v136 with the tables; 24 lanes, lanes 24-31 reading the fragments that
@@ -1198,7 +1198,8 @@ struct Variant {
 // / 61.8-61.9 at T=1, v195 (v194 three chunks ahead, spills), v196 / v197 (the down fragments
 // staged once per expert into global memory by the block completing its gate/up tiles) 60.0-60.2
 // against 72.9-73.0, v198-v200 (each group asking L2 for the group 1-3 ahead) 66.8-67.8 against
-// 73.0-73.1, v201 (4 chunks in flight, each slot reloaded once decoded) 67.4-68.5 against 72.8-73.1.
+// 73.0-73.1, v201 (4 chunks in flight, each slot reloaded once decoded) 67.4-68.5 against 72.8-73.1,
+// v202 / v203 (5 / 6 chunks ahead, an 8-slot ring) 61.0-61.2 / 67.8-68.0 against 74.5-74.6.
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
