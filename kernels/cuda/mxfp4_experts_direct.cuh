@@ -121,6 +121,19 @@ __device__ __forceinline__ void chunk(const uint4 (&w)[NT], uint4 f0, uint4 f1, 
   }
 }
 
+// The two code words of block hb of a chunk (w.x, w.y or w.z, w.w) as the A fragments ra, rb of
+// its two mma: through e2m1_half2_mad (kMad, with the staging's column pairs) or e2m1_half2.
+template <bool kMad>
+__device__ __forceinline__ void decode_block(const uint4& w, int hb, uint32_t (&ra)[4], uint32_t (&rb)[4]) {
+  if constexpr (kMad) {
+    e2m1_half2_mad(hb ? w.z : w.x, ra);
+    e2m1_half2_mad(hb ? w.w : w.y, rb);
+  } else {
+    e2m1_half2(hb ? w.z : w.x, ra);
+    e2m1_half2(hb ? w.w : w.y, rb);
+  }
+}
+
 // chunk<1> with the chunk's four scales already floats (v192: sc = row g / g + 8 of block 2j, then of
 // block 2j + 1, from the warp's scale table): the same values, so the same bits.
 template <bool kMad>
@@ -128,14 +141,7 @@ __device__ __forceinline__ void chunk_scaled(const uint4& w, uint4 f0, uint4 f1,
 #pragma unroll
   for (int hb = 0; hb < 2; ++hb) {
     uint32_t ra[4], rb[4];
-    const uint32_t wa = hb ? w.z : w.x, wb = hb ? w.w : w.y;
-    if constexpr (kMad) {
-      e2m1_half2_mad(wa, ra);
-      e2m1_half2_mad(wb, rb);
-    } else {
-      e2m1_half2(wa, ra);
-      e2m1_half2(wb, rb);
-    }
+    decode_block<kMad>(w, hb, ra, rb);
     mma16::block_fma(ra, rb, hb ? f1 : f0, hb ? sc.z : sc.x, hb ? sc.w : sc.y, acc);
   }
 }
@@ -165,13 +171,7 @@ __device__ __forceinline__ void chunk_two_scaled(const uint4& w, uint4 f0, uint4
 #pragma unroll
   for (int hb = 0; hb < 2; ++hb) {
     uint32_t ra[4], rb[4];
-    if constexpr (kMad) {
-      e2m1_half2_mad(hb ? w.z : w.x, ra);
-      e2m1_half2_mad(hb ? w.w : w.y, rb);
-    } else {
-      e2m1_half2(hb ? w.z : w.x, ra);
-      e2m1_half2(hb ? w.w : w.y, rb);
-    }
+    decode_block<kMad>(w, hb, ra, rb);
     const float s0 = hb ? sc.z : sc.x, s1 = hb ? sc.w : sc.y;
     mma16::block_fma(ra, rb, hb ? f1 : f0, s0, s1, acc);
     mma16::block_fma(ra, rb, hb ? g1 : g0, s0, s1, acc2);
@@ -189,13 +189,7 @@ __device__ __forceinline__ void chunk_two(uint4 w, uint4 f0, uint4 f1, uint4 g0,
 #pragma unroll
   for (int hb = 0; hb < 2; ++hb) {
     uint32_t ra[4], rb[4];
-    if constexpr (kMad) {
-      e2m1_half2_mad(hb ? w.z : w.x, ra);
-      e2m1_half2_mad(hb ? w.w : w.y, rb);
-    } else {
-      e2m1_half2(hb ? w.z : w.x, ra);
-      e2m1_half2(hb ? w.w : w.y, rb);
-    }
+    decode_block<kMad>(w, hb, ra, rb);
     const float s0 = scale_at(s[0][0], 2 * jj + hb), s1 = scale_at(s[0][1], 2 * jj + hb);
     mma16::block_fma(ra, rb, hb ? f1 : f0, s0, s1, acc[0]);
     mma16::block_fma(ra, rb, hb ? g1 : g0, s0, s1, acc2);
