@@ -393,12 +393,12 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
       for (int t = 0; t < NT; ++t)
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[t][i] = 0.f;
-      // kST: the warp's two scale buffers (lane l's word of group G: row l / 2's bytes 8 G + 4 (l % 2) ..),
-      // this lane's slot in buffer 0 (put_scales) and its lane row's first float4 (chunk_scaled)
-      [[maybe_unused]] float* stab = reinterpret_cast<float*>(frag + kNP * frag_bytes(P.latent, P.inter, kL)) + warp * 256;
-      [[maybe_unused]] float* sdst = stab + ((2 * (lane & 1)) * 8 + ((lane >> 1) & 7)) * 4 + (lane >> 4);
-      [[maybe_unused]] const float4* sget = reinterpret_cast<const float4*>(stab) + g;
       if constexpr (kST) {
+        // The warp's two scale buffers (lane l's word of group G: row l / 2's bytes 8 G + 4 (l % 2) ..),
+        // this lane's slot in buffer 0 (put_scales) and its lane row's first float4 (chunk_scaled)
+        float* stab = reinterpret_cast<float*>(frag + kNP * frag_bytes(P.latent, P.inter, kL)) + warp * 256;
+        float* sdst = stab + ((2 * (lane & 1)) * 8 + ((lane >> 1) & 7)) * 4 + (lane >> 4);
+        const float4* sget = reinterpret_cast<const float4*>(stab) + g;
         put_scales(sdst, sw0);
         __syncwarp();
         const uint4* wq = wp[0] + kAhead * 32;  // the load 3 chunks ahead of the group's first chunk
@@ -430,54 +430,55 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
 #pragma unroll 1
         for (int G = 0; G + 1 < ngroups; ++G) group(G, std::false_type{});
         group(ngroups - 1, std::true_type{});
-      }
+      } else {
 #pragma unroll 1
-      for (int G = 0; G < ngroups && !kST; ++G) {
-        uint2 sn[NT][2];
-        if (G + 1 < ngroups) {
+        for (int G = 0; G < ngroups; ++G) {
+          uint2 sn[NT][2];
+          if (G + 1 < ngroups) {
 #pragma unroll
-          for (int t = 0; t < NT; ++t) {
-            sn[t][0] = __ldg(sp[t] + G + 1);
-            sn[t][1] = __ldg(sp[t] + s8 + G + 1);
+            for (int t = 0; t < NT; ++t) {
+              sn[t][0] = __ldg(sp[t] + G + 1);
+              sn[t][1] = __ldg(sp[t] + s8 + G + 1);
+            }
           }
-        }
-        auto chunks = [&](auto fma_c) {
-          [[maybe_unused]] constexpr bool kF = decltype(fma_c)::value;  // passes with two pairs keep v108's decode
+          auto chunks = [&](auto fma_c) {
+            [[maybe_unused]] constexpr bool kF = decltype(fma_c)::value;  // passes with two pairs keep v108's decode
 #pragma unroll
-          for (int jj = 0; jj < 4; ++jj) {
-            const int j = 4 * G + jj;
-            if (j + kAhead < nch) {
+            for (int jj = 0; jj < 4; ++jj) {
+              const int j = 4 * G + jj;
+              if (j + kAhead < nch) {
 #pragma unroll
-              for (int t = 0; t < NT; ++t) w[(jj + kAhead) % kRing][t] = ld_weights(wp[t] + (j + kAhead) * 32);
-            }
-            uint4 f0 = make_uint4(0u, 0u, 0u, 0u), f1 = f0;
-            if (lane < kL) {
-              f0 = fr[(2 * j) * kL + lane];
-              f1 = fr[(2 * j + 1) * kL + lane];
-            }
-            if constexpr (!kTwo) {
-              chunk<NT, kF, kMad>(w[jj], f0, f1, s, jj, acc);
-            } else {
-              uint4 g0 = make_uint4(0u, 0u, 0u, 0u), g1 = g0;
-              if (lane < kL) {
-                g0 = fr2[(2 * j) * kL + lane];
-                g1 = fr2[(2 * j + 1) * kL + lane];
+                for (int t = 0; t < NT; ++t) w[(jj + kAhead) % kRing][t] = ld_weights(wp[t] + (j + kAhead) * 32);
               }
-              chunk_two<NT, kMad>(w[jj][0], f0, f1, g0, g1, s, jj, acc, acc2);
+              uint4 f0 = make_uint4(0u, 0u, 0u, 0u), f1 = f0;
+              if (lane < kL) {
+                f0 = fr[(2 * j) * kL + lane];
+                f1 = fr[(2 * j + 1) * kL + lane];
+              }
+              if constexpr (!kTwo) {
+                chunk<NT, kF, kMad>(w[jj], f0, f1, s, jj, acc);
+              } else {
+                uint4 g0 = make_uint4(0u, 0u, 0u, 0u), g1 = g0;
+                if (lane < kL) {
+                  g0 = fr2[(2 * j) * kL + lane];
+                  g1 = fr2[(2 * j + 1) * kL + lane];
+                }
+                chunk_two<NT, kMad>(w[jj][0], f0, f1, g0, g1, s, jj, acc, acc2);
+              }
             }
+          };
+          if constexpr (kFma) {
+            if (any_zero_scale<NT>(s)) chunks(std::false_type{});
+            else chunks(std::true_type{});
+          } else {
+            chunks(std::false_type{});
           }
-        };
-        if constexpr (kFma) {
-          if (any_zero_scale<NT>(s)) chunks(std::false_type{});
-          else chunks(std::true_type{});
-        } else {
-          chunks(std::false_type{});
-        }
-        if (G + 1 < ngroups) {
+          if (G + 1 < ngroups) {
 #pragma unroll
-          for (int t = 0; t < NT; ++t) {
-            s[t][0] = sn[t][0];
-            s[t][1] = sn[t][1];
+            for (int t = 0; t < NT; ++t) {
+              s[t][0] = sn[t][0];
+              s[t][1] = sn[t][1];
+            }
           }
         }
       }
