@@ -65,9 +65,6 @@ struct Params {
   // that tile done; the task that brings a count to K combines the tile and sets it back to 0 (so
   // every count is 0 between calls). Null for the others.
   unsigned* rowdone;
-  // Paired-down versions (v206, v207): the first nB2 down tickets each run two consecutive down tiles
-  // of one expert (0 for the others).
-  unsigned nB2;
 };
 
 // Diagnostics (set_expert_trace): where a traced version writes, per task, five words: (SM << 32) |
@@ -867,11 +864,10 @@ __device__ __forceinline__ void finish_down_fused(const Params& P, int g, int ti
 // kTrace: thread 0 writes each task's start, wait and end times (trace_at; the task itself writes
 // when it is ready to stream). kHmax: the combine tasks clear P.hmax (finish_tile kMax).
 // kFuse (v138, v143, v183, v184, v192, v193): no combine tasks (P.nC = 0); each down task ends in finish_down_fused.
-// kPairs (v206, v207): the first P.nB2 down tickets run two down tiles each (one staging of h for both).
-template <bool kTrace = false, bool kHmax = false, bool kFuse = false, bool kPairs = false, class GateUp, class Down>
+template <bool kTrace = false, bool kHmax = false, bool kFuse = false, class GateUp, class Down>
 __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, Down&& down) {
   __shared__ unsigned s_task;
-  const unsigned total = P.nA + P.nB + P.nC - (kPairs ? P.nB2 : 0u);
+  const unsigned total = P.nA + P.nB + P.nC;
   if (threadIdx.x == 0) s_task = take_ticket(P);
   __syncthreads();
   unsigned task = s_task;
@@ -889,28 +885,19 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
       }
       gate_up(task, g, static_cast<int>(task) % P.a_tiles);
       signal_done(P.doneA + g);
-    } else if (task < P.nA + P.nB - (kPairs ? P.nB2 : 0u)) {
-      const unsigned bt = task - P.nA;
-      int b = static_cast<int>(bt);
-      int n = 1;
-      if constexpr (kPairs) {
-        b = bt < P.nB2 ? static_cast<int>(2 * bt) : static_cast<int>(bt + P.nB2);
-        n = bt < P.nB2 ? 2 : 1;
-      }
+    } else if (task < P.nA + P.nB) {
+      const int b = static_cast<int>(task - P.nA);
       const int g = b / P.b_tiles;
       if (threadIdx.x == 0) wait_expert_a(P, g);
       __syncthreads();
       if constexpr (kTrace) {
         if (threadIdx.x == 0) trace_at(task, 2);
       }
-#pragma unroll 1
-      for (int k = 0; k < n; ++k) {
-        down(P.nA + static_cast<unsigned>(b + k), g, (b + k) % P.b_tiles);
-        if constexpr (kFuse) finish_down_fused<kHmax>(P, g, (b + k) % P.b_tiles);
-        else signal_done(P.doneB + g);
-      }
+      down(task, g, b % P.b_tiles);
+      if constexpr (kFuse) finish_down_fused<kHmax>(P, g, b % P.b_tiles);
+      else signal_done(P.doneB + g);
     } else {
-      const int c = static_cast<int>(task - P.nA - P.nB + (kPairs ? P.nB2 : 0u));
+      const int c = static_cast<int>(task - P.nA - P.nB);
       const int t = c / P.c_tiles;
       if (threadIdx.x == 0)
         wait_row_experts(P, t);
@@ -990,8 +977,6 @@ struct Variant {
   int stab = 0;    // fragment-order versions: per-warp scale tables in shared memory (direct::put_scales)
   int few_share = 0;  // a `few` version: it also comes before the `shared` versions while the call's rows
                       // per expert stay below few_share/100 (0: the `shared` versions always come first)
-  int pairs = 0;       // paired-down versions: nB * pairs / 16 down tickets run two tiles each (Params::nB2)
-  int tma = 0;        // fragment-order versions: weight ring slots per warp filled by bulk copies (direct::ring_bytes)
 };
 // Measured on an H200 (docs/PERFORMANCE.md has the runs), % of device-to-device copy bandwidth at
 // T=1 / T=8: v11 50.5-50.8 / 61.1-62.2, v9 50.5-53.3 / 50.1-60.3, v12 40-43 / 59-63, v6 36-39 / 42-45,
@@ -1249,30 +1234,6 @@ const Variant kVariants[] = {
     {"v193 traced (v192's code with per-task times, set_expert_trace: diagnostics)",
      expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, false, 32, true, true, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
-    {"v208 v192 with the L2::256B prefetch-size hint on the weight loads",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, 0, false, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
-    {"v209 v192 2 chunks ahead",
-     expert_mlp_direct_kernel<2, 1, 2, 1, false, true, true, false, 32, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
-    {"v210 v192 3 blocks per SM 24 fragment lanes",
-     expert_mlp_direct_kernel<3, 1, 3, 1, false, true, true, false, direct::kFragLanes, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 0, 1},
-    {"v211 v192 2 chunks ahead 3 blocks per SM 24 fragment lanes",
-     expert_mlp_direct_kernel<2, 1, 3, 1, false, true, true, false, direct::kFragLanes, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 0, 1},
-    {"v206 v192 with the first 3/4 of the down tiles two per ticket",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, 0, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1, 0, 6},
-    {"v207 traced (v206's code with per-task times, set_expert_trace: diagnostics)",
-     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, false, 32, true, true, true, 0, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1, 0, 6},
-    {"v204 v192 with the weights through a 3-group ring of bulk copies per warp 24 fragment lanes",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, direct::kFragLanes, true, true, true, 3>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1, 0, 1, 0, 0, 3},
-    {"v205 v192 with the weights through a 2-group ring of bulk copies per warp",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, 2>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1, 0, 0, 2},
     {"v194 mma fp16x3 fragment order one tile per warp 2 chunks ahead four vectors per pass decode by multiply-add and mask scale tables",
      expert_mlp_direct_kernel<2, 1, 2, 2, false, false, false, false, direct::kFragLanes, true, false, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 120, 1, 0, 0, 0, 0, 0, 1},
@@ -1323,7 +1284,7 @@ constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 
 size_t smem_bytes(const Variant& v, int latent, int inter) {
   if (v.frag)
-    return direct::smem_bytes(latent, inter, v.nv > 2 ? 2 : 1, v.lanes ? v.lanes : direct::kFragLanes, v.stab != 0, v.tma);
+    return direct::smem_bytes(latent, inter, v.nv > 2 ? 2 : 1, v.lanes ? v.lanes : direct::kFragLanes, v.stab != 0);
   if (v.mma == 3) return mma16::smem_bytes<mma16::Small>(latent, inter, false);
   if (v.mma) return mma16::smem_bytes<mma16::Big>(latent, inter, v.mma == 2);
   if (v.ws) return ws::smem_bytes(latent, inter, v.imma, v.ws, v.rs, v.nq);
@@ -1780,14 +1741,12 @@ ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int 
   P.nA = static_cast<unsigned>(nG * P.a_tiles);
   P.nB = static_cast<unsigned>(nG * P.b_tiles);
   P.nC = v.fuse ? 0u : static_cast<unsigned>(T * P.c_tiles);
-  // Pairs never straddle two experts: only with an even number of down tiles per expert.
-  P.nB2 = v.pairs && P.b_tiles % 2 == 0 ? P.nB * v.pairs / 16 : 0u;
   P.rowdone = v.fuse ? rowdone.as<unsigned>() : nullptr;
 
   const size_t smem = smem_bytes(v, m.latent_, m.inter_);
   const int threads = threads_of(v);
   const int bps = blocks(vi, m.latent_, m.inter_);
-  const unsigned total = P.nA + P.nB + P.nC - P.nB2;
+  const unsigned total = P.nA + P.nB + P.nC;
   const unsigned cap = static_cast<unsigned>(sms * bps);
   // Warp-specialised versions: one block per SM, each taking one chunk of each phase (every block
   // takes the tickets of its chunks and tasks plus the one that ends its loop).

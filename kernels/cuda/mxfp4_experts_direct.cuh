@@ -49,15 +49,9 @@ __host__ __device__ inline size_t frag_bytes(int latent, int inter, int lanes = 
 // g + 8 of the chunk's two blocks).
 constexpr int kScaleTab = kWarps * 2 * 128 * 4;
 
-// Weight rings (v204, v205): per warp, kTma slots of one group (4 chunks, 2 KB) filled by bulk copies,
-// then one mbarrier per slot.
-constexpr int kGroupBytes = 4 * 512;
-__host__ __device__ constexpr size_t ring_bytes(int tma) { return static_cast<size_t>(kWarps) * tma * (kGroupBytes + 8); }
-
-// kNP pairs of activation vectors per pass: kNP fragment buffers (then the scale tables, if any, then
-// the weight rings, if any).
-inline size_t smem_bytes(int latent, int inter, int kNP = 1, int lanes = kFragLanes, bool stab = false, int tma = 0) {
-  return kHeader + kSwap + kNP * frag_bytes(latent, inter, lanes) + (stab ? kScaleTab : 0) + ring_bytes(tma);
+// kNP pairs of activation vectors per pass: kNP fragment buffers (then the scale tables, if any).
+inline size_t smem_bytes(int latent, int inter, int kNP = 1, int lanes = kFragLanes, bool stab = false) {
+  return kHeader + kSwap + kNP * frag_bytes(latent, inter, lanes) + (stab ? kScaleTab : 0);
 }
 
 // Scales are read 8 at a time (four chunks per group): widths are multiples of 256.
@@ -249,7 +243,6 @@ struct Staged {
   const float* xc = nullptr;  // kNP = 2: the second pair's, in the second fragment buffer
   const float* xd = nullptr;
   float back2[2] = {0.f, 0.f};
-  unsigned ring_n = 0;  // kTma: groups this warp's ring has delivered so far (slot n % kTma, phase n / kTma)
 };
 
 // One A task (h = SiTU(gate, up)) or B task (d = down rows) for every assignment of its expert, two
@@ -266,12 +259,8 @@ struct Staged {
 // kST (v192): the scales through the warp's scale table (put_scales, chunk_scaled), every group but the
 // last loading without a bound check (the last one's loop apart), running pointers for the weights, the
 // next scale word and the fragments.
-// kTma (v204, v205): the weights reach the warp through its ring of kTma group slots in shared memory,
-// one 2 KB bulk copy per group (lane 0 issues it, the slot's mbarrier counts its bytes), kTma groups
-// ahead, instead of 16-byte loads 3 chunks ahead into registers: more bytes in flight per warp at no
-// register cost. Each lane reads the same 16 bytes the register loads gave it, so the same bits.
 template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
-          int kL = kFragLanes, bool kMad = false, bool kST = false, int kTma = 0, bool kPf = false>
+          int kL = kFragLanes, bool kMad = false, bool kST = false>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
@@ -282,7 +271,6 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
   // the buffer's end into the next one or the scale tables): they feed only output columns 6 and 7,
   // which nothing reads (v180, session 19), so every lane loads without a predicate.
   static_assert(!kST || (NT == 1 && !kFma), "scale tables with one tile and no vote");
-  static_assert(!kTma || (kST && kNP == 1), "weight rings with the scale tables and one pair per pass");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2;
   float* red = reinterpret_cast<float*>(smem);
   float* swap = reinterpret_cast<float*>(smem + kHeader);
@@ -333,18 +321,6 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
     sp[t] = reinterpret_cast<const uint2*>(sc[t] + g * srow);
   }
   const int s8 = srow;  // uint2 units between row g and row g + 8 (8 rows of srow bytes)
-  // kTma: the tile's first byte, this warp's ring slots and their mbarriers
-  [[maybe_unused]] const char* wtile = static_cast<const char*>(pk[0]) + static_cast<int64_t>(r16[0]) * nch * 512;
-  [[maybe_unused]] char* ring = frag + kNP * frag_bytes(P.latent, P.inter, kL) + kScaleTab + warp * kTma * kGroupBytes;
-  [[maybe_unused]] const uint32_t bars =
-      mma16::smem_u32(frag + kNP * frag_bytes(P.latent, P.inter, kL) + kScaleTab + kWarps * kTma * kGroupBytes) + warp * kTma * 8;
-  // Lane 0 asks for group G into the slot of the ring's n-th delivery.
-  [[maybe_unused]] auto fill = [&](int G, unsigned n) {
-    const unsigned slot = n % (kTma > 0 ? kTma : 1);
-    mma16::mbar_expect_tx(bars + 8 * slot, kGroupBytes);
-    mma16::bulk_copy(mma16::smem_u32(ring + slot * kGroupBytes), wtile + static_cast<int64_t>(G) * kGroupBytes, kGroupBytes,
-                     bars + 8 * slot);
-  };
   const int a0 = P.grp_begin[grp], a1 = P.grp_begin[grp + 1];
   const int npairs = (a1 - a0 + 1) / 2;
   const uint4* fr = reinterpret_cast<const uint4*>(frag);
@@ -366,15 +342,10 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
     [[maybe_unused]] const uint32_t* sword = reinterpret_cast<const uint32_t*>(sc[0] + (lane >> 1) * srow) + (lane & 1);
     [[maybe_unused]] uint32_t sw0 = 0;
     auto first_loads = [&] {
-      if constexpr (kTma > 0) {
-        if (lane == 0)
-          for (int k = 0; k < kTma && k < ngroups; ++k) fill(k, st.ring_n + k);
-      } else {
 #pragma unroll
-        for (int k = 0; k < kAhead; ++k)
+      for (int k = 0; k < kAhead; ++k)
 #pragma unroll
-          for (int t = 0; t < NT; ++t) w[k][t] = ld_stream16<kPf>(wp[t] + k * 32);
-      }
+        for (int t = 0; t < NT; ++t) w[k][t] = ld_weights(wp[t] + k * 32);
       if constexpr (kST) {
         sw0 = __ldg(sword);
       } else {
@@ -434,25 +405,13 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
         const uint32_t* sq = sword + 2;          // the next group's scale word
         const uint4* fq = fr + lane;             // the group's first activation fragment
         [[maybe_unused]] const uint4* fq2 = fr2 + lane;  // kTwo: the second pair's
-        // kTma: the slot and phase of the group's delivery
-        [[maybe_unused]] unsigned slot = st.ring_n % (kTma > 0 ? kTma : 1);
-        [[maybe_unused]] unsigned phase = (st.ring_n / (kTma > 0 ? kTma : 1)) & 1u;
         auto group = [&](int G, auto last_c) {
           constexpr bool kLast = decltype(last_c)::value;  // the tile's last group: no loads beyond it
           const uint32_t wn = kLast ? 0u : __ldg(sq);
           const float4* tg = sget + (G & 1) * 32;
-          [[maybe_unused]] const uint4* rq = reinterpret_cast<const uint4*>(ring + slot * kGroupBytes) + lane;
-          if constexpr (kTma > 0) {
-            while (!mma16::mbar_try_wait(bars + 8 * slot, phase)) {
-            }
-          }
 #pragma unroll
           for (int jj = 0; jj < 4; ++jj) {
-            if constexpr (kTma > 0) {
-              w[jj][0] = rq[jj * 32];
-            } else {
-              if (!kLast || jj + kAhead < 4) w[(jj + kAhead) % kRing][0] = ld_stream16<kPf>(wq + jj * 32);
-            }
+            if (!kLast || jj + kAhead < 4) w[(jj + kAhead) % kRing][0] = ld_weights(wq + jj * 32);
             const uint4 f0 = fq[(2 * jj) * kL], f1 = fq[(2 * jj + 1) * kL];
             if constexpr (kTwo) {
               const uint4 g0 = fq2[(2 * jj) * kL], g1 = fq2[(2 * jj + 1) * kL];
@@ -463,14 +422,6 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
           }
           if constexpr (!kLast) put_scales(sdst + ((G + 1) & 1) * 128, wn);
           __syncwarp();  // the table half written here is read by the next group; the other was read here
-          if constexpr (kTma > 0) {
-            // Every lane has read the slot (the syncwarp): refill it kTma groups ahead.
-            if (!kLast && lane == 0 && G + kTma < ngroups) fill(G + kTma, st.ring_n + G + kTma);
-            if (++slot == kTma) {
-              slot = 0;
-              phase ^= 1u;
-            }
-          }
           wq += 4 * 32;
           sq += 2;
           fq += 8 * kL;
@@ -479,7 +430,6 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
 #pragma unroll 1
         for (int G = 0; G + 1 < ngroups; ++G) group(G, std::false_type{});
         group(ngroups - 1, std::true_type{});
-        if constexpr (kTma > 0) st.ring_n += ngroups;
       } else {
 #pragma unroll 1
         for (int G = 0; G < ngroups; ++G) {
@@ -579,27 +529,19 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 // (finish_down_fused; the host sets P.nC = 0).
 // kST (v192, v193): the scales through per-warp scale tables (direct::put_scales), see task().
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
-          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kST = false,
-          int kTma = 0, bool kPairs = false, bool kPf = false>
+          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kST = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
   direct::Staged st;
-  if constexpr (kTma > 0) {
-    const uint32_t bars = mma16::smem_u32(smem + direct::kHeader + direct::kSwap + kNP * direct::frag_bytes(P.latent, P.inter, kL) +
-                                          direct::kScaleTab + kWarps * kTma * direct::kGroupBytes);
-    if (threadIdx.x < kWarps * kTma) mma16::mbar_init(bars + 8 * threadIdx.x);
-    DELTAFIN_SM90_ASM("fence.mbarrier_init.release.cluster;" ::: "memory");
-    __syncthreads();
-  }
   auto body = [&](const Params& Q) {
-    run_tickets<kTrace, kHmax, kFuse, kPairs>(
+    run_tickets<kTrace, kHmax, kFuse>(
         Q,
         [&](unsigned task, int, int) {
-          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kTma, kPf>(Q, task, smem, st);
+          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST>(Q, task, smem, st);
         },
         [&](unsigned task, int, int) {
-          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kTma, kPf>(Q, task, smem, st);
+          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST>(Q, task, smem, st);
         });
   };
   if constexpr (kMeta) {
