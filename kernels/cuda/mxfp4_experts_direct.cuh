@@ -260,7 +260,7 @@ struct Staged {
 // last loading without a bound check (the last one's loop apart), running pointers for the weights, the
 // next scale word and the fragments.
 template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
-          int kL = kFragLanes, bool kMad = false, bool kST = false, bool kU2 = false>
+          int kL = kFragLanes, bool kMad = false, bool kST = false>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
@@ -427,21 +427,9 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
           fq += 8 * kL;
           if constexpr (kTwo) fq2 += 8 * kL;
         };
-        if constexpr (kU2) {
-          // Two groups per loop step (v212): the table halves are known per step, half the loop control.
-          int G = 0;
 #pragma unroll 1
-          for (; G + 2 < ngroups; G += 2) {
-            group(G, std::false_type{});
-            group(G + 1, std::false_type{});
-          }
-          if (G + 1 < ngroups) group(G++, std::false_type{});
-          group(G, std::true_type{});
-        } else {
-#pragma unroll 1
-          for (int G = 0; G + 1 < ngroups; ++G) group(G, std::false_type{});
-          group(ngroups - 1, std::true_type{});
-        }
+        for (int G = 0; G + 1 < ngroups; ++G) group(G, std::false_type{});
+        group(ngroups - 1, std::true_type{});
       } else {
 #pragma unroll 1
         for (int G = 0; G < ngroups; ++G) {
@@ -541,8 +529,7 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 // (finish_down_fused; the host sets P.nC = 0).
 // kST (v192, v193): the scales through per-warp scale tables (direct::put_scales), see task().
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
-          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kST = false,
-          bool kU2 = false>
+          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kST = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
@@ -551,10 +538,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel
     run_tickets<kTrace, kHmax, kFuse>(
         Q,
         [&](unsigned task, int, int) {
-          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kU2>(Q, task, smem, st);
+          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST>(Q, task, smem, st);
         },
         [&](unsigned task, int, int) {
-          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kU2>(Q, task, smem, st);
+          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST>(Q, task, smem, st);
         });
   };
   if constexpr (kMeta) {
