@@ -346,7 +346,7 @@ int main(int argc, char** argv) {
       }
       if (!trace_path.empty()) {
         make_frag();
-        for (const char* traced : {"v193", "v214", "v217"}) trace_expert_tasks(mlp, traced, all_frag, K, trace_path + "." + traced);
+        for (const char* traced : {"v122", "v143", "v184", "v193"}) trace_expert_tasks(mlp, traced, all_frag, K, trace_path + "." + traced);
       }
     }
 
