@@ -1204,7 +1204,10 @@ struct Variant {
 // weights through a per-warp ring of 3 / 2 group slots filled by bulk copies) 62.4-63.4 / 66.5-67.6,
 // v206 (the first 3/4 of the down tiles two per ticket) 66.7-67.0, v208 (the L2::256B hint) 71.8-72.1,
 // v209 (2 chunks ahead) 71.5-71.6, v210 / v211 (3 blocks per SM, 80 registers) 66.2-67.2; v212 (two groups
-// per loop step, af869e3) 72.3-73.2 against 72.0-73.2, +0.3-1.5 at T=2-8, -3 drawing from 64 experts at T=4.
+// per loop step, af869e3) 72.3-73.2 against 72.0-73.2, +0.3-1.5 at T=2-8, -3 drawing from 64 experts at T=4;
+// v213 (the down staging's h loads before its maxima, 277a920) 72.3-74.0 against 72.7-74.5 (traced: down tasks
+// 1.1 us shorter, gate/up tasks 0.2-0.3 us longer), v215 / v216 (v192 / v213 with the staging as a call)
+// 72.0-73.1 / 73.3-73.6 against 74.2-74.5.
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
