@@ -391,6 +391,76 @@ __device__ __forceinline__ void stage_split(char* frag, const float* x0, const f
   __syncthreads();
 }
 
+// stage_split with the maxima still in memory (hm0, hm1: the bits of max |x|; hm1 null for a missing
+// x1): each thread's first h loads go out before the maxima's, so that the two L2 round trips overlap
+// (v213). The same parts, so the same bits.
+template <bool kCoherent, int kLanes, bool kMadOrder = false>
+__device__ __forceinline__ void stage_split_pre(char* frag, const float* x0, const float* x1, int K, const unsigned* hm0,
+                                                const unsigned* hm1, float (&back)[2]) {
+  const int nq = K / 8;
+  const int i0 = threadIdx.x;
+  float4 pre[2][2];
+#pragma unroll
+  for (int s = 0; s < 2; ++s) {
+    const float* x = s ? x1 : x0;
+    pre[s][0] = pre[s][1] = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (x && i0 < nq) {
+      pre[s][0] = ld4<kCoherent>(x + 8 * i0);
+      pre[s][1] = ld4<kCoherent>(x + 8 * i0 + 4);
+    }
+  }
+  const float m0 = __uint_as_float(__ldcg(hm0)), m1 = hm1 ? __uint_as_float(__ldcg(hm1)) : 0.f;
+  const int eb0 = min(static_cast<int>(__float_as_uint(m0) >> 23), 254);
+  const int eb1 = min(static_cast<int>(__float_as_uint(m1) >> 23), 254);
+  back[0] = e8m0(static_cast<uint32_t>(eb0));
+  back[1] = e8m0(static_cast<uint32_t>(eb1));
+  uint4* f = reinterpret_cast<uint4*>(frag);
+  for (int i = i0; i < nq; i += kThreads) {
+    const int b = i >> 2, q = i & 3;
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      const float* x = s ? x1 : x0;
+      const int k = 141 - (s ? eb1 : eb0);
+      uint32_t parts[3][4];
+      if (x) {
+        const float4 lo = i == i0 ? pre[s][0] : ld4<kCoherent>(x + 8 * i);
+        const float4 hi = i == i0 ? pre[s][1] : ld4<kCoherent>(x + 8 * i + 4);
+        const float v[8] = {lo.x, kMadOrder ? hi.x : lo.z, kMadOrder ? lo.z : hi.x, hi.z,
+                            lo.y, kMadOrder ? hi.y : lo.w, kMadOrder ? lo.w : hi.y, hi.w};
+        __half p[3][8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const float xs = scale_pow2(v[j], k);
+          p[0][j] = __float2half_rn(xs);
+          const float r1 = xs - __half2float(p[0][j]);
+          p[1][j] = __float2half_rn(r1);
+          const float r2 = r1 - __half2float(p[1][j]);
+          p[2][j] = __float2half_rn(r2);
+        }
+#pragma unroll
+        for (int pp = 0; pp < 3; ++pp)
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+            parts[pp][j] = static_cast<uint32_t>(__half_as_ushort(p[pp][2 * j])) |
+                           (static_cast<uint32_t>(__half_as_ushort(p[pp][2 * j + 1])) << 16);
+      } else {
+#pragma unroll
+        for (int pp = 0; pp < 3; ++pp)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) parts[pp][j] = 0u;
+      }
+#pragma unroll
+      for (int pp = 0; pp < 3; ++pp)
+        f[b * kLanes + (3 * s + pp) * 4 + q] = make_uint4(parts[pp][0], parts[pp][1], parts[pp][2], parts[pp][3]);
+    }
+    if constexpr (kLanes == 32) {
+      f[b * 32 + 6 * 4 + q] = make_uint4(0u, 0u, 0u, 0u);
+      f[b * 32 + 7 * 4 + q] = make_uint4(0u, 0u, 0u, 0u);
+    }
+  }
+  __syncthreads();
+}
+
 // B fragments for one or two activation vectors of width K (x1 may be null): slot s occupies
 // columns 3s..3s+2 (parts 1..3); absent slots and columns 6, 7 are zero. Block b, column n, lane
 // quad q hold, at frag + b*512 + (4n + q)*16, the halves of columns 8q + {0,2,4,6,1,3,5,7} (kMadOrder:
