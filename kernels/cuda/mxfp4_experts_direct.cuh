@@ -234,20 +234,6 @@ __device__ __forceinline__ void finish_tile(const Params& P, const float (&acc)[
   }
 }
 
-// The down tasks' staging as a call (v215: stage_split after the maxima, v216: stage_split_pre).
-template <int kL, bool kMad, bool kPreLoads>
-__device__ __noinline__ float2 stage_split_call(char* frag, const float* xA, const float* xB, int K, const unsigned* hA,
-                                                const unsigned* hB) {
-  float back[2];
-  if constexpr (kPreLoads) {
-    mma16::stage_split_pre<true, kL, kMad>(frag, xA, xB, K, hA, hB, back);
-  } else {
-    const float mA = __uint_as_float(__ldcg(hA)), mB = hB ? __uint_as_float(__ldcg(hB)) : 0.f;
-    mma16::stage_split<true, kL, kMad>(frag, xA, xB, K, mA, mB, back);
-  }
-  return make_float2(back[0], back[1]);
-}
-
 // The activation fragments a block holds: a task whose vectors are the ones staged last (at T = 1
 // every gate/up task reads the same row) uses them as they are.
 struct Staged {
@@ -274,7 +260,7 @@ struct Staged {
 // last loading without a bound check (the last one's loop apart), running pointers for the weights, the
 // next scale word and the fragments.
 template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
-          int kL = kFragLanes, bool kMad = false, bool kST = false, int kPre = 0, bool kU2 = false>
+          int kL = kFragLanes, bool kMad = false, bool kST = false>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
@@ -377,14 +363,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
     if (stage1 || stage2) {
       __syncthreads();  // every warp is done with the previous fragments
       if (stage1) {
-        if constexpr (kHmax && !kGateUp && kPre >= 2) {
-          // v215, v216: the staging as a call, so that what it does cannot move the streaming loop's code.
-          const float2 bk = stage_split_call<kL, kMad, kPre == 3>(frag, xA, xB, K, P.hmax + aA, aB >= 0 ? P.hmax + aB : nullptr);
-          st.back[0] = bk.x;
-          st.back[1] = bk.y;
-        } else if constexpr (kHmax && !kGateUp && kPre == 1) {
-          mma16::stage_split_pre<true, kL, kMad>(frag, xA, xB, K, P.hmax + aA, aB >= 0 ? P.hmax + aB : nullptr, st.back);
-        } else if constexpr (kHmax && !kGateUp) {
+        if constexpr (kHmax && !kGateUp) {
           // Written by this launch's gate/up tasks before they signalled: L2 only.
           const float mA = __uint_as_float(__ldcg(P.hmax + aA)), mB = aB >= 0 ? __uint_as_float(__ldcg(P.hmax + aB)) : 0.f;
           mma16::stage_split<true, kL, kMad>(frag, xA, xB, K, mA, mB, st.back);
@@ -448,21 +427,9 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
           fq += 8 * kL;
           if constexpr (kTwo) fq2 += 8 * kL;
         };
-        if constexpr (kU2) {
-          // Two groups per loop step (v212): the table halves are known per step, half the loop control.
-          int G = 0;
 #pragma unroll 1
-          for (; G + 2 < ngroups; G += 2) {
-            group(G, std::false_type{});
-            group(G + 1, std::false_type{});
-          }
-          if (G + 1 < ngroups) group(G++, std::false_type{});
-          group(G, std::true_type{});
-        } else {
-#pragma unroll 1
-          for (int G = 0; G + 1 < ngroups; ++G) group(G, std::false_type{});
-          group(ngroups - 1, std::true_type{});
-        }
+        for (int G = 0; G + 1 < ngroups; ++G) group(G, std::false_type{});
+        group(ngroups - 1, std::true_type{});
       } else {
 #pragma unroll 1
         for (int G = 0; G < ngroups; ++G) {
@@ -562,8 +529,7 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 // (finish_down_fused; the host sets P.nC = 0).
 // kST (v192, v193): the scales through per-warp scale tables (direct::put_scales), see task().
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
-          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kST = false,
-          int kPre = 0, bool kU2 = false>
+          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kST = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
@@ -572,10 +538,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel
     run_tickets<kTrace, kHmax, kFuse>(
         Q,
         [&](unsigned task, int, int) {
-          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kPre, kU2>(Q, task, smem, st);
+          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST>(Q, task, smem, st);
         },
         [&](unsigned task, int, int) {
-          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kPre, kU2>(Q, task, smem, st);
+          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST>(Q, task, smem, st);
         });
   };
   if constexpr (kMeta) {

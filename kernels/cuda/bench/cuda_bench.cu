@@ -300,12 +300,9 @@ int main(int argc, char** argv) {
                                              std::pair{2, 64}, std::pair{4, 64}, std::pair{8, 64}}) {
           const int T = tp.first, pool = tp.second;
           if (!only_rows.empty() && std::find(only_rows.begin(), only_rows.end(), T) == only_rows.end()) continue;
-          // Many different routings in rotation, so no run finds its experts in the 60 MB L2. The same
-          // routings for every version (a generator seeded by T and the pool alone): where an expert's
-          // bytes lie moves a call's time by about a point, which between versions would read as theirs.
+          // Many different routings in rotation, so no run finds its experts in the 60 MB L2.
           const int sets = 48;
-          std::mt19937_64 rng_rt(1000003ull * static_cast<unsigned>(T) + static_cast<unsigned>(pool));
-          const Routings rt = make_routings(rng_rt, pool_experts, T, K, pool, sets);
+          const Routings rt = make_routings(rng, pool_experts, T, K, pool, sets);
           const auto& tables = rt.tables;
           const auto& slots = rt.slots;
           const auto& global_ids = rt.global_ids;
@@ -349,7 +346,7 @@ int main(int argc, char** argv) {
       }
       if (!trace_path.empty()) {
         make_frag();
-        for (const char* traced : {"v193", "v221"}) trace_expert_tasks(mlp, traced, all_frag, K, trace_path + "." + traced);
+        for (const char* traced : {"v122", "v143", "v184", "v193"}) trace_expert_tasks(mlp, traced, all_frag, K, trace_path + "." + traced);
       }
     }
 
