@@ -57,11 +57,11 @@ struct Params {
   int a_tiles, b_tiles, c_tiles;
   unsigned nA, nB, nC;
   int chunks;  // warp-specialised versions: chunks per phase (one per block)
-  // hmax versions (v121, v122, v126, v134, v138, v143, v183, v184, v192, v193): per assignment, the bits of max |h| (0
+  // hmax versions (v121, v122, v126, v134, v138, v143, v183, v184, v192, v193, v212): per assignment, the bits of max |h| (0
   // between calls: the combine tasks of each row, or in fused versions each expert's last down task,
   // clear its entries after every down task that read them); null for the others.
   unsigned* hmax;
-  // Fused-combine versions (v138, v143, v183, v184, v192, v193): per row t and down tile, how many of the row's slots have
+  // Fused-combine versions (v138, v143, v183, v184, v192, v193, v212): per row t and down tile, how many of the row's slots have
   // that tile done; the task that brings a count to K combines the tile and sets it back to 0 (so
   // every count is 0 between calls). Null for the others.
   unsigned* rowdone;
@@ -863,7 +863,7 @@ __device__ __forceinline__ void finish_down_fused(const Params& P, int g, int ti
 // past the last task (the host counts them).
 // kTrace: thread 0 writes each task's start, wait and end times (trace_at; the task itself writes
 // when it is ready to stream). kHmax: the combine tasks clear P.hmax (finish_tile kMax).
-// kFuse (v138, v143, v183, v184, v192, v193): no combine tasks (P.nC = 0); each down task ends in finish_down_fused.
+// kFuse (v138, v143, v183, v184, v192, v193, v212): no combine tasks (P.nC = 0); each down task ends in finish_down_fused.
 template <bool kTrace = false, bool kHmax = false, bool kFuse = false, class GateUp, class Down>
 __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, Down&& down) {
   __shared__ unsigned s_task;
@@ -1200,14 +1200,20 @@ struct Variant {
 // against 72.9-73.0, v198-v200 (each group asking L2 for the group 1-3 ahead) 66.8-67.8 against
 // 73.0-73.1, v201 (4 chunks in flight, each slot reloaded once decoded) 67.4-68.5 against 72.8-73.1,
 // v202 / v203 (5 / 6 chunks ahead, an 8-slot ring) 61.0-61.2 / 67.8-68.0 against 74.5-74.6.
-// Session 21 (git history, 9c79a56), at T=1 against v192's 73.0-74.5 in the same runs: v204 / v205 (the
-// weights through a per-warp ring of 3 / 2 group slots filled by bulk copies) 62.4-63.4 / 66.5-67.6,
-// v206 (the first 3/4 of the down tiles two per ticket) 66.7-67.0, v208 (the L2::256B hint) 71.8-72.1,
-// v209 (2 chunks ahead) 71.5-71.6, v210 / v211 (3 blocks per SM, 80 registers) 66.2-67.2; v212 (two groups
-// per loop step, af869e3) 72.3-73.2 against 72.0-73.2, +0.3-1.5 at T=2-8, -3 drawing from 64 experts at T=4;
-// v213 (the down staging's h loads before its maxima, 277a920) 72.3-74.0 against 72.7-74.5 (traced: down tasks
-// 1.1 us shorter, gate/up tasks 0.2-0.3 us longer), v215 / v216 (v192 / v213 with the staging as a call)
-// 72.0-73.1 / 73.3-73.6 against 74.2-74.5.
+// Session 21 (H200s, docs/PERFORMANCE.md): kept v212 (v192 with two groups per step of its loop: each
+// group's scale-table halves fixed in its code, the loop control once per two groups; 247.5 instead of 258
+// instructions per group), the default for calls of up to 8 rows below 2 rows per expert in v192's place:
+// with the kernel alone, measured shape-major (every version after the same kind of work), 74.2-75.9 at
+// T=1 against v192's 72.8-74.4, 81.9-84.2 at T=2 and 83.5-86.9 at T=4 against 79.6-81.9 and 81.3-84.8,
+// 76.9-88.4 at T=8 against 79.8-81.8. Same bits. Measured and dropped (git history; version-major runs,
+// which put a version listed after another ~1.3 points low at T=1): v204 / v205 (the weights through a
+// per-warp ring of 3 / 2 group slots filled by bulk copies, 9c79a56) 62.4-63.4 / 66.5-67.6 at T=1 against
+// v192's 73.0-74.2, v206 (the first 3/4 of the down tiles two per ticket) 66.7-67.0 against 73.0-73.1,
+// v208 (the L2::256B hint) 71.8-72.1 and v209 (2 chunks ahead) 71.5-71.6 against 74.4, v210 / v211 (3
+// blocks per SM, 80 registers) 66.2-67.2 against 74.4-74.5, v213 (the down staging's h loads before its
+// maxima, 277a920: traced, down tasks 1.1 us shorter, gate/up tasks 0.2-0.3 us longer) 72.3-74.0 against
+// 72.7-74.5, v215 / v216 (v192 / v213 with that staging as a call) 72.0-73.1 / 73.3-73.6 against 74.2-74.5,
+// v218-v220 (v212 with v213's staging, 2 chunks ahead, 22e24f5) 72.0-73.9 against v212's 74.2-74.3.
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
@@ -1236,9 +1242,12 @@ const Variant kVariants[] = {
     {"v134 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1},
+    {"v212 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scale tables two groups per loop step",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 8, 1, 200},
     {"v192 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scale tables",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 8, 1, 200},
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
     {"v193 traced (v192's code with per-task times, set_expert_trace: diagnostics)",
      expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, false, 32, true, true, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},

@@ -1,5 +1,5 @@
 // Tensor-core tasks that read the weights in fragment order straight into registers (v91, v96, v108,
-// v121, v126, v130, v131, v134-v136, v138, v183, v192, v194 and the traced v122, v143, v184, v193).
+// v121, v126, v130, v131, v134-v136, v138, v183, v192, v194, v212 and the traced v122, v143, v184, v193).
 // Included by mxfp4_experts.cu inside its anonymous namespace, after mxfp4_experts_mma.cuh: the
 // tickets, tasks and counters are the FFMA versions'; the arithmetic is v20's.
 //
@@ -259,8 +259,11 @@ struct Staged {
 // kST (v192): the scales through the warp's scale table (put_scales, chunk_scaled), every group but the
 // last loading without a bound check (the last one's loop apart), running pointers for the weights, the
 // next scale word and the fragments.
+// kU2 (v212): kST's loop takes two groups per step, so each group's scale-table halves are fixed in its
+// code and the loop control runs once per two groups: 247.5 instead of 258 instructions per group
+// (SASS), +1.3-1.5 points of D2D at T=1 (docs/PERFORMANCE.md, session 21). The same arithmetic.
 template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
-          int kL = kFragLanes, bool kMad = false, bool kST = false>
+          int kL = kFragLanes, bool kMad = false, bool kST = false, bool kU2 = false>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
@@ -427,9 +430,21 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
           fq += 8 * kL;
           if constexpr (kTwo) fq2 += 8 * kL;
         };
+        if constexpr (kU2) {
+          // Pairs of groups while at least three remain, then the one or two left (the last apart).
+          int G = 0;
 #pragma unroll 1
-        for (int G = 0; G + 1 < ngroups; ++G) group(G, std::false_type{});
-        group(ngroups - 1, std::true_type{});
+          for (; G + 2 < ngroups; G += 2) {
+            group(G, std::false_type{});
+            group(G + 1, std::false_type{});
+          }
+          if (G + 1 < ngroups) group(G++, std::false_type{});
+          group(G, std::true_type{});
+        } else {
+#pragma unroll 1
+          for (int G = 0; G + 1 < ngroups; ++G) group(G, std::false_type{});
+          group(ngroups - 1, std::true_type{});
+        }
       } else {
 #pragma unroll 1
         for (int G = 0; G < ngroups; ++G) {
@@ -520,16 +535,18 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 
 // The fragment-order versions: same tickets and tasks as expert_mlp_kernel.
 // kTrace (v122, v143, v184, v193): per-task times for diagnostics (set_expert_trace); the same arithmetic.
-// kMeta (v121, v122, v126, v134, v138, v143, v183, v184, v192, v193): the call's routing tables are copied into shared memory once per block, so a
+// kMeta (v121, v122, v126, v134, v138, v143, v183, v184, v192, v193, v212): the call's routing tables are copied into shared memory once per block, so a
 // task's first reads (its expert's pointers, its assignments) are shared-memory reads instead of a
 // chain of dependent global loads (~1.3 us per task at full load on the H200, measured with v118, since removed);
 // for calls whose tables exceed MetaTables, launch() runs the version without it (the same bits).
-// kHmax (v121, v122, v126, v134, v138, v143, v183, v184, v192, v193): see task().
-// kFuse (v138, v143, v183, v184, v192, v193): no combine tasks; the down task that completes a row's tile combines it
+// kHmax (v121, v122, v126, v134, v138, v143, v183, v184, v192, v193, v212): see task().
+// kFuse (v138, v143, v183, v184, v192, v193, v212): no combine tasks; the down task that completes a row's tile combines it
 // (finish_down_fused; the host sets P.nC = 0).
-// kST (v192, v193): the scales through per-warp scale tables (direct::put_scales), see task().
+// kST (v192, v193, v212): the scales through per-warp scale tables (direct::put_scales), see task().
+// kU2 (v212): two groups per step of the scale-table loop, see task().
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
-          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kST = false>
+          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kST = false,
+          bool kU2 = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
@@ -538,10 +555,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel
     run_tickets<kTrace, kHmax, kFuse>(
         Q,
         [&](unsigned task, int, int) {
-          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST>(Q, task, smem, st);
+          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kU2>(Q, task, smem, st);
         },
         [&](unsigned task, int, int) {
-          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST>(Q, task, smem, st);
+          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kU2>(Q, task, smem, st);
         });
   };
   if constexpr (kMeta) {
