@@ -263,7 +263,7 @@ struct Staged {
 // code and the loop control runs once per two groups: 247.5 instead of 258 instructions per group
 // (SASS), +1.3-1.5 points of D2D at T=1 (docs/PERFORMANCE.md, session 21). The same arithmetic.
 template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
-          int kL = kFragLanes, bool kMad = false, bool kST = false, bool kU2 = false, int kStep = 0>
+          int kL = kFragLanes, bool kMad = false, bool kST = false, bool kU2 = false>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
@@ -430,17 +430,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
           fq += 8 * kL;
           if constexpr (kTwo) fq2 += 8 * kL;
         };
-        if constexpr (kStep > 2) {
-          int G = 0;
-#pragma unroll 1
-          for (; G + kStep < ngroups; G += kStep) {
-#pragma unroll
-            for (int u = 0; u < kStep; ++u) group(G + u, std::false_type{});
-          }
-#pragma unroll 1
-          for (; G + 1 < ngroups; ++G) group(G, std::false_type{});
-          group(G, std::true_type{});
-        } else if constexpr (kU2) {
+        if constexpr (kU2) {
           // Pairs of groups while at least three remain, then the one or two left (the last apart).
           int G = 0;
 #pragma unroll 1
@@ -556,7 +546,7 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 // kU2 (v212): two groups per step of the scale-table loop, see task().
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
           bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kST = false,
-          bool kU2 = false, int kStep = 0>
+          bool kU2 = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
@@ -565,10 +555,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel
     run_tickets<kTrace, kHmax, kFuse>(
         Q,
         [&](unsigned task, int, int) {
-          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kU2, kStep>(Q, task, smem, st);
+          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kU2>(Q, task, smem, st);
         },
         [&](unsigned task, int, int) {
-          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kU2, kStep>(Q, task, smem, st);
+          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kU2>(Q, task, smem, st);
         });
   };
   if constexpr (kMeta) {
