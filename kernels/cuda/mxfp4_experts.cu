@@ -1213,7 +1213,8 @@ struct Variant {
 // blocks per SM, 80 registers) 66.2-67.2 against 74.4-74.5, v213 (the down staging's h loads before its
 // maxima, 277a920: traced, down tasks 1.1 us shorter, gate/up tasks 0.2-0.3 us longer) 72.3-74.0 against
 // 72.7-74.5, v215 / v216 (v192 / v213 with that staging as a call) 72.0-73.1 / 73.3-73.6 against 74.2-74.5,
-// v218-v220 (v212 with v213's staging, 2 chunks ahead, 22e24f5) 72.0-73.9 against v212's 74.2-74.3.
+// v218-v220 (v212 with v213's staging, 2 chunks ahead, 22e24f5) 72.0-73.9 against v212's 74.2-74.3, v224 /
+// v225 (three / four groups per loop step, spilling; e744347) 60.8 / 53.8-53.9 against 74.4-74.5.
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
