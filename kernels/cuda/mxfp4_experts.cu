@@ -1205,8 +1205,9 @@ struct Variant {
 // instructions per group), the default for calls of up to 8 rows below 2 rows per expert in v192's place:
 // with the kernel alone, measured shape-major (every version after the same kind of work), 74.2-75.9 at
 // T=1 against v192's 72.8-74.4, 81.9-84.2 at T=2 and 83.5-88.1 at T=4 against 79.6-82.1 and 81.3-85.4,
-// 76.9-89.7 at T=8 against 79.8-82.4; one version per process on one H200, +1.3-1.8 at every T. Same bits. Measured and dropped (git history; version-major runs,
-// which put a version listed after another ~1.3 points low at T=1): v204 / v205 (the weights through a
+// 76.9-89.7 at T=8 against 79.8-82.4; one version per process on one H200, +1.3-1.8 at every T. Same
+// bits. Measured and dropped (git history; version-major runs, which put a version listed after another
+// ~1.3 points low at T=1): v204 / v205 (the weights through a
 // per-warp ring of 3 / 2 group slots filled by bulk copies, 9c79a56) 62.4-63.4 / 66.5-67.6 at T=1 against
 // v192's 73.0-74.2, v206 (the first 3/4 of the down tiles two per ticket) 66.7-67.0 against 73.0-73.1,
 // v208 (the L2::256B hint) 71.8-72.1 and v209 (2 chunks ahead) 71.5-71.6 against 74.4, v210 / v211 (3

@@ -261,7 +261,7 @@ struct Staged {
 // next scale word and the fragments.
 // kU2 (v212): kST's loop takes two groups per step, so each group's scale-table halves are fixed in its
 // code and the loop control runs once per two groups: 247.5 instead of 258 instructions per group
-// (SASS), +1.3-1.5 points of D2D at T=1 (docs/PERFORMANCE.md, session 21). The same arithmetic.
+// (SASS), +1.3-1.9 points of D2D at T=1 (docs/PERFORMANCE.md, session 21). The same arithmetic.
 template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
           int kL = kFragLanes, bool kMad = false, bool kST = false, bool kU2 = false>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
@@ -274,6 +274,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
   // the buffer's end into the next one or the scale tables): they feed only output columns 6 and 7,
   // which nothing reads (v180, session 19), so every lane loads without a predicate.
   static_assert(!kST || (NT == 1 && !kFma), "scale tables with one tile and no vote");
+  static_assert(!kU2 || kST, "two groups per step is a form of the scale-table loop");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2;
   float* red = reinterpret_cast<float*>(smem);
   float* swap = reinterpret_cast<float*>(smem + kHeader);
