@@ -332,6 +332,46 @@ __device__ __forceinline__ float4 ld4(const float* p) {
   else return __ldg(reinterpret_cast<const float4*>(p));
 }
 
+// One (block b, quad q) piece of slot s: the eight values lo, hi (x + 8 i .. x + 8 i + 7) scaled by
+// 2^k and split into three fp16 parts, stored where the fragment readers take them; zeros when the
+// slot has no vector.
+template <int kLanes, bool kMadOrder>
+__device__ __forceinline__ void split_piece(uint4* f, int b, int q, int s, bool present, float4 lo, float4 hi, int k) {
+  uint32_t parts[3][4];
+  if (present) {
+    const float v[8] = {lo.x, kMadOrder ? hi.x : lo.z, kMadOrder ? lo.z : hi.x, hi.z,
+                        lo.y, kMadOrder ? hi.y : lo.w, kMadOrder ? lo.w : hi.y, hi.w};  // columns 0,2,4,6,1,3,5,7 (kMadOrder: 0,4,2,6,1,5,3,7)
+    __half p[3][8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float xs = scale_pow2(v[j], k);
+      p[0][j] = __float2half_rn(xs);
+      const float r1 = xs - __half2float(p[0][j]);
+      p[1][j] = __float2half_rn(r1);
+      const float r2 = r1 - __half2float(p[1][j]);
+      p[2][j] = __float2half_rn(r2);
+    }
+#pragma unroll
+    for (int pp = 0; pp < 3; ++pp)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        parts[pp][j] = static_cast<uint32_t>(__half_as_ushort(p[pp][2 * j])) |
+                       (static_cast<uint32_t>(__half_as_ushort(p[pp][2 * j + 1])) << 16);
+  } else {
+#pragma unroll
+    for (int pp = 0; pp < 3; ++pp)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) parts[pp][j] = 0u;
+  }
+#pragma unroll
+  for (int pp = 0; pp < 3; ++pp)
+    f[b * kLanes + (3 * s + pp) * 4 + q] = make_uint4(parts[pp][0], parts[pp][1], parts[pp][2], parts[pp][3]);
+}
+
+// The biased exponent eb of a vector's largest magnitude m, at most 254: the staging scales the
+// vector by 2^(141 - eb) and undoes it with 2^(eb - 127) (stage_split).
+__device__ __forceinline__ int stage_exponent(float m) { return min(static_cast<int>(__float_as_uint(m) >> 23), 254); }
+
 // stage_frags' second half: the three-part split of x0 and x1 given their largest magnitudes m0 and
 // m1 (fmaxf of |x| over the vector, from 0; 0 for a missing x1). Called by the whole block (it
 // synchronizes at the end).
@@ -389,6 +429,110 @@ __device__ __forceinline__ void stage_split(char* frag, const float* x0, const f
     }
   }
   __syncthreads();
+}
+
+// stage_split in one round trip (v227): each thread loads both of its (block, quad) pieces, i and
+// i + kThreads, of both vectors before it splits any of them, and with kHm the vectors' maxima come
+// from hm0 / hm1 (the bits of max |x| that the gate/up tasks recorded, P.hmax; hm1 null for a missing
+// x1) in the same round, instead of the maxima, then each piece, one after the other. The same
+// pieces from the same values, so the same bits.
+template <bool kCoherent, int kLanes, bool kMadOrder, bool kHm>
+__device__ __forceinline__ void stage_split2(char* frag, const float* x0, const float* x1, int K, const unsigned* hm0,
+                                             const unsigned* hm1, float m0, float m1, float (&back)[2]) {
+  unsigned u0 = 0u, u1 = 0u;
+  if constexpr (kHm) {
+    u0 = __ldcg(hm0);
+    if (hm1) u1 = __ldcg(hm1);
+  }
+  const int nq = K / 8;
+  uint4* f = reinterpret_cast<uint4*>(frag);
+  float4 lo[2][2], hi[2][2];  // [piece][vector]
+  auto load = [&](int i0) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int v = 0; v < 2; ++v) {
+        const float* x = v ? x1 : x0;
+        const int i = i0 + r * kThreads;
+        lo[r][v] = hi[r][v] = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (x && i < nq) {
+          lo[r][v] = ld4<kCoherent>(x + 8 * i);
+          hi[r][v] = ld4<kCoherent>(x + 8 * i + 4);
+        }
+      }
+  };
+  int i0 = threadIdx.x;
+  if (i0 < nq) load(i0);
+  if constexpr (kHm) {
+    m0 = __uint_as_float(u0);
+    m1 = __uint_as_float(u1);
+  }
+  const int eb0 = stage_exponent(m0), eb1 = stage_exponent(m1);
+  back[0] = e8m0(static_cast<uint32_t>(eb0));
+  back[1] = e8m0(static_cast<uint32_t>(eb1));
+  while (i0 < nq) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int i = i0 + r * kThreads;
+      if (i < nq) {
+        const int b = i >> 2, q = i & 3;
+        split_piece<kLanes, kMadOrder>(f, b, q, 0, true, lo[r][0], hi[r][0], 141 - eb0);
+        split_piece<kLanes, kMadOrder>(f, b, q, 1, x1 != nullptr, lo[r][1], hi[r][1], 141 - eb1);
+        if constexpr (kLanes == 32) {
+          f[b * 32 + 6 * 4 + q] = make_uint4(0u, 0u, 0u, 0u);
+          f[b * 32 + 7 * 4 + q] = make_uint4(0u, 0u, 0u, 0u);
+        }
+      }
+    }
+    i0 += 2 * kThreads;
+    if (i0 < nq) load(i0);
+  }
+  __syncthreads();
+}
+
+// stage_frags with each thread's loads of a round issued together (v227): the maxima from four
+// float4 of each vector per thread and round (one round for K up to 4096 instead of four), then
+// stage_split2. fmaxf over the same values in another order gives the same maximum (NaN never
+// wins), so the same bits.
+template <bool kCoherent, int kLanes, bool kMadOrder>
+__device__ void stage_frags2(char* frag, float* red, const float* x0, const float* x1, int K, float (&back)[2]) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  float m0 = 0.f, m1 = 0.f;
+  const int n4 = K / 4;
+  for (int i0 = threadIdx.x; i0 < n4; i0 += 4 * kThreads) {
+    float4 a[4], c[4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int i = i0 + r * kThreads;
+      a[r] = c[r] = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (i < n4) {
+        a[r] = ld4<kCoherent>(x0 + 4 * i);
+        if (x1) c[r] = ld4<kCoherent>(x1 + 4 * i);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      m0 = fmaxf(m0, fmaxf(fmaxf(fabsf(a[r].x), fabsf(a[r].y)), fmaxf(fabsf(a[r].z), fabsf(a[r].w))));
+      m1 = fmaxf(m1, fmaxf(fmaxf(fabsf(c[r].x), fabsf(c[r].y)), fmaxf(fabsf(c[r].z), fabsf(c[r].w))));
+    }
+  }
+#pragma unroll
+  for (int m = 16; m >= 1; m >>= 1) {
+    m0 = fmaxf(m0, __shfl_xor_sync(0xffffffffu, m0, m));
+    m1 = fmaxf(m1, __shfl_xor_sync(0xffffffffu, m1, m));
+  }
+  if (lane == 0) {
+    red[2 * warp] = m0;
+    red[2 * warp + 1] = m1;
+  }
+  __syncthreads();
+  m0 = m1 = 0.f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    m0 = fmaxf(m0, red[2 * w]);
+    m1 = fmaxf(m1, red[2 * w + 1]);
+  }
+  stage_split2<kCoherent, kLanes, kMadOrder, false>(frag, x0, x1, K, nullptr, nullptr, m0, m1, back);
 }
 
 // B fragments for one or two activation vectors of width K (x1 may be null): slot s occupies
