@@ -1248,10 +1248,40 @@ const Variant kVariants[] = {
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 8, 1, 200},
     {"v227 v226's code with its staging in one round trip",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, true, true>, direct::tile_a<1>(),
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, true, 3>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
     {"v228 v212's code with its staging in one round trip",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, true>, direct::tile_a<1>(),
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 3>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
+    {"v237 v212's code with its loads asked for at the top of each group (8 chunk slots)",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 32>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
+    {"v238 v237 with its down staging in one round trip",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 33>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
+    {"v234 v212's code with its staging record in shared memory",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 16>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
+    {"v235 v212's code with its staging record in shared memory and its down staging through a raw buffer",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 20>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 2},
+    {"v236 v212's code with its staging record in shared memory and its down staging in one round trip",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 17>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
+    {"v231 v212's code with its down staging through a raw buffer",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 4>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 2},
+    {"v232 v212's code with its gate/up staging through a raw buffer",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 8>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 2},
+    {"v233 v212's code with its staging through a raw buffer",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 12>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 2},
+    {"v229 v212's code with its down staging in one round trip",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 1>, direct::tile_a<1>(),
+     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
+    {"v230 v212's code with its gate/up staging in one round trip",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 2>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
     {"v226 v212's code with its loop as one out-of-line call",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, true>, direct::tile_a<1>(),
@@ -1312,7 +1342,7 @@ constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 
 size_t smem_bytes(const Variant& v, int latent, int inter) {
   if (v.frag)
-    return direct::smem_bytes(latent, inter, v.nv > 2 ? 2 : 1, v.lanes ? v.lanes : direct::kFragLanes, v.stab != 0);
+    return direct::smem_bytes(latent, inter, v.nv > 2 ? 2 : 1, v.lanes ? v.lanes : direct::kFragLanes, v.stab);
   if (v.mma == 3) return mma16::smem_bytes<mma16::Small>(latent, inter, false);
   if (v.mma) return mma16::smem_bytes<mma16::Big>(latent, inter, v.mma == 2);
   if (v.ws) return ws::smem_bytes(latent, inter, v.imma, v.ws, v.rs, v.nq);

@@ -535,6 +535,80 @@ __device__ void stage_frags2(char* frag, float* red, const float* x0, const floa
   stage_split2<kCoherent, kLanes, kMadOrder, false>(frag, x0, x1, K, nullptr, nullptr, m0, m1, back);
 }
 
+// Staging through a raw buffer (v231-v233): every thread asks its float4s of x0 and x1 into raw
+// (2K floats of shared memory) by cp.async at once, no registers held, and with kHm the maxima come
+// from hm0 / hm1 (P.hmax) in the same round trip; without, each thread folds the maxima of what it
+// copied (the same values, so the same maximum). Then the pieces are split as stage_split splits them,
+// reading raw instead of global memory: the same bits. Called by the whole block (it synchronizes).
+template <int kLanes, bool kMadOrder, bool kHm>
+__device__ __forceinline__ void stage_raw(char* frag, float* raw, float* red, const float* x0, const float* x1, int K,
+                                          const unsigned* hm0, const unsigned* hm1, float (&back)[2]) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int n4 = K / 4;
+  const uint32_t r0 = static_cast<uint32_t>(__cvta_generic_to_shared(raw));
+  for (int i = threadIdx.x; i < n4; i += kThreads) {
+    cp16(r0 + 16 * i, x0 + 4 * i);
+    if (x1) cp16(r0 + 16 * (n4 + i), x1 + 4 * i);
+  }
+  DELTAFIN_SM80_ASM("cp.async.commit_group;" ::: "memory");
+  float m0 = 0.f, m1 = 0.f;
+  if constexpr (kHm) {
+    m0 = __uint_as_float(__ldcg(hm0));
+    if (hm1) m1 = __uint_as_float(__ldcg(hm1));
+  }
+  DELTAFIN_SM80_ASM("cp.async.wait_group 0;" ::: "memory");
+  if constexpr (!kHm) {
+    const float4* r4 = reinterpret_cast<const float4*>(raw);
+    for (int i = threadIdx.x; i < n4; i += kThreads) {
+      const float4 v = r4[i];
+      m0 = fmaxf(m0, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
+      if (x1) {
+        const float4 u = r4[n4 + i];
+        m1 = fmaxf(m1, fmaxf(fmaxf(fabsf(u.x), fabsf(u.y)), fmaxf(fabsf(u.z), fabsf(u.w))));
+      }
+    }
+#pragma unroll
+    for (int m = 16; m >= 1; m >>= 1) {
+      m0 = fmaxf(m0, __shfl_xor_sync(0xffffffffu, m0, m));
+      m1 = fmaxf(m1, __shfl_xor_sync(0xffffffffu, m1, m));
+    }
+    if (lane == 0) {
+      red[2 * warp] = m0;
+      red[2 * warp + 1] = m1;
+    }
+  }
+  __syncthreads();  // raw (and red) from every thread's copies
+  if constexpr (!kHm) {
+    m0 = m1 = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      m0 = fmaxf(m0, red[2 * w]);
+      m1 = fmaxf(m1, red[2 * w + 1]);
+    }
+  }
+  const int eb0 = stage_exponent(m0), eb1 = stage_exponent(m1);
+  back[0] = e8m0(static_cast<uint32_t>(eb0));
+  back[1] = e8m0(static_cast<uint32_t>(eb1));
+  const int nq = K / 8;
+  uint4* f = reinterpret_cast<uint4*>(frag);
+  for (int i = threadIdx.x; i < nq; i += kThreads) {
+    const int b = i >> 2, q = i & 3;
+    const float4 lo0 = *reinterpret_cast<const float4*>(raw + 8 * i), hi0 = *reinterpret_cast<const float4*>(raw + 8 * i + 4);
+    split_piece<kLanes, kMadOrder>(f, b, q, 0, true, lo0, hi0, 141 - eb0);
+    float4 lo1 = make_float4(0.f, 0.f, 0.f, 0.f), hi1 = lo1;
+    if (x1) {
+      lo1 = *reinterpret_cast<const float4*>(raw + K + 8 * i);
+      hi1 = *reinterpret_cast<const float4*>(raw + K + 8 * i + 4);
+    }
+    split_piece<kLanes, kMadOrder>(f, b, q, 1, x1 != nullptr, lo1, hi1, 141 - eb1);
+    if constexpr (kLanes == 32) {
+      f[b * 32 + 6 * 4 + q] = make_uint4(0u, 0u, 0u, 0u);
+      f[b * 32 + 7 * 4 + q] = make_uint4(0u, 0u, 0u, 0u);
+    }
+  }
+  __syncthreads();
+}
+
 // B fragments for one or two activation vectors of width K (x1 may be null): slot s occupies
 // columns 3s..3s+2 (parts 1..3); absent slots and columns 6, 7 are zero. Block b, column n, lane
 // quad q hold, at frag + b*512 + (4n + q)*16, the halves of columns 8q + {0,2,4,6,1,3,5,7} (kMadOrder:
