@@ -115,6 +115,12 @@ void repack_mx_fragments(const void* packed, void* out, int rows, int cols, Stre
 // 5 x the launch's task count; nullptr stops the writes. Other versions never write.
 void set_expert_trace(unsigned long long* dev_records);
 
+// The expert kernel's grid: 0 (the default) lets each call choose (fewer blocks for calls of a few
+// waves of tasks, see expert_grid in mxfp4_experts.cu); n > 0 caps every call at n blocks, for
+// measuring and for checks (results never depend on it). DELTAFIN_CUDA_EXPERT_GRID=n sets the
+// initial value.
+void set_expert_grid(unsigned blocks);
+
 // How an ExpertMlp's caller stores the packed codes of its experts on the device: as the checkpoint
 // has them (rows), or each matrix repacked by repack_mx_fragments (fragments; scales unchanged).
 enum class ExpertLayout { rows, fragments };

@@ -16,6 +16,7 @@
 // lanes meet in a fixed butterfly, and each assignment's sums are independent of which or how many
 // other assignments share the expert. So row t's result is bit-identical alone or in any batch.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +34,7 @@ namespace {
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kTileC = 1024;  // latent columns per C task
+constexpr unsigned kFewWaves = 5;  // expert_grid: calls of at most this many waves of tasks take fewer blocks
 
 struct Params {
   const MxExpert* experts;
@@ -1247,45 +1249,6 @@ const Variant kVariants[] = {
     {"v212 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scale tables two groups per loop step",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 8, 1, 200},
-    {"v227 v226's code with its staging in one round trip",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, true, 3>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
-    {"v228 v212's code with its staging in one round trip",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 3>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
-    {"v237 v212's code with its loads asked for at the top of each group (8 chunk slots)",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 32>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
-    {"v238 v237 with its down staging in one round trip",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 33>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
-    {"v234 v212's code with its staging record in shared memory",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 16>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
-    {"v235 v212's code with its staging record in shared memory and its down staging through a raw buffer",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 20>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 2},
-    {"v236 v212's code with its staging record in shared memory and its down staging in one round trip",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 17>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
-    {"v231 v212's code with its down staging through a raw buffer",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 4>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 2},
-    {"v232 v212's code with its gate/up staging through a raw buffer",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 8>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 2},
-    {"v233 v212's code with its staging through a raw buffer",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 12>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 2},
-    {"v229 v212's code with its down staging in one round trip",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 1>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
-    {"v230 v212's code with its gate/up staging in one round trip",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, false, 2>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
-    {"v226 v212's code with its loop as one out-of-line call",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
     {"v192 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scale tables",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
@@ -1342,7 +1305,7 @@ constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 
 size_t smem_bytes(const Variant& v, int latent, int inter) {
   if (v.frag)
-    return direct::smem_bytes(latent, inter, v.nv > 2 ? 2 : 1, v.lanes ? v.lanes : direct::kFragLanes, v.stab);
+    return direct::smem_bytes(latent, inter, v.nv > 2 ? 2 : 1, v.lanes ? v.lanes : direct::kFragLanes, v.stab != 0);
   if (v.mma == 3) return mma16::smem_bytes<mma16::Small>(latent, inter, false);
   if (v.mma) return mma16::smem_bytes<mma16::Big>(latent, inter, v.mma == 2);
   if (v.ws) return ws::smem_bytes(latent, inter, v.imma, v.ws, v.rs, v.nq);
@@ -1471,6 +1434,32 @@ struct ExpertMlp::Impl {
 };
 
 namespace {
+
+// Blocks for a call of `total` tasks on `sms` SMs that hold `bps` blocks each. A call of a few
+// waves of tasks (K3 at T = 1: 1,216 tasks, 4.6 waves of 264 blocks on an H200) runs fastest with
+// the fewest blocks that keep its number of waves w, counting on the blocks alone on their SM to
+// run one task more than the paired ones in the same time: every block then works to the end, and
+// fewer blocks share the memory system meanwhile. With g blocks, 2 sms - g of them are alone, so
+// w g + (2 sms - g) >= total gives g = (total - 2 sms) / (w - 1). Measured on H200s (session 22,
+// docs/PERFORMANCE.md): at T = 1 the rule's 238 blocks are about 2 points of D2D faster than 264,
+// while 236, below it, fall 1-1.5 points behind 264; calls of more waves (T >= 2) were slower with
+// fewer blocks, so they keep the full grid. The grid never changes a result: a task computes the
+// same whichever block runs it. set_expert_grid (DELTAFIN_CUDA_EXPERT_GRID=n) caps it, for measuring.
+std::atomic<unsigned> g_grid_cap{[] {
+  const char* e = std::getenv("DELTAFIN_CUDA_EXPERT_GRID");
+  return e ? static_cast<unsigned>(std::strtoul(e, nullptr, 10)) : 0u;
+}()};
+
+unsigned expert_grid(unsigned total, unsigned sms, unsigned bps) {
+  const unsigned forced = g_grid_cap.load(std::memory_order_relaxed);
+  const unsigned cap = sms * bps;
+  if (forced) return std::min({total, cap, forced});
+  if (total <= cap) return total;
+  const unsigned waves = (total + cap - 1) / cap;
+  if (bps != 2 || waves > kFewWaves) return cap;
+  const unsigned g = (total - cap + waves - 2) / (waves - 1);  // ceil((total - 2 sms) / (w - 1))
+  return std::max(sms, std::min(cap, g));
+}
 
 DeviceLimits current_limits(int* sms = nullptr) {
   int dev = 0;
@@ -1808,13 +1797,15 @@ ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int 
   const unsigned cap = static_cast<unsigned>(sms * bps);
   // Warp-specialised versions: one block per SM, each taking one chunk of each phase (every block
   // takes the tickets of its chunks and tasks plus the one that ends its loop).
-  const unsigned grid = v.ws ? cap : std::min(total, cap);
+  const unsigned grid = v.ws ? cap : expert_grid(total, static_cast<unsigned>(sms), static_cast<unsigned>(bps));
   P.chunks = static_cast<int>(grid);
   P.hmax = v.hmax ? hmax.as<unsigned>() : nullptr;
   DELTAFIN_CUDA_CHECK(::deltafin::cuda::launch(v.fn, grid, threads, smem, s, P));
   const unsigned tickets = v.ws ? 3 * grid + P.nC : total + grid;
   return Counts{tickets, static_cast<unsigned>(P.a_tiles), static_cast<unsigned>(P.b_tiles)};
 }
+
+void set_expert_grid(unsigned blocks) { g_grid_cap.store(blocks, std::memory_order_relaxed); }
 
 void set_expert_trace(unsigned long long* dev_records) {
   DELTAFIN_CUDA_CHECK(cudaMemcpyToSymbol(g_expert_trace, &dev_records, sizeof dev_records));

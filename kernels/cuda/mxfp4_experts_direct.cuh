@@ -50,11 +50,8 @@ __host__ __device__ inline size_t frag_bytes(int latent, int inter, int lanes = 
 constexpr int kScaleTab = kWarps * 2 * 128 * 4;
 
 // kNP pairs of activation vectors per pass: kNP fragment buffers (then the scale tables, if any).
-// stab 2 (v231-v233): the scale tables, then a raw staging buffer of two vectors (stage_raw).
-inline size_t raw_bytes(int latent, int inter) { return static_cast<size_t>(2 * (latent > inter ? latent : inter)) * 4; }
-inline size_t smem_bytes(int latent, int inter, int kNP = 1, int lanes = kFragLanes, int stab = 0) {
-  return kHeader + kSwap + kNP * frag_bytes(latent, inter, lanes) + (stab ? kScaleTab : 0) +
-         (stab == 2 ? raw_bytes(latent, inter) : 0);
+inline size_t smem_bytes(int latent, int inter, int kNP = 1, int lanes = kFragLanes, bool stab = false) {
+  return kHeader + kSwap + kNP * frag_bytes(latent, inter, lanes) + (stab ? kScaleTab : 0);
 }
 
 // Scales are read 8 at a time (four chunks per group): widths are multiples of 256.
@@ -199,53 +196,6 @@ __device__ __forceinline__ void chunk_two(uint4 w, uint4 f0, uint4 f1, uint4 g0,
   }
 }
 
-// kCall (v226): kU2's loop for one pair of vectors as one out-of-line function that the gate/up and
-// down tasks share. Why: sessions 17-21 found that every change to the task code around the loop
-// (staging, tickets) moved ptxas's schedule of the inlined loop by up to 2 points of D2D, so the
-// changes there could not be measured for themselves; a call's code depends on its own body alone.
-// w0..w2 are the tile's first three chunks, loaded by the caller before its staging; the returned
-// float4 is the tile's acc. The same operations in the same order as kU2's inlined loop (same bits).
-template <int kL, bool kMad>
-__device__ __noinline__ float4 stream_tile(const uint4* wq, const uint32_t* sq, uint32_t sw0, uint4 w0, uint4 w1,
-                                           uint4 w2, const uint4* fq, float* stab, int ngroups) {
-  constexpr int kAhead = 3;
-  const int lane = threadIdx.x & 31, g = lane >> 2;
-  uint4 w[kRing];
-  w[0] = w0;
-  w[1] = w1;
-  w[2] = w2;
-  float acc[4] = {0.f, 0.f, 0.f, 0.f};
-  float* sdst = stab + ((2 * (lane & 1)) * 8 + ((lane >> 1) & 7)) * 4 + (lane >> 4);
-  const float4* sget = reinterpret_cast<const float4*>(stab) + g;
-  put_scales(sdst, sw0);
-  __syncwarp();
-  auto group = [&](int G, auto last_c) {
-    constexpr bool kLast = decltype(last_c)::value;
-    const uint32_t wn = kLast ? 0u : __ldg(sq);
-    const float4* tg = sget + (G & 1) * 32;
-#pragma unroll
-    for (int jj = 0; jj < 4; ++jj) {
-      if (!kLast || jj + kAhead < 4) w[(jj + kAhead) % kRing] = ld_weights(wq + jj * 32);
-      const uint4 f0 = fq[(2 * jj) * kL], f1 = fq[(2 * jj + 1) * kL];
-      chunk_scaled<kMad>(w[jj], f0, f1, tg[jj * 8], acc);
-    }
-    if constexpr (!kLast) put_scales(sdst + ((G + 1) & 1) * 128, wn);
-    __syncwarp();
-    wq += 4 * 32;
-    sq += 2;
-    fq += 8 * kL;
-  };
-  int G = 0;
-#pragma unroll 1
-  for (; G + 2 < ngroups; G += 2) {
-    group(G, std::false_type{});
-    group(G + 1, std::false_type{});
-  }
-  if (G + 1 < ngroups) group(G++, std::false_type{});
-  group(G, std::true_type{});
-  return make_float4(acc[0], acc[1], acc[2], acc[3]);
-}
-
 // NT = 1: finish_pair's sums for one tile, with the gate and up tiles of an A task in different
 // warps (the up warps hand theirs over through shared memory). Same operations, same bits.
 // kMax (v121): the gate warps also fold the |h| they write into P.hmax[a] (atomicMax on the bits of
@@ -313,7 +263,7 @@ struct Staged {
 // code and the loop control runs once per two groups: 247.5 instead of 258 instructions per group
 // (SASS), +1.3-1.9 points of D2D at T=1 (docs/PERFORMANCE.md, session 21). The same arithmetic.
 template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
-          int kL = kFragLanes, bool kMad = false, bool kST = false, bool kU2 = false, bool kCall = false, int kB2 = 0>
+          int kL = kFragLanes, bool kMad = false, bool kST = false, bool kU2 = false>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
@@ -325,7 +275,6 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
   // which nothing reads (v180, session 19), so every lane loads without a predicate.
   static_assert(!kST || (NT == 1 && !kFma), "scale tables with one tile and no vote");
   static_assert(!kU2 || kST, "two groups per step is a form of the scale-table loop");
-  static_assert(!kCall || (kU2 && kAhead == 3 && kNP == 1), "the out-of-line loop is kU2's, 3 chunks ahead, one pair");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2;
   float* red = reinterpret_cast<float*>(smem);
   float* swap = reinterpret_cast<float*>(smem + kHeader);
@@ -414,48 +363,19 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
     // Weights do not depend on the activations: with one tile per warp their first loads go out
     // before the staging (with two, they would stay live across it and spill).
     if constexpr (NT == 1) first_loads();
-    [[maybe_unused]] float* raw =
-        reinterpret_cast<float*>(frag + kNP * frag_bytes(P.latent, P.inter, kL) + (kST ? kScaleTab : 0));
     const bool stage1 = st.xa != xA || st.xb != xB, stage2 = two && (st.xc != v2.xA || st.xd != v2.xB);
-    // kSS (v234): st lives in shared memory; the staging writes its scales into registers of its own
-    // and thread 0 publishes them (one barrier), so that nothing of st stays in registers over the loop.
-    constexpr bool kSS = (kB2 & 16) != 0;
-    [[maybe_unused]] float bk[2];
-    float(&sback)[2] = *(kSS ? &bk : &st.back);
     if (stage1 || stage2) {
       __syncthreads();  // every warp is done with the previous fragments
       if (stage1) {
         if constexpr (kHmax && !kGateUp) {
           // Written by this launch's gate/up tasks before they signalled: L2 only.
-          if constexpr ((kB2 & 4) != 0) {
-            mma16::stage_raw<kL, kMad, true>(frag, raw, red, xA, xB, K, P.hmax + aA, aB >= 0 ? P.hmax + aB : nullptr,
-                                             sback);
-          } else if constexpr ((kB2 & 1) != 0) {
-            mma16::stage_split2<true, kL, kMad, true>(frag, xA, xB, K, P.hmax + aA, aB >= 0 ? P.hmax + aB : nullptr, 0.f,
-                                                      0.f, sback);
-          } else {
-            const float mA = __uint_as_float(__ldcg(P.hmax + aA)), mB = aB >= 0 ? __uint_as_float(__ldcg(P.hmax + aB)) : 0.f;
-            mma16::stage_split<true, kL, kMad>(frag, xA, xB, K, mA, mB, sback);
-          }
-        } else if constexpr ((kB2 & 8) != 0) {
-          mma16::stage_raw<kL, kMad, false>(frag, raw, red, xA, xB, K, nullptr, nullptr, sback);
-        } else if constexpr ((kB2 & 2) != 0) {
-          mma16::stage_frags2<!kGateUp, kL, kMad>(frag, red, xA, xB, K, sback);
+          const float mA = __uint_as_float(__ldcg(P.hmax + aA)), mB = aB >= 0 ? __uint_as_float(__ldcg(P.hmax + aB)) : 0.f;
+          mma16::stage_split<true, kL, kMad>(frag, xA, xB, K, mA, mB, st.back);
         } else {
-          mma16::stage_frags<!kGateUp, kL, kMad>(frag, red, xA, xB, K, sback);  // h was written by this launch: L2 only
+          mma16::stage_frags<!kGateUp, kL, kMad>(frag, red, xA, xB, K, st.back);  // h was written by this launch: L2 only
         }
-        if constexpr (kSS) {
-          if (threadIdx.x == 0) {
-            st.xa = xA;
-            st.xb = xB;
-            st.back[0] = bk[0];
-            st.back[1] = bk[1];
-          }
-          __syncthreads();
-        } else {
-          st.xa = xA;
-          st.xb = xB;
-        }
+        st.xa = xA;
+        st.xb = xB;
       }
       if (stage2) {
         mma16::stage_frags<!kGateUp, kL, kMad>(frag2, red, v2.xA, v2.xB, K, st.back2);
@@ -463,8 +383,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
         st.xd = v2.xB;
       }
     }
-    const float back_r[2] = {st.back[0], st.back[1]};
-    const float(&back)[2] = *(kSS ? &st.back : &back_r);  // kSS: read where finish_tile uses it
+    const float back[2] = {st.back[0], st.back[1]};
     if constexpr (kTrace) {
       if (threadIdx.x == 0 && pr == 0) trace_at(task_id, 3);
     }
@@ -478,15 +397,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
       for (int t = 0; t < NT; ++t)
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[t][i] = 0.f;
-      if constexpr (kCall) {
-        float* stab = reinterpret_cast<float*>(frag + frag_bytes(P.latent, P.inter, kL)) + warp * 256;
-        const float4 r = stream_tile<kL, kMad>(wp[0] + kAhead * 32, sword + 2, sw0, w[0][0], w[1][0], w[2][0], fr + lane,
-                                               stab, ngroups);
-        acc[0][0] = r.x;
-        acc[0][1] = r.y;
-        acc[0][2] = r.z;
-        acc[0][3] = r.w;
-      } else if constexpr (kST) {
+      if constexpr (kST) {
         // The warp's two scale buffers (lane l's word of group G: row l / 2's bytes 8 G + 4 (l % 2) ..),
         // this lane's slot in buffer 0 (put_scales) and its lane row's first float4 (chunk_scaled)
         float* stab = reinterpret_cast<float*>(frag + kNP * frag_bytes(P.latent, P.inter, kL)) + warp * 256;
@@ -520,48 +431,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
           fq += 8 * kL;
           if constexpr (kTwo) fq2 += 8 * kL;
         };
-        if constexpr ((kB2 & 32) != 0) {
-          // v237: a ring of 8 chunk slots (chunk c in slot c % 8), each group asking for its four loads
-          // (chunks 4G + 3 .. 4G + 6) before its first chunk, as ptxas scheduled v212's loop by renaming.
-          static_assert(kU2 && kAhead == 3 && !kTwo, "v237: kU2's loop, 3 chunks ahead, one pair");
-          uint4 w8[8];
-          w8[0] = w[0][0];
-          w8[1] = w[1][0];
-          w8[2] = w[2][0];
-          auto group8 = [&](auto par_c, auto last_c) {
-            constexpr int kPar = decltype(par_c)::value;  // G & 1
-            constexpr bool kLast = decltype(last_c)::value;
-            const uint32_t wn = kLast ? 0u : __ldg(sq);
-            const float4* tg = sget + kPar * 32;
-#pragma unroll
-            for (int jj = 0; jj < 4; ++jj)
-              if (!kLast || jj == 0) w8[(4 * kPar + 3 + jj) % 8] = ld_weights(wq + jj * 32);
-#pragma unroll
-            for (int jj = 0; jj < 4; ++jj) {
-              const uint4 f0 = fq[(2 * jj) * kL], f1 = fq[(2 * jj + 1) * kL];
-              chunk_scaled<kMad>(w8[4 * kPar + jj], f0, f1, tg[jj * 8], acc[0]);
-            }
-            if constexpr (!kLast) put_scales(sdst + (1 - kPar) * 128, wn);
-            __syncwarp();
-            wq += 4 * 32;
-            sq += 2;
-            fq += 8 * kL;
-          };
-          using E = std::integral_constant<int, 0>;
-          using O = std::integral_constant<int, 1>;
-          int G = 0;
-#pragma unroll 1
-          for (; G + 2 < ngroups; G += 2) {
-            group8(E{}, std::false_type{});
-            group8(O{}, std::false_type{});
-          }
-          if (G + 1 < ngroups) {
-            group8(E{}, std::false_type{});
-            group8(O{}, std::true_type{});
-          } else {
-            group8(E{}, std::true_type{});
-          }
-        } else if constexpr (kU2) {
+        if constexpr (kU2) {
           // Pairs of groups while at least three remain, then the one or two left (the last apart).
           int G = 0;
 #pragma unroll 1
@@ -677,26 +547,19 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 // kU2 (v212): two groups per step of the scale-table loop, see task().
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
           bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kST = false,
-          bool kU2 = false, bool kCall = false, int kB2 = 0>
+          bool kU2 = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
-  constexpr bool kSS = (kB2 & 16) != 0;
-  __shared__ direct::Staged s_st;
-  direct::Staged st_r;
-  if constexpr (kSS) {
-    if (threadIdx.x == 0) s_st = direct::Staged{};
-    __syncthreads();
-  }
-  direct::Staged& st = kSS ? s_st : st_r;
+  direct::Staged st;
   auto body = [&](const Params& Q) {
     run_tickets<kTrace, kHmax, kFuse>(
         Q,
         [&](unsigned task, int, int) {
-          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kU2, kCall, kB2>(Q, task, smem, st);
+          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kU2>(Q, task, smem, st);
         },
         [&](unsigned task, int, int) {
-          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kU2, kCall, kB2>(Q, task, smem, st);
+          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kU2>(Q, task, smem, st);
         });
   };
   if constexpr (kMeta) {

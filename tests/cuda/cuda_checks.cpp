@@ -725,12 +725,59 @@ Result check_repack(std::mt19937_64& rng) {
   return res;
 }
 
+// The expert kernel's grid (set_expert_grid): a call of a few waves of tasks (where the default
+// takes fewer blocks than the device holds), run with the default grid, the full grid and 7 blocks,
+// gives the same bits, for the first fragment-order version and for the default choice. 512 x 512
+// experts (12 tasks each), as many as make about 2.5 waves of 2 blocks per SM.
+Result check_expert_grid(std::mt19937_64& rng) {
+  const int sms = device_info().sm_count;
+  const int latent = 512, inter = 512, K = 16, T = 8;
+  const int n_experts = std::clamp((5 * sms + 11) / 12, K + 1, T * K);  // ~2.5 x 2 sms tasks of 12 per expert
+  ExpertSet es = make_experts(rng, n_experts, latent, inter);
+  add_fragment_copies(es);
+  const Routing rt = make_routing(rng, T, K, n_experts);
+  DeviceBuffer dz = to_device(randn(rng, static_cast<size_t>(T) * latent)), dy(static_cast<size_t>(T) * latent * 4);
+  int bad = 0, checked = 0;
+  std::string names;
+  // The defaults of both layouts, and v212 (the default of calls of one row) by name.
+  for (int which = 0; which < 3; ++which) {
+    ExpertMlp mlp(latent, inter, K, T, which == 1 ? ExpertLayout::rows : ExpertLayout::fragments);
+    if (which == 2) {
+      const auto vs = mlp.variants();
+      const auto it = std::find_if(vs.begin(), vs.end(), [](const std::string& v) { return v.rfind("v212 ", 0) == 0; });
+      if (it == vs.end()) continue;
+      mlp.select_variant(*it);
+    }
+    const std::string v = mlp.variant();
+    names += std::string(names.empty() ? "" : ", ") + v.substr(0, v.find(' '));
+    std::vector<float> first;
+    for (const unsigned grid : {0u, 100000u, 7u}) {
+      set_expert_grid(grid);
+      const auto y = run_rows(mlp, es, rt, 0, T, dz, dy);
+      if (first.empty()) {
+        first = y;
+      } else {
+        ++checked;
+        if (!bits_equal(y.data(), first.data(), y.size())) ++bad;
+      }
+    }
+  }
+  set_expert_grid(0);
+  Result r;
+  r.name = "expert_mlp latent=512 inter=512 " + std::to_string(n_experts) + " experts top-16 T=8 [" + names +
+           "] default grid vs full grid vs 7 blocks";
+  r.ok = bad == 0 && checked >= 4;
+  r.detail = std::to_string(checked - bad) + " of " + std::to_string(checked) + " runs bit-identical to the default grid's";
+  return r;
+}
+
 }  // namespace
 
 std::vector<Result> expert_mlp(uint64_t seed, bool k3_shapes) {
   std::vector<Result> out;
   std::mt19937_64 rng(seed + 4);
   out.push_back(check_repack(rng));
+  out.push_back(check_expert_grid(rng));
   check_experts(out, rng, 40, 256, 192, 16, true);
   check_experts(out, rng, 6, 32, 64, 4, true);  // k3-tiny's fixture shapes (latent 32, intermediate 64, top-4)
   if (k3_shapes) check_experts(out, rng, 24, 3584, 3072, 16, true);
