@@ -1218,6 +1218,16 @@ struct Variant {
 // 72.7-74.5, v215 / v216 (v192 / v213 with that staging as a call) 72.0-73.1 / 73.3-73.6 against 74.2-74.5,
 // v218-v220 (v212 with v213's staging, 2 chunks ahead, 22e24f5) 72.0-73.9 against v212's 74.2-74.3, v224 /
 // v225 (three / four groups per loop step, spilling; e744347) 60.8 / 53.8-53.9 against 74.4-74.5.
+// Session 22 (H200s, one version per process, docs/PERFORMANCE.md): kept expert_grid (calls of a few
+// waves of tasks take fewer blocks: K3 at T=1 on 238 instead of 264, 75.9-77.9 against 74.1-75.9; the
+// kernels unchanged). Measured and dropped (git history b4ca112, e272a6d), T=1 against v212's
+// 74.2-76.1 in the same runs: v226 (v212's loop as one __noinline__ function) 70.6, v227 / v228 (v226 /
+// v212 with both stagings in one round trip) 61.0-61.3 / 65.2-65.5, v229-v233 (the down, the gate/up or
+// both stagings in one round trip or through a cp.async buffer in shared memory) 59.1-64.7, v234-v236
+// (the staging record in shared memory, alone or with v231 / v229) 67.0-67.3 / 63.1 / 73.6, v237 / v238
+// (each group's loads written at its top through 8 chunk slots; + v229) 69.9-70.0 / 61.2-61.4. The SASS
+// says why: the same loop (496-500 instructions, no spill in it) with its weight loads placed later by
+// ptxas wherever the code around it leaves the allocator less room, so fewer chunks are in flight.
 const Variant kVariants[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
