@@ -1445,16 +1445,19 @@ struct ExpertMlp::Impl {
 
 namespace {
 
-// Blocks for a call of `total` tasks on `sms` SMs that hold `bps` blocks each. A call of a few
-// waves of tasks (K3 at T = 1: 1,216 tasks, 4.6 waves of 264 blocks on an H200) runs fastest with
-// the fewest blocks that keep its number of waves w, counting on the blocks alone on their SM to
-// run one task more than the paired ones in the same time: every block then works to the end, and
-// fewer blocks share the memory system meanwhile. With g blocks, 2 sms - g of them are alone, so
-// w g + (2 sms - g) >= total gives g = (total - 2 sms) / (w - 1). Measured on H200s (session 22,
-// docs/PERFORMANCE.md): at T = 1 the rule's 238 blocks are about 2 points of D2D faster than 264,
-// while 236, below it, fall 1-1.5 points behind 264; calls of more waves (T >= 2) were slower with
-// fewer blocks, so they keep the full grid. The grid never changes a result: a task computes the
-// same whichever block runs it. set_expert_grid (DELTAFIN_CUDA_EXPERT_GRID=n) caps it, for measuring.
+// Blocks for a call of `total` tasks on `sms` SMs that hold `bps` blocks each. A call of a few waves
+// of tasks whose last wave is partly empty (K3 at T = 1: 1,216 tasks, 4.6 waves of 264 blocks on an
+// H200, so 104 blocks idle through the last task) runs faster on the fewest blocks that keep its
+// number of waves w, counting on the blocks alone on their SM to run one task more than the paired
+// ones: fewer blocks share the memory system meanwhile, and none idles early. With g blocks,
+// 2 sms - g of them are alone, so w g + (2 sms - g) >= total gives g = (total - 2 sms) / (w - 1).
+// Measured on H200s (docs/PERFORMANCE.md, session 22) at T = 1 with 8-16 experts per row, the last
+// wave filled to 0.30, 0.45 and 0.61 gained 2-3 points of D2D (K3: 238 blocks, 76% instead of 74%),
+// filled to 0.03 or 0.88 lost 3-3.6 (that wave costs little, or the lone blocks cannot keep up), and
+// calls of more waves (T = 2: 9.2) lost too. So the rule applies from 2 to kFewWaves waves with the
+// last one filled to between a quarter and three quarters; other calls keep the full grid. The grid
+// never changes a result: a task computes the same whichever block runs it. set_expert_grid
+// (DELTAFIN_CUDA_EXPERT_GRID=n) caps it, for measuring.
 std::atomic<unsigned> g_grid_cap{[] {
   const char* e = std::getenv("DELTAFIN_CUDA_EXPERT_GRID");
   return e ? static_cast<unsigned>(std::strtoul(e, nullptr, 10)) : 0u;
@@ -1466,7 +1469,8 @@ unsigned expert_grid(unsigned total, unsigned sms, unsigned bps) {
   if (forced) return std::min({total, cap, forced});
   if (total <= cap) return total;
   const unsigned waves = (total + cap - 1) / cap;
-  if (bps != 2 || waves > kFewWaves) return cap;
+  const unsigned last = total - (waves - 1) * cap;  // tasks in the last wave, 1..cap
+  if (bps != 2 || waves > kFewWaves || 4 * last < cap || 4 * last > 3 * cap) return cap;
   const unsigned g = (total - cap + waves - 2) / (waves - 1);  // ceil((total - 2 sms) / (w - 1))
   return std::max(sms, std::min(cap, g));
 }

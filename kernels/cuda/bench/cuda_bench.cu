@@ -196,6 +196,7 @@ int main(int argc, char** argv) {
   std::string trace_path;         // per-task times of the traced expert versions (v122, v143, v184, v193), as CSV
   std::vector<int> only_rows;     // expert rows: run only these row counts T (profiling one launch shape)
   bool patterns = false;          // --patterns: the expert kernels' access pattern, loads only (stream_patterns)
+  int top_k = 16;                 // --top-k: experts per row (K3 routes 16; fewer makes calls of fewer tasks)
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--variant") && i + 1 < argc) only_variant = argv[++i];
@@ -204,7 +205,13 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--gemm-version") && i + 1 < argc) only_gemm_version = argv[++i];
     else if (!std::strcmp(argv[i], "--trace") && i + 1 < argc) trace_path = argv[++i];
     else if (!std::strcmp(argv[i], "--patterns")) patterns = true;
-    else if (!std::strcmp(argv[i], "--rows") && i + 1 < argc) {
+    else if (!std::strcmp(argv[i], "--top-k") && i + 1 < argc) {
+      top_k = std::atoi(argv[++i]);
+      if (top_k < 1 || top_k > 16) {
+        std::fprintf(stderr, "--top-k takes 1..16 experts per row\n");
+        return 3;
+      }
+    } else if (!std::strcmp(argv[i], "--rows") && i + 1 < argc) {
       for (const char* p = argv[++i]; *p;) {
         char* end = nullptr;
         const long t = std::strtol(p, &end, 10);
@@ -216,7 +223,7 @@ int main(int argc, char** argv) {
         p = *end == ',' ? end + 1 : end;
       }
     } else {
-      std::fprintf(stderr, "usage: %s [--json PATH] [--variant SUBSTRING[|SUBSTRING...]] [--experts-only] [--gemm-only] [--gemm-version N] [--trace CSV] [--patterns] [--rows T,T...]\n",
+      std::fprintf(stderr, "usage: %s [--json PATH] [--variant SUBSTRING[|SUBSTRING...]] [--experts-only] [--gemm-only] [--gemm-version N] [--trace CSV] [--patterns] [--rows T,T...] [--top-k K]\n",
                    argv[0]);
       return 3;
     }
@@ -251,7 +258,7 @@ int main(int argc, char** argv) {
 
     // 2. MXFP4 routed experts at K3's shapes: 896 experts of 17,547,264 bytes, checkpoint layout.
     if (!gemm_only) {
-      const int latent = 3584, inter = 3072, K = 16, E = 896;
+      const int latent = 3584, inter = 3072, K = top_k, E = 896;
       const size_t packed = size_t(inter) * latent / 2, scales = size_t(inter) * latent / 32;
       const size_t per = 3 * (packed + scales);
       DeviceBuffer w(per * E);
@@ -323,8 +330,8 @@ int main(int argc, char** argv) {
           });
           const double gbs = distinct_sum / sets * per / (ms * 1e-3) / 1e9;
           char shape[160];
-          std::snprintf(shape, sizeof shape, "T=%d, %.1f distinct experts avg (of %d), 3584->3072->3584", T,
-                        distinct_sum / sets, pool);
+          std::snprintf(shape, sizeof shape, "T=%d, %.1f distinct experts avg (of %d)%s, 3584->3072->3584", T,
+                        distinct_sum / sets, pool, K == 16 ? "" : (", top-" + std::to_string(K)).c_str());
           rows.push_back({"MXFP4 expert MLP [" + variant + "]", shape, distinct_sum / sets * per, ms, gbs,
                           d2d_gbs > 0 ? 100.0 * gbs / d2d_gbs : 0.0,
                           "bytes = distinct experts x 17,547,264; time per layer call incl. routing-table upload"});
@@ -347,7 +354,8 @@ int main(int argc, char** argv) {
         const float ms = read_only_ms(rt, packed, scales, dev.sm_count);
         const double gbs = rt.distinct_avg * per / (ms * 1e-3) / 1e9;
         char shape[160];
-        std::snprintf(shape, sizeof shape, "T=%d, %.1f distinct experts avg (of %d), 3584->3072->3584", T, rt.distinct_avg, E);
+        std::snprintf(shape, sizeof shape, "T=%d, %.1f distinct experts avg (of %d)%s, 3584->3072->3584", T, rt.distinct_avg, E,
+                      K == 16 ? "" : (", top-" + std::to_string(K)).c_str());
         rows.push_back({"MXFP4 expert bytes, read only (one launch)", shape, rt.distinct_avg * per, ms, gbs,
                         d2d_gbs > 0 ? 100.0 * gbs / d2d_gbs : 0.0,
                         "the same bytes as the expert rows, read once by a plain kernel; events around each launch"});
