@@ -421,8 +421,12 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model), d_(std::make
   const size_t trace_n = size_t(std::max(1, c.moe_layers())) * T * std::max(1, c.top_k);
   d_->trace_rid = PinnedBuffer(trace_n * 4);
   d_->trace_rw = PinnedBuffer(trace_n * 4);
-  if (c.moe_layers() > 0)
+  if (c.moe_layers() > 0) {
     d_->mlp = std::make_unique<ExpertMlp>(c.latent, c.moe_intermediate, c.top_k, int(T), m_.experts().layout());
+    // The branches' work fills the SM slots a few-wave grid leaves free: with them, the layers ran
+    // 2-3 us faster on the full grid (docs/PERFORMANCE.md, session 22).
+    if (branches_enabled()) d_->mlp->set_few_wave_grid(false);
+  }
   reset();
 }
 

@@ -179,6 +179,11 @@ class ExpertMlp {
   void select_variant(const std::string& name);  // for benchmarks and checks
   // Versions with the same number sum in the same order and so compute bit-identical results.
   int reduction_order(const std::string& name) const;
+  // Whether a call of a few waves of tasks may take fewer blocks than the device holds (expert_grid
+  // in mxfp4_experts.cu; the default): faster when the kernel has the GPU to itself. A caller that
+  // runs other work beside it turns it off: the K3 forward's concurrent branches use the free SM
+  // slots, and its layers measured faster on the full grid (docs/PERFORMANCE.md, session 22).
+  void set_few_wave_grid(bool on);
   // Whether the version in use reads the packed weights in fragment order (repack_mx_fragments):
   // the default of a fragments-layout object, or a fragment-order version selected by name.
   bool fragment_layout() const;

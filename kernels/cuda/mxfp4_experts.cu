@@ -1383,6 +1383,7 @@ struct ExpertMlp::Impl {
   }
   int sms = 0;
   DeviceLimits limits;
+  bool few_wave_grid = true;  // set_few_wave_grid
   int max_assign = 0;
   DeviceBuffer h, d, counters, tables, hmax;
   DeviceBuffer rowdone;  // fused-combine versions: [max_rows][latent / 16] counts, 0 between calls
@@ -1455,7 +1456,8 @@ namespace {
 // wave filled to 0.30, 0.45 and 0.61 gained 2-3 points of D2D (K3: 238 blocks, 76% instead of 74%),
 // filled to 0.03 or 0.88 lost 3-3.6 (that wave costs little, or the lone blocks cannot keep up), and
 // calls of more waves (T = 2: 9.2) lost too. So the rule applies from 2 to kFewWaves waves with the
-// last one filled to between a quarter and three quarters; other calls keep the full grid. The grid
+// last one filled to between a quarter and three quarters, unless the caller runs other work beside
+// the kernel (ExpertMlp::set_few_wave_grid(false)); other calls keep the full grid. The grid
 // never changes a result: a task computes the same whichever block runs it. set_expert_grid
 // (DELTAFIN_CUDA_EXPERT_GRID=n) caps it, for measuring.
 std::atomic<unsigned> g_grid_cap{[] {
@@ -1463,11 +1465,12 @@ std::atomic<unsigned> g_grid_cap{[] {
   return e ? static_cast<unsigned>(std::strtoul(e, nullptr, 10)) : 0u;
 }()};
 
-unsigned expert_grid(unsigned total, unsigned sms, unsigned bps) {
+unsigned expert_grid(unsigned total, unsigned sms, unsigned bps, bool few_wave_grid) {
   const unsigned forced = g_grid_cap.load(std::memory_order_relaxed);
   const unsigned cap = sms * bps;
   if (forced) return std::min({total, cap, forced});
   if (total <= cap) return total;
+  if (!few_wave_grid) return cap;
   const unsigned waves = (total + cap - 1) / cap;
   const unsigned last = total - (waves - 1) * cap;  // tasks in the last wave, 1..cap
   if (bps != 2 || waves > kFewWaves || 4 * last < cap || 4 * last > 3 * cap) return cap;
@@ -1603,6 +1606,8 @@ int ExpertMlp::reduction_order(const std::string& name) const {
     if (name == v.name) return v.order;
   throw CudaError("ExpertMlp: no kernel variant named '" + name + "'");
 }
+
+void ExpertMlp::set_few_wave_grid(bool on) { impl_->few_wave_grid = on; }
 
 void ExpertMlp::select_variant(const std::string& name) {
   for (int v = 0; v < kNumVariants; ++v) {
@@ -1811,7 +1816,7 @@ ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int 
   const unsigned cap = static_cast<unsigned>(sms * bps);
   // Warp-specialised versions: one block per SM, each taking one chunk of each phase (every block
   // takes the tickets of its chunks and tasks plus the one that ends its loop).
-  const unsigned grid = v.ws ? cap : expert_grid(total, static_cast<unsigned>(sms), static_cast<unsigned>(bps));
+  const unsigned grid = v.ws ? cap : expert_grid(total, static_cast<unsigned>(sms), static_cast<unsigned>(bps), few_wave_grid);
   P.chunks = static_cast<int>(grid);
   P.hmax = v.hmax ? hmax.as<unsigned>() : nullptr;
   DELTAFIN_CUDA_CHECK(::deltafin::cuda::launch(v.fn, grid, threads, smem, s, P));
