@@ -34,7 +34,7 @@ namespace {
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kTileC = 1024;  // latent columns per C task
-constexpr unsigned kFewWaves = 5;  // expert_grid: calls of at most this many waves of tasks take fewer blocks
+constexpr unsigned kFewWaves = 5;  // expert_grid: the most waves of tasks a call may have to take fewer blocks
 
 struct Params {
   const MxExpert* experts;
