@@ -15,17 +15,12 @@
 #include "tokenizer/chat_stream_parser.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/utf8.h"
+#include "fuzz_fixtures.h"
 
 namespace {
 
-std::string fixtures_dir() {
-  if (const char* env = std::getenv("DELTAFIN_FIXTURES_DIR"); env && *env) return env;
-  return (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().parent_path() / "shared" / "fixtures")
-      .string();
-}
-
 const deltafin::Tokenizer& k3() {
-  static const std::unique_ptr<deltafin::Tokenizer> tok = deltafin::load_tokenizer(fixtures_dir() + "/k3-tiny");
+  static const std::unique_ptr<deltafin::Tokenizer> tok = deltafin::load_tokenizer(deltafin::fuzz::fixtures_dir() + "/k3-tiny");
   return *tok;
 }
 

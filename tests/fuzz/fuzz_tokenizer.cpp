@@ -1,7 +1,7 @@
 // libFuzzer target: the K3 tokenizer on arbitrary bytes. Invariants checked on every input:
 // exact byte round trip, no special id unless specials are allowed, and streaming decode that
 // only ever emits valid UTF-8 adding up to the sanitized full decode.
-// Fixtures: $DELTAFIN_FIXTURES_DIR, else ../shared/fixtures beside the source tree.
+// Fixtures: $DELTAFIN_FIXTURES_DIR, else tests/fixtures (fuzz_fixtures.h).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -12,17 +12,12 @@
 #include "base/error.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
+#include "fuzz_fixtures.h"
 
 namespace {
 
-std::string fixtures_dir() {
-  if (const char* env = std::getenv("DELTAFIN_FIXTURES_DIR"); env && *env) return env;
-  return (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().parent_path() / "shared" / "fixtures")
-      .string();
-}
-
 const deltafin::Tokenizer& k3() {
-  static const std::unique_ptr<deltafin::Tokenizer> tok = deltafin::load_tokenizer(fixtures_dir() + "/k3-tiny");
+  static const std::unique_ptr<deltafin::Tokenizer> tok = deltafin::load_tokenizer(deltafin::fuzz::fixtures_dir() + "/k3-tiny");
   return *tok;
 }
 
