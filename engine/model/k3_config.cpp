@@ -41,10 +41,11 @@ struct Reader {
     if (!it->is_number_integer()) fail(k, "must be an integer");
     return it->get<int64_t>();
   }
-  float number(const std::string& k) const {
+  float number(const std::string& k) const { return float(number64(k)); }
+  double number64(const std::string& k) const {
     const json& v = need(k);
     if (!v.is_number()) fail(k, "must be a number");
-    return v.get<float>();
+    return v.get<double>();
   }
   float number_or(const std::string& k, float def) const { return obj.contains(k) ? number(k) : def; }
   bool boolean_or(const std::string& k, bool def) const {
@@ -99,8 +100,8 @@ K3Config K3Config::parse(const std::string& text, const std::string& origin) {
   c.hidden = t.integer("hidden_size");
   c.layers = t.integer("num_hidden_layers");
   c.vocab = t.integer("vocab_size");
-  c.rms_eps = t.number("rms_norm_eps");
-  if (!(c.rms_eps > 0.f)) t.fail("rms_norm_eps", "must be positive");
+  c.rms_eps = t.number64("rms_norm_eps");
+  if (!(c.rms_eps > 0)) t.fail("rms_norm_eps", "must be positive");
   require_eq(t, "hidden_act", t.string("hidden_act"), "situ");
   c.situ_beta = t.number("activation_situ_beta");
   c.situ_linear_beta = t.number("activation_situ_linear_beta");

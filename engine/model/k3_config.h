@@ -12,7 +12,7 @@ struct K3Config {
   std::string synth_preset;  // set when `deltafin synth` made this checkpoint (random weights)
 
   int hidden = 0, layers = 0, vocab = 0;
-  float rms_eps = 1e-5f;
+  double rms_eps = 1e-5;  // as written (1e-5, not the fp32 value next to it): the norms add it in fp64
   float situ_beta = 4.f, situ_linear_beta = 25.f;
   int attn_res_block = 0;
 

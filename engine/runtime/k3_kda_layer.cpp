@@ -11,31 +11,32 @@ namespace deltafin {
 
 namespace {
 
-// Causal depthwise conv over [K-1 old rows | T new rows], then SiLU.
+// Causal depthwise conv over [K-1 old rows | T new rows], then SiLU; in fp64, one rounding.
 void short_conv(const float* window, const float* raw, int T, int C, int K, const std::vector<float>& wt, int64_t raw_stride,
                 float* out) {
   const int K1 = K - 1;
   for (int t = 0; t < T; ++t) {
     float* o = out + size_t(t) * C;
     for (int ch = 0; ch < C; ++ch) {
-      float acc = 0.f;
+      double acc = 0;
       for (int j = 0; j < K; ++j) {
         const int src = t + j;  // index into the virtual [window | raw] sequence
         const float xv = src < K1 ? window[size_t(src) * C + ch] : raw[size_t(src - K1) * raw_stride + ch];
-        acc += wt[size_t(ch) * K + j] * xv;
+        acc += double(wt[size_t(ch) * K + j]) * double(xv);
       }
-      o[ch] = acc * sigmoidf(acc);
+      o[ch] = float(acc * sigmoid64(acc));
     }
   }
 }
 
-void l2norm_heads(float* x, int heads, int d, float scale) {
+// x * rsqrt(sum x^2 + 1e-6) * scale per head, in fp64.
+void l2norm_heads(float* x, int heads, int d, double scale) {
   for (int h = 0; h < heads; ++h) {
     float* v = x + size_t(h) * d;
-    float ss = 0.f;
-    for (int i = 0; i < d; ++i) ss += v[i] * v[i];
-    const float inv = 1.f / std::sqrt(ss + 1e-6f);
-    for (int i = 0; i < d; ++i) v[i] = (v[i] * inv) * scale;
+    double ss = 0;
+    for (int i = 0; i < d; ++i) ss += double(v[i]) * double(v[i]);
+    const double inv = 1.0 / std::sqrt(ss + 1e-6) * scale;
+    for (int i = 0; i < d; ++i) v[i] = float(double(v[i]) * inv);
   }
 }
 
@@ -73,22 +74,22 @@ void K3Session::attention_kda(int layer, const float* x, int T, float* out, cons
   short_conv(st.conv.data() + size_t(0) * K1 * C, rows.raw.data() + 0 * C, T, C, K, w.q_conv, stride, rows.q.data());
   short_conv(st.conv.data() + size_t(1) * K1 * C, rows.raw.data() + 1 * C, T, C, K, w.k_conv, stride, rows.k.data());
   short_conv(st.conv.data() + size_t(2) * K1 * C, rows.raw.data() + 2 * C, T, C, K, w.v_conv, stride, rows.v.data());
-  const float qscale = 1.f / std::sqrt(static_cast<float>(d));
+  const double qscale = 1.0 / std::sqrt(double(d));
   for (int t = 0; t < T; ++t) {
     l2norm_heads(&rows.q[size_t(t) * C], nh, d, qscale);
-    l2norm_heads(&rows.k[size_t(t) * C], nh, d, 1.f);
+    l2norm_heads(&rows.k[size_t(t) * C], nh, d, 1.0);
   }
   rows.log_alpha.resize(size_t(T) * C);
   rows.beta.resize(size_t(T) * nh);
   for (int t = 0; t < T; ++t) {
     for (int h = 0; h < nh; ++h) {
-      const float ea = std::exp(w.a_log[h]);
+      const double ea = std::exp(double(w.a_log[h]));
       for (int i = 0; i < d; ++i) {
         const size_t idx = size_t(h) * d + i;
-        const float z = fb[size_t(t) * C + idx] + w.dt_bias[idx];
-        rows.log_alpha[size_t(t) * C + idx] = c.gate_lower_bound * sigmoidf(ea * z);
+        const double z = double(fb[size_t(t) * C + idx]) + double(w.dt_bias[idx]);
+        rows.log_alpha[size_t(t) * C + idx] = float(double(c.gate_lower_bound) * sigmoid64(ea * z));
       }
-      rows.beta[size_t(t) * nh + h] = sigmoidf(braw[size_t(t) * nh + h]);
+      rows.beta[size_t(t) * nh + h] = float(sigmoid64(braw[size_t(t) * nh + h]));
     }
   }
 

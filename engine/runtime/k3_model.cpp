@@ -1,5 +1,6 @@
 #include "runtime/k3_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -60,40 +61,41 @@ uint64_t K3Session::state_bytes() const {
 
 namespace {
 
-// AttnRes mix of T-row entries: per row, softmax over entries of
-// dot(V_i / rms(V_i), w), then the weighted sum of the raw entries.
-void attn_res_mix(const std::vector<const float*>& entries, const std::vector<float>& w, int T, int H, float eps,
+// AttnRes mix of T-row entries: per row, softmax over entries of dot(V_i / rms(V_i), w), then
+// the weighted sum of the raw entries. Scores, softmax and sum in fp64, one rounding per output.
+void attn_res_mix(const std::vector<const float*>& entries, const std::vector<float>& w, int T, int H, double eps,
                   float* out) {
   const size_t n = entries.size();
   ThreadPool::global().parallel_for(static_cast<size_t>(T), [&](size_t t0, size_t t1) {
-    std::vector<float> score(n);
+    std::vector<double> score(n), acc(H);
     for (size_t t = t0; t < t1; ++t) {
       for (size_t i = 0; i < n; ++i) {
         const float* v = entries[i] + t * H;
-        const float inv = rms_inv(v, H, eps);
-        float s = 0.f;
-        for (int j = 0; j < H; ++j) s += (v[j] * inv) * w[j];
-        score[i] = s;
+        const double inv = rms_inv64(v, H, eps);
+        double s = 0;
+        for (int j = 0; j < H; ++j) s += double(v[j]) * double(w[j]);
+        score[i] = s * inv;
       }
-      float mx = score[0];
+      double mx = score[0];
       for (size_t i = 1; i < n; ++i) mx = std::max(mx, score[i]);
-      float sum = 0.f;
+      double sum = 0;
       for (size_t i = 0; i < n; ++i) {
         score[i] = std::exp(score[i] - mx);
         sum += score[i];
       }
-      float* o = out + t * H;
-      for (int j = 0; j < H; ++j) o[j] = 0.f;
+      std::fill(acc.begin(), acc.end(), 0.0);
       for (size_t i = 0; i < n; ++i) {
-        const float p = score[i] / sum;
+        const double p = score[i] / sum;
         const float* v = entries[i] + t * H;
-        for (int j = 0; j < H; ++j) o[j] += p * v[j];
+        for (int j = 0; j < H; ++j) acc[j] += p * double(v[j]);
       }
+      float* o = out + t * H;
+      for (int j = 0; j < H; ++j) o[j] = float(acc[j]);
     }
   });
 }
 
-void rmsnorm_rows(const float* x, const std::vector<float>& w, int T, int n, float eps, float* out) {
+void rmsnorm_rows(const float* x, const std::vector<float>& w, int T, int n, double eps, float* out) {
   for (int t = 0; t < T; ++t) rmsnorm(x + size_t(t) * n, w.data(), n, eps, out + size_t(t) * n);
 }
 

@@ -38,22 +38,24 @@ void K3Session::moe(int layer, const float* x, int T, float* out, ForwardTrace* 
   std::vector<int32_t> chosen(size_t(T) * k);
   std::vector<float> weight(size_t(T) * k);
   std::vector<int> order(E);
-  std::vector<float> s(E), key(E);
+  // Scores, choice keys and weights in fp64 (a choice between near-tied experts is decided on the
+  // fp64 keys); the weights are rounded once.
+  std::vector<double> s(E), key(E);
   for (int t = 0; t < T; ++t) {
     for (int e = 0; e < E; ++e) {
-      s[e] = sigmoidf(logits[size_t(t) * E + e]);
-      key[e] = s[e] + w.router_bias[e];
+      s[e] = sigmoid64(logits[size_t(t) * E + e]);
+      key[e] = s[e] + double(w.router_bias[e]);
     }
     std::iota(order.begin(), order.end(), 0);
     std::partial_sort(order.begin(), order.begin() + k, order.end(),
                       [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
     std::sort(order.begin(), order.begin() + k);  // a fixed summation order: ascending expert id
-    float sum = 0.f;
+    double sum = 0;
     for (int i = 0; i < k; ++i) sum += s[order[i]];
     for (int i = 0; i < k; ++i) {
       chosen[size_t(t) * k + i] = order[i];
-      const float sc = s[order[i]];
-      weight[size_t(t) * k + i] = (c.renormalize ? sc / (sum + 1e-20f) : sc) * c.routed_scaling;
+      const double sc = s[order[i]];
+      weight[size_t(t) * k + i] = float((c.renormalize ? sc / (sum + 1e-20) : sc) * double(c.routed_scaling));
     }
   }
   if (trace) {
@@ -76,7 +78,7 @@ void K3Session::moe(int layer, const float* x, int T, float* out, ForwardTrace* 
     matmul(nw.router, x, T, logits.data());
     std::vector<int> guess;
     for (int t = 0; t < T; ++t) {
-      for (int e = 0; e < E; ++e) key[e] = sigmoidf(logits[size_t(t) * E + e]) + nw.router_bias[e];
+      for (int e = 0; e < E; ++e) key[e] = sigmoid64(logits[size_t(t) * E + e]) + double(nw.router_bias[e]);
       std::iota(order.begin(), order.end(), 0);
       std::partial_sort(order.begin(), order.begin() + k, order.end(),
                         [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
@@ -106,15 +108,21 @@ void K3Session::moe(int layer, const float* x, int T, float* out, ForwardTrace* 
     for (int r = 0; r < n; ++r) std::memcpy(&slot_out[size_t(users[r]) * Z], &d[size_t(r) * Z], size_t(Z) * 4);
   }
 
-  std::vector<float> y(size_t(T) * Z, 0.f);
+  // The weighted sum of a row's experts in fp64 (fp32 x fp32 products are exact there), normalised
+  // from the unrounded sum.
+  std::vector<float> y(size_t(T) * Z);
+  std::vector<double> acc(Z);
   for (int t = 0; t < T; ++t) {
     float* yt = &y[size_t(t) * Z];
+    std::fill(acc.begin(), acc.end(), 0.0);
     for (int i = 0; i < k; ++i) {
-      const float wt = weight[size_t(t) * k + i];
+      const double wt = weight[size_t(t) * k + i];
       const float* so = &slot_out[(size_t(t) * k + i) * Z];
-      for (int j = 0; j < Z; ++j) yt[j] += wt * so[j];
+      for (int j = 0; j < Z; ++j) acc[j] += wt * double(so[j]);
     }
-    if (c.latent_norm) rmsnorm(yt, w.latent_norm.data(), Z, c.rms_eps, yt);
+    if (c.latent_norm) rmsnorm(acc.data(), w.latent_norm.data(), Z, c.rms_eps, yt);
+    else
+      for (int j = 0; j < Z; ++j) yt[j] = float(acc[j]);
   }
   matmul(w.latent_up, y.data(), T, out);
   if (w.has_shared) {

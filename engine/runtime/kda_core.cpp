@@ -9,28 +9,31 @@ namespace deltafin {
 
 namespace {
 
+// One step of one head. The state is stored in fp32; each step computes in fp64 from it (decay,
+// k^T S, the delta update, q^T S) and rounds each new state value and output once.
 void step_head(float* S, int dk, int dv, const float* q, const float* k, const float* v, const float* log_alpha,
-               float beta, float* o, float* ks, float* u) {
+               float beta, float* o, double* alpha, double* u, double* acc) {
+  for (int i = 0; i < dk; ++i) alpha[i] = std::exp(double(log_alpha[i]));
+  // ks = k^T (diag(alpha) S), summed over the key index in order.
+  for (int j = 0; j < dv; ++j) acc[j] = 0;
   for (int i = 0; i < dk; ++i) {
-    const float a = std::exp(log_alpha[i]);
-    float* row = S + int64_t(i) * dv;
-    for (int j = 0; j < dv; ++j) row[j] *= a;
-  }
-  for (int j = 0; j < dv; ++j) ks[j] = 0.f;
-  for (int i = 0; i < dk; ++i) {
+    const double kai = double(k[i]) * alpha[i];
     const float* row = S + int64_t(i) * dv;
-    for (int j = 0; j < dv; ++j) ks[j] += k[i] * row[j];
+    for (int j = 0; j < dv; ++j) acc[j] += kai * double(row[j]);
   }
-  for (int j = 0; j < dv; ++j) u[j] = beta * (v[j] - ks[j]);
+  for (int j = 0; j < dv; ++j) u[j] = double(beta) * (double(v[j]) - acc[j]);
+  // S' = diag(alpha) S + k u^T, rounded once per value; o = q^T S' from the unrounded values.
+  for (int j = 0; j < dv; ++j) acc[j] = 0;
   for (int i = 0; i < dk; ++i) {
+    const double a = alpha[i], ki = k[i], qi = q[i];
     float* row = S + int64_t(i) * dv;
-    for (int j = 0; j < dv; ++j) row[j] += k[i] * u[j];
+    for (int j = 0; j < dv; ++j) {
+      const double s = a * double(row[j]) + ki * u[j];
+      row[j] = float(s);
+      acc[j] += qi * s;
+    }
   }
-  for (int j = 0; j < dv; ++j) o[j] = 0.f;
-  for (int i = 0; i < dk; ++i) {
-    const float* row = S + int64_t(i) * dv;
-    for (int j = 0; j < dv; ++j) o[j] += q[i] * row[j];
-  }
+  for (int j = 0; j < dv; ++j) o[j] = float(acc[j]);
 }
 
 }  // namespace
@@ -39,11 +42,12 @@ void kda_recurrent(const KdaShape& s, float* S, int T, const float* q, const flo
                    const float* log_alpha, const float* beta, float* o) {
   const int64_t qk = int64_t(s.heads) * s.dk, vw = int64_t(s.heads) * s.dv;
   ThreadPool::global().parallel_for(static_cast<size_t>(s.heads), [&](size_t h0, size_t h1) {
-    std::vector<float> ks(s.dv), u(s.dv);
+    std::vector<double> alpha(s.dk), u(s.dv), acc(s.dv);
     for (size_t h = h0; h < h1; ++h)
       for (int t = 0; t < T; ++t)
         step_head(S + h * s.dk * s.dv, s.dk, s.dv, q + t * qk + h * s.dk, k + t * qk + h * s.dk, v + t * vw + h * s.dv,
-                  log_alpha + t * qk + h * s.dk, beta[t * s.heads + h], o + t * vw + h * s.dv, ks.data(), u.data());
+                  log_alpha + t * qk + h * s.dk, beta[t * s.heads + h], o + t * vw + h * s.dv, alpha.data(), u.data(),
+                  acc.data());
   });
 }
 

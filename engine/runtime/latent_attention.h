@@ -14,23 +14,25 @@ namespace deltafin {
 // (q_abs . latent + q_rope . rope) * scale, softmax in row order, then the
 // probability-weighted sum of the latents into olat[R]. row_at(s) gives row s.
 // Shared by the K3 target and DSpark so both reduce in exactly this order.
-// Every sum is a plain loop in index order with each product rounded before it is added; the
-// kernels (kernels/cpu: dot_rows, axpy) keep exactly that while running many positions at once.
+// Scores, softmax and the weighted sum are fp64 (the fp32 products are exact there), each sum a
+// plain loop in index order; olat is rounded once to fp32. The kernels (kernels/cpu: dot_rows,
+// axpy) keep exactly the plain loops' bits while running many positions at once.
 //
 // nq queries of one head at once (the rows of one pass): query i uses qabs + i * ld_abs,
 // qrope + i * ld_rope, sees the first counts[i] rows (nondecreasing) and writes olat + i * R.
 // Each query's result is the one it gets alone; sharing only saves loading the rows again.
 template <class RowAt>
 void latent_attention(const float* qabs, int64_t ld_abs, const float* qrope, int64_t ld_rope, int nq, int R, int P,
-                      float scale, const size_t* counts, RowAt row_at, std::vector<float>& scratch, float* olat) {
+                      double scale, const size_t* counts, RowAt row_at, std::vector<double>& scratch, float* olat) {
   const kernels::KernelTable& k = kernels::active();
   const size_t total = counts[nq - 1], common = counts[0];
   thread_local std::vector<const float*> rows;
   rows.resize(total);
   for (size_t s = 0; s < total; ++s) rows[s] = row_at(s);
-  scratch.resize(2 * size_t(nq) * total);
-  float* score = scratch.data();                  // [nq][total]
-  float* rope = scratch.data() + size_t(nq) * total;
+  scratch.resize(2 * size_t(nq) * total + R);
+  double* score = scratch.data();                  // [nq][total]
+  double* rope = scratch.data() + size_t(nq) * total;
+  double* acc = rope + size_t(nq) * total;         // [R]
   const int64_t ld = int64_t(total);
   k.dot_rows(qabs, ld_abs, nq, R, rows.data(), 0, int64_t(common), score, ld);
   k.dot_rows(qrope, ld_rope, nq, P, rows.data(), R, int64_t(common), rope, ld);
@@ -40,22 +42,23 @@ void latent_attention(const float* qabs, int64_t ld_abs, const float* qrope, int
     k.dot_rows(qrope + i * ld_rope, ld_rope, 1, P, rows.data() + common, R, extra, rope + i * ld + common, ld);
   }
   for (int i = 0; i < nq; ++i) {
-    float* probs = score + i * ld;
-    const float* r = rope + i * ld;
+    double* probs = score + i * ld;
+    const double* r = rope + i * ld;
     const size_t count = counts[i];
-    float mx = -INFINITY;
+    double mx = -INFINITY;
     for (size_t s = 0; s < count; ++s) {
       probs[s] = (probs[s] + r[s]) * scale;
       mx = std::max(mx, probs[s]);
     }
-    float sum = 0.f;
+    double sum = 0;
     for (size_t s = 0; s < count; ++s) {
       probs[s] = std::exp(probs[s] - mx);
       sum += probs[s];
     }
+    std::fill(acc, acc + R, 0.0);
+    for (size_t s = 0; s < count; ++s) k.axpy(probs[s] / sum, rows[s], R, acc);
     float* o = olat + size_t(i) * R;
-    std::fill(o, o + R, 0.f);
-    for (size_t s = 0; s < count; ++s) k.axpy(probs[s] / sum, rows[s], R, o);
+    for (int j = 0; j < R; ++j) o[j] = float(acc[j]);
   }
 }
 
@@ -65,21 +68,24 @@ void latent_attention(const float* qabs, int64_t ld_abs, const float* qrope, int
 // four consecutive rows, which read the cached rows once for all of them; every (row, head)
 // computes what it would alone. Shared by the K3 target and DSpark.
 template <class RowAt, class Visible>
-void absorbed_mla_heads(const Mat& kv_b, const float* q, int T, int heads, int N, int P, int R, int Vd, float scale,
+void absorbed_mla_heads(const Mat& kv_b, const float* q, int T, int heads, int N, int P, int R, int Vd, double scale,
                         RowAt row_at, Visible visible, float* out) {
   constexpr int kRows = 4;
   const int qh = N + P, kvh = N + Vd, blocks = (T + kRows - 1) / kRows;
   ThreadPool::global().parallel_for(size_t(blocks) * heads, [&](size_t b, size_t e) {
-    std::vector<float> qabs(size_t(kRows) * R), scratch, olat(size_t(kRows) * R);
+    std::vector<float> qabs(size_t(kRows) * R), olat(size_t(kRows) * R);
+    std::vector<double> scratch, qsum(R);
     for (size_t job = b; job < e; ++job) {
       const int t0 = static_cast<int>(job / heads) * kRows, h = static_cast<int>(job % heads);
       const int nq = std::min(kRows, T - t0);
       size_t counts[kRows];
       for (int i = 0; i < nq; ++i) {
         const float* qn = &q[(size_t(t0 + i) * heads + h) * qh];
+        // The query folded through the head's key rows: exact products summed in fp64, one rounding.
+        std::fill(qsum.begin(), qsum.end(), 0.0);
+        for (int n = 0; n < N; ++n) add_scaled_row(kv_b, int64_t(h) * kvh + n, qn[n], qsum.data());
         float* qa = &qabs[size_t(i) * R];
-        std::fill(qa, qa + R, 0.f);
-        for (int n = 0; n < N; ++n) add_scaled_row(kv_b, int64_t(h) * kvh + n, qn[n], qa);
+        for (int j = 0; j < R; ++j) qa[j] = float(qsum[j]);
         counts[i] = visible(t0 + i);
       }
       latent_attention(qabs.data(), R, &q[(size_t(t0) * heads + h) * qh + N], int64_t(heads) * qh, nq, R, P, scale, counts,

@@ -52,15 +52,28 @@ void matmul_mxfp4(const uint8_t* packed, const uint8_t* scale, int64_t rows, int
       64);
 }
 
-float rms_inv(const float* x, int64_t n, float eps) {
-  float ss = 0.f;
-  for (int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
-  return 1.f / std::sqrt(ss / static_cast<float>(n) + eps);
+double rms_inv64(const float* x, int64_t n, double eps) {
+  double ss = 0;
+  for (int64_t i = 0; i < n; ++i) ss += double(x[i]) * double(x[i]);
+  return 1.0 / std::sqrt(ss / double(n) + eps);
 }
 
-void rmsnorm(const float* x, const float* w, int64_t n, float eps, float* out) {
-  const float inv = rms_inv(x, n, eps);
-  for (int64_t i = 0; i < n; ++i) out[i] = (x[i] * inv) * w[i];
+double rms_inv64(const double* x, int64_t n, double eps) {
+  double ss = 0;
+  for (int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
+  return 1.0 / std::sqrt(ss / double(n) + eps);
+}
+
+float rms_inv(const float* x, int64_t n, float eps) { return float(rms_inv64(x, n, eps)); }
+
+void rmsnorm(const float* x, const float* w, int64_t n, double eps, float* out) {
+  const double inv = rms_inv64(x, n, eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = float(double(x[i]) * inv * double(w[i]));
+}
+
+void rmsnorm(const double* x, const float* w, int64_t n, double eps, float* out) {
+  const double inv = rms_inv64(x, n, eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = float(x[i] * inv * double(w[i]));
 }
 
 void situ_glu(const float* g, const float* u, int64_t n, float beta, float lbeta, float* out) {
@@ -86,18 +99,18 @@ int64_t argmax(const float* x, int64_t n) {
 
 namespace deltafin {
 
-void add_scaled_row(const Mat& w, int64_t r, float s, float* acc) {
+void add_scaled_row(const Mat& w, int64_t r, float s, double* acc) {
   const auto* p = static_cast<const uint8_t*>(w.data);
   if (w.dtype == DType::F32) {
     const uint8_t* row = p + 4 * r * w.cols;
     for (int64_t j = 0; j < w.cols; ++j) {
       float f;
       std::memcpy(&f, row + 4 * j, 4);
-      acc[j] += s * f;
+      acc[j] += double(s) * double(f);
     }
     return;
   }
-  kernels::active().axpy_bf16(s, p + 2 * r * w.cols, w.cols, acc);  // each product rounded, then added
+  kernels::active().axpy_bf16(s, p + 2 * r * w.cols, w.cols, acc);  // exact products, added in fp64
 }
 
 Mat row_slice(const Mat& w, int64_t r0, int64_t n) {

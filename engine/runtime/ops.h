@@ -1,4 +1,5 @@
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -22,8 +23,14 @@ void matmul_rows(const Mat& w, int64_t o0, int64_t o1, const float* x, int64_t l
 // MXFP4 matrix [rows][cols] from packed codes and E8M0 scales.
 void matmul_mxfp4(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, const float* x, int T, float* y);
 
-// out = x * rsqrt(mean(x^2) + eps) * w, summed in index order.
-void rmsnorm(const float* x, const float* w, int64_t n, float eps, float* out);
+// out = x * rsqrt(mean(x^2) + eps) * w: the squares summed in fp64 in index order, each output
+// rounded once to fp32. out may be x.
+void rmsnorm(const float* x, const float* w, int64_t n, double eps, float* out);
+// The same from an fp64 input (a sum not yet rounded).
+void rmsnorm(const double* x, const float* w, int64_t n, double eps, float* out);
+// 1 / sqrt(mean(x^2) + eps), in fp64 (rms_inv: rounded to fp32).
+double rms_inv64(const float* x, int64_t n, double eps);
+double rms_inv64(const double* x, int64_t n, double eps);
 float rms_inv(const float* x, int64_t n, float eps);
 inline float sigmoidf(float x);
 // SiTU GLU activation: beta*tanh(g/beta)*sigmoid(g) * lbeta*tanh(u/lbeta).
@@ -36,8 +43,10 @@ inline float sigmoidf(float x) { return 1.f / (1.f + __builtin_expf(-x)); }
 }  // namespace deltafin
 
 namespace deltafin {
-// acc[j] += s * W[r][j] for every column j (a widened row, accumulated in column order).
-void add_scaled_row(const Mat& w, int64_t r, float s, float* acc);
+// acc[j] += s * W[r][j] for every column j (a widened row; the products are exact in fp64).
+void add_scaled_row(const Mat& w, int64_t r, float s, double* acc);
+// 1 / (1 + exp(-x)) in fp64.
+inline double sigmoid64(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 // A view of rows [r0, r0 + n) of w.
 Mat row_slice(const Mat& w, int64_t r0, int64_t n);
 }  // namespace deltafin

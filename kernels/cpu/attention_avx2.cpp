@@ -1,5 +1,5 @@
-// AVX2 attention helpers (scores, weighted sums, the MLA absorb). Built without FMA and with
-// -ffp-contract=off: every product is rounded before it is added, as in the plain loops
+// AVX2 attention helpers (scores, weighted sums, the MLA absorb), in fp64. Built without FMA and
+// with -ffp-contract=off: every product is rounded before it is added, as in the plain loops
 // (gemm_scalar.cpp), so the bits are the same.
 #include <immintrin.h>
 
@@ -32,45 +32,52 @@ inline void transpose8(__m256 (&v)[8]) {
   v[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
-// NQ queries against eight positions: each transposed block serves every query.
+// NQ queries against eight positions: each transposed block serves every query. Lane k of the
+// two accumulators (positions 0-3, 4-7) adds q[j] * rows[k][j] for j in order, as the plain loop.
 template <int NQ>
-void dot8(const float* q, int64_t ldq, int64_t n, const float* const (&r)[8], float* out, int64_t ldo) {
-  __m256 acc[NQ];
+void dot8(const float* q, int64_t ldq, int64_t n, const float* const (&r)[8], double* out, int64_t ldo) {
+  __m256d lo[NQ], hi[NQ];
   #pragma GCC unroll 4
-  for (int i = 0; i < NQ; ++i) acc[i] = _mm256_setzero_ps();
+  for (int i = 0; i < NQ; ++i) lo[i] = hi[i] = _mm256_setzero_pd();
+  auto add_column = [&](int64_t j, __m256 col) {
+    const __m256d cl = _mm256_cvtps_pd(_mm256_castps256_ps128(col)), ch = _mm256_cvtps_pd(_mm256_extractf128_ps(col, 1));
+    #pragma GCC unroll 4
+    for (int i = 0; i < NQ; ++i) {
+      const __m256d qv = _mm256_set1_pd(double(q[i * ldq + j]));
+      lo[i] = _mm256_add_pd(lo[i], _mm256_mul_pd(qv, cl));
+      hi[i] = _mm256_add_pd(hi[i], _mm256_mul_pd(qv, ch));
+    }
+  };
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
     __m256 v[8];
     for (int k = 0; k < 8; ++k) v[k] = _mm256_loadu_ps(r[k] + j);
     transpose8(v);
-    #pragma GCC unroll 4
-    for (int i = 0; i < NQ; ++i)
-      #pragma GCC unroll 8
-      for (int c = 0; c < 8; ++c) acc[i] = _mm256_add_ps(acc[i], _mm256_mul_ps(_mm256_set1_ps(q[i * ldq + j + c]), v[c]));
+    #pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) add_column(j + c, v[c]);
   }
-  for (; j < n; ++j) {
-    const __m256 col = _mm256_setr_ps(r[0][j], r[1][j], r[2][j], r[3][j], r[4][j], r[5][j], r[6][j], r[7][j]);
-    #pragma GCC unroll 4
-    for (int i = 0; i < NQ; ++i) acc[i] = _mm256_add_ps(acc[i], _mm256_mul_ps(_mm256_set1_ps(q[i * ldq + j]), col));
-  }
+  for (; j < n; ++j) add_column(j, _mm256_setr_ps(r[0][j], r[1][j], r[2][j], r[3][j], r[4][j], r[5][j], r[6][j], r[7][j]));
   #pragma GCC unroll 4
-  for (int i = 0; i < NQ; ++i) _mm256_storeu_ps(out + i * ldo, acc[i]);
+  for (int i = 0; i < NQ; ++i) {
+    _mm256_storeu_pd(out + i * ldo, lo[i]);
+    _mm256_storeu_pd(out + i * ldo + 4, hi[i]);
+  }
 }
 
 }  // namespace
 
 // Eight positions at a time, one per lane, up to four queries per pass over them: 8 x 8 blocks of
 // the rows are transposed so that lane k adds q[j] * rows[k][j] for j in order, as the plain
-// loop does.
+// loop does. fp32 x fp32 products are exact in fp64, so the multiply rounds nothing.
 void dot_rows(const float* q, int64_t ldq, int nq, int64_t n, const float* const* rows, int64_t offset, int64_t count,
-              float* out, int64_t ldo) {
+              double* out, int64_t ldo) {
   int64_t k0 = 0;
   for (; k0 + 8 <= count; k0 += 8) {
     const float* r[8];
     for (int k = 0; k < 8; ++k) r[k] = rows[k0 + k] + offset;
     for (int i = 0; i < nq; i += 4) {
       const float* qi = q + i * ldq;
-      float* oi = out + i * ldo + k0;
+      double* oi = out + i * ldo + k0;
       switch (std::min(4, nq - i)) {
         case 4: dot8<4>(qi, ldq, n, r, oi, ldo); break;
         case 3: dot8<3>(qi, ldq, n, r, oi, ldo); break;
@@ -82,28 +89,31 @@ void dot_rows(const float* q, int64_t ldq, int nq, int64_t n, const float* const
   for (; k0 < count; ++k0) {
     const float* r = rows[k0] + offset;
     for (int i = 0; i < nq; ++i) {
-      float a = 0.f;
-      for (int64_t j = 0; j < n; ++j) a += q[i * ldq + j] * r[j];
+      double a = 0;
+      for (int64_t j = 0; j < n; ++j) a += double(q[i * ldq + j]) * double(r[j]);
       out[i * ldo + k0] = a;
     }
   }
 }
 
-void axpy(float a, const float* x, int64_t n, float* y) {
-  const __m256 av = _mm256_set1_ps(a);
+void axpy(double a, const float* x, int64_t n, double* y) {
+  const __m256d av = _mm256_set1_pd(a);
   int64_t j = 0;
-  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(y + j, _mm256_add_ps(_mm256_loadu_ps(y + j), _mm256_mul_ps(av, _mm256_loadu_ps(x + j))));
-  for (; j < n; ++j) y[j] += a * x[j];
+  for (; j + 4 <= n; j += 4)
+    _mm256_storeu_pd(y + j, _mm256_add_pd(_mm256_loadu_pd(y + j), _mm256_mul_pd(av, _mm256_cvtps_pd(_mm_loadu_ps(x + j)))));
+  for (; j < n; ++j) y[j] += a * double(x[j]);
 }
 
-void axpy_bf16(float a, const void* x, int64_t n, float* y) {
+void axpy_bf16(float a, const void* x, int64_t n, double* y) {
   const auto* p = static_cast<const uint8_t*>(x);
-  const __m256 av = _mm256_set1_ps(a);
+  const __m256d av = _mm256_set1_pd(double(a));
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * j));
     const __m256 xv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-    _mm256_storeu_ps(y + j, _mm256_add_ps(_mm256_loadu_ps(y + j), _mm256_mul_ps(av, xv)));
+    const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(xv)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(xv, 1));
+    _mm256_storeu_pd(y + j, _mm256_add_pd(_mm256_loadu_pd(y + j), _mm256_mul_pd(av, lo)));
+    _mm256_storeu_pd(y + j + 4, _mm256_add_pd(_mm256_loadu_pd(y + j + 4), _mm256_mul_pd(av, hi)));
   }
   for (; j < n; ++j) {
     uint16_t v;
@@ -111,7 +121,7 @@ void axpy_bf16(float a, const void* x, int64_t n, float* y) {
     const uint32_t bits = uint32_t(v) << 16;
     float f;
     std::memcpy(&f, &bits, 4);
-    y[j] += a * f;
+    y[j] += double(a) * double(f);
   }
 }
 

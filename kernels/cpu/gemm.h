@@ -8,6 +8,9 @@
 // Y[t][o] = sum_i W[o][i] * X[t][i] for o in [o0, o1) and every row t < T, and
 // each row is reduced in the same order whatever T is (batch invariance): a
 // row's result is bit-identical alone or inside a T-row pass.
+// Accumulation is fp64: a BF16, F32 or MXFP4 weight times an fp32 input is exact in fp64, so an
+// output is its exact products summed in fp64 and rounded once to fp32 (the fp32 sums they
+// replace drifted measurably from the float64 truth on deep models: docs/ENGINE.md, "Exactness").
 namespace deltafin::kernels {
 
 enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
@@ -30,16 +33,16 @@ struct KernelTable {
   void (*bf16_rows)(const RowsArgs&);   // w: uint16 bf16 bits
   void (*f32_rows)(const RowsArgs&);    // w: float
   void (*mxfp4_rows)(const RowsArgs&);  // w: packed E2M1 pairs (low nibble = even column)
-  // Attention over cached positions, with the plain loops' bits (each product rounded, then added,
-  // in index order; no fused multiply-add):
+  // Attention over cached positions, with the plain loops' bits (fp32 x fp32 products, exact in
+  // fp64, added in fp64 in index order):
   // out[i * ldo + k] = sum over j < n, in order, of q[i * ldq + j] * (rows[k] + offset)[j], for nq
   // queries i and count positions k;
   void (*dot_rows)(const float* q, int64_t ldq, int nq, int64_t n, const float* const* rows, int64_t offset,
-                   int64_t count, float* out, int64_t ldo);
-  // y[j] += a * x[j] for j < n.
-  void (*axpy)(float a, const float* x, int64_t n, float* y);
-  // The same with x as BF16 bits (x may be unaligned).
-  void (*axpy_bf16)(float a, const void* x, int64_t n, float* y);
+                   int64_t count, double* out, int64_t ldo);
+  // y[j] += a * x[j] for j < n, in fp64 (the product rounded, then added: no fused multiply-add).
+  void (*axpy)(double a, const float* x, int64_t n, double* y);
+  // y[j] += a * x[j] with x as BF16 bits (x may be unaligned); the product is exact in fp64.
+  void (*axpy_bf16)(float a, const void* x, int64_t n, double* y);
 };
 
 const KernelTable& table_for(Isa isa);
@@ -64,20 +67,27 @@ inline constexpr std::array<float, 256> kHalfE8M0 = [] {
   return t;
 }();
 
+// The same as doubles: 2^(s-128), s = 255 infinite.
+inline constexpr std::array<double, 256> kHalfE8M0d = [] {
+  std::array<double, 256> t{};
+  for (int s = 0; s < 256; ++s) t[s] = double(kHalfE8M0[s]);
+  return t;
+}();
+
 namespace scalar { void bf16_rows(const RowsArgs&); void f32_rows(const RowsArgs&); void mxfp4_rows(const RowsArgs&); }
 namespace avx2 { void bf16_rows(const RowsArgs&); void f32_rows(const RowsArgs&); void mxfp4_rows(const RowsArgs&); }
 namespace avx512 { void bf16_rows(const RowsArgs&); void f32_rows(const RowsArgs&); void mxfp4_rows(const RowsArgs&); }
 namespace scalar {
 void dot_rows(const float* q, int64_t ldq, int nq, int64_t n, const float* const* rows, int64_t offset, int64_t count,
-              float* out, int64_t ldo);
-void axpy(float a, const float* x, int64_t n, float* y);
-void axpy_bf16(float a, const void* x, int64_t n, float* y);
+              double* out, int64_t ldo);
+void axpy(double a, const float* x, int64_t n, double* y);
+void axpy_bf16(float a, const void* x, int64_t n, double* y);
 }  // namespace scalar
 namespace avx2 {  // also the AVX-512 table's: these are bound by the order of their adds, not by width
 void dot_rows(const float* q, int64_t ldq, int nq, int64_t n, const float* const* rows, int64_t offset, int64_t count,
-              float* out, int64_t ldo);
-void axpy(float a, const float* x, int64_t n, float* y);
-void axpy_bf16(float a, const void* x, int64_t n, float* y);
+              double* out, int64_t ldo);
+void axpy(double a, const float* x, int64_t n, double* y);
+void axpy_bf16(float a, const void* x, int64_t n, double* y);
 }  // namespace avx2
 
 }  // namespace deltafin::kernels

@@ -1,4 +1,6 @@
 // The reference: plain sequential sums, the definition the fast paths are tested against.
+// Every product of a weight (BF16, F32 or MXFP4) and an fp32 input is exact in fp64, so each
+// output is its exact dot product summed in fp64 in index order, rounded once to fp32.
 #include <cstring>
 
 #include "cpu/gemm.h"
@@ -20,9 +22,9 @@ void bf16_rows(const RowsArgs& a) {
     const uint8_t* row = w + o * a.in * 2;
     for (int t = 0; t < a.T; ++t) {
       const float* x = a.x + t * a.ldx;
-      float acc = 0.f;
-      for (int64_t i = 0; i < a.in; ++i) acc += load_bf16(row + 2 * i) * x[i];
-      a.y[t * a.ldy + o] = acc;
+      double acc = 0;
+      for (int64_t i = 0; i < a.in; ++i) acc += double(load_bf16(row + 2 * i)) * double(x[i]);
+      a.y[t * a.ldy + o] = float(acc);
     }
   }
 }
@@ -33,13 +35,13 @@ void f32_rows(const RowsArgs& a) {
     const uint8_t* row = w + o * a.in * 4;
     for (int t = 0; t < a.T; ++t) {
       const float* x = a.x + t * a.ldx;
-      float acc = 0.f;
+      double acc = 0;
       for (int64_t i = 0; i < a.in; ++i) {
         float wv;
         std::memcpy(&wv, row + 4 * i, 4);
-        acc += wv * x[i];
+        acc += double(wv) * double(x[i]);
       }
-      a.y[t * a.ldy + o] = acc;
+      a.y[t * a.ldy + o] = float(acc);
     }
   }
 }
@@ -52,38 +54,38 @@ void mxfp4_rows(const RowsArgs& a) {
     const uint8_t* srow = a.scale + o * blocks;
     for (int t = 0; t < a.T; ++t) {
       const float* x = a.x + t * a.ldx;
-      float acc = 0.f;
+      double acc = 0;
       for (int64_t b = 0; b < blocks; ++b) {
-        const float s = e8m0_to_float(srow[b]);
+        const double s = e8m0_to_float(srow[b]);
         for (int j = 0; j < 16; ++j) {
           const uint8_t byte = row[b * 16 + j];
-          acc += kE2M1[byte & 15] * s * x[b * 32 + 2 * j];
-          acc += kE2M1[byte >> 4] * s * x[b * 32 + 2 * j + 1];
+          acc += double(kE2M1[byte & 15]) * s * double(x[b * 32 + 2 * j]);
+          acc += double(kE2M1[byte >> 4]) * s * double(x[b * 32 + 2 * j + 1]);
         }
       }
-      a.y[t * a.ldy + o] = acc;
+      a.y[t * a.ldy + o] = float(acc);
     }
   }
 }
 
 void dot_rows(const float* q, int64_t ldq, int nq, int64_t n, const float* const* rows, int64_t offset, int64_t count,
-              float* out, int64_t ldo) {
+              double* out, int64_t ldo) {
   for (int i = 0; i < nq; ++i)
     for (int64_t k = 0; k < count; ++k) {
       const float* r = rows[k] + offset;
-      float a = 0.f;
-      for (int64_t j = 0; j < n; ++j) a += q[i * ldq + j] * r[j];
+      double a = 0;
+      for (int64_t j = 0; j < n; ++j) a += double(q[i * ldq + j]) * double(r[j]);
       out[i * ldo + k] = a;
     }
 }
 
-void axpy(float a, const float* x, int64_t n, float* y) {
-  for (int64_t j = 0; j < n; ++j) y[j] += a * x[j];
+void axpy(double a, const float* x, int64_t n, double* y) {
+  for (int64_t j = 0; j < n; ++j) y[j] += a * double(x[j]);
 }
 
-void axpy_bf16(float a, const void* x, int64_t n, float* y) {
+void axpy_bf16(float a, const void* x, int64_t n, double* y) {
   const auto* p = static_cast<const uint8_t*>(x);
-  for (int64_t j = 0; j < n; ++j) y[j] += a * load_bf16(p + 2 * j);
+  for (int64_t j = 0; j < n; ++j) y[j] += double(a) * double(load_bf16(p + 2 * j));
 }
 
 }  // namespace deltafin::kernels::scalar

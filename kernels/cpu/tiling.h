@@ -28,12 +28,21 @@ inline void for_each_tile(int64_t o0, int64_t o1, int T, Tile&& tile) {
   for (; o < o1; ++o) rows.template operator()<1>(o);
 }
 
-// n floats of this thread's scratch, 64-byte aligned (rows and blocks of the permuted inputs are
-// multiples of 128 bytes, so no load splits a cache line). Valid until the thread's next call.
-inline float* aligned_scratch(size_t n) {
-  thread_local std::vector<float> buf;
-  buf.resize(n + 16);
-  return buf.data() + ((64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64) / sizeof(float);
+// n doubles of this thread's scratch, 64-byte aligned (rows and blocks of the widened inputs are
+// multiples of 256 bytes, so no load splits a cache line). Valid until the thread's next call.
+inline double* aligned_scratch(size_t n) {
+  thread_local std::vector<double> buf;
+  buf.resize(n + 8);
+  return buf.data() + ((64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64) / sizeof(double);
+}
+
+// x [T][ldx] widened exactly to fp64 (times `scale`, a power of two) as [T][in] in this thread's
+// scratch.
+inline double* widened_inputs(const float* x, int64_t ldx, int T, int64_t in, double scale = 1.0) {
+  double* xd = aligned_scratch(size_t(T) * in);
+  for (int t = 0; t < T; ++t)
+    for (int64_t i = 0; i < in; ++i) xd[t * in + i] = double(x[t * ldx + i]) * scale;
+  return xd;
 }
 
 }  // namespace deltafin::kernels

@@ -62,9 +62,13 @@ std::vector<float> run(const KernelTable& k, Kind kind, const std::vector<uint8_
   return y;
 }
 
-// Error bound for a dot product of n terms in fp32: a few ulps times the sum of |w*x|.
-// Two summation orders of n fp32 terms differ by at most about 2 n eps sum|w x| (a worst-case bound).
-double bound(const std::vector<float>& absdot, size_t i, int64_t n) { return 1.2e-7 * double(n) * absdot[i] + 1e-30; }
+// How far two fp64-accumulated kernels may differ: each result is the exact dot product within
+// n fp64 roundings of sum|w x| and then one fp32 rounding, so they differ by at most one fp32 ulp
+// of the result plus 2 n eps64 sum|w x|. (fp32 accumulation breaks this: it differs by up to
+// about n eps32 sum|w x|.)
+double bound(const std::vector<float>& absdot, const std::vector<float>& ref, size_t i, int64_t n) {
+  return 1.2e-7 * std::fabs(double(ref[i])) + 2.3e-16 * double(n) * absdot[i] + 1e-37;
+}
 
 }  // namespace
 
@@ -154,7 +158,7 @@ class TestCpuKernels : public QObject {
         for (Isa isa : isas()) {
           auto got = run(table_for(isa), kind, w, sc, x, c, 0, c.rows, c.T);
           for (size_t i = 0; i < ref.size(); ++i)
-            QVERIFY2(std::fabs(double(got[i]) - ref[i]) <= bound(absdot, i, c.in),
+            QVERIFY2(std::fabs(double(got[i]) - ref[i]) <= bound(absdot, ref, i, c.in),
                      qPrintable(QString("%1 kind %2 rows %3 in %4: %5 vs %6").arg(isa_name(isa)).arg(int(kind)).arg(c.rows)
                                     .arg(c.in).arg(got[i]).arg(ref[i])));
         }
@@ -197,7 +201,8 @@ class TestCpuKernels : public QObject {
   }
 
   void attentionHelpersMatchThePlainLoops() {
-    // dot_rows, axpy and axpy_bf16 promise the plain loops' bits (products rounded, then added in order).
+    // dot_rows, axpy and axpy_bf16 promise the plain loops' bits: fp64 products (exact for fp32 x
+    // fp32 and fp32 x bf16), each rounded before it is added in fp64, in order.
     std::mt19937_64 rng(21);
     for (int64_t n : {1, 7, 8, 9, 64, 513}) {
       for (int64_t count : {1, 7, 8, 9, 33}) {
@@ -208,12 +213,12 @@ class TestCpuKernels : public QObject {
         auto q = random_floats(size_t(kQueries * ldq), rng);
         std::vector<const float*> rows(count);
         for (int64_t k = 0; k < count; ++k) rows[k] = &data[size_t((count - 1 - k) * width)];  // not in memory order
-        std::vector<float> want(size_t(kQueries * ldo), -1.f);
+        std::vector<double> want(size_t(kQueries * ldo), -1.0);
         for (int i = 0; i < kQueries; ++i)
           for (int64_t k = 0; k < count; ++k) {
-            volatile float a = 0.f;  // one rounding per operation, whatever the compiler may fuse
+            volatile double a = 0;  // one rounding per operation, whatever the compiler may fuse
             for (int64_t j = 0; j < n; ++j) {
-              volatile float p = q[i * ldq + j] * rows[k][offset + j];
+              volatile double p = double(q[i * ldq + j]) * double(rows[k][offset + j]);
               a = a + p;
             }
             want[i * ldo + k] = a;
@@ -221,36 +226,90 @@ class TestCpuKernels : public QObject {
         for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
           if (!isa_supported(isa)) continue;
           for (int nq : {1, 4, kQueries}) {
-            std::vector<float> got(want.size(), -1.f);
+            std::vector<double> got(want.size(), -1.0);
             table_for(isa).dot_rows(q.data(), ldq, nq, n, rows.data(), offset, count, got.data(), ldo);
-            QVERIFY2(std::memcmp(got.data(), want.data(), size_t(nq * ldo) * 4) == 0,
+            QVERIFY2(std::memcmp(got.data(), want.data(), size_t(nq * ldo) * 8) == 0,
                      qPrintable(QString("%1 dot_rows n %2 count %3 queries %4").arg(isa_name(isa)).arg(n).arg(count).arg(nq)));
           }
-          std::vector<float> y(data.begin(), data.begin() + n), yw = y;
-          const float a = q[0];
+          std::vector<double> y(data.begin(), data.begin() + n), yw = y;
+          const double a = 1.0 / 3.0 * q[0];  // not an fp32 value: the product rounds in fp64
           for (int64_t j = 0; j < n; ++j) {
-            volatile float p = a * rows[0][j];
+            volatile double p = a * double(rows[0][j]);
             yw[j] = yw[j] + p;
           }
           table_for(isa).axpy(a, rows[0], n, y.data());
-          QVERIFY2(std::memcmp(y.data(), yw.data(), size_t(n) * 4) == 0, qPrintable(QString("%1 axpy n %2").arg(isa_name(isa)).arg(n)));
+          QVERIFY2(std::memcmp(y.data(), yw.data(), size_t(n) * 8) == 0, qPrintable(QString("%1 axpy n %2").arg(isa_name(isa)).arg(n)));
           // BF16 weights, from an odd address as in a shard.
           auto wb = random_bf16(size_t(n), rng);
           std::vector<uint8_t> odd(wb.size() + 1);
           std::memcpy(odd.data() + 1, wb.data(), wb.size());
-          std::vector<float> yb(data.begin(), data.begin() + n), ybw = yb;
+          std::vector<double> yb(data.begin(), data.begin() + n), ybw = yb;
+          const float af = q[0];
           for (int64_t j = 0; j < n; ++j) {
             uint16_t h;
             std::memcpy(&h, &wb[size_t(2 * j)], 2);
             const uint32_t bits = uint32_t(h) << 16;
             float f;
             std::memcpy(&f, &bits, 4);
-            volatile float p = a * f;
+            volatile double p = double(af) * double(f);
             ybw[j] = ybw[j] + p;
           }
-          table_for(isa).axpy_bf16(a, odd.data() + 1, n, yb.data());
-          QVERIFY2(std::memcmp(yb.data(), ybw.data(), size_t(n) * 4) == 0,
+          table_for(isa).axpy_bf16(af, odd.data() + 1, n, yb.data());
+          QVERIFY2(std::memcmp(yb.data(), ybw.data(), size_t(n) * 8) == 0,
                    qPrintable(QString("%1 axpy_bf16 n %2").arg(isa_name(isa)).arg(n)));
+        }
+      }
+    }
+  }
+
+  void cancellingSumsRoundOnce() {
+    // Each row is x . w - x . w + small: the exact result is `small`, an fp32 value. With the
+    // products exact in fp64 and summed there, every kernel returns it exactly; an fp32
+    // accumulator leaves an error of order eps32 |x . w| instead.
+    std::mt19937_64 rng(31);
+    const int64_t rows = 5, half = 512, in = 2 * half + 32;
+    auto x = random_floats(size_t(in), rng);
+    for (int64_t i = 0; i < half; ++i) x[half + i] = x[i];
+    std::vector<float> small(rows);
+    for (int64_t r = 0; r < rows; ++r) small[r] = std::ldexp(float(r + 1) * 0.375f, -9);
+    // BF16 and F32: w = [v | -v | 1 0 0 ...], x[2 half] = small.
+    std::vector<uint8_t> wb(size_t(rows * in) * 2), wf(size_t(rows * in) * 4);
+    for (int64_t r = 0; r < rows; ++r) {
+      auto v = random_bf16(size_t(half), rng);
+      for (int64_t i = 0; i < in; ++i) {
+        uint16_t h = 0;
+        if (i < half) std::memcpy(&h, &v[size_t(2 * i)], 2);
+        else if (i < 2 * half) std::memcpy(&h, &v[size_t(2 * (i - half))], 2), h ^= 0x8000;
+        else if (i == 2 * half) h = 0x3f80;  // 1.0
+        std::memcpy(&wb[size_t(2 * (r * in + i))], &h, 2);
+        const uint32_t bits = uint32_t(h) << 16;
+        std::memcpy(&wf[size_t(4 * (r * in + i))], &bits, 4);
+      }
+    }
+    // MXFP4: the second half's codes are the first half's with the sign bit flipped, under the same
+    // scales; the last block holds one code 1.0 at scale 1.
+    std::vector<uint8_t> wm(size_t(rows * in / 2)), sm(size_t(rows * in / 32));
+    for (int64_t r = 0; r < rows; ++r) {
+      auto codes = random_bytes(size_t(half / 2), rng);
+      auto scales = random_scales(size_t(half / 32), rng);
+      for (int64_t b = 0; b < half / 2; ++b) {
+        wm[size_t(r * in / 2 + b)] = codes[size_t(b)];
+        wm[size_t(r * in / 2 + half / 2 + b)] = codes[size_t(b)] ^ 0x88;
+      }
+      for (int64_t b = 0; b < half / 32; ++b) sm[size_t(r * in / 32 + b)] = sm[size_t(r * in / 32 + half / 32 + b)] = scales[size_t(b)];
+      for (int64_t b = 0; b < 16; ++b) wm[size_t(r * in / 2 + half + b)] = b == 0 ? 0x02 : 0x00;  // code 2 = 1.0 at column 2 half
+      sm[size_t(r * in / 32 + 2 * half / 32)] = 127;
+    }
+    for (Isa isa : isas()) {
+      for (Kind kind : {Kind::BF16, Kind::F32, Kind::MXFP4}) {
+        const auto& w = kind == Kind::BF16 ? wb : kind == Kind::F32 ? wf : wm;
+        for (int64_t r = 0; r < rows; ++r) {
+          auto xr = x;
+          xr[size_t(2 * half)] = small[r];
+          Case c{rows, in, 1};
+          auto y = run(table_for(isa), kind, w, sm, xr, c, r, r + 1, 1);
+          QVERIFY2(y[r] == small[r], qPrintable(QString("%1 kind %2 row %3: %4, want %5").arg(isa_name(isa)).arg(int(kind)).arg(r)
+                                                    .arg(double(y[r]), 0, 'g', 9).arg(double(small[r]), 0, 'g', 9)));
         }
       }
     }
