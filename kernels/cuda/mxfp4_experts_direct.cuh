@@ -26,39 +26,8 @@
 // keep the checkpoint's layout.
 namespace direct {
 
-// NT tiles of 16 rows per warp. NT = 2: a warp holds 16 gate and 16 up rows (A task: 8 x 16
-// intermediate rows) or 32 down rows (B task: 256 latent rows). NT = 1: warps 0-3 hold gate tiles and
-// 4-7 the matching up tiles (A task: 64 intermediate rows), or one 16-row down tile each (B task: 128
-// latent rows): half the bytes per task, so at T = 1 the last tasks leave fewer SMs idle.
-template <int NT>
-constexpr int tile_a() { return NT == 2 ? kWarps * 16 : kWarps / 2 * 16; }
-template <int NT>
-constexpr int tile_b() { return kWarps * 16 * NT; }
-constexpr int kFragLanes = 24;  // activation fragments of columns 0-5 (two vectors x three parts)
-constexpr int kHeader = 128;    // reduction scratch of stage_frags
-constexpr int kSwap = kWarps / 2 * 32 * 2 * 4;  // NT = 1: the up tiles' sums, handed to the gate warps
-constexpr int kRing = 4;        // chunk slots per tile: the one in use and up to three in flight
-
-// One buffer of activation fragments for the wider of the two K (lanes per 32-column block: 24, or
-// 32 with zeros for columns 6 and 7, so that every lane reads its fragments unconditionally).
-__host__ __device__ inline size_t frag_bytes(int latent, int inter, int lanes = kFragLanes) {
-  return static_cast<size_t>((latent > inter ? latent : inter) / 32) * lanes * 16;
-}
-
-// Scale tables (v192): per warp, two groups' scales as floats, 4 chunks x 8 lane rows x 4 (rows g and
-// g + 8 of the chunk's two blocks).
-constexpr int kScaleTab = kWarps * 2 * 128 * 4;
-
-// kNP pairs of activation vectors per pass: kNP fragment buffers (then the scale tables, if any).
-inline size_t smem_bytes(int latent, int inter, int kNP = 1, int lanes = kFragLanes, bool stab = false) {
-  return kHeader + kSwap + kNP * frag_bytes(latent, inter, lanes) + (stab ? kScaleTab : 0);
-}
-
-// Scales are read 8 at a time (four chunks per group): widths are multiples of 256.
-template <int NT>
-inline bool fits(int latent, int inter) {
-  return latent % 256 == 0 && inter % 256 == 0 && inter % tile_a<NT>() == 0 && latent % tile_b<NT>() == 0;
-}
+// Tiles, fragment buffers, shared memory and the widths handled: expert_geometry.h (the host needs them too).
+using namespace ::deltafin::cuda::geometry::direct;
 
 __device__ __forceinline__ uint4 ld_weights(const uint4* p) { return ld_stream16<false>(p); }
 
