@@ -65,11 +65,11 @@ struct Params {
   int a_tiles, b_tiles, c_tiles;
   unsigned nA, nB, nC;
   int chunks;  // warp-specialised versions: chunks per phase (one per block)
-  // hmax versions (v121, v122, v126, v134, v138, v143, v183, v184, v192, v193, v212): per assignment, the bits of max |h| (0
+  // hmax versions (ExpertVariant::hmax): per assignment, the bits of max |h| (0
   // between calls: the combine tasks of each row, or in fused versions each expert's last down task,
   // clear its entries after every down task that read them); null for the others.
   unsigned* hmax;
-  // Fused-combine versions (v138, v143, v183, v184, v192, v193, v212): per row t and down tile, how many of the row's slots have
+  // Fused-combine versions (ExpertVariant::fused_combine): per row t and down tile, how many of the row's slots have
   // that tile done; the task that brings a count to K combines the tile and sets it back to 0 (so
   // every count is 0 between calls). Null for the others.
   unsigned* rowdone;
@@ -126,7 +126,7 @@ __device__ __forceinline__ void e2m1_half2(uint32_t w, uint32_t (&h)[4]) {
 // e2m1_half2's words, bit for bit, with less integer-pipe work. Why: at K3's shapes the fragment-
 // order kernels issue about 60 integer-pipe instructions per 512 bytes of weights, and that pipe
 // (half the FMA pipe's rate) was the busiest one, 62-70% of cycles, with DRAM at 53% (ncu on the
-// H200, docs/PERFORMANCE.md, session 13). Here the shifts are multiplies (the FMA pipe) and each
+// H200). Here the shifts are multiplies (the FMA pipe) and each
 // nibble's sign reaches bit 7 of its byte by a carry: for a byte holding 2c (c = s|e1 e0 m),
 // 2c + 0x70 has bit 7 = s and bits 1-3 = e1 e0 m, and the mask drops bits 4-6 (2c + 0x70 <= 0x8E:
 // never a carry out of the byte). ptxas makes 8-9 integer-pipe instructions of it per word, not 11.
@@ -143,7 +143,7 @@ __device__ __forceinline__ void e2m1_half2_fma(uint32_t w, uint32_t (&h)[4]) {
 
 // Multipliers of e2m1_half2_mad, in constant memory so that ptxas cannot see them as shifts: it turns
 // multiplies by visible powers of two into LEA / shifts on the integer pipe, which is the one this
-// decode relieves (v127, docs/PERFORMANCE.md, session 13).
+// decode relieves.
 __constant__ uint32_t kMadMul[3] = {2u, 512u, 32u};
 
 // e2m1_half2's fp16 codes with the columns paired differently: (c0,c4) (c2,c6) (c1,c5) (c3,c7). Why:
@@ -183,7 +183,7 @@ struct X16 {
 };
 
 // e2m1_half2 as floats: the 8 column values of one word (times 2^-14) in column order, so that
-// several vectors can use one decode (the fp16 -> fp32 conversions are a fifth of v9's work).
+// several vectors can use one decode (the fp16 -> fp32 conversions are a fifth of the work otherwise).
 __device__ __forceinline__ void decode8(uint32_t w, float* f) {
   uint32_t h[4];
   e2m1_half2(w, h);
@@ -826,7 +826,7 @@ __device__ __forceinline__ void task_combine(const Params& P, int t, int tile) {
 // that completes a row's tile (the last of the row's K slots to have it) computes y for that tile
 // at once, with combine_rows' arithmetic, instead of a combine task queued after every down task.
 // Why: at T = 1 the combine tasks ran only once the last down task ended, ~3 us in which the rest
-// of the GPU was idle (a v122 trace, docs/PERFORMANCE.md, session 16). kHmax: the last down task of
+// of the GPU was idle (a traced run). kHmax: the last down task of
 // expert g clears its assignments' maxima (every down task that read them is done).
 template <bool kHmax>
 __device__ __forceinline__ void finish_down_fused(const Params& P, int g, int tile) {
@@ -871,7 +871,7 @@ __device__ __forceinline__ void finish_down_fused(const Params& P, int g, int ti
 // past the last task (the host counts them).
 // kTrace: thread 0 writes each task's start, wait and end times (trace_at; the task itself writes
 // when it is ready to stream). kHmax: the combine tasks clear P.hmax (finish_tile kMax).
-// kFuse (v138, v143, v183, v184, v192, v193, v212): no combine tasks (P.nC = 0); each down task ends in finish_down_fused.
+// kFuse (ExpertVariant::fused_combine): no combine tasks (P.nC = 0); each down task ends in finish_down_fused.
 template <bool kTrace = false, bool kHmax = false, bool kFuse = false, class GateUp, class Down>
 __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, Down&& down) {
   __shared__ unsigned s_task;

@@ -217,7 +217,7 @@ namespace {
 // number of waves w, counting on the blocks alone on their SM to run one task more than the paired
 // ones: fewer blocks share the memory system meanwhile, and none idles early. With g blocks,
 // 2 sms - g of them are alone, so w g + (2 sms - g) >= total gives g = (total - 2 sms) / (w - 1).
-// Measured on H200s (docs/PERFORMANCE.md, session 22) at T = 1 with 8-16 experts per row, the last
+// Measured on H200s at T = 1 with 8-16 experts per row, the last
 // wave filled to 0.30, 0.45 and 0.61 gained 2-3 points of D2D (K3: 238 blocks, 76% instead of 74%),
 // filled to 0.03 or 0.88 lost 3-3.6 (that wave costs little, or the lone blocks cannot keep up), and
 // calls of more waves (T = 2: 9.2) lost too. So the rule applies from 2 to kFewWaves waves with the

@@ -34,9 +34,9 @@
 // are Wp of eight weight rows, rows 8-15 the same rows' Wn, so both halves of a row's sum also
 // land in one lane.
 //
-// Measured (docs/PERFORMANCE.md, session 3): exact and batch invariant, the best version at T=8
-// with the cp.async ring (v39, 62-65% of the copy bandwidth against 58-62% for the FFMA versions),
-// not at T=1 (46-51% against 53%). Not the default.
+// Exact and batch invariant; with the cp.async ring (v39) faster than the FFMA versions at T=8
+// (62-65% of the copy bandwidth against 58-62% on an H200),
+// not at T=1 (46-51% against 53%): the row-layout default only off K3's widths (expert_kernel_policy.h).
 //
 // Batch invariance: an assignment's digits depend on its own vector only; its mma columns are
 // computed whatever the other assignments are; the per-block, per-lane and cross-lane (fixed
