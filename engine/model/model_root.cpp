@@ -1,4 +1,4 @@
-#include "install/model_root.h"
+#include "model/model_root.h"
 
 #include <fcntl.h>
 #include <unistd.h>

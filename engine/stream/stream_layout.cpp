@@ -1,4 +1,4 @@
-#include "store/stream_layout.h"
+#include "stream/stream_layout.h"
 
 #include <algorithm>
 #include <charconv>

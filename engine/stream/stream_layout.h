@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "store/expert_source.h"
+#include "stream/expert_location.h"
 
 namespace deltafin {
 

@@ -1,10 +1,10 @@
-#include "store/stream_marker.h"
+#include "stream/stream_marker.h"
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "install/model_root.h"
+#include "model/model_root.h"
 
 namespace fs = std::filesystem;
 

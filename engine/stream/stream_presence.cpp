@@ -1,10 +1,10 @@
-#include "store/stream_presence.h"
+#include "stream/stream_presence.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "base/error.h"
-#include "install/model_root.h"
+#include "model/model_root.h"
 
 namespace deltafin {
 
