@@ -933,7 +933,9 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
 template <int RO, int RB, int NA, int U, int kMinBlocks, int kMode, int NK1 = 0, int NK2 = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const Params P) {
   pdl_enter();
-  extern __shared__ float4 xs[];
+  // 128-byte aligned: where the staged vectors started when these kernels were measured (a file
+  // whose other kernels align their dynamic shared memory to 128 gave them that base).
+  extern __shared__ __align__(128) float4 xs[];
   run_tickets(
       P,
       [&](unsigned, int g, int tile) {

@@ -48,6 +48,7 @@ struct Spec {
   int stab = 0;    // fragment-order versions: per-warp scale tables in shared memory (direct::put_scales)
   int few_share = 0;  // a `few` version: it also comes before the `shared` versions while the call's rows
                       // per expert stay below few_share/100 (0: the `shared` versions always come first)
+};
 
 const Spec kLab[] = {
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
