@@ -24,12 +24,14 @@ ALLOWED = {
     "engine/synth": {"engine/base", "engine/model", "engine/tokenizer"},
     "engine/runtime": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
                        "kernels/cpu", "kernels/cuda", "kernels/cuda_qwen3"},
-    "engine/cuda": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
-                    "engine/runtime", "kernels/cpu", "kernels/cuda"},
-    "engine/serve": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
-                     "engine/runtime"},
+    "engine/drafts": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
+                      "engine/runtime", "kernels/cpu", "kernels/cuda", "kernels/cuda_qwen3"},
     "engine/bench": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
-                     "engine/runtime"},
+                     "engine/runtime", "engine/drafts", "kernels/cpu"},
+    "engine/cuda": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
+                    "engine/runtime", "engine/drafts", "engine/bench", "kernels/cpu", "kernels/cuda"},
+    "engine/serve": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
+                     "engine/runtime", "engine/drafts"},
 }
 # The applications sit on top: they may include any engine or kernel folder.
 TOP = ("app/",)

@@ -1,4 +1,4 @@
-#include "runtime/verifier_bench.h"
+#include "bench/verifier_bench.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,7 +9,7 @@
 #include "cpu/gemm.h"
 #include "model/checkpoint.h"
 #include "runtime/k3_model.h"
-#include "runtime/verifier_direct_expert_source.h"
+#include "bench/verifier_direct_expert_source.h"
 
 namespace deltafin {
 

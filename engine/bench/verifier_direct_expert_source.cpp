@@ -1,4 +1,4 @@
-#include "runtime/verifier_direct_expert_source.h"
+#include "bench/verifier_direct_expert_source.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "runtime/draft_tensor_binder.h"
+#include "drafts/draft_tensor_binder.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-#include "runtime/dspark_config.h"
+#include "drafts/dspark_config.h"
 
 #include <fstream>
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
-#include "runtime/dspark_model.h"
+#include "drafts/dspark_model.h"
 
 #include "base/error.h"
-#include "runtime/draft_tensor_binder.h"
+#include "drafts/draft_tensor_binder.h"
 
 namespace deltafin {
 

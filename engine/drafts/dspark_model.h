@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "model/checkpoint.h"
-#include "runtime/dspark_config.h"
+#include "drafts/dspark_config.h"
 #include "runtime/k3_model.h"
 #include "runtime/ops.h"
 

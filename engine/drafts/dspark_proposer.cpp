@@ -1,4 +1,4 @@
-#include "runtime/dspark_proposer.h"
+#include "drafts/dspark_proposer.h"
 
 #include <cmath>
 #include <cstring>

@@ -2,8 +2,8 @@
 #include <vector>
 
 #include "runtime/draft_proposer.h"
-#include "runtime/dspark_model.h"
-#include "runtime/dspark_rope.h"
+#include "drafts/dspark_model.h"
+#include "drafts/dspark_rope.h"
 
 namespace deltafin {
 

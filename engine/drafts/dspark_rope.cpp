@@ -1,4 +1,4 @@
-#include "runtime/dspark_rope.h"
+#include "drafts/dspark_rope.h"
 
 #include <algorithm>
 #include <cmath>

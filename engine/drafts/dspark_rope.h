@@ -1,7 +1,7 @@
 #pragma once
 #include <vector>
 
-#include "runtime/dspark_config.h"
+#include "drafts/dspark_config.h"
 
 namespace deltafin {
 

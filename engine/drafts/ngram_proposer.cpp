@@ -1,4 +1,4 @@
-#include "runtime/ngram_proposer.h"
+#include "drafts/ngram_proposer.h"
 
 #include <algorithm>
 

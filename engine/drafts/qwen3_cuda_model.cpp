@@ -7,8 +7,8 @@
 #include "base/error.h"
 #include "cuda/cuda_kernels.h"
 #include "cuda_qwen3/qwen3_kernels.h"
-#include "runtime/qwen3_model.h"
-#include "runtime/qwen3_runner.h"
+#include "drafts/qwen3_model.h"
+#include "drafts/qwen3_runner.h"
 
 namespace deltafin {
 

@@ -1,4 +1,4 @@
-#include "runtime/qwen3_model.h"
+#include "drafts/qwen3_model.h"
 
 #include <cmath>
 #include <cstring>
@@ -8,7 +8,7 @@
 
 #include "base/error.h"
 #include "base/thread_pool.h"
-#include "runtime/draft_tensor_binder.h"
+#include "drafts/draft_tensor_binder.h"
 
 namespace deltafin {
 

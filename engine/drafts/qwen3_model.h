@@ -7,7 +7,7 @@
 
 #include "model/checkpoint.h"
 #include "runtime/ops.h"
-#include "runtime/qwen3_runner.h"
+#include "drafts/qwen3_runner.h"
 
 namespace deltafin {
 

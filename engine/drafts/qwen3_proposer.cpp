@@ -1,4 +1,4 @@
-#include "runtime/qwen3_proposer.h"
+#include "drafts/qwen3_proposer.h"
 
 #include <algorithm>
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "runtime/draft_proposer.h"
-#include "runtime/qwen3_model.h"
+#include "drafts/qwen3_model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deltafin {

@@ -1,8 +1,8 @@
-#include "runtime/qwen3_runner.h"
+#include "drafts/qwen3_runner.h"
 
 #include "base/error.h"
 #include "runtime/ops.h"
-#include "runtime/qwen3_model.h"
+#include "drafts/qwen3_model.h"
 
 namespace deltafin {
 

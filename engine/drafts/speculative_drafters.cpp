@@ -1,13 +1,13 @@
-#include "runtime/speculative_drafters.h"
+#include "drafts/speculative_drafters.h"
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "base/error.h"
-#include "runtime/dspark_proposer.h"
-#include "runtime/ngram_proposer.h"
-#include "runtime/qwen3_proposer.h"
+#include "drafts/dspark_proposer.h"
+#include "drafts/ngram_proposer.h"
+#include "drafts/qwen3_proposer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fs = std::filesystem;

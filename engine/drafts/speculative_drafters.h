@@ -5,7 +5,7 @@
 
 #include "runtime/draft_proposer.h"
 #include "runtime/k3_model.h"
-#include "runtime/qwen3_runner.h"
+#include "drafts/qwen3_runner.h"
 
 namespace deltafin {
 
