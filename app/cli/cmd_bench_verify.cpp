@@ -9,7 +9,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "cuda_device.h"
-#include "runtime/verifier_bench.h"
+#include "bench/verifier_bench.h"
 
 namespace deltafin::cli {
 

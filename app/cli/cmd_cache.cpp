@@ -9,7 +9,7 @@
 #include "install/disk_space.h"
 #include "install/doctor.h"
 #include "install/hub_client.h"
-#include "install/model_root.h"
+#include "model/model_root.h"
 #include "store/stream_expert_source.h"
 
 namespace deltafin::cli {

@@ -4,7 +4,7 @@
 
 #include "commands.h"
 #include "install/doctor.h"
-#include "install/model_root.h"
+#include "model/model_root.h"
 
 namespace deltafin::cli {
 

@@ -7,7 +7,7 @@
 #include "commands.h"
 #include "cuda_device.h"
 #include "runtime/generate.h"
-#include "runtime/speculative_drafters.h"
+#include "drafts/speculative_drafters.h"
 #include "runtime/speculative_stats.h"
 
 namespace deltafin::cli {

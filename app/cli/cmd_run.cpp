@@ -13,7 +13,7 @@
 #include "cuda_device.h"
 #include "runtime/generate.h"
 #include "runtime/k3_model.h"
-#include "runtime/speculative_drafters.h"
+#include "drafts/speculative_drafters.h"
 #include "runtime/speculative_stats.h"
 #include "tokenizer/chat_stream_parser.h"
 #include "tokenizer/chat_template.h"

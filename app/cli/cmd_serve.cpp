@@ -12,7 +12,7 @@
 #include "cuda_device.h"
 #include "commands.h"
 #include "runtime/k3_model.h"
-#include "runtime/speculative_drafters.h"
+#include "drafts/speculative_drafters.h"
 #include "serve/http_server.h"
 #include "serve/state_snapshot.h"
 #include "tokenizer/tokenizer.h"

@@ -6,7 +6,7 @@
 #include "base/error.h"
 #include "commands.h"
 #include "install/disk_space.h"
-#include "install/model_root.h"
+#include "model/model_root.h"
 #include "install/setup.h"
 #include "install/text_progress.h"
 

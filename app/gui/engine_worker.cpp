@@ -13,7 +13,7 @@
 #include "tier_shares.h"
 #include "runtime/generate.h"
 #include "runtime/k3_model.h"
-#include "runtime/speculative_drafters.h"
+#include "drafts/speculative_drafters.h"
 #include "store/tiered_expert_source.h"
 #include "tokenizer/chat_stream_parser.h"
 #include "tokenizer/chat_template.h"

@@ -18,8 +18,8 @@
 #include "cuda/k3_cuda_model.h"
 #include "cuda/vram_expert_cache.h"
 #include "cpu/gemm.h"
-#include "runtime/verifier_bench.h"
-#include "runtime/verifier_direct_expert_source.h"
+#include "bench/verifier_bench.h"
+#include "bench/verifier_direct_expert_source.h"
 #include "store/tiered_expert_source.h"
 
 namespace deltafin::cuda {

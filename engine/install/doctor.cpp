@@ -8,11 +8,11 @@
 #include "install/disk_space.h"
 #include "install/file_hash.h"
 #include "install/install_manifest.h"
-#include "install/model_root.h"
+#include "model/model_root.h"
 #include "model/checkpoint.h"
 #include "model/k3_config.h"
-#include "store/stream_marker.h"
-#include "store/stream_presence.h"
+#include "stream/stream_marker.h"
+#include "stream/stream_presence.h"
 
 namespace fs = std::filesystem;
 

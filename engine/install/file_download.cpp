@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "install/file_hash.h"
-#include "install/model_root.h"
+#include "model/model_root.h"
 
 namespace fs = std::filesystem;
 

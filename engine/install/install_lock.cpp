@@ -9,7 +9,7 @@
 #include <filesystem>
 
 #include "base/error.h"
-#include "install/model_root.h"
+#include "model/model_root.h"
 
 namespace deltafin {
 

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "install/model_root.h"
+#include "model/model_root.h"
 
 namespace fs = std::filesystem;
 

@@ -16,13 +16,13 @@
 #include "install/file_hash.h"
 #include "install/install_lock.h"
 #include "install/install_manifest.h"
-#include "install/model_root.h"
+#include "model/model_root.h"
 #include "install/progress_meter.h"
 #include "model/checkpoint.h"
 #include "model/safetensors.h"
-#include "store/stream_layout.h"
-#include "store/stream_marker.h"
-#include "store/stream_presence.h"
+#include "stream/stream_layout.h"
+#include "stream/stream_marker.h"
+#include "stream/stream_presence.h"
 
 namespace fs = std::filesystem;
 

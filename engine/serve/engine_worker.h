@@ -13,7 +13,7 @@
 
 #include "runtime/draft_proposer.h"
 #include "runtime/k3_model.h"
-#include "runtime/speculative_drafters.h"
+#include "drafts/speculative_drafters.h"
 #include "serve/job_queue.h"
 #include "serve/response_memo.h"
 #include "serve/snapshot_store.h"

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "stream/expert_location.h"
+
 namespace deltafin {
 
 // The six tensors of one routed expert, as stored (MXFP4 packed + E8M0 scales).
@@ -17,16 +19,6 @@ struct ExpertView {
   const uint8_t* w2_scale = nullptr;
   const uint8_t* w3_packed = nullptr;  // up [moe_intermediate][latent/2]
   const uint8_t* w3_scale = nullptr;
-};
-
-// Where one expert's bytes sit on disk.
-struct ExpertLocation {
-  uint32_t shard = 0;
-  uint64_t offset = 0;     // absolute file offset of the first of the six tensors
-  uint64_t bytes = 0;      // span length when contiguous
-  bool contiguous = true;  // the six tensors are back to back in w1,w2,w3 packed/scale order
-  uint64_t part_offset[6] = {};  // absolute offsets of each tensor (always valid)
-  uint64_t part_bytes[6] = {};
 };
 
 struct ExpertCounters {

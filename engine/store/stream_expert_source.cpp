@@ -18,7 +18,7 @@
 #include "install/file_hash.h"
 #include "model/checkpoint.h"
 #include "store/mmap_expert_source.h"
-#include "store/stream_layout.h"
+#include "stream/stream_layout.h"
 
 namespace fs = std::filesystem;
 

@@ -9,8 +9,8 @@
 #include "model/checkpoint.h"
 #include "install/range_fetch.h"
 #include "store/expert_source.h"
-#include "store/stream_marker.h"
-#include "store/stream_presence.h"
+#include "stream/stream_marker.h"
+#include "stream/stream_presence.h"
 
 namespace deltafin {
 

@@ -108,7 +108,7 @@ struct MxExpert {
 // overlap `packed`. Scales stay as they are.
 void repack_mx_fragments(const void* packed, void* out, int rows, int cols, Stream stream = nullptr);
 
-// Diagnostics: where the traced expert versions (v122, v143) write five 64-bit words per task of each
+// Diagnostics: where the traced expert versions (lab/, deltafin-cuda-bench --trace) write five 64-bit words per task of each
 // launch, indexed by task number: (kind << 62) | (SM << 32) | block (kind 0 gate/up, 1 down, 2
 // combine), then %globaltimer (ns) at the task's start,
 // after its waits, when its first pass is ready to stream, and at its end. `dev_records` must hold
@@ -182,7 +182,7 @@ class ExpertMlp {
   // Whether a call of a few waves of tasks may take fewer blocks than the device holds (expert_grid
   // in mxfp4_experts.cu; the default): faster when the kernel has the GPU to itself. A caller that
   // runs other work beside it turns it off: the K3 forward's concurrent branches use the free SM
-  // slots, and its layers measured faster on the full grid (docs/PERFORMANCE.md, session 22).
+  // slots, and its layers measured faster on the full grid.
   void set_few_wave_grid(bool on);
   // Whether the version in use reads the packed weights in fragment order (repack_mx_fragments):
   // the default of a fragments-layout object, or a fragment-order version selected by name.

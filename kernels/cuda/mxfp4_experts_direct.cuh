@@ -1,21 +1,19 @@
-// Tensor-core tasks that read the weights in fragment order straight into registers (v91, v96, v108,
-// v121, v126, v130, v131, v134-v136, v138, v183, v192, v194, v212 and the traced v122, v143, v184, v193).
-// Included by mxfp4_experts.cu inside its anonymous namespace, after mxfp4_experts_mma.cuh: the
-// tickets, tasks and counters are the FFMA versions'; the arithmetic is v20's.
+// Tensor-core tasks that read the weights in fragment order straight into registers: the product's
+// v134, v212, v183, v138 and v194, and the lab's other fragment-order versions (the template flags
+// below). Included inside an anonymous namespace after mxfp4_experts_mma.cuh: the tickets, tasks and
+// counters are expert_tasks.cuh's, the arithmetic is mma16's.
 //
-// Why: v20 computes each block with half the instructions of the FFMA versions but streams its
-// weights through 221 KB of shared-memory stages (one block per SM: too few warps to hide the
-// latencies); v74-v79 loaded each lane's code words straight into registers, but as 4-byte loads
-// spread over 16 rows, which the load pipeline serves one sector per row (docs/PERFORMANCE.md).
+// Why: streaming the weights through shared-memory stages leaves one block per SM (too few warps to
+// hide the latencies), and 4-byte register loads spread over 16 rows are served one sector per row.
 // Here the packed codes are stored in the order the mma fragments ask for (repack_mx_fragments:
 // a permutation of the same bytes, nothing re-encoded), so every lane's fragment words for two
 // blocks of 32 columns are one aligned 16-byte load and a warp reads 512 contiguous bytes per load.
 // No shared-memory stages, no barriers per stage: occupancy is set by registers alone.
 //
-// Exactness and bits: each lane holds the words ldmatrix gave it in v20 (row g / g+8 of block b,
+// Exactness and bits: each lane holds the words ldmatrix would give it from staged rows (row g / g+8 of block b,
 // bytes 4t..4t+3 of the block, t = lane % 4), decodes them with e2m1_half2, runs the same two mma
 // per block with the same activation fragments (stage_frags) and scales, and adds the blocks in
-// the same order; the pass ends in v20's finish_pair. So the results are v20's bits (the checker
+// the same order; the pass ends in mma16::finish_pair. So the results are the staged versions' bits (the checker
 // compares them), and batch invariance follows as it does there.
 //
 // Fragment order of one packed matrix [rows][cols / 2] (rows % 16 == 0, cols % 64 == 0): for each
@@ -26,39 +24,8 @@
 // keep the checkpoint's layout.
 namespace direct {
 
-// NT tiles of 16 rows per warp. NT = 2: a warp holds 16 gate and 16 up rows (A task: 8 x 16
-// intermediate rows) or 32 down rows (B task: 256 latent rows). NT = 1: warps 0-3 hold gate tiles and
-// 4-7 the matching up tiles (A task: 64 intermediate rows), or one 16-row down tile each (B task: 128
-// latent rows): half the bytes per task, so at T = 1 the last tasks leave fewer SMs idle.
-template <int NT>
-constexpr int tile_a() { return NT == 2 ? kWarps * 16 : kWarps / 2 * 16; }
-template <int NT>
-constexpr int tile_b() { return kWarps * 16 * NT; }
-constexpr int kFragLanes = 24;  // activation fragments of columns 0-5 (two vectors x three parts)
-constexpr int kHeader = 128;    // reduction scratch of stage_frags
-constexpr int kSwap = kWarps / 2 * 32 * 2 * 4;  // NT = 1: the up tiles' sums, handed to the gate warps
-constexpr int kRing = 4;        // chunk slots per tile: the one in use and up to three in flight
-
-// One buffer of activation fragments for the wider of the two K (lanes per 32-column block: 24, or
-// 32 with zeros for columns 6 and 7, so that every lane reads its fragments unconditionally).
-__host__ __device__ inline size_t frag_bytes(int latent, int inter, int lanes = kFragLanes) {
-  return static_cast<size_t>((latent > inter ? latent : inter) / 32) * lanes * 16;
-}
-
-// Scale tables (v192): per warp, two groups' scales as floats, 4 chunks x 8 lane rows x 4 (rows g and
-// g + 8 of the chunk's two blocks).
-constexpr int kScaleTab = kWarps * 2 * 128 * 4;
-
-// kNP pairs of activation vectors per pass: kNP fragment buffers (then the scale tables, if any).
-inline size_t smem_bytes(int latent, int inter, int kNP = 1, int lanes = kFragLanes, bool stab = false) {
-  return kHeader + kSwap + kNP * frag_bytes(latent, inter, lanes) + (stab ? kScaleTab : 0);
-}
-
-// Scales are read 8 at a time (four chunks per group): widths are multiples of 256.
-template <int NT>
-inline bool fits(int latent, int inter) {
-  return latent % 256 == 0 && inter % 256 == 0 && inter % tile_a<NT>() == 0 && latent % tile_b<NT>() == 0;
-}
+// Tiles, fragment buffers, shared memory and the widths handled: expert_geometry.h (the host needs them too).
+using namespace ::deltafin::cuda::geometry::direct;
 
 __device__ __forceinline__ uint4 ld_weights(const uint4* p) { return ld_stream16<false>(p); }
 
@@ -92,8 +59,8 @@ __device__ __forceinline__ bool any_zero_scale(const uint2 (&s)[NT][2]) {
 }
 
 // One 64-column chunk (blocks 2j, 2j + 1) of the warp's tiles against activation fragments f0, f1.
-// kFma (v126, v130): e2m1_half2_fma and scale_at_fma, for groups without an E8M0 0 (the same values).
-// kMad (v134): every group decodes through e2m1_half2_mad (its column pairs are the staging's), the
+// kFma: e2m1_half2_fma and scale_at_fma, for groups without an E8M0 0 (the same values).
+// kMad: every group decodes through e2m1_half2_mad (its column pairs are the staging's), the
 // scales as kFma says.
 template <int NT, bool kFma = false, bool kMad = false>
 __device__ __forceinline__ void chunk(const uint4 (&w)[NT], uint4 f0, uint4 f1, const uint2 (&s)[NT][2], int jj,
@@ -134,7 +101,7 @@ __device__ __forceinline__ void decode_block(const uint4& w, int hb, uint32_t (&
   }
 }
 
-// chunk<1> with the chunk's four scales already floats (v192: sc = row g / g + 8 of block 2j, then of
+// chunk<1> with the chunk's four scales already floats (sc = row g / g + 8 of block 2j, then of
 // block 2j + 1, from the warp's scale table): the same values, so the same bits.
 template <bool kMad>
 __device__ __forceinline__ void chunk_scaled(const uint4& w, uint4 f0, uint4 f1, float4 sc, float (&acc)[4]) {
@@ -152,7 +119,7 @@ __device__ __forceinline__ void chunk_scaled(const uint4& w, uint4 f0, uint4 f1,
 // chunk 2 (l % 2): + 4 (r % 8) + r / 8, the block's second 32 columns 2 further, the next chunk 32
 // further. Why: each lane converting the 16 scales of its two rows per group took ~50 instructions per
 // group (the 4 lanes of a quad the same ones); here each scale is converted once per warp, as shift,
-// mask and max (docs/PERFORMANCE.md, session 20). Same values: byte k at bits 23-30, 2^-127 for E8M0 0.
+// mask and max. Same values: byte k at bits 23-30, 2^-127 for E8M0 0.
 __device__ __forceinline__ void put_scales(float* dst, uint32_t word) {
   const uint32_t e0 = max((word << 23) & 0x7F800000u, 0x00400000u);
   const uint32_t e1 = max((word << 15) & 0x7F800000u, 0x00400000u);
@@ -182,7 +149,7 @@ __device__ __forceinline__ void chunk_two_scaled(const uint4& w, uint4 f0, uint4
 // block is decoded once and multiplied with both pairs' fragments. Every product, sum and scaling
 // of a pair is the one chunk<1> performs for it, so the bits are the same.
 // (Templated on NT only so that the NT = 2 tasks compile the pass that never calls it.)
-// kMad (v136): decoded through e2m1_half2_mad (the fragments are staged in its column order).
+// kMad: decoded through e2m1_half2_mad (the fragments are staged in its column order).
 template <int NT, bool kMad = false>
 __device__ __forceinline__ void chunk_two(uint4 w, uint4 f0, uint4 f1, uint4 g0, uint4 g1, const uint2 (&s)[NT][2], int jj,
                                           float (&acc)[NT][4], float (&acc2)[4]) {
@@ -198,7 +165,7 @@ __device__ __forceinline__ void chunk_two(uint4 w, uint4 f0, uint4 f1, uint4 g0,
 
 // NT = 1: finish_pair's sums for one tile, with the gate and up tiles of an A task in different
 // warps (the up warps hand theirs over through shared memory). Same operations, same bits.
-// kMax (v121): the gate warps also fold the |h| they write into P.hmax[a] (atomicMax on the bits of
+// kMax: the gate warps also fold the |h| they write into P.hmax[a] (atomicMax on the bits of
 // a non-negative float: the order of the updates cannot change the result), so the down tasks know
 // each vector's largest magnitude without a pass over it.
 template <bool kGateUp, bool kMax = false>
@@ -250,18 +217,18 @@ struct Staged {
 // in flight. With kNP = 2 an expert that several rows share is read and decoded once per four
 // assignments instead of once per two; each assignment's arithmetic is unchanged (same bits).
 // kTrace: thread 0 writes the time the first pass is ready to stream (trace_at word 3).
-// kHmax (NT = 1, kNP = 1; v121): gate/up tasks record each h vector's largest magnitude (finish_tile
+// kHmax (NT = 1, kNP = 1): gate/up tasks record each h vector's largest magnitude (finish_tile
 // kMax) and down tasks stage h in one pass with it (stage_split): the fragments are stage_frags' bits.
-// kFma (v126, v130): groups of chunks whose scales hold no E8M0 0 (any lane) decode through
+// kFma: groups of chunks whose scales hold no E8M0 0 (any lane) decode through
 // e2m1_half2_fma and scale_at_fma: the same values with about a fifth fewer integer-pipe
-// instructions per chunk (SASS of v121 and v126, docs/PERFORMANCE.md, session 13).
-// kL (v131): fragment lanes per block, 24 or 32 (frag_bytes).
-// kST (v192): the scales through the warp's scale table (put_scales, chunk_scaled), every group but the
+// instructions per chunk (SASS).
+// kL: fragment lanes per block, 24 or 32 (frag_bytes).
+// kST: the scales through the warp's scale table (put_scales, chunk_scaled), every group but the
 // last loading without a bound check (the last one's loop apart), running pointers for the weights, the
 // next scale word and the fragments.
-// kU2 (v212): kST's loop takes two groups per step, so each group's scale-table halves are fixed in its
+// kU2: kST's loop takes two groups per step, so each group's scale-table halves are fixed in its
 // code and the loop control runs once per two groups: 247.5 instead of 258 instructions per group
-// (SASS), +1.3-1.9 points of D2D at T=1 (docs/PERFORMANCE.md, session 21). The same arithmetic.
+// (SASS), +1.3-1.9 points of D2D at T=1 on an H200. The same arithmetic.
 template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
           int kL = kFragLanes, bool kMad = false, bool kST = false, bool kU2 = false>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
@@ -269,10 +236,10 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
   static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
   static_assert(kNP == 1 || (kNP == 2 && NT == 1), "two pairs per pass with one tile per warp");
   static_assert(!kHmax || (NT == 1 && kNP == 1), "recorded maxima with one tile and one pair per pass");
-  static_assert(!kFma || kNP == 1, "the FMA-pipe decode with one pair per pass (v108's loop lost with it: v129)");
+  static_assert(!kFma || kNP == 1, "the FMA-pipe decode with one pair per pass only");
   // kST with 24 lanes: lanes 24-31 read the fragments that follow (block 2j + 1's lanes 0-7, or past
   // the buffer's end into the next one or the scale tables): they feed only output columns 6 and 7,
-  // which nothing reads (v180, session 19), so every lane loads without a predicate.
+  // which nothing reads, so every lane loads without a predicate.
   static_assert(!kST || (NT == 1 && !kFma), "scale tables with one tile and no vote");
   static_assert(!kU2 || kST, "two groups per step is a form of the scale-table loop");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2;
@@ -458,7 +425,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
             }
           }
           auto chunks = [&](auto fma_c) {
-            [[maybe_unused]] constexpr bool kF = decltype(fma_c)::value;  // passes with two pairs keep v108's decode
+            [[maybe_unused]] constexpr bool kF = decltype(fma_c)::value;  // passes with two pairs keep the plain decode
 #pragma unroll
             for (int jj = 0; jj < 4; ++jj) {
               const int j = 4 * G + jj;
@@ -535,16 +502,16 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 }  // namespace direct
 
 // The fragment-order versions: same tickets and tasks as expert_mlp_kernel.
-// kTrace (v122, v143, v184, v193): per-task times for diagnostics (set_expert_trace); the same arithmetic.
-// kMeta (v121, v122, v126, v134, v138, v143, v183, v184, v192, v193, v212): the call's routing tables are copied into shared memory once per block, so a
+// kTrace: per-task times for diagnostics (set_expert_trace); the same arithmetic.
+// kMeta: the call's routing tables are copied into shared memory once per block, so a
 // task's first reads (its expert's pointers, its assignments) are shared-memory reads instead of a
-// chain of dependent global loads (~1.3 us per task at full load on the H200, measured with v118, since removed);
+// chain of dependent global loads (~1.3 us per task at full load on the H200);
 // for calls whose tables exceed MetaTables, launch() runs the version without it (the same bits).
-// kHmax (v121, v122, v126, v134, v138, v143, v183, v184, v192, v193, v212): see task().
-// kFuse (v138, v143, v183, v184, v192, v193, v212): no combine tasks; the down task that completes a row's tile combines it
+// kHmax: see task().
+// kFuse: no combine tasks; the down task that completes a row's tile combines it
 // (finish_down_fused; the host sets P.nC = 0).
-// kST (v192, v193, v212): the scales through per-warp scale tables (direct::put_scales), see task().
-// kU2 (v212): two groups per step of the scale-table loop, see task().
+// kST: the scales through per-warp scale tables (direct::put_scales), see task().
+// kU2: two groups per step of the scale-table loop, see task().
 template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
           bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kST = false,
           bool kU2 = false>

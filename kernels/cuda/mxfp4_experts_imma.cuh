@@ -34,9 +34,9 @@
 // are Wp of eight weight rows, rows 8-15 the same rows' Wn, so both halves of a row's sum also
 // land in one lane.
 //
-// Measured (docs/PERFORMANCE.md, session 3): exact and batch invariant, the best version at T=8
-// with the cp.async ring (v39, 62-65% of the copy bandwidth against 58-62% for the FFMA versions),
-// not at T=1 (46-51% against 53%). Not the default.
+// Exact and batch invariant; with the cp.async ring (v39) faster than the FFMA versions at T=8
+// (62-65% of the copy bandwidth against 58-62% on an H200),
+// not at T=1 (46-51% against 53%): the row-layout default only off K3's widths (expert_kernel_policy.h).
 //
 // Batch invariance: an assignment's digits depend on its own vector only; its mma columns are
 // computed whatever the other assignments are; the per-block, per-lane and cross-lane (fixed
@@ -45,28 +45,8 @@
 // their own Variant::order.
 namespace imma {
 
-constexpr int kRowsA = 8;                 // gate and up rows per warp and A task (16 weight rows)
-constexpr int kTileA = kWarps * kRowsA;   // intermediate rows per A task
-constexpr int kPad = 16;                  // bytes between digit planes: the 8 reading lanes hit distinct banks
-
-__host__ __device__ inline size_t plane_stride(int latent, int inter) {
-  return static_cast<size_t>(latent > inter ? latent : inter) + kPad;
-}
-// Ring versions: per warp, S stages of NR row sets x 32 lanes x (16 weight bytes + 4 scale bytes).
-constexpr int stage_bytes(int nr) { return nr * 32 * 20; }
-// NA vectors x 4 digit planes, then one zero plane (what the non-feeding lanes read).
-__host__ __device__ inline size_t digits_bytes(int latent, int inter, int na) {
-  return (static_cast<size_t>(na) * 4 + 1) * plane_stride(latent, inter);
-}
-inline size_t smem_bytes(int latent, int inter, int na, int stages) {
-  return digits_bytes(latent, inter, na) + static_cast<size_t>(kWarps) * stages * stage_bytes(2);
-}
-
-// Shapes these versions handle: blocks per row a multiple of 4 (one per lane of a row group),
-// whole tiles.
-inline bool fits(int latent, int inter, int tile_b) {
-  return latent % 128 == 0 && inter % 128 == 0 && inter % kTileA == 0 && latent % tile_b == 0;
-}
+// Tiles, digit planes, shared memory and the widths handled: expert_geometry.h (the host needs them too).
+using namespace ::deltafin::cuda::geometry::imma;
 
 // mma.sync with integer operands exists from sm_80 on (DELTAFIN_SM80_ASM traps below).
 __device__ __forceinline__ void mma_u8s8(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {

@@ -9,6 +9,7 @@
 
 #include "cpu/gemm.h"
 #include "cuda/cuda_kernels.h"
+#include "cuda/lab/expert_kernels_lab.h"
 #include "cuda_reference.h"
 #include "previous_rmsnorm.h"
 
@@ -774,6 +775,7 @@ Result check_expert_grid(std::mt19937_64& rng) {
 }  // namespace
 
 std::vector<Result> expert_mlp(uint64_t seed, bool k3_shapes) {
+  register_lab_expert_kernels();  // every version is checked, the lab's too
   std::vector<Result> out;
   std::mt19937_64 rng(seed + 4);
   out.push_back(check_repack(rng));

@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "cuda/cuda_kernels.h"
+#include "cuda/lab/expert_kernels_lab.h"
 #include "cuda/k3_cuda_bench.h"
 #include "cuda_k3_checks.h"
 #include "synth/k3_synth.h"
@@ -38,6 +39,7 @@ int report(const std::vector<cuda::check::Result>& rs) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  deltafin::cuda::register_lab_expert_kernels();  // DELTAFIN_CUDA_EXPERT_VERSION may name a lab version
   try {
     const std::string cmd = argc > 1 ? argv[1] : "";
     if (cmd == "synth" && argc >= 4) {

@@ -11,7 +11,7 @@
 #include "base/error.h"
 #include "support/golden_tensors.h"
 #include "runtime/ops.h"
-#include "runtime/qwen3_model.h"
+#include "drafts/qwen3_model.h"
 
 namespace deltafin::qwen3_checks {
 

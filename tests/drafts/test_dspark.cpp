@@ -8,7 +8,7 @@
 
 #include "base/error.h"
 #include "base/thread_pool.h"
-#include "runtime/dspark_proposer.h"
+#include "drafts/dspark_proposer.h"
 #include "runtime/generate.h"
 #include "drafting_check.h"
 #include "support/test_support.h"

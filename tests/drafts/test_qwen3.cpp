@@ -9,7 +9,7 @@
 
 #include "base/thread_pool.h"
 #include "runtime/generate.h"
-#include "runtime/qwen3_proposer.h"
+#include "drafts/qwen3_proposer.h"
 #include "drafting_check.h"
 #include "support/test_support.h"
 #include "synth/k3_synth.h"

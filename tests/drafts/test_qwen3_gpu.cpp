@@ -3,8 +3,8 @@
 // backend choice falls back to the CPU with a stated reason and the proposer drafts through it.
 #include "base/error.h"
 #include "qwen3_gpu_checks.h"
-#include "runtime/qwen3_model.h"
-#include "runtime/qwen3_proposer.h"
+#include "drafts/qwen3_model.h"
+#include "drafts/qwen3_proposer.h"
 #include "support/test_support.h"
 
 using namespace deltafin;

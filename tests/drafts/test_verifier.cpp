@@ -10,7 +10,7 @@
 
 #include "base/thread_pool.h"
 #include "runtime/generate.h"
-#include "runtime/ngram_proposer.h"
+#include "drafts/ngram_proposer.h"
 #include "support/test_support.h"
 #include "synth/k3_synth.h"
 #include "test_drafters.h"

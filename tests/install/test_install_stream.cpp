@@ -21,8 +21,8 @@
 #include "runtime/k3_model.h"
 #include "store/expert_source_factory.h"
 #include "store/stream_expert_source.h"
-#include "store/stream_layout.h"
-#include "store/stream_marker.h"
+#include "stream/stream_layout.h"
+#include "stream/stream_marker.h"
 #include "support/test_support.h"
 #include "test_hub.h"
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cuda/cuda_common.cuh"
+#include "cuda/lab/expert_kernels_lab.h"
 #include "expert_routings.h"
 #include "bench_timing.h"
 #include "expert_trace.h"
@@ -189,6 +190,7 @@ bool matches_any(const std::string& name, const std::string& alternatives) {
 }
 
 int main(int argc, char** argv) {
+  deltafin::cuda::register_lab_expert_kernels();  // the expert part measures every version
   std::string json_path = "cuda-bench.json";
   std::string only_variant;   // run only expert variants whose name contains this
   bool experts_only = false;  // skip the copy and GEMV parts (for profiling one kernel)

@@ -1,0 +1,81 @@
+#pragma once
+// Geometry of the product's tensor-core expert kernels that the host needs as well as the device:
+// task tiles, shared-memory sizes and the widths each kernel handles. Plain C++ (the device code
+// includes it through mxfp4_experts_direct.cuh / mxfp4_experts_imma.cuh), so that the kernel policy
+// (expert_kernel_policy.h) is computed, and unit-tested, by the host compiler alone.
+#include <cstddef>
+
+#ifdef __CUDACC__
+#define DELTAFIN_HOST_DEVICE __host__ __device__
+#else
+#define DELTAFIN_HOST_DEVICE
+#endif
+
+namespace deltafin::cuda::geometry {
+
+constexpr int kWarps = 8;  // warps per block of every row-task kernel
+
+// Fragment-order kernels (mxfp4_experts_direct.cuh).
+namespace direct {
+// NT tiles of 16 rows per warp. NT = 2: a warp holds 16 gate and 16 up rows (A task: 8 x 16
+// intermediate rows) or 32 down rows (B task: 256 latent rows). NT = 1: warps 0-3 hold gate tiles and
+// 4-7 the matching up tiles (A task: 64 intermediate rows), or one 16-row down tile each (B task: 128
+// latent rows): half the bytes per task, so at T = 1 the last tasks leave fewer SMs idle.
+template <int NT>
+constexpr int tile_a() { return NT == 2 ? kWarps * 16 : kWarps / 2 * 16; }
+template <int NT>
+constexpr int tile_b() { return kWarps * 16 * NT; }
+constexpr int kFragLanes = 24;  // activation fragments of columns 0-5 (two vectors x three parts)
+constexpr int kHeader = 128;    // reduction scratch of stage_frags
+constexpr int kSwap = kWarps / 2 * 32 * 2 * 4;  // NT = 1: the up tiles' sums, handed to the gate warps
+constexpr int kRing = 4;        // chunk slots per tile: the one in use and up to three in flight
+
+// One buffer of activation fragments for the wider of the two K (lanes per 32-column block: 24, or
+// 32 with zeros for columns 6 and 7, so that every lane reads its fragments unconditionally).
+DELTAFIN_HOST_DEVICE inline size_t frag_bytes(int latent, int inter, int lanes = kFragLanes) {
+  return static_cast<size_t>((latent > inter ? latent : inter) / 32) * lanes * 16;
+}
+
+// Scale tables: per warp, two groups' scales as floats, 4 chunks x 8 lane rows x 4 (rows g and
+// g + 8 of the chunk's two blocks).
+constexpr int kScaleTab = kWarps * 2 * 128 * 4;
+
+// kNP pairs of activation vectors per pass: kNP fragment buffers (then the scale tables, if any).
+inline size_t smem_bytes(int latent, int inter, int kNP = 1, int lanes = kFragLanes, bool stab = false) {
+  return kHeader + kSwap + kNP * frag_bytes(latent, inter, lanes) + (stab ? kScaleTab : 0);
+}
+
+// Scales are read 8 at a time (four chunks per group): widths are multiples of 256.
+template <int NT>
+inline bool fits(int latent, int inter) {
+  return latent % 256 == 0 && inter % 256 == 0 && inter % tile_a<NT>() == 0 && latent % tile_b<NT>() == 0;
+}
+}  // namespace direct
+
+// Integer tensor-core kernels (mxfp4_experts_imma.cuh).
+namespace imma {
+constexpr int kRowsA = 8;                 // gate and up rows per warp and A task (16 weight rows)
+constexpr int kTileA = kWarps * kRowsA;   // intermediate rows per A task
+constexpr int kPad = 16;                  // bytes between digit planes: the 8 reading lanes hit distinct banks
+
+DELTAFIN_HOST_DEVICE inline size_t plane_stride(int latent, int inter) {
+  return static_cast<size_t>(latent > inter ? latent : inter) + kPad;
+}
+// Ring versions: per warp, S stages of NR row sets x 32 lanes x (16 weight bytes + 4 scale bytes).
+constexpr int stage_bytes(int nr) { return nr * 32 * 20; }
+// NA vectors x 4 digit planes, then one zero plane (what the non-feeding lanes read).
+DELTAFIN_HOST_DEVICE inline size_t digits_bytes(int latent, int inter, int na) {
+  return (static_cast<size_t>(na) * 4 + 1) * plane_stride(latent, inter);
+}
+inline size_t smem_bytes(int latent, int inter, int na, int stages) {
+  return digits_bytes(latent, inter, na) + static_cast<size_t>(kWarps) * stages * stage_bytes(2);
+}
+
+// Shapes these versions handle: blocks per row a multiple of 4 (one per lane of a row group),
+// whole tiles.
+inline bool fits(int latent, int inter, int tile_b) {
+  return latent % 128 == 0 && inter % 128 == 0 && inter % kTileA == 0 && latent % tile_b == 0;
+}
+}  // namespace imma
+
+}  // namespace deltafin::cuda::geometry

@@ -1,0 +1,87 @@
+#pragma once
+// Which version of the routed-expert kernel (mxfp4_experts.cu) runs a call. Plain C++: the policy
+// is a function of the widths, the device's limits and the call, so it is unit-tested on the CPU
+// (tests/kernels/tst_expert_kernel_policy.cpp). Every version a policy can choose sums in the order
+// of the layout's default (the same bits), so the choice changes speed, never a result.
+#include <cstddef>
+#include <functional>
+#include <optional>
+
+#include "cuda/cuda_kernels.h"
+
+namespace deltafin::cuda {
+
+// The versions the product builds, by the numbers the benchmark, DELTAFIN_CUDA_EXPERT_VERSION and
+// docs/PERFORMANCE.md use. The others (kernels/cuda/lab/) exist only in deltafin-cuda-bench and the
+// checker. Rows: the checkpoint's packed layout; fragments: repack_mx_fragments' layout.
+enum class ExpertKernel {
+  // Row layout, FFMA (reduction order 0).
+  v9,   // K3's exact widths (3584 x 3072): the row-layout default there
+  v62,  // v9 reading an expert's weights once for two rows: calls from 1.1 rows per expert
+  v68,  // v9 reading them once for four rows, each chunk decoded once: calls from 2 rows per expert
+  v6,   // any widths (multiples of 32): the last resort, and the unaligned fallback of v38 / v39
+  // Row layout, integer tensor cores (reduction order 2; sm_80 and newer, widths multiples of 128).
+  v39,  // weights through a cp.async ring: the row-layout default off K3's widths
+  v38,  // v39 with register prefetch: where the ring's shared memory does not fit
+  // Fragment layout, fp16 tensor cores (reduction order 1; sm_80 and newer, widths multiples of 256).
+  v134,  // the fragment-layout default (K3 on sm_80 and newer)
+  v212,  // calls of up to 8 rows below 2 rows per expert: combine in the down tasks, scale tables
+  v183,  // calls of 1-2 rows where v212 does not fit or costs a block per SM
+  v138,  // calls of 1-2 rows where v183 does not fit or costs a block per SM either
+  v194,  // four rows per pass: calls from 1.2 rows per expert; and calls whose routing tables do not
+         // fit the shared-memory copy that every other fragment-order version makes
+};
+constexpr int kExpertKernels = static_cast<int>(ExpertKernel::v194) + 1;
+
+// "v134", ...
+const char* expert_kernel_id(ExpertKernel k);
+
+// What the device offers: the tensor-core versions need sm_80 and, each, their shared memory.
+struct ExpertDevice {
+  int cc_major = 0;
+  size_t smem_optin = 0;  // cudaDevAttrMaxSharedMemoryPerBlockOptin
+};
+
+// Dynamic shared memory of version k at these widths, and whether k runs them on device d.
+size_t expert_kernel_smem(ExpertKernel k, int latent, int inter);
+bool expert_kernel_fits(ExpertKernel k, int latent, int inter, const ExpertDevice& d);
+
+// The layout the experts should be stored in: fragments wherever v134 fits (it is faster than every
+// row-layout version at T = 1 to 8 on the H200, docs/PERFORMANCE.md), else rows.
+ExpertLayout preferred_expert_layout(int latent, int inter, const ExpertDevice& d);
+
+// The layout's default version: the one a call runs unless the policy below finds a faster one with
+// the same bits. None: no version reading that layout fits.
+std::optional<ExpertKernel> default_expert_kernel(int latent, int inter, ExpertLayout layout, const ExpertDevice& d);
+
+// One call of the kernel.
+struct ExpertCall {
+  int rows = 1;                  // T
+  double rows_per_expert = 1.0;  // assignments (T x top_k) per distinct expert, or its expectation
+  bool aligned16 = true;         // every expert tensor 16-byte aligned (run(); run_routed requires it)
+  bool tables_fit_shared = true; // at most 128 distinct experts and 128 assignments (MetaTables)
+};
+
+// Blocks per SM a version runs at these widths (the occupancy calculator's answer, asked on demand).
+using BlocksPerSm = std::function<int(ExpertKernel)>;
+
+// The version that runs `call` on experts stored in `layout` (whose default must fit: see
+// default_expert_kernel). The policy, in order:
+//   fragments: v212 for calls of up to 8 rows below 2 rows per expert, where it fits and keeps the
+//     default's blocks per SM; otherwise (where v212 does not qualify) v183, then v138, for calls of
+//     1-2 rows. v194 from 1.2 rows per expert, where it fits and keeps the default's blocks per SM
+//     (shared experts: arithmetic, not bytes, bounds the call). Otherwise v134. A call whose routing
+//     tables do not fit shared memory runs v194 instead of any of the others (the same bits).
+//   rows at K3's widths: v68 from 2 rows per expert, v62 from 1.1, otherwise v9.
+//   rows at other widths: v39, else v38 where only that fits (sm_80+, widths multiples of 128), else
+//     v6; a call whose experts are not 16-byte aligned runs v6 instead of v38 / v39.
+ExpertKernel choose_expert_kernel(int latent, int inter, ExpertLayout layout, const ExpertDevice& d,
+                                  const BlocksPerSm& blocks_per_sm, const ExpertCall& call);
+
+// The fallbacks choose_expert_kernel applies, for versions selected by name (benchmarks, checks):
+// the first row-layout FFMA version that fits (for tensor-core versions given unaligned experts),
+// and the fragment-order version without a shared copy of the routing tables.
+ExpertKernel unaligned_row_fallback(int latent, int inter);
+constexpr ExpertKernel kTablesFallback = ExpertKernel::v194;
+
+}  // namespace deltafin::cuda

@@ -1,0 +1,965 @@
+// The routed-expert MLP of one MoE layer in one launch (MXFP4 weights, fp32 everything else).
+//
+// Work is split into tasks taken in ticket order by a persistent grid:
+//   A: (distinct expert, tile of intermediate rows): h[a][o] = SiTU(gate[o].z[t], up[o].z[t]) for
+//      every assignment a = (row t, slot j) routed to that expert;
+//   B: (distinct expert, tile of latent rows): d[a][o] = down[o].h[a], once all of the expert's A
+//      tiles are done;
+//   C: (row t, tile of latent columns): y[t][o] = sum_j weight[t][j] * d[(t, j)][o] in slot order,
+//      once the B tiles of all of the row's experts are done.
+// A task only waits for tasks with lower tickets, which running blocks already hold and finish
+// without waiting on anything later, so the grid cannot deadlock whatever its size. Each distinct
+// expert's weight bytes are read once per launch, and no stage boundary idles the whole GPU.
+//
+// Exactness and batch invariance: weights decode exactly (E2M1 values are exact in fp16 and fp32);
+// lane l of a warp always owns the same 16-column chunks of a weight row and sums them in order,
+// lanes meet in a fixed butterfly, and each assignment's sums are independent of which or how many
+// other assignments share the expert. So row t's result is bit-identical alone or in any batch.
+//
+// Included by mxfp4_experts.cu (the product versions) and lab/expert_kernels_lab.cu (the rest): each
+// compiles its own copy of these templates, in its own anonymous namespace.
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <cuda_fp16.h>
+
+#include "cuda/cuda_common.cuh"
+#include "cuda/expert_routing.cuh"
+#include "cuda/expert_geometry.h"
+
+namespace deltafin::cuda {
+namespace {
+
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kTileC = 1024;  // latent columns per C task
+constexpr unsigned kFewWaves = 5;  // expert_grid: the most waves of tasks a call may have to take fewer blocks
+
+struct Params {
+  const MxExpert* experts;
+  const int* grp_begin;    // [nG + 1] into assign_list
+  const int* assign_list;  // assignments (t * K + j) grouped by distinct expert
+  const int* slot_group;   // [T * K] distinct-expert index of each slot
+  const float* slot_weight;
+  const float* z;
+  float* y;
+  float* h;
+  float* d;
+  // Counters are never reset between calls: each call knows where its own counts start (so no
+  // memset precedes the launch). Comparisons are wrap-safe.
+  unsigned* ticket;
+  unsigned* doneA;
+  unsigned* doneB;
+  unsigned ticket_base;      // ticket value when this call starts
+  const unsigned* doneA_base;  // [nG] doneA / doneB values when this call starts
+  const unsigned* doneB_base;
+  int nG, T, K, latent, inter;
+  int tile_a, tile_b;  // intermediate rows per A task, latent rows per B task
+  int a_tiles, b_tiles, c_tiles;
+  unsigned nA, nB, nC;
+  int chunks;  // warp-specialised versions: chunks per phase (one per block)
+  // hmax versions (ExpertVariant::hmax): per assignment, the bits of max |h| (0
+  // between calls: the combine tasks of each row, or in fused versions each expert's last down task,
+  // clear its entries after every down task that read them); null for the others.
+  unsigned* hmax;
+  // Fused-combine versions (ExpertVariant::fused_combine): per row t and down tile, how many of the row's slots have
+  // that tile done; the task that brings a count to K combines the tile and sets it back to 0 (so
+  // every count is 0 between calls). Null for the others.
+  unsigned* rowdone;
+};
+
+// Diagnostics (set_expert_trace): where a traced version writes, per task, five words: (SM << 32) |
+// block, then %globaltimer at the task's start, after its waits, once its first pass is ready to
+// stream (activation fragments staged), and at its end. Null: nothing is written.
+__device__ unsigned long long* g_expert_trace = nullptr;
+constexpr int kTraceWords = 5;
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+// Word i of task `task`'s record (thread 0 of the block only).
+// kind (word 0, with i == 1): 0 gate/up, 1 down, 2 combine, so the reader needs no tile sizes.
+__device__ __forceinline__ void trace_at(unsigned task, int i, unsigned kind = 0) {
+  unsigned long long* r = g_expert_trace;
+  if (r) {
+    if (i == 1) {
+      unsigned smid;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+      r[static_cast<size_t>(task) * kTraceWords] =
+          (static_cast<unsigned long long>(kind) << 62) | (static_cast<unsigned long long>(smid) << 32) | blockIdx.x;
+    }
+    r[static_cast<size_t>(task) * kTraceWords + i] = global_ns();
+  }
+}
+
+__device__ __forceinline__ float e8m0(uint32_t s) { return s ? __uint_as_float(s << 23) : __uint_as_float(0x00400000u); }
+
+__device__ __forceinline__ float2 h2f(uint32_t v) {
+  __half2 h;
+  memcpy(&h, &v, 4);
+  return __half22float2(h);
+}
+
+// 8 codes (one 32-bit word, code i = nibble i) -> four half2 of E2M1 x 2^-14: (c0,c2) (c4,c6)
+// (c1,c3) (c5,c7). An E2M1 code s|e1 e0 m becomes the fp16 whose high byte is s000 e1 e0 m 0: that
+// fp16 is exactly the E2M1 value times 2^-14 (codes with e = 0 land on fp16 subnormals, which is
+// what makes 0 and 0.5 come out right). Pairs go to half2 words with one byte permute each; users
+// restore 2^14. Every exact version (FFMA and tensor-core) decodes through this.
+__device__ __forceinline__ void e2m1_half2(uint32_t w, uint32_t (&h)[4]) {
+  const uint32_t ev = ((w << 1) & 0x0E0E0E0Eu) | ((w << 4) & 0x80808080u);  // even columns (low nibbles)
+  const uint32_t od = ((w >> 3) & 0x0E0E0E0Eu) | (w & 0x80808080u);         // odd columns (high nibbles)
+  h[0] = __byte_perm(ev, 0u, 0x1404);
+  h[1] = __byte_perm(ev, 0u, 0x3424);
+  h[2] = __byte_perm(od, 0u, 0x1404);
+  h[3] = __byte_perm(od, 0u, 0x3424);
+}
+
+// e2m1_half2's words, bit for bit, with less integer-pipe work. Why: at K3's shapes the fragment-
+// order kernels issue about 60 integer-pipe instructions per 512 bytes of weights, and that pipe
+// (half the FMA pipe's rate) was the busiest one, 62-70% of cycles, with DRAM at 53% (ncu on the
+// H200). Here the shifts are multiplies (the FMA pipe) and each
+// nibble's sign reaches bit 7 of its byte by a carry: for a byte holding 2c (c = s|e1 e0 m),
+// 2c + 0x70 has bit 7 = s and bits 1-3 = e1 e0 m, and the mask drops bits 4-6 (2c + 0x70 <= 0x8E:
+// never a carry out of the byte). ptxas makes 8-9 integer-pipe instructions of it per word, not 11.
+__device__ __forceinline__ void e2m1_half2_fma(uint32_t w, uint32_t (&h)[4]) {
+  const uint32_t lo = w & 0x0F0F0F0Fu;  // even columns, one code per byte
+  const uint32_t hi = w - lo;           // odd columns, code x 16 per byte
+  const uint32_t ev = (lo * 2u + 0x70707070u) & 0x8E8E8E8Eu;
+  const uint32_t od = (__umulhi(hi, 1u << 29) + 0x70707070u) & 0x8E8E8E8Eu;  // hi / 8: code x 2 per byte
+  h[0] = __byte_perm(ev, 0u, 0x1404);
+  h[1] = __byte_perm(ev, 0u, 0x3424);
+  h[2] = __byte_perm(od, 0u, 0x1404);
+  h[3] = __byte_perm(od, 0u, 0x3424);
+}
+
+// Multipliers of e2m1_half2_mad, in constant memory so that ptxas cannot see them as shifts: it turns
+// multiplies by visible powers of two into LEA / shifts on the integer pipe, which is the one this
+// decode relieves.
+__constant__ uint32_t kMadMul[3] = {2u, 512u, 32u};
+
+// e2m1_half2's fp16 codes with the columns paired differently: (c0,c4) (c2,c6) (c1,c5) (c3,c7). Why:
+// each half2 is then one multiply-add and one mask of a whole word, with no byte permute: the low
+// nibbles' bytes [c0 c2 c4 c6] become 2c + 0x70 in place (bit 7 = s, bits 1-3 = e1 e0 m, as in
+// e2m1_half2_fma) and, shifted up one byte, [. c0 c2 c4]; the mask 0x8E008E00 keeps bytes 1 and 3:
+// (c2, c6) and (c0, c4). The high nibbles the same way: (c3, c7) and (c1, c5). Per word: 6 integer-
+// pipe instructions (two nibble masks, four half2 masks) and 4 multiply-adds, against 8-9 and 2-3.
+// Callers stage the activations in the matching column order (stage_split kMadOrder).
+__device__ __forceinline__ void e2m1_half2_mad(uint32_t w, uint32_t (&h)[4]) {
+  const uint32_t lo = w & 0x0F0F0F0Fu;  // [c0 c2 c4 c6]
+  const uint32_t hi = w & 0xF0F0F0F0u;  // [16c1 16c3 16c5 16c7]
+  h[0] = (lo * kMadMul[1] + 0x70707000u) & 0x8E008E00u;  // (c0, c4)
+  h[1] = (lo * kMadMul[0] + 0x70707070u) & 0x8E008E00u;  // (c2, c6)
+  h[2] = (hi * kMadMul[2] + 0x70707000u) & 0x8E008E00u;  // (c1, c5)
+  h[3] = (__umulhi(hi, 1u << 29) + 0x70707070u) & 0x8E008E00u;  // (c3, c7): hi / 8 = 2c per byte
+}
+
+// Sum over the 8 columns held by one 32-bit word of packed codes, times 2^-14, in column order.
+__device__ __forceinline__ float dot8(uint32_t w, float4 xa, float4 xb, float p) {
+  uint32_t h[4];
+  e2m1_half2(w, h);
+  const float2 c02 = h2f(h[0]), c46 = h2f(h[1]), c13 = h2f(h[2]), c57 = h2f(h[3]);
+  p = __fmaf_rn(c02.x, xa.x, p);
+  p = __fmaf_rn(c13.x, xa.y, p);
+  p = __fmaf_rn(c02.y, xa.z, p);
+  p = __fmaf_rn(c13.y, xa.w, p);
+  p = __fmaf_rn(c46.x, xb.x, p);
+  p = __fmaf_rn(c57.x, xb.y, p);
+  p = __fmaf_rn(c46.y, xb.z, p);
+  p = __fmaf_rn(c57.y, xb.w, p);
+  return p;
+}
+
+struct X16 {
+  float4 a, b, c, d;
+};
+
+// e2m1_half2 as floats: the 8 column values of one word (times 2^-14) in column order, so that
+// several vectors can use one decode (the fp16 -> fp32 conversions are a fifth of the work otherwise).
+__device__ __forceinline__ void decode8(uint32_t w, float* f) {
+  uint32_t h[4];
+  e2m1_half2(w, h);
+  const float2 c02 = h2f(h[0]), c46 = h2f(h[1]), c13 = h2f(h[2]), c57 = h2f(h[3]);
+  f[0] = c02.x, f[1] = c13.x, f[2] = c02.y, f[3] = c13.y;
+  f[4] = c46.x, f[5] = c57.x, f[6] = c46.y, f[7] = c57.y;
+}
+
+template <bool kCoherent>
+__device__ __forceinline__ X16 load_x16(const float* p) {
+  const float4* q = reinterpret_cast<const float4*>(p);
+  if constexpr (kCoherent) return X16{__ldcg(q), __ldcg(q + 1), __ldcg(q + 2), __ldcg(q + 3)};
+  else return X16{__ldg(q), __ldg(q + 1), __ldg(q + 2), __ldg(q + 3)};
+}
+
+// One 16-column chunk (8 bytes of codes, one E8M0 scale) of a weight row against x.
+__device__ __forceinline__ float chunk_acc(uint2 w, uint32_t s, const X16& x, float acc) {
+  float p = dot8(w.x, x.a, x.b, 0.f);
+  p = dot8(w.y, x.c, x.d, p);
+  return __fmaf_rn(p * 16384.0f, e8m0(s), acc);
+}
+
+// chunk_acc over decoded columns: the same products in the same order, so the same bits.
+__device__ __forceinline__ float chunk_acc_decoded(const float* f, float scale, const X16& x, float acc) {
+  const float xv[16] = {x.a.x, x.a.y, x.a.z, x.a.w, x.b.x, x.b.y, x.b.z, x.b.w,
+                        x.c.x, x.c.y, x.c.z, x.c.w, x.d.x, x.d.y, x.d.z, x.d.w};
+  float p = 0.f;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) p = __fmaf_rn(f[j], xv[j], p);
+  return __fmaf_rn(p * 16384.0f, scale, acc);
+}
+
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// The producers are running blocks that never wait, so this ends within microseconds; the bound
+// only turns a logic error into a launch failure instead of a hung GPU.
+__device__ __forceinline__ void wait_at_least(const unsigned* ctr, unsigned target) {
+  for (long long spins = 0; static_cast<int>(ld_acquire(ctr) - target) < 0; ++spins) {
+    if (spins > (1ll << 25)) __trap();
+    __nanosleep(100);
+  }
+}
+
+// This call's next task number (tickets past the last task end a block's loop).
+__device__ __forceinline__ unsigned take_ticket(const Params& P) { return atomicAdd(P.ticket, 1u) - P.ticket_base; }
+// All gate/up (A) or down (B) tiles of distinct expert g are done.
+__device__ __forceinline__ void wait_expert_a(const Params& P, int g) {
+  wait_at_least(P.doneA + g, P.doneA_base[g] + static_cast<unsigned>(P.a_tiles));
+}
+__device__ __forceinline__ void wait_expert_b(const Params& P, int g) {
+  wait_at_least(P.doneB + g, P.doneB_base[g] + static_cast<unsigned>(P.b_tiles));
+}
+// The down tiles of every expert row t uses are done (its combine may run).
+__device__ __forceinline__ void wait_row_experts(const Params& P, int t) {
+  for (int j = 0; j < P.K; ++j) wait_expert_b(P, P.slot_group[t * P.K + j]);
+}
+
+// Called by all threads after the task's global writes.
+__device__ __forceinline__ void signal_done(unsigned* ctr) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) atomicAdd(ctr, 1u);
+}
+
+// Gate and up rows [o, o + RO) of expert g for all of its assignments, NA assignments per pass
+// over the weights. Lane l reads chunks l, l + 32, ... of each row in order (the reduction order).
+template <int RO, int NA, int U>
+__device__ __forceinline__ void task_gate_up(const Params& P, int g, int tile) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const MxExpert e = P.experts[g];
+  const int nch = P.latent / 16;  // 8-byte chunks per row
+  const int nblk = P.latent / 32;
+  const uint2* gp = static_cast<const uint2*>(e.gate_packed);
+  const uint2* up = static_cast<const uint2*>(e.up_packed);
+  const uint8_t* gs = static_cast<const uint8_t*>(e.gate_scale);
+  const uint8_t* us = static_cast<const uint8_t*>(e.up_scale);
+  const int a0 = P.grp_begin[g], a1 = P.grp_begin[g + 1];
+  const int o_end = min(P.inter, (tile + 1) * P.tile_a);
+  for (int o0 = tile * P.tile_a + warp * RO; o0 < o_end; o0 += kWarps * RO) {
+    for (int ab = a0; ab < a1; ab += NA) {
+      const int na = min(NA, a1 - ab);
+      const float* zr[NA];
+      float ag[NA][RO], au[NA][RO];
+#pragma unroll
+      for (int i = 0; i < NA; ++i) {
+        zr[i] = P.z + static_cast<int64_t>(P.assign_list[ab + (i < na ? i : 0)] / P.K) * P.latent;
+#pragma unroll
+        for (int r = 0; r < RO; ++r) ag[i][r] = au[i][r] = 0.f;
+      }
+#pragma unroll U
+      for (int c = lane; c < nch; c += 32) {
+        uint2 wg[RO], wu[RO];
+        uint32_t sg[RO], su[RO];
+#pragma unroll
+        for (int r = 0; r < RO; ++r) {
+          const int o = min(o0 + r, o_end - 1);
+          wg[r] = __ldg(gp + static_cast<int64_t>(o) * nch + c);
+          wu[r] = __ldg(up + static_cast<int64_t>(o) * nch + c);
+          sg[r] = __ldg(gs + static_cast<int64_t>(o) * nblk + c / 2);
+          su[r] = __ldg(us + static_cast<int64_t>(o) * nblk + c / 2);
+        }
+#pragma unroll
+        for (int i = 0; i < NA; ++i) {
+          if (i >= na) break;
+          const X16 x = load_x16<false>(zr[i] + c * 16);
+#pragma unroll
+          for (int r = 0; r < RO; ++r) {
+            ag[i][r] = chunk_acc(wg[r], sg[r], x, ag[i][r]);
+            au[i][r] = chunk_acc(wu[r], su[r], x, au[i][r]);
+          }
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < NA; ++i) {
+        if (i >= na) break;
+        const int a = P.assign_list[ab + i];
+#pragma unroll
+        for (int r = 0; r < RO; ++r) {
+          const float gsum = warp_sum(ag[i][r]);
+          const float usum = warp_sum(au[i][r]);
+          if (lane == 0 && o0 + r < o_end) P.h[static_cast<int64_t>(a) * P.inter + o0 + r] = situ_act(gsum, usum);
+        }
+      }
+    }
+  }
+}
+
+// Down rows [o, o + RB) of expert g for all of its assignments.
+template <int RB, int NA, int U>
+__device__ __forceinline__ void task_down(const Params& P, int g, int tile) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const MxExpert e = P.experts[g];
+  const int nch = P.inter / 16;
+  const int nblk = P.inter / 32;
+  const uint2* dp = static_cast<const uint2*>(e.down_packed);
+  const uint8_t* ds = static_cast<const uint8_t*>(e.down_scale);
+  const int a0 = P.grp_begin[g], a1 = P.grp_begin[g + 1];
+  const int o_end = min(P.latent, (tile + 1) * P.tile_b);
+  for (int o0 = tile * P.tile_b + warp * RB; o0 < o_end; o0 += kWarps * RB) {
+    for (int ab = a0; ab < a1; ab += NA) {
+      const int na = min(NA, a1 - ab);
+      const float* hr[NA];
+      float acc[NA][RB];
+#pragma unroll
+      for (int i = 0; i < NA; ++i) {
+        hr[i] = P.h + static_cast<int64_t>(P.assign_list[ab + (i < na ? i : 0)]) * P.inter;
+#pragma unroll
+        for (int r = 0; r < RB; ++r) acc[i][r] = 0.f;
+      }
+#pragma unroll U
+      for (int c = lane; c < nch; c += 32) {
+        uint2 wd[RB];
+        uint32_t sd[RB];
+#pragma unroll
+        for (int r = 0; r < RB; ++r) {
+          const int o = min(o0 + r, o_end - 1);
+          wd[r] = __ldg(dp + static_cast<int64_t>(o) * nch + c);
+          sd[r] = __ldg(ds + static_cast<int64_t>(o) * nblk + c / 2);
+        }
+#pragma unroll
+        for (int i = 0; i < NA; ++i) {
+          if (i >= na) break;
+          const X16 x = load_x16<true>(hr[i] + c * 16);  // h was written by this launch: skip L1
+#pragma unroll
+          for (int r = 0; r < RB; ++r) acc[i][r] = chunk_acc(wd[r], sd[r], x, acc[i][r]);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < NA; ++i) {
+        if (i >= na) break;
+        const int a = P.assign_list[ab + i];
+#pragma unroll
+        for (int r = 0; r < RB; ++r) {
+          const float sum = warp_sum(acc[i][r]);
+          if (lane == 0 && o0 + r < o_end) P.d[static_cast<int64_t>(a) * P.latent + o0 + r] = sum;
+        }
+      }
+    }
+  }
+}
+
+// Streamed versions: each warp walks its rows' chunks as one flat sequence of steps (pass, k) and
+// keeps the next step's weights, scales and x in flight while it computes the current one, so
+// memory latency overlaps arithmetic across row boundaries too. Same per-lane order as above.
+template <int R>
+struct Step {
+  uint2 w[R];
+  uint32_t s[R];
+  X16 x;
+};
+
+template <int RO>
+__device__ __forceinline__ Step<2 * RO> load_gate_up_step(const uint2* gp, const uint2* up, const uint8_t* gs,
+                                                         const uint8_t* us, int nch, int nblk, const float* zr, int first,
+                                                         int stride, int o_end, int lane, int p, int k) {
+  Step<2 * RO> st;
+  const int c = lane + 32 * k;
+#pragma unroll
+  for (int r = 0; r < RO; ++r) {
+    const int o = first + p * stride + r;
+    if (o < o_end && c < nch) {
+      st.w[r] = __ldcs(gp + static_cast<int64_t>(o) * nch + c);
+      st.w[RO + r] = __ldcs(up + static_cast<int64_t>(o) * nch + c);
+      st.s[r] = __ldg(gs + static_cast<int64_t>(o) * nblk + c / 2);
+      st.s[RO + r] = __ldg(us + static_cast<int64_t>(o) * nblk + c / 2);
+    } else {
+      st.w[r] = st.w[RO + r] = make_uint2(0, 0);
+      st.s[r] = st.s[RO + r] = 127;
+    }
+  }
+  if (c < nch) st.x = load_x16<false>(zr + c * 16);
+  else st.x = X16{};
+  return st;
+}
+
+template <int RO>
+__device__ __forceinline__ void task_gate_up_streamed(const Params& P, int g, int tile) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const MxExpert e = P.experts[g];
+  const int nch = P.latent / 16, nblk = P.latent / 32, nk = (nch + 31) / 32;
+  const uint2* gp = static_cast<const uint2*>(e.gate_packed);
+  const uint2* up = static_cast<const uint2*>(e.up_packed);
+  const uint8_t* gs = static_cast<const uint8_t*>(e.gate_scale);
+  const uint8_t* us = static_cast<const uint8_t*>(e.up_scale);
+  const int first = tile * P.tile_a + warp * RO, stride = kWarps * RO;
+  const int o_end = min(P.inter, (tile + 1) * P.tile_a);
+  const int npass = first < o_end ? (o_end - first + stride - 1) / stride : 0;
+  const int steps = npass * nk;
+  for (int ai = P.grp_begin[g]; ai < P.grp_begin[g + 1] && steps > 0; ++ai) {
+    const int a = P.assign_list[ai];
+    const float* zr = P.z + static_cast<int64_t>(a / P.K) * P.latent;
+    float ag[RO], au[RO];
+#pragma unroll
+    for (int r = 0; r < RO; ++r) ag[r] = au[r] = 0.f;
+    Step<2 * RO> cur = load_gate_up_step<RO>(gp, up, gs, us, nch, nblk, zr, first, stride, o_end, lane, 0, 0);
+    int p = 0, k = 0;
+#pragma unroll 1
+    for (int s = 0; s < steps; ++s) {
+      int pn = p, kn = k + 1;
+      if (kn == nk) {
+        kn = 0;
+        ++pn;
+      }
+      if (s + 1 == steps) pn = p, kn = k;  // nothing left: re-read the current step (cache hit)
+      const Step<2 * RO> nxt = load_gate_up_step<RO>(gp, up, gs, us, nch, nblk, zr, first, stride, o_end, lane, pn, kn);
+      if (lane + 32 * k < nch) {
+#pragma unroll
+        for (int r = 0; r < RO; ++r) {
+          ag[r] = chunk_acc(cur.w[r], cur.s[r], cur.x, ag[r]);
+          au[r] = chunk_acc(cur.w[RO + r], cur.s[RO + r], cur.x, au[r]);
+        }
+      }
+      if (k == nk - 1) {
+#pragma unroll
+        for (int r = 0; r < RO; ++r) {
+          const int o = first + p * stride + r;
+          const float gsum = warp_sum(ag[r]);
+          const float usum = warp_sum(au[r]);
+          if (lane == 0 && o < o_end) P.h[static_cast<int64_t>(a) * P.inter + o] = situ_act(gsum, usum);
+          ag[r] = au[r] = 0.f;
+        }
+      }
+      cur = nxt;
+      p = pn;
+      k = kn;
+    }
+  }
+}
+
+template <int RB>
+__device__ __forceinline__ Step<RB> load_down_step(const uint2* dp, const uint8_t* ds, int nch, int nblk, const float* hr,
+                                                   int first, int stride, int o_end, int lane, int p, int k) {
+  Step<RB> st;
+  const int c = lane + 32 * k;
+#pragma unroll
+  for (int r = 0; r < RB; ++r) {
+    const int o = first + p * stride + r;
+    if (o < o_end && c < nch) {
+      st.w[r] = __ldcs(dp + static_cast<int64_t>(o) * nch + c);
+      st.s[r] = __ldg(ds + static_cast<int64_t>(o) * nblk + c / 2);
+    } else {
+      st.w[r] = make_uint2(0, 0);
+      st.s[r] = 127;
+    }
+  }
+  if (c < nch) st.x = load_x16<true>(hr + c * 16);  // h was written by this launch: skip L1
+  else st.x = X16{};
+  return st;
+}
+
+template <int RB>
+__device__ __forceinline__ void task_down_streamed(const Params& P, int g, int tile) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const MxExpert e = P.experts[g];
+  const int nch = P.inter / 16, nblk = P.inter / 32, nk = (nch + 31) / 32;
+  const uint2* dp = static_cast<const uint2*>(e.down_packed);
+  const uint8_t* ds = static_cast<const uint8_t*>(e.down_scale);
+  const int first = tile * P.tile_b + warp * RB, stride = kWarps * RB;
+  const int o_end = min(P.latent, (tile + 1) * P.tile_b);
+  const int npass = first < o_end ? (o_end - first + stride - 1) / stride : 0;
+  const int steps = npass * nk;
+  for (int ai = P.grp_begin[g]; ai < P.grp_begin[g + 1] && steps > 0; ++ai) {
+    const int a = P.assign_list[ai];
+    const float* hr = P.h + static_cast<int64_t>(a) * P.inter;
+    float acc[RB];
+#pragma unroll
+    for (int r = 0; r < RB; ++r) acc[r] = 0.f;
+    Step<RB> cur = load_down_step<RB>(dp, ds, nch, nblk, hr, first, stride, o_end, lane, 0, 0);
+    int p = 0, k = 0;
+#pragma unroll 1
+    for (int s = 0; s < steps; ++s) {
+      int pn = p, kn = k + 1;
+      if (kn == nk) {
+        kn = 0;
+        ++pn;
+      }
+      if (s + 1 == steps) pn = p, kn = k;
+      const Step<RB> nxt = load_down_step<RB>(dp, ds, nch, nblk, hr, first, stride, o_end, lane, pn, kn);
+      if (lane + 32 * k < nch) {
+#pragma unroll
+        for (int r = 0; r < RB; ++r) acc[r] = chunk_acc(cur.w[r], cur.s[r], cur.x, acc[r]);
+      }
+      if (k == nk - 1) {
+#pragma unroll
+        for (int r = 0; r < RB; ++r) {
+          const int o = first + p * stride + r;
+          const float sum = warp_sum(acc[r]);
+          if (lane == 0 && o < o_end) P.d[static_cast<int64_t>(a) * P.latent + o] = sum;
+          acc[r] = 0.f;
+        }
+      }
+      cur = nxt;
+      p = pn;
+      k = kn;
+    }
+  }
+}
+
+// Exact-shape versions (chunks per lane known at compile time, as for K3's 3584 and 3072): the
+// chunk loop is unrolled so every load uses an immediate offset from a per-row pointer, the next
+// chunk's weights are in flight while the current one is computed (also across row passes), x is
+// staged once per task in shared memory (lane-major, conflict-free), and weights bypass L1. Same
+// per-lane order as the versions above, so results are bit-identical to them.
+__device__ __forceinline__ uint2 ld_stream(const uint2* p) {
+  uint2 v;
+  asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  return v;
+}
+
+// The same for 16 bytes; kL2Prefetch: ask L2 for the whole 256-byte segment around it.
+template <bool kL2Prefetch>
+__device__ __forceinline__ uint4 ld_stream16(const uint4* p) {
+  uint4 v;
+  if constexpr (kL2Prefetch)
+    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
+  else
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
+// x[c*16 .. c*16+15] for chunk c = lane + 32k lives at float4 slots ((k*4 + j)*32 + lane), j < 4.
+template <bool kCoherent>
+__device__ __forceinline__ void stage_x(float4* xs, const float* x, int width) {
+  const float4* src = reinterpret_cast<const float4*>(x);
+  for (int f = threadIdx.x; f < width / 4; f += kThreads) {
+    const int c = f >> 2, j = f & 3;
+    xs[((c >> 5) * 4 + j) * 32 + (c & 31)] = kCoherent ? __ldcg(src + f) : __ldg(src + f);
+  }
+}
+
+__device__ __forceinline__ X16 x_from_smem(const float4* xs, int k, int lane) {
+  const float4* b = xs + k * 128 + lane;
+  return X16{b[0], b[32], b[64], b[96]};
+}
+
+// Streams R rows (row r at packed rw[r], scales rs[r]; pointers already offset for this lane)
+// through NK chunks, adding into acc. `next_w/next_s` are the following pass's rows, prefetched
+// during the last chunk; `cur` holds chunk 0 of this pass on entry and chunk 0 of the next on exit.
+// NV > 1: the first nv of NV vectors (staged xstride float4 apart) against the same weights, each
+// summed exactly as alone (the weights are read once for all of them).
+template <int R, int NK, int NV, bool kHoist = false>
+__device__ __forceinline__ void rows_pass(const uint2* const (&rw)[R], const uint8_t* const (&rs)[R],
+                                          const uint2* const (&nw)[R], const uint8_t* const (&ns)[R], Step<R>& cur,
+                                          const float4* xs, int xstride, int nv, int lane, float (&acc)[NV][R]) {
+#pragma unroll
+  for (int k = 0; k < NK; ++k) {
+    Step<R> nxt;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (k + 1 < NK) {
+        nxt.w[r] = ld_stream(rw[r] + 32 * (k + 1));
+        nxt.s[r] = __ldg(rs[r] + 16 * (k + 1));
+      } else {
+        nxt.w[r] = ld_stream(nw[r]);
+        nxt.s[r] = __ldg(ns[r]);
+      }
+    }
+    if constexpr (kHoist) {
+      float f[R][16], sc[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        decode8(cur.w[r].x, f[r]);
+        decode8(cur.w[r].y, f[r] + 8);
+        sc[r] = e8m0(cur.s[r]);
+      }
+#pragma unroll
+      for (int v = 0; v < NV; ++v) {
+        if (v < nv) {
+          const X16 x = x_from_smem(xs + v * xstride, k, lane);
+#pragma unroll
+          for (int r = 0; r < R; ++r) acc[v][r] = chunk_acc_decoded(f[r], sc[r], x, acc[v][r]);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int v = 0; v < NV; ++v) {
+        if (v > 0 && v >= nv) break;
+        const X16 x = x_from_smem(xs + v * xstride, k, lane);
+#pragma unroll
+        for (int r = 0; r < R; ++r) acc[v][r] = chunk_acc(cur.w[r], cur.s[r], x, acc[v][r]);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      cur.w[r] = nxt.w[r];
+      cur.s[r] = nxt.s[r];
+    }
+  }
+}
+
+template <int RO, int NK, int NV, bool kHoist = false>
+__device__ __forceinline__ void task_gate_up_exact(const Params& P, int g, int tile, float4* xs) {
+  constexpr int R = 2 * RO;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const MxExpert e = P.experts[g];
+  constexpr int nch = NK * 32, nblk = NK * 16;
+  const uint2* gp = static_cast<const uint2*>(e.gate_packed) + lane;
+  const uint2* up = static_cast<const uint2*>(e.up_packed) + lane;
+  const uint8_t* gs = static_cast<const uint8_t*>(e.gate_scale) + lane / 2;
+  const uint8_t* us = static_cast<const uint8_t*>(e.up_scale) + lane / 2;
+  const int first = tile * P.tile_a + warp * RO, stride = kWarps * RO;
+  const int o_end = min(P.inter, (tile + 1) * P.tile_a);
+  const int xstride = P.latent / 4;
+  for (int ab = P.grp_begin[g]; ab < P.grp_begin[g + 1]; ab += NV) {
+    const int nv = min(NV, P.grp_begin[g + 1] - ab);
+    __syncthreads();  // the previous assignments' readers are done with xs
+    for (int v = 0; v < nv; ++v)
+      stage_x<false>(xs + v * xstride, P.z + static_cast<int64_t>(P.assign_list[ab + v] / P.K) * P.latent, P.latent);
+    __syncthreads();
+    if (first >= o_end) continue;
+    auto row_ptrs = [&](int o0, const uint2* (&w)[R], const uint8_t* (&sc)[R]) {
+#pragma unroll
+      for (int r = 0; r < RO; ++r) {
+        const int o = min(o0 + r, o_end - 1);  // a short last pass recomputes a valid row, unstored
+        w[r] = gp + static_cast<int64_t>(o) * nch;
+        w[RO + r] = up + static_cast<int64_t>(o) * nch;
+        sc[r] = gs + static_cast<int64_t>(o) * nblk;
+        sc[RO + r] = us + static_cast<int64_t>(o) * nblk;
+      }
+    };
+    const uint2* rw[R];
+    const uint8_t* rs[R];
+    row_ptrs(first, rw, rs);
+    Step<R> cur;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      cur.w[r] = ld_stream(rw[r]);
+      cur.s[r] = __ldg(rs[r]);
+    }
+#pragma unroll 1
+    for (int o0 = first; o0 < o_end; o0 += stride) {
+      const uint2* nw[R];
+      const uint8_t* ns[R];
+      row_ptrs(o0 + stride < o_end ? o0 + stride : o0, nw, ns);
+      float acc[NV][R];
+#pragma unroll
+      for (int v = 0; v < NV; ++v)
+#pragma unroll
+        for (int r = 0; r < R; ++r) acc[v][r] = 0.f;
+      rows_pass<R, NK, NV, kHoist>(rw, rs, nw, ns, cur, xs, xstride, nv, lane, acc);
+#pragma unroll
+      for (int v = 0; v < NV; ++v) {
+        if (v > 0 && v >= nv) break;
+        const int a = P.assign_list[ab + v];
+#pragma unroll
+        for (int r = 0; r < RO; ++r) {
+          const float gsum = warp_sum(acc[v][r]);
+          const float usum = warp_sum(acc[v][RO + r]);
+          if (lane == 0 && o0 + r < o_end) P.h[static_cast<int64_t>(a) * P.inter + o0 + r] = situ_act(gsum, usum);
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        rw[r] = nw[r];
+        rs[r] = ns[r];
+      }
+    }
+  }
+}
+
+template <int RB, int NK, int NV, bool kHoist = false>
+__device__ __forceinline__ void task_down_exact(const Params& P, int g, int tile, float4* xs) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const MxExpert e = P.experts[g];
+  constexpr int nch = NK * 32, nblk = NK * 16;
+  const uint2* dp = static_cast<const uint2*>(e.down_packed) + lane;
+  const uint8_t* ds = static_cast<const uint8_t*>(e.down_scale) + lane / 2;
+  const int first = tile * P.tile_b + warp * RB, stride = kWarps * RB;
+  const int o_end = min(P.latent, (tile + 1) * P.tile_b);
+  const int xstride = P.inter / 4;
+  for (int ab = P.grp_begin[g]; ab < P.grp_begin[g + 1]; ab += NV) {
+    const int nv = min(NV, P.grp_begin[g + 1] - ab);
+    __syncthreads();
+    for (int v = 0; v < nv; ++v)  // written by this launch: L2 only
+      stage_x<true>(xs + v * xstride, P.h + static_cast<int64_t>(P.assign_list[ab + v]) * P.inter, P.inter);
+    __syncthreads();
+    if (first >= o_end) continue;
+    auto row_ptrs = [&](int o0, const uint2* (&w)[RB], const uint8_t* (&sc)[RB]) {
+#pragma unroll
+      for (int r = 0; r < RB; ++r) {
+        const int o = min(o0 + r, o_end - 1);
+        w[r] = dp + static_cast<int64_t>(o) * nch;
+        sc[r] = ds + static_cast<int64_t>(o) * nblk;
+      }
+    };
+    const uint2* rw[RB];
+    const uint8_t* rs[RB];
+    row_ptrs(first, rw, rs);
+    Step<RB> cur;
+#pragma unroll
+    for (int r = 0; r < RB; ++r) {
+      cur.w[r] = ld_stream(rw[r]);
+      cur.s[r] = __ldg(rs[r]);
+    }
+#pragma unroll 1
+    for (int o0 = first; o0 < o_end; o0 += stride) {
+      const uint2* nw[RB];
+      const uint8_t* ns[RB];
+      row_ptrs(o0 + stride < o_end ? o0 + stride : o0, nw, ns);
+      float acc[NV][RB];
+#pragma unroll
+      for (int v = 0; v < NV; ++v)
+#pragma unroll
+        for (int r = 0; r < RB; ++r) acc[v][r] = 0.f;
+      rows_pass<RB, NK, NV, kHoist>(rw, rs, nw, ns, cur, xs, xstride, nv, lane, acc);
+#pragma unroll
+      for (int v = 0; v < NV; ++v) {
+        if (v > 0 && v >= nv) break;
+        const int a = P.assign_list[ab + v];
+#pragma unroll
+        for (int r = 0; r < RB; ++r) {
+          const float sum = warp_sum(acc[v][r]);
+          if (lane == 0 && o0 + r < o_end) P.d[static_cast<int64_t>(a) * P.latent + o0 + r] = sum;
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < RB; ++r) {
+        rw[r] = nw[r];
+        rs[r] = ns[r];
+      }
+    }
+  }
+}
+
+// A shared-memory copy of a call's routing tables (kMeta versions), for calls with at most kMetaG
+// distinct experts and kMetaA assignments.
+constexpr int kMetaG = 128, kMetaA = 128;
+struct MetaTables {
+  MxExpert experts[kMetaG];
+  int grp_begin[kMetaG + 1];
+  int assign_list[kMetaA];
+  unsigned doneA_base[kMetaG];
+};
+inline bool meta_fits(int nG, int assignments) { return nG <= kMetaG && assignments <= kMetaA; }
+// Copies the tables (called by every thread before any task) and returns P with its table
+// pointers into the copy. The tables were written before this launch (or by the builder this
+// launch's pdl_enter waited for).
+__device__ __forceinline__ Params copy_tables(const Params& P) {
+  __shared__ MetaTables m;
+  static_assert(sizeof(MxExpert) % 16 == 0, "experts copied in 16-byte units");
+  constexpr int kWords = sizeof(MxExpert) / 16;
+  const int A = P.T * P.K;
+  for (int i = threadIdx.x; i < P.nG * kWords; i += blockDim.x)
+    reinterpret_cast<uint4*>(m.experts)[i] = __ldg(reinterpret_cast<const uint4*>(P.experts) + i);
+  for (int i = threadIdx.x; i <= P.nG; i += blockDim.x) m.grp_begin[i] = __ldg(P.grp_begin + i);
+  for (int i = threadIdx.x; i < A; i += blockDim.x) m.assign_list[i] = __ldg(P.assign_list + i);
+  for (int i = threadIdx.x; i < P.nG; i += blockDim.x) m.doneA_base[i] = __ldg(P.doneA_base + i);
+  __syncthreads();
+  Params Q = P;
+  Q.experts = m.experts;
+  Q.grp_begin = m.grp_begin;
+  Q.assign_list = m.assign_list;
+  Q.doneA_base = m.doneA_base;
+  return Q;
+}
+
+// y[t][o] = sum_j weight[t][j] * d[(t, j)][o] over slots in order, for o in [o_begin, o_end),
+// by threads 0 .. NT - 1. Every d value of a group of 8 slots is loaded before the group's sums, so
+// a call waits for 16 slots in two L2 round trips instead of 16; the sums keep their order.
+template <int NT>
+__device__ __forceinline__ void combine_rows(const Params& P, int t, int o_begin, int o_end) {
+  for (int o = o_begin + static_cast<int>(threadIdx.x); o < o_end; o += NT) {
+    float acc = 0.f;
+    for (int j0 = 0; j0 < P.K; j0 += 8) {
+      float w[8], v[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const int a = t * P.K + j0 + i;
+        const bool in = j0 + i < P.K;
+        w[i] = in ? __ldg(P.slot_weight + a) : 0.f;
+        v[i] = in ? __ldcg(P.d + static_cast<int64_t>(a) * P.latent + o) : 0.f;
+      }
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        if (j0 + i < P.K) acc = __fmaf_rn(w[i], v[i], acc);
+    }
+    P.y[static_cast<int64_t>(t) * P.latent + o] = acc;
+  }
+}
+
+// Called by threads 0 .. NT - 1. kHmax: also clears row t's P.hmax entries.
+template <int NT = kThreads, bool kHmax = false>
+__device__ __forceinline__ void task_combine(const Params& P, int t, int tile) {
+  combine_rows<NT>(P, t, tile * kTileC, min(P.latent, (tile + 1) * kTileC));
+  // Every down task that read row t's maxima is done (this task waited for them).
+  if constexpr (kHmax) {
+    if (tile == 0)
+      for (int j = threadIdx.x; j < P.K; j += NT) P.hmax[t * P.K + j] = 0u;
+  }
+}
+
+// The end of down task (g, tile) in the fused-combine versions, called by every thread after the
+// task's writes: it counts the tile done for expert g and for each row that uses g, and the task
+// that completes a row's tile (the last of the row's K slots to have it) computes y for that tile
+// at once, with combine_rows' arithmetic, instead of a combine task queued after every down task.
+// Why: at T = 1 the combine tasks ran only once the last down task ended, ~3 us in which the rest
+// of the GPU was idle (a traced run). kHmax: the last down task of
+// expert g clears its assignments' maxima (every down task that read them is done).
+template <bool kHmax>
+__device__ __forceinline__ void finish_down_fused(const Params& P, int g, int tile) {
+  static_assert(kMetaA <= kThreads, "a group's rows (at most kMetaA assignments with the tables in shared memory) fit s_rows");
+  __shared__ int s_rows[kThreads];
+  __shared__ int s_n;
+  __shared__ int s_last_of_g;
+  __threadfence();  // this task's d writes before its counts
+  if (threadIdx.x == 0) s_n = 0;
+  __syncthreads();
+  const int a0 = P.grp_begin[g], a1 = P.grp_begin[g + 1];
+  if (threadIdx.x == 0) {
+    const unsigned before = atomicAdd(P.doneB + g, 1u);
+    s_last_of_g = before == P.doneB_base[g] + static_cast<unsigned>(P.b_tiles) - 1u;
+  }
+  for (int i = a0 + static_cast<int>(threadIdx.x); i < a1; i += kThreads) {
+    const int t = P.assign_list[i] / P.K;
+    unsigned* c = P.rowdone + static_cast<int64_t>(t) * P.b_tiles + tile;
+    if (atomicAdd(c, 1u) == static_cast<unsigned>(P.K) - 1u) {
+      *c = 0u;  // all K counts of this call are in: the next call starts from 0
+      s_rows[atomicAdd(&s_n, 1)] = t;
+    }
+  }
+  __syncthreads();
+  const int n = s_n;
+  if (n > 0) {
+    __threadfence();  // the other tasks' d writes, seen through their counts, before reading d
+    const int o_begin = tile * P.tile_b, o_end = min(P.latent, o_begin + P.tile_b);
+    for (int r = 0; r < n; ++r) combine_rows<kThreads>(P, s_rows[r], o_begin, o_end);
+  }
+  if constexpr (kHmax) {
+    if (s_last_of_g)
+      for (int i = a0 + static_cast<int>(threadIdx.x); i < a1; i += kThreads) P.hmax[P.assign_list[i]] = 0u;
+  }
+  __syncthreads();  // s_rows, s_n and s_last_of_g are read before the next task rewrites them
+}
+
+// The persistent grid's loop over tickets, shared by every version: gate/up (A) tasks first, then
+// down (B) tasks, each waiting only for its own expert's A tiles, then the per-row combine, waiting
+// only for the row's experts. gate_up(task, g, tile) and down(task, g, tile) are called by every
+// thread of the block. The next ticket is taken while a task runs; a block takes exactly one ticket
+// past the last task (the host counts them).
+// kTrace: thread 0 writes each task's start, wait and end times (trace_at; the task itself writes
+// when it is ready to stream). kHmax: the combine tasks clear P.hmax (finish_tile kMax).
+// kFuse (ExpertVariant::fused_combine): no combine tasks (P.nC = 0); each down task ends in finish_down_fused.
+template <bool kTrace = false, bool kHmax = false, bool kFuse = false, class GateUp, class Down>
+__device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, Down&& down) {
+  __shared__ unsigned s_task;
+  const unsigned total = P.nA + P.nB + P.nC;
+  if (threadIdx.x == 0) s_task = take_ticket(P);
+  __syncthreads();
+  unsigned task = s_task;
+  while (task < total) {
+    __syncthreads();  // everyone has read s_task
+    unsigned after = 0u;
+    if (threadIdx.x == 0) after = take_ticket(P);
+    if constexpr (kTrace) {
+      if (threadIdx.x == 0) trace_at(task, 1, task < P.nA ? 0u : task < P.nA + P.nB ? 1u : 2u);
+    }
+    if (task < P.nA) {
+      const int g = static_cast<int>(task) / P.a_tiles;
+      if constexpr (kTrace) {
+        if (threadIdx.x == 0) trace_at(task, 2);
+      }
+      gate_up(task, g, static_cast<int>(task) % P.a_tiles);
+      signal_done(P.doneA + g);
+    } else if (task < P.nA + P.nB) {
+      const int b = static_cast<int>(task - P.nA);
+      const int g = b / P.b_tiles;
+      if (threadIdx.x == 0) wait_expert_a(P, g);
+      __syncthreads();
+      if constexpr (kTrace) {
+        if (threadIdx.x == 0) trace_at(task, 2);
+      }
+      down(task, g, b % P.b_tiles);
+      if constexpr (kFuse) finish_down_fused<kHmax>(P, g, b % P.b_tiles);
+      else signal_done(P.doneB + g);
+    } else {
+      const int c = static_cast<int>(task - P.nA - P.nB);
+      const int t = c / P.c_tiles;
+      if (threadIdx.x == 0)
+        wait_row_experts(P, t);
+      __syncthreads();
+      if constexpr (kTrace) {
+        if (threadIdx.x == 0) {
+          trace_at(task, 2);
+          trace_at(task, 3);
+        }
+      }
+      task_combine<kThreads, kHmax>(P, t, c % P.c_tiles);
+    }
+    if constexpr (kTrace) {
+      if (threadIdx.x == 0) trace_at(task, 4);
+    }
+    if (threadIdx.x == 0) s_task = after;
+    __syncthreads();
+    task = s_task;
+  }
+}
+
+// Mode 0: plain, 1: streamed (any shape), 2: exact (chunks per lane NK1 / NK2; NA activation
+// vectors per pass over the weights, each summed as alone), 3: exact with each chunk decoded once
+// for all NA vectors (the same bits as 2).
+template <int RO, int RB, int NA, int U, int kMinBlocks, int kMode, int NK1 = 0, int NK2 = 0>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const Params P) {
+  pdl_enter();
+  // 128-byte aligned: where the staged vectors started when these kernels were measured (a file
+  // whose other kernels align their dynamic shared memory to 128 gave them that base).
+  extern __shared__ __align__(128) float4 xs[];
+  run_tickets(
+      P,
+      [&](unsigned, int g, int tile) {
+        if constexpr (kMode >= 2) task_gate_up_exact<RO, NK1, NA, kMode == 3>(P, g, tile, xs);
+        else if constexpr (kMode == 1) task_gate_up_streamed<RO>(P, g, tile);
+        else task_gate_up<RO, NA, U>(P, g, tile);
+      },
+      [&](unsigned, int g, int tile) {
+        if constexpr (kMode >= 2) task_down_exact<RB, NK2, NA, kMode == 3>(P, g, tile, xs);
+        else if constexpr (kMode == 1) task_down_streamed<RB>(P, g, tile);
+        else task_down<RB, NA, U>(P, g, tile);
+      });
+}
+
+using KernelFn = void (*)(Params);
+
+// Launches kernel fn (of this file's KernelFn type) with a Params passed through void pointers, so
+// that ExpertMlp can launch the versions of another file (the lab's), whose Params is this struct.
+inline int launch_expert_kernel(const void* fn, unsigned grid, int threads, size_t smem, void* stream, const void* params) {
+  Params P;
+  std::memcpy(&P, params, sizeof P);
+  return static_cast<int>(::deltafin::cuda::launch(reinterpret_cast<KernelFn>(const_cast<void*>(fn)), grid, threads, smem,
+                                static_cast<cudaStream_t>(stream), P));
+}
+
+}  // namespace
+}  // namespace deltafin::cuda

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Checks that every #include "folder/file.h" in engine/, kernels/ and app/ goes down the layering.
+
+Each folder may include headers of its own folder and of the folders ALLOWED lists for it; anything
+else (an upward or sideways edge) is printed with its file and line, and the exit status is 1.
+ALLOWED is the dependency table of the engine (docs/ENGINE.md): it must stay a DAG, which
+main() checks too. Usage: tools/check_layering.py [repository root]
+"""
+import os
+import re
+import sys
+
+# folder -> folders it may include (transitively closed by hand: each lists every lower folder it uses).
+ALLOWED = {
+    "kernels/cpu": set(),
+    "kernels/cuda": {"kernels/cpu"},
+    "kernels/cuda_qwen3": {"kernels/cuda"},
+    "engine/base": {"generated"},
+    "engine/model": {"engine/base"},
+    "engine/tokenizer": {"engine/base"},
+    "engine/stream": {"engine/base", "engine/model"},
+    "engine/install": {"engine/base", "engine/model", "engine/stream", "generated"},
+    "engine/store": {"engine/base", "engine/model", "engine/stream", "engine/install"},
+    "engine/synth": {"engine/base", "engine/model", "engine/tokenizer"},
+    "engine/runtime": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
+                       "kernels/cpu", "kernels/cuda", "kernels/cuda_qwen3"},
+    "engine/drafts": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
+                      "engine/runtime", "kernels/cpu", "kernels/cuda", "kernels/cuda_qwen3"},
+    "engine/bench": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
+                     "engine/runtime", "engine/drafts", "kernels/cpu"},
+    "engine/cuda": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
+                    "engine/runtime", "engine/drafts", "engine/bench", "kernels/cpu", "kernels/cuda"},
+    "engine/serve": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
+                     "engine/runtime", "engine/drafts"},
+}
+# The applications sit on top: they may include any engine or kernel folder.
+TOP = ("app/",)
+# Folders that an #include's first path component names, besides engine/<x> and kernels/<x>.
+GENERATED = {"deltafin": "generated"}  # deltafin/build_info.h, written by CMake
+
+
+def target_folder(root, inc):
+    first = inc.split("/")[0]
+    if first in GENERATED:
+        return GENERATED[first]
+    if first in ("cpu", "cuda_qwen3"):
+        return "kernels/" + first
+    if first == "cuda":  # engine/cuda/... or kernels/cuda/...
+        return "engine/cuda" if os.path.exists(os.path.join(root, "engine", inc)) else "kernels/cuda"
+    if os.path.isdir(os.path.join(root, "engine", first)):
+        return "engine/" + first
+    return None  # a test-support or local header
+
+
+def acyclic(table):
+    state = {}
+
+    def visit(n):
+        if state.get(n) == 1:
+            return False
+        if state.get(n) == 2:
+            return True
+        state[n] = 1
+        ok = all(visit(m) for m in table.get(n, ()) if m in table)
+        state[n] = 2
+        return ok
+
+    return all(visit(n) for n in table)
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
+    if not acyclic(ALLOWED):
+        print("check_layering: the ALLOWED table has a cycle")
+        return 1
+    bad = 0
+    for top in ("engine", "kernels", "app"):
+        for dirpath, _, files in os.walk(os.path.join(root, top)):
+            rel_dir = os.path.relpath(dirpath, root)
+            parts = rel_dir.split(os.sep)
+            folder = "/".join(parts[:2])
+            if "/".join(parts[:3]) == "kernels/cuda/lab" or "/".join(parts[:3]) == "kernels/cuda/bench":
+                folder_allowed = ALLOWED["kernels/cuda"]  # measurement code over the kernels it measures
+            else:
+                folder_allowed = ALLOWED.get(folder)
+            for name in files:
+                if not re.search(r"\.(h|hpp|cpp|cu|cuh)$", name):
+                    continue
+                path = os.path.join(dirpath, name)
+                with open(path, errors="replace") as f:
+                    for line_no, line in enumerate(f, 1):
+                        m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+                        if not m or "/" not in m.group(1):
+                            continue
+                        tgt = target_folder(root, m.group(1))
+                        if tgt is None or tgt == folder or folder.startswith(TOP):
+                            continue
+                        if folder_allowed is None or tgt not in folder_allowed:
+                            print(f"{os.path.relpath(path, root)}:{line_no}: {folder} includes {m.group(1)} ({tgt})")
+                            bad += 1
+    print(f"check_layering: {bad} include(s) against the layering")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
