@@ -17,7 +17,7 @@ void top_k_by_key(const float* key, int n, int k, std::vector<int>& order) {
 
 void route_token(const float* logits, const float* bias, int n, int k, bool renormalize, float scaling,
                  RouterChoice& out) {
-  std::vector<float> s(size_t(n)), key(size_t(n));
+  std::vector<float> s(static_cast<size_t>(n)), key(static_cast<size_t>(n));
   for (int e = 0; e < n; ++e) {
     s[e] = sigmoidf(logits[e]);
     key[e] = s[e] + bias[e];
