@@ -2,7 +2,7 @@
 """One-line mutants of the chat renderer, the MoE router and the MXFP4 decode, each compiled and
 run against the tests that cover that code; every mutant must make at least one test fail.
 
-usage: tests/mutation/run.py [--preset ci-cpu] [--only ID_SUBSTRING] [--list]
+usage: tests/mutation/run.py [--preset ci-cpu] [--only ID_REGEX] [--list]
 
 Works in place on this checkout: each mutant replaces one exact, unique line fragment, builds the
 covering test targets in build/<preset>, runs them with ctest, and restores the file (also on
@@ -94,17 +94,17 @@ def sh(cmd, log):
 def failures(log_text):
     """The failing ctest tests and Qt Test functions in a ctest log."""
     tests = sorted(set(re.findall(r"^\s*\d+ - (\S+) \(Failed\)", log_text, re.M)))
-    funcs = sorted(set(re.findall(r"^FAIL!  : (\S+)\(\)", log_text, re.M)))
+    funcs = sorted(set(re.findall(r"^(?:FAIL!  |XPASS  ): (\w+::\w+)\(", log_text, re.M)))
     return tests, funcs
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--preset", default="ci-cpu")
-    ap.add_argument("--only", default="")
+    ap.add_argument("--only", default="", help="a regular expression the mutant ids must match")
     ap.add_argument("--list", action="store_true")
     args = ap.parse_args()
-    chosen = [m for m in MUTANTS if args.only in m[0]]
+    chosen = [m for m in MUTANTS if re.search(args.only, m[0])]
     if args.list:
         for mid, area, old, new in chosen:
             print(f"{mid}: {AREAS[area][0]}: {old.strip()!r} -> {new.strip()!r}")

@@ -43,13 +43,17 @@ class TestMoeRouter : public QObject {
   }
 
   void the_bias_chooses_and_the_score_weights() {
-    // Experts 0-3 score higher (logit 4) but carry a bias of -1; experts 4-7 score 0.5 with no
-    // bias: keys 0.98 - 1 < 0.5, so 4-7 are chosen and weighted by their plain score 0.5.
+    // Experts 0-3 score higher (logit 4) but carry a bias of -1; experts 4-7 score 0.5 with a bias
+    // of 0.25: keys 0.98 - 1 < 0.75, so 4-7 are chosen, weighted by their plain score 0.5 (never
+    // by the key 0.75), and renormalized over the plain scores.
     const std::vector<float> logits = {4.f, 4.f, 4.f, 4.f, 0.f, 0.f, 0.f, 0.f};
-    const std::vector<float> bias = {-1.f, -1.f, -1.f, -1.f, 0.f, 0.f, 0.f, 0.f};
+    const std::vector<float> bias = {-1.f, -1.f, -1.f, -1.f, .25f, .25f, .25f, .25f};
     const RouterChoice c = route(logits, bias, 4, /*renormalize=*/false, /*scaling=*/2.5f);
     QCOMPARE(c.ids, (std::vector<int32_t>{4, 5, 6, 7}));
     for (float w : c.weights) QVERIFY(test::same_bits(w, 1.25f));  // 0.5 * 2.5
+    const RouterChoice r = route(logits, bias, 4, /*renormalize=*/true, /*scaling=*/2.5f);
+    QCOMPARE(r.ids, (std::vector<int32_t>{4, 5, 6, 7}));
+    for (float w : r.weights) QVERIFY(test::same_bits(w, 0.625f));  // 0.5 / (4 * 0.5) * 2.5
   }
 
   void chosen_ids_come_out_ascending() {
