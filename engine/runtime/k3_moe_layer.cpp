@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "runtime/k3_model.h"
+#include "runtime/moe_router.h"
 #include "runtime/ops.h"
 
 namespace deltafin {
@@ -37,26 +38,11 @@ void K3Session::moe(int layer, const float* x, int T, float* out, ForwardTrace* 
   matmul(w.router, x, T, logits.data());
   std::vector<int32_t> chosen(size_t(T) * k);
   std::vector<float> weight(size_t(T) * k);
-  std::vector<int> order(E);
-  // Scores, choice keys and weights in fp64 (a choice between near-tied experts is decided on the
-  // fp64 keys); the weights are rounded once.
-  std::vector<double> s(E), key(E);
+  RouterChoice choice;
   for (int t = 0; t < T; ++t) {
-    for (int e = 0; e < E; ++e) {
-      s[e] = sigmoid64(logits[size_t(t) * E + e]);
-      key[e] = s[e] + double(w.router_bias[e]);
-    }
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                      [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
-    std::sort(order.begin(), order.begin() + k);  // a fixed summation order: ascending expert id
-    double sum = 0;
-    for (int i = 0; i < k; ++i) sum += s[order[i]];
-    for (int i = 0; i < k; ++i) {
-      chosen[size_t(t) * k + i] = order[i];
-      const double sc = s[order[i]];
-      weight[size_t(t) * k + i] = float((c.renormalize ? sc / (sum + 1e-20) : sc) * double(c.routed_scaling));
-    }
+    route_token(&logits[size_t(t) * E], w.router_bias.data(), E, k, c.renormalize, c.routed_scaling, choice);
+    std::copy(choice.ids.begin(), choice.ids.end(), &chosen[size_t(t) * k]);
+    std::copy(choice.weights.begin(), choice.weights.end(), &weight[size_t(t) * k]);
   }
   if (trace) {
     trace->topk_ids.emplace_back(chosen.begin(), chosen.end());
@@ -76,13 +62,12 @@ void K3Session::moe(int layer, const float* x, int T, float* out, ForwardTrace* 
   if (m_.experts().wants_prefetch() && layer + 1 < c.layers && c.is_moe(layer + 1)) {
     const MoeWeights& nw = m_.weights().layers[layer + 1].moe_w;
     matmul(nw.router, x, T, logits.data());
-    std::vector<int> guess;
+    std::vector<int> guess, order;
+    std::vector<double> key(E);
     for (int t = 0; t < T; ++t) {
       for (int e = 0; e < E; ++e) key[e] = sigmoid64(logits[size_t(t) * E + e]) + double(nw.router_bias[e]);
-      std::iota(order.begin(), order.end(), 0);
-      std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                        [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
-      guess.insert(guess.end(), order.begin(), order.begin() + k);
+      top_k_by_key(key.data(), E, k, order);
+      guess.insert(guess.end(), order.begin(), order.end());
     }
     std::sort(guess.begin(), guess.end());
     guess.erase(std::unique(guess.begin(), guess.end()), guess.end());

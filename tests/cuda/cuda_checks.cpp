@@ -12,6 +12,7 @@
 #include "cuda/lab/expert_kernels_lab.h"
 #include "cuda_reference.h"
 #include "previous_rmsnorm.h"
+#include "support/worst_error.h"
 
 namespace deltafin::cuda::check {
 namespace {
@@ -127,7 +128,7 @@ std::vector<Result> bf16_gemm(uint64_t seed) {
         bool finite = true;
         for (size_t i = 0; i < ref.size(); ++i) {
           if (!std::isfinite(y[i])) finite = false;
-          worst = std::max(worst, std::fabs(static_cast<double>(y[i]) - ref[i]) / (2 * gamma * mag[i] + 1e-30));
+          worst = deltafin::test::worst_of(worst, std::fabs(static_cast<double>(y[i]) - ref[i]) / (2 * gamma * mag[i] + 1e-30));
         }
         const double rl = rel_l2(y.data(), ref.data(), ref.size());
         Result r;
@@ -365,7 +366,7 @@ std::vector<Result> router_topk(uint64_t seed) {
         if (g >= 0 && g < E && std::fabs(score[g] - score[ri[r]]) <= 4e-7f * std::fabs(score[ri[r]])) ++near_ties;
         else ++idx_diff;
       } else {
-        worst_w = std::max(worst_w, std::fabs(static_cast<double>(gw[t * K + r]) - rw[r]) / std::fabs(rw[r]));
+        worst_w = deltafin::test::worst_of(worst_w, std::fabs(static_cast<double>(gw[t * K + r]) - rw[r]) / std::fabs(rw[r]));
       }
     }
   }

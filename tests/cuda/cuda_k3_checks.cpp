@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "cuda/cuda_support.h"
+#include "support/worst_error.h"
 #include "cuda/k3_cuda_model.h"
 #include "cuda/k3_cuda_ops.h"
 #include "support/golden_tensors.h"
@@ -39,7 +40,7 @@ double rel(const float* a, const float* ref, size_t n) {
 }
 double mad(const float* a, const float* ref, size_t n) {
   double m = 0;
-  for (size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(double(a[i]) - ref[i]));
+  for (size_t i = 0; i < n; ++i) m = deltafin::test::worst_of(m, std::fabs(double(a[i]) - ref[i]));
   return m;
 }
 std::string fmt(double v) {
@@ -97,7 +98,7 @@ std::vector<Result> k3_goldens(const std::string& dir) {
     const auto layers = g.f32(P + "layer_out");
     double worst = 0;
     for (size_t l = 0; l < tr.layers.size(); ++l)
-      worst = std::max(worst, rel(tr.layers[l].data(), &layers[l * T * H], size_t(T) * H));
+      worst = deltafin::test::worst_of(worst, rel(tr.layers[l].data(), &layers[l * T * H], size_t(T) * H));
     out.push_back({"golden layer streams, prompt " + std::to_string(index),
                    tr.layers.size() == size_t(c.layers) && worst <= 5e-4, "worst rel_l2 " + fmt(worst) + " (<= 5e-4)"});
 
@@ -109,7 +110,7 @@ std::vector<Result> k3_goldens(const std::string& dir) {
     for (int l = 0; same && l < c.moe_layers(); ++l)
       for (int i = 0; i < T * k; ++i) {
         same = same && int64_t(tr.topk_ids[l][i]) == ids_want[size_t(l) * T * k + i];
-        wmax = std::max(wmax, std::fabs(double(tr.topk_weights[l][i]) - w_want[size_t(l) * T * k + i]));
+        wmax = deltafin::test::worst_of(wmax, std::fabs(double(tr.topk_weights[l][i]) - w_want[size_t(l) * T * k + i]));
       }
     out.push_back({"golden routing, prompt " + std::to_string(index), same && wmax <= 1e-4,
                    std::string(same ? "experts identical" : "experts DIFFER") + ", max weight diff " + fmt(wmax)});
@@ -378,7 +379,7 @@ std::vector<Result> k3_kernels(uint64_t seed) {
       for (int i = 0; i < K; ++i) sum += s[order[i]];
       for (int i = 0; i < K; ++i) {
         ids_ok = ids_ok && gi[size_t(t) * K + i] == order[i];
-        wdiff = std::max(wdiff, std::fabs(double(gw[size_t(t) * K + i]) - s[order[i]] / (sum + 1e-20f) * 2.5f));
+        wdiff = deltafin::test::worst_of(wdiff, std::fabs(double(gw[size_t(t) * K + i]) - s[order[i]] / (sum + 1e-20f) * 2.5f));
       }
     }
     out.push_back({"router top-k vs CPU", ids_ok && wdiff <= 1e-6,

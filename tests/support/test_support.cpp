@@ -66,8 +66,16 @@ double rel_l2(const float* a, const float* b, size_t n) {
 
 double max_abs_diff(const float* a, const float* b, size_t n) {
   double m = 0;
-  for (size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(double(a[i]) - double(b[i])));
+  for (size_t i = 0; i < n; ++i) m = worst_of(m, std::fabs(double(a[i]) - double(b[i])));
   return m;
+}
+
+static bool env_is_one(const char* name) { return qEnvironmentVariable(name) == "1"; }
+bool skips_forbidden() { return env_is_one("DELTAFIN_NO_SKIPS"); }
+bool gpu_required() { return env_is_one("DELTAFIN_REQUIRE_GPU"); }
+
+std::string forbidden_skip_message(const std::string& reason, const char* variable) {
+  return reason + " (a failure, not a skip: " + variable + "=1 says this run has everything it needs)";
 }
 
 }  // namespace deltafin::test

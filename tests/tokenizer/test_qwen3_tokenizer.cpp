@@ -53,7 +53,7 @@ class TestQwen3Tokenizer : public QObject {
   }
 
   void shape() {
-    if (!tok_) QSKIP(skip_reason_.c_str());
+    if (!tok_) DELTAFIN_SKIP_UNLESS_CI(skip_reason_);
     QCOMPARE(tok_->format(), std::string_view("tokenizer.json"));
     QCOMPARE(tok_->vocab_size(), 151669);
     QCOMPARE(tok_->special_id("<|im_start|>").value_or(-1), 151644);
@@ -63,7 +63,7 @@ class TestQwen3Tokenizer : public QObject {
   }
 
   void fixture_prompts() {
-    if (!tok_) QSKIP(skip_reason_.c_str());
+    if (!tok_) DELTAFIN_SKIP_UNLESS_CI(skip_reason_);
     std::ifstream f(test::fixtures_dir() + "/qwen3-tiny/prompts.json");
     QVERIFY(f.good());
     const auto j = nlohmann::json::parse(f);
@@ -78,7 +78,7 @@ class TestQwen3Tokenizer : public QObject {
   }
 
   void added_tokens_only_when_allowed() {
-    if (!tok_) QSKIP(skip_reason_.c_str());
+    if (!tok_) DELTAFIN_SKIP_UNLESS_CI(skip_reason_);
     const std::string text = "a <|im_start|>user\nhi<|im_end|>";
     for (int32_t id : tok_->encode(text, false)) QVERIFY(!tok_->is_special(id));
     const auto with = tok_->encode(text, true);
@@ -87,14 +87,14 @@ class TestQwen3Tokenizer : public QObject {
   }
 
   void nfc_is_applied() {
-    if (!tok_) QSKIP(skip_reason_.c_str());
+    if (!tok_) DELTAFIN_SKIP_UNLESS_CI(skip_reason_);
     QCOMPARE(tok_->encode("e\xCC\x81"), tok_->encode("\xC3\xA9"));  // é decomposed == composed
   }
 
   void matches_npm_reference_on_corpus() {
-    if (!tok_) QSKIP(skip_reason_.c_str());
+    if (!tok_) DELTAFIN_SKIP_UNLESS_CI(skip_reason_);
     const std::string node = QStandardPaths::findExecutable("node").toStdString();
-    if (node.empty()) QSKIP("node is not installed: the npm cross-check needs it");
+    if (node.empty()) DELTAFIN_SKIP_UNLESS_CI("node is not installed: the npm cross-check needs it");
     const std::vector<std::string> corpus = make_tokenizer_corpus(600, 20260212);
     QVERIFY(corpus.size() >= 500);
     const std::string input = test::temp_dir("qwen3-corpus") + "/corpus.json";
