@@ -195,12 +195,13 @@ class TestGuiLayout : public QObject {
         wizard.show();
         const QString name = language + (purpose == SetupWizard::Purpose::Setup ? QStringLiteral("-setup")
                                                                                  : QStringLiteral("-addons"));
-        // Every page up to the plan (which needs a hub): the wizard sizes itself to its largest page.
-        for (int page = 0; page < 3 && !wizard.currentPage()->isFinalPage(); ++page) {
+        // Every page before the plan (which asks a hub; never the real one from a test).
+        for (;;) {
           checkFits(&wizard, screen, name + QString::number(wizard.currentId()), false);
-          if (QTest::currentTestFailed()) return;
+          if (QTest::currentTestFailed() || wizard.nextId() == SetupWizard::PlanPage || wizard.nextId() < 0) break;
           wizard.next();
         }
+        if (QTest::currentTestFailed()) return;
       }
     }
   }
