@@ -55,6 +55,7 @@ BenchView::BenchView(LocalEngine* engine, QString historyPath, QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   auto* top = new QHBoxLayout;
   arms_ = new QTreeWidget(this);
+  arms_->setAccessibleName(tr("Benchmark arms"));
   arms_->setObjectName(QStringLiteral("benchArms"));
   arms_->setRootIsDecorated(false);
   arms_->setHeaderLabels({tr("Arm"), tr("Prompt tokens"), tr("New tokens")});
@@ -104,6 +105,7 @@ BenchView::BenchView(LocalEngine* engine, QString historyPath, QWidget* parent)
   chartRow->addWidget(hitChart_);
   splitter->addWidget(charts);
   table_ = new QTreeWidget(splitter);
+  table_->setAccessibleName(tr("Benchmark history"));
   table_->setObjectName(QStringLiteral("benchHistory"));
   table_->setRootIsDecorated(false);
   table_->setHeaderLabels({tr("When"), tr("Arm"), tr("Model"), tr("Prefill tok/s"), tr("Decode tok/s"),

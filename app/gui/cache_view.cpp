@@ -46,6 +46,7 @@ CacheView::CacheView(Studio* studio, QWidget* parent) : QWidget(parent), studio_
   actions->addStretch(1);
   actions->addWidget(new QLabel(tr("Evict down to"), left));
   evictTarget_ = new QDoubleSpinBox(left);
+  evictTarget_->setAccessibleName(tr("Evict down to"));
   evictTarget_->setDecimals(2);
   evictTarget_->setRange(0, 1e6);
   evictTarget_->setSuffix(tr(" GB"));
@@ -66,6 +67,7 @@ CacheView::CacheView(Studio* studio, QWidget* parent) : QWidget(parent), studio_
   auto* tl = new QVBoxLayout(tierBox);
   tiers_ = new QTreeWidget(tierBox);
   tiers_->setObjectName(QStringLiteral("tierTable"));
+  tiers_->setAccessibleName(tr("Where experts came from"));
   tiers_->setRootIsDecorated(false);
   tiers_->setHeaderLabels({tr("Tier"), tr("Lookups"), tr("Share")});
   tiers_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
@@ -75,6 +77,7 @@ CacheView::CacheView(Studio* studio, QWidget* parent) : QWidget(parent), studio_
   auto* dl = new QVBoxLayout(diskBox);
   disk_ = new QTreeWidget(diskBox);
   disk_->setObjectName(QStringLiteral("diskTable"));
+  disk_->setAccessibleName(tr("Disk usage"));
   disk_->setRootIsDecorated(false);
   disk_->setHeaderLabels({tr("Part"), tr("On disk"), tr("Files")});
   disk_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);

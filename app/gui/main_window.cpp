@@ -8,6 +8,7 @@
 #include <QScreen>
 #include <QSplitter>
 #include <QToolButton>
+#include <QTabBar>
 #include <QTabWidget>
 
 #include "app_paths.h"
@@ -34,6 +35,8 @@ MainWindow::MainWindow(Studio* studio, QWidget* parent) : QMainWindow(parent), s
 
   tabs_ = new QTabWidget(this);
   tabs_->setDocumentMode(true);
+  tabs_->setAccessibleName(tr("Pages"));
+  tabs_->tabBar()->setAccessibleName(tr("Pages"));
   chat_ = new ChatView(studio_->conversations(), tabs_);
   chat_->setMaxNewTokens(studio_->settings().maxNewTokens);
   chat_->setEnterSends(studio_->settings().enterSends);

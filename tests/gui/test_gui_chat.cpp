@@ -8,6 +8,7 @@
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QDoubleSpinBox>
+#include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
 #include <QPlainTextEdit>
@@ -160,7 +161,7 @@ class TestGuiChat : public QObject {
     chat.show();
     chat.openConversation(original.id);
 
-    for (const QString format : {QString("json"), QString("markdown")}) {
+    for (const QString& format : {QString("json"), QString("markdown")}) {
       const QString file = data + "/export." + (format == "json" ? "json" : "md");
       QString error;
       QVERIFY2(chat.exportConversation(original.id, file, format, &error), qPrintable(error));
@@ -234,6 +235,8 @@ class TestGuiChat : public QObject {
     }
     ChatView chat(&store);
     chat.show();
+    chat.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&chat));  // shortcuts need an active window
     QCOMPARE(chat.conversationList()->count(), 3);
     QCOMPARE(listedTitles(&chat).first(), QString("Boats"));  // newest first
     chat.openConversation(store.conversations().first().id);
@@ -338,7 +341,7 @@ class TestGuiChat : public QObject {
       chat.show();
       chat.openConversation(id);
       MessageWidget* answer = chat.messageWidgets()[1];
-      QVERIFY(answer->reasoningToggle()->isVisible());
+      QVERIFY(answer->reasoningToggle()->isVisibleTo(answer));
       QVERIFY(!answer->reasoningExpanded());
       QTest::mouseClick(answer->reasoningToggle(), Qt::LeftButton);
       QVERIFY(answer->reasoningExpanded());
@@ -349,7 +352,7 @@ class TestGuiChat : public QObject {
     chat.show();
     chat.openConversation(id);
     QVERIFY(chat.messageWidgets()[1]->reasoningExpanded());
-    QVERIFY(chat.messageWidgets()[1]->findChild<QLabel*>("reasoningText")->isVisible());
+    QVERIFY(chat.messageWidgets()[1]->findChild<QLabel*>("reasoningText")->isVisibleTo(chat.messageWidgets()[1]));
   }
 };
 

@@ -5,10 +5,14 @@
 #include <QAbstractButton>
 #include <QAccessible>
 #include <QAbstractScrollArea>
+#include <QAbstractSpinBox>
 #include <QApplication>
 #include <QDir>
+#include <QSet>
 #include <QSignalSpy>
+#include <QTabBar>
 #include <QTabWidget>
+#include <QToolButton>
 #include <QWizard>
 
 #include "chat_view.h"
@@ -74,6 +78,7 @@ QStringList unnamed(QWidget* top) {
   QStringList out;
   for (QWidget* w : top->findChildren<QWidget*>()) {
     if (!w->isVisibleTo(top) || !(w->focusPolicy() & Qt::TabFocus)) continue;
+    if (qobject_cast<QAbstractSpinBox*>(w->parentWidget())) continue;  // the spin box's own editor
     QAccessibleInterface* a = QAccessible::queryAccessibleInterface(w);
     if (a && a->text(QAccessible::Name).trimmed().isEmpty())
       out << QStringLiteral("%1 '%2'").arg(QString::fromLatin1(w->metaObject()->className()), w->objectName());
@@ -114,11 +119,23 @@ void checkFits(QWidget* top, QSize screen, const QString& name, bool fillScreen)
 class TestGuiLayout : public QObject {
   Q_OBJECT
 
+  QString jobsFile_;
+
   QString demoModel() const { return QString::fromStdString(T::build_dir() + "/demo-model"); }
 
  private slots:
   void initTestCase() {
     QVERIFY2(QFileInfo::exists(demoModel() + "/config.json"), qPrintable("demo model missing at " + demoModel()));
+    // A failed job with its explanation, for the jobs page of every language (jobs.json is read
+    // at start): made once, since the failing connection takes its time.
+    jobsFile_ = QString::fromStdString(T::temp_dir("gui-layout-jobs")) + "/jobs.json";
+    JobManager jobs(jobsFile_);
+    InstallRequest req;
+    req.modelRoot = QFileInfo(jobsFile_).absolutePath() + QStringLiteral("/models/kimi-k3");
+    req.hubUrl = QStringLiteral("http://127.0.0.1:1");  // nothing listens on port 1
+    InstallJob* job = jobs.startInstall(QStringLiteral("Full install of Kimi K3"), req);
+    QTRY_VERIFY_WITH_TIMEOUT(!job->isActive(), 120000);
+    QCOMPARE(job->state(), InstallJob::State::Failed);
   }
 
   void everyViewFitsEveryScreen_data() {
@@ -133,6 +150,7 @@ class TestGuiLayout : public QObject {
     Language lang;
     QCOMPARE(lang.apply(language), language);
     const QString data = QString::fromStdString(T::temp_dir(("gui-layout-" + language).toStdString()));
+    QVERIFY(QFile::copy(jobsFile_, data + QStringLiteral("/jobs.json")));
     Studio studio({demoModel(), data});
     MainWindow window(&studio);
     window.show();
@@ -142,7 +160,7 @@ class TestGuiLayout : public QObject {
     QVERIFY(studio.engine()->isReady());
 
     // The worst case users met: a CUDA build on a machine whose driver is too old, with a drafter,
-    // every tier counted and a failed job with its explanation on the jobs page.
+    // every tier counted, and the failed job with its explanation on the jobs page.
     BackendInfo info = studio.engine()->info();
     info.name = QStringLiteral("CPU");
     info.fallbackReason = QStringLiteral(
@@ -158,12 +176,10 @@ class TestGuiLayout : public QObject {
     counters.diskReads = 21728;
     counters.netFetches = 1234;
     window.statusPanel()->setCounters(counters);
-    InstallRequest req;
-    req.modelRoot = data + QStringLiteral("/models/kimi-k3");
-    req.hubUrl = QStringLiteral("http://127.0.0.1:1");  // nothing listens on port 1
-    InstallJob* job = studio.jobs()->startInstall(QStringLiteral("Full install of Kimi K3"), req);
-    QTRY_VERIFY_WITH_TIMEOUT(!job->isActive(), 120000);
+    QCOMPARE(studio.jobs()->jobs().size(), 1);
 
+    // The chat with its side panel open: the widest the chat page gets.
+    window.chatView()->optionsButton()->setChecked(true);
     auto* tabs = window.findChild<QTabWidget*>();
     QVERIFY(tabs);
     const QStringList pages = {QStringLiteral("chat"), QStringLiteral("jobs"), QStringLiteral("cache"),
@@ -203,6 +219,47 @@ class TestGuiLayout : public QObject {
         }
         if (QTest::currentTestFailed()) return;
       }
+    }
+  }
+
+  // Tab and Shift+Tab alone reach every control of every page, and Ctrl+1..4 switch pages.
+  void keyboardReachesEveryControl() {
+    Language lang;
+    lang.apply(QStringLiteral("en"));
+    const QString data = QString::fromStdString(T::temp_dir("gui-layout-keys"));
+    QVERIFY(QFile::copy(jobsFile_, data + QStringLiteral("/jobs.json")));
+    Studio studio({demoModel(), data});
+    MainWindow window(&studio);
+    window.chatView()->optionsButton()->setChecked(true);
+    window.resize(1280, 720);
+    window.show();
+    window.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&window));
+    studio.startEngine();
+    QTRY_VERIFY_WITH_TIMEOUT(studio.engine()->isReady(), 180000);
+    auto* tabs = window.findChild<QTabWidget*>();
+    for (int page = 0; page < tabs->count(); ++page) {
+      QTest::keyClick(&window, static_cast<Qt::Key>(Qt::Key_1 + page), Qt::ControlModifier);
+      QCOMPARE(tabs->currentIndex(), page);
+      settle();
+      tabs->tabBar()->setFocus();
+      QSet<QWidget*> reached;
+      for (int i = 0; i < 200; ++i) {
+        QWidget* focus = QApplication::focusWidget();
+        QVERIFY(focus);
+        reached.insert(focus);
+        QTest::keyClick(focus, Qt::Key_Tab);
+        if (QApplication::focusWidget() == tabs->tabBar()) break;
+      }
+      QStringList missed;
+      for (QWidget* w : tabs->currentWidget()->findChildren<QWidget*>()) {
+        if (!w->isVisible() || !w->isEnabled() || (w->focusPolicy() & Qt::TabFocus) != Qt::TabFocus) continue;
+        if (qobject_cast<QAbstractSpinBox*>(w->parentWidget())) continue;
+        QWidget* proxy = w->focusProxy() ? w->focusProxy() : w;
+        if (!reached.contains(proxy) && !reached.contains(w))
+          missed << QStringLiteral("%1 '%2'").arg(QString::fromLatin1(w->metaObject()->className()), w->objectName());
+      }
+      QVERIFY2(missed.isEmpty(), qPrintable(QStringLiteral("page %1: Tab never reaches %2").arg(page).arg(missed.join(", "))));
     }
   }
 };
