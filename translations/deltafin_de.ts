@@ -249,6 +249,14 @@
         <source>Cannot write %1: %2</source>
         <translation>%1 kann nicht geschrieben werden: %2</translation>
     </message>
+    <message>
+        <source>Benchmark arms</source>
+        <translation>Benchmark-Varianten</translation>
+    </message>
+    <message>
+        <source>Benchmark history</source>
+        <translation>Benchmark-Verlauf</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::CacheView</name>
@@ -602,9 +610,9 @@
     <message numerus="yes">
         <source>%1 · %n message(s) · F2 renames</source>
         <translation>
-                <numerusform>%1 · %n Nachricht · F2 benennt um</numerusform>
-                <numerusform>%1 · %n Nachrichten · F2 benennt um</numerusform>
-            </translation>
+            <numerusform>%1 · %n Nachricht · F2 benennt um</numerusform>
+            <numerusform>%1 · %n Nachrichten · F2 benennt um</numerusform>
+        </translation>
     </message>
     <message>
         <source>Ask K3 anything. Enter sends, Shift+Enter starts a new line.</source>
@@ -738,9 +746,9 @@
     <message numerus="yes">
         <source>, used %n time(s)</source>
         <translation>
-                <numerusform>, %n-mal genutzt</numerusform>
-                <numerusform>, %n-mal genutzt</numerusform>
-            </translation>
+            <numerusform>, %n-mal genutzt</numerusform>
+            <numerusform>, %n-mal genutzt</numerusform>
+        </translation>
     </message>
     <message>
         <source>No model is loaded</source>
@@ -892,6 +900,10 @@
         <source>An upgrade runs git and CMake to the end of each step</source>
         <translation>Eine Aktualisierung führt git und CMake bis zum Ende jedes Schritts aus</translation>
     </message>
+    <message>
+        <source>Jobs</source>
+        <translation>Aufträge</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::MainWindow</name>
@@ -978,6 +990,10 @@
     <message>
         <source>Export chat as &amp;JSON…</source>
         <translation>Chat als &amp;JSON exportieren…</translation>
+    </message>
+    <message>
+        <source>Pages</source>
+        <translation>Seiten</translation>
     </message>
 </context>
 <context>

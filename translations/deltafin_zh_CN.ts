@@ -249,6 +249,14 @@
         <source>Cannot write %1: %2</source>
         <translation>无法写入 %1：%2</translation>
     </message>
+    <message>
+        <source>Benchmark arms</source>
+        <translation>基准测试组</translation>
+    </message>
+    <message>
+        <source>Benchmark history</source>
+        <translation>基准测试历史</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::CacheView</name>
@@ -602,8 +610,8 @@
     <message numerus="yes">
         <source>%1 · %n message(s) · F2 renames</source>
         <translation>
-                <numerusform>%1 · %n 条消息 · F2 重命名</numerusform>
-            </translation>
+            <numerusform>%1 · %n 条消息 · F2 重命名</numerusform>
+        </translation>
     </message>
     <message>
         <source>Ask K3 anything. Enter sends, Shift+Enter starts a new line.</source>
@@ -737,8 +745,8 @@
     <message numerus="yes">
         <source>, used %n time(s)</source>
         <translation>
-                <numerusform>，使用 %n 次</numerusform>
-            </translation>
+            <numerusform>，使用 %n 次</numerusform>
+        </translation>
     </message>
     <message>
         <source>No model is loaded</source>
@@ -890,6 +898,10 @@
         <source>An upgrade runs git and CMake to the end of each step</source>
         <translation>升级会让 git 和 CMake 完成每一步</translation>
     </message>
+    <message>
+        <source>Jobs</source>
+        <translation>任务</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::MainWindow</name>
@@ -976,6 +988,10 @@
     <message>
         <source>Export chat as &amp;JSON…</source>
         <translation>将对话导出为 &amp;JSON…</translation>
+    </message>
+    <message>
+        <source>Pages</source>
+        <translation>页面</translation>
     </message>
 </context>
 <context>
