@@ -44,7 +44,7 @@ shot() {  # shot VIEW [ARGS...]
 # page on a full install with the engine's RAM expert cache (the tier map in RAM and disk).
 mkdir -p "$work/chat" "$work/ram"
 printf '[window]\nchatOptionsOpen=true\n' >"$work/chat/settings.ini"
-printf '[engine]\nramCache=true\n' >"$work/ram/settings.ini"
+printf '[engine]\nramCache=true\nramCacheMiB=64\n' >"$work/ram/settings.ini"
 
 shot chat --model-root "$demo" --data-dir "$work/chat" --prompt "Explain in two sentences why the sky is blue."
 shot setup --hub-url "$hub"

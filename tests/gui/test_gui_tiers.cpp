@@ -38,6 +38,7 @@ class TestGuiTiers : public QObject {
     const QString data = QString::fromStdString(T::temp_dir("gui-tiers-ram"));
     Studio studio({demoModel(), data});
     studio.settings().ramCache = true;
+    studio.settings().ramCacheMiB = 64;  // the demo model's experts fit many times; never sized from free memory
     studio.settings().maxNewTokens = 100000;
     MainWindow window(&studio);
     window.chatView()->setMaxNewTokens(100000);
