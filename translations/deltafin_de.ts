@@ -249,13 +249,17 @@
         <source>Cannot write %1: %2</source>
         <translation>%1 kann nicht geschrieben werden: %2</translation>
     </message>
+    <message>
+        <source>Benchmark arms</source>
+        <translation>Benchmark-Varianten</translation>
+    </message>
+    <message>
+        <source>Benchmark history</source>
+        <translation>Benchmark-Verlauf</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::CacheView</name>
-    <message>
-        <source>Cached experts per layer</source>
-        <translation>Zwischengespeicherte Experten pro Schicht</translation>
-    </message>
     <message>
         <source>&amp;Warm selected layer</source>
         <translation>Gewählte Schicht &amp;vorladen</translation>
@@ -333,10 +337,6 @@
         <translation>Kein Modell geladen.</translation>
     </message>
     <message>
-        <source>Full install: all %1 experts of each of %2 layers are read from local disk. Source: %3</source>
-        <translation>Vollständige Installation: alle %1 Experten jeder der %2 Schichten werden von der lokalen Platte gelesen. Quelle: %3</translation>
-    </message>
-    <message>
         <source>Streaming install: %1 of %2 experts cached, %3 of a %4 cap (%5 per expert). Experts not cached are fetched from the Hub on first use.</source>
         <translation>Streaming-Installation: %1 von %2 Experten zwischengespeichert, %3 von maximal %4 (%5 pro Experte). Nicht gespeicherte Experten werden bei der ersten Nutzung vom Hub geladen.</translation>
     </message>
@@ -375,6 +375,34 @@
     <message>
         <source>Each of the %1 lookups counts once, in the fastest tier that served it. Experts fetched from the network: %2 (Warm and prefetch included).</source>
         <translation>Jede der %1 Abfragen zählt einmal, in der schnellsten Stufe, die sie bedient hat. Aus dem Netz geholte Experten: %2 (Vorwärmen und Vorabladen eingeschlossen).</translation>
+    </message>
+    <message>
+        <source>Experts per layer: where they are, how much they are used</source>
+        <translation>Experten je Schicht: wo sie liegen, wie oft sie genutzt werden</translation>
+    </message>
+    <message>
+        <source>stronger = looked up more often</source>
+        <translation>kräftiger = öfter abgefragt</translation>
+    </message>
+    <message>
+        <source>stronger = used more recently</source>
+        <translation>kräftiger = zuletzt genutzt</translation>
+    </message>
+    <message>
+        <source>this install keeps no use counts (the RAM expert cache does)</source>
+        <translation>diese Installation zählt keine Zugriffe (der RAM-Experten-Cache schon)</translation>
+    </message>
+    <message>
+        <source>Every expert of the %1 layers is in VRAM. Source: %2</source>
+        <translation>Jeder Experte der %1 Schichten liegt im VRAM. Quelle: %2</translation>
+    </message>
+    <message>
+        <source>Full install with the RAM expert cache: %1 of %2 experts in RAM (%3 of %4), the rest read from local disk when used.</source>
+        <translation>Vollinstallation mit RAM-Experten-Cache: %1 von %2 Experten im RAM (%3 von %4), der Rest wird bei Bedarf von der lokalen Festplatte gelesen.</translation>
+    </message>
+    <message>
+        <source>Full install: all %1 experts of each of %2 layers are read from local disk through the page cache. Source: %3</source>
+        <translation>Vollinstallation: alle %1 Experten jeder der %2 Schichten werden über den Seitencache von der lokalen Festplatte gelesen. Quelle: %3</translation>
     </message>
 </context>
 <context>
@@ -427,6 +455,177 @@
         <source>Untitled</source>
         <translation>Ohne Titel</translation>
     </message>
+    <message>
+        <source>Search chats (Ctrl+F)</source>
+        <translation>Chats durchsuchen (Strg+F)</translation>
+    </message>
+    <message>
+        <source>Search chats</source>
+        <translation>Chats durchsuchen</translation>
+    </message>
+    <message>
+        <source>More</source>
+        <translation>Mehr</translation>
+    </message>
+    <message>
+        <source>More chat actions</source>
+        <translation>Weitere Chat-Aktionen</translation>
+    </message>
+    <message>
+        <source>&amp;Rename</source>
+        <translation>&amp;Umbenennen</translation>
+    </message>
+    <message>
+        <source>Export as &amp;Markdown…</source>
+        <translation>Als &amp;Markdown exportieren…</translation>
+    </message>
+    <message>
+        <source>Export as &amp;JSON…</source>
+        <translation>Als &amp;JSON exportieren…</translation>
+    </message>
+    <message>
+        <source>&amp;Import…</source>
+        <translation>&amp;Importieren…</translation>
+    </message>
+    <message>
+        <source>Transcript</source>
+        <translation>Verlauf</translation>
+    </message>
+    <message>
+        <source>Chat settings</source>
+        <translation>Chat-Einstellungen</translation>
+    </message>
+    <message>
+        <source>This chat&apos;s system prompt, sampling and reasoning effort</source>
+        <translation>Systemprompt, Sampling und Denkaufwand dieses Chats</translation>
+    </message>
+    <message>
+        <source>Stop the reply (Esc)</source>
+        <translation>Antwort anhalten (Esc)</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;This chat&lt;/b&gt;</source>
+        <translation>&lt;b&gt;Dieser Chat&lt;/b&gt;</translation>
+    </message>
+    <message>
+        <source>S&amp;ystem prompt:</source>
+        <translation>S&amp;ystemprompt:</translation>
+    </message>
+    <message>
+        <source>System prompt</source>
+        <translation>Systemprompt</translation>
+    </message>
+    <message>
+        <source>Instructions K3 follows in this chat</source>
+        <translation>Anweisungen, denen K3 in diesem Chat folgt</translation>
+    </message>
+    <message>
+        <source>0 (greedy)</source>
+        <translation>0 (greedy)</translation>
+    </message>
+    <message>
+        <source>0 always picks the most likely token; higher values sample more freely</source>
+        <translation>0 wählt immer das wahrscheinlichste Token; höhere Werte wählen freier</translation>
+    </message>
+    <message>
+        <source>T&amp;emperature:</source>
+        <translation>T&amp;emperatur:</translation>
+    </message>
+    <message>
+        <source>Sample only from the most likely tokens that together have this probability</source>
+        <translation>Nur aus den wahrscheinlichsten Tokens wählen, die zusammen diese Wahrscheinlichkeit haben</translation>
+    </message>
+    <message>
+        <source>To&amp;p-p:</source>
+        <translation>To&amp;p-p:</translation>
+    </message>
+    <message>
+        <source>The same seed and settings give the same reply</source>
+        <translation>Gleicher Seed und gleiche Einstellungen ergeben dieselbe Antwort</translation>
+    </message>
+    <message>
+        <source>See&amp;d:</source>
+        <translation>See&amp;d:</translation>
+    </message>
+    <message>
+        <source>Model default</source>
+        <translation>Standard des Modells</translation>
+    </message>
+    <message>
+        <source>Low</source>
+        <translation>Niedrig</translation>
+    </message>
+    <message>
+        <source>High</source>
+        <translation>Hoch</translation>
+    </message>
+    <message>
+        <source>Max</source>
+        <translation>Maximal</translation>
+    </message>
+    <message>
+        <source>How long K3 reasons with &quot;Think first&quot; on</source>
+        <translation>Wie lange K3 mit „Erst nachdenken“ überlegt</translation>
+    </message>
+    <message>
+        <source>Thinking e&amp;ffort:</source>
+        <translation>Denka&amp;ufwand:</translation>
+    </message>
+    <message>
+        <source>Wait for the reply to finish, then import.</source>
+        <translation>Warten Sie, bis die Antwort fertig ist, und importieren Sie dann.</translation>
+    </message>
+    <message>
+        <source>Export as Markdown</source>
+        <translation>Als Markdown exportieren</translation>
+    </message>
+    <message>
+        <source>Export as JSON</source>
+        <translation>Als JSON exportieren</translation>
+    </message>
+    <message>
+        <source>Markdown (*.md)</source>
+        <translation>Markdown (*.md)</translation>
+    </message>
+    <message>
+        <source>JSON (*.json)</source>
+        <translation>JSON (*.json)</translation>
+    </message>
+    <message>
+        <source>Export failed</source>
+        <translation>Export fehlgeschlagen</translation>
+    </message>
+    <message>
+        <source>Import a chat</source>
+        <translation>Chat importieren</translation>
+    </message>
+    <message>
+        <source>Chats (*.md *.json);;All files (*)</source>
+        <translation>Chats (*.md *.json);;Alle Dateien (*)</translation>
+    </message>
+    <message>
+        <source>Import failed</source>
+        <translation>Import fehlgeschlagen</translation>
+    </message>
+    <message numerus="yes">
+        <source>%1 · %n message(s) · F2 renames</source>
+        <translation>
+            <numerusform>%1 · %n Nachricht · F2 benennt um</numerusform>
+            <numerusform>%1 · %n Nachrichten · F2 benennt um</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Ask K3 anything. Enter sends, Shift+Enter starts a new line.</source>
+        <translation>Fragen Sie K3, was Sie wollen. Enter sendet, Umschalt+Enter beginnt eine neue Zeile.</translation>
+    </message>
+    <message>
+        <source>Send (Enter)</source>
+        <translation>Senden (Enter)</translation>
+    </message>
+    <message>
+        <source>Send (Ctrl+Enter)</source>
+        <translation>Senden (Strg+Enter)</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::ConversationStore</name>
@@ -441,6 +640,38 @@
     <message>
         <source>%1 was damaged (%2); it was kept as %1.broken</source>
         <translation>%1 war beschädigt (%2); sie wurde als %1.broken aufbewahrt</translation>
+    </message>
+    <message>
+        <source>You</source>
+        <translation>Sie</translation>
+    </message>
+    <message>
+        <source>System</source>
+        <translation>System</translation>
+    </message>
+    <message>
+        <source>K3</source>
+        <translation>K3</translation>
+    </message>
+    <message>
+        <source>System prompt: %1</source>
+        <translation>Systemprompt: %1</translation>
+    </message>
+    <message>
+        <source>There is no such conversation.</source>
+        <translation>Diesen Chat gibt es nicht.</translation>
+    </message>
+    <message>
+        <source>Unknown export format &apos;%1&apos; (markdown or json).</source>
+        <translation>Unbekanntes Exportformat „%1“ (markdown oder json).</translation>
+    </message>
+    <message>
+        <source>Cannot write %1: %2</source>
+        <translation>%1 kann nicht geschrieben werden: %2</translation>
+    </message>
+    <message>
+        <source>%1 is not a conversation exported by Deltafin Studio (Markdown or JSON).</source>
+        <translation>%1 ist kein von Deltafin Studio exportierter Chat (Markdown oder JSON).</translation>
     </message>
 </context>
 <context>
@@ -481,16 +712,47 @@
 <context>
     <name>deltafin::gui::ExpertHeatMap</name>
     <message>
-        <source>Cached experts per layer</source>
-        <translation>Zwischengespeicherte Experten pro Schicht</translation>
+        <source>VRAM</source>
+        <translation>VRAM</translation>
     </message>
     <message>
-        <source>No expert cache yet</source>
-        <translation>Noch kein Experten-Cache</translation>
+        <source>RAM</source>
+        <translation>RAM</translation>
     </message>
     <message>
-        <source>Every expert is read from local disk (full install)</source>
-        <translation>Alle Experten werden von der lokalen Platte gelesen (vollständige Installation)</translation>
+        <source>disk</source>
+        <translation>Festplatte</translation>
+    </message>
+    <message>
+        <source>not fetched</source>
+        <translation>nicht geladen</translation>
+    </message>
+    <message>
+        <source>Experts per layer by tier</source>
+        <translation>Experten je Schicht nach Speicherstufe</translation>
+    </message>
+    <message>
+        <source>%1 layers of %2 experts: %3 in VRAM, %4 in RAM, %5 on disk, %6 not fetched</source>
+        <translation>%1 Schichten mit %2 Experten: %3 im VRAM, %4 im RAM, %5 auf der Festplatte, %6 nicht geladen</translation>
+    </message>
+    <message>
+        <source>Layer %1: %2</source>
+        <translation>Schicht %1: %2</translation>
+    </message>
+    <message>
+        <source>Expert %1: %2</source>
+        <translation>Experte %1: %2</translation>
+    </message>
+    <message numerus="yes">
+        <source>, used %n time(s)</source>
+        <translation>
+            <numerusform>, %n-mal genutzt</numerusform>
+            <numerusform>, %n-mal genutzt</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>No model is loaded</source>
+        <translation>Kein Modell geladen</translation>
     </message>
 </context>
 <context>
@@ -638,6 +900,10 @@
         <source>An upgrade runs git and CMake to the end of each step</source>
         <translation>Eine Aktualisierung führt git und CMake bis zum Ende jedes Schritts aus</translation>
     </message>
+    <message>
+        <source>Jobs</source>
+        <translation>Aufträge</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::MainWindow</name>
@@ -713,6 +979,22 @@
         <source>&amp;Upgrade Deltafin…</source>
         <translation>Deltafin a&amp;ktualisieren…</translation>
     </message>
+    <message>
+        <source>&amp;Import chat…</source>
+        <translation>Chat &amp;importieren…</translation>
+    </message>
+    <message>
+        <source>Export chat as &amp;Markdown…</source>
+        <translation>Chat als &amp;Markdown exportieren…</translation>
+    </message>
+    <message>
+        <source>Export chat as &amp;JSON…</source>
+        <translation>Chat als &amp;JSON exportieren…</translation>
+    </message>
+    <message>
+        <source>Pages</source>
+        <translation>Seiten</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::MessageWidget</name>
@@ -747,6 +1029,26 @@
     <message>
         <source>Prompt: %1 tokens at %2 tok/s; total %3 s</source>
         <translation>Prompt: %1 Tokens mit %2 Tok./s; gesamt %3 s</translation>
+    </message>
+    <message>
+        <source>Copy this message</source>
+        <translation>Diese Nachricht kopieren</translation>
+    </message>
+    <message>
+        <source>Regenerate this answer</source>
+        <translation>Diese Antwort neu erzeugen</translation>
+    </message>
+    <message>
+        <source>Show the reasoning</source>
+        <translation>Überlegungen zeigen</translation>
+    </message>
+    <message>
+        <source>Your message</source>
+        <translation>Ihre Nachricht</translation>
+    </message>
+    <message>
+        <source>K3&apos;s answer</source>
+        <translation>Antwort von K3</translation>
     </message>
 </context>
 <context>
@@ -985,6 +1287,10 @@
         <source>any free port</source>
         <translation>beliebiger freier Port</translation>
     </message>
+    <message>
+        <source>Enter sends a message, Shift+Enter starts a new line (off: Ctrl+Enter sends)</source>
+        <translation>Enter sendet, Umschalt+Enter beginnt eine neue Zeile (aus: Strg+Enter sendet)</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::SetupWizard</name>
@@ -1168,56 +1474,16 @@
         <translation>Kein Modell geladen</translation>
     </message>
     <message>
-        <source>Disk: –</source>
-        <translation>Platte: –</translation>
-    </message>
-    <message>
-        <source>Loading %1…</source>
-        <translation>%1 wird geladen…</translation>
-    </message>
-    <message>
-        <source>%1 · demo model (random weights)</source>
-        <translation>%1 · Demomodell (Zufallsgewichte)</translation>
-    </message>
-    <message>
         <source>%1 · %2</source>
         <translation>%1 · %2</translation>
-    </message>
-    <message>
-        <source> (%1)</source>
-        <translation> (%1)</translation>
-    </message>
-    <message>
-        <source>No model: %1</source>
-        <translation>Kein Modell: %1</translation>
     </message>
     <message>
         <source>%1 tok/s</source>
         <translation>%1 Tok./s</translation>
     </message>
     <message>
-        <source>Experts: VRAM – · RAM – · disk – · net –</source>
-        <translation>Experten: VRAM – · RAM – · Platte – · Netz –</translation>
-    </message>
-    <message>
         <source>n/a</source>
         <translation>k. A.</translation>
-    </message>
-    <message>
-        <source>Experts: VRAM %1 · RAM %2 · disk %3 · net %4</source>
-        <translation>Experten: VRAM %1 · RAM %2 · Platte %3 · Netz %4</translation>
-    </message>
-    <message>
-        <source>%1 expert lookups since the model was loaded</source>
-        <translation>%1 Expertenabrufe seit dem Laden des Modells</translation>
-    </message>
-    <message>
-        <source>Disk: %1 used, %2 free</source>
-        <translation>Platte: %1 belegt, %2 frei</translation>
-    </message>
-    <message>
-        <source> · drafter %1</source>
-        <translation> · Entwurfsmodell %1</translation>
     </message>
     <message>
         <source>Experts: %1</source>
@@ -1226,6 +1492,112 @@
     <message>
         <source>Drafter: %1</source>
         <translation>Entwurfsmodell: %1</translation>
+    </message>
+    <message>
+        <source>Status</source>
+        <translation>Status</translation>
+    </message>
+    <message>
+        <source>Backend</source>
+        <translation>Backend</translation>
+    </message>
+    <message>
+        <source>Why CPU?</source>
+        <translation>Warum CPU?</translation>
+    </message>
+    <message>
+        <source>Speed</source>
+        <translation>Geschwindigkeit</translation>
+    </message>
+    <message>
+        <source>Expert lookups per tier</source>
+        <translation>Expertenabrufe je Speicherstufe</translation>
+    </message>
+    <message>
+        <source>Disk</source>
+        <translation>Festplatte</translation>
+    </message>
+    <message>
+        <source>Disk –</source>
+        <translation>Festplatte –</translation>
+    </message>
+    <message>
+        <source>Loading…</source>
+        <translation>Lädt…</translation>
+    </message>
+    <message>
+        <source>%1 · demo model</source>
+        <translation>%1 · Demomodell</translation>
+    </message>
+    <message>
+        <source> · %1</source>
+        <translation> · %1</translation>
+    </message>
+    <message>
+        <source>%1, demo model (random weights)</source>
+        <translation>%1, Demomodell (Zufallsgewichte)</translation>
+    </message>
+    <message>
+        <source>%1, %2</source>
+        <translation>%1, %2</translation>
+    </message>
+    <message>
+        <source>Not on the GPU: %1</source>
+        <translation>Nicht auf der GPU: %1</translation>
+    </message>
+    <message>
+        <source>%1. Click to open the device settings.</source>
+        <translation>%1. Klicken öffnet die Geräteeinstellungen.</translation>
+    </message>
+    <message>
+        <source>No model</source>
+        <translation>Kein Modell</translation>
+    </message>
+    <message>
+        <source>Decode speed of the last reply</source>
+        <translation>Dekodiergeschwindigkeit der letzten Antwort</translation>
+    </message>
+    <message>
+        <source>Experts –</source>
+        <translation>Experten –</translation>
+    </message>
+    <message>
+        <source>Where expert lookups were served (VRAM, RAM, disk, network); none yet</source>
+        <translation>Woher Expertenabrufe bedient wurden (VRAM, RAM, Festplatte, Netz); noch keine</translation>
+    </message>
+    <message>
+        <source>VRAM %1</source>
+        <translation>VRAM %1</translation>
+    </message>
+    <message>
+        <source>RAM %1</source>
+        <translation>RAM %1</translation>
+    </message>
+    <message>
+        <source>disk %1</source>
+        <translation>Platte %1</translation>
+    </message>
+    <message>
+        <source>net %1</source>
+        <translation>Netz %1</translation>
+    </message>
+    <message>
+        <source>Experts %1</source>
+        <translation>Experten %1</translation>
+    </message>
+    <message>
+        <source>%1 expert lookups since the model was loaded, each counted in the fastest tier that served it:
+VRAM %2 · RAM %3 · disk %4 · network %5</source>
+        <translation>%1 Expertenabrufe seit dem Laden des Modells, jeder in der schnellsten Stufe gezählt, die ihn bediente:
+VRAM %2 · RAM %3 · Festplatte %4 · Netz %5</translation>
+    </message>
+    <message>
+        <source>%1 free</source>
+        <translation>%1 frei</translation>
+    </message>
+    <message>
+        <source>Model folder %1: %2 used, %3 free on its disk</source>
+        <translation>Modellordner %1: %2 belegt, %3 frei auf seiner Festplatte</translation>
     </message>
 </context>
 <context>

@@ -249,13 +249,17 @@
         <source>Cannot write %1: %2</source>
         <translation>无法写入 %1：%2</translation>
     </message>
+    <message>
+        <source>Benchmark arms</source>
+        <translation>基准测试组</translation>
+    </message>
+    <message>
+        <source>Benchmark history</source>
+        <translation>基准测试历史</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::CacheView</name>
-    <message>
-        <source>Cached experts per layer</source>
-        <translation>各层已缓存的专家</translation>
-    </message>
     <message>
         <source>&amp;Warm selected layer</source>
         <translation>预热所选层(&amp;W)</translation>
@@ -333,10 +337,6 @@
         <translation>未加载模型。</translation>
     </message>
     <message>
-        <source>Full install: all %1 experts of each of %2 layers are read from local disk. Source: %3</source>
-        <translation>完整安装：%2 层中每层的全部 %1 个专家都从本地磁盘读取。来源：%3</translation>
-    </message>
-    <message>
         <source>Streaming install: %1 of %2 experts cached, %3 of a %4 cap (%5 per expert). Experts not cached are fetched from the Hub on first use.</source>
         <translation>流式安装：已缓存 %2 个专家中的 %1 个，占用 %3，上限 %4（每个专家 %5）。未缓存的专家在首次使用时从 Hub 获取。</translation>
     </message>
@@ -375,6 +375,34 @@
     <message>
         <source>Each of the %1 lookups counts once, in the fastest tier that served it. Experts fetched from the network: %2 (Warm and prefetch included).</source>
         <translation>%1 次查找中的每一次只计一次，计入提供它的最快层级。从网络获取的专家：%2（含预热和预取）。</translation>
+    </message>
+    <message>
+        <source>Experts per layer: where they are, how much they are used</source>
+        <translation>每层专家：所在位置与使用频率</translation>
+    </message>
+    <message>
+        <source>stronger = looked up more often</source>
+        <translation>颜色越深 = 查询越频繁</translation>
+    </message>
+    <message>
+        <source>stronger = used more recently</source>
+        <translation>颜色越深 = 最近使用</translation>
+    </message>
+    <message>
+        <source>this install keeps no use counts (the RAM expert cache does)</source>
+        <translation>此安装不记录使用次数（RAM 专家缓存会记录）</translation>
+    </message>
+    <message>
+        <source>Every expert of the %1 layers is in VRAM. Source: %2</source>
+        <translation>全部 %1 层的专家都在显存中。来源：%2</translation>
+    </message>
+    <message>
+        <source>Full install with the RAM expert cache: %1 of %2 experts in RAM (%3 of %4), the rest read from local disk when used.</source>
+        <translation>完整安装并启用 RAM 专家缓存：%2 个专家中有 %1 个在内存中（%4 中的 %3），其余在使用时从本地磁盘读取。</translation>
+    </message>
+    <message>
+        <source>Full install: all %1 experts of each of %2 layers are read from local disk through the page cache. Source: %3</source>
+        <translation>完整安装：%2 层中每层的全部 %1 个专家经页缓存从本地磁盘读取。来源：%3</translation>
     </message>
 </context>
 <context>
@@ -427,6 +455,176 @@
         <source>Untitled</source>
         <translation>未命名</translation>
     </message>
+    <message>
+        <source>Search chats (Ctrl+F)</source>
+        <translation>搜索对话（Ctrl+F）</translation>
+    </message>
+    <message>
+        <source>Search chats</source>
+        <translation>搜索对话</translation>
+    </message>
+    <message>
+        <source>More</source>
+        <translation>更多</translation>
+    </message>
+    <message>
+        <source>More chat actions</source>
+        <translation>更多对话操作</translation>
+    </message>
+    <message>
+        <source>&amp;Rename</source>
+        <translation>重命名(&amp;R)</translation>
+    </message>
+    <message>
+        <source>Export as &amp;Markdown…</source>
+        <translation>导出为 &amp;Markdown…</translation>
+    </message>
+    <message>
+        <source>Export as &amp;JSON…</source>
+        <translation>导出为 &amp;JSON…</translation>
+    </message>
+    <message>
+        <source>&amp;Import…</source>
+        <translation>导入(&amp;I)…</translation>
+    </message>
+    <message>
+        <source>Transcript</source>
+        <translation>对话记录</translation>
+    </message>
+    <message>
+        <source>Chat settings</source>
+        <translation>对话设置</translation>
+    </message>
+    <message>
+        <source>This chat&apos;s system prompt, sampling and reasoning effort</source>
+        <translation>此对话的系统提示词、采样与推理强度</translation>
+    </message>
+    <message>
+        <source>Stop the reply (Esc)</source>
+        <translation>停止回复（Esc）</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;This chat&lt;/b&gt;</source>
+        <translation>&lt;b&gt;此对话&lt;/b&gt;</translation>
+    </message>
+    <message>
+        <source>S&amp;ystem prompt:</source>
+        <translation>系统提示词(&amp;Y)：</translation>
+    </message>
+    <message>
+        <source>System prompt</source>
+        <translation>系统提示词</translation>
+    </message>
+    <message>
+        <source>Instructions K3 follows in this chat</source>
+        <translation>K3 在此对话中遵循的指令</translation>
+    </message>
+    <message>
+        <source>0 (greedy)</source>
+        <translation>0（贪心）</translation>
+    </message>
+    <message>
+        <source>0 always picks the most likely token; higher values sample more freely</source>
+        <translation>0 总是选择概率最高的词元；数值越高采样越自由</translation>
+    </message>
+    <message>
+        <source>T&amp;emperature:</source>
+        <translation>温度(&amp;E)：</translation>
+    </message>
+    <message>
+        <source>Sample only from the most likely tokens that together have this probability</source>
+        <translation>只从累计概率达到此值的最可能词元中采样</translation>
+    </message>
+    <message>
+        <source>To&amp;p-p:</source>
+        <translation>To&amp;p-p：</translation>
+    </message>
+    <message>
+        <source>The same seed and settings give the same reply</source>
+        <translation>相同的种子和设置会得到相同的回复</translation>
+    </message>
+    <message>
+        <source>See&amp;d:</source>
+        <translation>种子(&amp;D)：</translation>
+    </message>
+    <message>
+        <source>Model default</source>
+        <translation>模型默认</translation>
+    </message>
+    <message>
+        <source>Low</source>
+        <translation>低</translation>
+    </message>
+    <message>
+        <source>High</source>
+        <translation>高</translation>
+    </message>
+    <message>
+        <source>Max</source>
+        <translation>最高</translation>
+    </message>
+    <message>
+        <source>How long K3 reasons with &quot;Think first&quot; on</source>
+        <translation>开启“先思考”时 K3 推理的时长</translation>
+    </message>
+    <message>
+        <source>Thinking e&amp;ffort:</source>
+        <translation>思考强度(&amp;F)：</translation>
+    </message>
+    <message>
+        <source>Wait for the reply to finish, then import.</source>
+        <translation>请等待回复完成后再导入。</translation>
+    </message>
+    <message>
+        <source>Export as Markdown</source>
+        <translation>导出为 Markdown</translation>
+    </message>
+    <message>
+        <source>Export as JSON</source>
+        <translation>导出为 JSON</translation>
+    </message>
+    <message>
+        <source>Markdown (*.md)</source>
+        <translation>Markdown (*.md)</translation>
+    </message>
+    <message>
+        <source>JSON (*.json)</source>
+        <translation>JSON (*.json)</translation>
+    </message>
+    <message>
+        <source>Export failed</source>
+        <translation>导出失败</translation>
+    </message>
+    <message>
+        <source>Import a chat</source>
+        <translation>导入对话</translation>
+    </message>
+    <message>
+        <source>Chats (*.md *.json);;All files (*)</source>
+        <translation>对话 (*.md *.json);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Import failed</source>
+        <translation>导入失败</translation>
+    </message>
+    <message numerus="yes">
+        <source>%1 · %n message(s) · F2 renames</source>
+        <translation>
+            <numerusform>%1 · %n 条消息 · F2 重命名</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Ask K3 anything. Enter sends, Shift+Enter starts a new line.</source>
+        <translation>向 K3 提任何问题。Enter 发送，Shift+Enter 换行。</translation>
+    </message>
+    <message>
+        <source>Send (Enter)</source>
+        <translation>发送（Enter）</translation>
+    </message>
+    <message>
+        <source>Send (Ctrl+Enter)</source>
+        <translation>发送（Ctrl+Enter）</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::ConversationStore</name>
@@ -441,6 +639,38 @@
     <message>
         <source>%1 was damaged (%2); it was kept as %1.broken</source>
         <translation>%1 已损坏（%2）；已保留为 %1.broken</translation>
+    </message>
+    <message>
+        <source>You</source>
+        <translation>你</translation>
+    </message>
+    <message>
+        <source>System</source>
+        <translation>系统</translation>
+    </message>
+    <message>
+        <source>K3</source>
+        <translation>K3</translation>
+    </message>
+    <message>
+        <source>System prompt: %1</source>
+        <translation>系统提示词：%1</translation>
+    </message>
+    <message>
+        <source>There is no such conversation.</source>
+        <translation>没有这个对话。</translation>
+    </message>
+    <message>
+        <source>Unknown export format &apos;%1&apos; (markdown or json).</source>
+        <translation>未知的导出格式“%1”（markdown 或 json）。</translation>
+    </message>
+    <message>
+        <source>Cannot write %1: %2</source>
+        <translation>无法写入 %1：%2</translation>
+    </message>
+    <message>
+        <source>%1 is not a conversation exported by Deltafin Studio (Markdown or JSON).</source>
+        <translation>%1 不是 Deltafin Studio 导出的对话（Markdown 或 JSON）。</translation>
     </message>
 </context>
 <context>
@@ -481,16 +711,46 @@
 <context>
     <name>deltafin::gui::ExpertHeatMap</name>
     <message>
-        <source>Cached experts per layer</source>
-        <translation>各层已缓存的专家</translation>
+        <source>VRAM</source>
+        <translation>显存</translation>
     </message>
     <message>
-        <source>No expert cache yet</source>
-        <translation>尚无专家缓存</translation>
+        <source>RAM</source>
+        <translation>内存</translation>
     </message>
     <message>
-        <source>Every expert is read from local disk (full install)</source>
-        <translation>所有专家都从本地磁盘读取（完整安装）</translation>
+        <source>disk</source>
+        <translation>磁盘</translation>
+    </message>
+    <message>
+        <source>not fetched</source>
+        <translation>未获取</translation>
+    </message>
+    <message>
+        <source>Experts per layer by tier</source>
+        <translation>按层级显示的每层专家</translation>
+    </message>
+    <message>
+        <source>%1 layers of %2 experts: %3 in VRAM, %4 in RAM, %5 on disk, %6 not fetched</source>
+        <translation>%1 层，每层 %2 个专家：显存 %3，内存 %4，磁盘 %5，未获取 %6</translation>
+    </message>
+    <message>
+        <source>Layer %1: %2</source>
+        <translation>第 %1 层：%2</translation>
+    </message>
+    <message>
+        <source>Expert %1: %2</source>
+        <translation>专家 %1：%2</translation>
+    </message>
+    <message numerus="yes">
+        <source>, used %n time(s)</source>
+        <translation>
+            <numerusform>，使用 %n 次</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>No model is loaded</source>
+        <translation>未加载模型</translation>
     </message>
 </context>
 <context>
@@ -638,6 +898,10 @@
         <source>An upgrade runs git and CMake to the end of each step</source>
         <translation>升级会让 git 和 CMake 完成每一步</translation>
     </message>
+    <message>
+        <source>Jobs</source>
+        <translation>任务</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::MainWindow</name>
@@ -713,6 +977,22 @@
         <source>&amp;Upgrade Deltafin…</source>
         <translation>升级 Deltafin(&amp;U)…</translation>
     </message>
+    <message>
+        <source>&amp;Import chat…</source>
+        <translation>导入对话(&amp;I)…</translation>
+    </message>
+    <message>
+        <source>Export chat as &amp;Markdown…</source>
+        <translation>将对话导出为 &amp;Markdown…</translation>
+    </message>
+    <message>
+        <source>Export chat as &amp;JSON…</source>
+        <translation>将对话导出为 &amp;JSON…</translation>
+    </message>
+    <message>
+        <source>Pages</source>
+        <translation>页面</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::MessageWidget</name>
@@ -747,6 +1027,26 @@
     <message>
         <source>Prompt: %1 tokens at %2 tok/s; total %3 s</source>
         <translation>提示：%1 个词元，%2 词元/秒；总计 %3 秒</translation>
+    </message>
+    <message>
+        <source>Copy this message</source>
+        <translation>复制此消息</translation>
+    </message>
+    <message>
+        <source>Regenerate this answer</source>
+        <translation>重新生成此回答</translation>
+    </message>
+    <message>
+        <source>Show the reasoning</source>
+        <translation>显示推理过程</translation>
+    </message>
+    <message>
+        <source>Your message</source>
+        <translation>你的消息</translation>
+    </message>
+    <message>
+        <source>K3&apos;s answer</source>
+        <translation>K3 的回答</translation>
     </message>
 </context>
 <context>
@@ -985,6 +1285,10 @@
         <source>any free port</source>
         <translation>任意空闲端口</translation>
     </message>
+    <message>
+        <source>Enter sends a message, Shift+Enter starts a new line (off: Ctrl+Enter sends)</source>
+        <translation>Enter 发送消息，Shift+Enter 换行（关闭时：Ctrl+Enter 发送）</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::SetupWizard</name>
@@ -1168,56 +1472,16 @@
         <translation>未加载模型</translation>
     </message>
     <message>
-        <source>Disk: –</source>
-        <translation>磁盘：–</translation>
-    </message>
-    <message>
-        <source>Loading %1…</source>
-        <translation>正在加载 %1…</translation>
-    </message>
-    <message>
-        <source>%1 · demo model (random weights)</source>
-        <translation>%1 · 演示模型（随机权重）</translation>
-    </message>
-    <message>
         <source>%1 · %2</source>
         <translation>%1 · %2</translation>
-    </message>
-    <message>
-        <source> (%1)</source>
-        <translation>（%1）</translation>
-    </message>
-    <message>
-        <source>No model: %1</source>
-        <translation>无模型：%1</translation>
     </message>
     <message>
         <source>%1 tok/s</source>
         <translation>%1 词元/秒</translation>
     </message>
     <message>
-        <source>Experts: VRAM – · RAM – · disk – · net –</source>
-        <translation>专家：显存 – · 内存 – · 磁盘 – · 网络 –</translation>
-    </message>
-    <message>
         <source>n/a</source>
         <translation>不适用</translation>
-    </message>
-    <message>
-        <source>Experts: VRAM %1 · RAM %2 · disk %3 · net %4</source>
-        <translation>专家：显存 %1 · 内存 %2 · 磁盘 %3 · 网络 %4</translation>
-    </message>
-    <message>
-        <source>%1 expert lookups since the model was loaded</source>
-        <translation>自加载模型以来共 %1 次专家查询</translation>
-    </message>
-    <message>
-        <source>Disk: %1 used, %2 free</source>
-        <translation>磁盘：已用 %1，可用 %2</translation>
-    </message>
-    <message>
-        <source> · drafter %1</source>
-        <translation> · 草稿模型 %1</translation>
     </message>
     <message>
         <source>Experts: %1</source>
@@ -1226,6 +1490,112 @@
     <message>
         <source>Drafter: %1</source>
         <translation>草稿模型：%1</translation>
+    </message>
+    <message>
+        <source>Status</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>Backend</source>
+        <translation>后端</translation>
+    </message>
+    <message>
+        <source>Why CPU?</source>
+        <translation>为何用 CPU？</translation>
+    </message>
+    <message>
+        <source>Speed</source>
+        <translation>速度</translation>
+    </message>
+    <message>
+        <source>Expert lookups per tier</source>
+        <translation>各层级的专家查询</translation>
+    </message>
+    <message>
+        <source>Disk</source>
+        <translation>磁盘</translation>
+    </message>
+    <message>
+        <source>Disk –</source>
+        <translation>磁盘 –</translation>
+    </message>
+    <message>
+        <source>Loading…</source>
+        <translation>加载中…</translation>
+    </message>
+    <message>
+        <source>%1 · demo model</source>
+        <translation>%1 · 演示模型</translation>
+    </message>
+    <message>
+        <source> · %1</source>
+        <translation> · %1</translation>
+    </message>
+    <message>
+        <source>%1, demo model (random weights)</source>
+        <translation>%1，演示模型（随机权重）</translation>
+    </message>
+    <message>
+        <source>%1, %2</source>
+        <translation>%1，%2</translation>
+    </message>
+    <message>
+        <source>Not on the GPU: %1</source>
+        <translation>未使用 GPU：%1</translation>
+    </message>
+    <message>
+        <source>%1. Click to open the device settings.</source>
+        <translation>%1。点击打开设备设置。</translation>
+    </message>
+    <message>
+        <source>No model</source>
+        <translation>无模型</translation>
+    </message>
+    <message>
+        <source>Decode speed of the last reply</source>
+        <translation>上一条回复的解码速度</translation>
+    </message>
+    <message>
+        <source>Experts –</source>
+        <translation>专家 –</translation>
+    </message>
+    <message>
+        <source>Where expert lookups were served (VRAM, RAM, disk, network); none yet</source>
+        <translation>专家查询由何处提供（显存、内存、磁盘、网络）；尚无</translation>
+    </message>
+    <message>
+        <source>VRAM %1</source>
+        <translation>显存 %1</translation>
+    </message>
+    <message>
+        <source>RAM %1</source>
+        <translation>内存 %1</translation>
+    </message>
+    <message>
+        <source>disk %1</source>
+        <translation>磁盘 %1</translation>
+    </message>
+    <message>
+        <source>net %1</source>
+        <translation>网络 %1</translation>
+    </message>
+    <message>
+        <source>Experts %1</source>
+        <translation>专家 %1</translation>
+    </message>
+    <message>
+        <source>%1 expert lookups since the model was loaded, each counted in the fastest tier that served it:
+VRAM %2 · RAM %3 · disk %4 · network %5</source>
+        <translation>自加载模型以来共 %1 次专家查询，每次计入提供它的最快层级：
+显存 %2 · 内存 %3 · 磁盘 %4 · 网络 %5</translation>
+    </message>
+    <message>
+        <source>%1 free</source>
+        <translation>可用 %1</translation>
+    </message>
+    <message>
+        <source>Model folder %1: %2 used, %3 free on its disk</source>
+        <translation>模型文件夹 %1：已用 %2，所在磁盘可用 %3</translation>
     </message>
 </context>
 <context>

@@ -5,24 +5,52 @@
 
 #include "base/error.h"
 #include "store/stream_expert_source.h"
+#include "store/tiered_expert_source.h"
 
 namespace deltafin::gui {
 namespace {
 StreamExpertSource* asStream(ExpertSource& source) { return dynamic_cast<StreamExpertSource*>(&source); }
 }  // namespace
 
-CacheSnapshot snapshotCache(ExpertSource& source, int layers, int experts) {
+int CacheSnapshot::count(int layer, ExpertTier t) const {
+  int n = 0;
+  for (int e = 0; e < experts; ++e) n += tier(layer, e) == t;
+  return n;
+}
+
+CacheSnapshot snapshotCache(ExpertSource& source, int layers, int experts, bool allInVram) {
   CacheSnapshot s;
   s.source = QString::fromStdString(source.describe());
   s.layers = layers;
   s.experts = experts;
+  s.tiers.fill(allInVram ? ExpertTier::Vram : ExpertTier::Disk, layers * experts);
+  s.vramTier = allInVram;
+  if (auto* tiered = dynamic_cast<TieredExpertSource*>(&source)) {
+    s.ramTier = true;
+    const HeatMap& heat = tiered->heat();
+    const bool counted = heat.layers() == layers && heat.experts() == experts;
+    if (counted) s.uses.fill(0, layers * experts);
+    for (int l = 0; l < layers; ++l)
+      for (int e = 0; e < experts; ++e) {
+        const int i = l * experts + e;
+        if (counted) s.uses[i] = heat.count(l, e);
+        if (!allInVram && tiered->cached(l, e)) s.tiers[i] = ExpertTier::Ram;
+      }
+    s.bytesPerExpert = tiered->slot_bytes();
+    s.capBytes = tiered->slot_count() * tiered->slot_bytes();
+    s.cachedExperts = s.count(ExpertTier::Ram);
+    s.cachedBytes = static_cast<quint64>(s.cachedExperts) * tiered->slot_bytes();
+    return s;
+  }
   StreamExpertSource* stream = asStream(source);
   if (!stream) return s;
   s.stream = true;
+  if (!allInVram) s.tiers.fill(ExpertTier::Network);
   s.lastUse.fill(0, layers * experts);
   for (const StreamExpertSource::CachedExpert& e : stream->list()) {
     if (e.layer < 0 || e.layer >= layers || e.expert < 0 || e.expert >= experts) continue;
     s.lastUse[e.layer * experts + e.expert] = std::max<quint64>(1, e.last_use);
+    if (!allInVram) s.tiers[e.layer * experts + e.expert] = ExpertTier::Disk;
     s.bytesPerExpert = std::max<quint64>(s.bytesPerExpert, e.bytes);
   }
   s.cachedBytes = stream->cached_bytes();

@@ -5,6 +5,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLocale>
 #include <QPushButton>
 #include <QSplitter>
 #include <QTreeWidget>
@@ -26,10 +27,18 @@ CacheView::CacheView(Studio* studio, QWidget* parent) : QWidget(parent), studio_
   layout->addWidget(summary_);
 
   auto* splitter = new QSplitter(Qt::Horizontal, this);
-  auto* left = new QGroupBox(tr("Cached experts per layer"), splitter);
+  splitter->setObjectName(QStringLiteral("cacheSplitter"));
+  splitter->setChildrenCollapsible(false);
+  auto* left = new QGroupBox(tr("Experts per layer: where they are, how much they are used"), splitter);
   auto* ll = new QVBoxLayout(left);
+  mapLayout_ = ll;
   heat_ = new ExpertHeatMap(left);
   ll->addWidget(heat_, 1);
+  legend_ = new QLabel(left);
+  legend_->setObjectName(QStringLiteral("tierLegend"));
+  legend_->setWordWrap(true);
+  legend_->setTextFormat(Qt::RichText);
+  ll->addWidget(legend_);
   auto* actions = new QHBoxLayout;
   warm_ = new QPushButton(tr("&Warm selected layer"), left);
   warm_->setToolTip(tr("Fetch every expert of the selected layer now"));
@@ -37,6 +46,7 @@ CacheView::CacheView(Studio* studio, QWidget* parent) : QWidget(parent), studio_
   actions->addStretch(1);
   actions->addWidget(new QLabel(tr("Evict down to"), left));
   evictTarget_ = new QDoubleSpinBox(left);
+  evictTarget_->setAccessibleName(tr("Evict down to"));
   evictTarget_->setDecimals(2);
   evictTarget_->setRange(0, 1e6);
   evictTarget_->setSuffix(tr(" GB"));
@@ -57,6 +67,7 @@ CacheView::CacheView(Studio* studio, QWidget* parent) : QWidget(parent), studio_
   auto* tl = new QVBoxLayout(tierBox);
   tiers_ = new QTreeWidget(tierBox);
   tiers_->setObjectName(QStringLiteral("tierTable"));
+  tiers_->setAccessibleName(tr("Where experts came from"));
   tiers_->setRootIsDecorated(false);
   tiers_->setHeaderLabels({tr("Tier"), tr("Lookups"), tr("Share")});
   tiers_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
@@ -66,6 +77,7 @@ CacheView::CacheView(Studio* studio, QWidget* parent) : QWidget(parent), studio_
   auto* dl = new QVBoxLayout(diskBox);
   disk_ = new QTreeWidget(diskBox);
   disk_->setObjectName(QStringLiteral("diskTable"));
+  disk_->setAccessibleName(tr("Disk usage"));
   disk_->setRootIsDecorated(false);
   disk_->setHeaderLabels({tr("Part"), tr("On disk"), tr("Files")});
   disk_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
@@ -105,6 +117,39 @@ CacheView::CacheView(Studio* studio, QWidget* parent) : QWidget(parent), studio_
   if (engine->isReady()) refresh();
 }
 
+void CacheView::setPlacementBar(QWidget* bar) {
+  delete placementBar_;
+  placementBar_ = bar;
+  if (bar) mapLayout_->insertWidget(0, bar);
+}
+
+void CacheView::showEvent(QShowEvent* event) {
+  // The tier map follows a running reply only while someone can see it.
+  studio_->engine()->setLiveCacheUpdates(true);
+  QWidget::showEvent(event);
+}
+
+void CacheView::hideEvent(QHideEvent* event) {
+  studio_->engine()->setLiveCacheUpdates(false);
+  QWidget::hideEvent(event);
+}
+
+void CacheView::showLegend(const CacheSnapshot& s) {
+  QStringList parts;
+  for (ExpertTier t : {ExpertTier::Vram, ExpertTier::Ram, ExpertTier::Disk, ExpertTier::Network}) {
+    // Only the tiers this install has.
+    if ((t == ExpertTier::Vram && !s.vramTier) || (t == ExpertTier::Ram && !s.ramTier) ||
+        (t == ExpertTier::Network && !s.stream))
+      continue;
+    parts << QStringLiteral("<span style=\"color:%1\">&#9632;</span>&nbsp;%2&nbsp;%3")
+                 .arg(heat_->tierColor(t).name(), tierName(t).toHtmlEscaped(), QLocale().toString(s.count(t)));
+  }
+  const QString heat = !s.uses.isEmpty() ? tr("stronger = looked up more often")
+                       : s.stream        ? tr("stronger = used more recently")
+                                         : tr("this install keeps no use counts (the RAM expert cache does)");
+  legend_->setText(parts.join(QStringLiteral(" &nbsp; ")) + QStringLiteral(" &nbsp; <i>%1</i>").arg(heat.toHtmlEscaped()));
+}
+
 void CacheView::refresh() {
   studio_->engine()->requestCacheSnapshot();
   studio_->refreshDiskUsage();
@@ -115,9 +160,18 @@ void CacheView::showSnapshot(const CacheSnapshot& s) {
   heat_->setSnapshot(s);
   if (!studio_->engine()->isReady()) {
     summary_->setText(tr("No model is loaded."));
+  } else if (s.vramTier) {
+    summary_->setText(tr("Every expert of the %1 layers is in VRAM. Source: %2").arg(s.layers).arg(s.source));
+  } else if (s.ramTier) {
+    summary_->setText(tr("Full install with the RAM expert cache: %1 of %2 experts in RAM (%3 of %4), the rest "
+                         "read from local disk when used.")
+                          .arg(s.cachedExperts)
+                          .arg(s.layers * s.experts)
+                          .arg(formatBytes(s.cachedBytes), formatBytes(s.capBytes)));
+    summary_->setToolTip(s.source);
   } else if (!s.stream) {
-    summary_->setText(tr("Full install: all %1 experts of each of %2 layers are read from local disk. "
-                         "Source: %3")
+    summary_->setText(tr("Full install: all %1 experts of each of %2 layers are read from local disk through the "
+                         "page cache. Source: %3")
                           .arg(s.experts)
                           .arg(s.layers)
                           .arg(s.source));
@@ -130,6 +184,7 @@ void CacheView::showSnapshot(const CacheSnapshot& s) {
                           .arg(formatBytes(s.cachedBytes), formatBytes(s.capBytes), formatBytes(s.bytesPerExpert)));
     evictTarget_->setMaximum(std::max(0.0, s.capBytes / 1e9));
   }
+  showLegend(s);
   warm_->setEnabled(s.stream && heat_->selectedLayer() >= 0);
   evict_->setEnabled(s.stream);
   evictTarget_->setEnabled(s.stream);

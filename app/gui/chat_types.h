@@ -18,7 +18,9 @@ struct GenerationRequest {
   bool thinking = false;
   int maxNewTokens = 256;
   double temperature = 0.0;
+  double topP = 1.0;
   quint64 seed = 0;
+  QString effort;  // "", "low", "high", "max": the reasoning effort message ("" sends none)
 };
 
 struct GenerationStats {

@@ -3,6 +3,7 @@
 #include <QDateTime>
 #include <QList>
 #include <QObject>
+#include <QJsonObject>
 #include <QString>
 
 #include "chat_types.h"
@@ -16,6 +17,18 @@ struct StoredMessage {
   bool hasStats = false;
   GenerationStats stats;
   QString error;  // why the reply failed, when it did
+  bool reasoningExpanded = false;  // the reasoning section was left open
+};
+
+// Per-chat generation settings, from the chat's side panel.
+struct ChatSettings {
+  QString systemPrompt;
+  double temperature = 0.0;  // 0: greedy
+  double topP = 1.0;
+  quint64 seed = 0;
+  QString effort;            // "", "low", "high", "max"
+
+  bool operator==(const ChatSettings&) const = default;
 };
 
 struct Conversation {
@@ -23,7 +36,15 @@ struct Conversation {
   QString title;
   QDateTime updated;
   QList<StoredMessage> messages;
+  ChatSettings settings;
 };
+
+// A conversation as one JSON object (the store's own format) and back.
+QJsonObject conversationToJson(const Conversation& c);
+Conversation conversationFromJson(const QJsonObject& o);
+// The conversation as Markdown for people to read; markers in HTML comments (invisible when
+// rendered) let importConversations() read it back.
+QString conversationToMarkdown(const Conversation& c);
 
 class ConversationStore : public QObject {
   Q_OBJECT
@@ -36,6 +57,21 @@ class ConversationStore : public QObject {
   QString create();
   void remove(const QString& id);
   void update(const Conversation& c);  // replaces the conversation with the same id and saves
+  // Changes that do not make a chat more recent (its place in the list stays).
+  void rename(const QString& id, const QString& title);
+  void setSettings(const QString& id, const ChatSettings& settings);
+  void setReasoningExpanded(const QString& id, int message, bool expanded);
+  // Ids of the conversations whose title or messages contain `text` (case-insensitive), newest
+  // first; every id for an empty text.
+  QStringList search(const QString& text) const;
+
+  // Writes one conversation as "markdown" or "json"; false with `error` set when it cannot.
+  bool exportConversation(const QString& id, const QString& file, const QString& format, QString* error) const;
+  // Reads a file written by exportConversation (either format) or a whole conversations.json, and
+  // adds its conversations under new ids. Returns their ids; empty with `error` set when the file
+  // is not one of those (nothing is added then).
+  QStringList importConversations(const QString& file, QString* error);
+
   QString path() const { return path_; }
   QString loadError() const { return loadError_; }
 

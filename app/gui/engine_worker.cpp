@@ -154,11 +154,14 @@ void EngineWorker::generate(const GenerationRequest& request) {
       messages.emplace_back(t.role.toStdString(), t.content.toStdString(), std::string{}, t.reasoning.toStdString());
     ChatOptions chat;
     chat.thinking = request.thinking;
+    if (const auto effort = parse_reasoning_effort(request.effort.toStdString()); effort && request.thinking)
+      chat.effort = *effort;
     const std::vector<int32_t> prompt = render_chat(*tokenizer_, messages, chat);
 
     GenerateOptions opts;
     opts.max_new = request.maxNewTokens;
     opts.sampling.temperature = static_cast<float>(request.temperature);
+    opts.sampling.top_p = static_cast<float>(request.topP);
     opts.sampling.seed = request.seed;
     opts.stop_ids.push_back(tokenizer_->require_special_id("<|end_of_msg|>"));
     if (auto eos = tokenizer_->special_id("[EOS]")) opts.stop_ids.push_back(*eos);
@@ -167,6 +170,7 @@ void EngineWorker::generate(const GenerationRequest& request) {
     QString pendingReasoning, pendingAnswer;
     auto lastEmit = Clock::now();
     const auto started = Clock::now();
+    auto lastSnapshot = started;
     bool sawFirst = false;
     double firstTokenSeconds = 0;
     auto take = [&](const std::vector<ChatEvent>& events) {
@@ -194,6 +198,12 @@ void EngineWorker::generate(const GenerationRequest& request) {
       }
       take(parser.push(id));
       if (Clock::now() - lastEmit >= kChunkInterval) flush();
+      // Between tokens nothing is in flight: the tier map sees the tiers as this token left them.
+      if (liveSnapshots_.load() && Clock::now() - lastSnapshot >= kSnapshotInterval) {
+        emitSnapshot();
+        emitCounters();
+        lastSnapshot = Clock::now();
+      }
       return !stop_.load() && !parser.done();
     });
     if (!parser.done()) take(parser.finish());
@@ -289,7 +299,13 @@ void EngineWorker::inspectCache() {
     emit cacheActionFailed(tr("no model is loaded"), tr("run the setup wizard or choose a model folder in Settings"));
     return;
   }
-  emit cacheSnapshot(snapshotCache(model_->experts(), model_->config().layers, model_->config().experts));
+  emitSnapshot();
+}
+
+void EngineWorker::emitSnapshot() {
+  const auto vram = session_ ? session_->vram_tier() : std::nullopt;
+  emit cacheSnapshot(snapshotCache(model_->experts(), model_->config().layers, model_->config().experts,
+                                   vram && vram->all_resident));
 }
 
 void EngineWorker::warmCacheLayer(int layer) {

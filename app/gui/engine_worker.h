@@ -28,6 +28,8 @@ class EngineWorker : public QObject {
   // Tokens a GPU session holds (its MLA caches are allocated for this many up front): a whole
   // chat, history included, since every reply re-reads it.
   static constexpr int64_t kGpuContextTokens = 32768;
+  // How often a reply reports where the experts are while it runs (when someone looks).
+  static constexpr std::chrono::milliseconds kSnapshotInterval{500};
 
   EngineWorker();
   ~EngineWorker() override;
@@ -36,6 +38,8 @@ class EngineWorker : public QObject {
   // is picked up still applies to it, so clearStop() comes from the sender, not the worker.
   void requestStop() { stop_.store(true); }
   void clearStop() { stop_.store(false); }
+  // Thread-safe: while on, a reply emits cacheSnapshot() and countersChanged() as it runs.
+  void setLiveSnapshots(bool on) { liveSnapshots_.store(on); }
 
  public slots:
   void load(const QString& modelRoot, bool isDemo, const deltafin::gui::EngineOptions& options);
@@ -63,6 +67,7 @@ class EngineWorker : public QObject {
 
  private:
   void emitCounters();
+  void emitSnapshot();
   void loadDrafter(const QString& drafter);
 
   std::unique_ptr<K3Model> model_;
@@ -71,6 +76,7 @@ class EngineWorker : public QObject {
   std::unique_ptr<DraftSetup> drafts_;
   BackendInfo info_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> liveSnapshots_{false};
 };
 
 }  // namespace deltafin::gui

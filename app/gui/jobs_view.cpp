@@ -39,6 +39,7 @@ JobsView::JobsView(JobManager* jobs, QWidget* parent) : QWidget(parent), jobs_(j
   topLayout->setContentsMargins(0, 0, 0, 0);
   list_ = new QTreeWidget(top);
   list_->setObjectName(QStringLiteral("jobList"));
+  list_->setAccessibleName(tr("Jobs"));
   list_->setRootIsDecorated(false);
   list_->setHeaderLabels({tr("Job"), tr("State"), tr("Progress"), tr("Speed"), tr("Time left")});
   list_->header()->setSectionResizeMode(0, QHeaderView::Stretch);
@@ -78,6 +79,7 @@ JobsView::JobsView(JobManager* jobs, QWidget* parent) : QWidget(parent), jobs_(j
   log_->setObjectName(QStringLiteral("jobLog"));
   log_->setReadOnly(true);
   log_->setMaximumBlockCount(1000);
+  log_->setAccessibleName(tr("Job log"));
   log_->setAccessibleName(tr("Job log"));
   d->addWidget(log_, 1);
   splitter->addWidget(details);

@@ -91,6 +91,8 @@ void LocalEngine::runBench(const BenchArm& arm) {
   QMetaObject::invokeMethod(worker_, "runBench", Qt::QueuedConnection, Q_ARG(deltafin::gui::BenchArm, arm));
 }
 
+void LocalEngine::setLiveCacheUpdates(bool on) { worker_->setLiveSnapshots(on); }
+
 void LocalEngine::requestCacheSnapshot() { QMetaObject::invokeMethod(worker_, "inspectCache", Qt::QueuedConnection); }
 
 void LocalEngine::warmCacheLayer(int layer) {

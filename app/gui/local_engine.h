@@ -27,6 +27,8 @@ class LocalEngine : public ChatBackend {
 
   void runBench(const BenchArm& arm);
   void requestCacheSnapshot();
+  // While on, a running reply reports cacheSnapshot() and countersChanged() twice a second.
+  void setLiveCacheUpdates(bool on);
   void warmCacheLayer(int layer);
   void evictCache(quint64 targetBytes);
 

@@ -3,6 +3,7 @@
 #include <QCommandLineParser>
 #include <QFile>
 #include <QIcon>
+#include <QPalette>
 #include <QTemporaryDir>
 #include <QTextStream>
 
@@ -25,7 +26,14 @@ int main(int argc, char** argv) {
   QApplication::setDesktopFileName(QStringLiteral("io.github.deltafin.Studio"));
   QApplication::setWindowIcon(deltafin::gui::studioIcon());
   QFile style(QStringLiteral(":/styles/studio.qss"));
-  if (style.open(QIODevice::ReadOnly)) app.setStyleSheet(QString::fromUtf8(style.readAll()));
+  if (style.open(QIODevice::ReadOnly)) {
+    QString sheet = QString::fromUtf8(style.readAll());
+    // Everything else takes the system's palette (light or dark); the one fixed colour, for
+    // errors, is lighter on a dark window so it stays readable.
+    if (QApplication::palette().color(QPalette::Window).lightness() < 128)
+      sheet += QStringLiteral("\nQLabel#messageError, QLabel#jobError { color: #ff8a80; }\n");
+    app.setStyleSheet(sheet);
+  }
 
   QCommandLineParser cli;
   cli.setApplicationDescription(QStringLiteral("Chat with the full Kimi K3 on this machine."));

@@ -5,6 +5,10 @@
 #include <QApplication>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QScreen>
+#include <QSplitter>
+#include <QToolButton>
+#include <QTabBar>
 #include <QTabWidget>
 
 #include "app_paths.h"
@@ -28,12 +32,14 @@ namespace deltafin::gui {
 MainWindow::MainWindow(Studio* studio, QWidget* parent) : QMainWindow(parent), studio_(studio) {
   setWindowTitle(tr("Deltafin Studio"));
   setWindowIcon(studioIcon());
-  resize(1100, 720);
 
   tabs_ = new QTabWidget(this);
   tabs_->setDocumentMode(true);
+  tabs_->setAccessibleName(tr("Pages"));
+  tabs_->tabBar()->setAccessibleName(tr("Pages"));
   chat_ = new ChatView(studio_->conversations(), tabs_);
   chat_->setMaxNewTokens(studio_->settings().maxNewTokens);
+  chat_->setEnterSends(studio_->settings().enterSends);
   jobs_ = new JobsView(studio_->jobs(), tabs_);
   cache_ = new CacheView(studio_, tabs_);
   bench_ = new BenchView(studio_->engine(), studio_->dataPath(QStringLiteral("bench-history.json")), tabs_);
@@ -52,7 +58,40 @@ MainWindow::MainWindow(Studio* studio, QWidget* parent) : QMainWindow(parent), s
   connect(studio_->server(), &ServerProcess::stateChanged, this,
           [this](bool, const QString& message) { status_->showMessage(message, 8000); });
   connect(studio_->jobs(), &JobManager::jobAdded, this, [this] { showPage(Page::Jobs); });
+  // "Why CPU?" opens the settings at the device choice, where the reason is shown again.
+  connect(status_, &StatusPanel::settingsRequested, this, [this] {
+    SettingsDialog* dialog = openSettings();
+    if (auto* device = dialog->findChild<QWidget*>(QStringLiteral("deviceCombo"))) device->setFocus();
+  });
   if (!studio_->diskUsage().root.isEmpty()) status_->setDiskUsage(studio_->diskUsage());
+  restoreLayout();
+}
+
+MainWindow::~MainWindow() { saveLayout(); }
+
+void MainWindow::restoreLayout() {
+  const StudioSettings& s = studio_->settings();
+  if (s.windowGeometry.isEmpty() || !restoreGeometry(s.windowGeometry)) {
+    // The first start: a comfortable size that still fits a 1280x720 screen with its panels.
+    QSize size(1100, 680);
+    if (const QScreen* screen = QGuiApplication::primaryScreen())
+      size = size.boundedTo(screen->availableSize() * 0.95);
+    resize(size);
+  }
+  for (QSplitter* splitter : findChildren<QSplitter*>()) {
+    const QByteArray state = s.splitters.value(splitter->objectName());
+    if (!splitter->objectName().isEmpty() && !state.isEmpty()) splitter->restoreState(state);
+  }
+  chat_->optionsButton()->setChecked(s.chatOptionsOpen);
+}
+
+void MainWindow::saveLayout() {
+  StudioSettings& s = studio_->settings();
+  s.windowGeometry = saveGeometry();
+  for (QSplitter* splitter : findChildren<QSplitter*>())
+    if (!splitter->objectName().isEmpty()) s.splitters.insert(splitter->objectName(), splitter->saveState());
+  s.chatOptionsOpen = chat_->optionsButton()->isChecked();
+  studio_->saveSettings();
 }
 
 void MainWindow::connectBackend() {
@@ -75,6 +114,13 @@ void MainWindow::buildMenus() {
   QAction* newChat = file->addAction(tr("&New chat"));
   newChat->setShortcut(QKeySequence::New);
   connect(newChat, &QAction::triggered, chat_, &ChatView::newConversation);
+  QAction* importChat = file->addAction(tr("&Import chat…"));
+  connect(importChat, &QAction::triggered, chat_, &ChatView::importWithDialog);
+  QAction* exportMd = file->addAction(tr("Export chat as &Markdown…"));
+  connect(exportMd, &QAction::triggered, chat_, [this] { chat_->exportCurrent(QStringLiteral("markdown")); });
+  QAction* exportJson = file->addAction(tr("Export chat as &JSON…"));
+  connect(exportJson, &QAction::triggered, chat_, [this] { chat_->exportCurrent(QStringLiteral("json")); });
+  file->addSeparator();
   QAction* wizard = file->addAction(tr("&Setup wizard…"));
   connect(wizard, &QAction::triggered, this, &MainWindow::openSetupWizard);
   QAction* addons = file->addAction(tr("Install &add-ons…"));
@@ -155,6 +201,7 @@ SettingsDialog* MainWindow::openSettings() {
     const bool languageChanged = next.language != studio_->settings().language;
     studio_->settings() = next;
     chat_->setMaxNewTokens(next.maxNewTokens);
+    chat_->setEnterSends(next.enterSends);
     studio_->applySettings();
     if (languageChanged) emit languageRequested(next.language);
   });

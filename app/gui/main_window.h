@@ -23,6 +23,7 @@ class MainWindow : public QMainWindow {
   enum class Page { Chat, Jobs, Cache, Bench };
 
   explicit MainWindow(Studio* studio, QWidget* parent = nullptr);
+  ~MainWindow() override;  // keeps the geometry and splitter positions for the next window
 
   void showPage(Page page);
   ChatView* chatView() const { return chat_; }
@@ -30,6 +31,8 @@ class MainWindow : public QMainWindow {
   CacheView* cacheView() const { return cache_; }
   BenchView* benchView() const { return bench_; }
   StatusPanel* statusPanel() const { return status_; }
+  // Geometry, splitter positions and the chat panel into the settings (saved to disk).
+  void saveLayout();
 
  public slots:
   SetupWizard* openSetupWizard();
@@ -42,6 +45,7 @@ class MainWindow : public QMainWindow {
 
  private:
   void buildMenus();
+  void restoreLayout();
   void connectBackend();
 
   Studio* studio_;

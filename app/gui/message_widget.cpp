@@ -24,11 +24,13 @@ MessageWidget::MessageWidget(const StoredMessage& message, QWidget* parent) : QF
   header->addStretch(1);
   copy_ = new QToolButton(this);
   copy_->setText(tr("Copy"));
+  copy_->setAccessibleName(tr("Copy this message"));
   copy_->setToolTip(tr("Copy this message as Markdown"));
   connect(copy_, &QToolButton::clicked, this, [this] { QApplication::clipboard()->setText(message_.content); });
   header->addWidget(copy_);
   regenerate_ = new QToolButton(this);
   regenerate_->setText(tr("Regenerate"));
+  regenerate_->setAccessibleName(tr("Regenerate this answer"));
   regenerate_->setToolTip(tr("Replace this answer with a new one"));
   regenerate_->setVisible(false);
   connect(regenerate_, &QToolButton::clicked, this, &MessageWidget::regenerateRequested);
@@ -50,9 +52,17 @@ MessageWidget::MessageWidget(const StoredMessage& message, QWidget* parent) : QF
   reasoning_->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::TextSelectableByKeyboard);
   reasoning_->setVisible(false);
   layout->addWidget(reasoning_);
-  connect(reasoningToggle_, &QToolButton::toggled, this, [this](bool on) {
+  reasoningToggle_->setAccessibleName(tr("Show the reasoning"));
+  auto showReasoning = [this](bool on) {
     reasoningToggle_->setArrowType(on ? Qt::DownArrow : Qt::RightArrow);
     reasoning_->setVisible(on);
+  };
+  reasoningToggle_->setChecked(message_.reasoningExpanded);
+  showReasoning(message_.reasoningExpanded);
+  connect(reasoningToggle_, &QToolButton::toggled, this, [this, showReasoning](bool on) {
+    showReasoning(on);
+    message_.reasoningExpanded = on;
+    emit reasoningToggled(on);
   });
 
   answer_ = new QLabel(this);
@@ -61,6 +71,7 @@ MessageWidget::MessageWidget(const StoredMessage& message, QWidget* parent) : QF
   answer_->setTextFormat(user ? Qt::PlainText : Qt::MarkdownText);
   answer_->setTextInteractionFlags(Qt::TextBrowserInteraction | Qt::TextSelectableByKeyboard);
   answer_->setOpenExternalLinks(true);
+  answer_->setAccessibleName(user ? tr("Your message") : tr("K3's answer"));
   layout->addWidget(answer_);
 
   error_ = new QLabel(this);

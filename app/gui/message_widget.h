@@ -1,5 +1,6 @@
 #pragma once
-// One message in the transcript: Markdown answer, a collapsible reasoning section, the
+// One message in the transcript: Markdown answer, a collapsible reasoning section (opened or
+// closed as the message was left), the
 // reply's speed figures, and copy/regenerate actions. Streamed text is gathered and
 // re-rendered at most once per frame.
 #include <QFrame>
@@ -30,6 +31,7 @@ class MessageWidget : public QFrame {
 
  signals:
   void regenerateRequested();
+  void reasoningToggled(bool expanded);  // by the user; the state is in message().reasoningExpanded
 
  private:
   void render();

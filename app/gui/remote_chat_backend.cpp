@@ -69,7 +69,10 @@ void RemoteChatBackend::start(const GenerationRequest& request) {
                    {"stream", true},
                    {"max_tokens", request.maxNewTokens},
                    {"temperature", request.temperature},
+                   {"top_p", request.topP},
+                   {"seed", static_cast<qint64>(request.seed)},
                    {"stream_options", QJsonObject{{"include_usage", true}}}};
+  if (!request.effort.isEmpty()) body.insert("reasoning_effort", request.effort);
   clock_.start();
   reply_ = net_.post(makeRequest(QStringLiteral("chat/completions")), QJsonDocument(body).toJson(QJsonDocument::Compact));
   connect(reply_, &QNetworkReply::readyRead, this, &RemoteChatBackend::onData);

@@ -76,7 +76,7 @@ int takeScreenshot(StudioApp& app, const ScreenshotOptions& options) {
     studio->settings().useDemo = true;
   app.start();
   MainWindow* w = app.window();
-  w->resize(1200, 780);
+  w->resize(1280, 720);  // the smallest screen the window is made for (test_gui_layout)
   QWidget* target = w;
 
   if (view == QLatin1String("chat")) {

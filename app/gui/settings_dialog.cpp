@@ -172,6 +172,10 @@ SettingsDialog::SettingsDialog(const StudioSettings& s, QWidget* parent) : QDial
   for (const auto& [code, name] : availableLanguages()) language_->addItem(name, code);
   language_->setCurrentIndex(std::max(0, language_->findData(s.language)));
   ui->addRow(tr("&Language:"), language_);
+  enterSends_ = new QCheckBox(tr("Enter sends a message, Shift+Enter starts a new line (off: Ctrl+Enter sends)"), this);
+  enterSends_->setObjectName(QStringLiteral("enterSends"));
+  enterSends_->setChecked(s.enterSends);
+  ui->addRow(enterSends_);
   layout->addLayout(ui);
 
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
@@ -198,6 +202,7 @@ StudioSettings SettingsDialog::result() const {
   s.remoteModel = remoteModel_->text().trimmed();
   s.remoteApiKey = remoteKey_->text();
   s.language = language_->currentData().toString();
+  s.enterSends = enterSends_->isChecked();
   return s;
 }
 

@@ -37,6 +37,7 @@ class SettingsDialog : public QDialog {
   QLineEdit* remoteKey_ = nullptr;
   QSpinBox* maxTokens_ = nullptr;
   QComboBox* language_ = nullptr;
+  QCheckBox* enterSends_ = nullptr;
 };
 
 // The languages the app ships, as (code, native name); code "" follows the system.

@@ -20,6 +20,7 @@ void StudioApp::createWindow() {
   QByteArray geometry;
   int page = 0;
   if (window_) {
+    window_->saveLayout();  // the new window restores the splitters from the settings
     geometry = window_->saveGeometry();
     page = window_->findChild<QTabWidget*>() ? window_->findChild<QTabWidget*>()->currentIndex() : 0;
     window_->deleteLater();

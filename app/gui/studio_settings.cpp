@@ -38,6 +38,12 @@ StudioSettings StudioSettings::load(const QString& file) {
   out.language = s.value("ui/language", d.language).toString();
   out.maxNewTokens = s.value("chat/maxNewTokens", d.maxNewTokens).toInt();
   out.wizardDone = s.value("ui/wizardDone", d.wizardDone).toBool();
+  out.enterSends = s.value("chat/enterSends", d.enterSends).toBool();
+  out.windowGeometry = s.value("window/geometry").toByteArray();
+  out.chatOptionsOpen = s.value("window/chatOptionsOpen", d.chatOptionsOpen).toBool();
+  s.beginGroup("splitters");
+  for (const QString& key : s.childKeys()) out.splitters.insert(key, s.value(key).toByteArray());
+  s.endGroup();
   return out;
 }
 
@@ -73,6 +79,13 @@ void StudioSettings::save(const QString& file) const {
   s.setValue("ui/language", language);
   s.setValue("chat/maxNewTokens", maxNewTokens);
   s.setValue("ui/wizardDone", wizardDone);
+  s.setValue("chat/enterSends", enterSends);
+  s.setValue("window/geometry", windowGeometry);
+  s.setValue("window/chatOptionsOpen", chatOptionsOpen);
+  s.remove("splitters");
+  s.beginGroup("splitters");
+  for (auto it = splitters.begin(); it != splitters.end(); ++it) s.setValue(it.key(), it.value());
+  s.endGroup();
 }
 
 }  // namespace deltafin::gui

@@ -1,5 +1,7 @@
 #pragma once
 // The app's persistent settings (QSettings), with their defaults in one place.
+#include <QByteArray>
+#include <QMap>
 #include <QString>
 
 #include "chat_types.h"
@@ -24,6 +26,12 @@ struct StudioSettings {
   QString language;          // empty: follow the system
   int maxNewTokens = 256;
   bool wizardDone = false;
+  bool enterSends = true;    // Enter sends, Shift+Enter starts a new line; false: Ctrl+Enter sends
+
+  // The window as it was left: geometry, splitter positions (by splitter name), the chat panel.
+  QByteArray windowGeometry;
+  QMap<QString, QByteArray> splitters;
+  bool chatOptionsOpen = false;
 
   // What of these the local engine applies.
   EngineOptions engineOptions() const;

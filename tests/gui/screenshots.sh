@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates docs/screenshots/*.png: every main view of deltafin-studio rendered under Xvfb, with
-# real work behind it (a chat reply from the demo model, installs from a local hub, a stream
-# install whose expert cache fills during a warm-up run, a benchmark run).
+# real work behind it (a chat reply from the demo model, installs from a local hub, the demo model
+# with the RAM expert cache after a warm-up run, a benchmark run), at 1280x720.
 # usage: tests/gui/screenshots.sh [BUILD_DIR]       (default: build/cpu)
 # Needs: xvfb-run, and a build with deltafin, deltafin-studio, deltafin_local_hub and demo-model.
 set -euo pipefail
@@ -40,15 +40,20 @@ shot() {  # shot VIEW [ARGS...]
     "$bin/deltafin-studio" --screenshot "$out/$view.png" --view "$view" --language en "$@"
 }
 
-shot chat --model-root "$demo" --prompt "Explain in two sentences why the sky is blue."
+# Settings a view starts with, in its own data folder: the chat with its side panel open, the cache
+# page on a full install with the engine's RAM expert cache (the tier map in RAM and disk).
+mkdir -p "$work/chat" "$work/ram"
+printf '[window]\nchatOptionsOpen=true\n' >"$work/chat/settings.ini"
+printf '[engine]\nramCache=true\nramCacheMiB=64\n' >"$work/ram/settings.ini"
+
+shot chat --model-root "$demo" --data-dir "$work/chat" --prompt "Explain in two sentences why the sky is blue."
 shot setup --hub-url "$hub"
 shot jobs --hub-url "$hub"
 shot bench --model-root "$demo"
 shot settings --model-root "$demo"
 
-# The cache browser on a stream install from the local hub; the view runs a short warm-up first,
-# which fetches the experts it routes to.
-DELTAFIN_HUB_URL=$hub "$bin/deltafin" setup --stream --model-root "$work/stream" --without-dspark >/dev/null
-DELTAFIN_HUB_URL=$hub shot cache --model-root "$work/stream"
+# The cache page after a short warm-up run: where every expert is (RAM or disk) and how often it
+# was used.
+shot cache --model-root "$demo" --data-dir "$work/ram"
 
 ls -l "$out"

@@ -192,7 +192,10 @@ class TestGuiSettings : public QObject {
                                                                resolveDevice("cpu").reason,
                              120000);
     QCOMPARE(studio.engine()->info().name, resolveDevice("cpu").name);
-    QVERIFY(window.statusPanel()->backendText().contains(resolveDevice("cpu").reason));
+    // The short field says CPU; the reason is in its tooltip and behind the "Why CPU?" link.
+    QVERIFY(window.statusPanel()->backendText().startsWith(resolveDevice("cpu").name));
+    QVERIFY(window.statusPanel()->backendDetails().contains(resolveDevice("cpu").reason));
+    QCOMPARE(window.statusPanel()->whyCpuReason(), resolveDevice("cpu").reason);
 
     dialog = window.openSettings();
     choose(dialog, "deviceCombo", "auto");
@@ -208,7 +211,17 @@ class TestGuiSettings : public QObject {
     } else {
       QCOMPARE(automatic.name, QString("CPU"));
       QVERIFY(automatic.reason.contains(whyNot));
-      QVERIFY(window.statusPanel()->backendText().contains(automatic.reason));
+      QVERIFY(window.statusPanel()->backendDetails().contains(automatic.reason));
+      QCOMPARE(window.statusPanel()->whyCpuReason(), automatic.reason);
+      // The link opens the settings.
+      emit window.statusPanel()->whyCpuLink()->linkActivated("settings");
+      auto openDialog = [&]() -> SettingsDialog* {
+        for (SettingsDialog* d : window.findChildren<SettingsDialog*>())
+          if (d->isVisible()) return d;
+        return nullptr;
+      };
+      QTRY_VERIFY(openDialog() != nullptr);
+      openDialog()->reject();
     }
   }
 
