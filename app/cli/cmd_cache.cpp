@@ -135,8 +135,12 @@ void add_cache(CLI::App& app) {
   ev->callback([o] {
     if (o->to.empty() && !o->all) throw Error("cache evict needs --to SIZE or --all");
     auto cache = open_cache(*o, true);
-    uint64_t freed = cache.source->evict_to(o->all ? 0 : parse_size(o->to));
+    size_t in_use = 0;
+    uint64_t freed = cache.source->evict_to(o->all ? 0 : parse_size(o->to), &in_use);
     std::printf("evicted %s; cache holds %s\n", format_bytes(freed).c_str(), format_bytes(cache.source->cached_bytes()).c_str());
+    if (in_use)
+      std::printf("kept %zu expert%s in use by a running engine; they can be evicted once it lets go of them\n", in_use,
+                  in_use == 1 ? "" : "s");
   });
   auto* v = c->add_subcommand("verify", "Check the cache index against the files and hash complete shards");
   common(v);
