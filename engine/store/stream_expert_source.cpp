@@ -10,6 +10,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -455,9 +456,17 @@ std::vector<StreamExpertSource::CachedExpert> StreamExpertSource::list() const {
   return v;
 }
 
-std::vector<std::string> StreamExpertSource::verify() {
-  std::lock_guard<std::mutex> g(mu_);
+std::vector<std::string> StreamExpertSource::verify(bool fetch_missing) {
   std::vector<std::string> problems;
+  if (fetch_missing)
+    for (uint32_t s = 0; s < marker_.shards.size(); ++s) {
+      try {
+        verify_shard(s);
+      } catch (const Error& e) {
+        problems.push_back(e.what_failed());
+      }
+    }
+  std::lock_guard<std::mutex> g(mu_);
   std::vector<uint32_t> complete;
   {
     SharedStreamPresence::Guard lk(*presence_);
@@ -465,8 +474,9 @@ std::vector<std::string> StreamExpertSource::verify() {
       for (int e = 0; e < presence_->experts(); ++e)
         if (presence_->present(l, e) && bytes_missing(loc(l, e)))
           problems.push_back("layer " + std::to_string(l) + " expert " + std::to_string(e) + " is marked cached but its bytes are a hole");
-    for (uint32_t s = 0; s < ck_.shard_names().size(); ++s)
-      if (shard_complete_locked(s) && !marker_.shards[s].sha256.empty()) complete.push_back(s);
+    if (!fetch_missing)  // those were just checked
+      for (uint32_t s = 0; s < ck_.shard_names().size(); ++s)
+        if (shard_complete_locked(s) && !marker_.shards[s].sha256.empty()) complete.push_back(s);
   }
   for (uint32_t s : complete) {
     std::vector<Slot> pins;
@@ -486,10 +496,59 @@ std::vector<std::string> StreamExpertSource::verify() {
       throw;
     }
     unpin_all(pins);
-    if (got != marker_.shards[s].sha256)
+    if (got == marker_.shards[s].sha256) {
+      SharedStreamPresence::Guard lk(*presence_);
+      if (shard_complete_locked(s)) presence_->set_shard_state(static_cast<int>(s), 2);
+    } else
       problems.push_back("shard " + marker_.shards[s].name + " is complete but its SHA-256 is " + got + ", not " + marker_.shards[s].sha256);
   }
   return problems;
+}
+
+std::vector<StreamExpertSource::ShardIntegrity> StreamExpertSource::shard_integrity() const {
+  SharedStreamPresence::Guard lk(*presence_);
+  std::vector<ShardIntegrity> out;
+  for (uint32_t s = 0; s < marker_.shards.size(); ++s) {
+    ShardIntegrity i;
+    i.name = marker_.shards[s].name;
+    i.size = marker_.shards[s].size;
+    if (presence_->spine_done(static_cast<int>(s))) i.present_bytes = shard_spine_bytes_[s];
+    for (const auto& [l, e] : shard_slots_[s])
+      if (presence_->present(l, e)) i.present_bytes += loc_[static_cast<size_t>(l)][static_cast<size_t>(e)].bytes;
+    i.complete = shard_complete_locked(s);
+    i.verified = presence_->shard_state(static_cast<int>(s)) == 2;
+    out.push_back(std::move(i));
+  }
+  return out;
+}
+
+void StreamExpertSource::verify_shard(uint32_t shard) {
+  if (shard >= marker_.shards.size()) throw Error("the stream install has no shard " + std::to_string(shard));
+  if (marker_.shards[shard].sha256.empty())
+    throw Error("the hub listed no SHA-256 for " + marker_.shards[shard].name + ": it cannot be checked");
+  std::map<int, std::vector<int>> by_layer;
+  for (const auto& [l, e] : shard_slots_[shard]) by_layer[l].push_back(e);
+  std::vector<Slot> pins;
+  try {
+    for (const auto& [l, experts] : by_layer) serve(l, experts, pins, false);  // pins accumulate: nothing of it is evicted meanwhile
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      SharedStreamPresence::Guard lk(*presence_);
+      if (!shard_complete_locked(shard))
+        throw Error("shard " + marker_.shards[shard].name + " is still incomplete: its non-expert part is missing",
+                    "run deltafin setup --stream again");
+      // An explicit request checks again, also a shard checked before.
+      presence_->set_shard_state(static_cast<int>(shard), 1);
+    }
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      check_completed_shards({shard});
+    }
+  } catch (...) {
+    unpin_all(pins);
+    throw;
+  }
+  unpin_all(pins);
 }
 
 ExpertCounters StreamExpertSource::counters() const {

@@ -67,7 +67,19 @@ class StreamExpertSource : public ExpertSource {
   int experts_in_layer(int layer) const { return static_cast<int>(loc_.at(static_cast<size_t>(layer)).size()); }
   std::vector<CachedExpert> list() const;
   // Checks present experts' bytes are not holes and hashes every complete shard; returns problems.
-  std::vector<std::string> verify();
+  // With fetch_missing, every shard is first completed from the hub and checked (verify_shard).
+  std::vector<std::string> verify(bool fetch_missing = false);
+  // Integrity of each shard: a shard is checked against the Hub's SHA-256 the moment its last
+  // byte arrives; until then the bytes it holds are unverified.
+  struct ShardIntegrity {
+    std::string name;
+    uint64_t size = 0, present_bytes = 0;
+    bool complete = false, verified = false;
+  };
+  std::vector<ShardIntegrity> shard_integrity() const;
+  // Fetches whatever shard `shard` lacks (its experts pinned meanwhile, so the cap may be
+  // exceeded until the check ends) and checks it; throws Error on a mismatch.
+  void verify_shard(uint32_t shard);
   // Experts whose bytes were found to be a hole although the table said present (and were fetched again).
   uint64_t holes_caught() const { return holes_caught_; }
 

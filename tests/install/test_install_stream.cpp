@@ -15,6 +15,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "install/disk_space.h"
+#include "install/doctor.h"
 #include "install/setup.h"
 #include "model/checkpoint.h"
 #include "model/k3_config.h"
@@ -260,6 +262,53 @@ class TestInstallStream : public QObject {
     QVERIFY2(std::memcmp(views[0].w1_scale, full->mapping(L.shard).data() + L.part_offset[1], L.part_bytes[1]) == 0, "a hole was served");
     QVERIFY(std::memcmp(views[0].w2_packed, full->mapping(L.shard).data() + L.part_offset[2], L.part_bytes[2]) == 0);
     QCOMPARE(engine.counters().net_fetches, fetched + 1);
+  }
+
+  // Bytes of a shard are unverified until the whole shard is present: doctor says which and how
+  // many; cache verify --fetch completes each shard and checks it.
+  void unverifiedShardsAreReportedAndCacheVerifyFetchChecksThem() {
+    const std::string root = stream_install(200 * expert_bytes_);
+    auto ck = Checkpoint::open(root);
+    auto loc = expert_locations(*ck, cfg_.layers, cfg_.experts);
+    {
+      StreamExpertSource src(*ck, loc, root, options());
+      std::vector<ExpertView> views;
+      src.acquire(1, std::vector<int>{0, 1}, views);
+    }
+    // Expected from the checkpoint alone: shards with experts hold their spine (+ the two experts).
+    std::vector<std::string> unverified;
+    uint64_t bytes = 0;
+    for (uint32_t s = 0; s < ck->shard_names().size(); ++s) {
+      const ShardSpine sp = shard_spine(ck->shard_header(s));
+      if (!sp.has_experts) continue;
+      unverified.push_back(ck->shard_names()[s]);
+      bytes += sp.bytes;
+    }
+    bytes += loc[1][0].bytes + loc[1][1].bytes;
+    QVERIFY(!unverified.empty());
+    auto note = [&](const DoctorReport& rep) {
+      for (const auto& f : rep.findings)
+        if (f.subject == "stream cache" && f.detail.find("shards") != std::string::npos) return f.detail + " -> " + f.fix;
+      return std::string();
+    };
+    const std::string before = note(run_doctor(root, false));
+    QVERIFY2(before.find(std::to_string(unverified.size()) + " of " + std::to_string(ck->shard_names().size()) + " shards unverified") !=
+                 std::string::npos,
+             before.c_str());
+    QVERIFY2(before.find(format_bytes_exact(bytes)) != std::string::npos, before.c_str());
+    for (const auto& n : unverified) QVERIFY2(before.find(n) != std::string::npos, before.c_str());
+    QVERIFY(before.find("cache verify --fetch") != std::string::npos);
+
+    ::setenv("DELTAFIN_HUB_URL", hub_->url().c_str(), 1);
+    RunResult r = run_process({bin_dir() + "/deltafin", "cache", "verify", "--fetch", "--model-root", root});
+    ::unsetenv("DELTAFIN_HUB_URL");
+    QVERIFY2(r.code == 0, (r.out + r.err).c_str());
+    QVERIFY2(r.out.find(std::to_string(ck->shard_names().size()) + " of " + std::to_string(ck->shard_names().size()) + " shards verified") !=
+                 std::string::npos,
+             r.out.c_str());
+    for (uint32_t s = 0; s < ck->shard_names().size(); ++s) QVERIFY(read_file(ck->shard_path(s)) == read_file(k3_ + "/" + ck->shard_names()[s]));
+    const std::string after = note(run_doctor(root, false));
+    QVERIFY2(after.find("complete and verified") != std::string::npos, after.c_str());
   }
 
   void completedShardIsHashVerified() {
