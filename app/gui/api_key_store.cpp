@@ -22,15 +22,20 @@ namespace {
 constexpr const char* kService = "deltafin-studio";
 
 #ifdef DELTAFIN_HAVE_QTKEYCHAIN
-// Runs a keychain job to its end; a keychain that does not answer in a few seconds counts as none.
-bool runJob(QKeychain::Job& job) {
+// Runs a keychain job to its end; returns its error, and a keychain that does not answer in a
+// few seconds counts as none.
+QKeychain::Error runJob(QKeychain::Job& job) {
   job.setAutoDelete(false);
+  bool done = false;
   QEventLoop loop;
-  QObject::connect(&job, &QKeychain::Job::finished, &loop, &QEventLoop::quit);
+  QObject::connect(&job, &QKeychain::Job::finished, &loop, [&] {
+    done = true;
+    loop.quit();
+  });
   QTimer::singleShot(5000, &loop, &QEventLoop::quit);
   job.start();
-  loop.exec();
-  return job.isFinished() && job.error() == QKeychain::NoError;
+  if (!done) loop.exec();
+  return done ? job.error() : QKeychain::NoBackendAvailable;
 }
 #endif
 }  // namespace
@@ -54,11 +59,12 @@ bool ApiKeyStore::keychainRead(QString& key) {
 #ifdef DELTAFIN_HAVE_QTKEYCHAIN
   QKeychain::ReadPasswordJob job(QString::fromLatin1(kService));
   job.setKey(account_);
-  if (runJob(job)) {
+  const QKeychain::Error e = runJob(job);
+  if (e == QKeychain::NoError) {
     key = job.textData();
     return true;
   }
-  if (job.isFinished() && job.error() == QKeychain::EntryNotFound) {
+  if (e == QKeychain::EntryNotFound) {
     key.clear();
     return true;
   }
@@ -73,12 +79,13 @@ bool ApiKeyStore::keychainWrite(const QString& key) {
   if (key.isEmpty()) {
     QKeychain::DeletePasswordJob job(QString::fromLatin1(kService));
     job.setKey(account_);
-    return runJob(job) || (job.isFinished() && job.error() == QKeychain::EntryNotFound);
+    const QKeychain::Error e = runJob(job);
+    return e == QKeychain::NoError || e == QKeychain::EntryNotFound;
   }
   QKeychain::WritePasswordJob job(QString::fromLatin1(kService));
   job.setKey(account_);
   job.setTextData(key);
-  return runJob(job);
+  return runJob(job) == QKeychain::NoError;
 #else
   (void)key;
   return false;

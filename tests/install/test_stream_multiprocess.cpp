@@ -124,7 +124,7 @@ class TestStreamMultiprocess : public QObject {
     // References from the full install.
     std::map<std::string, std::string> want_serve, want_run;
     {
-      ServerProcess ref({"--model-root", full, "--draft", "off", "--memo-entries", "0"});
+      ServerProcess ref({"--model-root", full, "--draft", "off", "--memo-entries", "0", "--no-snapshots"});
       QVERIFY2(ref.ok(), ref.output().c_str());
       for (const auto& p : prompts) want_serve[p] = completion(ref.port(), p);
     }
@@ -134,7 +134,7 @@ class TestStreamMultiprocess : public QObject {
       want_run[p] = r.out;
     }
 
-    ServerProcess server({"--model-root", stream, "--draft", "off", "--memo-entries", "0", "--state-cache-mb", "0"});
+    ServerProcess server({"--model-root", stream, "--draft", "off", "--memo-entries", "0", "--state-cache-mb", "0", "--no-snapshots"});
     QVERIFY2(server.ok(), server.output().c_str());
 
     const char* env = std::getenv("DELTAFIN_STREAM_STRESS_SECONDS");
