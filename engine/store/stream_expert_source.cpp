@@ -409,10 +409,13 @@ std::unique_ptr<ExpertBatch> StreamExpertSource::request(int layer, std::span<co
 }
 
 void StreamExpertSource::acquire(int layer, std::span<const int> experts, std::vector<ExpertView>& out) {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    unpin_all(held_);  // the previous acquire's views end here: the caller is done with them
+  }
   std::vector<Slot> pins;
   out = serve(layer, experts, pins, true);
   std::lock_guard<std::mutex> g(mu_);
-  unpin_all(held_);  // the previous acquire's views end here
   held_ = std::move(pins);
 }
 

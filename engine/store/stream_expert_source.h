@@ -38,7 +38,7 @@ struct StreamCacheOptions {
 // in the shared table (SharedStreamPresence). An expert is pinned and confirmed
 // present under the table lock before its views are handed out, its bytes are
 // checked not to be a hole, and it stays pinned (so nobody evicts it) until its
-// batch is destroyed, or for acquire(), until the next acquire() or the source's end.
+// batch is destroyed, or for acquire(), until the next acquire() begins or the source ends.
 class StreamExpertSource : public ExpertSource {
  public:
   StreamExpertSource(const Checkpoint& ck, std::vector<std::vector<ExpertLocation>> locations, const std::string& model_root,
