@@ -269,6 +269,8 @@ std::vector<ExpertView> StreamExpertSource::serve(int layer, std::span<const int
       for (int e : unique) {
         if (presence_->present(layer, e) && bytes_missing(loc(layer, e))) {
           presence_->clear(layer, e);
+          const int shard = static_cast<int>(loc(layer, e).shard);
+          if (presence_->shard_state(shard) == 2) presence_->set_shard_state(shard, 1);
           presence_->flush();
           ++holes_caught_;
         }
