@@ -8,6 +8,7 @@
 
 #include <sys/stat.h>
 
+#include "api_key_store.h"
 #include "remote_chat_backend.h"
 #include "studio_settings.h"
 #include "support/test_support.h"
@@ -95,6 +96,7 @@ class TestGuiRemoteKey : public QObject {
     QFile again(ini);
     QVERIFY(again.open(QIODevice::ReadOnly));
     QVERIFY(!again.readAll().contains("sk-old-91c0"));
+    ApiKeyStore(ini).write(QString());  // leaves nothing behind in a real keychain
   }
 
   void theKeyIsNeverSentOverPlainHttpToAnotherMachine() {
