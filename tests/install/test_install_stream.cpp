@@ -26,6 +26,7 @@
 #include "store/stream_expert_source.h"
 #include "store/stream_layout.h"
 #include "store/stream_marker.h"
+#include "store/stream_presence.h"
 #include "support/test_support.h"
 #include "test_hub.h"
 
