@@ -161,11 +161,9 @@ void download_file(const HubClient& hub, const std::string& repo, const std::str
         lk.unlock();
         try {
           checkpoint();
-        } catch (...) {
-          lk.lock();
-          if (!failure) failure = std::current_exception();
-          stop = true;
-          continue;
+        } catch (const Error&) {
+          // The state file could not be rewritten (a full disk, most likely): the one saved last
+          // still holds, claiming less than is on disk; the parts' own writes report the cause.
         }
         lk.lock();
       }
@@ -173,10 +171,9 @@ void download_file(const HubClient& hub, const std::string& repo, const std::str
     for (auto& t : threads) t.join();
     try {
       checkpoint();
-    } catch (...) {
-      // On a full disk the state file may not be rewritable; the last one saved still holds
-      // (it never claims more than is on disk), so the download resumes from there.
-      if (!failure) throw;
+    } catch (const Error&) {
+      // As above. Without a failure every byte is written: the hash check and the fsync
+      // before publication decide, not the resume state.
     }
     if (failure) {
       try {
