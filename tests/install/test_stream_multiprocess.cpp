@@ -80,12 +80,16 @@ Spawned spawn_and_wait(const std::vector<std::string>& argv, const std::string& 
   return r;
 }
 
-std::string completion(int port, const std::string& prompt) {
-  HttpReply r = post_json(port, "/v1/completions", {{"prompt", prompt}, {"max_tokens", 6}, {"temperature", 0}});
-  if (r.status != 200) return "HTTP " + std::to_string(r.status) + ": " + r.body;
+// The completion's text; empty with `error` set when the server did not answer with one.
+std::string completion(int port, const std::string& prompt, std::string& error) {
+  HttpReply r = post_json(port, "/v1/completions", {{"model", "k3"}, {"prompt", prompt}, {"max_tokens", 6}, {"temperature", 0}});
   auto j = r.json();
-  if (!j.is_object() || !j.contains("choices")) return "bad reply: " + r.body;
-  return j["choices"][0].value("text", std::string("<no text>"));
+  if (r.status != 200 || !j.is_object() || !j.contains("choices") || !j["choices"][0].contains("text")) {
+    error = "HTTP " + std::to_string(r.status) + ": " + r.body;
+    return {};
+  }
+  error.clear();
+  return j["choices"][0]["text"].get<std::string>();
 }
 
 }  // namespace
@@ -124,17 +128,23 @@ class TestStreamMultiprocess : public QObject {
     // References from the full install.
     std::map<std::string, std::string> want_serve, want_run;
     {
-      ServerProcess ref({"--model-root", full, "--draft", "off", "--memo-entries", "0", "--no-snapshots"});
+      ServerProcess ref({"--model-root", full, "--draft", "off", "--memo-entries", "0", "--no-snapshots", "--model-id", "k3"});
       QVERIFY2(ref.ok(), ref.output().c_str());
-      for (const auto& p : prompts) want_serve[p] = completion(ref.port(), p);
+      for (const auto& p : prompts) {
+        std::string err;
+        want_serve[p] = completion(ref.port(), p, err);
+        QVERIFY2(err.empty(), err.c_str());
+        qInfo("reference: '%s' -> '%s'", p.c_str(), want_serve[p].c_str());
+      }
     }
     for (const auto& p : prompts) {
       Spawned r = spawn_and_wait({bin, "run", "--model-root", full, "--prompt", p, "--max-new", "6", "--draft", "off"}, errs + "/ref");
       QVERIFY2(r.code == 0, r.err.c_str());
       want_run[p] = r.out;
+      QVERIFY(!r.out.empty());
     }
 
-    ServerProcess server({"--model-root", stream, "--draft", "off", "--memo-entries", "0", "--state-cache-mb", "0", "--no-snapshots"});
+    ServerProcess server({"--model-root", stream, "--draft", "off", "--memo-entries", "0", "--state-cache-mb", "0", "--no-snapshots", "--model-id", "k3"});
     QVERIFY2(server.ok(), server.output().c_str());
 
     const char* env = std::getenv("DELTAFIN_STREAM_STRESS_SECONDS");
@@ -152,8 +162,10 @@ class TestStreamMultiprocess : public QObject {
     std::thread client([&] {
       for (size_t i = 0; running(); ++i) {
         const std::string& p = prompts[i % prompts.size()];
-        const std::string got = completion(server.port(), p);
-        if (got != want_serve[p]) fail("serve answered '" + got + "' to '" + p + "', the full install '" + want_serve[p] + "'");
+        std::string err;
+        const std::string got = completion(server.port(), p, err);
+        if (!err.empty()) fail("serve failed on '" + p + "': " + err);
+        else if (got != want_serve[p]) fail("serve answered '" + got + "' to '" + p + "', the full install '" + want_serve[p] + "'");
         ++answers;
       }
     });
