@@ -162,7 +162,7 @@ void RemoteChatBackend::onFinished() {
   reply_ = nullptr;
   reply->deleteLater();
   // A last event may come without its blank line when the connection closes.
-  buffer_ += reply->readAll();
+  if (reply->isOpen()) buffer_ += reply->readAll();
   if (!buffer_.isEmpty()) {
     buffer_ += "\n\n";
     parseEvents();
@@ -170,7 +170,8 @@ void RemoteChatBackend::onFinished() {
   const int status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
   if (!stopped_ && (reply->error() != QNetworkReply::NoError || !errorText_.isEmpty())) {
     QString what = errorText_;
-    if (what.isEmpty() && reply->error() == QNetworkReply::TimeoutError)
+    // Qt ends a request that passed its transfer timeout as cancelled; stop() is the only other canceller.
+    if (what.isEmpty() && (reply->error() == QNetworkReply::TimeoutError || reply->error() == QNetworkReply::OperationCanceledError))
       what = tr("no data for %1 s").arg(stallTimeoutMs_ / 1000);
     if (what.isEmpty()) what = reply->errorString();
     emit failed(requestId_, tr("the server answered %1: %2").arg(status).arg(what),

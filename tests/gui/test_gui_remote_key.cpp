@@ -57,7 +57,10 @@ class BadEndpoint : public QObject {
 GenerationRequest hello() {
   GenerationRequest r;
   r.id = 1;
-  r.turns.push_back({QStringLiteral("user"), QStringLiteral("hello")});
+  ChatTurn t;
+  t.role = QStringLiteral("user");
+  t.content = QStringLiteral("hello");
+  r.turns.push_back(t);
   r.maxNewTokens = 8;
   return r;
 }
