@@ -24,7 +24,7 @@ as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null;
 
 # Build and run dependencies, all from the distribution's archive.
 packages=(build-essential cmake ninja-build pkg-config git
-  qt6-base-dev libqt6opengl6-dev qt6-charts-dev qt6-tools-dev qt6-tools-dev-tools qt6-l10n-tools linguist-qt6
+  qt6-base-dev libqt6opengl6-dev qt6-charts-dev qtkeychain-qt6-dev qt6-tools-dev qt6-tools-dev-tools qt6-l10n-tools linguist-qt6
   libgl-dev libcurl4-openssl-dev libzstd-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   liburing-dev libssl-dev libicu-dev zlib1g-dev python3 xvfb xauth dpkg-dev file)
 # Node.js and npm run test-only tools; a Node.js from elsewhere (which bundles npm) is fine too.

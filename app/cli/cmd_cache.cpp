@@ -19,7 +19,7 @@ namespace {
 struct CacheOpts {
   std::string root, hub_url, experts, to;
   int layer = -1;
-  bool all = false, json = false;
+  bool all = false, json = false, fetch = false;
 };
 
 StreamCache open_cache(const CacheOpts& o, bool offline) {
@@ -135,16 +135,32 @@ void add_cache(CLI::App& app) {
   ev->callback([o] {
     if (o->to.empty() && !o->all) throw Error("cache evict needs --to SIZE or --all");
     auto cache = open_cache(*o, true);
-    uint64_t freed = cache.source->evict_to(o->all ? 0 : parse_size(o->to));
+    size_t in_use = 0;
+    uint64_t freed = cache.source->evict_to(o->all ? 0 : parse_size(o->to), &in_use);
     std::printf("evicted %s; cache holds %s\n", format_bytes(freed).c_str(), format_bytes(cache.source->cached_bytes()).c_str());
+    if (in_use)
+      std::printf("kept %zu expert%s in use by a running engine; they can be evicted once it lets go of them\n", in_use,
+                  in_use == 1 ? "" : "s");
   });
   auto* v = c->add_subcommand("verify", "Check the cache index against the files and hash complete shards");
   common(v);
+  v->add_flag("--fetch", o->fetch, "Fetch what each shard lacks, so that every shard is checked against the Hub's SHA-256");
+  v->add_option("--hub-url", o->hub_url, "Hub base URL (default: the one setup used)");
   v->callback([o] {
     const std::string root = resolve_model_root(o->root);
     std::vector<std::string> problems;
     if (StreamMarker::find(root)) {
-      problems = open_cache(*o, true).source->verify();
+      auto cache = open_cache(*o, !o->fetch);
+      problems = cache.source->verify(o->fetch);
+      size_t verified = 0;
+      uint64_t unverified_bytes = 0;
+      const auto shards = cache.source->shard_integrity();
+      for (const auto& s : shards) {
+        if (s.verified) ++verified;
+        else unverified_bytes += s.present_bytes;
+      }
+      std::printf("%zu of %zu shards verified against the Hub's SHA-256; %s on disk not yet verified%s\n", verified, shards.size(),
+                  format_bytes(unverified_bytes).c_str(), verified < shards.size() && !o->fetch ? " (--fetch completes and checks them)" : "");
     } else {
       auto rep = run_doctor(root, true);
       for (const auto& f : rep.findings)

@@ -29,6 +29,21 @@ std::string default_snapshot_root() {
   return base + "/deltafin/snapshots";
 }
 
+// The key from --api-key-file: its first line, without surrounding spaces. A file keeps the key
+// out of process listings, where --api-key puts it.
+std::string read_api_key_file(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw Error("cannot read the API key file " + path, "check the path given to --api-key-file and its permissions");
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0 && text.size() < 65536;) text.append(buf, n);
+  std::fclose(f);
+  text = text.substr(0, text.find_first_of("\r\n"));
+  const auto first = text.find_first_not_of(" \t"), last = text.find_last_not_of(" \t");
+  if (first == std::string::npos) throw Error("the API key file " + path + " is empty", "write the key on its first line");
+  return text.substr(first, last - first + 1);
+}
+
 }  // namespace
 
 // Context of a GPU server when --max-context is not given (the Studio's GPU sessions hold as many).
@@ -37,7 +52,7 @@ constexpr int kGpuServeContext = 32768;
 void add_serve(CLI::App& app) {
   struct Opts {
     serve::ServerOptions s;
-    std::string root, snapshot_dir;
+    std::string root, snapshot_dir, api_key_file;
     bool no_snapshots = false;
     uint64_t state_cache_mb = 2048, snapshot_max_mb = 16384;
     int threads = 0;
@@ -49,7 +64,11 @@ void add_serve(CLI::App& app) {
   c->add_option("--host", o->s.host, "Address to listen on")->capture_default_str();
   c->add_option("--port", o->s.port, "Port (0 = any free port; the one chosen is printed)")->capture_default_str()->check(CLI::Range(0, 65535));
   c->add_flag("--allow-remote", o->s.allow_remote, "Allow a --host reachable from other machines");
-  c->add_option("--api-key", o->s.api_key, "Require 'Authorization: Bearer KEY' on every route but /health")->envname("DELTAFIN_API_KEY");
+  auto* key = c->add_option("--api-key", o->s.api_key,
+                             "Require 'Authorization: Bearer KEY' on every route but /health (visible in process listings: "
+                             "prefer --api-key-file or DELTAFIN_API_KEY)")
+                  ->envname("DELTAFIN_API_KEY");
+  c->add_option("--api-key-file", o->api_key_file, "Read the API key from the first line of this file")->excludes(key);
   c->add_option("--model-id", o->s.model_id, "Model name clients send (default: the model folder's name)");
   c->add_option("--max-body-bytes", o->s.max_body_bytes, "Largest request body")->capture_default_str()->check(CLI::Range(size_t(1024), size_t(1) << 30));
   c->add_option("--max-tokens", o->s.max_tokens, "Most tokens in one response")->capture_default_str()->check(CLI::Range(1, 1 << 24));
@@ -83,6 +102,7 @@ void add_serve(CLI::App& app) {
     sigaddset(&stop_signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+    if (!o->api_key_file.empty()) o->s.api_key = read_api_key_file(o->api_key_file);
     apply_threads(o->threads);
     const std::string root = o->root.empty() ? default_model_root() : o->root;
     auto model = K3Model::load(root);

@@ -56,6 +56,11 @@ CacheSnapshot snapshotCache(ExpertSource& source, int layers, int experts, bool 
   s.cachedBytes = stream->cached_bytes();
   s.capBytes = stream->cap_bytes();
   s.cachedExperts = static_cast<int>(stream->cached_experts());
+  for (const auto& shard : stream->shard_integrity()) {
+    ++s.shards;
+    if (shard.verified) ++s.verifiedShards;
+    else s.unverifiedBytes += shard.present_bytes;
+  }
   return s;
 }
 

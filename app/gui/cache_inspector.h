@@ -30,6 +30,9 @@ struct CacheSnapshot {
   QVector<quint32> uses;
   quint64 cachedBytes = 0, capBytes = 0, bytesPerExpert = 0;
   int cachedExperts = 0;
+  // Shards checked against the Hub's SHA-256 (each is checked when its last byte arrives).
+  int shards = 0, verifiedShards = 0;
+  quint64 unverifiedBytes = 0;  // bytes on disk in shards not yet checked
 
   bool cached(int layer, int expert) const { return lastUse.value(layer * experts + expert) != 0; }
   ExpertTier tier(int layer, int expert) const {

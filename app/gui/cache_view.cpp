@@ -181,7 +181,13 @@ void CacheView::showSnapshot(const CacheSnapshot& s) {
                          "Experts not cached are fetched from the Hub on first use.")
                           .arg(s.cachedExperts)
                           .arg(total)
-                          .arg(formatBytes(s.cachedBytes), formatBytes(s.capBytes), formatBytes(s.bytesPerExpert)));
+                          .arg(formatBytes(s.cachedBytes), formatBytes(s.capBytes), formatBytes(s.bytesPerExpert)) +
+                      "\n" +
+                      tr("Verified against the Hub: %1 of %2 shards; unverified: %3 on disk (a shard is checked when it is complete; "
+                         "deltafin cache verify --fetch checks them all).")
+                          .arg(s.verifiedShards)
+                          .arg(s.shards)
+                          .arg(formatBytes(s.unverifiedBytes)));
     evictTarget_->setMaximum(std::max(0.0, s.capBytes / 1e9));
   }
   showLegend(s);

@@ -15,8 +15,15 @@ QNetworkRequest RemoteChatBackend::makeRequest(const QString& path) const {
   QNetworkRequest req(url);
   req.setHeader(QNetworkRequest::ContentTypeHeader, QStringLiteral("application/json"));
   if (!apiKey_.isEmpty()) req.setRawHeader("Authorization", "Bearer " + apiKey_.toUtf8());
-  req.setTransferTimeout(0);
+  req.setTransferTimeout(stallTimeoutMs_);  // Qt's transfer timeout counts from the last byte: a stall limit
   return req;
+}
+
+bool RemoteChatBackend::keySafeToSend(const QUrl& url) {
+  if (url.scheme() == QLatin1String("https")) return true;
+  const QString host = url.host();
+  return url.scheme() == QLatin1String("http") &&
+         (host == QLatin1String("localhost") || host == QLatin1String("::1") || host.startsWith(QLatin1String("127.")));
 }
 
 void RemoteChatBackend::setEndpoint(const QUrl& baseUrl, const QString& model, const QString& apiKey) {
@@ -31,6 +38,11 @@ void RemoteChatBackend::setEndpoint(const QUrl& baseUrl, const QString& model, c
   if (!base_.isValid() || base_.scheme().isEmpty()) {
     emit unavailable(tr("the endpoint address %1 is not a URL").arg(baseUrl.toString()),
                      tr("enter an address such as http://127.0.0.1:8080/v1 in Settings"));
+    return;
+  }
+  if (!apiKey_.isEmpty() && !keySafeToSend(base_)) {
+    emit unavailable(tr("refusing to send the API key over plain http to %1: anyone on the way could read it").arg(base_.host()),
+                     tr("use an https address, or an SSH tunnel to 127.0.0.1"));
     return;
   }
   probe_ = net_.get(makeRequest(QStringLiteral("models")));
@@ -88,6 +100,11 @@ void RemoteChatBackend::onData() {
   if (!reply_) return;
   buffer_ += reply_->readAll();
   parseEvents();
+  if (buffer_.size() > kMaxEventBytes) {
+    errorText_ = tr("the server sent more than %1 MiB without ending an event").arg(kMaxEventBytes >> 20);
+    buffer_.clear();
+    reply_->abort();
+  }
 }
 
 void RemoteChatBackend::parseEvents() {
@@ -148,7 +165,7 @@ void RemoteChatBackend::onFinished() {
   reply_ = nullptr;
   reply->deleteLater();
   // A last event may come without its blank line when the connection closes.
-  buffer_ += reply->readAll();
+  if (reply->isOpen()) buffer_ += reply->readAll();
   if (!buffer_.isEmpty()) {
     buffer_ += "\n\n";
     parseEvents();
@@ -156,6 +173,9 @@ void RemoteChatBackend::onFinished() {
   const int status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
   if (!stopped_ && (reply->error() != QNetworkReply::NoError || !errorText_.isEmpty())) {
     QString what = errorText_;
+    // Qt ends a request that passed its transfer timeout as cancelled; stop() is the only other canceller.
+    if (what.isEmpty() && (reply->error() == QNetworkReply::TimeoutError || reply->error() == QNetworkReply::OperationCanceledError))
+      what = tr("no data for %1 s").arg(stallTimeoutMs_ / 1000);
     if (what.isEmpty()) what = reply->errorString();
     emit failed(requestId_, tr("the server answered %1: %2").arg(status).arg(what),
                 tr("check the endpoint and model in Settings"));

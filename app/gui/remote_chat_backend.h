@@ -21,6 +21,13 @@ class RemoteChatBackend : public ChatBackend {
   void setEndpoint(const QUrl& baseUrl, const QString& model, const QString& apiKey);
   void start(const GenerationRequest& request) override;
   void stop() override;
+
+  // A request that receives nothing for this long fails (the probe, and a stream between events).
+  void setStallTimeout(int ms) { stallTimeoutMs_ = ms; }
+  // The most bytes of one server-sent event held while waiting for its end; more fails the request.
+  static constexpr qsizetype kMaxEventBytes = 4 << 20;
+  // Keys go only over https, or over http to this machine.
+  static bool keySafeToSend(const QUrl& url);
   bool isReady() const override { return ready_; }
   BackendInfo info() const override { return info_; }
 
@@ -47,6 +54,7 @@ class RemoteChatBackend : public ChatBackend {
   int usageTokens_ = -1, promptTokens_ = 0;
   bool stopped_ = false;
   QString errorText_;
+  int stallTimeoutMs_ = 120000;
 };
 
 }  // namespace deltafin::gui

@@ -165,6 +165,8 @@ SettingsDialog::SettingsDialog(const StudioSettings& s, QWidget* parent) : QDial
   remoteKey_ = new QLineEdit(s.remoteApiKey, remote);
   remoteKey_->setEchoMode(QLineEdit::Password);
   remoteForm->addRow(tr("API &key:"), remoteKey_);
+  if (!s.remoteApiKey.isEmpty() && !s.remoteApiKeyWhere.isEmpty())
+    remoteForm->addRow(QString(), new QLabel(tr("The key is kept in %1, not in the settings file.").arg(s.remoteApiKeyWhere), remote));
   layout->addWidget(remote);
 
   auto* ui = new QFormLayout;

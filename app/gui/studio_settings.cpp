@@ -2,6 +2,8 @@
 
 #include <QSettings>
 
+#include "api_key_store.h"
+
 #include <algorithm>
 #include <memory>
 
@@ -34,7 +36,14 @@ StudioSettings StudioSettings::load(const QString& file) {
   out.remoteEnabled = s.value("remote/enabled", d.remoteEnabled).toBool();
   out.remoteUrl = s.value("remote/url", d.remoteUrl).toString();
   out.remoteModel = s.value("remote/model", d.remoteModel).toString();
-  out.remoteApiKey = s.value("remote/apiKey", d.remoteApiKey).toString();
+  // The key lives in the keychain (api_key_store.h); older versions kept it here in plain text.
+  ApiKeyStore keys(file);
+  if (s.contains("remote/apiKey")) {
+    keys.write(s.value("remote/apiKey").toString());
+    s.remove("remote/apiKey");
+  }
+  out.remoteApiKey = keys.read();
+  out.remoteApiKeyWhere = keys.where();
   out.language = s.value("ui/language", d.language).toString();
   out.maxNewTokens = s.value("chat/maxNewTokens", d.maxNewTokens).toInt();
   out.wizardDone = s.value("ui/wizardDone", d.wizardDone).toBool();
@@ -75,7 +84,8 @@ void StudioSettings::save(const QString& file) const {
   s.setValue("remote/enabled", remoteEnabled);
   s.setValue("remote/url", remoteUrl);
   s.setValue("remote/model", remoteModel);
-  s.setValue("remote/apiKey", remoteApiKey);
+  s.remove("remote/apiKey");
+  ApiKeyStore(file).write(remoteApiKey);
   s.setValue("ui/language", language);
   s.setValue("chat/maxNewTokens", maxNewTokens);
   s.setValue("ui/wizardDone", wizardDone);

@@ -22,7 +22,8 @@ struct StudioSettings {
   bool remoteEnabled = false;
   QString remoteUrl = QStringLiteral("http://127.0.0.1:8080/v1");
   QString remoteModel;
-  QString remoteApiKey;
+  QString remoteApiKey;       // kept by ApiKeyStore (the system keychain), not in the settings file
+  QString remoteApiKeyWhere;  // where load() found it, for Settings to say
   QString language;          // empty: follow the system
   int maxNewTokens = 256;
   bool wizardDone = false;

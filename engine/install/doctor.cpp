@@ -11,6 +11,7 @@
 #include "model/model_root.h"
 #include "model/checkpoint.h"
 #include "model/k3_config.h"
+#include "stream/stream_layout.h"
 #include "stream/stream_marker.h"
 #include "stream/stream_presence.h"
 
@@ -84,6 +85,35 @@ void audit_stream(const std::string& root, std::vector<DoctorFinding>& out) {
                     " expert slots cached, cap " + format_bytes(marker->cap_bytes) + ", fetched from " + marker->hub_url + " (" + marker->repo +
                     "); offline runs work for cached experts only";
     out.push_back({Level::Ok, "stream cache", d, ""});
+    // Bytes are checked against the Hub's SHA-256 a whole shard at a time, when its last byte arrives.
+    auto ck = Checkpoint::open(root);
+    const auto loc = expert_locations(*ck, p.layers(), p.experts());
+    std::vector<uint64_t> present(static_cast<size_t>(p.shards()), 0);
+    for (int s = 0; s < p.shards() && s < static_cast<int>(ck->shard_names().size()); ++s)
+      if (p.spine_done(s)) present[static_cast<size_t>(s)] = shard_spine(ck->shard_header(static_cast<uint32_t>(s))).bytes;
+    for (size_t l = 0; l < loc.size(); ++l)
+      for (size_t e = 0; e < loc[l].size(); ++e)
+        if (p.present(static_cast<int>(l), static_cast<int>(e)) && loc[l][e].shard < present.size()) present[loc[l][e].shard] += loc[l][e].bytes;
+    std::string names;
+    int unverified = 0, verified = 0;
+    uint64_t unverified_bytes = 0;
+    for (int s = 0; s < p.shards(); ++s) {
+      if (p.shard_state(s) == 2) {
+        ++verified;
+        continue;
+      }
+      ++unverified;
+      unverified_bytes += present[static_cast<size_t>(s)];
+      if (unverified <= 8) names += (names.empty() ? "" : ", ") + marker->shards.at(static_cast<size_t>(s)).name;
+    }
+    if (unverified > 8) names += " and " + std::to_string(unverified - 8) + " more";
+    if (unverified)
+      out.push_back({Level::Note, "stream cache",
+                     std::to_string(unverified) + " of " + std::to_string(p.shards()) + " shards unverified: " + format_bytes_exact(unverified_bytes) +
+                         " on disk not yet checked against the Hub's SHA-256 (" + names + "); a shard is checked when its last byte arrives",
+                     "deltafin cache verify --fetch completes and checks them (downloads the rest of each shard)"});
+    else
+      out.push_back({Level::Ok, "stream cache", "all " + std::to_string(verified) + " shards complete and verified against the Hub's SHA-256", ""});
   } catch (const Error& e) {
     out.push_back({Level::Problem, "stream cache", e.what_failed(), e.what_to_do()});
   }

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "install/disk_space.h"
 #include "install/file_hash.h"
 #include "model/model_root.h"
 
@@ -160,18 +161,42 @@ void download_file(const HubClient& hub, const std::string& repo, const std::str
         lk.unlock();
         try {
           checkpoint();
-        } catch (...) {
-          lk.lock();
-          if (!failure) failure = std::current_exception();
-          stop = true;
-          continue;
+        } catch (const Error&) {
+          // The state file could not be rewritten (a full disk, most likely): the one saved last
+          // still holds, claiming less than is on disk; the parts' own writes report the cause.
         }
         lk.lock();
       }
     }
     for (auto& t : threads) t.join();
-    checkpoint();
-    if (failure) std::rethrow_exception(failure);
+    try {
+      checkpoint();
+    } catch (const Error&) {
+      // As above. Without a failure every byte is written: the hash check and the fsync
+      // before publication decide, not the resume state.
+    }
+    if (failure) {
+      try {
+        std::rethrow_exception(failure);
+      } catch (const WriteError& e) {
+        if (!e.disk_full()) throw;
+        uint64_t left = 0, kept = 0;
+        for (auto& p : parts) {
+          left += (p->end - p->begin) - p->done.load();
+          kept += p->done.load();
+        }
+        uint64_t free = 0;
+        try {
+          free = free_disk_bytes(fs::path(dest).parent_path().string());
+        } catch (const Error&) {
+        }
+        throw Error("the disk holding " + fs::path(dest).parent_path().string() + " is full while downloading " + what + ": " +
+                        format_bytes_exact(left) + " of it still to write, " + format_bytes_exact(free) + " free (" +
+                        e.what_failed() + "); the " + format_bytes_exact(kept) + " downloaded so far are kept",
+                    (left > free ? "free at least " + format_bytes(left - free) + " more (plus a margin)" : std::string("free some space")) +
+                        " and run the same command again; it resumes where it stopped");
+      }
+    }
     if (cancel && cancel->load()) throw Error("cancelled while fetching " + what);
 
     on_state(FileState::Verifying, "");

@@ -1,12 +1,17 @@
 #include "install/hub_client.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <utility>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <nlohmann/json.hpp>
 
 namespace deltafin {
@@ -19,7 +24,8 @@ void global_init() {
 }
 
 struct UrlParts {
-  std::string scheme, host;
+  std::string scheme, host, port;  // port: the effective one (443 when an https URL names none)
+  bool same_origin(const UrlParts& o) const { return scheme == o.scheme && host == o.host && port == o.port; }
 };
 
 UrlParts parse_url(const std::string& url) {
@@ -33,11 +39,36 @@ UrlParts parse_url(const std::string& url) {
     s = nullptr;
     if (curl_url_get(u, CURLUPART_HOST, &s, 0) == CURLUE_OK) p.host = s;
     curl_free(s);
+    s = nullptr;
+    if (curl_url_get(u, CURLUPART_PORT, &s, CURLU_DEFAULT_PORT) == CURLUE_OK) p.port = s;
+    curl_free(s);
   }
   curl_url_cleanup(u);
   for (auto& c : p.scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (auto& c : p.host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return p;
+}
+
+// Addresses a redirect must not lead to: this machine, private networks, link-local, and the
+// like (a hub redirecting there would make deltafin fetch from the user's own network).
+bool is_internal_address(const char* ip) {
+  unsigned char a[16];
+  if (::inet_pton(AF_INET, ip, a) == 1) {
+    return a[0] == 0 || a[0] == 10 || a[0] == 127 || (a[0] == 169 && a[1] == 254) || (a[0] == 172 && (a[1] & 0xF0) == 16) ||
+           (a[0] == 192 && a[1] == 168) || (a[0] == 100 && (a[1] & 0xC0) == 64) || a[0] >= 224;
+  }
+  if (::inet_pton(AF_INET6, ip, a) == 1) {
+    static const unsigned char zero[16] = {};
+    const bool v4_mapped = std::memcmp(a, zero, 10) == 0 && a[10] == 0xFF && a[11] == 0xFF;
+    if (v4_mapped) {
+      char v4[INET_ADDRSTRLEN];
+      ::inet_ntop(AF_INET, a + 12, v4, sizeof v4);
+      return is_internal_address(v4);
+    }
+    const bool unspecified_or_loopback = std::memcmp(a, zero, 15) == 0 && (a[15] == 0 || a[15] == 1);
+    return unspecified_or_loopback || (a[0] & 0xFE) == 0xFC || (a[0] == 0xFE && (a[1] & 0xC0) == 0x80) || a[0] == 0xFF;
+  }
+  return true;  // not an address we can judge: refuse
 }
 
 bool is_loopback(const std::string& host) { return host == "127.0.0.1" || host == "localhost" || host == "[::1]"; }
@@ -63,39 +94,53 @@ struct Transfer {
   std::string abort_reason;
   bool abort_transient = true;
   const std::atomic<bool>* cancel = nullptr;
+  // An exception thrown by a callback: caught before it can unwind through libcurl's C frames,
+  // rethrown once curl_easy_perform() has returned.
+  std::exception_ptr callback_error;
+  bool foreign_origin = false;  // this hop is not the hub itself: internal addresses are refused
 };
 
-size_t on_header(char* buf, size_t size, size_t n, void* ud) {
+size_t on_header(char* buf, size_t size, size_t n, void* ud) noexcept {
   auto* t = static_cast<Transfer*>(ud);
-  std::string line(buf, size * n);
-  if (line.rfind("HTTP/", 0) == 0) {
-    t->status = 0;
-    auto sp = line.find(' ');
-    if (sp != std::string::npos) t->status = std::strtol(line.c_str() + sp + 1, nullptr, 10);
-    t->content_range.clear();
-    t->link.clear();
-  } else if (auto colon = line.find(':'); colon != std::string::npos) {
-    std::string name = line.substr(0, colon);
-    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    std::string value = trim(line.substr(colon + 1));
-    if (name == "content-range") t->content_range = value;
-    else if (name == "link") t->link = value;
+  try {
+    std::string line(buf, size * n);
+    if (line.rfind("HTTP/", 0) == 0) {
+      t->status = 0;
+      auto sp = line.find(' ');
+      if (sp != std::string::npos) t->status = std::strtol(line.c_str() + sp + 1, nullptr, 10);
+      t->content_range.clear();
+      t->link.clear();
+    } else if (auto colon = line.find(':'); colon != std::string::npos) {
+      std::string name = line.substr(0, colon);
+      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      std::string value = trim(line.substr(colon + 1));
+      if (name == "content-range") t->content_range = value;
+      else if (name == "link") t->link = value;
+    }
+  } catch (...) {
+    t->callback_error = std::current_exception();
+    return 0;  // makes curl fail with CURLE_WRITE_ERROR
   }
   return size * n;
 }
 
-size_t on_write(char* buf, size_t size, size_t n, void* ud) {
+size_t on_write(char* buf, size_t size, size_t n, void* ud) noexcept {
   auto* t = static_cast<Transfer*>(ud);
   size_t bytes = size * n;
-  if (t->status >= 200 && t->status < 300) {
-    if (!t->on_body(buf, bytes)) return 0;  // makes curl fail with CURLE_WRITE_ERROR
-  } else if (t->error_body.size() < 2048) {
-    t->error_body.append(buf, std::min(bytes, size_t(2048)));
+  try {
+    if (t->status >= 200 && t->status < 300) {
+      if (!t->on_body(buf, bytes)) return 0;  // makes curl fail with CURLE_WRITE_ERROR
+    } else if (t->error_body.size() < 2048) {
+      t->error_body.append(buf, std::min(bytes, size_t(2048)));
+    }
+  } catch (...) {
+    t->callback_error = std::current_exception();
+    return 0;
   }
   return bytes;
 }
 
-int on_progress(void* ud, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+int on_progress(void* ud, curl_off_t, curl_off_t, curl_off_t, curl_off_t) noexcept {
   auto* t = static_cast<Transfer*>(ud);
   if (t->cancel && t->cancel->load()) {
     t->abort_reason = "cancelled";
@@ -103,6 +148,35 @@ int on_progress(void* ud, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
     return 1;
   }
   return 0;
+}
+
+std::string strip_brackets(const std::string& host) {
+  return host.size() > 2 && host.front() == '[' && host.back() == ']' ? host.substr(1, host.size() - 2) : host;
+}
+
+bool is_ip_literal(const std::string& host) {
+  unsigned char a[16];
+  const std::string h = strip_brackets(host);
+  return ::inet_pton(AF_INET, h.c_str(), a) == 1 || ::inet_pton(AF_INET6, h.c_str(), a) == 1;
+}
+
+// Through a proxy the connected address is the proxy's: only literal addresses can be judged then.
+bool through_proxy() {
+  for (const char* v : {"https_proxy", "HTTPS_PROXY", "http_proxy", "all_proxy", "ALL_PROXY"})
+    if (const char* p = std::getenv(v); p && *p) return true;
+  return false;
+}
+
+// Runs once connected, before the request is sent: the address is the resolved one, so a
+// name that resolves to an internal address is caught as well as a literal one.
+int on_connected(void* ud, char* primary_ip, char*, int, int) noexcept {
+  auto* t = static_cast<Transfer*>(ud);
+  if (t->foreign_origin && is_internal_address(primary_ip)) {
+    t->abort_reason = std::string("refusing a redirect to the internal address ") + primary_ip;
+    t->abort_transient = false;
+    return CURL_PREREQFUNC_ABORT;
+  }
+  return CURL_PREREQFUNC_OK;
 }
 
 struct CurlHandle {
@@ -152,14 +226,21 @@ long perform(const HubOptions& opt, const std::string& start_url, const std::str
     curl_easy_setopt(c.h, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(c.h, CURLOPT_XFERINFODATA, &t);
     curl_easy_setopt(c.h, CURLOPT_NOPROGRESS, 0L);
+    t.foreign_origin = !here.same_origin(base) && !through_proxy();
+    if (!here.same_origin(base) && is_ip_literal(here.host) && is_internal_address(strip_brackets(here.host).c_str()))
+      throw HubError("refusing to follow a redirect from " + printable(start_url) + " to the internal address " + here.host,
+                     "the hub redirects into this machine or its network; check --hub-url", false, 0);
+    curl_easy_setopt(c.h, CURLOPT_PREREQFUNCTION, on_connected);
+    curl_easy_setopt(c.h, CURLOPT_PREREQDATA, &t);
     if (!range.empty()) c.headers = curl_slist_append(c.headers, ("Range: bytes=" + range).c_str());
-    // The token goes only to the hub itself, never to a CDN it redirects to.
-    if (!opt.token.empty() && here.host == base.host && here.scheme == base.scheme)
+    // The token goes only to the hub itself (same scheme, host and port), never to a CDN it redirects to.
+    if (!opt.token.empty() && here.same_origin(base))
       c.headers = curl_slist_append(c.headers, ("Authorization: Bearer " + opt.token).c_str());
     if (c.headers) curl_easy_setopt(c.h, CURLOPT_HTTPHEADER, c.headers);
     t.status = 0;
     t.error_body.clear();
     CURLcode rc = curl_easy_perform(c.h);
+    if (t.callback_error) std::rethrow_exception(std::exchange(t.callback_error, nullptr));
     if (rc != CURLE_OK) {
       if (!t.abort_reason.empty()) throw HubError(t.abort_reason + " (" + printable(url) + ")", "", t.abort_transient, t.status);
       std::string why = curl_easy_strerror(rc);
@@ -233,6 +314,33 @@ bool is_safe_repo_path(const std::string& path) {
     if (slash == std::string::npos) return true;
     start = slash + 1;
   }
+}
+
+RepoPathUse repo_path_use(const std::string& path) {
+  if (!is_safe_repo_path(path)) return RepoPathUse::Reserved;
+  auto ends = [&](std::string_view suffix) { return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0; };
+  const std::string first = path.substr(0, path.find('/'));
+  if (first == ".deltafin" || first == "addons" || path == "installed.json" || ends(".partial") || ends(".partial.json") || ends(".tmp"))
+    return RepoPathUse::Reserved;
+  // Each segment a plain name: letters, digits, '.', '_', '-', not starting with '.'; at most 3 deep.
+  int depth = 0;
+  size_t start = 0;
+  for (;;) {
+    const size_t slash = path.find('/', start);
+    const std::string seg = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    if (seg.empty() || seg[0] == '.' || seg.size() > 200) return RepoPathUse::Other;
+    for (char c : seg)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return RepoPathUse::Other;
+    if (++depth > 3) return RepoPathUse::Other;
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  const std::string name = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+  for (const char* ext : {".safetensors", ".json", ".model", ".tiktoken", ".jinja", ".txt", ".md"})
+    if (ends(ext)) return RepoPathUse::Model;
+  for (const char* doc : {"LICENSE", "NOTICE", "README"})
+    if (name.rfind(doc, 0) == 0) return RepoPathUse::Model;
+  return RepoPathUse::Other;
 }
 
 HubClient::HubClient(HubOptions options) : opt_(std::move(options)) {

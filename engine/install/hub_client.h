@@ -72,4 +72,11 @@ std::string resolve_hub_url(const std::string& flag_value);
 // Rejects listing paths that could escape the model folder.
 bool is_safe_repo_path(const std::string& path);
 
+// What a listed path may become in the model folder. Model: a name the model format uses
+// (weights, configs, tokenizer, docs: an allow-list by pattern), installed. Reserved: a name
+// of the installer's own (.deltafin/..., installed.json, addons/..., *.partial, hidden files of
+// ours): a listing naming one is refused. Other: anything else, never written.
+enum class RepoPathUse { Model, Reserved, Other };
+RepoPathUse repo_path_use(const std::string& path);
+
 }  // namespace deltafin

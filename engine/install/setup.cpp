@@ -22,6 +22,7 @@
 #include "model/safetensors.h"
 #include "stream/stream_layout.h"
 #include "stream/stream_marker.h"
+#include "stream/shared_stream_presence.h"
 #include "stream/stream_presence.h"
 
 namespace fs = std::filesystem;
@@ -127,6 +128,19 @@ SetupPlan plan_setup(const SetupOptions& opt, const HubClient& hub) {
     r.stream = opt.mode == SetupOptions::Mode::Stream && t.role == RepoRole::K3;
     std::vector<HubFile> files;
     with_retries(opt.tuning, nullptr, [&] { files = hub.list_files(t.repo, t.revision); });
+    // Only names the model format uses are written; a name of the installer's own is a lie.
+    std::vector<HubFile> used;
+    for (auto& f : files) {
+      switch (repo_path_use(f.path)) {
+        case RepoPathUse::Model: used.push_back(std::move(f)); break;
+        case RepoPathUse::Other: r.skipped.push_back(f.path); break;
+        case RepoPathUse::Reserved:
+          throw Error(t.repo + "@" + t.revision + " at " + hub.options().base_url + " lists '" + f.path +
+                          "', a name deltafin keeps its own install state under; refusing to install from this listing",
+                      "check --hub-url: a Hugging Face hub never lists such a file");
+      }
+    }
+    files = std::move(used);
     if (files.empty()) throw Error(t.repo + "@" + t.revision + " lists no files", "check the repository and revision");
     std::set<std::string> shard_names;
     if (r.stream) {
@@ -212,6 +226,12 @@ std::string SetupPlan::describe() const {
       s += "      on disk now: about " + format_bytes(r.install_bytes) + " (metadata + non-expert tensors); routed experts (" +
            format_bytes(r.expert_bytes) + ") are fetched on demand\n";
     s += "      still to download: " + format_bytes_exact(r.missing_bytes) + "\n";
+    if (!r.skipped.empty()) {
+      s += "      not installed (not part of the model format):";
+      for (size_t i = 0; i < r.skipped.size() && i < 10; ++i) s += " " + r.skipped[i];
+      if (r.skipped.size() > 10) s += " and " + std::to_string(r.skipped.size() - 10) + " more";
+      s += "\n";
+    }
   }
   s += "Total on disk: " + format_bytes_exact(install_bytes) + "; to download: " + format_bytes_exact(missing_bytes) + "\n";
   if (cache_cap) s += "Stream cache cap: " + format_bytes_exact(cache_cap) + "\n";
@@ -293,23 +313,23 @@ SetupPlan run_setup(const SetupOptions& opt, InstallObserver& obs, const std::at
       };
 
       // Stream: the presence index spans every layer x expert; its shape comes from the config.
-      std::unique_ptr<StreamPresence> presence;
+      std::unique_ptr<SharedStreamPresence> presence;
       std::vector<std::string> shard_order;
       if (r.stream) {
         for (const auto& pf : r.files)
           if (pf.stream_shard) shard_order.push_back(pf.file.path);
         std::sort(shard_order.begin(), shard_order.end());
         const std::string pp = StreamMarker::presence_path(root);
+        std::unique_ptr<StreamPresence> old;
         try {
-          if (fs::exists(pp)) presence = std::make_unique<StreamPresence>(StreamPresence::load(pp));
+          if (fs::exists(pp)) old = std::make_unique<StreamPresence>(StreamPresence::load(pp));
         } catch (const Error&) {
-          presence.reset();
+          old.reset();
         }
-        if (!presence || presence->layers() != r.layers || presence->experts() != r.experts ||
-            presence->shards() != static_cast<int>(shard_order.size())) {
-          presence = std::make_unique<StreamPresence>(r.layers, r.experts, static_cast<int>(shard_order.size()));
-          presence->save(pp);
-        }
+        if (!old || old->layers() != r.layers || old->experts() != r.experts || old->shards() != static_cast<int>(shard_order.size()))
+          StreamPresence(r.layers, r.experts, static_cast<int>(shard_order.size())).save(pp);
+        // From here on the table is changed in place, under its lock: engines may be using it.
+        presence = std::make_unique<SharedStreamPresence>(root);
         // The marker goes first: a half-finished stream install must never look like a full one
         // (its holes would be read as weights); the stream source refuses it until the spine is complete.
         StreamMarker m;
@@ -331,7 +351,12 @@ SetupPlan run_setup(const SetupOptions& opt, InstallObserver& obs, const std::at
         fs::create_directories(fs::path(dest).parent_path());
         if (pf.stream_shard) {
           const int si = static_cast<int>(std::find(shard_order.begin(), shard_order.end(), f.path) - shard_order.begin());
-          if (presence->spine_done(si) && fs::exists(dest) && fs::file_size(dest) == f.size) {
+          bool spine_present = false;
+          {
+            SharedStreamPresence::Guard g(*presence);
+            spine_present = presence->spine_done(si);
+          }
+          if (spine_present && fs::exists(dest) && fs::file_size(dest) == f.size) {
             meter.bytes() += shard_spine(SafetensorsHeader::read(dest)).bytes;
             meter.file_done();
             meter.file(r.repo, f.path, FileState::Skipped, "non-expert tensors already present");
@@ -369,8 +394,11 @@ SetupPlan run_setup(const SetupOptions& opt, InstallObserver& obs, const std::at
                           "run deltafin setup --stream again; the file is fetched anew");
             }
           }
-          presence->set_spine_done(si, true);
-          presence->save(StreamMarker::presence_path(root));
+          {
+            SharedStreamPresence::Guard g(*presence);
+            presence->set_shard_state(si, spine.has_experts ? 1 : 2);
+            presence->flush();
+          }
           record(f, spine.has_experts ? "sparse" : "verified");
           meter.file_done();
           meter.file(r.repo, f.path, FileState::Verified,

@@ -44,6 +44,7 @@ struct PlannedRepo {
   int shards = 0;
   uint64_t expert_bytes = 0;   // stream: routed-expert bytes left to the cache
   int layers = 0, experts = 0; // stream: presence index dimensions
+  std::vector<std::string> skipped;  // listed names the model format does not use: never written
 };
 
 struct SetupPlan {

@@ -1,8 +1,10 @@
 #include "serve/snapshot_store.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
 
 #include "base/error.h"
 #include "serve/state_snapshot.h"
@@ -12,6 +14,20 @@ namespace deltafin::serve {
 
 namespace fs = std::filesystem;
 
+namespace {
+// write_state_snapshot's temporary for path_for()'s names: "<16 hex digits>-<count>.dfsnap.tmp".
+bool is_own_temporary(const std::string& name) {
+  constexpr std::string_view suffix = ".dfsnap.tmp";
+  if (name.size() <= 17 + suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) return false;
+  for (size_t i = 0; i < 16; ++i)
+    if (!std::isxdigit(static_cast<unsigned char>(name[i])) || std::isupper(static_cast<unsigned char>(name[i]))) return false;
+  if (name[16] != '-') return false;
+  for (size_t i = 17; i < name.size() - suffix.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(name[i]))) return false;
+  return true;
+}
+}  // namespace
+
 SnapshotStore::SnapshotStore(std::string dir, uint64_t fingerprint, uint64_t max_bytes)
     : dir_(std::move(dir)), fingerprint_(fingerprint), max_bytes_(max_bytes) {
   std::error_code ec;
@@ -20,8 +36,8 @@ SnapshotStore::SnapshotStore(std::string dir, uint64_t fingerprint, uint64_t max
   // Oldest first, so that their order becomes the initial recency.
   std::vector<std::pair<fs::file_time_type, Entry>> found;
   for (const auto& e : fs::directory_iterator(dir_, ec)) {
-    if (e.path().extension() == ".tmp") {
-      fs::remove(e.path(), ec);  // an interrupted write
+    if (is_own_temporary(e.path().filename().string())) {
+      fs::remove(e.path(), ec);  // an interrupted write of ours; other files in the folder are not ours to delete
       continue;
     }
     if (e.path().extension() != ".dfsnap") continue;

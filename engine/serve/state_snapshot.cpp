@@ -1,5 +1,8 @@
 #include "serve/state_snapshot.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include <algorithm>
@@ -131,8 +134,14 @@ void write_state_snapshot(const std::string& path, uint64_t fingerprint, std::sp
                           const K3State& state, int zstd_level) {
   const std::string tmp = path + ".tmp";
   {
-    File f(std::fopen(tmp.c_str(), "wb"));
-    if (!f) throw Error("could not create " + tmp, "check that the snapshot folder is writable");
+    // Owner-only: a snapshot holds a conversation's state, from which its text can be recovered.
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd >= 0) ::fchmod(fd, 0600);  // an older leftover of this name keeps its mode otherwise
+    File f(fd >= 0 ? ::fdopen(fd, "wb") : nullptr);
+    if (!f) {
+      if (fd >= 0) ::close(fd);
+      throw Error("could not create " + tmp, "check that the snapshot folder is writable");
+    }
     const uint64_t hash = token_hash(ids), n = ids.size();
     bool ok = std::fwrite(kMagic, 1, 8, f.get()) == 8 && std::fwrite(&fingerprint, 8, 1, f.get()) == 1 &&
               std::fwrite(&hash, 8, 1, f.get()) == 1 && std::fwrite(&n, 8, 1, f.get()) == 1 &&

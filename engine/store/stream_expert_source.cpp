@@ -10,6 +10,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -19,6 +20,7 @@
 #include "model/checkpoint.h"
 #include "store/mmap_expert_source.h"
 #include "stream/stream_layout.h"
+#include "stream/stream_presence.h"
 
 namespace fs = std::filesystem;
 
@@ -55,19 +57,19 @@ StreamExpertSource::StreamExpertSource(const Checkpoint& ck, std::vector<std::ve
     if (names[s] != marker_.shards[s].name)
       throw Error("the stream install records shard " + marker_.shards[s].name + " where the checkpoint has " + names[s],
                   "run deltafin setup --stream again");
-  presence_path_ = StreamMarker::presence_path(root_);
-  if (!fs::exists(presence_path_))
-    throw Error("the stream install at " + root_ + " has no cache index (" + presence_path_ + ")", "run deltafin setup --stream again");
-  presence_ = StreamPresence::load(presence_path_);
+  presence_ = std::make_unique<SharedStreamPresence>(root_);
   int experts = 0;
   for (const auto& row : loc_) experts = std::max(experts, static_cast<int>(row.size()));
-  if (presence_.layers() != static_cast<int>(loc_.size()) || presence_.experts() != experts ||
-      presence_.shards() != static_cast<int>(names.size()))
-    throw Error("the stream cache index " + presence_path_ + " does not match the checkpoint's layout",
+  if (presence_->layers() != static_cast<int>(loc_.size()) || presence_->experts() != experts ||
+      presence_->shards() != static_cast<int>(names.size()))
+    throw Error("the stream cache index " + StreamMarker::presence_path(root_) + " does not match the checkpoint's layout",
                 "run deltafin setup --stream again");
-  if (!presence_.all_spine_done())
-    throw Error("the stream install at " + root_ + " is not finished: some non-expert weights are missing",
-                "run deltafin setup --stream again; it resumes");
+  {
+    SharedStreamPresence::Guard g(*presence_);
+    if (!presence_->all_spine_done())
+      throw Error("the stream install at " + root_ + " is not finished: some non-expert weights are missing",
+                  "run deltafin setup --stream again; it resumes");
+  }
   cap_ = opt_.cap_bytes ? opt_.cap_bytes : marker_.cap_bytes;
   if (!opt_.offline) {
     HubOptions h;
@@ -78,24 +80,20 @@ StreamExpertSource::StreamExpertSource(const Checkpoint& ck, std::vector<std::ve
   }
   fds_.assign(names.size(), -1);
   shard_expert_bytes_.assign(names.size(), 0);
+  shard_slots_.resize(names.size());
   for (uint32_t s = 0; s < names.size(); ++s) shard_spine_bytes_.push_back(shard_spine(ck_.shard_header(s)).bytes);
   checked_.resize(loc_.size());
   for (size_t l = 0; l < loc_.size(); ++l) {
     checked_[l].assign(loc_[l].size(), 0);
     for (size_t e = 0; e < loc_[l].size(); ++e) {
       shard_expert_bytes_[loc_[l][e].shard] += loc_[l][e].bytes;
-      if (presence_.present(static_cast<int>(l), static_cast<int>(e))) cached_ += loc_[l][e].bytes;
+      shard_slots_[loc_[l][e].shard].push_back({static_cast<int>(l), static_cast<int>(e)});
     }
   }
 }
 
 StreamExpertSource::~StreamExpertSource() {
-  try {
-    std::lock_guard<std::mutex> g(mu_);
-    presence_.save(presence_path_);  // keeps the use ticks that guide eviction
-  } catch (const std::exception&) {
-    // Losing ticks only makes the next eviction less informed.
-  }
+  unpin_all(held_);
   for (int fd : fds_)
     if (fd >= 0) ::close(fd);
 }
@@ -126,48 +124,91 @@ void StreamExpertSource::punch(int layer, int expert) {
   }
 }
 
-void StreamExpertSource::evict_one_locked(int layer, int expert) {
-  presence_.clear(layer, expert);
-  cached_ -= loc(layer, expert).bytes;
-  checked_[static_cast<size_t>(layer)][static_cast<size_t>(expert)] = 0;
+// True when some of the expert's bytes read as a hole: a hole the file system reports
+// inside any of its tensors, or a scale tensor of only zero bytes (an E8M0 scale of 0 is
+// 2^-127, never a real expert's; this also catches holes smaller than a file system block,
+// which punching leaves as zeroed bytes instead of a reported hole).
+bool StreamExpertSource::bytes_missing(const ExpertLocation& L) {
+  const int fd = shard_fd(L.shard);
+  for (int p = 0; p < 6; ++p) {
+    if (L.part_bytes[p] == 0) continue;
+    const off_t at = ::lseek(fd, static_cast<off_t>(L.part_offset[p]), SEEK_HOLE);
+    if (at >= 0 && static_cast<uint64_t>(at) < L.part_offset[p] + L.part_bytes[p]) return true;
+  }
+  const uint8_t* base = ck_.mapping(L.shard).data();
+  for (int p = 1; p < 6; p += 2) {
+    const uint8_t* b = base + L.part_offset[p];
+    if (L.part_bytes[p] && std::all_of(b, b + L.part_bytes[p], [](uint8_t x) { return x == 0; })) return true;
+  }
+  return false;
 }
 
-void StreamExpertSource::ensure_present(int layer, std::span<const int> experts) {
-  std::vector<int> missing;
-  for (int e : experts)
-    if (!presence_.present(layer, e) && std::find(missing.begin(), missing.end(), e) == missing.end()) missing.push_back(e);
-  if (missing.empty()) return;
-  uint64_t need = 0;
-  for (int e : missing) need += loc(layer, e).bytes;
-  if (opt_.offline || !hub_)
-    throw Error("offline, and the stream cache at " + root_ + " lacks " + expert_list(layer, missing) + " (" + format_bytes(need) + ")",
-                "run once with the network (without --offline) or fetch them first with deltafin cache warm");
-  uint64_t wanted = 0;
-  for (int e : experts) wanted += loc(layer, e).bytes;
-  if (wanted > cap_)
-    throw Error("the stream cache cap " + format_bytes(cap_) + " is smaller than the " + format_bytes(wanted) + " that " +
-                    expert_list(layer, experts) + " need at once",
-                "raise the cap: deltafin setup --stream --cache-size SIZE");
+uint64_t StreamExpertSource::cached_bytes_locked() const {
+  uint64_t n = 0;
+  for (size_t l = 0; l < loc_.size(); ++l)
+    for (size_t e = 0; e < loc_[l].size(); ++e)
+      if (presence_->present(static_cast<int>(l), static_cast<int>(e))) n += loc_[l][e].bytes;
+  return n;
+}
 
-  // Coldest first; experts of this request are never evicted to make room for themselves.
-  if (cached_ + need > cap_) {
-    std::vector<std::pair<uint64_t, std::pair<int, int>>> cold;
-    for (int l = 0; l < presence_.layers(); ++l)
-      for (int e = 0; e < presence_.experts(); ++e)
-        if (presence_.present(l, e) && !(l == layer && std::find(experts.begin(), experts.end(), e) != experts.end()))
-          cold.push_back({presence_.last_use(l, e), {l, e}});
-    std::sort(cold.begin(), cold.end());
-    std::vector<std::pair<int, int>> victims;
-    for (const auto& c : cold) {
-      if (cached_ + need <= cap_) break;
-      evict_one_locked(c.second.first, c.second.second);
-      victims.push_back(c.second);
-    }
-    presence_.save(presence_path_);  // absent in the index before the bytes go
-    for (const auto& v : victims) punch(v.first, v.second);
+// Marks absent, makes that durable, then punches: a crash in between loses cache, never serves a hole.
+// The victims are claimed by the caller, so nobody pins them meanwhile.
+void StreamExpertSource::drop_locked(const std::vector<Slot>& victims) {
+  if (victims.empty()) return;
+  std::set<uint32_t> shards;
+  for (const auto& [l, e] : victims) {
+    presence_->clear(l, e);
+    checked_[static_cast<size_t>(l)][static_cast<size_t>(e)] = 0;
+    shards.insert(loc(l, e).shard);
   }
+  // A shard that loses experts is no longer known whole: it is hashed again when it completes.
+  for (uint32_t s : shards)
+    if (presence_->shard_state(static_cast<int>(s)) == 2) presence_->set_shard_state(static_cast<int>(s), 1);
+  presence_->flush();
+  for (const auto& [l, e] : victims) punch(l, e);
+  evictions_ += victims.size();
+}
 
-  // Fetch the missing spans in parallel.
+uint64_t StreamExpertSource::make_room_locked(uint64_t limit, uint64_t need, int layer, std::span<const int> keep, size_t* kept_in_use) {
+  if (kept_in_use) *kept_in_use = 0;
+  uint64_t cached = cached_bytes_locked();
+  if (cached + need <= limit) return 0;
+  std::vector<std::pair<uint64_t, Slot>> cold;
+  for (int l = 0; l < presence_->layers(); ++l)
+    for (int e = 0; e < presence_->experts(); ++e)
+      if (presence_->present(l, e) && !(l == layer && std::find(keep.begin(), keep.end(), e) != keep.end()))
+        cold.push_back({presence_->last_use(l, e), {l, e}});
+  std::sort(cold.begin(), cold.end());
+  std::vector<Slot> victims;
+  const uint64_t before = cached;
+  size_t kept = 0;
+  for (const auto& c : cold) {
+    if (cached + need <= limit) break;
+    if (!presence_->claim(c.second.first, c.second.second)) {
+      ++kept;  // in use by an engine: evicting it would pull bytes from under its compute
+      continue;
+    }
+    victims.push_back(c.second);
+    cached -= loc(c.second.first, c.second.second).bytes;
+  }
+  try {
+    drop_locked(victims);
+  } catch (...) {
+    for (const auto& [l, e] : victims) presence_->release_claim(l, e);
+    throw;
+  }
+  for (const auto& [l, e] : victims) presence_->release_claim(l, e);
+  if (kept_in_use) *kept_in_use = kept;
+  return before - cached;
+}
+
+void StreamExpertSource::unpin_all(std::vector<Slot>& pins) {
+  for (const auto& [l, e] : pins) presence_->unpin(l, e);
+  pins.clear();
+}
+
+// Fetches the missing spans in parallel into the shard files and makes them durable.
+void StreamExpertSource::fetch(int layer, const std::vector<int>& missing) {
   std::atomic<size_t> next{0};
   std::exception_ptr failure;
   std::mutex fail_mu;
@@ -201,77 +242,183 @@ void StreamExpertSource::ensure_present(int layer, std::span<const int> experts)
   worker();
   for (auto& t : threads) t.join();
   if (failure) std::rethrow_exception(failure);
-
   std::set<uint32_t> touched;
   for (int e : missing) touched.insert(loc(layer, e).shard);
   for (uint32_t s : touched)
     if (::fdatasync(shard_fd(s)) != 0) throw Error("cannot flush " + ck_.shard_path(s) + ": " + std::strerror(errno), "check the disk");
-  for (int e : missing) {
-    presence_.touch(layer, e);
-    cached_ += loc(layer, e).bytes;
-  }
   fetches_ += missing.size();
-  presence_.save(presence_path_);
-  after_fetch_check_shards(std::vector<uint32_t>(touched.begin(), touched.end()));
 }
 
-bool StreamExpertSource::shard_complete(uint32_t shard) const {
-  if (!presence_.spine_done(static_cast<int>(shard))) return false;
+std::vector<ExpertView> StreamExpertSource::serve(int layer, std::span<const int> experts, std::vector<Slot>& pinned, bool want_views) {
+  std::lock_guard<std::mutex> g(mu_);
+  std::vector<int> unique, missing;
+  for (int e : experts) {
+    loc(layer, e);  // range check before anything is locked
+    if (std::find(unique.begin(), unique.end(), e) == unique.end()) unique.push_back(e);
+  }
+  uint64_t wanted = 0;
+  for (int e : unique) wanted += loc(layer, e).bytes;
+  try {
+    {
+      SharedStreamPresence::Guard lk(*presence_);
+      for (int e : unique) {
+        presence_->pin(layer, e);
+        pinned.push_back({layer, e});
+      }
+      // Present only when the table says so under the lock and the bytes are really there.
+      for (int e : unique) {
+        if (presence_->present(layer, e) && bytes_missing(loc(layer, e))) {
+          presence_->clear(layer, e);
+          const int shard = static_cast<int>(loc(layer, e).shard);
+          if (presence_->shard_state(shard) == 2) presence_->set_shard_state(shard, 1);
+          presence_->flush();
+          ++holes_caught_;
+        }
+        if (!presence_->present(layer, e)) missing.push_back(e);
+      }
+      if (!missing.empty()) {
+        uint64_t need = 0;
+        for (int e : missing) need += loc(layer, e).bytes;
+        if (opt_.offline || !hub_)
+          throw Error("offline, and the stream cache at " + root_ + " lacks " + expert_list(layer, missing) + " (" + format_bytes(need) + ")",
+                      "run once with the network (without --offline) or fetch them first with deltafin cache warm");
+        if (wanted > cap_)
+          throw Error("the stream cache cap " + format_bytes(cap_) + " is smaller than the " + format_bytes(wanted) + " that " +
+                          expert_list(layer, experts) + " need at once",
+                      "raise the cap: deltafin setup --stream --cache-size SIZE");
+        // Coldest first; experts of this request are never evicted to make room for themselves.
+        make_room_locked(cap_, need, layer, unique, nullptr);
+      }
+    }
+    // The network is slow: the table is free meanwhile; our pins keep evictors off these slots.
+    std::set<uint32_t> touched;
+    if (!missing.empty()) {
+      fetch(layer, missing);
+      for (int e : missing) touched.insert(loc(layer, e).shard);
+    }
+    {
+      SharedStreamPresence::Guard lk(*presence_);
+      for (int e : missing) checked_[static_cast<size_t>(layer)][static_cast<size_t>(e)] = 0;
+      for (int e : unique) presence_->touch(layer, e);
+    }
+    if (!touched.empty()) check_completed_shards(std::vector<uint32_t>(touched.begin(), touched.end()));
+  } catch (...) {
+    unpin_all(pinned);
+    throw;
+  }
+  requests_ += experts.size();
+  hits_ += experts.size() - std::min(experts.size(), missing.size());
+  std::vector<ExpertView> out;
+  if (!want_views) return out;
+  for (int e : experts) {
+    const ExpertLocation& L = loc(layer, e);
+    ExpertView v = view_at(ck_.mapping(L.shard).data(), L);
+    uint8_t& checked = checked_[static_cast<size_t>(layer)][static_cast<size_t>(e)];
+    if (!checked) {
+      try {
+        validate_expert_scales(v, L.part_bytes[1], L.part_bytes[3], layer, e);
+      } catch (...) {
+        unpin_all(pinned);
+        throw;
+      }
+      checked = 1;
+    }
+    out.push_back(v);
+    bytes_read_ += L.bytes;
+  }
+  return out;
+}
+
+bool StreamExpertSource::shard_complete_locked(uint32_t shard) const {
+  if (!presence_->spine_done(static_cast<int>(shard))) return false;
   if (shard_spine_bytes_[shard] + shard_expert_bytes_[shard] != marker_.shards[shard].size) return false;
-  for (size_t l = 0; l < loc_.size(); ++l)
-    for (size_t e = 0; e < loc_[l].size(); ++e)
-      if (loc_[l][e].shard == shard && !presence_.present(static_cast<int>(l), static_cast<int>(e))) return false;
+  for (const auto& [l, e] : shard_slots_[shard])
+    if (!presence_->present(l, e)) return false;
   return true;
 }
 
-// A shard whose every byte is now local can be checked against the Hub's SHA-256.
-void StreamExpertSource::after_fetch_check_shards(const std::vector<uint32_t>& shards) {
+// A shard whose every byte is now local is checked against the Hub's SHA-256 at once. Its
+// experts are pinned while it is hashed (outside the table lock), so nobody evicts them meanwhile.
+void StreamExpertSource::check_completed_shards(const std::vector<uint32_t>& shards) {
   for (uint32_t s : shards) {
-    if (!shard_complete(s) || marker_.shards[s].sha256.empty()) continue;
-    const std::string got = hash_file(ck_.shard_path(s), HashKind::Sha256);
-    if (got == marker_.shards[s].sha256) continue;
-    std::vector<std::pair<int, int>> victims;
-    for (size_t l = 0; l < loc_.size(); ++l)
-      for (size_t e = 0; e < loc_[l].size(); ++e)
-        if (loc_[l][e].shard == s) victims.push_back({static_cast<int>(l), static_cast<int>(e)});
-    for (const auto& v : victims) evict_one_locked(v.first, v.second);
-    presence_.set_spine_done(static_cast<int>(s), false);
-    presence_.save(presence_path_);
-    for (const auto& v : victims) punch(v.first, v.second);
+    std::vector<Slot> pins;
+    {
+      SharedStreamPresence::Guard lk(*presence_);
+      if (!shard_complete_locked(s) || presence_->shard_state(static_cast<int>(s)) == 2 || marker_.shards[s].sha256.empty()) continue;
+      for (const auto& [l, e] : shard_slots_[s]) {
+        presence_->pin(l, e);
+        pins.push_back({l, e});
+      }
+    }
+    std::string got;
+    try {
+      got = hash_file(ck_.shard_path(s), HashKind::Sha256);
+    } catch (...) {
+      unpin_all(pins);
+      throw;
+    }
+    const bool ok = got == marker_.shards[s].sha256;
+    unpin_all(pins);
+    SharedStreamPresence::Guard lk(*presence_);
+    if (ok) {
+      if (shard_complete_locked(s)) presence_->set_shard_state(static_cast<int>(s), 2);
+      continue;
+    }
+    // Wrong bytes: nothing of this shard is served again; what nobody is using is punched now,
+    // the rest is overwritten when fetched again. The non-expert part needs setup again.
+    std::vector<Slot> victims;
+    for (const auto& [l, e] : shard_slots_[s]) {
+      presence_->clear(l, e);
+      checked_[static_cast<size_t>(l)][static_cast<size_t>(e)] = 0;
+      if (presence_->claim(l, e)) victims.push_back({l, e});
+    }
+    presence_->set_shard_state(static_cast<int>(s), 0);
+    try {
+      drop_locked(victims);
+    } catch (...) {
+      for (const auto& [l, e] : victims) presence_->release_claim(l, e);
+      throw;
+    }
+    for (const auto& [l, e] : victims) presence_->release_claim(l, e);
     throw Error("stream shard " + marker_.shards[s].name + " is complete but does not match its SHA-256 from the hub (expected " +
                     marker_.shards[s].sha256 + ", got " + got + ")",
                 "its cached bytes were dropped; run deltafin setup --stream again to re-fetch its non-expert part");
   }
 }
 
-void StreamExpertSource::acquire(int layer, std::span<const int> experts, std::vector<ExpertView>& out) {
-  std::lock_guard<std::mutex> g(mu_);
-  out.clear();
-  size_t were_missing = 0;
-  for (int e : experts)
-    if (!presence_.present(layer, e)) ++were_missing;
-  ensure_present(layer, experts);
-  for (int e : experts) {
-    const ExpertLocation& L = loc(layer, e);
-    presence_.touch(layer, e);
-    const uint8_t* base = ck_.mapping(L.shard).data();
-    ExpertView v;
-    v.w1_packed = base + L.part_offset[0];
-    v.w1_scale = base + L.part_offset[1];
-    v.w2_packed = base + L.part_offset[2];
-    v.w2_scale = base + L.part_offset[3];
-    v.w3_packed = base + L.part_offset[4];
-    v.w3_scale = base + L.part_offset[5];
-    uint8_t& checked = checked_[static_cast<size_t>(layer)][static_cast<size_t>(e)];
-    if (!checked) {
-      validate_expert_scales(v, L.part_bytes[1], L.part_bytes[3], layer, e);
-      checked = 1;
-    }
-    out.push_back(v);
-    bytes_read_ += L.bytes;
+namespace {
+// A batch that keeps its experts pinned until it is destroyed.
+class PinnedBatch : public ExpertBatch {
+ public:
+  PinnedBatch(std::vector<ExpertView> views, SharedStreamPresence& p, std::vector<std::pair<int, int>> pins)
+      : ready_(std::move(views)), presence_(p), pins_(std::move(pins)) {}
+  ~PinnedBatch() override {
+    for (const auto& [l, e] : pins_) presence_.unpin(l, e);
   }
-  requests_ += experts.size();
-  hits_ += experts.size() - were_missing;
+  std::pair<int, ExpertView> next() override { return ready_.next(); }
+
+ private:
+  ReadyBatch ready_;
+  SharedStreamPresence& presence_;
+  std::vector<std::pair<int, int>> pins_;
+};
+}  // namespace
+
+std::unique_ptr<ExpertBatch> StreamExpertSource::request(int layer, std::span<const int> experts) {
+  std::vector<Slot> pins;
+  std::vector<ExpertView> views = serve(layer, experts, pins, true);
+  return std::make_unique<PinnedBatch>(std::move(views), *presence_, std::move(pins));
+}
+
+void StreamExpertSource::acquire(int layer, std::span<const int> experts, std::vector<ExpertView>& out) {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    unpin_all(held_);  // the previous acquire's views end here: the caller is done with them
+  }
+  std::vector<Slot> pins;
+  out = serve(layer, experts, pins, true);
+  std::lock_guard<std::mutex> g(mu_);
+  held_ = std::move(pins);
 }
 
 void StreamExpertSource::prefetch(int layer, std::span<const int> experts) {
@@ -284,68 +431,129 @@ void StreamExpertSource::prefetch(int layer, std::span<const int> experts) {
 }
 
 void StreamExpertSource::warm(int layer, std::span<const int> experts) {
-  std::lock_guard<std::mutex> g(mu_);
-  ensure_present(layer, experts);
+  std::vector<Slot> pins;
+  serve(layer, experts, pins, false);
+  unpin_all(pins);
 }
 
-uint64_t StreamExpertSource::evict_to(uint64_t target) {
+uint64_t StreamExpertSource::evict_to(uint64_t target, size_t* kept_in_use) {
   std::lock_guard<std::mutex> g(mu_);
-  std::vector<std::pair<uint64_t, std::pair<int, int>>> cold;
-  for (int l = 0; l < presence_.layers(); ++l)
-    for (int e = 0; e < presence_.experts(); ++e)
-      if (presence_.present(l, e)) cold.push_back({presence_.last_use(l, e), {l, e}});
-  std::sort(cold.begin(), cold.end());
-  const uint64_t before = cached_;
-  std::vector<std::pair<int, int>> victims;
-  for (const auto& c : cold) {
-    if (cached_ <= target) break;
-    evict_one_locked(c.second.first, c.second.second);
-    victims.push_back(c.second);
-  }
-  presence_.save(presence_path_);
-  for (const auto& v : victims) punch(v.first, v.second);
-  return before - cached_;
+  SharedStreamPresence::Guard lk(*presence_);
+  return make_room_locked(target, 0, -1, {}, kept_in_use);
 }
 
 uint64_t StreamExpertSource::cached_bytes() const {
-  std::lock_guard<std::mutex> g(mu_);
-  return cached_;
+  SharedStreamPresence::Guard lk(*presence_);
+  return cached_bytes_locked();
 }
 
 size_t StreamExpertSource::cached_experts() const {
-  std::lock_guard<std::mutex> g(mu_);
-  return presence_.present_count();
+  SharedStreamPresence::Guard lk(*presence_);
+  return presence_->present_count();
 }
 
 std::vector<StreamExpertSource::CachedExpert> StreamExpertSource::list() const {
-  std::lock_guard<std::mutex> g(mu_);
+  SharedStreamPresence::Guard lk(*presence_);
   std::vector<CachedExpert> v;
-  for (int l = 0; l < presence_.layers(); ++l)
-    for (int e = 0; e < presence_.experts(); ++e)
-      if (presence_.present(l, e)) v.push_back({l, e, loc_[l][e].bytes, presence_.last_use(l, e)});
+  for (int l = 0; l < presence_->layers(); ++l)
+    for (int e = 0; e < presence_->experts(); ++e)
+      if (presence_->present(l, e)) v.push_back({l, e, loc_[l][e].bytes, presence_->last_use(l, e)});
   return v;
 }
 
-std::vector<std::string> StreamExpertSource::verify() {
-  std::lock_guard<std::mutex> g(mu_);
+std::vector<std::string> StreamExpertSource::verify(bool fetch_missing) {
   std::vector<std::string> problems;
-  for (int l = 0; l < presence_.layers(); ++l)
-    for (int e = 0; e < presence_.experts(); ++e) {
-      if (!presence_.present(l, e)) continue;
-      const ExpertLocation& L = loc(l, e);
-      int fd = shard_fd(L.shard);
-      // SEEK_DATA from the span's start must land on it: a hole there means the index lies.
-      off_t at = ::lseek(fd, static_cast<off_t>(L.part_offset[0]), SEEK_DATA);
-      if (at != static_cast<off_t>(L.part_offset[0]))
-        problems.push_back("layer " + std::to_string(l) + " expert " + std::to_string(e) + " is marked cached but its bytes are a hole");
+  if (fetch_missing)
+    for (uint32_t s = 0; s < marker_.shards.size(); ++s) {
+      try {
+        verify_shard(s);
+      } catch (const Error& e) {
+        problems.push_back(e.what_failed());
+      }
     }
-  for (uint32_t s = 0; s < ck_.shard_names().size(); ++s) {
-    if (!shard_complete(s) || marker_.shards[s].sha256.empty()) continue;
-    const std::string got = hash_file(ck_.shard_path(s), HashKind::Sha256);
-    if (got != marker_.shards[s].sha256)
+  std::lock_guard<std::mutex> g(mu_);
+  std::vector<uint32_t> complete;
+  {
+    SharedStreamPresence::Guard lk(*presence_);
+    for (int l = 0; l < presence_->layers(); ++l)
+      for (int e = 0; e < presence_->experts(); ++e)
+        if (presence_->present(l, e) && bytes_missing(loc(l, e)))
+          problems.push_back("layer " + std::to_string(l) + " expert " + std::to_string(e) + " is marked cached but its bytes are a hole");
+    if (!fetch_missing)  // those were just checked
+      for (uint32_t s = 0; s < ck_.shard_names().size(); ++s)
+        if (shard_complete_locked(s) && !marker_.shards[s].sha256.empty()) complete.push_back(s);
+  }
+  for (uint32_t s : complete) {
+    std::vector<Slot> pins;
+    {
+      SharedStreamPresence::Guard lk(*presence_);
+      if (!shard_complete_locked(s)) continue;
+      for (const auto& [l, e] : shard_slots_[s]) {
+        presence_->pin(l, e);
+        pins.push_back({l, e});
+      }
+    }
+    std::string got;
+    try {
+      got = hash_file(ck_.shard_path(s), HashKind::Sha256);
+    } catch (...) {
+      unpin_all(pins);
+      throw;
+    }
+    unpin_all(pins);
+    if (got == marker_.shards[s].sha256) {
+      SharedStreamPresence::Guard lk(*presence_);
+      if (shard_complete_locked(s)) presence_->set_shard_state(static_cast<int>(s), 2);
+    } else
       problems.push_back("shard " + marker_.shards[s].name + " is complete but its SHA-256 is " + got + ", not " + marker_.shards[s].sha256);
   }
   return problems;
+}
+
+std::vector<StreamExpertSource::ShardIntegrity> StreamExpertSource::shard_integrity() const {
+  SharedStreamPresence::Guard lk(*presence_);
+  std::vector<ShardIntegrity> out;
+  for (uint32_t s = 0; s < marker_.shards.size(); ++s) {
+    ShardIntegrity i;
+    i.name = marker_.shards[s].name;
+    i.size = marker_.shards[s].size;
+    if (presence_->spine_done(static_cast<int>(s))) i.present_bytes = shard_spine_bytes_[s];
+    for (const auto& [l, e] : shard_slots_[s])
+      if (presence_->present(l, e)) i.present_bytes += loc_[static_cast<size_t>(l)][static_cast<size_t>(e)].bytes;
+    i.complete = shard_complete_locked(s);
+    i.verified = presence_->shard_state(static_cast<int>(s)) == 2;
+    out.push_back(std::move(i));
+  }
+  return out;
+}
+
+void StreamExpertSource::verify_shard(uint32_t shard) {
+  if (shard >= marker_.shards.size()) throw Error("the stream install has no shard " + std::to_string(shard));
+  if (marker_.shards[shard].sha256.empty())
+    throw Error("the hub listed no SHA-256 for " + marker_.shards[shard].name + ": it cannot be checked");
+  std::map<int, std::vector<int>> by_layer;
+  for (const auto& [l, e] : shard_slots_[shard]) by_layer[l].push_back(e);
+  std::vector<Slot> pins;
+  try {
+    for (const auto& [l, experts] : by_layer) serve(l, experts, pins, false);  // pins accumulate: nothing of it is evicted meanwhile
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      SharedStreamPresence::Guard lk(*presence_);
+      if (!shard_complete_locked(shard))
+        throw Error("shard " + marker_.shards[shard].name + " is still incomplete: its non-expert part is missing",
+                    "run deltafin setup --stream again");
+      // An explicit request checks again, also a shard checked before.
+      presence_->set_shard_state(static_cast<int>(shard), 1);
+    }
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      check_completed_shards({shard});
+    }
+  } catch (...) {
+    unpin_all(pins);
+    throw;
+  }
+  unpin_all(pins);
 }
 
 ExpertCounters StreamExpertSource::counters() const {
@@ -355,6 +563,7 @@ ExpertCounters StreamExpertSource::counters() const {
   c.bytes_read = bytes_read_;
   c.net_fetches = fetches_;
   c.bytes_fetched = bytes_fetched_;
+  c.evictions = evictions_;
   return c;
 }
 

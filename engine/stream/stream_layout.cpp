@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "model/checkpoint.h"
 #include "model/safetensors.h"
+#include "stream/stream_presence.h"
 
 namespace deltafin {
 
@@ -62,6 +63,8 @@ StreamShape stream_shape(const std::string& config_json, const std::vector<std::
   StreamShape s;
   s.layers = static_cast<int>(get("num_hidden_layers"));
   s.experts = static_cast<int>(get("num_experts"));
+  // The presence table is layers x experts: bounded like every table the loader reads.
+  check_stream_table_shape(uint64_t(s.layers), uint64_t(s.experts), 0, origin);
   const uint64_t inter = static_cast<uint64_t>(get("moe_intermediate_size"));
   const uint64_t latent = static_cast<uint64_t>(get("routed_expert_hidden_size"));
   if (inter % 32 || latent % 32) throw Error(origin + ": expert sizes are not multiples of the MXFP4 group (32)", "re-download config.json");

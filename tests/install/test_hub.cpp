@@ -205,6 +205,7 @@ void TestHub::handle(int fd) {
   std::string method, target, version;
   in >> method >> target >> version;
   std::string line, range;
+  bool authorized = false;
   std::getline(in, line);
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -213,10 +214,11 @@ void TestHub::handle(int fd) {
     std::string name = line.substr(0, colon);
     std::transform(name.begin(), name.end(), name.begin(), ::tolower);
     if (name == "range") range = line.substr(colon + 1);
+    if (name == "authorization") authorized = true;
   }
   {
     std::lock_guard<std::mutex> g(mu_);
-    log_.push_back(method + " " + target + " " + range);
+    log_.push_back(method + " " + target + " " + range + (authorized ? " [authorization]" : ""));
   }
   std::string path = target.substr(0, target.find('?'));
   HubFault fault{};

@@ -50,6 +50,8 @@ class TestHub {
   void clear_faults();
   void set_bytes_per_second(uint64_t bps) { bps_ = bps; }     // 0: unthrottled
   void set_redirect_to(const std::string& prefix);            // resolve/ answers 302 to prefix + /{repo}/{rev}/{path}
+  // Requests whose log line contains needle: "METHOD target range", plus " [authorization]"
+  // when the request carried an Authorization header.
   int requests_matching(const std::string& needle) const;
 
  private:

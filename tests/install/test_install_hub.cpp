@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
@@ -327,6 +328,124 @@ class TestInstallHub : public QObject {
     } catch (const Error& e) {
       QVERIFY(std::string(e.what()).find("another deltafin installer") != std::string::npos);
     }
+  }
+
+  // A listing naming the installer's own files is refused, naming the file; nothing is written there.
+  void listingNamesOfTheInstallersOwnAreRefused_data() {
+    QTest::addColumn<QString>("name");
+    QTest::newRow("stream marker") << ".deltafin/stream.json";
+    QTest::newRow("install record") << "installed.json";
+    QTest::newRow("add-on folder") << "addons/kimi-k3-dspark/model.safetensors";
+    QTest::newRow("partial download") << "model-00001-of-000003.safetensors.partial";
+    QTest::newRow("partial state") << "config.json.partial.json";
+  }
+  void listingNamesOfTheInstallersOwnAreRefused() {
+    QFETCH(QString, name);
+    static int round = 0;
+    const std::string repo = "evil/k3-" + std::to_string(++round);
+    hub_->add_repo(repo, "main", k3_);
+    hub_->add_bytes(repo, "main", name.toStdString(), "{\"planted\": true}");
+    const std::string root = temp_dir("evil");
+    SetupOptions s;
+    s.model_root = root;
+    s.hub.base_url = hub_->url();
+    s.k3_repo = repo;
+    s.revision = "main";
+    s.with_dspark = false;
+    s.tuning = tuning();
+    s.space_margin = 0;
+    Recorder rec;
+    try {
+      run_setup(s, rec, nullptr);
+      QFAIL("a listing naming the installer's own file was installed");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find("'" + name.toStdString() + "'") != std::string::npos, e.what());
+    }
+    QVERIFY(read_file(root + "/" + name.toStdString()).find("planted") == std::string::npos);
+    QCOMPARE(hub_->requests_matching("/" + repo + "/resolve/"), 0);
+  }
+
+  // Names the model format does not use are not written, and the plan names them.
+  void listingNamesOutsideTheModelFormatAreNotWritten() {
+    const std::string repo = "org/k3-with-extras";
+    hub_->add_repo(repo, "main", k3_);
+    hub_->add_bytes(repo, "main", "figures/run.sh", "#!/bin/sh\necho planted\n");
+    hub_->add_bytes(repo, "main", ".gitattributes", "*.safetensors filter=lfs\n");
+    hub_->add_bytes(repo, "main", "README.md", "# K3\n");
+    const std::string root = temp_dir("extras");
+    SetupOptions s;
+    s.model_root = root;
+    s.hub.base_url = hub_->url();
+    s.k3_repo = repo;
+    s.revision = "main";
+    s.with_dspark = false;
+    s.tuning = tuning();
+    s.space_margin = 0;
+    Recorder rec;
+    run_setup(s, rec, nullptr);
+    QVERIFY(!fs::exists(root + "/figures/run.sh"));
+    QVERIFY(!fs::exists(root + "/.gitattributes"));
+    QVERIFY(fs::exists(root + "/README.md"));
+    QVERIFY(rec.saw("not installed (not part of the model format): .gitattributes figures/run.sh"));
+  }
+
+  // A redirect into this machine or its network (other than the hub's own origin) is refused,
+  // and the token never goes to another port of the same host.
+  void redirectsToInternalAddressesAreRefusedAndTheTokenStaysWithTheHub() {
+    TestHub other;
+    other.add_repo("moonshotai/Kimi-K3", "main", k3_);
+    hub_->set_redirect_to(other.url() + "/cdn");
+    std::atomic<uint64_t> progress{0};
+    std::string err;
+    try {
+      download_file(client(1, "hf_s3cr3t_token"), "moonshotai/Kimi-K3", "main", listed(kShard), temp_dir("internal") + "/x", tuning(),
+                    progress, [](FileState, const std::string&) {}, nullptr);
+    } catch (const Error& e) {
+      err = e.what();
+    }
+    QVERIFY2(err.find("internal address") != std::string::npos, err.c_str());
+    QCOMPARE(other.requests_matching("[authorization]"), 0);
+    QCOMPARE(other.requests_matching("/cdn/"), 0);
+    hub_->set_redirect_to("https://10.1.2.3/cdn");
+    err = fetch_shard(temp_dir("internal2") + "/" + kShard);
+    QVERIFY2(err.find("internal address") != std::string::npos, err.c_str());
+    // The hub's own origin may redirect to itself; the token goes along only there.
+    hub_->set_redirect_to(hub_->url() + "/cdn");
+    const int before = hub_->requests_matching("[authorization]");
+    download_file(client(1, "hf_s3cr3t_token"), "moonshotai/Kimi-K3", "main", listed(kShard), temp_dir("own") + "/x", tuning(), progress,
+                  [](FileState, const std::string&) {}, nullptr);
+    QVERIFY(hub_->requests_matching("[authorization]") > before);
+  }
+
+  // A config asking for an absurd presence table (2^24 x 2^24 slots) is refused like a damaged index.
+  void aHugePresenceTableIsRefusedWhilePlanning() {
+    const std::string dir = temp_dir("huge");
+    for (const auto& e : fs::directory_iterator(k3_)) fs::copy(e.path(), dir + "/" + e.path().filename().string());
+    auto cfg = nlohmann::json::parse(read_file(dir + "/config.json"));
+    nlohmann::json& t = cfg.contains("text_config") ? cfg["text_config"] : cfg;
+    t["num_hidden_layers"] = 1 << 24;
+    t["num_experts"] = 1 << 24;
+    fs::remove(dir + "/config.json");
+    std::ofstream(dir + "/config.json") << cfg.dump();
+    hub_->add_repo("org/k3-huge", "main", dir);
+    SetupOptions s;
+    s.mode = SetupOptions::Mode::Stream;
+    s.model_root = temp_dir("huge-root");
+    s.hub.base_url = hub_->url();
+    s.k3_repo = "org/k3-huge";
+    s.revision = "main";
+    s.with_dspark = false;
+    s.cache_cap = 1 << 20;
+    s.space_margin = 0;
+    s.tuning = tuning();
+    Recorder rec;
+    std::string err;
+    try {
+      run_setup(s, rec, nullptr);
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+    QVERIFY2(err.find("stream cache of 16777216 layers x 16777216 experts") != std::string::npos, err.c_str());
   }
 
   void dryRunAndDiskCheckUseTheRealK3Numbers() {

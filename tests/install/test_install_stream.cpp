@@ -7,6 +7,7 @@
 #include <QtTest/QtTest>
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -14,6 +15,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "install/disk_space.h"
+#include "install/doctor.h"
 #include "install/setup.h"
 #include "model/checkpoint.h"
 #include "model/k3_config.h"
@@ -23,6 +26,7 @@
 #include "store/stream_expert_source.h"
 #include "stream/stream_layout.h"
 #include "stream/stream_marker.h"
+#include "stream/stream_presence.h"
 #include "support/test_support.h"
 #include "test_hub.h"
 
@@ -178,6 +182,134 @@ class TestInstallStream : public QObject {
       QVERIFY(w.find("offline") != std::string::npos);
       QVERIFY(w.find("layer 4 experts 11,12") != std::string::npos);
     }
+  }
+
+  // Two sources on one install (two processes in real life: a server and `deltafin cache evict`).
+  // The evictor's holes must never be served by the other as expert bytes.
+  void anEvictionByAnotherSourceIsSeenNotServedAsHoles() {
+    const std::string root = stream_install(40 * expert_bytes_);
+    auto ck = Checkpoint::open(root);
+    auto full = Checkpoint::open(k3_);
+    auto loc = expert_locations(*ck, cfg_.layers, cfg_.experts);
+    StreamExpertSource engine(*ck, loc, root, options());
+    const std::vector<int> want = {0, 3, 5};
+    auto same_as_full = [&](ExpertBatch& b) {
+      for (size_t k = 0; k < want.size(); ++k) {
+        auto [i, v] = b.next();
+        const ExpertLocation& L = loc[1][static_cast<size_t>(want[static_cast<size_t>(i)])];
+        const uint8_t* orig = full->mapping(L.shard).data();
+        if (std::memcmp(v.w1_packed, orig + L.part_offset[0], L.part_bytes[0]) != 0) return false;
+        if (std::memcmp(v.w1_scale, orig + L.part_offset[1], L.part_bytes[1]) != 0) return false;
+        if (std::memcmp(v.w3_scale, orig + L.part_offset[5], L.part_bytes[5]) != 0) return false;
+      }
+      return true;
+    };
+    QVERIFY(same_as_full(*engine.request(1, want)));
+    const uint64_t fetched = engine.counters().net_fetches;
+    {
+      auto evictor = open_stream_cache(root, options(0, true));
+      QCOMPARE(evictor.source->evict_to(0), 3 * expert_bytes_);
+    }
+    QVERIFY(is_hole(ck->shard_path(loc[1][0].shard), loc[1][0]));
+    QVERIFY2(same_as_full(*engine.request(1, want)), "holes were served as expert bytes");
+    QCOMPARE(engine.counters().net_fetches, fetched + 3);  // fetched again, as the shared table says
+  }
+
+  // While an engine computes with experts, another source's eviction must leave them alone.
+  void expertsInUseByAnotherSourceAreNotEvicted() {
+    const std::string root = stream_install(40 * expert_bytes_);
+    auto ck = Checkpoint::open(root);
+    auto full = Checkpoint::open(k3_);
+    auto loc = expert_locations(*ck, cfg_.layers, cfg_.experts);
+    StreamExpertSource engine(*ck, loc, root, options());
+    std::vector<ExpertView> other;
+    engine.acquire(2, std::vector<int>{4}, other);  // cached and, after the next acquire, no longer in use
+    const std::vector<int> want = {1, 2};
+    auto batch = engine.request(1, want);
+    engine.acquire(2, std::vector<int>{6}, other);
+    auto evictor = open_stream_cache(root, options(0, true));
+    QCOMPARE(evictor.source->evict_to(0), expert_bytes_);  // only layer 2 expert 4 was free to go
+    QCOMPARE(evictor.source->cached_experts(), size_t(3));
+    for (size_t k = 0; k < want.size(); ++k) {
+      auto [i, v] = batch->next();
+      const ExpertLocation& L = loc[1][static_cast<size_t>(want[static_cast<size_t>(i)])];
+      QVERIFY2(std::memcmp(v.w1_packed, full->mapping(L.shard).data() + L.part_offset[0], L.part_bytes[0]) == 0,
+               "an expert in use was evicted under the engine");
+    }
+    QVERIFY(!is_hole(ck->shard_path(loc[2][6].shard), loc[2][6]));
+    batch.reset();
+    QCOMPARE(evictor.source->evict_to(0), 2 * expert_bytes_);  // released: now they go
+    QCOMPARE(evictor.source->cached_experts(), size_t(1));      // the last acquire's expert is still held
+  }
+
+  // Bytes punched behind the table's back (a tool that ignores the lock) are caught, not served.
+  void aHoleTheTableCallsPresentIsFetchedAgain() {
+    const std::string root = stream_install(40 * expert_bytes_);
+    auto ck = Checkpoint::open(root);
+    auto full = Checkpoint::open(k3_);
+    auto loc = expert_locations(*ck, cfg_.layers, cfg_.experts);
+    StreamExpertSource engine(*ck, loc, root, options());
+    std::vector<ExpertView> views;
+    engine.acquire(1, std::vector<int>{7}, views);
+    engine.acquire(1, std::vector<int>{8}, views);
+    const ExpertLocation& L = loc[1][7];
+    const int fd = ::open(ck->shard_path(L.shard).c_str(), O_RDWR);
+    QVERIFY(fd >= 0);
+    for (int p = 0; p < 6; ++p)
+      QCOMPARE(::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off_t(L.part_offset[p]), off_t(L.part_bytes[p])), 0);
+    ::close(fd);
+    const uint64_t fetched = engine.counters().net_fetches;
+    engine.acquire(1, std::vector<int>{7}, views);
+    QVERIFY2(std::memcmp(views[0].w1_scale, full->mapping(L.shard).data() + L.part_offset[1], L.part_bytes[1]) == 0, "a hole was served");
+    QVERIFY(std::memcmp(views[0].w2_packed, full->mapping(L.shard).data() + L.part_offset[2], L.part_bytes[2]) == 0);
+    QCOMPARE(engine.counters().net_fetches, fetched + 1);
+  }
+
+  // Bytes of a shard are unverified until the whole shard is present: doctor says which and how
+  // many; cache verify --fetch completes each shard and checks it.
+  void unverifiedShardsAreReportedAndCacheVerifyFetchChecksThem() {
+    const std::string root = stream_install(200 * expert_bytes_);
+    auto ck = Checkpoint::open(root);
+    auto loc = expert_locations(*ck, cfg_.layers, cfg_.experts);
+    {
+      StreamExpertSource src(*ck, loc, root, options());
+      std::vector<ExpertView> views;
+      src.acquire(1, std::vector<int>{0, 1}, views);
+    }
+    // Expected from the checkpoint alone: shards with experts hold their spine (+ the two experts).
+    std::vector<std::string> unverified;
+    uint64_t bytes = 0;
+    for (uint32_t s = 0; s < ck->shard_names().size(); ++s) {
+      const ShardSpine sp = shard_spine(ck->shard_header(s));
+      if (!sp.has_experts) continue;
+      unverified.push_back(ck->shard_names()[s]);
+      bytes += sp.bytes;
+    }
+    bytes += loc[1][0].bytes + loc[1][1].bytes;
+    QVERIFY(!unverified.empty());
+    auto note = [&](const DoctorReport& rep) {
+      for (const auto& f : rep.findings)
+        if (f.subject == "stream cache" && f.detail.find("shards") != std::string::npos) return f.detail + " -> " + f.fix;
+      return std::string();
+    };
+    const std::string before = note(run_doctor(root, false));
+    QVERIFY2(before.find(std::to_string(unverified.size()) + " of " + std::to_string(ck->shard_names().size()) + " shards unverified") !=
+                 std::string::npos,
+             before.c_str());
+    QVERIFY2(before.find(format_bytes_exact(bytes)) != std::string::npos, before.c_str());
+    for (const auto& n : unverified) QVERIFY2(before.find(n) != std::string::npos, before.c_str());
+    QVERIFY(before.find("cache verify --fetch") != std::string::npos);
+
+    ::setenv("DELTAFIN_HUB_URL", hub_->url().c_str(), 1);
+    RunResult r = run_process({bin_dir() + "/deltafin", "cache", "verify", "--fetch", "--model-root", root});
+    ::unsetenv("DELTAFIN_HUB_URL");
+    QVERIFY2(r.code == 0, (r.out + r.err).c_str());
+    QVERIFY2(r.out.find(std::to_string(ck->shard_names().size()) + " of " + std::to_string(ck->shard_names().size()) + " shards verified") !=
+                 std::string::npos,
+             r.out.c_str());
+    for (uint32_t s = 0; s < ck->shard_names().size(); ++s) QVERIFY(read_file(ck->shard_path(s)) == read_file(k3_ + "/" + ck->shard_names()[s]));
+    const std::string after = note(run_doctor(root, false));
+    QVERIFY2(after.find("complete and verified") != std::string::npos, after.c_str());
   }
 
   void completedShardIsHashVerified() {
