@@ -24,6 +24,8 @@ ALLOWED = {
     "engine/synth": {"engine/base", "engine/model", "engine/tokenizer"},
     "engine/runtime": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
                        "kernels/cpu", "kernels/cuda", "kernels/cuda_qwen3"},
+    "engine/reference": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
+                         "engine/runtime", "kernels/cpu"},
     "engine/drafts": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
                       "engine/runtime", "kernels/cpu", "kernels/cuda", "kernels/cuda_qwen3"},
     "engine/bench": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
