@@ -17,6 +17,8 @@ std::unique_ptr<K3Model> K3Model::load(const std::string& root, Options opts) {
   m->cfg_ = K3Config::load(root + "/config.json");
   m->ck_ = Checkpoint::open(root);
   m->w_ = K3Weights::bind(*m->ck_, m->cfg_);
+  // The RAM tier's streaming buffer: two layers' working sets beside the cache budget.
+  if (opts.store && opts.store->stream_slots < 0) opts.store->stream_slots = 2 * m->cfg_.top_k;
   m->experts_ = opts.experts ? std::move(opts.experts) : make_expert_source(*m->ck_, root, m->w_.experts, opts.store ? &*opts.store : nullptr);
   return m;
 }

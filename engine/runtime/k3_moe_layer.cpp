@@ -69,10 +69,12 @@ void K3Session::moe(int layer, const float* x, int T, float* out, ForwardTrace* 
   std::sort(uni.begin(), uni.end());
   uni.erase(std::unique(uni.begin(), uni.end()), uni.end());
   auto batch = m_.experts().request(layer, uni);
-  // Router lookahead: the next MoE layer's router on this layer's input predicts
-  // its experts; their reads queue behind this layer's demand reads.
-  if (m_.experts().wants_prefetch() && layer + 1 < c.layers && c.is_moe(layer + 1)) {
-    const MoeWeights& nw = m_.weights().layers[layer + 1].moe_w;
+  // Router lookahead: the next MoE layers' routers on this layer's input predict their experts;
+  // their reads queue behind this layer's demand reads, the nearer layer first.
+  for (int d = 1; d <= m_.experts().prefetch_layers(); ++d) {
+    const int nl = layer + d;
+    if (nl >= c.layers || !c.is_moe(nl)) break;
+    const MoeWeights& nw = m_.weights().layers[nl].moe_w;
     matmul(nw.router, x, T, logits.data());
     std::vector<int> guess;
     for (int t = 0; t < T; ++t) {
@@ -84,7 +86,7 @@ void K3Session::moe(int layer, const float* x, int T, float* out, ForwardTrace* 
     }
     std::sort(guess.begin(), guess.end());
     guess.erase(std::unique(guess.begin(), guess.end()), guess.end());
-    m_.experts().prefetch(layer + 1, guess);
+    m_.experts().prefetch(nl, guess);
   }
 
   std::vector<float> slot_out(size_t(T) * k * Z);
