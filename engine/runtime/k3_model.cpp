@@ -149,6 +149,9 @@ void K3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, 
         have_prefix = false;
       }
       rmsnorm_rows(h.data(), L.input_norm, T, H, c.rms_eps, x.data());
+      // No earlier layer of this pass predicts the first MoE layer: its attention input does,
+      // so that layer's reads run under its attention.
+      if (L.moe && m_.experts().prefetch_layers() > 0 && (l == 0 || !w.layers[l - 1].moe)) predict_experts(l, x.data(), T);
       if (L.mla) attention_mla(l, x.data(), T, a.data());
       else attention_kda(l, x.data(), T, a.data(), opts);
       if (have_prefix)

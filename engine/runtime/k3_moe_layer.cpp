@@ -27,6 +27,25 @@ void routed_expert_mlp(const K3Config& c, const ExpertView& v, const float* x, i
   matmul_mxfp4(v.w2_packed, v.w2_scale, Z, I, g, n, d);
 }
 
+void K3Session::predict_experts(int layer, const float* x, int T) {
+  const K3Config& c = m_.config();
+  const MoeWeights& w = m_.weights().layers[layer].moe_w;
+  const int E = c.experts, k = c.top_k;
+  std::vector<float> logits(size_t(T) * E), key(E);
+  std::vector<int> order(E), guess;
+  matmul(w.router, x, T, logits.data());
+  for (int t = 0; t < T; ++t) {
+    for (int e = 0; e < E; ++e) key[e] = sigmoidf(logits[size_t(t) * E + e]) + w.router_bias[e];
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
+    guess.insert(guess.end(), order.begin(), order.begin() + k);
+  }
+  std::sort(guess.begin(), guess.end());
+  guess.erase(std::unique(guess.begin(), guess.end()), guess.end());
+  m_.experts().prefetch(layer, guess);
+}
+
 void K3Session::moe(int layer, const float* x, int T, float* out, ForwardTrace* trace) {
   const K3Config& c = m_.config();
   const MoeWeights& w = m_.weights().layers[layer].moe_w;
@@ -72,21 +91,8 @@ void K3Session::moe(int layer, const float* x, int T, float* out, ForwardTrace* 
   // Router lookahead: the next MoE layers' routers on this layer's input predict their experts;
   // their reads queue behind this layer's demand reads, the nearer layer first.
   for (int d = 1; d <= m_.experts().prefetch_layers(); ++d) {
-    const int nl = layer + d;
-    if (nl >= c.layers || !c.is_moe(nl)) break;
-    const MoeWeights& nw = m_.weights().layers[nl].moe_w;
-    matmul(nw.router, x, T, logits.data());
-    std::vector<int> guess;
-    for (int t = 0; t < T; ++t) {
-      for (int e = 0; e < E; ++e) key[e] = sigmoidf(logits[size_t(t) * E + e]) + nw.router_bias[e];
-      std::iota(order.begin(), order.end(), 0);
-      std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                        [&](int a, int b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
-      guess.insert(guess.end(), order.begin(), order.begin() + k);
-    }
-    std::sort(guess.begin(), guess.end());
-    guess.erase(std::unique(guess.begin(), guess.end()), guess.end());
-    m_.experts().prefetch(nl, guess);
+    if (layer + d >= c.layers || !c.is_moe(layer + d)) break;
+    predict_experts(layer + d, x, T);
   }
 
   std::vector<float> slot_out(size_t(T) * k * Z);
