@@ -35,13 +35,14 @@ BenchArm parse_arm(const std::string& spec) {
   bool mmap = false;
   StoreFlags f;
   p.add_flag("--mmap", mmap);
+  p.add_flag("--compute-floor", arm.compute_floor);
   p.add_option("--ram-cache", f.ram_gb);
   p.add_option("--policy", f.policy);
   p.add_flag("--no-prefetch", f.no_prefetch);
   p.add_flag("--page-cache", f.page_cache);
   p.add_flag("--no-lock", f.no_lock);
   p.add_option("--io", f.io)->check(CLI::IsMember({"uring", "pread"}));
-  p.add_option("--qd", f.qd)->check(CLI::Range(1, 256));
+  p.add_option("--qd", f.qd)->check(CLI::Range(0, 256));
   p.add_option("--threads", arm.threads);
   p.add_option("--heat", f.heat);
   auto words = split_words(arm.flags);
@@ -50,8 +51,9 @@ BenchArm parse_arm(const std::string& spec) {
     p.parse(rev);
   } catch (const CLI::ParseError& e) {
     throw Error("arm '" + arm.name + "': " + e.what(),
-                "arm flags: --mmap --ram-cache GB --policy lru|lfu|heat --no-prefetch --page-cache --io uring|pread --qd N --threads N --heat FILE");
+                "arm flags: --mmap --compute-floor --ram-cache GB --policy lru|lfu|heat --no-prefetch --page-cache --io uring|pread --qd N --threads N --heat FILE");
   }
+  if (mmap && arm.compute_floor) throw Error("arm '" + arm.name + "': --compute-floor needs the RAM tier", "drop --mmap");
   if (!mmap) arm.store = f.options();
   return arm;
 }
@@ -98,23 +100,30 @@ void add_bench(CLI::App& app) {
     if (arms.empty()) arms.push_back(parse_arm("mmap:--mmap"));
     auto report = run_bench(plan, arms, [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); });
     std::ofstream(o->out) << report.json() << "\n";
-    std::printf("%-14s %-5s %12s %13s %8s %11s %11s %8s %8s %9s %8s\n", "arm", "mode", "decode s/tok", "(min-max)", "RAM hit",
-                "disk MB/tok", "disk floor", "t/max", "t/sum", "steal s/t", "t/vm");
-    std::printf("(disk floor: missed bytes / the faster of the O_DIRECT probe before the run and the run's own read rate)\n");
+    std::printf("%-14s %-8s %12s %13s %8s %11s %10s %11s %8s %8s %9s %8s %11s\n", "arm", "mode", "decode s/tok", "(min-max)",
+                "RAM hit", "disk MB/tok", "read MB/t", "disk floor", "t/max", "t/sum", "steal s/t", "t/vm", "pred 1/2");
+    std::printf("(disk floor: needed bytes (misses and used prefetches) / the faster of the O_DIRECT probe before the run and\n"
+                " the run's own read rate; read MB/t adds the prefetches never used; pred: precision of the next-layer\n"
+                " prediction one and two layers ahead)\n");
     auto j = nlohmann::json::parse(report.json());
     for (const auto& s : j["summary"]) {
       auto med = [&](const char* k) { return s.contains(k) ? s[k]["median"].get<double>() : 0.0; };
-      std::printf("%-14s %-5s %12.4f %6.3f-%-6.3f %7.1f%% %11.1f %11.4f", s["arm"].get<std::string>().c_str(),
+      std::printf("%-14s %-8s %12.4f %6.3f-%-6.3f %7.1f%% %11.1f %10.1f %11.4f", s["arm"].get<std::string>().c_str(),
                   s["mode"].get<std::string>().c_str(), med("decode_seconds_per_token"),
                   s["decode_seconds_per_token"]["min"].get<double>(), s["decode_seconds_per_token"]["max"].get<double>(),
-                  100 * med("decode_ram_hit_rate"), med("decode_disk_bytes_per_token") / 1e6, med("decode_disk_floor_seconds"));
+                  100 * med("decode_ram_hit_rate"), med("decode_disk_bytes_per_token") / 1e6,
+                  med("decode_read_bytes_per_token") / 1e6, med("decode_disk_floor_seconds"));
       if (s.contains("decode_vs_max_floor"))
         std::printf(" %8.3f %8.3f %9.3f %8.3f", med("decode_vs_max_floor"), med("decode_vs_sum_of_floors"),
                     med("decode_steal_cpu_seconds_per_token"), med("decode_vs_steal_adjusted_floor"));
+      else
+        std::printf(" %8s %8s %9s %8s", "-", "-", "-", "-");
+      if (s.contains("prediction_precision_1_ahead"))
+        std::printf(" %5.1f/%-5.1f", 100 * med("prediction_precision_1_ahead"), 100 * med("prediction_precision_2_ahead"));
       std::printf("\n");
     }
     for (const auto& f : j["compute_floors"])
-      std::printf("compute floor (warm runs with every expert in RAM, %s compute threads): %.4f s/token\n",
+      std::printf("compute floor (resident runs, or warm runs that read nothing; %s compute threads): %.4f s/token\n",
                   f["threads"].get<int>() ? std::to_string(f["threads"].get<int>()).c_str() : "all",
                   f["seconds_per_token"].get<double>());
     if (!j["compute_floors"].empty())

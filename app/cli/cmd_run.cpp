@@ -66,6 +66,11 @@ void print_stats(const K3Model& m, const GenerateResult& r, const DecodeSession&
     std::fprintf(stderr, "prefetch            %llu issued, %llu used, %llu wasted, %llu cancelled\n",
                  (unsigned long long)c.prefetch_issued, (unsigned long long)c.prefetch_used,
                  (unsigned long long)c.prefetch_wasted, (unsigned long long)c.prefetch_cancelled);
+  for (int d = 0; d < 2; ++d)
+    if (c.guessed[d])
+      std::fprintf(stderr, "prediction %d ahead  %.1f%% of %llu guessed experts asked for (precision), %.1f%% of asked guessed (recall)\n",
+                   d + 1, 100.0 * c.guessed_right[d] / c.guessed[d], (unsigned long long)c.guessed[d],
+                   c.guessed_demand[d] ? 100.0 * c.guessed_right[d] / c.guessed_demand[d] : 0.0);
   const uint64_t per_tok = m.kv_bytes_per_token(), avail = mem_available_bytes();
   std::fprintf(stderr, "context             %lld tokens held; MLA latent cache %.1f KiB/token, capacity ~%llu tokens in %.1f GiB free\n",
                static_cast<long long>(s.n_past()), per_tok / 1024.0,

@@ -18,6 +18,7 @@
 #include "runtime/generate.h"
 #include "runtime/k3_model.h"
 #include "runtime/k3_weights.h"
+#include "bench/traced_expert_source.h"
 #include "store/read_engine.h"
 
 namespace deltafin {
@@ -31,7 +32,31 @@ nlohmann::json counters_json(const ExpertCounters& c) {
           {"prefetch_issued", c.prefetch_issued}, {"prefetch_used", c.prefetch_used},
           {"prefetch_wasted", c.prefetch_wasted}, {"prefetch_cancelled", c.prefetch_cancelled},
           {"evictions", c.evictions},         {"read_seconds", c.read_seconds},
-          {"wait_seconds", c.wait_seconds}};
+          {"wait_seconds", c.wait_seconds},   {"bytes_needed", c.bytes_needed},
+          {"guessed", {c.guessed[0], c.guessed[1]}}, {"guessed_right", {c.guessed_right[0], c.guessed_right[1]}},
+          {"guessed_demand", {c.guessed_demand[0], c.guessed_demand[1]}}};
+}
+
+void add_to(ExpertCounters& a, const ExpertCounters& d) {
+  a.requests += d.requests;
+  a.ram_hits += d.ram_hits;
+  a.disk_reads += d.disk_reads;
+  a.bytes_read += d.bytes_read;
+  a.net_fetches += d.net_fetches;
+  a.bytes_fetched += d.bytes_fetched;
+  a.prefetch_issued += d.prefetch_issued;
+  a.prefetch_used += d.prefetch_used;
+  a.prefetch_wasted += d.prefetch_wasted;
+  a.prefetch_cancelled += d.prefetch_cancelled;
+  a.evictions += d.evictions;
+  a.bytes_needed += d.bytes_needed;
+  for (int k = 0; k < 2; ++k) {
+    a.guessed[k] += d.guessed[k];
+    a.guessed_right[k] += d.guessed_right[k];
+    a.guessed_demand[k] += d.guessed_demand[k];
+  }
+  a.read_seconds += d.read_seconds;
+  a.wait_seconds += d.wait_seconds;
 }
 
 // Bytes over the wall time with at least one read in flight, both phases.
@@ -63,7 +88,10 @@ double steal_seconds() {
   return hz > 0 ? double(v[7]) / double(hz) : 0;
 }
 
-BenchRun one_run(K3Model& m, const BenchPlan& plan, const std::string& arm, const std::string& mode, int rep) {
+// `traced` records the run's passes; with `replay`, each decode step's experts (replay[k + 1]
+// before the k-th step) are preloaded outside the step's time and counters.
+BenchRun one_run(K3Model& m, const BenchPlan& plan, const std::string& arm, const std::string& mode, int rep,
+                 TracedExpertSource* traced = nullptr, const std::vector<PassRequests>* replay = nullptr) {
   BenchRun r;
   r.arm = arm;
   r.mode = mode;
@@ -75,12 +103,21 @@ BenchRun one_run(K3Model& m, const BenchPlan& plan, const std::string& arm, cons
   g.max_new = plan.new_tokens;
   int produced = 0;
   Clock::time_point t_first;
-  double steal_first = 0;
+  double steal_first = 0, preload = 0;
+  ExpertCounters preloaded;
   auto res = generate(s, plan.prompt, g, [&](int32_t) {
     if (produced++ == 0) {
       c1 = m.experts().counters();
       t_first = Clock::now();
       steal_first = steal_seconds();
+    }
+    if (traced) traced->cut();
+    if (replay && traced && size_t(produced) < replay->size()) {
+      const auto t0 = Clock::now();
+      const auto before = m.experts().counters();
+      traced->preload((*replay)[produced]);
+      add_to(preloaded, m.experts().counters() - before);
+      preload += std::chrono::duration<double>(Clock::now() - t0).count();
     }
     return true;
   });
@@ -89,13 +126,48 @@ BenchRun one_run(K3Model& m, const BenchPlan& plan, const std::string& arm, cons
   r.prefill_seconds = res.stats.prefill_seconds;
   r.first_token_seconds = res.stats.first_token_seconds;
   // Decode: every token after the first, each one forward pass.
-  const double decode = std::chrono::duration<double>(Clock::now() - t_first).count();
+  const double decode = std::chrono::duration<double>(Clock::now() - t_first).count() - preload;
+  r.preload_seconds = preload;
   r.decode_seconds_per_token = plan.new_tokens > 1 ? decode / (plan.new_tokens - 1) : 0;
   r.decode_steal_seconds_per_token = plan.new_tokens > 1 ? (steal_seconds() - steal_first) / (plan.new_tokens - 1) : 0;
   r.compute_threads = ThreadPool::global().size();
   r.prefill = c1 - c0;
-  r.decode = c2 - c1;
+  r.decode = c2 - c1 - preloaded;
   return r;
+}
+
+// A model for one arm. RAM-tier arms get their store wrapped in a TracedExpertSource (the compute
+// floor replays what a run asked for); `ck` backs that store and outlives the model.
+struct ArmModel {
+  std::unique_ptr<Checkpoint> ck;
+  std::unique_ptr<K3Model> m;
+  TracedExpertSource* traced = nullptr;
+};
+
+ArmModel load_arm(const std::string& root, const BenchArm& a) {
+  ArmModel l;
+  K3Model::Options o;
+  if (a.store) {
+    const auto cfg = K3Config::load(root + "/config.json");
+    l.ck = Checkpoint::open(root);
+    auto w = K3Weights::bind(*l.ck, cfg);
+    StoreOptions so = *a.store;
+    if (so.stream_slots < 0) so.stream_slots = 2 * cfg.top_k;
+    if (a.compute_floor) {
+      // A cache of one decode step's experts, filled before each step: the step never reads.
+      int moe_layers = 0;
+      for (int i = 0; i < cfg.layers; ++i) moe_layers += cfg.is_moe(i);
+      so.ram_budget = UINT64_MAX / 2;
+      so.max_slots = size_t(moe_layers) * cfg.top_k;
+      so.policy = EvictionPolicy::Lru;
+      so.prefetch = false;
+    }
+    auto t = std::make_unique<TracedExpertSource>(std::make_unique<TieredExpertSource>(*l.ck, std::move(w.experts), so));
+    l.traced = t.get();
+    o.experts = std::move(t);
+  }
+  l.m = K3Model::load(root, std::move(o));
+  return l;
 }
 
 }  // namespace
@@ -193,6 +265,7 @@ BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
     say("O_DIRECT expert reads: " + std::to_string(g) + " GB/s (" + rep.io_engine + ", QD 16)");
     return g;
   };
+  std::vector<PassRequests> trace;  // what the first traced run asked for, pass by pass
   for (int r = 0; r < plan.reps; ++r) {
     std::vector<const BenchArm*> order;
     for (const auto& a : arms) order.push_back(&a);
@@ -201,23 +274,31 @@ BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
       ThreadPool::set_global_threads(a->threads);
       const double g = plan.measure_bandwidth ? probe() : 0;
       make_experts_cold(plan.model_root);
-      K3Model::Options o;
-      o.store = a->store;
-      auto m = K3Model::load(plan.model_root, std::move(o));
+      ArmModel l = load_arm(plan.model_root, *a);
+      K3Model* m = l.m.get();
+      auto record = [&](BenchRun run) {
+        run.probe_gbps = g;
+        run.threads = a->threads;
+        run.ram_tier = a->store.has_value();
+        say(a->name + " " + run.mode + " #" + std::to_string(r) + ": decode " + std::to_string(run.decode_seconds_per_token) + " s/token");
+        rep.runs.push_back(std::move(run));
+      };
+      if (a->compute_floor) {
+        if (trace.empty()) {
+          BenchRun t = one_run(*m, plan, a->name, "cold", r, l.traced);
+          trace = l.traced->passes();
+          if (plan.cold) record(std::move(t));
+        }
+        record(one_run(*m, plan, a->name, "resident", r, l.traced, &trace));
+        continue;
+      }
       if (plan.cold) {
-        rep.runs.push_back(one_run(*m, plan, a->name, "cold", r));
-        rep.runs.back().probe_gbps = g;
-        rep.runs.back().threads = a->threads;
-        rep.runs.back().ram_tier = a->store.has_value();
-        say(a->name + " cold #" + std::to_string(r) + ": decode " + std::to_string(rep.runs.back().decode_seconds_per_token) + " s/token");
+        record(one_run(*m, plan, a->name, "cold", r, l.traced));
+        if (trace.empty() && l.traced) trace = l.traced->passes();
       }
       if (plan.warm) {
         if (!plan.cold) one_run(*m, plan, a->name, "fill", r);
-        rep.runs.push_back(one_run(*m, plan, a->name, "warm", r));
-        rep.runs.back().probe_gbps = g;
-        rep.runs.back().threads = a->threads;
-        rep.runs.back().ram_tier = a->store.has_value();
-        say(a->name + " warm #" + std::to_string(r) + ": decode " + std::to_string(rep.runs.back().decode_seconds_per_token) + " s/token");
+        record(one_run(*m, plan, a->name, "warm", r));
       }
     }
   }
@@ -264,7 +345,7 @@ std::string BenchReport::json() const {
   // holds every expert the workload touches), per compute thread count.
   std::map<int, std::vector<double>> resident;
   for (const auto& r : runs)
-    if (r.ram_tier && r.mode == "warm" && r.decode.disk_reads == 0 && r.decode.requests > 0)
+    if (r.ram_tier && (r.mode == "warm" || r.mode == "resident") && r.decode.disk_reads == 0 && r.decode.requests > 0)
       resident[r.threads].push_back(r.decode_seconds_per_token);
   std::map<int, double> compute_floor;
   j["compute_floors"] = nlohmann::json::array();
@@ -274,15 +355,24 @@ std::string BenchReport::json() const {
   }
   j["summary"] = nlohmann::json::array();
   for (const auto& [k, rs] : groups) {
-    std::vector<double> dec, pre, hit, miss_bytes, disk_floor, recall, vs_max, vs_sum, achieved, steal, vs_vm;
+    std::vector<double> dec, pre, hit, miss_bytes, read_bytes, disk_floor, recall, vs_max, vs_sum, achieved, steal, vs_vm;
+    std::vector<double> guess_precision[2], guess_recall[2];
     const int tokens = rs.front()->ids.size() > 1 ? static_cast<int>(rs.front()->ids.size()) - 1 : 1;
     for (auto* r : rs) {
       dec.push_back(r->decode_seconds_per_token);
       pre.push_back(r->prefill_seconds);
       const auto& c = r->decode;
       hit.push_back(c.requests ? double(c.ram_hits) / c.requests : 0);
-      const double mb = double(c.bytes_read) / tokens;
+      // The floor counts the bytes the workload needed from the disk (misses, used prefetches);
+      // prefetch reads never used are the run's own cost, not the floor's.
+      const double mb = double(c.bytes_needed) / tokens;
       miss_bytes.push_back(mb);
+      read_bytes.push_back(double(c.bytes_read) / tokens);
+      for (int d = 0; d < 2; ++d)
+        if (c.guessed[d]) {
+          guess_precision[d].push_back(double(c.guessed_right[d]) / c.guessed[d]);
+          guess_recall[d].push_back(double(c.guessed_right[d]) / c.guessed_demand[d]);
+        }
       // The disk floor uses the faster of the probe next to this run and what the
       // run's own reads achieved (bytes over the wall time with a read in flight):
       // a host-side cache can make the run's reads faster than a fresh probe, and
@@ -310,9 +400,17 @@ std::string BenchReport::json() const {
                         {"prefill_seconds", js(spread(pre))},
                         {"decode_ram_hit_rate", js(spread(hit))},
                         {"decode_disk_bytes_per_token", js(spread(miss_bytes))},
+                        {"decode_read_bytes_per_token", js(spread(read_bytes))},
                         {"decode_disk_floor_seconds", js(spread(disk_floor))},
                         {"prefetch_precision", js(spread(recall))}};
     if (!achieved.empty()) g["in_run_read_gbps"] = js(spread(achieved));
+    // The next-layer prediction: of the experts guessed d layers ahead, the share the layer asked
+    // for (precision), and of what it asked for, the share guessed (recall).
+    for (int d = 0; d < 2; ++d)
+      if (!guess_precision[d].empty()) {
+        g[d ? "prediction_precision_2_ahead" : "prediction_precision_1_ahead"] = js(spread(guess_precision[d]));
+        g[d ? "prediction_recall_2_ahead" : "prediction_recall_1_ahead"] = js(spread(guess_recall[d]));
+      }
     g["decode_steal_cpu_seconds_per_token"] = js(spread(steal));
     if (!vs_vm.empty()) g["decode_vs_steal_adjusted_floor"] = js(spread(vs_vm));
     if (!vs_max.empty()) {

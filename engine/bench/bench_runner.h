@@ -17,6 +17,11 @@ struct BenchArm {
   std::string flags;  // as given, for the report
   std::optional<StoreOptions> store;
   int threads = 0;
+  // The compute floor: runs ("resident") in which, before each decode step and outside its time,
+  // the step's experts (as an earlier run of the same workload asked for them) are read into a RAM
+  // cache that holds one step's experts, so the step computes with every expert in RAM. The
+  // store's cache size, policy and prefetch are set for that; its I/O flags are used.
+  bool compute_floor = false;
 };
 
 struct BenchPlan {
@@ -43,6 +48,7 @@ struct BenchRun {
   std::vector<int32_t> ids;
   ExpertCounters prefill, decode;  // counter deltas of each phase
   bool spine_warm = true;
+  double preload_seconds = 0;  // resident runs: the untimed reads before each step
   // O_DIRECT bandwidth probed just before this arm's cold run (the disk's speed
   // drifts, so each run's disk floor uses the probe taken next to it); 0 if none.
   double probe_gbps = 0;

@@ -18,6 +18,8 @@ std::unique_ptr<K3Model> K3Model::load(const std::string& root, Options opts) {
   m->cfg_ = K3Config::load(root + "/config.json");
   m->ck_ = Checkpoint::open(root);
   m->w_ = K3Weights::bind(*m->ck_, m->cfg_);
+  // The RAM tier's streaming buffer: two layers' working sets beside the cache budget.
+  if (opts.store && opts.store->stream_slots < 0) opts.store->stream_slots = 2 * m->cfg_.top_k;
   m->experts_ = opts.experts ? std::move(opts.experts) : make_expert_source(*m->ck_, root, m->w_.experts, opts.store ? &*opts.store : nullptr);
   return m;
 }
@@ -149,6 +151,9 @@ void K3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, 
         have_prefix = false;
       }
       rmsnorm_rows(h.data(), L.input_norm, T, H, c.rms_eps, x.data());
+      // No earlier layer of this pass predicts the first MoE layer: its attention input does,
+      // so that layer's reads run under its attention.
+      if (L.moe && m_.experts().prefetch_layers() > 0 && (l == 0 || !w.layers[l - 1].moe)) predict_experts(l, x.data(), T);
       if (L.mla) attention_mla(l, x.data(), T, a.data());
       else attention_kda(l, x.data(), T, a.data(), opts);
       if (have_prefix)

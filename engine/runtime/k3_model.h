@@ -79,6 +79,9 @@ class K3Session : public DecodeSession {
   void attention_kda(int layer, const float* x, int T, float* out, const PassOptions& opts);
   void attention_mla(int layer, const float* x, int T, float* out);
   void moe(int layer, const float* x, int T, float* out, ForwardTrace* trace);
+  // Guesses `layer`'s experts by applying its router to `x`, an earlier normalized input of the
+  // pass, and hands the guess to the expert source's prefetch.
+  void predict_experts(int layer, const float* x, int T);
   void dense_mlp(const DenseMlpWeights& w, const float* x, int T, float* out);
 
   const K3Model& m_;

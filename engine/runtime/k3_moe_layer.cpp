@@ -28,6 +28,24 @@ void routed_expert_mlp(const K3Config& c, const ExpertView& v, const float* x, i
   matmul_mxfp4(v.w2_packed, v.w2_scale, Z, I, g, n, d);
 }
 
+void K3Session::predict_experts(int layer, const float* x, int T) {
+  const K3Config& c = m_.config();
+  const MoeWeights& w = m_.weights().layers[layer].moe_w;
+  const int E = c.experts, k = c.top_k;
+  std::vector<float> logits(size_t(T) * E);
+  std::vector<double> key(E);  // the router's own fp64 keys, so a guess is what the router will choose
+  std::vector<int> order, guess;
+  matmul(w.router, x, T, logits.data());
+  for (int t = 0; t < T; ++t) {
+    for (int e = 0; e < E; ++e) key[e] = sigmoid64(logits[size_t(t) * E + e]) + double(w.router_bias[e]);
+    top_k_by_key(key.data(), E, k, order);
+    guess.insert(guess.end(), order.begin(), order.end());
+  }
+  std::sort(guess.begin(), guess.end());
+  guess.erase(std::unique(guess.begin(), guess.end()), guess.end());
+  m_.experts().prefetch(layer, guess);
+}
+
 void K3Session::moe(int layer, const float* x, int T, float* out, ForwardTrace* trace) {
   const K3Config& c = m_.config();
   const MoeWeights& w = m_.weights().layers[layer].moe_w;
@@ -57,21 +75,11 @@ void K3Session::moe(int layer, const float* x, int T, float* out, ForwardTrace* 
   std::sort(uni.begin(), uni.end());
   uni.erase(std::unique(uni.begin(), uni.end()), uni.end());
   auto batch = m_.experts().request(layer, uni);
-  // Router lookahead: the next MoE layer's router on this layer's input predicts
-  // its experts; their reads queue behind this layer's demand reads.
-  if (m_.experts().wants_prefetch() && layer + 1 < c.layers && c.is_moe(layer + 1)) {
-    const MoeWeights& nw = m_.weights().layers[layer + 1].moe_w;
-    matmul(nw.router, x, T, logits.data());
-    std::vector<int> guess, order;
-    std::vector<double> key(E);
-    for (int t = 0; t < T; ++t) {
-      for (int e = 0; e < E; ++e) key[e] = sigmoid64(logits[size_t(t) * E + e]) + double(nw.router_bias[e]);
-      top_k_by_key(key.data(), E, k, order);
-      guess.insert(guess.end(), order.begin(), order.end());
-    }
-    std::sort(guess.begin(), guess.end());
-    guess.erase(std::unique(guess.begin(), guess.end()), guess.end());
-    m_.experts().prefetch(layer + 1, guess);
+  // Router lookahead: the next MoE layers' routers on this layer's input predict their experts;
+  // their reads queue behind this layer's demand reads, the nearer layer first.
+  for (int d = 1; d <= m_.experts().prefetch_layers(); ++d) {
+    if (layer + d >= c.layers || !c.is_moe(layer + d)) break;
+    predict_experts(layer + d, x, T);
   }
 
   std::vector<float> slot_out(size_t(T) * k * Z);

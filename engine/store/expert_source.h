@@ -30,6 +30,12 @@ struct ExpertCounters {
   uint64_t bytes_fetched = 0;
   uint64_t prefetch_issued = 0, prefetch_used = 0, prefetch_wasted = 0, prefetch_cancelled = 0;
   uint64_t evictions = 0;
+  // Bytes of requested experts that had to come from the disk (demand reads and prefetches that
+  // were used): what a disk floor is made of. Prefetch reads never used are bytes_read beyond it.
+  uint64_t bytes_needed = 0;
+  // The next-layer expert prediction, per distance ([0]: one layer ahead, [1]: two): experts
+  // guessed, guesses the layer then asked for, and what those layers asked for in all.
+  uint64_t guessed[2] = {}, guessed_right[2] = {}, guessed_demand[2] = {};
   double read_seconds = 0;    // wall time with at least one read in flight
   double wait_seconds = 0;    // compute time spent waiting for a miss
 };
@@ -48,6 +54,12 @@ inline ExpertCounters operator-(const ExpertCounters& a, const ExpertCounters& b
   d.prefetch_wasted = a.prefetch_wasted - b.prefetch_wasted;
   d.prefetch_cancelled = a.prefetch_cancelled - b.prefetch_cancelled;
   d.evictions = a.evictions - b.evictions;
+  d.bytes_needed = a.bytes_needed - b.bytes_needed;
+  for (int k = 0; k < 2; ++k) {
+    d.guessed[k] = a.guessed[k] - b.guessed[k];
+    d.guessed_right[k] = a.guessed_right[k] - b.guessed_right[k];
+    d.guessed_demand[k] = a.guessed_demand[k] - b.guessed_demand[k];
+  }
   d.read_seconds = a.read_seconds - b.read_seconds;
   d.wait_seconds = a.wait_seconds - b.wait_seconds;
   return d;
@@ -95,9 +107,12 @@ class ExpertSource {
   virtual std::unique_ptr<ExpertBatch> request(int layer, std::span<const int> experts);
   // acquire(): all of a request at once, in request order.
   virtual void acquire(int layer, std::span<const int> experts, std::vector<ExpertView>& out);
-  // A hint that `experts` of `layer` will be wanted soon; only called when wants_prefetch().
+  // A hint that `experts` of `layer` will be wanted soon; only called when wants_prefetch(). A later
+  // call for the same layer replaces the guess: what it no longer names and is not read yet is dropped.
   virtual void prefetch(int layer, std::span<const int> experts) {}
   virtual bool wants_prefetch() const { return false; }
+  // How many layers ahead the compute should predict and prefetch (0: none).
+  virtual int prefetch_layers() const { return wants_prefetch() ? 1 : 0; }
   // Ends a token: lets frequency-based policies age their counts.
   virtual void end_token() {}
   // The memory every view lies in, or an empty arena when views point elsewhere (mmap, shards).

@@ -10,10 +10,14 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <random>
+#include <tuple>
 
 #include "base/error.h"
 #include "model/checkpoint.h"
 #include "store/mmap_expert_source.h"
+#include "store/queue_depth_probe.h"
 
 namespace deltafin {
 
@@ -56,6 +60,44 @@ EvictionPolicy parse_policy(const std::string& s) {
   throw Error("unknown cache policy '" + s + "'", "choose lru, lfu (frequency with decay) or heat (lfu seeded from the saved heat map)");
 }
 
+int best_queue_depth(const Checkpoint& ck, const std::vector<std::vector<ExpertLocation>>& locations, bool direct_io,
+                     bool use_io_uring, uint64_t chunk_bytes, std::string* how) {
+  // Once per device and process: a bench loads the model many times over the same disk.
+  static std::mutex mu;
+  static std::map<std::tuple<dev_t, bool, bool, uint64_t>, QueueDepthProbe> known;
+  struct stat st {};
+  const dev_t dev = ::stat(ck.shard_path(0).c_str(), &st) == 0 ? st.st_dev : 0;
+  const auto key = std::make_tuple(dev, direct_io, use_io_uring, chunk_bytes);
+  std::lock_guard<std::mutex> lk(mu);
+  auto it = known.find(key);
+  if (it == known.end()) {
+    std::vector<int> fds;
+    for (uint32_t s = 0; s < ck.shard_names().size(); ++s) {
+      int fd = ::open(ck.shard_path(s).c_str(), O_RDONLY | O_CLOEXEC | (direct_io ? O_DIRECT : 0));
+      if (fd < 0 && direct_io) fd = ::open(ck.shard_path(s).c_str(), O_RDONLY | O_CLOEXEC);
+      fds.push_back(fd);
+    }
+    // Chunks of random experts, a fresh draw per process so a cache in front of the disk has
+    // not seen them; whole aligned chunks inside each expert's span.
+    std::vector<ReadJob> chunks;
+    for (const auto& row : locations)
+      for (const auto& L : row) {
+        if (fds[L.shard] < 0) continue;
+        const uint64_t a0 = align_down(L.offset), a1 = align_down(L.offset + L.bytes);
+        for (uint64_t o = a0; o + chunk_bytes <= a1; o += chunk_bytes) chunks.push_back({fds[L.shard], o, chunk_bytes, nullptr, 0});
+      }
+    std::mt19937_64 rng{std::random_device{}()};
+    std::shuffle(chunks.begin(), chunks.end(), rng);
+    QueueDepthProbe p = probe_queue_depth(chunks, chunk_bytes, use_io_uring, 32, 16);
+    for (int fd : fds)
+      if (fd >= 0) ::close(fd);
+    if (p.gbps.empty()) p.best = 16;  // too little to read: the usual depth
+    it = known.emplace(key, p).first;
+  }
+  if (how) *how = it->second.gbps.empty() ? "too small to probe" : it->second.describe();
+  return it->second.best;
+}
+
 uint64_t default_ram_budget(uint64_t slot_bytes) {
   std::ifstream f("/proc/meminfo");
   std::string key, unit;
@@ -77,6 +119,9 @@ TieredExpertSource::TieredExpertSource(const Checkpoint& ck, std::vector<std::ve
   const uint64_t budget = opts_.ram_budget ? opts_.ram_budget : default_ram_budget(slot_bytes_);
   uint64_t nslots = budget / slot_bytes_;
   if (opts_.max_slots) nslots = std::min<uint64_t>(nslots, opts_.max_slots);
+  n_cache_ = static_cast<int>(std::min<uint64_t>(nslots, 1u << 30));
+  n_stream_ = std::max(0, opts_.stream_slots);
+  nslots = uint64_t(n_cache_) + n_stream_;
   if (nslots < 2)
     throw Error("expert cache budget of " + std::to_string(budget >> 20) + " MiB holds fewer than two experts (" +
                     std::to_string(slot_bytes_ >> 20) + " MiB each)",
@@ -101,12 +146,18 @@ TieredExpertSource::TieredExpertSource(const Checkpoint& ck, std::vector<std::ve
     if (fd < 0) throw Error("cannot open " + path + ": " + std::strerror(errno));
     fds_.push_back(fd);
   }
+  int depth = opts_.queue_depth;
+  if (depth <= 0) {
+    std::string how;
+    depth = best_queue_depth(ck_, loc_, direct_, opts_.use_io_uring, opts_.chunk_bytes, &how);
+    io_note_ += (io_note_.empty() ? "" : "; ") + std::string("queue depth probed: ") + how;
+  }
   if (opts_.use_io_uring) {
     std::string why;
-    engine_ = make_io_uring_engine(opts_.queue_depth, &why);
+    engine_ = make_io_uring_engine(depth, &why);
     if (!engine_) io_note_ += (io_note_.empty() ? "" : "; ") + why + ", using a pread pool";
   }
-  if (!engine_) engine_ = make_pread_engine(opts_.queue_depth);
+  if (!engine_) engine_ = make_pread_engine(depth);
   heat_ = HeatMap(static_cast<int>(loc_.size()), experts_);
   if (!opts_.heat_path.empty()) heat_.load(opts_.heat_path);
   io_ = std::thread([this] { io_loop(); });
@@ -118,6 +169,7 @@ TieredExpertSource::~TieredExpertSource() {
     stop_ = true;
     demand_q_.clear();
     prefetch_q_.clear();
+    pending_.clear();
   }
   io_cv_.notify_all();
   io_.join();
@@ -136,8 +188,9 @@ void TieredExpertSource::save_heat() const {
 }
 
 std::string TieredExpertSource::describe() const {
-  std::string s = "RAM cache " + std::to_string(slots_.size()) + " x " + std::to_string(slot_bytes_ >> 20) + " MiB (" +
-                  policy_name(opts_.policy) + (locked_ ? ", locked" : "") + ") over " + engine_->name() + " QD " +
+  std::string s = "RAM cache " + std::to_string(n_cache_) + " x " + std::to_string(slot_bytes_ >> 20) + " MiB (" +
+                  policy_name(opts_.policy) + (locked_ ? ", locked" : "") + ") + streaming buffer " +
+                  std::to_string(n_stream_) + " slots over " + engine_->name() + " QD " +
                   std::to_string(engine_->depth()) + (direct_ ? ", O_DIRECT" : ", page cache");
   if (!io_note_.empty()) s += "; " + io_note_;
   return s;
@@ -157,6 +210,7 @@ void TieredExpertSource::evict_locked(int i) {
   Slot& s = slots_[i];
   if (s.state == Slot::Empty) return;
   if (s.prefetched) ++c_.prefetch_wasted;
+  if (s.kept) --kept_;
   if (s.state == Slot::Ready) ++c_.evictions;
   index_.erase(key(s.layer, s.expert));
   s = Slot{};
@@ -166,8 +220,7 @@ int TieredExpertSource::find_victim_locked() {
   int best = -1;
   for (int i = 0; i < static_cast<int>(slots_.size()); ++i) {
     const Slot& s = slots_[i];
-    if (s.pins > 0) continue;
-    if (s.state == Slot::Empty) return i;
+    if (s.pins > 0 || !s.kept) continue;
     if (s.state != Slot::Ready && s.state != Slot::Failed) continue;
     if (best < 0) {
       best = i;
@@ -183,6 +236,58 @@ int TieredExpertSource::find_victim_locked() {
     if (better) best = i;
   }
   return best;
+}
+
+int TieredExpertSource::stream_target_locked(bool demand) {
+  int transient = -1, guess = -1;
+  for (int i = 0; i < static_cast<int>(slots_.size()); ++i) {
+    const Slot& s = slots_[i];
+    if (s.kept || s.pins > 0) continue;
+    if (s.state == Slot::Empty) return i;
+    if (s.prefetched) {
+      // An unread or unused guess: only a demand read takes its slot, the farthest layer's first.
+      if (s.state != Slot::Loading && (guess < 0 || s.layer > slots_[guess].layer)) guess = i;
+      continue;
+    }
+    if (s.state == Slot::Queued || s.state == Slot::Loading) continue;
+    // A copy no one holds: an expert the compute released without the cache keeping it, or a cache
+    // slot's bytes after the policy gave its place to another. The oldest goes first.
+    if (transient < 0 || s.last_use < slots_[transient].last_use) transient = i;
+  }
+  if (transient >= 0) return transient;
+  if (!demand) return -1;
+  if (guess >= 0) {
+    if (slots_[guess].state == Slot::Queued) cancel_guess_locked(guess);
+    return guess;
+  }
+  return find_victim_locked();
+}
+
+void TieredExpertSource::cancel_guess_locked(int i) {
+  std::deque<Chunk> keep;
+  for (auto& c : prefetch_q_)
+    if (c.slot != i) keep.push_back(c);
+  prefetch_q_.swap(keep);
+  ++c_.prefetch_cancelled;
+  slots_[i].prefetched = false;  // cancelled, not wasted: no bytes were read
+  evict_locked(i);
+}
+
+void TieredExpertSource::release_locked(int i) {
+  Slot& s = slots_[i];
+  if (s.pins > 0) return;
+  // The cache policy decides whether a released expert stays: keeping it swaps roles with the
+  // policy's victim, whose bytes remain usable until the streaming buffer reuses its slot.
+  if (!s.kept && s.state == Slot::Ready && !s.prefetched && n_cache_ > 0) {
+    if (kept_ < n_cache_) {
+      s.kept = true;
+      ++kept_;
+    } else if (const int v = find_victim_locked(); v >= 0) {
+      slots_[v].kept = false;
+      s.kept = true;
+    }
+  }
+  if (!pending_.empty()) fill_guesses_locked();
 }
 
 void TieredExpertSource::start_load_locked(int i, int layer, int expert, bool demand) {
@@ -230,6 +335,7 @@ void TieredExpertSource::start_load_locked(int i, int layer, int expert, bool de
   if (demand) {
     ++c_.disk_reads;
     c_.bytes_read += L.bytes;
+    c_.bytes_needed += L.bytes;
   } else {
     ++c_.prefetch_issued;
     c_.bytes_read += L.bytes;
@@ -243,25 +349,69 @@ void TieredExpertSource::promote_locked(int i) {
 }
 
 void TieredExpertSource::cancel_stale_prefetch_locked(int layer, std::span<const int> demand) {
-  std::vector<char> cancel(slots_.size(), 0);
-  bool any = false;
+  // Guesses are for the layers just after the one asked for; anything else was guessed wrong.
+  auto wanted = [&](int l, int e) {
+    if (l == layer) return std::find(demand.begin(), demand.end(), e) != demand.end();
+    return l > layer && l <= layer + opts_.lookahead_layers;
+  };
   for (int i = 0; i < static_cast<int>(slots_.size()); ++i) {
-    const Slot& s = slots_[i];
-    if (s.state != Slot::Queued || !s.prefetched || s.layer != layer || s.pins) continue;
-    if (std::find(demand.begin(), demand.end(), s.expert) != demand.end()) continue;
-    cancel[i] = any = 1;
-  }
-  if (!any) return;
-  std::deque<Chunk> keep;
-  for (auto& c : prefetch_q_)
-    if (!cancel[c.slot]) keep.push_back(c);
-  prefetch_q_.swap(keep);
-  for (int i = 0; i < static_cast<int>(slots_.size()); ++i)
-    if (cancel[i]) {
-      ++c_.prefetch_cancelled;
-      slots_[i].prefetched = false;  // cancelled, not wasted: no bytes were read
-      evict_locked(i);
+    Slot& s = slots_[i];
+    if (!s.prefetched || s.pins || wanted(s.layer, s.expert)) continue;
+    if (s.state == Slot::Queued) cancel_guess_locked(i);
+    else {
+      // Read or being read for nothing; the slot is a streaming slot again once its read is done.
+      s.prefetched = false;
+      ++c_.prefetch_wasted;
     }
+  }
+  std::erase_if(pending_, [&](const Guess& g) { return g.layer <= layer || !wanted(g.layer, g.expert); });
+}
+
+void TieredExpertSource::score_guesses_locked(int layer, std::span<const int> demand) {
+  for (int d = 0; d < 2; ++d) {
+    auto& g = guess_[d];
+    if (layer >= static_cast<int>(g.size()) || g[layer].empty()) continue;
+    uint64_t right = 0;
+    for (int e : g[layer]) right += std::find(demand.begin(), demand.end(), e) != demand.end();
+    c_.guessed[d] += g[layer].size();
+    c_.guessed_right[d] += right;
+    c_.guessed_demand[d] += demand.size();
+    g[layer].clear();
+  }
+}
+
+void TieredExpertSource::sort_prefetch_queue_locked() {
+  // Nearer layers first, and within a layer in disk-offset order.
+  std::stable_sort(prefetch_q_.begin(), prefetch_q_.end(), [&](const Chunk& a, const Chunk& b) {
+    const int la = slots_[a.slot].layer, lb = slots_[b.slot].layer;
+    if (la != lb) return la < lb;
+    if (a.job.fd != b.job.fd) return a.job.fd < b.job.fd;
+    return a.job.offset < b.job.offset;
+  });
+}
+
+void TieredExpertSource::fill_guesses_locked() {
+  if (pending_.empty() || demand_waiting_ > 0) return;
+  std::stable_sort(pending_.begin(), pending_.end(), [&](const Guess& a, const Guess& b) {
+    if (a.layer != b.layer) return a.layer < b.layer;
+    const ExpertLocation &x = loc_[a.layer][a.expert], &y = loc_[b.layer][b.expert];
+    return std::tie(x.shard, x.offset) < std::tie(y.shard, y.offset);
+  });
+  size_t k = 0;
+  bool started = false;
+  for (; k < pending_.size(); ++k) {
+    const Guess g = pending_[k];
+    if (index_.count(key(g.layer, g.expert))) continue;
+    const int v = stream_target_locked(false);
+    if (v < 0) break;
+    start_load_locked(v, g.layer, g.expert, false);
+    started = true;
+  }
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(k));
+  if (started) {
+    sort_prefetch_queue_locked();
+    io_cv_.notify_one();
+  }
 }
 
 void TieredExpertSource::io_loop() {
@@ -309,6 +459,8 @@ void TieredExpertSource::io_loop() {
       }
       s.state = s.error.empty() ? Slot::Ready : Slot::Failed;
       ready_cv_.notify_all();
+      // A guess that turned stale while its read was in flight frees a slot now.
+      if (!pending_.empty() && !s.prefetched && s.pins == 0) fill_guesses_locked();
     }
   }
 }
@@ -320,13 +472,19 @@ class TieredBatch : public ExpertBatch {
   ~TieredBatch() override {
     std::lock_guard<std::mutex> lk(src_.mu_);
     for (size_t i = 0; i < experts_.size(); ++i)
-      if (slot_[i] >= 0 && (!returned_[i] || static_cast<int>(i) == prev_)) --src_.slots_[slot_[i]].pins;
+      if (slot_[i] < 0) --src_.demand_waiting_;
+    for (size_t i = 0; i < experts_.size(); ++i)
+      if (slot_[i] >= 0 && (!returned_[i] || static_cast<int>(i) == prev_)) {
+        --src_.slots_[slot_[i]].pins;
+        src_.release_locked(slot_[i]);
+      }
   }
 
   std::pair<int, ExpertView> next() override {
     std::unique_lock<std::mutex> lk(src_.mu_);
     if (prev_ >= 0) {
       --src_.slots_[slot_[prev_]].pins;
+      src_.release_locked(slot_[prev_]);
       prev_ = -1;
     }
     const auto t0 = Clock::now();
@@ -359,12 +517,13 @@ class TieredBatch : public ExpertBatch {
     bool started = false;
     for (size_t i = 0; i < experts_.size(); ++i) {
       if (slot_[i] >= 0) continue;
-      const int v = src_.find_victim_locked();
+      const int v = src_.stream_target_locked(true);
       if (v < 0) break;
       src_.start_load_locked(v, layer_, experts_[i], true);
       src_.slots_[v].pins = 1;
       src_.touch_locked(src_.slots_[v]);
       slot_[i] = v;
+      --src_.demand_waiting_;
       started = true;
     }
     if (started) src_.io_cv_.notify_one();
@@ -380,6 +539,8 @@ class TieredBatch : public ExpertBatch {
 std::unique_ptr<ExpertBatch> TieredExpertSource::request(int layer, std::span<const int> experts) {
   std::lock_guard<std::mutex> lk(mu_);
   cancel_stale_prefetch_locked(layer, experts);
+  score_guesses_locked(layer, experts);
+  cur_layer_ = layer;
   std::vector<int> slot(experts.size(), -1);
   // Pin everything already present first, so loading misses cannot evict a hit.
   for (size_t i = 0; i < experts.size(); ++i) {
@@ -394,32 +555,63 @@ std::unique_ptr<ExpertBatch> TieredExpertSource::request(int layer, std::span<co
     if (s.state == Slot::Queued || s.state == Slot::Loading) promote_locked(it->second);
     if (s.prefetched) {
       ++c_.prefetch_used;
+      c_.bytes_needed += loc_[layer][experts[i]].bytes;
       s.prefetched = false;
     }
     touch_locked(s);
   }
-  for (size_t i = 0; i < experts.size(); ++i) {
-    if (slot[i] >= 0) continue;
-    const int v = find_victim_locked();
+  // Misses in disk-offset order: the reads then sweep the shard in one direction.
+  std::vector<size_t> miss;
+  for (size_t i = 0; i < experts.size(); ++i)
+    if (slot[i] < 0) miss.push_back(i);
+  std::sort(miss.begin(), miss.end(), [&](size_t a, size_t b) {
+    const ExpertLocation &x = loc_.at(layer).at(experts[a]), &y = loc_.at(layer).at(experts[b]);
+    return std::tie(x.shard, x.offset) < std::tie(y.shard, y.offset);
+  });
+  for (size_t i : miss) {
+    const int v = stream_target_locked(true);
     if (v < 0) break;  // the rest are assigned as the compute releases experts
     start_load_locked(v, layer, experts[i], true);
     slots_[v].pins = 1;
     touch_locked(slots_[v]);
     slot[i] = v;
   }
+  for (int v : slot) demand_waiting_ += v < 0;
+  fill_guesses_locked();
   io_cv_.notify_one();
   return std::make_unique<TieredBatch>(*this, layer, std::vector<int>(experts.begin(), experts.end()), std::move(slot));
 }
 
 void TieredExpertSource::prefetch(int layer, std::span<const int> experts) {
   std::lock_guard<std::mutex> lk(mu_);
-  for (int e : experts) {
-    if (index_.count(key(layer, e))) continue;
-    const int v = find_victim_locked();
-    if (v < 0) break;
-    start_load_locked(v, layer, e, false);
+  if (layer < 0 || layer >= static_cast<int>(loc_.size())) return;
+  // Remember the guess to score it when the layer asks (prediction precision).
+  const int d = layer - cur_layer_;
+  if (cur_layer_ >= 0 && d >= 1 && d <= 2) {
+    guess_[d - 1].resize(loc_.size());
+    guess_[d - 1][layer].assign(experts.begin(), experts.end());
   }
-  io_cv_.notify_one();
+  auto named = [&](int e) { return std::find(experts.begin(), experts.end(), e) != experts.end(); };
+  // This guess replaces the layer's earlier one: what it no longer names and is not read yet goes.
+  for (int i = 0; i < static_cast<int>(slots_.size()); ++i) {
+    const Slot& s = slots_[i];
+    if (s.prefetched && s.layer == layer && s.state == Slot::Queued && s.pins == 0 && !named(s.expert)) cancel_guess_locked(i);
+  }
+  std::erase_if(pending_, [&](const Guess& g) { return g.layer == layer && !named(g.expert); });
+  for (int e : experts) {
+    if (auto it = index_.find(key(layer, e)); it != index_.end()) {
+      slots_[it->second].last_use = ++tick_;  // present already: the streaming buffer reuses it last
+      continue;
+    }
+    if (std::none_of(pending_.begin(), pending_.end(), [&](const Guess& g) { return g.layer == layer && g.expert == e; }))
+      pending_.push_back({layer, e});
+  }
+  fill_guesses_locked();
+}
+
+size_t TieredExpertSource::pending_guesses() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return pending_.size();
 }
 
 void TieredExpertSource::pause_io(bool paused) {
@@ -456,7 +648,7 @@ size_t TieredExpertSource::warm_from_heat(size_t limit) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     for (auto [l, e] : hot) {
-      if (n >= limit || n >= slots_.size()) break;
+      if (n >= limit || n >= static_cast<size_t>(n_cache_)) break;
       if (index_.count(key(l, e))) continue;
       int v = -1;
       for (int i = 0; i < static_cast<int>(slots_.size()); ++i)
@@ -467,6 +659,9 @@ size_t TieredExpertSource::warm_from_heat(size_t limit) {
       if (v < 0) break;
       start_load_locked(v, l, e, true);
       --c_.disk_reads;  // a warm-up read, not a demand miss
+      c_.bytes_needed -= loc_[l][e].bytes;
+      slots_[v].kept = true;
+      ++kept_;
       ++n;
     }
     io_cv_.notify_one();

@@ -27,22 +27,38 @@ struct StoreOptions {
   EvictionPolicy policy = EvictionPolicy::LfuDecay;
   bool direct_io = true;        // O_DIRECT: bypass the page cache (it would hold a second copy)
   bool use_io_uring = true;     // else a pread thread pool
-  int queue_depth = 16;         // reads in flight (chunks of `chunk_bytes`)
+  int queue_depth = 0;          // reads in flight (chunks of `chunk_bytes`); 0 = the probed best depth
   uint64_t chunk_bytes = 2ull << 20;
-  bool prefetch = true;         // router-lookahead prefetch of the next layer's experts
+  bool prefetch = true;         // router-lookahead prefetch of the next layers' experts
+  int lookahead_layers = 2;     // how many layers ahead prefetch predicts
+  // Slots of the streaming buffer, reserved beside the cache budget for reads not yet kept (the
+  // next layers' predicted experts, misses on their way to the compute). -1 = two layers' working
+  // sets, which K3Model fills in from top-k; a source built directly with -1 gets none.
+  int stream_slots = -1;
   bool lock_memory = true;      // mlock the cache when the limit allows
   std::string heat_path;        // persistent heat histogram ("" = none)
   double lfu_half_life_tokens = 64;
   size_t max_slots = 0;         // cap on cache slots besides the byte budget (0 = none)
 };
 
+// The queue depth the disk under `path` wants with these options, probed once per device and
+// process over random experts of `locations` (QueueDepthProbe); `how` gets the measurements.
+int best_queue_depth(const Checkpoint& ck, const std::vector<std::vector<ExpertLocation>>& locations, bool direct_io,
+                     bool use_io_uring, uint64_t chunk_bytes, std::string* how = nullptr);
+
 // RAM cache budget derived from MemAvailable minus a safety margin.
 uint64_t default_ram_budget(uint64_t expert_slot_bytes);
 
 // The engine-owned RAM tier over the local disk: experts read by offset
 // straight from the shards (aligned O_DIRECT supersets through io_uring or a
-// pread pool), kept in fixed slots evicted by a measured policy, prefetched
-// from router lookahead with demand reads always first.
+// pread pool, in disk-offset order), kept in fixed slots evicted by a measured
+// policy, prefetched from router lookahead with demand reads always first.
+//
+// Every slot is a cache slot (kept) or a streaming slot. Reads always land in a streaming slot;
+// when the compute releases an expert the cache policy decides whether it is kept, and keeping it
+// only swaps the two slots' roles (the policy's victim becomes a streaming slot, its bytes still
+// good for a hit until reused). So the cache budget decides what stays, and the streaming buffer
+// is always there for the next layers' reads, however small the budget.
 class TieredExpertSource : public ExpertSource {
  public:
   TieredExpertSource(const Checkpoint& ck, std::vector<std::vector<ExpertLocation>> locations, StoreOptions opts);
@@ -51,6 +67,7 @@ class TieredExpertSource : public ExpertSource {
   std::unique_ptr<ExpertBatch> request(int layer, std::span<const int> experts) override;
   void prefetch(int layer, std::span<const int> experts) override;
   bool wants_prefetch() const override { return opts_.prefetch; }
+  int prefetch_layers() const override { return opts_.prefetch ? opts_.lookahead_layers : 0; }
   void end_token() override;
   ExpertCounters counters() const override;
   std::string describe() const override;
@@ -61,6 +78,11 @@ class TieredExpertSource : public ExpertSource {
   void save_heat() const;
   const HeatMap& heat() const { return heat_; }
   size_t slot_count() const { return slots_.size(); }
+  int cache_slots() const { return n_cache_; }
+  int stream_slots() const { return n_stream_; }
+  int queue_depth() const { return engine_->depth(); }
+  // Guesses waiting for a free streaming slot (tests observe the buffer with it).
+  size_t pending_guesses() const;
   uint64_t slot_bytes() const { return slot_bytes_; }
   bool memory_locked() const { return locked_; }
   bool cached(int layer, int expert) const;
@@ -76,6 +98,7 @@ class TieredExpertSource : public ExpertSource {
     enum State { Empty, Queued, Loading, Ready, Failed } state = Empty;
     int pins = 0;
     bool prefetched = false;  // loaded by prefetch and not yet used
+    bool kept = false;        // a cache slot (else a streaming slot)
     uint64_t last_use = 0;
     double score = 0;         // LFU count, decayed
     double score_tick = 0;
@@ -89,10 +112,17 @@ class TieredExpertSource : public ExpertSource {
     uint64_t need = 0;  // bytes that must arrive (less than job.bytes only at the end of a file)
   };
   uint64_t key(int layer, int expert) const { return uint64_t(layer) * experts_ + expert; }
-  int find_victim_locked();
+  int find_victim_locked();  // the cache policy's victim among unpinned kept slots
+  int stream_target_locked(bool demand);
   void start_load_locked(int slot, int layer, int expert, bool demand);
+  void start_loads_locked(int layer, std::vector<int> experts, bool demand, std::vector<int>* slots);
+  void release_locked(int slot);
   void promote_locked(int slot);
   void cancel_stale_prefetch_locked(int layer, std::span<const int> demand);
+  void cancel_guess_locked(int slot);
+  void fill_guesses_locked();
+  void sort_prefetch_queue_locked();
+  void score_guesses_locked(int layer, std::span<const int> demand);
   double decayed_score_locked(const Slot& s) const;
   void touch_locked(Slot& s);
   void io_loop();
@@ -106,6 +136,7 @@ class TieredExpertSource : public ExpertSource {
   std::unique_ptr<ReadEngine> engine_;
   uint8_t* arena_ = nullptr;
   uint64_t arena_bytes_ = 0, slot_bytes_ = 0;
+  int n_cache_ = 0, n_stream_ = 0, kept_ = 0;
   bool locked_ = false, direct_ = false;
   std::string io_note_;
 
@@ -115,6 +146,13 @@ class TieredExpertSource : public ExpertSource {
   std::unordered_map<uint64_t, int> index_;
   std::deque<Chunk> demand_q_, prefetch_q_;
   int in_flight_ = 0;
+  int demand_waiting_ = 0;  // requested experts of live batches still without a slot: they go before guesses
+  int cur_layer_ = -1;  // the layer last requested: guesses are for the layers after it
+  struct Guess {
+    int layer, expert;
+  };
+  std::vector<Guess> pending_;  // guessed, not yet given a slot (the buffer is full)
+  std::vector<std::vector<int>> guess_[2];  // per layer: the latest guess made 1 / 2 layers ahead
   bool stop_ = false, paused_ = false;
   uint64_t tick_ = 0;
   double token_clock_ = 0;

@@ -1,6 +1,7 @@
 // The benchmark's bookkeeping on a small synthesized model: every arm and mode
 // is run and summarised, the oracle compares ids, the compute floor comes from
-// warm runs that read nothing, and each run's disk floor uses its own probe.
+// warm runs that read nothing or from a --compute-floor arm's resident replay,
+// and each run's disk floor uses its own probe.
 // Timings are recorded, never asserted.
 #include <nlohmann/json.hpp>
 
@@ -94,6 +95,42 @@ class TestBenchRunner : public QObject {
         QCOMPARE(s["decode_ram_hit_rate"]["median"].get<double>(), 1.0);
         QCOMPARE(s["decode_disk_floor_seconds"]["median"].get<double>(), 0.0);
       }
+    }
+  }
+
+  void residentRunsGiveTheComputeFloor() {
+    BenchPlan plan;
+    plan.model_root = dir_;
+    plan.prompt = {1, 17, 42, 99, 7, 3};
+    plan.new_tokens = 5;
+    plan.reps = 1;
+    plan.measure_bandwidth = false;
+    StoreOptions tight;
+    tight.ram_budget = 1ull << 30;
+    tight.lock_memory = false;
+    tight.max_slots = 3;  // far less than a step's experts: every decode step reads
+    BenchArm floor_arm{"floor", "--ram-cache 1 --compute-floor", tight, 1};
+    floor_arm.compute_floor = true;
+    BenchArm tight_arm{"tight", "--ram-cache 1 (3 slots)", tight, 1};
+    for (bool alone : {true, false}) {
+      // Alone, the floor arm first records the workload with a cold run of its own.
+      std::vector<BenchArm> arms = {floor_arm};
+      if (!alone) arms.insert(arms.begin(), tight_arm);
+      const BenchReport rep = run_bench(plan, arms);
+      QVERIFY2(rep.ids_identical, rep.first_difference.c_str());
+      QCOMPARE(rep.runs.size(), size_t(alone ? 2 : 3));  // (its cold run or tight's cold and warm) and the resident run
+      const BenchRun& resident = rep.runs.back();
+      QCOMPARE(resident.arm, std::string("floor"));
+      QCOMPARE(resident.mode, std::string("resident"));
+      QVERIFY(resident.decode.requests > 0);
+      QCOMPARE(resident.decode.disk_reads, uint64_t(0));  // the step's experts were all in RAM
+      QCOMPARE(resident.decode.ram_hits, resident.decode.requests);
+      QVERIFY(resident.preload_seconds > 0);
+      const auto j = nlohmann::json::parse(rep.json());
+      QCOMPARE(j["compute_floors"].size(), size_t(1));
+      QCOMPARE(j["compute_floors"][0]["threads"].get<int>(), 1);
+      for (const auto& s : j["summary"])
+        if (s["mode"] != "resident") QVERIFY(s.contains("decode_vs_max_floor"));
     }
   }
 

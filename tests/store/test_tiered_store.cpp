@@ -1,6 +1,11 @@
 // The RAM expert tier over direct disk reads: exact bytes, eviction policies,
-// prefetch accounting and cancellation, waves larger than the cache, and
-// identical model output whatever the configuration. Nothing here is timed.
+// prefetch accounting and cancellation, the streaming buffer beside the cache,
+// the next-layer prediction's scoring, the queue depth probe, the bench's
+// resident replay, waves larger than the cache, and identical model output
+// whatever the configuration. Nothing here is timed.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstring>
 
 #include "base/error.h"
@@ -8,7 +13,9 @@
 #include "runtime/generate.h"
 #include "runtime/k3_model.h"
 #include "runtime/k3_weights.h"
+#include "bench/traced_expert_source.h"
 #include "store/mmap_expert_source.h"
+#include "store/queue_depth_probe.h"
 #include "store/tiered_expert_source.h"
 #include "support/test_support.h"
 #include "synth/k3_synth.h"
@@ -60,7 +67,26 @@ StoreOptions opts(size_t nslots, EvictionPolicy p = EvictionPolicy::Lru) {
   o.policy = p;
   o.prefetch = false;
   o.lock_memory = false;
+  o.queue_depth = 4;  // no probe: these tests read a few KB
+  o.stream_slots = 0;
   return o;
+}
+
+// A cache of `cache` slots with a streaming buffer of `stream` slots beside it, prefetch on.
+StoreOptions buffered(size_t cache, int stream) {
+  StoreOptions o = opts(cache);
+  o.stream_slots = stream;
+  o.prefetch = true;
+  if (cache == 0) {
+    o.ram_budget = 1;  // no cache slot at all: everything passes through the buffer
+    o.max_slots = 0;
+  }
+  return o;
+}
+
+void take(TieredExpertSource& t, int layer, std::vector<int> experts) {
+  std::vector<ExpertView> v;
+  t.acquire(layer, experts, v);
 }
 
 std::vector<int32_t> prompt_for(const K3Config& c) {
@@ -187,6 +213,155 @@ class TestTieredStore : public QObject {
     QVERIFY(c.prefetch_wasted >= 1);
   }
 
+  void streamingBufferLeavesTheCacheAlone() {
+    TieredExpertSource t(*demo_.ck, demo_.w.experts, buffered(2, 3));
+    QCOMPARE(t.cache_slots(), 2);
+    QCOMPARE(t.stream_slots(), 3);
+    QCOMPARE(t.slot_count(), size_t(5));
+    take(t, 1, {10});
+    take(t, 1, {11});  // the cache now keeps 10 and 11
+    t.pause_io(true);
+    t.prefetch(2, std::vector<int>{0, 1, 2, 3, 4});
+    // Five guesses, three streaming slots: two wait for a slot; the kept experts are not touched.
+    QCOMPARE(t.pending_guesses(), size_t(2));
+    QCOMPARE(t.counters().prefetch_issued, uint64_t(3));
+    QVERIFY(t.cached(1, 10));
+    QVERIFY(t.cached(1, 11));
+    // A better guess drops 2 (not read yet): a waiting guess takes its slot.
+    t.prefetch(2, std::vector<int>{0, 1, 3, 4});
+    QCOMPARE(t.pending_guesses(), size_t(1));
+    auto c = t.counters();
+    QCOMPARE(c.prefetch_issued, uint64_t(4));
+    QCOMPARE(c.prefetch_cancelled, uint64_t(1));
+    QVERIFY(t.cached(1, 10));
+    QVERIFY(t.cached(1, 11));
+    t.pause_io(false);
+    // The layer asks: the guess still waiting becomes a demand read.
+    take(t, 2, {0, 1, 3, 4});
+    QCOMPARE(t.pending_guesses(), size_t(0));
+    c = t.counters();
+    QCOMPARE(c.prefetch_used, uint64_t(3));
+    QCOMPARE(c.disk_reads, uint64_t(2 + 1));
+  }
+
+  void releasedExpertsAreKeptByThePolicy() {
+    TieredExpertSource t(*demo_.ck, demo_.w.experts, buffered(1, 2));
+    take(t, 1, {0});
+    take(t, 1, {1});  // LRU keeps 1; 0 stays readable in a streaming slot until the slot is reused
+    QVERIFY(t.cached(1, 0));
+    QVERIFY(t.cached(1, 1));
+    take(t, 1, {2});
+    take(t, 1, {3});
+    QVERIFY(t.cached(1, 3));  // the last one released is kept
+    QVERIFY(!t.cached(1, 0));  // the oldest copy gave its slot first
+    const auto c = t.counters();
+    QCOMPARE(c.requests, uint64_t(4));
+    QCOMPARE(c.disk_reads, uint64_t(4));
+    QCOMPARE(c.bytes_needed, demo_.w.experts[1][0].bytes * 4);  // demo experts are all one size
+  }
+
+  void demandTakesTheSlotOfAGuess() {
+    TieredExpertSource t(*demo_.ck, demo_.w.experts, buffered(0, 3));
+    QCOMPARE(t.cache_slots(), 0);
+    take(t, 1, {9});
+    t.pause_io(true);
+    t.prefetch(2, std::vector<int>{0, 1});
+    t.prefetch(3, std::vector<int>{2});
+    QCOMPARE(t.counters().prefetch_issued, uint64_t(3));
+    // Layer 1 again (as a verify pass might): both guesses are still for layers ahead of it, but the
+    // demand read needs a slot, and the farthest layer's unread guess gives it up.
+    auto batch = t.request(1, std::vector<int>{7});
+    auto c = t.counters();
+    QCOMPARE(c.prefetch_cancelled, uint64_t(1));
+    t.pause_io(false);
+    QCOMPARE(batch->next().first, 0);
+    batch.reset();
+    QVERIFY(!t.cached(3, 2));
+    QVERIFY(t.cached(1, 7));
+  }
+
+  void aNewGuessReplacesTheLayersOldOne() {
+    TieredExpertSource t(*demo_.ck, demo_.w.experts, buffered(2, 4));
+    take(t, 1, {9});
+    t.pause_io(true);
+    t.prefetch(2, std::vector<int>{3, 4});
+    t.prefetch(2, std::vector<int>{4, 5});  // 3 is no longer guessed and was not read: dropped
+    auto c = t.counters();
+    QCOMPARE(c.prefetch_issued, uint64_t(3));
+    QCOMPARE(c.prefetch_cancelled, uint64_t(1));
+    t.pause_io(false);
+    take(t, 2, {4, 5});
+    c = t.counters();
+    QCOMPARE(c.prefetch_used, uint64_t(2));
+    QVERIFY(!t.cached(2, 3));
+  }
+
+  void predictionPrecisionIsScoredPerDistance() {
+    TieredExpertSource t(*demo_.ck, demo_.w.experts, buffered(4, 8));
+    take(t, 1, {0});
+    t.prefetch(2, std::vector<int>{1, 2, 3, 4});  // one layer ahead of layer 1
+    t.prefetch(3, std::vector<int>{5, 6});        // two layers ahead
+    take(t, 2, {1, 2, 9});                        // 2 of the 4 guesses right, 3 asked for
+    take(t, 3, {6, 7});                           // 1 of 2 right, 2 asked for
+    const auto c = t.counters();
+    QCOMPARE(c.guessed[0], uint64_t(4));
+    QCOMPARE(c.guessed_right[0], uint64_t(2));
+    QCOMPARE(c.guessed_demand[0], uint64_t(3));
+    QCOMPARE(c.guessed[1], uint64_t(2));
+    QCOMPARE(c.guessed_right[1], uint64_t(1));
+    QCOMPARE(c.guessed_demand[1], uint64_t(2));
+  }
+
+  void queueDepthProbeMeasuresEachDepth() {
+    const std::string path = test::temp_dir("qd") + "/blob";
+    const uint64_t chunk = 64 << 10;
+    {
+      std::vector<char> buf(chunk * 40, 'x');
+      FILE* f = std::fopen(path.c_str(), "wb");
+      QVERIFY(f);
+      QCOMPARE(std::fwrite(buf.data(), 1, buf.size(), f), buf.size());
+      std::fclose(f);
+    }
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    QVERIFY(fd >= 0);
+    std::vector<ReadJob> chunks;
+    for (uint64_t i = 0; i < 40; ++i) chunks.push_back({fd, i * chunk, chunk, nullptr, 0});
+    // 4 per depth, at least twice the depth: depths 1, 2, 4, 8 take 4 + 4 + 8 + 16 = 32 chunks; 16 would need 32 more.
+    const QueueDepthProbe p = probe_queue_depth(chunks, chunk, false, 64, 4);
+    ::close(fd);
+    QCOMPARE(p.gbps.size(), size_t(4));
+    bool found = false;
+    for (const auto& [d, g] : p.gbps) {
+      QVERIFY(g > 0);
+      found |= d == p.best;
+    }
+    QVERIFY(found);
+    QCOMPARE(p.gbps.back().first, 8);
+  }
+
+  void residentReplayServesAStepFromRam() {
+    auto inner = std::make_unique<TieredExpertSource>(*demo_.ck, demo_.w.experts, opts(8));
+    TracedExpertSource t(std::move(inner));
+    std::vector<ExpertView> v;
+    t.acquire(1, std::vector<int>{0, 1}, v);
+    t.cut();
+    t.acquire(1, std::vector<int>{2, 3}, v);
+    t.acquire(2, std::vector<int>{4}, v);
+    QCOMPARE(t.passes().size(), size_t(2));
+    QCOMPARE(t.passes()[1].size(), size_t(2));
+    QCOMPARE(t.passes()[1][1].second, std::vector<int>{4});
+    // A fresh tier: the preload reads the pass's experts, then the pass itself finds all in RAM.
+    TracedExpertSource r(std::make_unique<TieredExpertSource>(*demo_.ck, demo_.w.experts, opts(8)));
+    r.preload(t.passes()[1]);
+    const auto before = r.counters();
+    for (const auto& [layer, experts] : t.passes()[1]) r.acquire(layer, experts, v);
+    const auto d = r.counters() - before;
+    QCOMPARE(d.requests, uint64_t(3));
+    QCOMPARE(d.ram_hits, uint64_t(3));
+    QCOMPARE(d.disk_reads, uint64_t(0));
+    QCOMPARE(r.passes().back().size(), size_t(2));  // the preload itself is not recorded
+  }
+
   void requestsLargerThanTheCacheRunInWaves() {
     TieredExpertSource t(*demo_.ck, demo_.w.experts, opts(3));
     MmapExpertSource m(*demo_.ck, demo_.w.experts);
@@ -225,6 +400,14 @@ class TestTieredStore : public QObject {
     StoreOptions pread = opts(40);
     pread.use_io_uring = false;
     arms.push_back({"pread", pread});
+    // The streaming buffer K3Model sizes (two layers' working sets), with no cache slot at all, and
+    // with one layer of lookahead; the probed queue depth.
+    for (int look : {1, 2}) {
+      StoreOptions b = buffered(0, -1);
+      b.lookahead_layers = look;
+      b.queue_depth = 0;
+      arms.push_back({look == 1 ? "buffer, 1 ahead" : "buffer, 2 ahead", b});
+    }
     for (const auto& a : arms) {
       K3Model::Options mo;
       mo.store = a.o;
