@@ -10,6 +10,7 @@
 //    top-2 margin exceeds 1e-6.
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -31,7 +32,10 @@ constexpr double kNumpyFp32Rel48 = 3.48e-3;
 constexpr double kNumpyFp32RelTiny[4] = {2.82e-5, 7.97e-6, 1.16e-5, 2.33e-5};
 
 // A deep tiny-alt checkpoint: L layers, MLA at every 4th layer and the last, blocks of 12.
+// Written once per process.
 std::string deep_model(int L) {
+  static std::map<int, std::string> written;
+  if (auto it = written.find(L); it != written.end()) return it->second;
   K3SynthSpec s = synth_preset("tiny-alt");
   s.seed = 1;
   apply_synth_override(s, "layers=" + std::to_string(L));
@@ -44,7 +48,7 @@ std::string deep_model(int L) {
   apply_synth_override(s, "shared_experts=2");
   const std::string dir = test::temp_dir("deep" + std::to_string(L));
   write_k3_synth(s, dir);
-  return dir;
+  return written[L] = dir;
 }
 
 std::vector<int32_t> deep_prompt(const K3Model& m) {
