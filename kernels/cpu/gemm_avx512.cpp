@@ -27,7 +27,7 @@ constexpr int64_t kPrefetchBytes = 1024;
 // checkpoint holds, would become finite). The inputs are widened times 2^448, so every product is
 // w x 2^-448: exact and far from fp64's overflow and underflow for any fp32 x and BF16 w, and the
 // sum is scaled back by 2^448 exactly. One shift and one mask per 8 weights instead of a widening
-// to fp32 and two conversions (in-cache rate 47 against 36 GB/s on a Zen 5 core).
+// to fp32 and two conversions (faster in cache on Zen 5: PERFORMANCE.md, "Precision").
 constexpr double kBf16InputScale = 0x1p448;
 constexpr int kBf16ResultExp = 448;
 
@@ -82,7 +82,7 @@ void dense_tile(const uint8_t* w, int64_t row_bytes, int64_t in, const double* x
   };
   // Two steps per cache line of BF16 weights, each row's line kPrefetchBytes ahead asked for first:
   // with the fp64 work per byte the core's own window no longer keeps enough loads in flight
-  // (7168 x 7168 BF16 at T=1 from DRAM: 20 ms without, 9.8 with; the fp32 kernel took 10.5).
+  // (without it a T=1 pass from DRAM took twice as long: PERFORMANCE.md, "Precision").
   int64_t i = 0;
   for (; i + 32 <= in; i += 32) {
     #pragma GCC unroll 8
