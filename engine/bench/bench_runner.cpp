@@ -203,6 +203,7 @@ BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
       make_experts_cold(plan.model_root);
       K3Model::Options o;
       o.store = a->store;
+      o.spine = a->spine;
       auto m = K3Model::load(plan.model_root, std::move(o));
       if (plan.cold) {
         rep.runs.push_back(one_run(*m, plan, a->name, "cold", r));

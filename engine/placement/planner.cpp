@@ -111,7 +111,10 @@ void predict(Plan& p, PhasePrediction& out, int T, bool prefill) {
 
 }  // namespace
 
-Plan make_plan(const ModelByteMap& m, const MachineBudget& budget, const Bandwidths& r, const PlanOptions& o) {
+namespace {
+
+Plan plan_with(const ModelByteMap& m, const MachineBudget& budget, const Bandwidths& r, const PlanOptions& o,
+               bool gpu_stream_buffers) {
   Plan p;
   p.bytes = m;
   p.budget = budget;
@@ -161,7 +164,7 @@ Plan make_plan(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
                       format_gb(o.gpu_scratch_bytes) + ", session state " + format_gb(state) + ", the largest layer " +
                       format_gb(largest) + ")",
                   "give --vram-budget " + format_gb(p.vram_minimum) + " or more for it");
-    p.vram_reserved[g] = o.gpu_scratch_bytes + state + (g == 0 && !all_fit_vram ? 2 * largest : 0);
+    p.vram_reserved[g] = o.gpu_scratch_bytes + state + (g == 0 && !all_fit_vram && gpu_stream_buffers ? 2 * largest : 0);
     vram_avail[g] = budget.gpus[g].budget > p.vram_reserved[g] ? budget.gpus[g].budget - p.vram_reserved[g] : 0;
   }
   // Layers fill the GPUs in order from layer 0 (one hand-over per GPU boundary).
@@ -244,6 +247,19 @@ Plan make_plan(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
 
   predict(p, p.decode, 1, false);
   predict(p, p.prefill, prefill_T, true);
+  return p;
+}
+
+}  // namespace
+
+Plan make_plan(const ModelByteMap& m, const MachineBudget& budget, const Bandwidths& r, const PlanOptions& o) {
+  Plan p = plan_with(m, budget, r, o, true);
+  // GPU 0's two stream buffers serve only units a GPU computes from RAM or disk; without any, the
+  // VRAM goes to layers and experts instead.
+  const bool gpu_streams = std::any_of(p.units.begin(), p.units.end(), [](const UnitPlan& u) {
+    return u.home != Home::Vram && (u.decode_device != kCpu || u.prefill_device != kCpu);
+  });
+  if (!budget.gpus.empty() && !gpu_streams) p = plan_with(m, budget, r, o, false);
   if (p.streamed_units() > 0)
     p.notes.push_back(std::to_string(p.streamed_units()) + " spine unit(s) do not fit in RAM: read per pass with direct I/O, double-buffered");
   p.notes.push_back("expert hit rates assume uniform routing; real routing is skewed, so the caches do better");
@@ -278,7 +294,7 @@ std::string what_would_help(const Plan& base) {
     opts.push_back(o);
   }
   {
-    Option o{"a second NVMe drive striped with the first", base.budget, base.rates};
+    Option o{"a second NVMe drive striped with the first", base.budget, base.rates};  // "why" below names it
     o.rates.disk_gbps *= 2;
     opts.push_back(o);
   }
@@ -295,7 +311,9 @@ std::string what_would_help(const Plan& base) {
     if (p.decode.seconds_per_token >= best) continue;
     best = p.decode.seconds_per_token;
     std::string why;
-    if (base.spine_in(Home::Disk) > 0 && p.spine_in(Home::Disk) == 0 && p.spine_in(Home::Vram) <= base.spine_in(Home::Vram))
+    if (o.rates.disk_gbps != base.rates.disk_gbps)
+      why = "reads twice as fast, then " + p.decode.bound + "-bound";
+    else if (base.spine_in(Home::Disk) > 0 && p.spine_in(Home::Disk) == 0 && p.spine_in(Home::Vram) <= base.spine_in(Home::Vram))
       why = "spine fully in RAM";
     else if (p.spine_in(Home::Vram) > base.spine_in(Home::Vram))
       why = format_gb(p.spine_in(Home::Vram) - base.spine_in(Home::Vram)) + " more spine in VRAM";
