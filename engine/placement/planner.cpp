@@ -39,7 +39,6 @@ int Plan::streamed_units() const {
 
 namespace {
 
-double gb(uint64_t b) { return b / 1e9; }
 
 // Time of one unit's matrices on a device: its memory read or its arithmetic, whichever is longer.
 double cpu_time(const Bandwidths& r, double bytes, double flops) {
