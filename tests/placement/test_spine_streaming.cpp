@@ -100,8 +100,8 @@ class TestSpineStreaming : public QObject {
     const auto full = placement::make_plan(bytes, b, rates(), o);
     const uint64_t lo = full.ram_minimum, hi = full.ram_minimum + bytes.spine_bytes() + bytes.all_expert_bytes();
     int streamed_plans = 0, budgets = 0;
-    for (uint64_t ram = lo; ram <= hi; ram += (hi - lo) / 9 + 1) {
-      b.ram_budget = ram;
+    for (uint64_t i = 0; i <= 9; ++i) {
+      b.ram_budget = lo + (hi - lo) * i / 9;
       const auto plan = placement::make_plan(bytes, b, rates(), o);
       StoreOptions so;
       so.ram_budget = std::max<uint64_t>(plan.experts.ram_bytes, uint64_t(bytes.top_k) * bytes.expert_bytes);
