@@ -106,7 +106,8 @@ std::optional<placement::Plan> plan_for_run(const PlanFlags& flags, const std::s
     if (!experts_given) {
       StoreFlags sf;
       StoreOptions so = sf.options();
-      so.ram_budget = std::max<uint64_t>(plan->experts.ram_bytes, uint64_t(plan->bytes.top_k) * plan->bytes.expert_bytes);
+      so.ram_budget = plan->experts.store_budget(plan->bytes.expert_bytes);
+      so.max_slots = plan->experts.ram_slots;
       mo.store = so;
     }
   }

@@ -49,6 +49,13 @@ placement::Plan PlanFlags::make(const std::string& root, const std::function<voi
         const uint64_t margin = 1ull << 30;  // the driver and other processes
         budget.gpus.push_back(GpuBudget{g.name, g.free_bytes > margin ? g.free_bytes - margin : 0, g.total_bytes});
       }
+    if (ram_budget_gb > 0) set_ram_budget(budget, ram_budget_gb);  // refused before any probing
+    if (!vram_budget.empty()) {
+      if (!use_gpus) throw Error("--vram-budget applies to --device cuda", "leave it out for the CPU");
+      set_vram_budgets(budget, parse_gb_list(vram_budget, "--vram-budget"), false);
+    }
+    if (!note.empty() && !rates.disk_gbps && !load_cached_bandwidths(root))
+      throw Error("there are no shards in " + root + " to measure the disk on", "give --disk-gbps, or plan an installed model");
     std::optional<Bandwidths> cached;
     if (!reprobe) cached = load_cached_bandwidths(root);
     if (cached) {
@@ -57,8 +64,6 @@ placement::Plan PlanFlags::make(const std::string& root, const std::function<voi
       if (say) say("measuring this machine's rates (once; cached in " + bandwidth_cache_path(root) + ")");
       probe_cpu(r);
       if (note.empty()) probe_disk(r, root);
-      else if (!rates.disk_gbps)
-        throw Error("there are no shards in " + root + " to measure the disk on", "give --disk-gbps");
       if (!budget.gpus.empty()) {
         probe_cuda_rates(r.h2d_gbps, r.hbm_gbps);
         r.gpu_tflops = assumed_desktop().gpu_tflops;  // not probed: an assumption until --gpu-tflops
@@ -72,10 +77,9 @@ placement::Plan PlanFlags::make(const std::string& root, const std::function<voi
     }
   }
   rates.apply(r);
-  if (ram_budget_gb > 0) set_ram_budget(budget, ram_budget_gb);
-  if (!vram_budget.empty()) {
-    if (!use_gpus) throw Error("--vram-budget applies to --device cuda", "leave it out for the CPU");
-    set_vram_budgets(budget, parse_gb_list(vram_budget, "--vram-budget"), other_machine);
+  if (other_machine) {
+    set_ram_budget(budget, ram_budget_gb);
+    if (!vram_budget.empty()) set_vram_budgets(budget, parse_gb_list(vram_budget, "--vram-budget"), true);
   }
   // A GPU whose free memory cannot hold one layer's working set is left out (only when its budget
   // was not given: a given budget that small is an error).

@@ -202,7 +202,7 @@ ModelByteMap ModelByteMap::for_model_root(const std::string& root, std::string* 
   try {
     ck = Checkpoint::open(root);
   } catch (const Error& e) {
-    if (note) *note = "no shards in " + root + " (" + e.what_failed() + "): sizes from config.json and the shipped dtypes";
+    if (note) *note = "sizes from config.json and the shipped dtypes (no shards in " + root + ")";
     return from_config(c);
   }
   return from_checkpoint(*ck, c);

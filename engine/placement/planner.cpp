@@ -139,7 +139,9 @@ Plan plan_with(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
   uint64_t small_widened = m.head_small_bytes * 2;
   for (const auto& L : m.layers) small_widened += L.small_bytes * 2 + L.router_bytes;
   const uint64_t state = m.fixed_state_bytes + m.kv_bytes_per_token * uint64_t(o.context_tokens);
-  const uint64_t ram_fixed = small_widened + state + o.ram_scratch_bytes;
+  // The RAM expert tier always has two slots (one expert computing while the next loads).
+  const uint64_t expert_staging = 2 * m.expert_bytes;
+  const uint64_t ram_fixed = small_widened + state + o.ram_scratch_bytes + expert_staging;
   p.ram_minimum = ram_fixed + 2 * largest;
   if (budget.ram_budget < p.ram_minimum)
     throw Error("RAM budget " + format_gb(budget.ram_budget) + " is below this model's smallest working set, " +
@@ -207,7 +209,7 @@ Plan plan_with(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
       full = true;  // keep the streamed units contiguous: one stream, read in layer order
     }
   }
-  p.ram_reserved = ram_fixed + p.ram_stream_buffers;
+  p.ram_reserved = ram_fixed - expert_staging + p.ram_stream_buffers;  // the staging slots count as expert tier
 
   // Expert tiers get what is left.
   const uint64_t eb = std::max<uint64_t>(m.expert_bytes, 1);
@@ -217,7 +219,7 @@ Plan plan_with(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
     p.experts.vram_slots += slots;
     p.experts.vram_bytes[g] = slots * eb;
   }
-  p.experts.ram_slots = ram_avail / eb;
+  p.experts.ram_slots = ram_avail / eb + (m.expert_bytes ? 2 : 0);
   p.experts.ram_bytes = p.experts.ram_slots * eb;
   const uint64_t all_experts = m.all_expert_bytes();
   if (p.experts.ram_bytes > all_experts) {

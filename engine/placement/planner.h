@@ -29,6 +29,9 @@ struct UnitPlan {
 };
 
 struct ExpertTierPlan {
+  // The engine's RAM tier over the direct reads: its slots (at least two) and their bytes.
+  // store_budget() is the budget that gives a TieredExpertSource exactly ram_slots slots.
+  uint64_t store_budget(uint64_t expert_bytes) const { return ram_slots * (expert_bytes + 8192); }
   std::vector<uint64_t> vram_bytes;  // per GPU
   uint64_t ram_bytes = 0;
   uint64_t vram_slots = 0, ram_slots = 0;

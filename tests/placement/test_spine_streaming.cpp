@@ -104,7 +104,8 @@ class TestSpineStreaming : public QObject {
       b.ram_budget = lo + (hi - lo) * i / 9;
       const auto plan = placement::make_plan(bytes, b, rates(), o);
       StoreOptions so;
-      so.ram_budget = std::max<uint64_t>(plan.experts.ram_bytes, uint64_t(bytes.top_k) * bytes.expert_bytes);
+      so.ram_budget = plan.experts.store_budget(bytes.expert_bytes);
+      so.max_slots = plan.experts.ram_slots;
       QCOMPARE(greedy(dir_, placement::cpu_spine_placement(plan), nullptr, so), want_);
       streamed_plans += plan.streamed_units() > 0;
       ++budgets;
