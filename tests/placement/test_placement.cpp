@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "model/checkpoint.h"
 #include "model/k3_config.h"
+#include "placement/bandwidths.h"
 #include "placement/machine_budget.h"
 #include "placement/model_byte_map.h"
 #include "placement/planner.h"
@@ -235,6 +236,37 @@ class TestPlacement : public QObject {
     const std::string h = what_would_help(p);
     QVERIFY2(!h.empty(), "a 64 GB machine streaming half its spine can be helped");
     QVERIFY2(h.find(" -> ") != std::string::npos, h.c_str());
+  }
+
+  void plan_command() {
+    const std::string bin = test::bin_dir() + "/deltafin";
+    if (!QFile::exists(QString::fromStdString(bin))) QSKIP("the deltafin executable is not built");
+    const std::string meta = test::fixtures_dir() + "/k3-real-meta";
+    auto ok = test::run_process({bin, "plan", "--model-root", meta, "--other-machine", "--ram-budget", "64", "--vram-budget", "24",
+                                 "--disk-gbps", "7"});
+    QCOMPARE(ok.code, 0);
+    QVERIFY2(ok.out.find("what would help most: ") != std::string::npos, ok.out.c_str());
+    QVERIFY2(ok.out.find("VRAM (GPU 0)") != std::string::npos, ok.out.c_str());
+    QVERIFY2(ok.out.find("disk-bound") != std::string::npos, ok.out.c_str());
+    // Too small: the error names the minimum (the planner's own figure for this model).
+    const K3Config cfg = K3Config::load(meta + "/config.json");
+    MachineBudget big;
+    big.ram_budget = 512000000000ull;
+    const Plan p = make_plan(ModelByteMap::from_config(cfg), big, assumed_desktop());
+    auto small = test::run_process({bin, "plan", "--model-root", meta, "--other-machine", "--ram-budget", "5"});
+    QCOMPARE(small.code, 1);
+    QVERIFY2(small.err.find("give --ram-budget " + format_gb(p.ram_minimum) + " or more") != std::string::npos, small.err.c_str());
+    // A VRAM budget on this machine, which the test takes to have no GPU this build can use.
+    auto nogpu = test::run_process({bin, "plan", "--model-root", meta, "--vram-budget", "24", "--disk-gbps", "7"});
+#ifndef DELTAFIN_HAVE_CUDA_K3
+    QCOMPARE(nogpu.code, 1);
+    QVERIFY2(nogpu.err.find("no CUDA GPU") != std::string::npos, nogpu.err.c_str());
+#endif
+    // Two GPUs of another machine: both named in the table.
+    auto two = test::run_process({bin, "plan", "--model-root", meta, "--other-machine", "--ram-budget", "128", "--vram-budget",
+                                  "32,32", "--disk-gbps", "14"});
+    QCOMPARE(two.code, 0);
+    QVERIFY2(two.out.find("VRAM (GPU 1)") != std::string::npos, two.out.c_str());
   }
 };
 
