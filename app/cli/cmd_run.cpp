@@ -86,10 +86,11 @@ void print_stats(const K3Model& m, const GenerateResult& r, const DecodeSession&
 std::optional<placement::Plan> plan_for_run(const PlanFlags& flags, const std::string& root, bool gpu, bool stats,
                                             K3Model::Options& mo, bool experts_given) {
   const bool budgets = flags.ram_budget_gb > 0 || !flags.vram_budget.empty();
-  if (!budgets && !stats) return std::nullopt;
-  if (gpu && !flags.vram_budget.empty())
-    throw Error("the CUDA forward does not follow a VRAM budget yet: it holds the whole spine in VRAM",
-                "leave --vram-budget out; deltafin plan shows where a budget would put the layers");
+  if (gpu && budgets)
+    throw Error("the CUDA forward does not follow a placement budget yet: it holds the whole spine in VRAM",
+                "leave --ram-budget and --vram-budget out with --device cuda; deltafin plan shows where a budget would put the layers");
+  // A plan the CUDA forward would not follow predicts nothing about this run: none is printed.
+  if (gpu || (!budgets && !stats)) return std::nullopt;
   PlanFlags f = flags;
   f.use_gpus = gpu;
   std::optional<placement::Plan> plan;
