@@ -1,5 +1,6 @@
 // `deltafin bench`: named arms, alternating repetitions, cold and warm runs,
 // medians with spread, an oracle on output ids, and a JSON result file.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -13,6 +14,10 @@
 #include "model/k3_config.h"
 #include <nlohmann/json.hpp>
 
+#include "placement/cpu_spine.h"
+#include "placement/plan_report.h"
+#include "plan_flags.h"
+
 namespace deltafin::cli {
 
 namespace {
@@ -24,8 +29,15 @@ std::vector<std::string> split_words(const std::string& s) {
   return w;
 }
 
+struct ParsedArm {
+  BenchArm arm;
+  double ram_budget_gb = 0;  // --ram-budget: the spine and the expert tier as the plan puts them
+  bool ram_cache_given = false, mmap = false;
+};
+
 // "name:--ram-cache 12 --policy lru" -> a BenchArm.
-BenchArm parse_arm(const std::string& spec) {
+ParsedArm parse_arm(const std::string& spec) {
+  ParsedArm out;
   const auto colon = spec.find(':');
   BenchArm arm;
   arm.name = spec.substr(0, colon);
@@ -36,7 +48,8 @@ BenchArm parse_arm(const std::string& spec) {
   StoreFlags f;
   p.add_flag("--mmap", mmap);
   p.add_flag("--compute-floor", arm.compute_floor);
-  p.add_option("--ram-cache", f.ram_gb);
+  auto* cache_opt = p.add_option("--ram-cache", f.ram_gb);
+  p.add_option("--ram-budget", out.ram_budget_gb);
   p.add_option("--policy", f.policy);
   p.add_flag("--no-prefetch", f.no_prefetch);
   p.add_flag("--page-cache", f.page_cache);
@@ -51,11 +64,14 @@ BenchArm parse_arm(const std::string& spec) {
     p.parse(rev);
   } catch (const CLI::ParseError& e) {
     throw Error("arm '" + arm.name + "': " + e.what(),
-                "arm flags: --mmap --compute-floor --ram-cache GB --policy lru|lfu|heat --no-prefetch --page-cache --io uring|pread --qd N --threads N --heat FILE");
+                "arm flags: --mmap --compute-floor --ram-cache GB --ram-budget GB --policy lru|lfu|heat --no-prefetch --page-cache --io uring|pread --qd N --threads N --heat FILE");
   }
   if (mmap && arm.compute_floor) throw Error("arm '" + arm.name + "': --compute-floor needs the RAM tier", "drop --mmap");
   if (!mmap) arm.store = f.options();
-  return arm;
+  out.arm = arm;
+  out.ram_cache_given = cache_opt->count() > 0;
+  out.mmap = mmap;
+  return out;
 }
 
 }  // namespace
@@ -95,9 +111,28 @@ void add_bench(CLI::App& app) {
       if (cfg.bos_token_id >= 0) plan.prompt.push_back(static_cast<int32_t>(cfg.bos_token_id));
       while (static_cast<int>(plan.prompt.size()) < o->prompt_len) plan.prompt.push_back(static_cast<int32_t>(rng() % 256));
     }
+    std::vector<ParsedArm> parsed;
+    for (const auto& a : o->arms) parsed.push_back(parse_arm(a));
+    if (parsed.empty()) parsed.push_back(parse_arm("mmap:--mmap"));
+    // Each arm's placement plan: its prediction is printed beside the measurement.
+    std::vector<std::optional<placement::Plan>> plans;
     std::vector<BenchArm> arms;
-    for (const auto& a : o->arms) arms.push_back(parse_arm(a));
-    if (arms.empty()) arms.push_back(parse_arm("mmap:--mmap"));
+    for (auto& pa : parsed) {
+      std::optional<placement::Plan> p;
+      if (pa.ram_budget_gb > 0) {
+        PlanFlags f;
+        f.use_gpus = false;
+        f.ram_budget_gb = pa.ram_budget_gb;
+        p = f.make(o->root, [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); });
+        pa.arm.spine = placement::cpu_spine_placement(*p);
+        if (pa.arm.store && !pa.ram_cache_given) {
+          pa.arm.store->ram_budget = p->experts.store_budget(p->bytes.expert_bytes);
+          pa.arm.store->max_slots = p->experts.ram_slots;
+        }
+      }
+      plans.push_back(p);
+      arms.push_back(pa.arm);
+    }
     auto report = run_bench(plan, arms, [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); });
     std::ofstream(o->out) << report.json() << "\n";
     std::printf("%-14s %-8s %12s %13s %8s %11s %10s %11s %8s %8s %9s %8s %11s\n", "arm", "mode", "decode s/tok", "(min-max)",
@@ -130,6 +165,27 @@ void add_bench(CLI::App& app) {
       std::printf("t/max and t/sum: each run against max(disk floor, compute floor) and their sum, same thread count;\n"
                   "steal s/t: CPU seconds per token the hypervisor took (/proc/stat); t/vm: against max(disk floor,\n"
                   "compute floor + steal / compute threads), what a VM that charges disk emulation to its CPUs allows\n");
+    for (size_t i = 0; i < arms.size(); ++i) {
+      if (!plans[i]) continue;
+      const auto& p = *plans[i];
+      std::printf("plan %-9s %s\n", arms[i].name.c_str(), placement::plan_summary(p).c_str());
+      for (const auto& s : j["summary"])
+        if (s["arm"].get<std::string>() == arms[i].name)
+          std::printf("  %-5s predicted %.4f s/token (%s-bound), measured median %.4f: %.2fx the prediction\n",
+                      s["mode"].get<std::string>().c_str(), p.decode.seconds_per_token, p.decode.bound.c_str(),
+                      s["decode_seconds_per_token"]["median"].get<double>(),
+                      s["decode_seconds_per_token"]["median"].get<double>() / p.decode.seconds_per_token);
+    }
+    if (std::none_of(plans.begin(), plans.end(), [](const auto& p) { return p.has_value(); })) {
+      // No arm follows a budget: the plan for this machine's free memory, for reference.
+      try {
+        PlanFlags f;
+        f.use_gpus = false;
+        std::printf("%s\n", placement::plan_summary(f.make(o->root)).c_str());
+      } catch (const Error& e) {
+        std::printf("plan: unavailable (%s)\n", e.what());
+      }
+    }
     std::printf("O_DIRECT read bandwidth (median of the probes) %.2f GB/s (%s); results in %s\n", report.direct_read_gbps, report.io_engine.c_str(),
                 o->out.c_str());
     if (!report.ids_identical) {

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <cstdlib>
 #include <string>
 #include <unistd.h>
@@ -11,6 +12,9 @@
 #include "commands.h"
 #include "cpu/gemm.h"
 #include "cuda_device.h"
+#include "placement/cpu_spine.h"
+#include "placement/plan_report.h"
+#include "plan_flags.h"
 #include "runtime/generate.h"
 #include "runtime/k3_model.h"
 #include "drafts/speculative_drafters.h"
@@ -84,6 +88,50 @@ void print_stats(const K3Model& m, const GenerateResult& r, const DecodeSession&
 
 }  // namespace
 
+std::optional<placement::Plan> plan_for_run(const PlanFlags& flags, const std::string& root, bool gpu, bool stats,
+                                            K3Model::Options& mo, bool experts_given) {
+  const bool budgets = flags.ram_budget_gb > 0 || !flags.vram_budget.empty();
+  if (gpu && budgets)
+    throw Error("the CUDA forward does not follow a placement budget yet: it holds the whole spine in VRAM",
+                "leave --ram-budget and --vram-budget out with --device cuda; deltafin plan shows where a budget would put the layers");
+  // A plan the CUDA forward would not follow predicts nothing about this run: none is printed.
+  if (gpu || (!budgets && !stats)) return std::nullopt;
+  PlanFlags f = flags;
+  f.use_gpus = gpu;
+  std::optional<placement::Plan> plan;
+  try {
+    plan = f.make(root, [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); });
+  } catch (const Error& e) {
+    if (budgets) throw;  // a budget that cannot be planned is the user's error to see
+    std::fprintf(stderr, "plan: unavailable (%s)\n", e.what());
+    return std::nullopt;
+  }
+  if (!gpu && budgets) {
+    mo.spine = placement::cpu_spine_placement(*plan);
+    // Under a RAM budget the experts go through the engine's RAM tier (direct reads), sized by the plan.
+    if (!experts_given) {
+      StoreFlags sf;
+      StoreOptions so = sf.options();
+      so.ram_budget = plan->experts.store_budget(plan->bytes.expert_bytes);
+      so.max_slots = plan->experts.ram_slots;
+      mo.store = so;
+    }
+  }
+  return plan;
+}
+
+void print_plan_stats(const placement::Plan& p, const K3Model& m, double decode_s_per_token) {
+  std::fprintf(stderr, "%s\n", placement::plan_summary(p).c_str());
+  std::fprintf(stderr, "predicted decode    %.3f s/token (%s-bound); measured %.3f s/token (%.2fx the prediction)\n",
+               p.decode.seconds_per_token, p.decode.bound.c_str(), decode_s_per_token,
+               p.decode.seconds_per_token > 0 ? decode_s_per_token / p.decode.seconds_per_token : 0.0);
+  if (const SpineStreamer* sp = m.spine()) {
+    const auto st = sp->stats();
+    std::fprintf(stderr, "spine               %s; %llu units streamed (%.1f MB), %.3f s waited for them\n", sp->describe().c_str(),
+                 (unsigned long long)st.units_streamed, st.bytes_streamed / 1e6, st.wait_seconds);
+  }
+}
+
 void add_run(CLI::App& app) {
   struct Opts {
     std::string root, prompt, system, effort;
@@ -98,6 +146,7 @@ void add_run(CLI::App& app) {
     }();
     bool offline = false;
     std::string draft = "auto", draft_model, device = "cpu";
+    PlanFlags plan;
   };
   auto o = std::make_shared<Opts>();
   auto* c = app.add_subcommand("run", "Generate text from a prompt (raw completion, or one chat turn with --chat)");
@@ -128,6 +177,7 @@ void add_run(CLI::App& app) {
       ->capture_default_str();
   c->add_option("--draft-model", o->draft_model, "The drafter's model folder (default: beside the K3 folder)");
   add_device_option(c, o->device);
+  o->plan.add_budget_options(c);
   c->callback([o] {
     const bool gpu = wants_cuda(o->device);  // fails early when this build has no CUDA backend
     apply_threads(o->threads);
@@ -137,6 +187,7 @@ void add_run(CLI::App& app) {
     if (o->offline) ::setenv("DELTAFIN_OFFLINE", "1", 1);  // read by the stream cache
     K3Model::Options mo;
     if (o->store.ram_gb >= 0) mo.store = o->store.options();
+    const auto plan = plan_for_run(o->plan, o->root, gpu, o->stats, mo, o->store.ram_gb >= 0);
     auto model = K3Model::load(o->root, std::move(mo));
     auto tok = load_tokenizer(o->root);
     const K3Config& cfg = model->config();
@@ -232,6 +283,7 @@ void add_run(CLI::App& app) {
     std::fputs("\n", stdout);
     if (o->stats) {
       print_stats(*model, r, s, cpu.get());
+      if (plan) print_plan_stats(*plan, *model, r.stats.new_tokens > 1 ? r.stats.decode_seconds / (r.stats.new_tokens - 1) : 0.0);
       std::fprintf(stderr, "drafting            %s\n", generate_stats_json(r.stats, drafts->note()).c_str());
     }
   });

@@ -8,6 +8,7 @@
 #include "runtime/k3_model.h"
 #ifdef DELTAFIN_HAVE_CUDA_K3
 #include "cuda/cuda_decode_session.h"
+#include "cuda/gpu_rates.h"
 #include "cuda/k3_cuda_bench.h"
 #include "cuda/k3_cuda_model.h"
 #endif
@@ -56,7 +57,21 @@ std::string cuda_bench_verify(const std::string& root, const std::vector<int>& r
   cuda::bench_verify(root, rows, context, reps, experts == "streamed" ? "disk" : "resident", out);
   return out.str();
 }
+
+std::vector<GpuFree> cuda_gpus() {
+  std::vector<GpuFree> out;
+  for (const auto& g : cuda::gpu_memory()) out.push_back(GpuFree{g.name, g.free_bytes, g.total_bytes});
+  return out;
+}
+
+bool probe_cuda_rates(double& h2d_gbps, double& hbm_gbps) {
+  if (cuda::gpu_memory().empty()) return false;
+  cuda::probe_gpu_rates(0, h2d_gbps, hbm_gbps);
+  return true;
+}
 #else
+std::vector<GpuFree> cuda_gpus() { return {}; }
+bool probe_cuda_rates(double&, double&) { return false; }
 std::unique_ptr<DecodeSession> make_cuda_session(const K3Model&, int64_t) {
   wants_cuda("cuda");
   return {};

@@ -26,4 +26,13 @@ std::vector<float> cuda_all_logits(const K3Model& model, const std::vector<int32
 std::string cuda_bench_verify(const std::string& root, const std::vector<int>& rows, int context, int reps,
                               const std::string& experts);
 
+// This machine's CUDA GPUs for the placement planner: each one's free and total memory (empty in a
+// build without CUDA or with no device), and the rates of GPU 0 (false without CUDA).
+struct GpuFree {
+  std::string name;
+  uint64_t free_bytes = 0, total_bytes = 0;
+};
+std::vector<GpuFree> cuda_gpus();
+bool probe_cuda_rates(double& h2d_gbps, double& hbm_gbps);
+
 }  // namespace deltafin::cli

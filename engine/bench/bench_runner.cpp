@@ -147,6 +147,7 @@ struct ArmModel {
 ArmModel load_arm(const std::string& root, const BenchArm& a) {
   ArmModel l;
   K3Model::Options o;
+  o.spine = a.spine;
   if (a.store) {
     const auto cfg = K3Config::load(root + "/config.json");
     l.ck = Checkpoint::open(root);

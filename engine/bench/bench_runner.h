@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "store/expert_source.h"
+#include "runtime/spine_streamer.h"
 #include "store/tiered_expert_source.h"
 
 namespace deltafin {
@@ -16,6 +17,7 @@ struct BenchArm {
   std::string name;
   std::string flags;  // as given, for the report
   std::optional<StoreOptions> store;
+  std::optional<SpinePlacement> spine;  // the spine as a placement plan puts it (default: mapped in place)
   int threads = 0;
   // The compute floor: runs ("resident") in which, before each decode step and outside its time,
   // the step's experts (as an earlier run of the same workload asked for them) are read into a RAM

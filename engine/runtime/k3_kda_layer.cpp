@@ -44,7 +44,7 @@ void l2norm_heads(float* x, int heads, int d, double scale) {
 
 void K3Session::attention_kda(int layer, const float* x, int T, float* out, const PassOptions& opts) {
   const K3Config& c = m_.config();
-  const KdaWeights& w = m_.weights().layers[layer].kda;
+  const KdaWeights& w = cur_->kda;
   KdaLayerState& st = st_.kda[layer];
   const int C = c.kda_dim(), K = c.conv_kernel, K1 = K - 1, nh = c.kda_heads, d = c.kda_head_dim;
   const int64_t rank = w.f_a.rows;

@@ -12,7 +12,7 @@ namespace deltafin {
 
 void K3Session::attention_mla(int layer, const float* x, int T, float* out) {
   const K3Config& c = m_.config();
-  const MlaWeights& w = m_.weights().layers[layer].mla_w;
+  const MlaWeights& w = cur_->mla_w;
   auto& cache = st_.mla[layer].cache;
   const int nh = c.mla_heads, R = c.kv_lora_rank, P = c.qk_rope, N = c.qk_nope, Vd = c.v_head;
   const int qh = N + P, width = R + P;

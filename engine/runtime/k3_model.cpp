@@ -20,6 +20,12 @@ std::unique_ptr<K3Model> K3Model::load(const std::string& root, Options opts) {
   m->w_ = K3Weights::bind(*m->ck_, m->cfg_);
   // The RAM tier's streaming buffer: two layers' working sets beside the cache budget.
   if (opts.store && opts.store->stream_slots < 0) opts.store->stream_slots = 2 * m->cfg_.top_k;
+  if (opts.spine) {
+    const auto& p = *opts.spine;
+    const bool all_mapped = p.lm_head == SpineHome::Mapped &&
+                            std::all_of(p.layers.begin(), p.layers.end(), [](SpineHome h) { return h == SpineHome::Mapped; });
+    if (!all_mapped) m->spine_ = std::make_unique<SpineStreamer>(*m->ck_, m->cfg_, m->w_, p);
+  }
   m->experts_ = opts.experts ? std::move(opts.experts) : make_expert_source(*m->ck_, root, m->w_.experts, opts.store ? &*opts.store : nullptr);
   return m;
 }
@@ -135,9 +141,21 @@ void K3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, 
   std::vector<float> prefix(TH), x(TH), a(TH), mixed(TH), m(TH);
   bool have_prefix;
   std::vector<const float*> entries;
+  // A streamed layer is held for the length of its computation, released on any exit.
+  struct LayerLease {
+    SpineStreamer* sp = nullptr;
+    int layer = 0;
+    ~LayerLease() {
+      if (sp) sp->release(layer);
+    }
+  };
+  SpineStreamer* sp = m_.spine();
   try {
     for (int l = 0; l < c.layers; ++l) {
-      const LayerWeights& L = w.layers[l];
+      const bool streamed = sp && sp->streamed(l);
+      const LayerWeights& L = streamed ? sp->acquire(l) : w.layers[l];
+      LayerLease lease{streamed ? sp : nullptr, l};
+      cur_ = &L;
       prefix = h;
       have_prefix = true;
       if (!blocks.empty()) {
@@ -183,7 +201,16 @@ void K3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, 
   const int rows = T - first;
   rmsnorm_rows(mixed.data() + size_t(first) * H, w.final_norm, rows, H, c.rms_eps, x.data());
   logits.resize(size_t(rows) * c.vocab);
-  matmul(w.lm_head, x.data(), rows, logits.data());
+  if (sp && sp->lm_head_streamed()) {
+    const Mat& head = sp->acquire_lm_head();
+    struct HeadLease {
+      SpineStreamer* sp;
+      ~HeadLease() { sp->release_lm_head(); }
+    } head_lease{sp};
+    matmul(head, x.data(), rows, logits.data());
+  } else {
+    matmul(w.lm_head, x.data(), rows, logits.data());
+  }
 }
 
 void K3Session::commit(int n) {

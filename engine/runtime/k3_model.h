@@ -11,6 +11,7 @@
 #include "runtime/decode_session.h"
 #include "runtime/k3_state.h"
 #include "runtime/k3_weights.h"
+#include "runtime/spine_streamer.h"
 #include "store/expert_source.h"
 #include "store/tiered_expert_source.h"
 
@@ -23,6 +24,7 @@ class K3Model {
   struct Options {
     std::unique_ptr<ExpertSource> experts;  // default: the source make_expert_source() picks
     std::optional<StoreOptions> store;      // use the tiered RAM cache with these options
+    std::optional<SpinePlacement> spine;    // spine layers in engine RAM or streamed (default: mapped in place)
   };
   static std::unique_ptr<K3Model> load(const std::string& model_root, Options opts);
   static std::unique_ptr<K3Model> load(const std::string& model_root) { return load(model_root, Options{}); }
@@ -32,6 +34,8 @@ class K3Model {
   const K3Weights& weights() const { return w_; }
   const Checkpoint& checkpoint() const { return *ck_; }
   ExpertSource& experts() const { return *experts_; }
+  // The spine's owned and streamed units; null when every layer is read in place (mapped).
+  SpineStreamer* spine() const { return spine_.get(); }
   // fp32 bytes of MLA latent cache per token (all MLA layers).
   uint64_t kv_bytes_per_token() const;
   // Bytes of fixed per-session state (KDA recurrent + conv states).
@@ -43,6 +47,7 @@ class K3Model {
   std::unique_ptr<Checkpoint> ck_;
   K3Weights w_;
   std::unique_ptr<ExpertSource> experts_;
+  std::unique_ptr<SpineStreamer> spine_;
 };
 
 // Throws Error naming what differs unless `state` is a committed state of a model with config `c`.
@@ -85,6 +90,7 @@ class K3Session : public DecodeSession {
   void dense_mlp(const DenseMlpWeights& w, const float* x, int T, float* out);
 
   const K3Model& m_;
+  const LayerWeights* cur_ = nullptr;  // the weights of the layer being computed (bound or streamed)
   K3State st_;
   StagedPass staged_;
 };

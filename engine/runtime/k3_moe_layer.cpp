@@ -48,7 +48,7 @@ void K3Session::predict_experts(int layer, const float* x, int T) {
 
 void K3Session::moe(int layer, const float* x, int T, float* out, ForwardTrace* trace) {
   const K3Config& c = m_.config();
-  const MoeWeights& w = m_.weights().layers[layer].moe_w;
+  const MoeWeights& w = cur_->moe_w;
   const int E = c.experts, k = c.top_k, Z = c.latent, I = c.moe_intermediate, H = c.hidden;
 
   // Router: choose by sigmoid score + correction bias; weight by the plain score.

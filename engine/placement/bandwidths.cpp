@@ -1,0 +1,205 @@
+#include "placement/bandwidths.h"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <vector>
+
+#include "base/error.h"
+#include "base/thread_pool.h"
+#include "bench/bench_runner.h"
+#include "runtime/ops.h"
+
+namespace deltafin::placement {
+
+using json = nlohmann::json;
+
+std::string Bandwidths::json() const {
+  nlohmann::json j;
+  j["disk_gbps"] = disk_gbps;
+  j["ram_gbps"] = ram_gbps;
+  j["cpu_bf16_gbps"] = cpu_bf16_gbps;
+  j["cpu_mxfp4_gbps"] = cpu_mxfp4_gbps;
+  j["cpu_gflops"] = cpu_gflops;
+  j["cpu_threads"] = cpu_threads;
+  j["h2d_gbps"] = h2d_gbps;
+  j["hbm_gbps"] = hbm_gbps;
+  j["gpu_tflops"] = gpu_tflops;
+  j["source"] = source;
+  return j.dump(2);
+}
+
+Bandwidths Bandwidths::from_json(const std::string& text, const std::string& origin) {
+  Bandwidths b;
+  try {
+    const auto j = json::parse(text);
+    b.disk_gbps = j.at("disk_gbps").get<double>();
+    b.ram_gbps = j.at("ram_gbps").get<double>();
+    b.cpu_bf16_gbps = j.at("cpu_bf16_gbps").get<double>();
+    b.cpu_mxfp4_gbps = j.at("cpu_mxfp4_gbps").get<double>();
+    b.cpu_gflops = j.at("cpu_gflops").get<double>();
+    b.cpu_threads = j.value("cpu_threads", 0);
+    b.h2d_gbps = j.value("h2d_gbps", 0.0);
+    b.hbm_gbps = j.value("hbm_gbps", 0.0);
+    b.gpu_tflops = j.value("gpu_tflops", 0.0);
+    b.source = j.value("source", std::string());
+  } catch (const std::exception& e) {
+    throw Error(origin + " is not a bandwidth record: " + e.what(), "delete it; the next plan probes again");
+  }
+  return b;
+}
+
+bool BandwidthOverrides::any() const {
+  return disk_gbps || ram_gbps || cpu_bf16_gbps || cpu_mxfp4_gbps || cpu_gflops || h2d_gbps || hbm_gbps || gpu_tflops;
+}
+
+void BandwidthOverrides::apply(Bandwidths& b) const {
+  auto set = [&](const std::optional<double>& v, double& dst, const char* flag) {
+    if (!v) return;
+    if (!(*v > 0)) throw Error(std::string("--") + flag + " must be above 0");
+    dst = *v;
+  };
+  set(disk_gbps, b.disk_gbps, "disk-gbps");
+  set(ram_gbps, b.ram_gbps, "ram-gbps");
+  set(cpu_bf16_gbps, b.cpu_bf16_gbps, "cpu-bf16-gbps");
+  set(cpu_mxfp4_gbps, b.cpu_mxfp4_gbps, "cpu-mxfp4-gbps");
+  set(cpu_gflops, b.cpu_gflops, "cpu-gflops");
+  set(h2d_gbps, b.h2d_gbps, "h2d-gbps");
+  set(hbm_gbps, b.hbm_gbps, "hbm-gbps");
+  set(gpu_tflops, b.gpu_tflops, "gpu-tflops");
+  if (any()) b.source += b.source.empty() ? "given" : " + given";
+}
+
+Bandwidths assumed_desktop() {
+  Bandwidths b;
+  b.disk_gbps = 7;
+  b.ram_gbps = 80;
+  b.cpu_bf16_gbps = 60;
+  b.cpu_mxfp4_gbps = 40;
+  b.cpu_gflops = 1500;
+  b.cpu_threads = 16;
+  b.h2d_gbps = 25;
+  b.hbm_gbps = 900;
+  b.gpu_tflops = 60;
+  b.source = "assumed desktop";
+  return b;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double best_seconds(int reps, const std::function<void()>& fn) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    fn();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return best;
+}
+
+// Anonymous memory the probes read; larger than any last-level cache.
+struct ProbeBuffer {
+  void* p = nullptr;
+  size_t n = 0;
+  explicit ProbeBuffer(size_t bytes) : n(bytes) {
+    p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw Error("cannot map " + std::to_string(n >> 20) + " MiB for the bandwidth probe");
+  }
+  ~ProbeBuffer() { ::munmap(p, n); }
+  uint8_t* bytes() const { return static_cast<uint8_t*>(p); }
+};
+
+}  // namespace
+
+void probe_cpu(Bandwidths& b) {
+  ThreadPool& pool = ThreadPool::global();
+  b.cpu_threads = pool.size();
+  {
+    const size_t n = 512ull << 20;
+    ProbeBuffer buf(n);
+    std::memset(buf.p, 1, n);
+    const uint64_t* w = static_cast<const uint64_t*>(buf.p);
+    std::atomic<uint64_t> sink{0};  // keeps the reads from being optimized away
+    const double s = best_seconds(3, [&] {
+      pool.parallel_for(n / 8, [&](size_t a, size_t e) {
+        uint64_t acc = 0;
+        for (size_t i = a; i < e; ++i) acc += w[i];
+        sink.fetch_add(acc, std::memory_order_relaxed);
+      }, 4096);
+    });
+    b.ram_gbps = n / s / 1e9;
+  }
+  {
+    // A BF16 matrix of 7168 columns (K3's hidden size), 117 MB.
+    const int64_t rows = 8192, cols = 7168;
+    ProbeBuffer buf(size_t(rows * cols * 2));
+    for (size_t i = 0; i < buf.n / 2; ++i) reinterpret_cast<uint16_t*>(buf.p)[i] = uint16_t(0x3c00 + (i % 97));
+    Mat m{buf.p, DType::BF16, rows, cols};
+    std::vector<float> x(size_t(cols) * 64, 0.5f), y(size_t(rows) * 64);
+    const double s1 = best_seconds(3, [&] { matmul(m, x.data(), 1, y.data()); });
+    b.cpu_bf16_gbps = double(buf.n) / s1 / 1e9;
+    const double s64 = best_seconds(2, [&] { matmul(m, x.data(), 64, y.data()); });
+    b.cpu_gflops = 2.0 * rows * cols * 64 / s64 / 1e9;
+  }
+  {
+    // MXFP4 rows of K3's expert shape (3584 columns), 16 experts' worth of gate rows.
+    const int64_t rows = 3072 * 16, cols = 3584;
+    ProbeBuffer packed(size_t(rows * cols / 2)), scale(size_t(rows * cols / 32));
+    for (size_t i = 0; i < packed.n; ++i) packed.bytes()[i] = uint8_t(i * 37 + 11);
+    std::memset(scale.p, 120, scale.n);
+    std::vector<float> x(static_cast<size_t>(cols), 0.25f), y(static_cast<size_t>(rows));
+    const double s = best_seconds(3, [&] { matmul_mxfp4(packed.bytes(), scale.bytes(), rows, cols, x.data(), 1, y.data()); });
+    b.cpu_mxfp4_gbps = double(packed.n + scale.n) / s / 1e9;
+  }
+}
+
+void probe_disk(Bandwidths& b, const std::string& model_root) {
+  b.disk_gbps = measure_direct_read_gbps(model_root, 32, 16, nullptr, uint32_t(::time(nullptr)));
+}
+
+std::string bandwidth_cache_path(const std::string& model_root) {
+  const std::string beside = model_root + "/deltafin-bandwidths.json";
+  if (::access(model_root.c_str(), W_OK) == 0) return beside;
+  std::string base;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) base = x;
+  else if (const char* h = std::getenv("HOME"); h && *h) base = std::string(h) + "/.cache";
+  else return beside;
+  // One file per model folder: the folder's path with '/' made safe.
+  std::string key = model_root;
+  std::replace(key.begin(), key.end(), '/', '_');
+  return base + "/deltafin/bandwidths" + key + ".json";
+}
+
+std::optional<Bandwidths> load_cached_bandwidths(const std::string& model_root) {
+  const std::string path = bandwidth_cache_path(model_root);
+  std::ifstream f(path);
+  if (!f) return std::nullopt;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  Bandwidths b = Bandwidths::from_json(ss.str(), path);
+  b.source = "cache " + path + (b.source.empty() ? "" : " (" + b.source + ")");
+  return b;
+}
+
+void save_cached_bandwidths(const std::string& model_root, const Bandwidths& b) {
+  const std::string path = bandwidth_cache_path(model_root);
+  const auto slash = path.rfind('/');
+  if (slash != std::string::npos) ::mkdir(path.substr(0, slash).c_str(), 0755);
+  std::ofstream f(path);
+  if (f) f << b.json() << "\n";
+}
+
+}  // namespace deltafin::placement

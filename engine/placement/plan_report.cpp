@@ -1,0 +1,125 @@
+#include "placement/plan_report.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+namespace deltafin::placement {
+
+namespace {
+
+std::string device_name(int d) { return d == kCpu ? "CPU" : "GPU " + std::to_string(d); }
+
+std::string where(const UnitPlan& u) {
+  if (u.home == Home::Vram) return "VRAM (GPU " + std::to_string(u.gpu) + ")";
+  return home_name(u.home);
+}
+
+std::string unit_name(int unit) { return unit == kLmHeadUnit ? "lm_head" : "layer " + std::to_string(unit); }
+
+std::string fmt(const char* f, double a) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, a);
+  return b;
+}
+
+}  // namespace
+
+std::string plan_table(const Plan& p) {
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-16s %10s  %-14s %-8s %-8s\n", "spine", "GB", "lives in", "decode", "prefill");
+  out += line;
+  size_t i = 0;
+  while (i < p.units.size()) {
+    size_t j = i;
+    uint64_t bytes = 0;
+    auto same = [&](const UnitPlan& a, const UnitPlan& b) {
+      return a.home == b.home && a.gpu == b.gpu && a.decode_device == b.decode_device && a.prefill_device == b.prefill_device &&
+             (a.unit >= 0) == (b.unit >= 0);
+    };
+    while (j < p.units.size() && same(p.units[i], p.units[j])) bytes += p.units[j++].bytes;
+    const UnitPlan& a = p.units[i];
+    std::string name = a.unit < 0 ? unit_name(a.unit)
+                       : j - i == 1 ? unit_name(a.unit)
+                                    : "layers " + std::to_string(a.unit) + "-" + std::to_string(p.units[j - 1].unit);
+    std::snprintf(line, sizeof line, "%-16s %10.2f  %-14s %-8s %-8s\n", name.c_str(), bytes / 1e9, where(a).c_str(),
+                  device_name(a.decode_device).c_str(), device_name(a.prefill_device).c_str());
+    out += line;
+    i = j;
+  }
+  std::snprintf(line, sizeof line, "%-16s %10.2f  %-14s (routers, norms, session state, scratch)\n", "resident", p.ram_reserved / 1e9,
+                "RAM");
+  out += line;
+  if (p.ram_stream_buffers)
+    out += "  of which two stream buffers: " + fmt("%.2f GB", p.ram_stream_buffers / 1e9) + "\n";
+  for (size_t g = 0; g < p.experts.vram_bytes.size(); ++g) {
+    std::snprintf(line, sizeof line, "%-16s %10.2f  %-14s (%s)\n", "expert tier", p.experts.vram_bytes[g] / 1e9,
+                  ("VRAM (GPU " + std::to_string(g) + ")").c_str(), p.budget.gpus[g].name.c_str());
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "%-16s %10.2f  %-14s (%.1f%% of %.1f GB of experts)\n", "expert tier", p.experts.ram_bytes / 1e9,
+                "RAM", p.bytes.all_expert_bytes() ? 100.0 * p.experts.ram_bytes / p.bytes.all_expert_bytes() : 0.0,
+                p.bytes.all_expert_bytes() / 1e9);
+  out += line;
+  auto phase = [&](const char* name, const PhasePrediction& ph) {
+    char b[256];
+    std::snprintf(b, sizeof b, "%-8s %.3f s/token at %d row(s) per pass, bound by %s (per pass: disk %.3f s, PCIe %.3f s, CPU %.3f s, GPU %.3f s)\n",
+                  name, ph.seconds_per_token, ph.rows, ph.bound.c_str(), ph.disk_s, ph.h2d_s, ph.cpu_s, ph.gpu_s);
+    return std::string(b);
+  };
+  out += phase("decode", p.decode);
+  out += phase("prefill", p.prefill);
+  for (const auto& n : p.notes) out += "note: " + n + "\n";
+  return out;
+}
+
+std::string plan_summary(const Plan& p) {
+  char b[512];
+  std::snprintf(b, sizeof b,
+                "plan: spine %.1f GB = %.1f VRAM + %.1f RAM + %.1f disk-streamed; expert tiers %.1f GB VRAM + %.1f GB RAM; "
+                "decode %.3f s/token (%s-bound), prefill %.3f s/token (%s-bound)",
+                (p.spine_in(Home::Vram) + p.spine_in(Home::Ram) + p.spine_in(Home::Disk)) / 1e9, p.spine_in(Home::Vram) / 1e9,
+                p.spine_in(Home::Ram) / 1e9, p.spine_in(Home::Disk) / 1e9,
+                [&] {
+                  uint64_t n = 0;
+                  for (auto v : p.experts.vram_bytes) n += v;
+                  return n / 1e9;
+                }(),
+                p.experts.ram_bytes / 1e9, p.decode.seconds_per_token, p.decode.bound.c_str(), p.prefill.seconds_per_token,
+                p.prefill.bound.c_str());
+  return b;
+}
+
+std::string plan_rates(const Plan& p) {
+  const Bandwidths& r = p.rates;
+  char b[512];
+  std::snprintf(b, sizeof b,
+                "rates (%s): disk %.2f GB/s, RAM %.1f GB/s, CPU BF16 %.1f GB/s, MXFP4 %.1f GB/s, %.0f GFLOP/s (%d threads)",
+                r.source.c_str(), r.disk_gbps, r.ram_gbps, r.cpu_bf16_gbps, r.cpu_mxfp4_gbps, r.cpu_gflops, r.cpu_threads);
+  std::string s = b;
+  if (!p.budget.gpus.empty()) {
+    std::snprintf(b, sizeof b, "; PCIe %.1f GB/s, device memory %.0f GB/s, %.0f TFLOP/s", r.h2d_gbps, r.hbm_gbps, r.gpu_tflops);
+    s += b;
+  }
+  return s;
+}
+
+std::string plan_json(const Plan& p) {
+  nlohmann::json j;
+  j["spine_bytes"] = {{"vram", p.spine_in(Home::Vram)}, {"ram", p.spine_in(Home::Ram)}, {"disk", p.spine_in(Home::Disk)}};
+  j["ram_budget"] = p.budget.ram_budget;
+  j["ram_reserved"] = p.ram_reserved;
+  j["ram_minimum"] = p.ram_minimum;
+  j["expert_tiers"] = {{"vram", p.experts.vram_bytes}, {"ram", p.experts.ram_bytes}};
+  auto& units = j["units"] = nlohmann::json::array();
+  for (const auto& u : p.units)
+    units.push_back({{"unit", unit_name(u.unit)}, {"bytes", u.bytes}, {"home", home_name(u.home)}, {"gpu", u.gpu},
+                     {"decode", device_name(u.decode_device)}, {"prefill", device_name(u.prefill_device)}});
+  for (auto [name, ph] : {std::pair<const char*, const PhasePrediction*>{"decode", &p.decode}, {"prefill", &p.prefill}})
+    j[name] = {{"seconds_per_token", ph->seconds_per_token}, {"bound", ph->bound}, {"rows", ph->rows},
+               {"disk_s", ph->disk_s}, {"h2d_s", ph->h2d_s}, {"cpu_s", ph->cpu_s}, {"gpu_s", ph->gpu_s}};
+  j["rates"] = nlohmann::json::parse(p.rates.json());
+  return j.dump(2);
+}
+
+}  // namespace deltafin::placement

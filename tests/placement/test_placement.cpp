@@ -1,0 +1,274 @@
+// The placement planner: its byte map against the real K3 index (every text tensor accounted for
+// once), its byte accounting for many budgets, and its errors for budgets that cannot work.
+#include <zlib.h>
+
+#include <algorithm>
+#include <set>
+
+#include "base/error.h"
+#include "model/checkpoint.h"
+#include "model/k3_config.h"
+#include "placement/bandwidths.h"
+#include "placement/machine_budget.h"
+#include "placement/model_byte_map.h"
+#include "placement/planner.h"
+#include "runtime/k3_weights.h"
+#include "support/test_support.h"
+
+using namespace deltafin;
+using namespace deltafin::placement;
+
+namespace {
+
+std::string gunzip(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) return {};
+  std::string out;
+  char buf[1 << 16];
+  int n;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, size_t(n));
+  gzclose(f);
+  return out;
+}
+
+Bandwidths some_rates() {
+  Bandwidths b;
+  b.disk_gbps = 7;
+  b.ram_gbps = 80;
+  b.cpu_bf16_gbps = 50;
+  b.cpu_mxfp4_gbps = 30;
+  b.cpu_gflops = 1000;
+  b.h2d_gbps = 25;
+  b.hbm_gbps = 900;
+  b.gpu_tflops = 60;
+  return b;
+}
+
+MachineBudget machine(double ram_gb, std::vector<double> gpus_gb) {
+  MachineBudget m;
+  m.ram_budget = uint64_t(ram_gb * 1e9);
+  for (size_t i = 0; i < gpus_gb.size(); ++i) m.gpus.push_back(GpuBudget{"GPU " + std::to_string(i), uint64_t(gpus_gb[i] * 1e9), 0});
+  return m;
+}
+
+// Every byte of a plan is in exactly one place and no budget is exceeded.
+void check_accounting(const Plan& p) {
+  uint64_t units = 0;
+  for (const auto& u : p.units) units += u.bytes;
+  uint64_t want = p.bytes.tied_embeddings ? p.bytes.embed_bytes : p.bytes.lm_head_bytes;
+  for (const auto& L : p.bytes.layers) want += L.matrix_bytes;
+  QCOMPARE(units, want);
+  QCOMPARE(p.spine_in(Home::Vram) + p.spine_in(Home::Ram) + p.spine_in(Home::Disk), want);
+  QVERIFY(p.ram_reserved + p.spine_in(Home::Ram) + p.experts.ram_bytes <= p.budget.ram_budget);
+  for (size_t g = 0; g < p.budget.gpus.size(); ++g)
+    QVERIFY(p.vram_reserved[g] + p.spine_in_gpu(int(g)) + p.experts.vram_bytes[g] <= p.budget.gpus[g].budget);
+  // Streamed units need the two stream buffers, and only then.
+  QCOMPARE(p.streamed_units() > 0, p.ram_stream_buffers > 0);
+  uint64_t biggest_streamed = 0;
+  for (const auto& u : p.units)
+    if (u.home == Home::Disk) biggest_streamed = std::max(biggest_streamed, u.bytes);
+  QCOMPARE(p.ram_stream_buffers, 2 * biggest_streamed);
+  // Compute devices: VRAM units on their GPU, nothing on a GPU that does not exist.
+  for (const auto& u : p.units) {
+    if (u.home == Home::Vram) QCOMPARE(u.decode_device, u.gpu);
+    QVERIFY(u.decode_device < int(p.budget.gpus.size()));
+    QVERIFY(u.prefill_device < int(p.budget.gpus.size()));
+  }
+  QVERIFY(p.decode.seconds_per_token > 0);
+  QVERIFY(p.prefill.seconds_per_token > 0);
+  QVERIFY(!p.decode.bound.empty());
+}
+
+}  // namespace
+
+class TestPlacement : public QObject {
+  Q_OBJECT
+ private slots:
+  void real_index_every_text_tensor_once() {
+    const std::string dir = test::fixtures_dir() + "/k3-real-meta";
+    const K3Config cfg = K3Config::load(dir + "/config.json");
+    const std::string text = gunzip(dir + "/model.safetensors.index.json.gz");
+    QVERIFY2(!text.empty(), "the gzipped real index is readable");
+    const CheckpointIndex idx = CheckpointIndex::parse(text, "real index");
+    const auto tensors = k3_text_tensors(cfg, "language_model.");
+    std::set<std::string> mine;
+    for (const auto& t : tensors) QVERIFY2(mine.insert(t.name).second, t.name.c_str());
+    size_t text_in_index = 0;
+    for (const auto& [name, shard] : idx.tensor_shard) {
+      if (name.rfind("language_model.", 0) != 0) {
+        // Only the vision tower and the projector are not text.
+        QVERIFY2(name.rfind("vision_tower.", 0) == 0 || name.rfind("mm_projector.", 0) == 0, name.c_str());
+        continue;
+      }
+      ++text_in_index;
+      QVERIFY2(mine.count(name), ("not in the byte map: " + name).c_str());
+    }
+    QCOMPARE(mine.size(), text_in_index);
+
+    const ModelByteMap m = ModelByteMap::from_tensors(cfg, tensors);
+    // K3-SPEC.md section 1: 82,432 experts of 17,547,264 bytes.
+    QCOMPARE(uint64_t(m.experts) * m.moe_layers, uint64_t(82432));
+    QCOMPARE(m.expert_bytes, uint64_t(17547264));
+    // The index's total less the text model is the vision tower and projector, which the engine
+    // never reads: more than nothing, under 1 GB.
+    const uint64_t text_total = m.spine_bytes() + m.all_expert_bytes();
+    QVERIFY(idx.total_size > text_total);
+    QVERIFY(idx.total_size - text_total < 1000000000ull);
+    // The spec's independent sum of the spine: 113.5 GB.
+    QVERIFY(std::abs(double(m.spine_bytes()) / 1e9 - 113.5) < 0.1);
+    // Its per-layer figures: a KDA block 0.887 GB, an MLA block 0.464 GB (attention matrices and
+    // small tensors), the dense layer 0 MLP 1.453 GB.
+    QCOMPARE(m.embed_bytes, uint64_t(163840) * 7168 * 2);
+    QCOMPARE(m.lm_head_bytes, uint64_t(163840) * 7168 * 2);
+    QVERIFY(m.layers[0].moe == false && m.layers[1].moe);
+    uint64_t spine_layers = 0;
+    for (const auto& L : m.layers) spine_layers += L.matrix_bytes + L.router_bytes + L.small_bytes;
+    QCOMPARE(spine_layers + m.embed_bytes + m.lm_head_bytes + m.head_small_bytes, m.spine_bytes());
+  }
+
+  void header_sizes_match_config_sizes() {
+    // k3-tiny ships the K3 dtypes: the map from its headers equals the map from its config.
+    const std::string dir = test::fixtures_dir() + "/k3-tiny";
+    const K3Config cfg = K3Config::load(dir + "/config.json");
+    auto ck = Checkpoint::open(dir);
+    const ModelByteMap a = ModelByteMap::from_checkpoint(*ck, cfg), b = ModelByteMap::from_config(cfg);
+    QCOMPARE(a.spine_bytes(), b.spine_bytes());
+    QCOMPARE(a.expert_bytes, b.expert_bytes);
+    QCOMPARE(a.expert_bytes, cfg.expert_bytes());
+    for (size_t l = 0; l < a.layers.size(); ++l) {
+      QCOMPARE(a.layers[l].matrix_bytes, b.layers[l].matrix_bytes);
+      QCOMPARE(a.layers[l].small_bytes, b.layers[l].small_bytes);
+    }
+    // The weight binder counts every non-expert tensor it binds: the same total.
+    QCOMPARE(K3Weights::bind(*ck, cfg).spine_bytes, a.spine_bytes());
+  }
+
+  void accounting_for_many_machines() {
+    const K3Config cfg = K3Config::load(test::fixtures_dir() + "/k3-real-meta/config.json");
+    const ModelByteMap m = ModelByteMap::from_config(cfg);
+    const Bandwidths r = some_rates();
+    struct M {
+      double ram;
+      std::vector<double> gpus;
+    };
+    const M machines[] = {{24, {}},      {64, {24}},     {128, {32}},  {192, {48}},      {256, {96}},
+                          {512, {}},     {64, {32, 32}}, {256, {48, 48, 48, 48}}, {1000, {141}}, {16, {}}};
+    for (const auto& x : machines) {
+      const Plan p = make_plan(m, machine(x.ram, x.gpus), r);
+      check_accounting(p);
+    }
+    // More RAM never leaves more spine on disk, and never predicts a slower decode.
+    double last = 1e30;
+    uint64_t last_disk = UINT64_MAX;
+    for (double ram = 16; ram <= 1024; ram *= 1.5) {
+      const Plan p = make_plan(m, machine(ram, {}), r);
+      QVERIFY(p.spine_in(Home::Disk) <= last_disk);
+      QVERIFY(p.decode.seconds_per_token <= last * (1 + 1e-9));
+      last = p.decode.seconds_per_token;
+      last_disk = p.spine_in(Home::Disk);
+    }
+    // 512 GB holds the whole spine; 64 GB does not.
+    QCOMPARE(make_plan(m, machine(512, {}), r).spine_in(Home::Disk), uint64_t(0));
+    QVERIFY(make_plan(m, machine(64, {}), r).spine_in(Home::Disk) > 0);
+    // Two GPUs: layers fill GPU 0 from layer 0, then GPU 1; one hand-over.
+    const Plan two = make_plan(m, machine(256, {32, 32}), r);
+    int last_gpu = 0;
+    for (const auto& u : two.units)
+      if (u.home == Home::Vram && u.unit >= 0) {
+        QVERIFY(u.gpu >= last_gpu);
+        last_gpu = u.gpu;
+      }
+    QCOMPARE(last_gpu, 1);
+  }
+
+  void budgets_too_small_say_the_minimum() {
+    const K3Config cfg = K3Config::load(test::fixtures_dir() + "/k3-real-meta/config.json");
+    const ModelByteMap m = ModelByteMap::from_config(cfg);
+    const Plan ok = make_plan(m, machine(512, {}), some_rates());
+    try {
+      make_plan(m, machine(4, {}), some_rates());
+      QFAIL("a 4 GB RAM budget was accepted");
+    } catch (const Error& e) {
+      const std::string s = e.what();
+      QVERIFY2(s.find("smallest working set") != std::string::npos, s.c_str());
+      QVERIFY2(s.find(format_gb(ok.ram_minimum)) != std::string::npos, s.c_str());
+    }
+    // Exactly the minimum works.
+    MachineBudget at_min = machine(0, {});
+    at_min.ram_budget = ok.ram_minimum;
+    check_accounting(make_plan(m, at_min, some_rates()));
+    try {
+      make_plan(m, machine(64, {2}), some_rates());
+      QFAIL("a 2 GB VRAM budget was accepted");
+    } catch (const Error& e) {
+      const std::string s = e.what();
+      QVERIFY2(s.find("VRAM budget") != std::string::npos && s.find(format_gb(ok.vram_minimum)) != std::string::npos, s.c_str());
+    }
+  }
+
+  void budgets_larger_than_the_device() {
+    MachineBudget m;
+    m.ram_total = 64000000000ull;
+    m.ram_budget = 1;
+    QVERIFY_THROWS_EXCEPTION(Error, set_ram_budget(m, 65));
+    set_ram_budget(m, 63);
+    QCOMPARE(m.ram_budget, uint64_t(63e9));
+    // No GPU here: a VRAM budget is refused unless planning another machine.
+    QVERIFY_THROWS_EXCEPTION(Error, set_vram_budgets(m, {24000000000ull}, false));
+    set_vram_budgets(m, {32000000000ull, 32000000000ull}, true);
+    QCOMPARE(m.gpus.size(), size_t(2));
+    // A known GPU: one figure per GPU, none above its memory.
+    MachineBudget g;
+    g.gpus.push_back(GpuBudget{"GPU 0", 20000000000ull, 24000000000ull});
+    QVERIFY_THROWS_EXCEPTION(Error, set_vram_budgets(g, {25000000000ull}, false));
+    QVERIFY_THROWS_EXCEPTION(Error, set_vram_budgets(g, {10000000000ull, 10000000000ull}, false));
+    set_vram_budgets(g, {23000000000ull}, false);
+    QCOMPARE(g.gpus[0].budget, uint64_t(23000000000ull));
+    QVERIFY_THROWS_EXCEPTION(Error, parse_gb_list("32,x", "--vram-budget"));
+    QVERIFY_THROWS_EXCEPTION(Error, parse_gb_list("-1", "--vram-budget"));
+    QCOMPARE(parse_gb_list("32,48.5", "--vram-budget"), (std::vector<uint64_t>{32000000000ull, 48500000000ull}));
+  }
+
+  void advice_names_a_change_that_helps() {
+    const K3Config cfg = K3Config::load(test::fixtures_dir() + "/k3-real-meta/config.json");
+    const ModelByteMap m = ModelByteMap::from_config(cfg);
+    const Plan p = make_plan(m, machine(64, {}), some_rates());
+    const std::string h = what_would_help(p);
+    QVERIFY2(!h.empty(), "a 64 GB machine streaming half its spine can be helped");
+    QVERIFY2(h.find(" -> ") != std::string::npos, h.c_str());
+  }
+
+  void plan_command() {
+    const std::string bin = test::bin_dir() + "/deltafin";
+    if (!QFile::exists(QString::fromStdString(bin))) QSKIP("the deltafin executable is not built");
+    const std::string meta = test::fixtures_dir() + "/k3-real-meta";
+    auto ok = test::run_process({bin, "plan", "--model-root", meta, "--other-machine", "--ram-budget", "64", "--vram-budget", "24",
+                                 "--disk-gbps", "7"});
+    QCOMPARE(ok.code, 0);
+    QVERIFY2(ok.out.find("what would help most: ") != std::string::npos, ok.out.c_str());
+    QVERIFY2(ok.out.find("VRAM (GPU 0)") != std::string::npos, ok.out.c_str());
+    QVERIFY2(ok.out.find("disk-bound") != std::string::npos, ok.out.c_str());
+    // Too small: the error names the minimum (the planner's own figure for this model).
+    const K3Config cfg = K3Config::load(meta + "/config.json");
+    MachineBudget big;
+    big.ram_budget = 512000000000ull;
+    const Plan p = make_plan(ModelByteMap::from_config(cfg), big, assumed_desktop());
+    auto small = test::run_process({bin, "plan", "--model-root", meta, "--other-machine", "--ram-budget", "5"});
+    QCOMPARE(small.code, 1);
+    QVERIFY2(small.err.find("give --ram-budget " + format_gb(p.ram_minimum) + " or more") != std::string::npos, small.err.c_str());
+    // A VRAM budget on this machine, which the test takes to have no GPU this build can use.
+    auto nogpu = test::run_process({bin, "plan", "--model-root", meta, "--vram-budget", "24", "--disk-gbps", "7"});
+#ifndef DELTAFIN_HAVE_CUDA_K3
+    QCOMPARE(nogpu.code, 1);
+    QVERIFY2(nogpu.err.find("no CUDA GPU") != std::string::npos, nogpu.err.c_str());
+#endif
+    // Two GPUs of another machine: both named in the table.
+    auto two = test::run_process({bin, "plan", "--model-root", meta, "--other-machine", "--ram-budget", "128", "--vram-budget",
+                                  "32,32", "--disk-gbps", "14"});
+    QCOMPARE(two.code, 0);
+    QVERIFY2(two.out.find("VRAM (GPU 1)") != std::string::npos, two.out.c_str());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestPlacement)
+#include "test_placement.moc"
