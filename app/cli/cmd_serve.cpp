@@ -42,6 +42,7 @@ void add_serve(CLI::App& app) {
     uint64_t state_cache_mb = 2048, snapshot_max_mb = 16384;
     int threads = 0;
     std::string draft = "auto", draft_model, device = "cpu";
+    std::vector<std::string> served_names;
   };
   auto o = std::make_shared<Opts>();
   auto* c = app.add_subcommand("serve", "Serve the model over an OpenAI-compatible HTTP API (see docs/SERVER.md)");
@@ -51,6 +52,7 @@ void add_serve(CLI::App& app) {
   c->add_flag("--allow-remote", o->s.allow_remote, "Allow a --host reachable from other machines");
   c->add_option("--api-key", o->s.api_key, "Require 'Authorization: Bearer KEY' on every route but /health")->envname("DELTAFIN_API_KEY");
   c->add_option("--model-id", o->s.model_id, "Model name clients send (default: the model folder's name)");
+  c->add_option("--served-model-name", o->served_names, "Another name clients may send for the model (repeatable; 'kimi-k3' always works)");
   c->add_option("--max-body-bytes", o->s.max_body_bytes, "Largest request body")->capture_default_str()->check(CLI::Range(size_t(1024), size_t(1) << 30));
   c->add_option("--max-tokens", o->s.max_tokens, "Most tokens in one response")->capture_default_str()->check(CLI::Range(1, 1 << 24));
   c->add_option("--max-context", o->s.max_context, "Most prompt + response tokens (0 = the model's limit)")->capture_default_str()->check(CLI::Range(0, 1 << 30));
@@ -94,6 +96,7 @@ void add_serve(CLI::App& app) {
     auto drafts = DraftSetup::create(*model, dso);
     if (dso.choice != DraftChoice::Off) std::fprintf(stderr, "deltafin serve: drafting: %s\n", drafts->note().c_str());
     serve::ServerOptions s = o->s;
+    s.model_aliases.insert(s.model_aliases.end(), o->served_names.begin(), o->served_names.end());
     s.worker.drafts = drafts.get();
     s.worker.state_cache_bytes = o->state_cache_mb << 20;
     s.worker.snapshot_max_bytes = o->snapshot_max_mb << 20;

@@ -21,5 +21,6 @@ void add_doctor(CLI::App& app);
 void add_cache(CLI::App& app);
 void add_upgrade(CLI::App& app);
 void add_serve(CLI::App& app);
+void add_render_chat(CLI::App& app);
 
 }  // namespace deltafin::cli

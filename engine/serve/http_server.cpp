@@ -67,6 +67,9 @@ class OpenAiServer::Impl {
     if (model_ctx <= 0) model_ctx = 4096;
     parse_.tokenizer = &tok;
     parse_.model_id = opt.model_id;
+    for (const std::string& a : opt.model_aliases)
+      if (a != opt.model_id && std::find(parse_.model_aliases.begin(), parse_.model_aliases.end(), a) == parse_.model_aliases.end())
+        parse_.model_aliases.push_back(a);
     parse_.context_limit = opt.max_context > 0 ? std::min(opt.max_context, model_ctx) : model_ctx;
     parse_.max_tokens_limit = std::min(opt.max_tokens, parse_.context_limit - 1);
     const json gen = read_json_file(root / "generation_config.json");
@@ -147,13 +150,16 @@ class OpenAiServer::Impl {
     http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) { health(res); });
     for (const std::string base : {"/v1", ""}) {
       http_.Get(base + "/models", [this](const httplib::Request&, httplib::Response& res) {
-        res.set_content(dump_json({{"object", "list"}, {"data", json::array({model_object()})}}), "application/json");
+        json data = json::array({model_object(opt_.model_id)});
+        for (const std::string& a : parse_.model_aliases) data.push_back(model_object(a));
+        res.set_content(dump_json({{"object", "list"}, {"data", data}}), "application/json");
       });
       http_.Get(base + R"(/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
-        if (req.matches[1] != opt_.model_id)
-          return send_error(res, ApiError(404, "The model '" + std::string(req.matches[1]) + "' does not exist.", "model",
-                                          "invalid_request_error", "model_not_found"));
-        res.set_content(dump_json(model_object()), "application/json");
+        const std::string name = req.matches[1];
+        if (!serves(name))
+          return send_error(res, ApiError(404, "The model '" + name + "' does not exist; this server serves " + served_names() + ".",
+                                          "model", "invalid_request_error", "model_not_found"));
+        res.set_content(dump_json(model_object(name)), "application/json");
       });
       for (const bool chat : {true, false}) {
         const std::string path = base + (chat ? "/chat/completions" : "/completions");
@@ -168,10 +174,22 @@ class OpenAiServer::Impl {
     }
   }
 
-  json model_object() const {
-    return {{"id", opt_.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "deltafin"},
+  json model_object(const std::string& name) const {
+    return {{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "deltafin"},
             {"max_model_len", parse_.context_limit}};
   }
+
+  bool serves(const std::string& name) const {
+    return name == opt_.model_id || std::find(parse_.model_aliases.begin(), parse_.model_aliases.end(), name) != parse_.model_aliases.end();
+  }
+
+  std::string served_names() const {
+    std::string names = "'" + opt_.model_id + "'";
+    for (const std::string& a : parse_.model_aliases) names += ", '" + a + "'";
+    return names;
+  }
+
+  clock_type::time_point now() const { return opt_.worker.now ? opt_.worker.now() : clock_type::now(); }
 
   void health(httplib::Response& res) {
     const WorkerStats s = worker_.stats();
@@ -240,7 +258,7 @@ class OpenAiServer::Impl {
     } catch (const Error& e) {
       return send_error(res, ApiError(400, e.what(), {}, "invalid_request_error"));
     }
-    job->deadline = clock_type::now() + std::chrono::seconds(opt_.request_timeout_s);
+    job->deadline = now() + std::chrono::seconds(opt_.request_timeout_s);
     if (!queue_.push(job)) {
       res.set_header("Retry-After", std::to_string(retry_after_seconds()));
       return send_error(res, ApiError(429, "The server is busy: " + std::to_string(queue_.capacity()) +
@@ -263,12 +281,12 @@ class OpenAiServer::Impl {
         cancel(job);
         return send_error(res, ApiError(503, "The server is shutting down.", {}, "server_error", "shutting_down"));
       }
-      if (job->started == 0 && clock_type::now() > job->deadline && queue_.remove(job))
+      if (job->started == 0 && now() > job->deadline && queue_.remove(job))
         return send_error(res, ApiError(504, "The request waited in the queue past the server's time limit (--request-timeout).", {}, "timeout", "timeout"));
     }
     if (auto e = job->error()) return send_error(res, *e);
     const JobResult r = *job->result();
-    const ResponseMeta meta = new_response_meta(chat, opt_.model_id);
+    const ResponseMeta meta = new_response_meta(chat, job->req.model);
     res.set_header("X-Deltafin-Started", std::to_string(job->started));
     res.set_header("X-Deltafin-Reuse", r.reuse_source);
     res.set_header("X-Deltafin-Prefilled", std::to_string(r.prefilled_tokens));
@@ -281,14 +299,15 @@ class OpenAiServer::Impl {
   }
 
   void stream(bool chat, const std::shared_ptr<Job>& job, int fd, httplib::Response& res) {
-    const ResponseMeta meta = new_response_meta(chat, opt_.model_id);
+    const ResponseMeta meta = new_response_meta(chat, job->req.model);
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
     auto sent_role = std::make_shared<bool>(false);
+    auto calls_sent = std::make_shared<size_t>(0);
     const bool usage = job->req.include_usage;
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, job, fd, meta, chat, usage, sent_role](size_t, httplib::DataSink& sink) {
+        [this, job, fd, meta, chat, usage, sent_role, calls_sent](size_t, httplib::DataSink& sink) {
           auto write = [&](const json& j) {
             const std::string ev = sse_event(j);
             return sink.write(ev.data(), ev.size());
@@ -303,7 +322,16 @@ class OpenAiServer::Impl {
             bool ok = true;
             if (chat) {
               if (!d.reasoning.empty()) ok = write(chat_chunk_json(meta, {{"reasoning_content", d.reasoning}}, std::nullopt, usage));
-              if (ok && !d.content.empty()) ok = write(chat_chunk_json(meta, {{"content", d.content}}, std::nullopt, usage));
+              // An answer token's log probabilities travel with its text (a token whose text is
+              // still held back, mid-character or mid-stop-sequence, sends an empty content).
+              if (ok && (!d.content.empty() || !d.logprobs.empty()))
+                ok = write(chat_chunk_json(meta, {{"content", d.content}}, std::nullopt, usage,
+                                           d.logprobs.empty() ? json(nullptr) : d.logprobs));
+              // One delta per completed call, whole: K3 writes a call's arguments before it closes.
+              if (ok && !d.tool_calls.empty()) {
+                ok = write(chat_chunk_json(meta, {{"tool_calls", tool_calls_json(d.tool_calls, *calls_sent, true)}}, std::nullopt, usage));
+                *calls_sent += d.tool_calls.size();
+              }
             } else {
               ok = write(text_chunk_json(meta, d.content, std::nullopt, usage));
             }
@@ -311,7 +339,7 @@ class OpenAiServer::Impl {
           }
           if (!done) {
             if (peer_gone(fd) || stopping_) return false;
-            if (job->started == 0 && clock_type::now() > job->deadline && queue_.remove(job)) {
+            if (job->started == 0 && now() > job->deadline && queue_.remove(job)) {
               job->fail(ApiError(504, "The request waited in the queue past the server's time limit (--request-timeout).", {}, "timeout", "timeout"));
             }
             return true;

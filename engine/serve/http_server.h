@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/k3_model.h"
 #include "serve/engine_worker.h"
@@ -19,6 +20,7 @@ struct ServerOptions {
   int port = 8000;                 // 0: any free port (printed on start)
   bool allow_remote = false;       // required to bind beyond loopback
   std::string model_id;            // default: the model folder's name
+  std::vector<std::string> model_aliases = {"kimi-k3"};  // other names clients may send (--served-model-name)
   std::string api_key;             // empty: no key required
   size_t max_body_bytes = size_t(4) << 20;
   int max_tokens = 4096;           // tokens per response

@@ -14,17 +14,24 @@
 
 #include "serve/api_error.h"
 #include "serve/request_parser.h"
+#include "serve/response_memo.h"
 
 namespace deltafin::serve {
 
-// Text produced since the last delta: reasoning and/or answer.
+// What the answer gained since the last delta: reasoning and/or answer text, completed tool
+// calls, and the log probabilities of the answer tokens (when asked for).
 struct Delta {
   std::string reasoning, content;
+  std::vector<ToolCallResult> tool_calls;
+  nlohmann::json logprobs = nlohmann::json::array();
+  bool empty() const { return reasoning.empty() && content.empty() && tool_calls.empty() && logprobs.empty(); }
 };
 
 struct JobResult {
-  std::string finish_reason;  // "stop" or "length"
+  std::string finish_reason;  // "stop", "length" or "tool_calls"
   std::string reasoning, content;
+  std::vector<ToolCallResult> tool_calls;
+  nlohmann::json logprobs;    // the answer tokens' entries (an array) when asked for, else null
   int prompt_tokens = 0, completion_tokens = 0, reasoning_tokens = 0;
   int cached_tokens = 0;      // prompt tokens not prefilled again (reused state)
   int prefilled_tokens = 0;   // prompt tokens run through the model for this request

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/sampler.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deltafin::serve {
@@ -26,11 +27,25 @@ struct GenerationRequest {
   bool seeded = false;  // greedy or seed given: the answer is a pure function of the request
   std::vector<std::string> stop;
   bool stream = false, include_usage = false;
+  // Chat: log probabilities of each answer token (from the fp32 logits), with the `top_logprobs`
+  // most likely alternatives.
+  bool logprobs = false;
+  int top_logprobs = 0;
+  bool parallel_tool_calls = true;  // false: only the first call the model makes is returned
 };
+
+// The conversation and rendering options of an OpenAI chat request, validated (ApiError 400
+// naming the field), before anything is tokenized. `deltafin render-chat` renders these too.
+struct ChatRequestParts {
+  std::vector<ChatMessage> messages;
+  ChatOptions options;
+};
+ChatRequestParts parse_chat_messages(const nlohmann::json& body, size_t max_messages = 4096);
 
 struct ParseContext {
   const Tokenizer* tokenizer = nullptr;
-  std::string model_id;
+  std::string model_id;                  // the name served (the model folder's, or --model-id)
+  std::vector<std::string> model_aliases;  // other names accepted for it
   int max_tokens_limit = 4096;  // tokens per response
   int context_limit = 4096;     // prompt + response tokens
   float default_temperature = 1.f, default_top_p = 1.f;

@@ -146,25 +146,32 @@ std::vector<Case> build_cases() {
   comp_field("messages", json::array(), 400, "messages");
 
   // Unsupported features are refused, never ignored.
-  chat_field("tools", json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}}), 400, "tools");
-  chat_field("tool_choice", "auto", 400, "tool_choice");
+  chat_field("tools", json::array({{{"type", "retrieval"}}}), 400, "tools[0].type");
+  chat_field("tools", json::array({{{"type", "function"}, {"function", {{"name", ""}}}}}), 400, "tools[0].function.name");
+  chat_field("tools", "all", 400, "tools");
+  chat_field("tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}, 400, "tool_choice");
+  chat_field("tool_choice", "sometimes", 400, "tool_choice");
   chat_field("functions", json::array({{{"name", "f"}}}), 400, "functions");
   chat_field("function_call", "auto", 400, "function_call");
-  chat_field("logprobs", true, 400, "logprobs");
-  chat_field("top_logprobs", 3, 400, "top_logprobs");
+  chat_field("logprobs", "yes", 400, "logprobs");
+  chat_field("top_logprobs", 3, 400, "top_logprobs");  // without logprobs
+  chat_field("top_logprobs", 21, 400, "top_logprobs");
   chat_field("logit_bias", {{"5", 10}}, 400, "logit_bias");
   chat_field("presence_penalty", 0.5, 400, "presence_penalty");
   chat_field("frequency_penalty", -0.5, 400, "frequency_penalty");
-  chat_field("response_format", {{"type", "json_object"}}, 400, "response_format");
+  chat_field("response_format", {{"type", "grammar"}}, 400, "response_format.type");
+  chat_field("response_format", {{"type", "json_schema"}}, 400, "response_format.json_schema");
   chat_field("audio", {{"voice", "x"}}, 400, "audio");
   chat_field("modalities", json::array({"text", "audio"}), 400, "modalities");
   chat_field("store", true, 400, "store");
   chat_field("prediction", {{"type", "content"}}, 400, "prediction");
   chat_field("web_search_options", json::object(), 400, "web_search_options");
-  chat_field("messages", json::array({{{"role", "tool"}, {"content", "x"}, {"tool_call_id", "1"}}}), 400, "messages[0].role");
+  chat_field("messages", json::array({{{"role", "tool"}, {"content", "x"}, {"tool_call_id", "1"}}}), 400, "messages");  // answers no call
   chat_field("messages", json::array({{{"role", "user"}, {"content", json::array({{{"type", "image_url"}, {"image_url", {{"url", "x"}}}}})}}}), 400, "messages[0].content[0].type");
   chat_field("messages", json::array({{{"role", "user"}, {"content", json::array({{{"type", "input_audio"}}})}}}), 400, "messages[0].content[0].type");
-  chat_field("messages", json::array({{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({{{"id", "1"}}})}}}), 400, "messages[0].tool_calls");
+  chat_field("messages", json::array({{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({{{"id", "1"}}})}}}), 400, "messages[0].tool_calls[0].function");
+  chat_field("messages", json::array({{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({{{"id", "1"}, {"function", {{"name", "f"}, {"arguments", "[1]"}}}}})}}}), 400, "messages[0].tool_calls[0].function.arguments");
+  chat_field("messages", json::array({{{"role", "user"}, {"content", "x"}, {"tool_calls", json::array()}}}), 400, "messages[0].tool_calls");
   {
     json b = good_chat();
     b["stream_options"] = {{"include_usage", true}};  // without stream
