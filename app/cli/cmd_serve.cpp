@@ -52,6 +52,8 @@ void add_serve(CLI::App& app) {
   c->add_flag("--allow-remote", o->s.allow_remote, "Allow a --host reachable from other machines");
   c->add_option("--api-key", o->s.api_key, "Require 'Authorization: Bearer KEY' on every route but /health")->envname("DELTAFIN_API_KEY");
   c->add_option("--model-id", o->s.model_id, "Model name clients send (default: the model folder's name)");
+  c->add_option("--allowed-host", o->s.allowed_hosts, "A host name clients may reach the server by, besides IP addresses and localhost (repeatable)");
+  c->add_option("--allow-origin", o->s.allowed_origins, "A web origin (scheme://host:port, or *) whose pages may call the API (repeatable)");
   c->add_option("--served-model-name", o->served_names, "Another name clients may send for the model (repeatable; 'kimi-k3' always works)");
   c->add_option("--max-body-bytes", o->s.max_body_bytes, "Largest request body")->capture_default_str()->check(CLI::Range(size_t(1024), size_t(1) << 30));
   c->add_option("--max-tokens", o->s.max_tokens, "Most tokens in one response")->capture_default_str()->check(CLI::Range(1, 1 << 24));

@@ -420,7 +420,9 @@ void EngineWorker::run(Job& job) {
     session_->reset();
     session_ids_.clear();
     note("error", 0, false, true);
-    job.fail(ApiError(500, std::string("The engine failed: ") + e.what(), {}, "server_error"));
+    // The details (which can name files on this machine) go to the server's log, not the client.
+    std::fprintf(stderr, "deltafin serve: the engine failed: %s\n", e.what());
+    job.fail(ApiError(500, "The engine failed while answering this request; the server's log says why.", {}, "server_error"));
   }
   // After the answer went out: the disk write does not delay the client.
   if (to_disk) {

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -31,9 +33,17 @@ json read_json_file(const fs::path& p) {
   return j.is_discarded() ? json() : j;
 }
 
+// Every error ends its connection: a client that sent something wrong (a body cut short, a
+// request smuggled behind another) gets no second request read from the same bytes.
 void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status();
+  res.set_header("Connection", "close");
   res.set_content(dump_json(e.body()), "application/json");
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
 }
 
 // Constant time, so the key cannot be guessed a byte at a time from response times.
@@ -49,6 +59,25 @@ bool is_loopback_host(const std::string& host) {
   if (host == "localhost" || host == "::1" || host == "[::1]") return true;
   in_addr a{};
   if (inet_pton(AF_INET, host.c_str(), &a) == 1) return (ntohl(a.s_addr) >> 24) == 127;
+  return false;
+}
+
+bool host_header_allowed(const std::string& host_header, const std::vector<std::string>& allowed) {
+  std::string host = lower(host_header);
+  if (!host.empty() && host.front() == '[') {
+    const size_t end = host.find(']');
+    if (end == std::string::npos) return false;
+    host = host.substr(1, end - 1);
+  } else if (std::count(host.begin(), host.end(), ':') == 1) {
+    host = host.substr(0, host.find(':'));
+  }
+  if (host.empty()) return false;
+  if (host == "localhost") return true;
+  in_addr a4{};
+  in6_addr a6{};
+  if (inet_pton(AF_INET, host.c_str(), &a4) == 1 || inet_pton(AF_INET6, host.c_str(), &a6) == 1) return true;
+  for (const std::string& name : allowed)
+    if (lower(name) == host) return true;
   return false;
 }
 
@@ -112,6 +141,31 @@ class OpenAiServer::Impl {
  private:
   void routes() {
     http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) -> httplib::Server::HandlerResponse {
+      // DNS rebinding: a page of another site whose name now points here sends its own name.
+      if (req.has_header("Host") && !host_header_allowed(req.get_header_value("Host"), opt_.allowed_hosts)) {
+        send_error(res, ApiError(403, "This server does not answer to that Host name; use an IP address or localhost, or "
+                                      "start it with --allowed-host NAME.", {}, "invalid_request_error", "host_not_allowed"));
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      // Browsers send Origin with cross-origin requests: only the origins given may use the API.
+      if (req.has_header("Origin")) {
+        const std::string origin = req.get_header_value("Origin");
+        const bool any = std::find(opt_.allowed_origins.begin(), opt_.allowed_origins.end(), "*") != opt_.allowed_origins.end();
+        if (!any && std::find(opt_.allowed_origins.begin(), opt_.allowed_origins.end(), origin) == opt_.allowed_origins.end()) {
+          send_error(res, ApiError(403, "Cross-origin requests from web pages are refused; start the server with "
+                                        "--allow-origin ORIGIN to let that page use it.", {}, "invalid_request_error", "origin_not_allowed"));
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        res.set_header("Access-Control-Allow-Origin", any ? "*" : origin);
+        res.set_header("Vary", "Origin");
+        if (req.method == "OPTIONS") {  // the preflight of an allowed origin
+          res.status = 204;
+          res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+          res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+          res.set_header("Access-Control-Max-Age", "600");
+          return httplib::Server::HandlerResponse::Handled;
+        }
+      }
       if (opt_.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
       const std::string auth = req.get_header_value("Authorization");
       const std::string prefix = "Bearer ";
@@ -133,7 +187,7 @@ class OpenAiServer::Impl {
         default: msg = "The HTTP request could not be processed (status " + std::to_string(res.status) + ")."; break;
       }
       res.set_content(dump_json(ApiError(res.status, msg, {}, "invalid_request_error").body()), "application/json");
-      if (res.status == 413 || res.status == 400) res.set_header("Connection", "close");
+      res.set_header("Connection", "close");
       return httplib::Server::HandlerResponse::Handled;
     }));
     http_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
@@ -144,7 +198,9 @@ class OpenAiServer::Impl {
         what = e.what();
       } catch (...) {
       }
-      send_error(res, ApiError(500, "The server failed: " + what, {}, "server_error"));
+      // The details (which can name files on this machine) go to the server's log, not the client.
+      std::fprintf(stderr, "deltafin serve: a request failed: %s\n", what.c_str());
+      send_error(res, ApiError(500, "The server failed while answering this request; the server's log says why.", {}, "server_error"));
     });
 
     http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) { health(res); });

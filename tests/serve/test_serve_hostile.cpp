@@ -187,25 +187,25 @@ std::vector<Case> build_cases() {
   cs.push_back({"body over the limit", post_raw("/v1/chat/completions", big), 413, "-"});
   cs.push_back({"completion body over the limit", post_raw("/v1/completions", "{\"prompt\": \"" + std::string(70000, 'a') + "\"}"), 413, "-"});
   {
-    std::string chunked = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n";
+    std::string chunked = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n";
     for (int i = 0; i < 20; ++i) chunked += "1000\r\n" + std::string(4096, ' ') + "\r\n";
     chunked += "0\r\n\r\n";
     cs.push_back({"chunked body over the limit", chunked, 413, "-"});
   }
   cs.push_back({"declared length over the limit",
-                "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 1000000000000\r\n\r\n{}", 413, "-"});
+                "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 1000000000000\r\n\r\n{}", 413, "-"});
 
   // Broken HTTP.
   cs.push_back({"garbage request line", "GARBAGE\r\n\r\n", 400, "-"});
   cs.push_back({"no version", "GET /v1/models\r\n\r\n", 400, "-"});
-  cs.push_back({"URI too long", "GET /" + std::string(10000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n", 414, "-"});
-  cs.push_back({"no content length", "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n{}", 411, "-"});
-  cs.push_back({"bad content length", "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: abc\r\n\r\n{}", 400, "-"});
-  cs.push_back({"unknown path", "GET /v2/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 404, "-"});
-  cs.push_back({"wrong method", "GET /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 405, "-"});
-  cs.push_back({"delete a model", "DELETE /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 404, "-"});
+  cs.push_back({"URI too long", "GET /" + std::string(10000, 'a') + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 414, "-"});
+  cs.push_back({"no content length", "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n{}", 411, "-"});
+  cs.push_back({"bad content length", "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: abc\r\n\r\n{}", 400, "-"});
+  cs.push_back({"unknown path", "GET /v2/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 404, "-"});
+  cs.push_back({"wrong method", "GET /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 405, "-"});
+  cs.push_back({"delete a model", "DELETE /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 404, "-"});
   cs.push_back({"post to models", post_raw("/v1/models", "{}"), 404, "-"});
-  cs.push_back({"path traversal", "GET /../../etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 404, "-"});
+  cs.push_back({"path traversal", "GET /../../etc/passwd HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 404, "-"});
   return cs;
 }
 
@@ -248,11 +248,11 @@ class TestServeHostile : public QObject {
     // while others keep being served.
     std::vector<std::unique_ptr<RawConnection>> slow;
     const std::vector<std::string> partial = {
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n",
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n",
         "POST /v1/chat/comp",
-        "GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Long: aaaa",
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{\"model\": \"demo-",
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{\"model\": \"demo",
+        "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Long: aaaa",
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 500\r\n\r\n{\"model\": \"demo-",
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{\"model\": \"demo",
     };
     for (int i = 0; i < 30; ++i) {
       slow.push_back(std::make_unique<RawConnection>(port));

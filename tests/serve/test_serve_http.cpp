@@ -257,7 +257,7 @@ class TestServeHttp : public QObject {
       b["stream"] = true;
       const std::string body = b.dump();
       const std::string path = chat_route ? "/v1/chat/completions" : "/v1/completions";
-      c.send("POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+      c.send("POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
              std::to_string(body.size()) + "\r\n\r\n" + body);
       std::string got = c.read_until("data: ", 60000);
       QVERIFY(got.find("data: ") != std::string::npos);
@@ -286,7 +286,7 @@ class TestServeHttp : public QObject {
       const auto t0 = std::chrono::steady_clock::now();
       RawConnection c(port);
       const std::string b = body.dump();
-      c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: " +
+      c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: " +
              std::to_string(b.size()) + "\r\n\r\n" + b);
       // The role chunk goes out at once; the next event comes after the prefill and the first token.
       c.read_until([](const std::string& got) {
