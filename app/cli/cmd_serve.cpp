@@ -61,6 +61,7 @@ void add_serve(CLI::App& app) {
   c->add_option("--queue-size", o->s.queue_size, "Requests that may wait behind the running one; more get 429")->capture_default_str()->check(CLI::Range(size_t(1), size_t(4096)));
   c->add_option("--http-threads", o->s.http_threads, "HTTP connection threads (0 = queue size + 16)")->capture_default_str()->check(CLI::Range(0, 4096));
   c->add_option("--read-timeout", o->s.read_timeout_s, "Seconds a request may stall while being sent")->capture_default_str()->check(CLI::Range(1, 3600));
+  c->add_option("--body-deadline", o->s.body_deadline_s, "Seconds a request body may take to arrive in all")->capture_default_str()->check(CLI::Range(1, 3600));
   c->add_option("--write-timeout", o->s.write_timeout_s, "Seconds a client may stall while reading")->capture_default_str()->check(CLI::Range(1, 3600));
   c->add_option("--request-timeout", o->s.request_timeout_s, "Seconds for queue wait plus generation")->capture_default_str()->check(CLI::Range(1, 7 * 86400));
   c->add_option("--prefill-chunk", o->s.worker.prefill_chunk, "Prompt tokens per prefill pass")->capture_default_str()->check(CLI::Range(1, 65536));

@@ -287,10 +287,16 @@ class OpenAiServer::Impl {
       return send_error(res, ApiError(411, "Send the request body with a Content-Length (or chunked).", {}, "invalid_request_error", "length_required"));
     }
     std::string body;
-    bool too_big = false;
+    bool too_big = false, too_slow = false;
+    const auto read_deadline = clock_type::now() + std::chrono::seconds(opt_.body_deadline_s);
     const bool read_ok = reader([&](const char* data, size_t n) {
       if (body.size() + n > opt_.max_body_bytes) {
         too_big = true;
+        return false;
+      }
+      // Each read may come within --read-timeout and still never finish: the whole body has a deadline.
+      if (clock_type::now() > read_deadline) {
+        too_slow = true;
         return false;
       }
       body.append(data, n);
@@ -301,26 +307,43 @@ class OpenAiServer::Impl {
       return send_error(res, ApiError(413, "The request body is too large for this server (--max-body-bytes = " +
                                                std::to_string(opt_.max_body_bytes) + ").", {}, "invalid_request_error", "request_too_large"));
     }
+    if (too_slow)
+      return send_error(res, ApiError(408, "The request body did not arrive within " + std::to_string(opt_.body_deadline_s) +
+                                               " seconds.", {}, "invalid_request_error", "request_timeout"));
     if (!read_ok) {
       res.set_header("Connection", "close");
       return send_error(res, ApiError(400, "The request body could not be read.", {}, "invalid_request_error"));
     }
-    std::shared_ptr<Job> job;
+    GenerationRequest request;
     try {
       const json j = parse_json_body(body);
-      job = std::make_shared<Job>(chat ? parse_chat_request(j, parse_) : parse_completion_request(j, parse_));
+      request = chat ? validate_chat_request(j, parse_) : validate_completion_request(j, parse_);
     } catch (const ApiError& e) {
       return send_error(res, e);
     } catch (const Error& e) {
       return send_error(res, ApiError(400, e.what(), {}, "invalid_request_error"));
     }
-    job->deadline = now() + std::chrono::seconds(opt_.request_timeout_s);
-    if (!queue_.push(job)) {
+    const auto deadline = now() + std::chrono::seconds(opt_.request_timeout_s);
+    // Only a request the queue has room for is tokenized: a flood costs parsing, not the tokenizer.
+    if (!queue_.admit()) {
       res.set_header("Retry-After", std::to_string(retry_after_seconds()));
       return send_error(res, ApiError(429, "The server is busy: " + std::to_string(queue_.capacity()) +
                                                " requests are already waiting. Retry after the time in Retry-After.",
                                       {}, "rate_limit_error", "queue_full"));
     }
+    std::shared_ptr<Job> job;
+    try {
+      tokenize_request(request, parse_);
+      job = std::make_shared<Job>(std::move(request));
+    } catch (const ApiError& e) {
+      queue_.withdraw();
+      return send_error(res, e);
+    } catch (const std::exception& e) {
+      queue_.withdraw();
+      return send_error(res, ApiError(400, e.what(), {}, "invalid_request_error"));
+    }
+    job->deadline = deadline;
+    queue_.push_admitted(job);
     res.set_header("X-Deltafin-Seq", std::to_string(job->seq));
     const int fd = find_connection_socket(req.remote_addr, req.remote_port, req.local_port > 0 ? req.local_port : port_);
     if (job->req.stream) return stream(chat, job, fd, res);

@@ -32,6 +32,7 @@ struct ServerOptions {
   size_t queue_size = 16;          // requests waiting behind the running one
   int http_threads = 0;            // 0: queue_size + 16
   int read_timeout_s = 10;         // a stalled request (slowloris) is dropped after this
+  int body_deadline_s = 60;        // a body must arrive whole within this (a trickling client is dropped)
   int write_timeout_s = 30;        // a client that stops reading is dropped after this
   int request_timeout_s = 1800;    // queue wait + generation
   WorkerOptions worker;

@@ -80,6 +80,11 @@ class JobQueue {
 
   // False when the queue is full (the caller answers 429).
   bool push(const std::shared_ptr<Job>& job);
+  // A place held for a request still being tokenized, so that only admitted requests cost the
+  // tokenizer's time: admit() (false when full), then push_admitted() or withdraw().
+  bool admit();
+  void push_admitted(const std::shared_ptr<Job>& job);
+  void withdraw();
   // Blocks for the next job; nullptr after shutdown().
   std::shared_ptr<Job> pop();
   // Takes a job out before it started (its client went away); false if it is no longer waiting.
@@ -94,6 +99,7 @@ class JobQueue {
   std::deque<std::shared_ptr<Job>> jobs_;
   size_t capacity_;
   uint64_t next_seq_ = 1;
+  size_t admitted_ = 0;  // places held by requests being tokenized
   bool shutdown_ = false;
 };
 

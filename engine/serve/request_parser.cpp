@@ -174,6 +174,13 @@ void check_lengths(const json& body, const ParseContext& ctx, GenerationRequest&
   r.max_tokens = static_cast<int>(asked);
 }
 
+// The fields check_lengths reads, kept until the request is tokenized.
+void keep_length_fields(const json& body, GenerationRequest& r) {
+  r.length_fields = json::object();
+  for (const char* k : {"max_tokens", "max_completion_tokens"})
+    if (const json* f = field(body, k)) r.length_fields[k] = *f;
+}
+
 std::string message_text(const json& content, const std::string& param, bool null_ok) {
   if (content.is_null()) {
     if (null_ok) return {};
@@ -397,7 +404,7 @@ ChatRequestParts parse_chat_messages(const json& body, size_t max_messages) {
   return parts;
 }
 
-GenerationRequest parse_chat_request(const json& body, const ParseContext& ctx) {
+GenerationRequest validate_chat_request(const json& body, const ParseContext& ctx) {
   only_known_keys(body,
                   {"model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens",
                    "temperature", "top_p", "top_k", "seed", "stop", "n", "reasoning_effort", "user", "tools",
@@ -431,24 +438,54 @@ GenerationRequest parse_chat_request(const json& body, const ParseContext& ctx) 
       if (m != "text") throw bad_field("modalities", "only the 'text' modality is supported.");
   }
 
-  ChatRequestParts parts = parse_chat_messages(body, ctx.max_messages);
-  r.thinking = parts.options.thinking;
-  ChatOptions head = parts.options;
-  head.add_generation_prompt = false;
-  head.tool_choice = ToolChoice::Auto;
-  head.response_format = {};
-  try {
-    // The conversation without the per-request tail: a later turn starts with exactly these ids.
-    r.turn_boundary = render_chat(*ctx.tokenizer, parts.messages, head).size();
-    r.prompt = render_chat(*ctx.tokenizer, parts.messages, parts.options);
-  } catch (const Error& e) {
-    throw ApiError(400, e.what(), "messages", "invalid_request_error");
-  }
-  check_lengths(body, ctx, r, "messages", 0);
+  r.chat_parts = parse_chat_messages(body, ctx.max_messages);
+  r.thinking = r.chat_parts.options.thinking;
+  keep_length_fields(body, r);
+  return r;
+}
+
+GenerationRequest parse_chat_request(const json& body, const ParseContext& ctx) {
+  GenerationRequest r = validate_chat_request(body, ctx);
+  tokenize_request(r, ctx);
   return r;
 }
 
 GenerationRequest parse_completion_request(const json& body, const ParseContext& ctx) {
+  GenerationRequest r = validate_completion_request(body, ctx);
+  tokenize_request(r, ctx);
+  return r;
+}
+
+void tokenize_request(GenerationRequest& r, const ParseContext& ctx) {
+  if (r.tokenized) return;
+  if (r.kind == GenerationRequest::Kind::Chat) {
+    const ChatRequestParts& parts = r.chat_parts;
+    ChatOptions head = parts.options;
+    head.add_generation_prompt = false;
+    head.tool_choice = ToolChoice::Auto;
+    head.response_format = {};
+    try {
+      // The conversation without the per-request tail: a later turn starts with exactly these ids.
+      r.turn_boundary = render_chat(*ctx.tokenizer, parts.messages, head).size();
+      r.prompt = render_chat(*ctx.tokenizer, parts.messages, parts.options);
+    } catch (const Error& e) {
+      throw ApiError(400, e.what(), "messages", "invalid_request_error");
+    }
+    check_lengths(r.length_fields, ctx, r, "messages", 0);
+  } else {
+    if (r.prompt_text) {
+      // A raw prompt starts with [BOS], as the reference does; its text never becomes special ids.
+      r.prompt.clear();
+      if (auto bos = ctx.tokenizer->special_id("[BOS]")) r.prompt.push_back(*bos);
+      const auto ids = ctx.tokenizer->encode(*r.prompt_text, /*allow_special=*/false);
+      r.prompt.insert(r.prompt.end(), ids.begin(), ids.end());
+    }
+    check_lengths(r.length_fields, ctx, r, "prompt", 16);
+  }
+  r.tokenized = true;
+}
+
+GenerationRequest validate_completion_request(const json& body, const ParseContext& ctx) {
   only_known_keys(body,
                   {"model", "prompt", "suffix", "max_tokens", "temperature", "top_p", "top_k", "n", "stream",
                    "stream_options", "logprobs", "echo", "stop", "presence_penalty", "frequency_penalty", "best_of",
@@ -474,10 +511,7 @@ GenerationRequest parse_completion_request(const json& body, const ParseContext&
     one = &(*prompt)[0];
   }
   if (one->is_string()) {
-    // A raw prompt starts with [BOS], as the reference does; its text never becomes special ids.
-    if (auto bos = ctx.tokenizer->special_id("[BOS]")) r.prompt.push_back(*bos);
-    const auto ids = ctx.tokenizer->encode(one->get<std::string>(), /*allow_special=*/false);
-    r.prompt.insert(r.prompt.end(), ids.begin(), ids.end());
+    r.prompt_text = one->get<std::string>();
   } else if (one->is_array()) {
     if (one->empty()) throw bad_field("prompt", "a token prompt must hold at least one id.");
     if (one->size() > size_t(ctx.context_limit)) throw ApiError(400, "This model's maximum context length is " + std::to_string(ctx.context_limit) + " tokens.", "prompt", "invalid_request_error", "context_length_exceeded");
@@ -492,7 +526,7 @@ GenerationRequest parse_completion_request(const json& body, const ParseContext&
   } else {
     throw wrong_type("prompt", "a string, an array of token ids, or a one-element array of either", *prompt);
   }
-  check_lengths(body, ctx, r, "prompt", 16);
+  keep_length_fields(body, r);
   return r;
 }
 

@@ -2,6 +2,7 @@
 // Turns an OpenAI request body into what the engine worker runs, refusing (ApiError 400, naming
 // the field) everything that would not be honoured exactly. Runs on HTTP threads.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,14 @@
 #include "tokenizer/tokenizer.h"
 
 namespace deltafin::serve {
+
+// The conversation and rendering options of an OpenAI chat request, validated (ApiError 400
+// naming the field), before anything is tokenized. `deltafin render-chat` renders these too.
+struct ChatRequestParts {
+  std::vector<ChatMessage> messages;
+  ChatOptions options;
+};
+ChatRequestParts parse_chat_messages(const nlohmann::json& body, size_t max_messages = 4096);
 
 struct GenerationRequest {
   enum class Kind { Chat, Completion };
@@ -32,15 +41,13 @@ struct GenerationRequest {
   bool logprobs = false;
   int top_logprobs = 0;
   bool parallel_tool_calls = true;  // false: only the first call the model makes is returned
-};
 
-// The conversation and rendering options of an OpenAI chat request, validated (ApiError 400
-// naming the field), before anything is tokenized. `deltafin render-chat` renders these too.
-struct ChatRequestParts {
-  std::vector<ChatMessage> messages;
-  ChatOptions options;
+  // Kept from validation until tokenize_request(), which runs once the queue admitted the request.
+  ChatRequestParts chat_parts;
+  std::optional<std::string> prompt_text;  // completions: a text prompt
+  nlohmann::json length_fields;            // max_tokens / max_completion_tokens as sent
+  bool tokenized = false;
 };
-ChatRequestParts parse_chat_messages(const nlohmann::json& body, size_t max_messages = 4096);
 
 struct ParseContext {
   const Tokenizer* tokenizer = nullptr;
@@ -51,6 +58,12 @@ struct ParseContext {
   float default_temperature = 1.f, default_top_p = 1.f;
   size_t max_messages = 4096;
 };
+
+// Validation (cheap: no tokenizing), then tokenization (the prompt ids, the length limits), which
+// the server runs only once the queue has room for the request. ApiError 400/404 from both.
+GenerationRequest validate_chat_request(const nlohmann::json& body, const ParseContext& ctx);
+GenerationRequest validate_completion_request(const nlohmann::json& body, const ParseContext& ctx);
+void tokenize_request(GenerationRequest& r, const ParseContext& ctx);
 
 // Parses JSON text; refuses bodies nested deeper than `max_depth` before parsing them, since
 // the parser's cost (and, for some inputs, its stack) grows with depth.
