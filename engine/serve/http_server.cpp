@@ -141,6 +141,13 @@ class OpenAiServer::Impl {
  private:
   void routes() {
     http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) -> httplib::Server::HandlerResponse {
+      size_t header_bytes = 0;
+      for (const auto& [k, v] : req.headers) header_bytes += k.size() + v.size() + 4;
+      if (req.headers.size() > kMaxHeaders || header_bytes > kMaxHeaderBytes) {
+        send_error(res, ApiError(431, "The request has too many or too large headers (at most " + std::to_string(kMaxHeaders) +
+                                          " headers, " + std::to_string(kMaxHeaderBytes) + " bytes).", {}, "invalid_request_error", "headers_too_large"));
+        return httplib::Server::HandlerResponse::Handled;
+      }
       // DNS rebinding: a page of another site whose name now points here sends its own name.
       if (req.has_header("Host") && !host_header_allowed(req.get_header_value("Host"), opt_.allowed_hosts)) {
         send_error(res, ApiError(403, "This server does not answer to that Host name; use an IP address or localhost, or "
@@ -228,7 +235,22 @@ class OpenAiServer::Impl {
         });
       }
     }
+    // Any other body is read with the same bounds before the 404: cpp-httplib would read it whole
+    // (chunked or compressed, without a limit) for a route that has no body reader.
+    auto unknown = [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+      std::string body;
+      if (!read_body(req, res, reader, body)) return;
+      send_error(res, ApiError(404, "Unknown request URL: " + req.method + " " + req.path + ".", {}, "invalid_request_error"));
+    };
+    http_.Post(".*", unknown);
+    http_.Put(".*", unknown);
+    http_.Patch(".*", unknown);
+    http_.Delete(".*", unknown);
   }
+
+  // cpp-httplib 0.11 reads the header block before any handler and refuses only lines over 8 KiB;
+  // what it let through is held to these bounds before anything else looks at it.
+  static constexpr size_t kMaxHeaders = 100, kMaxHeaderBytes = 64 * 1024;
 
   json model_object(const std::string& name) const {
     return {{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "deltafin"},
@@ -279,14 +301,15 @@ class OpenAiServer::Impl {
     return std::max(1, static_cast<int>(std::ceil(mean * double(queue_.waiting() + 1))));
   }
 
-  void generation(bool chat, const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+  // Reads a request body within --max-body-bytes (counted after decompression, chunked or not)
+  // and --body-deadline; false after answering the error.
+  bool read_body(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader, std::string& body) {
     const bool chunked = req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos;
     if (!req.has_header("Content-Length") && !chunked) {
       // Without a length the body would only end when the client closes: refuse at once.
-      res.set_header("Connection", "close");
-      return send_error(res, ApiError(411, "Send the request body with a Content-Length (or chunked).", {}, "invalid_request_error", "length_required"));
+      send_error(res, ApiError(411, "Send the request body with a Content-Length (or chunked).", {}, "invalid_request_error", "length_required"));
+      return false;
     }
-    std::string body;
     bool too_big = false, too_slow = false;
     const auto read_deadline = clock_type::now() + std::chrono::seconds(opt_.body_deadline_s);
     const bool read_ok = reader([&](const char* data, size_t n) {
@@ -303,17 +326,25 @@ class OpenAiServer::Impl {
       return true;
     });
     if (too_big || res.status == 413) {
-      res.set_header("Connection", "close");
-      return send_error(res, ApiError(413, "The request body is too large for this server (--max-body-bytes = " +
-                                               std::to_string(opt_.max_body_bytes) + ").", {}, "invalid_request_error", "request_too_large"));
+      send_error(res, ApiError(413, "The request body is too large for this server (--max-body-bytes = " +
+                                        std::to_string(opt_.max_body_bytes) + ").", {}, "invalid_request_error", "request_too_large"));
+      return false;
     }
-    if (too_slow)
-      return send_error(res, ApiError(408, "The request body did not arrive within " + std::to_string(opt_.body_deadline_s) +
-                                               " seconds.", {}, "invalid_request_error", "request_timeout"));
+    if (too_slow) {
+      send_error(res, ApiError(408, "The request body did not arrive within " + std::to_string(opt_.body_deadline_s) + " seconds.",
+                               {}, "invalid_request_error", "request_timeout"));
+      return false;
+    }
     if (!read_ok) {
-      res.set_header("Connection", "close");
-      return send_error(res, ApiError(400, "The request body could not be read.", {}, "invalid_request_error"));
+      send_error(res, ApiError(400, "The request body could not be read.", {}, "invalid_request_error"));
+      return false;
     }
+    return true;
+  }
+
+  void generation(bool chat, const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+    std::string body;
+    if (!read_body(req, res, reader, body)) return;
     GenerationRequest request;
     try {
       const json j = parse_json_body(body);

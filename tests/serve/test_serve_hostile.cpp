@@ -206,6 +206,54 @@ std::vector<Case> build_cases() {
   cs.push_back({"delete a model", "DELETE /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 404, "-"});
   cs.push_back({"post to models", post_raw("/v1/models", "{}"), 404, "-"});
   cs.push_back({"path traversal", "GET /../../etc/passwd HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 404, "-"});
+
+  // DNS rebinding and browser pages of other sites.
+  for (const char* host : {"evil.example", "evil.example:8000", "localhost.evil.example", "127.0.0.1.nip.io", ""})
+    cs.push_back({std::string("rebinding Host ") + host,
+                  "GET /v1/models HTTP/1.1\r\nHost: " + std::string(host) + "\r\nConnection: close\r\n\r\n", 403, "-"});
+  {
+    std::string rebound = post_raw("/v1/chat/completions", good_chat().dump());
+    rebound.replace(rebound.find("Host: 127.0.0.1"), 15, "Host: attacker.test");
+    cs.push_back({"rebinding Host on a chat POST", rebound, 403, "-"});
+    std::string cross = post_raw("/v1/chat/completions", good_chat().dump());
+    cross.insert(cross.find("\r\n") + 2, "Origin: https://evil.example\r\n");
+    cs.push_back({"cross-origin POST", cross, 403, "-"});
+    std::string preflight = "OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://evil.example\r\n"
+                            "Access-Control-Request-Method: POST\r\nConnection: close\r\n\r\n";
+    cs.push_back({"cross-origin preflight", preflight, 403, "-"});
+  }
+
+  // Header blocks: a line over cpp-httplib's 8 KiB, and many small headers past the server's bounds.
+  cs.push_back({"huge header line", "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + std::string(200000, 'a') +
+                                        "\r\nConnection: close\r\n\r\n", 400, "-"});
+  {
+    std::string many = "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+    for (int i = 0; i < 500; ++i) many += "X-H" + std::to_string(i) + ": " + std::string(200, 'b') + "\r\n";
+    cs.push_back({"many headers", many + "\r\n", 431, "-"});
+  }
+
+  // Chunked bodies past the limit on every route that reads one (known or not).
+  for (const char* path : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/v1/embeddings", "/anything"}) {
+    std::string chunked = "POST " + std::string(path) + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (int i = 0; i < 64; ++i) chunked += "4000\r\n" + std::string(16384, 'c') + "\r\n";  // 1 MiB
+    chunked += "0\r\n\r\n";
+    cs.push_back({std::string("chunked bomb to ") + path, chunked, 413, "-"});
+  }
+  for (const char* method : {"PUT", "PATCH", "DELETE"}) {
+    cs.push_back({std::string(method) + " with a large body",
+                  std::string(method) + " /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 70000\r\n\r\n" +
+                      std::string(70000, 'd'), 413, "-"});
+  }
+  // Compressed bodies under the limit that inflate far past it: the limit counts inflated bytes.
+  {
+    const QByteArray zeros(32 << 20, ' ');
+    const QByteArray z = qCompress(zeros, 9).mid(4);  // a zlib stream (cpp-httplib's gzip decoder takes zlib too)
+    const std::string bomb(z.constData(), static_cast<size_t>(z.size()));
+    for (const char* path : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/nowhere"})
+      cs.push_back({std::string("gzip bomb to ") + path,
+                    "POST " + std::string(path) + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                    "Content-Encoding: gzip\r\nContent-Length: " + std::to_string(bomb.size()) + "\r\n\r\n" + bomb, 413, "-"});
+  }
   return cs;
 }
 
@@ -216,7 +264,7 @@ class TestServeHostile : public QObject {
 
  private slots:
   void hostile_requests_get_the_right_4xx() {
-    ServerProcess s({"--model-root", demo_model_dir(), "--no-snapshots", "--read-timeout", "1", "--max-body-bytes", "65536",
+    ServerProcess s({"--model-root", demo_model_dir(), "--no-snapshots", "--read-timeout", "1", "--body-deadline", "3", "--max-body-bytes", "65536",
                      "--max-tokens", "64", "--max-context", "2048", "--queue-size", "8"});
     QVERIFY2(s.ok(), s.output().c_str());
     const int port = s.port();
@@ -268,6 +316,28 @@ class TestServeHostile : public QObject {
     QVERIFY(s.running());
     QCOMPARE(post_json(port, "/v1/chat/completions", good_chat()).status, 200);
     QCOMPARE(post_json(port, "/v1/completions", good_completion()).status, 200);
+
+    // A body that trickles in, each byte well within --read-timeout: dropped at --body-deadline.
+    {
+      RawConnection t(port);
+      QVERIFY(t.send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"));
+      bool answered = false;
+      for (int i = 0; i < 200 && !answered; ++i) {  // at most 200 bytes, one per 250 ms
+        answered = t.wait_closed(250) || !t.send(" ");
+      }
+      QVERIFY2(answered, "a trickling body was never cut off");
+      QCOMPARE(parse_http_reply(t.received(), true).status, 408);
+      ++checked;
+    }
+    // Every error closes its connection: a second request on the same connection gets no answer.
+    {
+      RawConnection k(port);
+      QVERIFY(k.send("GET /v1/nothing HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+      QVERIFY(k.wait_closed(30000));
+      QCOMPARE(parse_http_reply(k.received(), true).status, 404);
+      QVERIFY(k.received().find("\"object\":\"list\"") == std::string::npos);
+    }
+    QVERIFY(s.running());
 
     const long rss1 = s.rss_kb();
     qInfo("%d hostile requests; server RSS %ld kB before, %ld kB after", checked, rss0, rss1);
