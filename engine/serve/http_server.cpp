@@ -12,9 +12,12 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "serve/anthropic_messages.h"
 #include "serve/api_error.h"
 #include "serve/openai_format.h"
 #include "serve/peer_socket.h"
+#include "serve/responses_api.h"
+#include "serve/stream_writer.h"
 
 namespace deltafin::serve {
 
@@ -224,10 +227,11 @@ class OpenAiServer::Impl {
                                           "model", "invalid_request_error", "model_not_found"));
         res.set_content(dump_json(model_object(name)), "application/json");
       });
-      for (const bool chat : {true, false}) {
-        const std::string path = base + (chat ? "/chat/completions" : "/completions");
-        http_.Post(path, [this, chat](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-          generation(chat, req, res, reader);
+      for (const auto& [api, route] : {std::pair{Api::Chat, "/chat/completions"}, std::pair{Api::Completions, "/completions"},
+                                        std::pair{Api::Messages, "/messages"}, std::pair{Api::Responses, "/responses"}}) {
+        const std::string path = base + route;
+        http_.Post(path, [this, api = api](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+          generation(api, req, res, reader);
         });
         http_.Get(path, [](const httplib::Request& req, httplib::Response& res) {
           res.set_header("Allow", "POST");
@@ -342,25 +346,37 @@ class OpenAiServer::Impl {
     return true;
   }
 
-  void generation(bool chat, const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+  // The four APIs over one engine: Messages and Responses requests become chat requests.
+  enum class Api { Chat, Completions, Messages, Responses };
+
+  void send_api_error(Api api, httplib::Response& res, const ApiError& e) {
+    if (api != Api::Messages) return send_error(res, e);
+    res.status = e.status();
+    res.set_header("Connection", "close");
+    res.set_content(dump_json(anthropic_error_json(e)), "application/json");
+  }
+
+  void generation(Api api, const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
     std::string body;
     if (!read_body(req, res, reader, body)) return;
     GenerationRequest request;
     try {
-      const json j = parse_json_body(body);
-      request = chat ? validate_chat_request(j, parse_) : validate_completion_request(j, parse_);
+      json j = parse_json_body(body);
+      if (api == Api::Messages) j = anthropic_to_chat_request(j);
+      else if (api == Api::Responses) j = responses_to_chat_request(j);
+      request = api == Api::Completions ? validate_completion_request(j, parse_) : validate_chat_request(j, parse_);
     } catch (const ApiError& e) {
-      return send_error(res, e);
+      return send_api_error(api, res, e);
     } catch (const Error& e) {
-      return send_error(res, ApiError(400, e.what(), {}, "invalid_request_error"));
+      return send_api_error(api, res, ApiError(400, e.what(), {}, "invalid_request_error"));
     }
     const auto deadline = now() + std::chrono::seconds(opt_.request_timeout_s);
     // Only a request the queue has room for is tokenized: a flood costs parsing, not the tokenizer.
     if (!queue_.admit()) {
       res.set_header("Retry-After", std::to_string(retry_after_seconds()));
-      return send_error(res, ApiError(429, "The server is busy: " + std::to_string(queue_.capacity()) +
-                                               " requests are already waiting. Retry after the time in Retry-After.",
-                                      {}, "rate_limit_error", "queue_full"));
+      return send_api_error(api, res, ApiError(429, "The server is busy: " + std::to_string(queue_.capacity()) +
+                                                        " requests are already waiting. Retry after the time in Retry-After.",
+                                               {}, "rate_limit_error", "queue_full"));
     }
     std::shared_ptr<Job> job;
     try {
@@ -368,16 +384,17 @@ class OpenAiServer::Impl {
       job = std::make_shared<Job>(std::move(request));
     } catch (const ApiError& e) {
       queue_.withdraw();
-      return send_error(res, e);
+      return send_api_error(api, res, e);
     } catch (const std::exception& e) {
       queue_.withdraw();
-      return send_error(res, ApiError(400, e.what(), {}, "invalid_request_error"));
+      return send_api_error(api, res, ApiError(400, e.what(), {}, "invalid_request_error"));
     }
     job->deadline = deadline;
     queue_.push_admitted(job);
     res.set_header("X-Deltafin-Seq", std::to_string(job->seq));
     const int fd = find_connection_socket(req.remote_addr, req.remote_port, req.local_port > 0 ? req.local_port : port_);
-    if (job->req.stream) return stream(chat, job, fd, res);
+    const ResponseMeta meta = new_response_meta(api_id_prefix(api), job->req.model);
+    if (job->req.stream) return stream(api, meta, job, fd, res);
 
     std::vector<Delta> ignored;
     for (;;) {
@@ -389,18 +406,34 @@ class OpenAiServer::Impl {
       }
       if (stopping_) {
         cancel(job);
-        return send_error(res, ApiError(503, "The server is shutting down.", {}, "server_error", "shutting_down"));
+        return send_api_error(api, res, ApiError(503, "The server is shutting down.", {}, "server_error", "shutting_down"));
       }
       if (job->started == 0 && now() > job->deadline && queue_.remove(job))
-        return send_error(res, ApiError(504, "The request waited in the queue past the server's time limit (--request-timeout).", {}, "timeout", "timeout"));
+        return send_api_error(api, res, ApiError(504, "The request waited in the queue past the server's time limit (--request-timeout).", {}, "timeout", "timeout"));
     }
-    if (auto e = job->error()) return send_error(res, *e);
+    if (auto e = job->error()) return send_api_error(api, res, *e);
     const JobResult r = *job->result();
-    const ResponseMeta meta = new_response_meta(chat, job->req.model);
     res.set_header("X-Deltafin-Started", std::to_string(job->started));
     res.set_header("X-Deltafin-Reuse", r.reuse_source);
     res.set_header("X-Deltafin-Prefilled", std::to_string(r.prefilled_tokens));
-    res.set_content(dump_json(chat ? chat_completion_json(meta, r) : text_completion_json(meta, r)), "application/json");
+    json out;
+    switch (api) {
+      case Api::Chat: out = chat_completion_json(meta, r); break;
+      case Api::Completions: out = text_completion_json(meta, r); break;
+      case Api::Messages: out = anthropic_message_json(meta, r); break;
+      case Api::Responses: out = response_json(meta, r); break;
+    }
+    res.set_content(dump_json(out), "application/json");
+  }
+
+  static std::string api_id_prefix(Api api) {
+    switch (api) {
+      case Api::Chat: return "chatcmpl-";
+      case Api::Completions: return "cmpl-";
+      case Api::Messages: return "msg_";
+      case Api::Responses: return "resp_";
+    }
+    return "";
   }
 
   void cancel(const std::shared_ptr<Job>& job) {
@@ -408,45 +441,29 @@ class OpenAiServer::Impl {
     if (!queue_.remove(job)) job->wait_done();  // it is running: the worker stops within one step
   }
 
-  void stream(bool chat, const std::shared_ptr<Job>& job, int fd, httplib::Response& res) {
-    const ResponseMeta meta = new_response_meta(chat, job->req.model);
+  void stream(Api api, const ResponseMeta& meta, const std::shared_ptr<Job>& job, int fd, httplib::Response& res) {
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
-    auto sent_role = std::make_shared<bool>(false);
-    auto calls_sent = std::make_shared<size_t>(0);
-    const bool usage = job->req.include_usage;
+    std::shared_ptr<StreamWriter> writer;
+    switch (api) {
+      case Api::Chat: writer = make_chat_stream_writer(meta, job->req.include_usage); break;
+      case Api::Completions: writer = make_completion_stream_writer(meta, job->req.include_usage); break;
+      case Api::Messages: writer = make_anthropic_stream_writer(meta, static_cast<int>(job->req.prompt.size())); break;
+      case Api::Responses: writer = make_responses_stream_writer(meta); break;
+    }
+    auto begun = std::make_shared<bool>(false);
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, job, fd, meta, chat, usage, sent_role, calls_sent](size_t, httplib::DataSink& sink) {
-          auto write = [&](const json& j) {
-            const std::string ev = sse_event(j);
-            return sink.write(ev.data(), ev.size());
-          };
-          if (chat && !*sent_role) {
-            *sent_role = true;
-            if (!write(chat_chunk_json(meta, {{"role", "assistant"}, {"content", ""}}, std::nullopt, usage))) return false;
+        [this, job, fd, writer, begun](size_t, httplib::DataSink& sink) {
+          auto write = [&](const std::string& s) { return s.empty() || sink.write(s.data(), s.size()); };
+          if (!*begun) {
+            *begun = true;
+            if (!write(writer->begin())) return false;
           }
           std::vector<Delta> deltas;
           const bool done = job->wait(kPoll, deltas);
-          for (const Delta& d : deltas) {
-            bool ok = true;
-            if (chat) {
-              if (!d.reasoning.empty()) ok = write(chat_chunk_json(meta, {{"reasoning_content", d.reasoning}}, std::nullopt, usage));
-              // An answer token's log probabilities travel with its text (a token whose text is
-              // still held back, mid-character or mid-stop-sequence, sends an empty content).
-              if (ok && (!d.content.empty() || !d.logprobs.empty()))
-                ok = write(chat_chunk_json(meta, {{"content", d.content}}, std::nullopt, usage,
-                                           d.logprobs.empty() ? json(nullptr) : d.logprobs));
-              // One delta per completed call, whole: K3 writes a call's arguments before it closes.
-              if (ok && !d.tool_calls.empty()) {
-                ok = write(chat_chunk_json(meta, {{"tool_calls", tool_calls_json(d.tool_calls, *calls_sent, true)}}, std::nullopt, usage));
-                *calls_sent += d.tool_calls.size();
-              }
-            } else {
-              ok = write(text_chunk_json(meta, d.content, std::nullopt, usage));
-            }
-            if (!ok) return false;
-          }
+          for (const Delta& d : deltas)
+            if (!write(writer->delta(d))) return false;
           if (!done) {
             if (peer_gone(fd) || stopping_) return false;
             if (job->started == 0 && now() > job->deadline && queue_.remove(job)) {
@@ -454,16 +471,8 @@ class OpenAiServer::Impl {
             }
             return true;
           }
-          if (auto e = job->error()) {
-            write(e->body());
-          } else {
-            const JobResult r = *job->result();
-            if (chat) write(chat_chunk_json(meta, json::object(), r.finish_reason, usage));
-            else write(text_chunk_json(meta, "", r.finish_reason, usage));
-            if (usage) write(usage_chunk_json(meta, chat, r));
-          }
-          static const std::string kDone = "data: [DONE]\n\n";
-          sink.write(kDone.data(), kDone.size());
+          if (auto e = job->error()) write(writer->error(*e));
+          else write(writer->end(*job->result()));
           sink.done();
           return true;
         },

@@ -9,11 +9,11 @@ namespace deltafin::serve {
 
 using nlohmann::json;
 
-ResponseMeta new_response_meta(bool chat, const std::string& model) {
+ResponseMeta new_response_meta(const std::string& prefix, const std::string& model) {
   static std::atomic<uint64_t> counter{0};
   static const uint64_t salt = std::random_device{}();
   char id[64];
-  std::snprintf(id, sizeof id, "%s-%08llx%08llx", chat ? "chatcmpl" : "cmpl", static_cast<unsigned long long>(salt & 0xffffffffu),
+  std::snprintf(id, sizeof id, "%s%08llx%08llx", prefix.c_str(), static_cast<unsigned long long>(salt & 0xffffffffu),
                 static_cast<unsigned long long>(++counter));
   const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   return ResponseMeta{id, now, model};

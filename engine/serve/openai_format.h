@@ -12,12 +12,13 @@
 namespace deltafin::serve {
 
 struct ResponseMeta {
-  std::string id;  // chatcmpl-... or cmpl-...
+  std::string id;  // chatcmpl-..., cmpl-..., msg_... or resp_...
   int64_t created = 0;
   std::string model;
 };
 
-ResponseMeta new_response_meta(bool chat, const std::string& model);
+// `prefix`: "chatcmpl-", "cmpl-", "msg_" (Messages API) or "resp_" (Responses API).
+ResponseMeta new_response_meta(const std::string& prefix, const std::string& model);
 
 nlohmann::json usage_json(const JobResult& r);
 nlohmann::json chat_completion_json(const ResponseMeta& m, const JobResult& r);
