@@ -349,7 +349,8 @@ void EngineWorker::run(Job& job) {
       if (chat) {
         if (parser->phase() == ChatStreamParser::Phase::Reasoning) r.reasoning_tokens++;
         // Log probabilities cover the answer's own tokens, not reasoning or structure.
-        if (q.logprobs && parser->phase() == ChatStreamParser::Phase::Answer && !tok_.is_special(id) && !last_logits.empty())
+        if (q.logprobs && parser->phase() == ChatStreamParser::Phase::Answer && !parser->in_tag() && !tok_.is_special(id) &&
+            !last_logits.empty())
           pending_logprob = logprob_entry(tok_, last_logits, id, q.top_logprobs);
         on_events(parser->push(id));
         if (parser->done()) ended = true;

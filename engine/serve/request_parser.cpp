@@ -6,6 +6,7 @@
 #include <random>
 #include <set>
 
+#include "base/error.h"
 #include "serve/api_error.h"
 #include "tokenizer/chat_template.h"
 

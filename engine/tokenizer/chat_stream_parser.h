@@ -54,6 +54,8 @@ class ChatStreamParser {
   enum class Phase { Reasoning, Answer, AfterAnswer, Done };
   Phase phase() const { return phase_; }
   bool done() const { return phase_ == Phase::Done; }
+  // Between <|open|>/<|close|> and <|sep|>: the next id is part of a tag, not of any text.
+  bool in_tag() const { return tag_opening_.has_value(); }
 
  private:
   void flush(std::vector<ChatEvent>& events);

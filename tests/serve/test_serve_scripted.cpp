@@ -359,6 +359,109 @@ class TestServeScripted : public QObject {
     }
   }
 
+  // Anthropic's Messages API: thinking, text and tool_use blocks; a tool_result goes back to the
+  // model as K3's tool message; streamed as typed events.
+  void messages_api_round_trip() {
+    ScriptedServer s([](serve::ServerOptions&, ScriptedEngine& e) {
+      e.on("weather in Paris", kCallReply);
+      e.on("role=\"tool\"", kAnswerReply);
+    });
+    const json tools = json::array({{{"name", "get_weather"}, {"description", "Weather"}, {"input_schema", kTools[0]["function"]["parameters"]}},
+                                    {{"name", "get_time"}, {"input_schema", kTools[1]["function"]["parameters"]}}});
+    json b = {{"model", "kimi-k3"}, {"max_tokens", 300}, {"thinking", {{"type", "enabled"}, {"budget_tokens", 1024}}}, {"tools", tools},
+              {"system", "Be brief."}, {"messages", json::array({{{"role", "user"}, {"content", "What is the weather in Paris?"}}})}};
+    const HttpReply r = post_json(s.port, "/v1/messages", b);
+    QCOMPARE(r.status, 200);
+    const json m = r.json();
+    QCOMPARE(m["type"], json("message"));
+    QCOMPARE(m["stop_reason"], json("tool_use"));
+    QCOMPARE(m["content"][0]["type"], json("thinking"));
+    QCOMPARE(m["content"][0]["thinking"], json("Need the forecast."));
+    QCOMPARE(m["content"][1], json({{"type", "text"}, {"text", "Let me look."}}));
+    QCOMPARE(m["content"][2]["type"], json("tool_use"));
+    QCOMPARE(m["content"][2]["input"], json({{"city", "Paris \"centre\""}, {"days", 3}}));
+    QCOMPARE(m["content"][3]["name"], json("get_time"));
+    QVERIFY(s.engine->last_prompt_text().find("<|open|>message role=\"system\"<|sep|>Be brief.") != std::string::npos);
+
+    json next = b;
+    next["messages"].push_back({{"role", "assistant"}, {"content", m["content"]}});
+    next["messages"].push_back({{"role", "user"}, {"content", json::array({
+        {{"type", "tool_result"}, {"tool_use_id", m["content"][3]["id"]}, {"content", "14:05"}},
+        {{"type", "tool_result"}, {"tool_use_id", m["content"][2]["id"]}, {"content", json::array({{{"type", "text"}, {"text", "21C, sunny"}}})}}})}});
+    next["stream"] = true;
+    const HttpReply st = post_json(s.port, "/v1/messages", next);
+    QCOMPARE(st.status, 200);
+    std::string text;
+    std::vector<std::string> types;
+    for (const std::string& d : st.sse_data()) {
+      const json ev = json::parse(d);
+      types.push_back(ev["type"]);
+      if (ev["type"] == "content_block_delta" && ev["delta"]["type"] == "text_delta") text += ev["delta"]["text"].get<std::string>();
+      if (ev["type"] == "message_delta") QCOMPARE(ev["delta"]["stop_reason"], json("end_turn"));
+    }
+    QCOMPARE(text, std::string("Sunny, 21 degrees at 14:05."));
+    QCOMPARE(types.front(), std::string("message_start"));
+    QCOMPARE(types.back(), std::string("message_stop"));
+    QVERIFY(s.engine->last_prompt_text().find("<|open|>message role=\"tool\" tool=\"get_weather\" index=\"1\"<|sep|>21C, sunny") != std::string::npos);
+    // Anthropic-shaped errors.
+    const HttpReply bad = post_json(s.port, "/v1/messages", {{"model", kModel}, {"messages", json::array()}});
+    QCOMPARE(bad.status, 400);
+    QCOMPARE(bad.json()["type"], json("error"));
+    QCOMPARE(bad.json()["error"]["type"], json("invalid_request_error"));
+  }
+
+  // The Responses API: function_call items out, function_call_output items back in.
+  void responses_api_round_trip() {
+    ScriptedServer s([](serve::ServerOptions&, ScriptedEngine& e) {
+      e.on("weather in Paris", kCallReply);
+      e.on("role=\"tool\"", kAnswerReply);
+    });
+    json tools = json::array();
+    for (const json& t : kTools) tools.push_back({{"type", "function"}, {"name", t["function"]["name"]}, {"parameters", t["function"]["parameters"]}});
+    json b = {{"model", kModel}, {"input", "What is the weather in Paris?"}, {"tools", tools}, {"instructions", "Be brief."},
+              {"reasoning", {{"effort", "medium"}}}, {"store", false}};
+    const HttpReply r = post_json(s.port, "/v1/responses", b);
+    QCOMPARE(r.status, 200);
+    const json out = r.json();
+    QCOMPARE(out["object"], json("response"));
+    QCOMPARE(out["status"], json("completed"));
+    std::vector<std::string> types;
+    json calls = json::array();
+    for (const json& item : out["output"]) {
+      types.push_back(item["type"]);
+      if (item["type"] == "function_call") calls.push_back(item);
+    }
+    QCOMPARE(types, (std::vector<std::string>{"reasoning", "message", "function_call", "function_call"}));
+    QCOMPARE(json::parse(calls[0]["arguments"].get<std::string>()), json({{"city", "Paris \"centre\""}, {"days", 3}}));
+    QVERIFY(s.engine->last_prompt_text().find("type=\"thinking-effort\"") != std::string::npos);  // medium -> high
+
+    json input = json::array({{{"role", "user"}, {"content", "What is the weather in Paris?"}}});
+    for (const json& item : out["output"]) input.push_back(item);
+    input.push_back({{"type", "function_call_output"}, {"call_id", calls[1]["call_id"]}, {"output", "14:05"}});
+    input.push_back({{"type", "function_call_output"}, {"call_id", calls[0]["call_id"]}, {"output", "21C, sunny"}});
+    json next = b;
+    next["input"] = input;
+    next["stream"] = true;
+    const HttpReply st = post_json(s.port, "/v1/responses", next);
+    QCOMPARE(st.status, 200);
+    std::string text;
+    json completed;
+    for (const std::string& d : st.sse_data()) {
+      const json ev = json::parse(d);
+      if (ev["type"] == "response.output_text.delta") text += ev["delta"].get<std::string>();
+      if (ev["type"] == "response.completed") completed = ev["response"];
+    }
+    QCOMPARE(text, std::string("Sunny, 21 degrees at 14:05."));
+    QCOMPARE(completed["output_text"], json(text));
+    // The history went back as K3 renders it: reasoning kept, calls in order, results in call order.
+    const std::string prompt = s.engine->last_prompt_text();
+    QVERIFY(prompt.find("<|open|>think<|sep|>Need the forecast.<|close|>think<|sep|><|open|>response<|sep|>Let me look.<|close|>response<|sep|><|open|>tools<|sep|>") != std::string::npos);
+    QVERIFY(prompt.find("tool=\"get_weather\" index=\"1\"<|sep|>21C, sunny<|close|>message<|sep|><|end_of_msg|><|open|>message role=\"tool\" tool=\"get_time\" index=\"2\"<|sep|>14:05") != std::string::npos);
+    const HttpReply stored = post_json(s.port, "/v1/responses", {{"model", kModel}, {"input", "x"}, {"previous_response_id", "resp_1"}});
+    QCOMPARE(stored.status, 400);
+    QCOMPARE(stored.json()["error"]["param"], json("previous_response_id"));
+  }
+
   void model_names_and_refusals() {
     ScriptedServer s([](serve::ServerOptions& o, ScriptedEngine&) { o.model_aliases.push_back("my-name"); });
     const json models = http_request(s.port, "GET", "/v1/models").json();
