@@ -231,10 +231,10 @@ class TestServeUnits : public QObject {
     QVERIFY(c.get(ids, 4).has_value());
 
     ResponseMemo m(2, 1 << 20);
-    m.put("a", MemoAnswer{"", "A", "stop", 1, 0});
-    m.put("b", MemoAnswer{"", "B", "stop", 1, 0});
+    m.put("a", MemoAnswer{"", "A", {}, "stop", 1, 0});
+    m.put("b", MemoAnswer{"", "B", {}, "stop", 1, 0});
     QVERIFY(m.find("a").has_value());
-    m.put("c", MemoAnswer{"", "C", "stop", 1, 0});
+    m.put("c", MemoAnswer{"", "C", {}, "stop", 1, 0});
     QVERIFY(!m.find("b").has_value());  // least recently used
     QCOMPARE(m.find("a")->content, std::string("A"));
   }

@@ -46,7 +46,11 @@ struct Case {
   std::string expected;
 };
 
-json msgs(std::initializer_list<json> m) { return json{{"model", "any"}, {"messages", json::array(m)}}; }
+json msgs(std::initializer_list<json> m) {
+  json all = json::array();
+  for (const json& x : m) all.push_back(x);
+  return json{{"model", "any"}, {"messages", all}};
+}
 json with(json r, const json& extra) {
   for (auto it = extra.begin(); it != extra.end(); ++it) r[it.key()] = it.value();
   return r;
