@@ -152,7 +152,10 @@ class OpenAiServer::Impl {
         return httplib::Server::HandlerResponse::Handled;
       }
       // DNS rebinding: a page of another site whose name now points here sends its own name.
-      if (req.has_header("Host") && !host_header_allowed(req.get_header_value("Host"), opt_.allowed_hosts)) {
+      // HTTP/1.1 requires a Host; only an HTTP/1.0 client may leave it out.
+      const bool host_ok = req.has_header("Host") ? host_header_allowed(req.get_header_value("Host"), opt_.allowed_hosts)
+                                                  : req.version == "HTTP/1.0";
+      if (!host_ok) {
         send_error(res, ApiError(403, "This server does not answer to that Host name; use an IP address or localhost, or "
                                       "start it with --allowed-host NAME.", {}, "invalid_request_error", "host_not_allowed"));
         return httplib::Server::HandlerResponse::Handled;
@@ -243,7 +246,8 @@ class OpenAiServer::Impl {
     // (chunked or compressed, without a limit) for a route that has no body reader.
     auto unknown = [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
       std::string body;
-      if (!read_body(req, res, reader, body)) return;
+      const bool has_body = req.has_header("Content-Length") || req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos;
+      if (has_body && !read_body(req, res, reader, body)) return;
       send_error(res, ApiError(404, "Unknown request URL: " + req.method + " " + req.path + ".", {}, "invalid_request_error"));
     };
     http_.Post(".*", unknown);
