@@ -36,8 +36,8 @@ json read_json_file(const fs::path& p) {
   return j.is_discarded() ? json() : j;
 }
 
-// Every error ends its connection: a client that sent something wrong (a body cut short, a
-// request smuggled behind another) gets no second request read from the same bytes.
+// Every error asks the client to end its connection, so that after something wrong (a body cut
+// short, a request smuggled behind another) no second request is read from the same bytes.
 void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status();
   res.set_header("Connection", "close");
