@@ -320,7 +320,7 @@ class TestServeHostile : public QObject {
     // A body that trickles in, each byte well within --read-timeout: dropped at --body-deadline.
     {
       RawConnection t(port);
-      QVERIFY(t.send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"));
+      QVERIFY(t.send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 50000\r\n\r\n{"));
       bool answered = false;
       for (int i = 0; i < 200 && !answered; ++i) {  // at most 200 bytes, one per 250 ms
         t.read_until("\r\n\r\n", 250);
