@@ -57,6 +57,7 @@ void add_serve(CLI::App& app) {
     uint64_t state_cache_mb = 2048, snapshot_max_mb = 16384;
     int threads = 0;
     std::string draft = "auto", draft_model, device = "cpu";
+    std::vector<std::string> served_names;
   };
   auto o = std::make_shared<Opts>();
   auto* c = app.add_subcommand("serve", "Serve the model over an OpenAI-compatible HTTP API (see docs/SERVER.md)");
@@ -70,12 +71,16 @@ void add_serve(CLI::App& app) {
                   ->envname("DELTAFIN_API_KEY");
   c->add_option("--api-key-file", o->api_key_file, "Read the API key from the first line of this file")->excludes(key);
   c->add_option("--model-id", o->s.model_id, "Model name clients send (default: the model folder's name)");
+  c->add_option("--allowed-host", o->s.allowed_hosts, "A host name clients may reach the server by, besides IP addresses and localhost (repeatable)");
+  c->add_option("--allow-origin", o->s.allowed_origins, "A web origin (scheme://host:port, or *) whose pages may call the API (repeatable)");
+  c->add_option("--served-model-name", o->served_names, "Another name clients may send for the model (repeatable; 'kimi-k3' always works)");
   c->add_option("--max-body-bytes", o->s.max_body_bytes, "Largest request body")->capture_default_str()->check(CLI::Range(size_t(1024), size_t(1) << 30));
   c->add_option("--max-tokens", o->s.max_tokens, "Most tokens in one response")->capture_default_str()->check(CLI::Range(1, 1 << 24));
   c->add_option("--max-context", o->s.max_context, "Most prompt + response tokens (0 = the model's limit)")->capture_default_str()->check(CLI::Range(0, 1 << 30));
   c->add_option("--queue-size", o->s.queue_size, "Requests that may wait behind the running one; more get 429")->capture_default_str()->check(CLI::Range(size_t(1), size_t(4096)));
   c->add_option("--http-threads", o->s.http_threads, "HTTP connection threads (0 = queue size + 16)")->capture_default_str()->check(CLI::Range(0, 4096));
   c->add_option("--read-timeout", o->s.read_timeout_s, "Seconds a request may stall while being sent")->capture_default_str()->check(CLI::Range(1, 3600));
+  c->add_option("--body-deadline", o->s.body_deadline_s, "Seconds a request body may take to arrive in all")->capture_default_str()->check(CLI::Range(1, 3600));
   c->add_option("--write-timeout", o->s.write_timeout_s, "Seconds a client may stall while reading")->capture_default_str()->check(CLI::Range(1, 3600));
   c->add_option("--request-timeout", o->s.request_timeout_s, "Seconds for queue wait plus generation")->capture_default_str()->check(CLI::Range(1, 7 * 86400));
   c->add_option("--prefill-chunk", o->s.worker.prefill_chunk, "Prompt tokens per prefill pass")->capture_default_str()->check(CLI::Range(1, 65536));
@@ -114,6 +119,7 @@ void add_serve(CLI::App& app) {
     auto drafts = DraftSetup::create(*model, dso);
     if (dso.choice != DraftChoice::Off) std::fprintf(stderr, "deltafin serve: drafting: %s\n", drafts->note().c_str());
     serve::ServerOptions s = o->s;
+    s.model_aliases.insert(s.model_aliases.end(), o->served_names.begin(), o->served_names.end());
     s.worker.drafts = drafts.get();
     s.worker.state_cache_bytes = o->state_cache_mb << 20;
     s.worker.snapshot_max_bytes = o->snapshot_max_mb << 20;

@@ -22,5 +22,6 @@ void add_cache(CLI::App& app);
 void add_upgrade(CLI::App& app);
 void add_serve(CLI::App& app);
 void add_plan(CLI::App& app);
+void add_render_chat(CLI::App& app);
 
 }  // namespace deltafin::cli

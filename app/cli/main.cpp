@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   cli::add_upgrade(app);
   cli::add_serve(app);
   cli::add_plan(app);
+  cli::add_render_chat(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

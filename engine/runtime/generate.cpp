@@ -8,7 +8,7 @@ namespace deltafin {
 
 GenerateResult generate(DecodeSession& s, std::span<const int32_t> prompt, const GenerateOptions& opts,
                         const std::function<bool(int32_t)>& on_token) {
-  if (opts.drafter) return generate_speculative(s, prompt, opts, on_token);
+  if (opts.drafter && !opts.on_logits) return generate_speculative(s, prompt, opts, on_token);
   using clock = std::chrono::steady_clock;
   GenerateResult r;
   r.stats.prompt_tokens = static_cast<int>(prompt.size());
@@ -22,6 +22,7 @@ GenerateResult generate(DecodeSession& s, std::span<const int32_t> prompt, const
   for (int i = 0; i < opts.max_new; ++i) {
     const int32_t next = sample_token(std::span<const float>(logits.data(), V), opts.sampling, s.n_past());
     if (i == 0) r.stats.first_token_seconds = std::chrono::duration<double>(clock::now() - t0).count();
+    if (opts.on_logits) opts.on_logits(std::span<const float>(logits.data(), V));
     r.ids.push_back(next);
     bool stop = false;
     for (int32_t sid : opts.stop_ids) stop |= (sid == next);

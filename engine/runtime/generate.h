@@ -24,6 +24,9 @@ struct GenerateOptions {
   // Ids the session committed before `prompt` (or a suffix of them), for drafters that read the
   // history (Qwen, n-gram) when a caller prefilled the session itself. Must outlive the call.
   std::span<const int32_t> draft_context;
+  // Called with the fp32 logits each new token is sampled from, before on_token (log
+  // probabilities). Plain decoding only: `drafter` is not used while this is set.
+  std::function<void(std::span<const float>)> on_logits;
 };
 
 struct GenerateStats {

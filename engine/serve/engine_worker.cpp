@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <optional>
+#include <random>
 
 #include "base/error.h"
 #include "runtime/generate.h"
@@ -21,6 +23,45 @@ namespace {
 struct JobAbandoned {
   bool timed_out;
 };
+
+// K3's format has no call ids: the server names each call, as OpenAI's do ("call_" + 24 hex).
+std::string new_call_id() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  char id[40];
+  std::snprintf(id, sizeof id, "call_%016llx%08llx", static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng() & 0xffffffffu));
+  return id;
+}
+
+// One OpenAI logprobs entry: the token, its log probability under the fp32 logits (softmax at
+// temperature 1, as the model gives it), its bytes, and the `top` most likely alternatives.
+nlohmann::json logprob_entry(const Tokenizer& tok, std::span<const float> logits, int32_t id, int top) {
+  double mx = -INFINITY;
+  for (float v : logits) mx = std::max(mx, double(v));
+  double sum = 0;
+  for (float v : logits) sum += std::exp(double(v) - mx);
+  const double log_z = mx + std::log(sum);
+  auto entry = [&](int32_t t) {
+    const std::string& bytes = tok.token_bytes(t);
+    nlohmann::json b = nlohmann::json::array();
+    for (unsigned char c : bytes) b.push_back(int(c));
+    return nlohmann::json{{"token", bytes}, {"logprob", double(logits[size_t(t)]) - log_z}, {"bytes", b}};
+  };
+  nlohmann::json e = entry(id);
+  nlohmann::json alts = nlohmann::json::array();
+  if (top > 0) {
+    std::vector<int32_t> order(logits.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+    const size_t k = std::min(order.size(), size_t(top));
+    // Ties go to the lower id, so the list is a pure function of the logits.
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(), [&](int32_t a, int32_t b) {
+      return logits[size_t(a)] > logits[size_t(b)] || (logits[size_t(a)] == logits[size_t(b)] && a < b);
+    });
+    for (size_t i = 0; i < k; ++i) alts.push_back(entry(order[i]));
+  }
+  e["top_logprobs"] = alts;
+  return e;
+}
 
 }  // namespace
 
@@ -79,6 +120,7 @@ std::string EngineWorker::memo_key(const GenerationRequest& q) const {
   std::string k = q.kind == GenerationRequest::Kind::Chat ? "chat" : "text";
   k += q.thinking ? "|think" : "|plain";
   k += "|max=" + std::to_string(q.max_tokens);
+  if (!q.parallel_tool_calls) k += "|one-call";
   if (!q.sampling.greedy()) {
     char buf[128];
     std::snprintf(buf, sizeof buf, "|t=%a|p=%a|k=%d|seed=%llu", double(q.sampling.temperature),
@@ -188,18 +230,28 @@ void EngineWorker::run(Job& job) {
 
   JobResult r;
   r.prompt_tokens = static_cast<int>(q.prompt.size());
-  const std::string key = q.seeded ? memo_key(q) : std::string();
+  if (q.logprobs) r.logprobs = nlohmann::json::array();
+  // Log probabilities come from running the model: such a request is never answered from memory.
+  const std::string key = q.seeded && !q.logprobs ? memo_key(q) : std::string();
   if (!key.empty()) {
     if (auto hit = memo_.find(key)) {
       r.reasoning = hit->reasoning;
       r.content = hit->content;
+      r.tool_calls = hit->tool_calls;
+      for (ToolCallResult& c : r.tool_calls) c.id = new_call_id();
       r.finish_reason = hit->finish_reason;
       r.completion_tokens = hit->completion_tokens;
       r.reasoning_tokens = hit->reasoning_tokens;
       r.cached_tokens = r.prompt_tokens;
       r.memo_hit = true;
       r.reuse_source = "memo";
-      if (q.stream) job.push_delta(Delta{hit->reasoning, hit->content});
+      if (q.stream) {
+        Delta d;
+        d.reasoning = r.reasoning;
+        d.content = r.content;
+        d.tool_calls = r.tool_calls;
+        job.push_delta(std::move(d));
+      }
       {
         std::lock_guard lk(stats_mu_);
         stats_.memo_hits++;
@@ -213,7 +265,7 @@ void EngineWorker::run(Job& job) {
   std::optional<std::pair<std::vector<int32_t>, K3State>> to_disk;
   auto abandoned = [&]() -> std::optional<JobAbandoned> {
     if (job.cancelled) return JobAbandoned{false};
-    if (clock_type::now() > job.deadline) return JobAbandoned{true};
+    if ((opt_.now ? opt_.now() : clock_type::now()) > job.deadline) return JobAbandoned{true};
     return std::nullopt;
   };
   try {
@@ -255,17 +307,31 @@ void EngineWorker::run(Job& job) {
     bool ended = false, timed_out = false;
     int count = 0;
     auto deliver = [&](Delta d) {
-      if (d.reasoning.empty() && d.content.empty()) return;
+      if (d.empty()) return;
       r.reasoning += d.reasoning;
       r.content += d.content;
+      r.tool_calls.insert(r.tool_calls.end(), d.tool_calls.begin(), d.tool_calls.end());
+      if (q.logprobs)
+        for (const auto& e : d.logprobs) r.logprobs.push_back(e);
       if (q.stream) job.push_delta(std::move(d));
     };
+    auto text_delta = [](std::string reasoning, std::string content) {
+      Delta d;
+      d.reasoning = std::move(reasoning);
+      d.content = std::move(content);
+      return d;
+    };
+    nlohmann::json pending_logprob;  // the entry of the token being parsed, if it is an answer token
     auto on_events = [&](const std::vector<ChatEvent>& events) {
       Delta d;
       for (const ChatEvent& ev : events) {
         if (ev.kind == ChatEvent::Kind::Reasoning) d.reasoning += ev.text;
         else if (ev.kind == ChatEvent::Kind::Answer) d.content += matcher.push(ev.text);
+        else if (ev.kind == ChatEvent::Kind::ToolCall && (q.parallel_tool_calls || r.tool_calls.empty()))
+          d.tool_calls.push_back(ToolCallResult{new_call_id(), ev.text, ev.arguments});
       }
+      if (!pending_logprob.is_null()) d.logprobs.push_back(std::move(pending_logprob));
+      pending_logprob = nullptr;
       deliver(std::move(d));
     };
     GenerateOptions g;
@@ -276,17 +342,23 @@ void EngineWorker::run(Job& job) {
     // A tap drafter that missed a prefill chunk sits this request out.
     if (drafting && (!drafter_taps_ || drafter_in_step_)) g.drafter = proposer_.get();
     g.draft_always = opt_.draft_always;
+    std::span<const float> last_logits;
+    if (q.logprobs) g.on_logits = [&](std::span<const float> logits) { last_logits = logits; };
     auto on_token = [&](int32_t id) -> bool {
       if (++count == 1) r.first_token_seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
       if (chat) {
         if (parser->phase() == ChatStreamParser::Phase::Reasoning) r.reasoning_tokens++;
+        // Log probabilities cover the answer's own tokens, not reasoning or structure.
+        if (q.logprobs && parser->phase() == ChatStreamParser::Phase::Answer && !parser->in_tag() && !tok_.is_special(id) &&
+            !last_logits.empty())
+          pending_logprob = logprob_entry(tok_, last_logits, id, q.top_logprobs);
         on_events(parser->push(id));
         if (parser->done()) ended = true;
       } else {
         bool is_end = false;
         for (int32_t e : end_ids_) is_end |= (e == id);
         if (is_end) ended = true;
-        else deliver(Delta{{}, matcher.push(decoder->push(id))});
+        else deliver(text_delta({}, matcher.push(decoder->push(id))));
       }
       if (matcher.stopped()) ended = true;
       if (ended) return false;
@@ -326,17 +398,17 @@ void EngineWorker::run(Job& job) {
     }
     if (!ended) {
       if (chat) on_events(parser->finish());
-      else deliver(Delta{{}, matcher.push(decoder->finish())});
-      deliver(Delta{{}, matcher.finish()});
+      else deliver(text_delta({}, matcher.push(decoder->finish())));
+      deliver(text_delta({}, matcher.finish()));
     }
     r.completion_tokens = static_cast<int>(gr.ids.size());
-    r.finish_reason = ended ? "stop" : "length";
+    r.finish_reason = !ended ? "length" : !r.tool_calls.empty() ? "tool_calls" : "stop";
     if (job.cancelled) {
       note("cancelled", r.completion_tokens, true, false);
       job.fail(ApiError(499, "the client went away", {}, "cancelled"));
     } else {
       if (!key.empty() && !timed_out)
-        memo_.put(key, MemoAnswer{r.reasoning, r.content, r.finish_reason, r.completion_tokens, r.reasoning_tokens});
+        memo_.put(key, MemoAnswer{r.reasoning, r.content, r.tool_calls, r.finish_reason, r.completion_tokens, r.reasoning_tokens});
       note(r.finish_reason, r.completion_tokens, false, false);
       job.finish(std::move(r));
     }
@@ -349,7 +421,9 @@ void EngineWorker::run(Job& job) {
     session_->reset();
     session_ids_.clear();
     note("error", 0, false, true);
-    job.fail(ApiError(500, std::string("The engine failed: ") + e.what(), {}, "server_error"));
+    // The details (which can name files on this machine) go to the server's log, not the client.
+    std::fprintf(stderr, "deltafin serve: the engine failed: %s\n", e.what());
+    job.fail(ApiError(500, "The engine failed while answering this request; the server's log says why.", {}, "server_error"));
   }
   // After the answer went out: the disk write does not delay the client.
   if (to_disk) {

@@ -3,6 +3,7 @@
 // longest committed prefix it has (live session, RAM turn snapshots, disk snapshots), prefills the
 // rest, decodes with the exact sampler, and streams text back through the job.
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -35,6 +36,9 @@ struct WorkerOptions {
   bool draft_always = false;  // verify guesses every step even when drafting does not pay (tests)
   // The session the worker decodes on (e.g. a GPU session); empty: the CPU K3Session.
   std::function<std::unique_ptr<DecodeSession>(const K3Model&)> make_session;
+  // The clock request deadlines are read on; empty: std::chrono::steady_clock (tests set a
+  // clock they advance themselves, so no test depends on how fast the machine decodes).
+  std::function<std::chrono::steady_clock::time_point()> now;
 };
 
 struct WorkerStats {

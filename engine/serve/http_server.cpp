@@ -5,14 +5,19 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include "base/error.h"
+#include "serve/anthropic_messages.h"
 #include "serve/api_error.h"
 #include "serve/openai_format.h"
 #include "serve/peer_socket.h"
+#include "serve/responses_api.h"
+#include "serve/stream_writer.h"
 
 namespace deltafin::serve {
 
@@ -31,9 +36,17 @@ json read_json_file(const fs::path& p) {
   return j.is_discarded() ? json() : j;
 }
 
+// Every error asks the client to end its connection, so that after something wrong (a body cut
+// short, a request smuggled behind another) no second request is read from the same bytes.
 void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status();
+  res.set_header("Connection", "close");
   res.set_content(dump_json(e.body()), "application/json");
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
 }
 
 // Constant time, so the key cannot be guessed a byte at a time from response times.
@@ -52,6 +65,25 @@ bool is_loopback_host(const std::string& host) {
   return false;
 }
 
+bool host_header_allowed(const std::string& host_header, const std::vector<std::string>& allowed) {
+  std::string host = lower(host_header);
+  if (!host.empty() && host.front() == '[') {
+    const size_t end = host.find(']');
+    if (end == std::string::npos) return false;
+    host = host.substr(1, end - 1);
+  } else if (std::count(host.begin(), host.end(), ':') == 1) {
+    host = host.substr(0, host.find(':'));
+  }
+  if (host.empty()) return false;
+  if (host == "localhost") return true;
+  in_addr a4{};
+  in6_addr a6{};
+  if (inet_pton(AF_INET, host.c_str(), &a4) == 1 || inet_pton(AF_INET6, host.c_str(), &a6) == 1) return true;
+  for (const std::string& name : allowed)
+    if (lower(name) == host) return true;
+  return false;
+}
+
 class OpenAiServer::Impl {
  public:
   Impl(const ServerOptions& opt, const K3Model& model, const Tokenizer& tok)
@@ -67,6 +99,9 @@ class OpenAiServer::Impl {
     if (model_ctx <= 0) model_ctx = 4096;
     parse_.tokenizer = &tok;
     parse_.model_id = opt.model_id;
+    for (const std::string& a : opt.model_aliases)
+      if (a != opt.model_id && std::find(parse_.model_aliases.begin(), parse_.model_aliases.end(), a) == parse_.model_aliases.end())
+        parse_.model_aliases.push_back(a);
     parse_.context_limit = opt.max_context > 0 ? std::min(opt.max_context, model_ctx) : model_ctx;
     parse_.max_tokens_limit = std::min(opt.max_tokens, parse_.context_limit - 1);
     const json gen = read_json_file(root / "generation_config.json");
@@ -109,6 +144,41 @@ class OpenAiServer::Impl {
  private:
   void routes() {
     http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) -> httplib::Server::HandlerResponse {
+      size_t header_bytes = 0;
+      for (const auto& [k, v] : req.headers) header_bytes += k.size() + v.size() + 4;
+      if (req.headers.size() > kMaxHeaders || header_bytes > kMaxHeaderBytes) {
+        send_error(res, ApiError(431, "The request has too many or too large headers (at most " + std::to_string(kMaxHeaders) +
+                                          " headers, " + std::to_string(kMaxHeaderBytes) + " bytes).", {}, "invalid_request_error", "headers_too_large"));
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      // DNS rebinding: a page of another site whose name now points here sends its own name.
+      // HTTP/1.1 requires a Host; only an HTTP/1.0 client may leave it out.
+      const bool host_ok = req.has_header("Host") ? host_header_allowed(req.get_header_value("Host"), opt_.allowed_hosts)
+                                                  : req.version == "HTTP/1.0";
+      if (!host_ok) {
+        send_error(res, ApiError(403, "This server does not answer to that Host name; use an IP address or localhost, or "
+                                      "start it with --allowed-host NAME.", {}, "invalid_request_error", "host_not_allowed"));
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      // Browsers send Origin with cross-origin requests: only the origins given may use the API.
+      if (req.has_header("Origin")) {
+        const std::string origin = req.get_header_value("Origin");
+        const bool any = std::find(opt_.allowed_origins.begin(), opt_.allowed_origins.end(), "*") != opt_.allowed_origins.end();
+        if (!any && std::find(opt_.allowed_origins.begin(), opt_.allowed_origins.end(), origin) == opt_.allowed_origins.end()) {
+          send_error(res, ApiError(403, "Cross-origin requests from web pages are refused; start the server with "
+                                        "--allow-origin ORIGIN to let that page use it.", {}, "invalid_request_error", "origin_not_allowed"));
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        res.set_header("Access-Control-Allow-Origin", any ? "*" : origin);
+        res.set_header("Vary", "Origin");
+        if (req.method == "OPTIONS") {  // the preflight of an allowed origin
+          res.status = 204;
+          res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+          res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+          res.set_header("Access-Control-Max-Age", "600");
+          return httplib::Server::HandlerResponse::Handled;
+        }
+      }
       if (opt_.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
       const std::string auth = req.get_header_value("Authorization");
       const std::string prefix = "Bearer ";
@@ -130,7 +200,7 @@ class OpenAiServer::Impl {
         default: msg = "The HTTP request could not be processed (status " + std::to_string(res.status) + ")."; break;
       }
       res.set_content(dump_json(ApiError(res.status, msg, {}, "invalid_request_error").body()), "application/json");
-      if (res.status == 413 || res.status == 400) res.set_header("Connection", "close");
+      res.set_header("Connection", "close");
       return httplib::Server::HandlerResponse::Handled;
     }));
     http_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
@@ -141,24 +211,30 @@ class OpenAiServer::Impl {
         what = e.what();
       } catch (...) {
       }
-      send_error(res, ApiError(500, "The server failed: " + what, {}, "server_error"));
+      // The details (which can name files on this machine) go to the server's log, not the client.
+      std::fprintf(stderr, "deltafin serve: a request failed: %s\n", what.c_str());
+      send_error(res, ApiError(500, "The server failed while answering this request; the server's log says why.", {}, "server_error"));
     });
 
     http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) { health(res); });
     for (const std::string base : {"/v1", ""}) {
       http_.Get(base + "/models", [this](const httplib::Request&, httplib::Response& res) {
-        res.set_content(dump_json({{"object", "list"}, {"data", json::array({model_object()})}}), "application/json");
+        json data = json::array({model_object(opt_.model_id)});
+        for (const std::string& a : parse_.model_aliases) data.push_back(model_object(a));
+        res.set_content(dump_json({{"object", "list"}, {"data", data}}), "application/json");
       });
       http_.Get(base + R"(/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
-        if (req.matches[1] != opt_.model_id)
-          return send_error(res, ApiError(404, "The model '" + std::string(req.matches[1]) + "' does not exist.", "model",
-                                          "invalid_request_error", "model_not_found"));
-        res.set_content(dump_json(model_object()), "application/json");
+        const std::string name = req.matches[1];
+        if (!serves(name))
+          return send_error(res, ApiError(404, "The model '" + name + "' does not exist; this server serves " + served_names() + ".",
+                                          "model", "invalid_request_error", "model_not_found"));
+        res.set_content(dump_json(model_object(name)), "application/json");
       });
-      for (const bool chat : {true, false}) {
-        const std::string path = base + (chat ? "/chat/completions" : "/completions");
-        http_.Post(path, [this, chat](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-          generation(chat, req, res, reader);
+      for (const auto& [api, route] : {std::pair{Api::Chat, "/chat/completions"}, std::pair{Api::Completions, "/completions"},
+                                        std::pair{Api::Messages, "/messages"}, std::pair{Api::Responses, "/responses"}}) {
+        const std::string path = base + route;
+        http_.Post(path, [this, api = api](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+          generation(api, req, res, reader);
         });
         http_.Get(path, [](const httplib::Request& req, httplib::Response& res) {
           res.set_header("Allow", "POST");
@@ -166,12 +242,40 @@ class OpenAiServer::Impl {
         });
       }
     }
+    // Any other body is read with the same bounds before the 404: cpp-httplib would read it whole
+    // (chunked or compressed, without a limit) for a route that has no body reader.
+    auto unknown = [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+      std::string body;
+      const bool has_body = req.has_header("Content-Length") || req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos;
+      if (has_body && !read_body(req, res, reader, body)) return;
+      send_error(res, ApiError(404, "Unknown request URL: " + req.method + " " + req.path + ".", {}, "invalid_request_error"));
+    };
+    http_.Post(".*", unknown);
+    http_.Put(".*", unknown);
+    http_.Patch(".*", unknown);
+    http_.Delete(".*", unknown);
   }
 
-  json model_object() const {
-    return {{"id", opt_.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "deltafin"},
+  // cpp-httplib 0.11 reads the header block before any handler and refuses only lines over 8 KiB;
+  // what it let through is held to these bounds before anything else looks at it.
+  static constexpr size_t kMaxHeaders = 100, kMaxHeaderBytes = 64 * 1024;
+
+  json model_object(const std::string& name) const {
+    return {{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "deltafin"},
             {"max_model_len", parse_.context_limit}};
   }
+
+  bool serves(const std::string& name) const {
+    return name == opt_.model_id || std::find(parse_.model_aliases.begin(), parse_.model_aliases.end(), name) != parse_.model_aliases.end();
+  }
+
+  std::string served_names() const {
+    std::string names = "'" + opt_.model_id + "'";
+    for (const std::string& a : parse_.model_aliases) names += ", '" + a + "'";
+    return names;
+  }
+
+  clock_type::time_point now() const { return opt_.worker.now ? opt_.worker.now() : clock_type::now(); }
 
   void health(httplib::Response& res) {
     const WorkerStats s = worker_.stats();
@@ -205,51 +309,96 @@ class OpenAiServer::Impl {
     return std::max(1, static_cast<int>(std::ceil(mean * double(queue_.waiting() + 1))));
   }
 
-  void generation(bool chat, const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+  // Reads a request body within --max-body-bytes (counted after decompression, chunked or not)
+  // and --body-deadline; false after answering the error.
+  bool read_body(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader, std::string& body) {
     const bool chunked = req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos;
     if (!req.has_header("Content-Length") && !chunked) {
       // Without a length the body would only end when the client closes: refuse at once.
-      res.set_header("Connection", "close");
-      return send_error(res, ApiError(411, "Send the request body with a Content-Length (or chunked).", {}, "invalid_request_error", "length_required"));
+      send_error(res, ApiError(411, "Send the request body with a Content-Length (or chunked).", {}, "invalid_request_error", "length_required"));
+      return false;
     }
-    std::string body;
-    bool too_big = false;
+    bool too_big = false, too_slow = false;
+    const auto read_deadline = clock_type::now() + std::chrono::seconds(opt_.body_deadline_s);
     const bool read_ok = reader([&](const char* data, size_t n) {
       if (body.size() + n > opt_.max_body_bytes) {
         too_big = true;
+        return false;
+      }
+      // Each read may come within --read-timeout and still never finish: the whole body has a deadline.
+      if (clock_type::now() > read_deadline) {
+        too_slow = true;
         return false;
       }
       body.append(data, n);
       return true;
     });
     if (too_big || res.status == 413) {
-      res.set_header("Connection", "close");
-      return send_error(res, ApiError(413, "The request body is too large for this server (--max-body-bytes = " +
-                                               std::to_string(opt_.max_body_bytes) + ").", {}, "invalid_request_error", "request_too_large"));
+      send_error(res, ApiError(413, "The request body is too large for this server (--max-body-bytes = " +
+                                        std::to_string(opt_.max_body_bytes) + ").", {}, "invalid_request_error", "request_too_large"));
+      return false;
+    }
+    if (too_slow) {
+      send_error(res, ApiError(408, "The request body did not arrive within " + std::to_string(opt_.body_deadline_s) + " seconds.",
+                               {}, "invalid_request_error", "request_timeout"));
+      return false;
     }
     if (!read_ok) {
-      res.set_header("Connection", "close");
-      return send_error(res, ApiError(400, "The request body could not be read.", {}, "invalid_request_error"));
+      send_error(res, ApiError(400, "The request body could not be read.", {}, "invalid_request_error"));
+      return false;
+    }
+    return true;
+  }
+
+  // The four APIs over one engine: Messages and Responses requests become chat requests.
+  enum class Api { Chat, Completions, Messages, Responses };
+
+  void send_api_error(Api api, httplib::Response& res, const ApiError& e) {
+    if (api != Api::Messages) return send_error(res, e);
+    res.status = e.status();
+    res.set_header("Connection", "close");
+    res.set_content(dump_json(anthropic_error_json(e)), "application/json");
+  }
+
+  void generation(Api api, const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+    std::string body;
+    if (!read_body(req, res, reader, body)) return;
+    GenerationRequest request;
+    try {
+      json j = parse_json_body(body);
+      if (api == Api::Messages) j = anthropic_to_chat_request(j);
+      else if (api == Api::Responses) j = responses_to_chat_request(j);
+      request = api == Api::Completions ? validate_completion_request(j, parse_) : validate_chat_request(j, parse_);
+    } catch (const ApiError& e) {
+      return send_api_error(api, res, e);
+    } catch (const Error& e) {
+      return send_api_error(api, res, ApiError(400, e.what(), {}, "invalid_request_error"));
+    }
+    const auto deadline = now() + std::chrono::seconds(opt_.request_timeout_s);
+    // Only a request the queue has room for is tokenized: a flood costs parsing, not the tokenizer.
+    if (!queue_.admit()) {
+      res.set_header("Retry-After", std::to_string(retry_after_seconds()));
+      return send_api_error(api, res, ApiError(429, "The server is busy: " + std::to_string(queue_.capacity()) +
+                                                        " requests are already waiting. Retry after the time in Retry-After.",
+                                               {}, "rate_limit_error", "queue_full"));
     }
     std::shared_ptr<Job> job;
     try {
-      const json j = parse_json_body(body);
-      job = std::make_shared<Job>(chat ? parse_chat_request(j, parse_) : parse_completion_request(j, parse_));
+      tokenize_request(request, parse_);
+      job = std::make_shared<Job>(std::move(request));
     } catch (const ApiError& e) {
-      return send_error(res, e);
-    } catch (const Error& e) {
-      return send_error(res, ApiError(400, e.what(), {}, "invalid_request_error"));
+      queue_.withdraw();
+      return send_api_error(api, res, e);
+    } catch (const std::exception& e) {
+      queue_.withdraw();
+      return send_api_error(api, res, ApiError(400, e.what(), {}, "invalid_request_error"));
     }
-    job->deadline = clock_type::now() + std::chrono::seconds(opt_.request_timeout_s);
-    if (!queue_.push(job)) {
-      res.set_header("Retry-After", std::to_string(retry_after_seconds()));
-      return send_error(res, ApiError(429, "The server is busy: " + std::to_string(queue_.capacity()) +
-                                               " requests are already waiting. Retry after the time in Retry-After.",
-                                      {}, "rate_limit_error", "queue_full"));
-    }
+    job->deadline = deadline;
+    queue_.push_admitted(job);
     res.set_header("X-Deltafin-Seq", std::to_string(job->seq));
     const int fd = find_connection_socket(req.remote_addr, req.remote_port, req.local_port > 0 ? req.local_port : port_);
-    if (job->req.stream) return stream(chat, job, fd, res);
+    const ResponseMeta meta = new_response_meta(api_id_prefix(api), job->req.model);
+    if (job->req.stream) return stream(api, meta, job, fd, res);
 
     std::vector<Delta> ignored;
     for (;;) {
@@ -261,18 +410,34 @@ class OpenAiServer::Impl {
       }
       if (stopping_) {
         cancel(job);
-        return send_error(res, ApiError(503, "The server is shutting down.", {}, "server_error", "shutting_down"));
+        return send_api_error(api, res, ApiError(503, "The server is shutting down.", {}, "server_error", "shutting_down"));
       }
-      if (job->started == 0 && clock_type::now() > job->deadline && queue_.remove(job))
-        return send_error(res, ApiError(504, "The request waited in the queue past the server's time limit (--request-timeout).", {}, "timeout", "timeout"));
+      if (job->started == 0 && now() > job->deadline && queue_.remove(job))
+        return send_api_error(api, res, ApiError(504, "The request waited in the queue past the server's time limit (--request-timeout).", {}, "timeout", "timeout"));
     }
-    if (auto e = job->error()) return send_error(res, *e);
+    if (auto e = job->error()) return send_api_error(api, res, *e);
     const JobResult r = *job->result();
-    const ResponseMeta meta = new_response_meta(chat, opt_.model_id);
     res.set_header("X-Deltafin-Started", std::to_string(job->started));
     res.set_header("X-Deltafin-Reuse", r.reuse_source);
     res.set_header("X-Deltafin-Prefilled", std::to_string(r.prefilled_tokens));
-    res.set_content(dump_json(chat ? chat_completion_json(meta, r) : text_completion_json(meta, r)), "application/json");
+    json out;
+    switch (api) {
+      case Api::Chat: out = chat_completion_json(meta, r); break;
+      case Api::Completions: out = text_completion_json(meta, r); break;
+      case Api::Messages: out = anthropic_message_json(meta, r); break;
+      case Api::Responses: out = response_json(meta, r); break;
+    }
+    res.set_content(dump_json(out), "application/json");
+  }
+
+  static std::string api_id_prefix(Api api) {
+    switch (api) {
+      case Api::Chat: return "chatcmpl-";
+      case Api::Completions: return "cmpl-";
+      case Api::Messages: return "msg_";
+      case Api::Responses: return "resp_";
+    }
+    return "";
   }
 
   void cancel(const std::shared_ptr<Job>& job) {
@@ -280,52 +445,38 @@ class OpenAiServer::Impl {
     if (!queue_.remove(job)) job->wait_done();  // it is running: the worker stops within one step
   }
 
-  void stream(bool chat, const std::shared_ptr<Job>& job, int fd, httplib::Response& res) {
-    const ResponseMeta meta = new_response_meta(chat, opt_.model_id);
+  void stream(Api api, const ResponseMeta& meta, const std::shared_ptr<Job>& job, int fd, httplib::Response& res) {
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
-    auto sent_role = std::make_shared<bool>(false);
-    const bool usage = job->req.include_usage;
+    std::shared_ptr<StreamWriter> writer;
+    switch (api) {
+      case Api::Chat: writer = make_chat_stream_writer(meta, job->req.include_usage); break;
+      case Api::Completions: writer = make_completion_stream_writer(meta, job->req.include_usage); break;
+      case Api::Messages: writer = make_anthropic_stream_writer(meta, static_cast<int>(job->req.prompt.size())); break;
+      case Api::Responses: writer = make_responses_stream_writer(meta); break;
+    }
+    auto begun = std::make_shared<bool>(false);
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, job, fd, meta, chat, usage, sent_role](size_t, httplib::DataSink& sink) {
-          auto write = [&](const json& j) {
-            const std::string ev = sse_event(j);
-            return sink.write(ev.data(), ev.size());
-          };
-          if (chat && !*sent_role) {
-            *sent_role = true;
-            if (!write(chat_chunk_json(meta, {{"role", "assistant"}, {"content", ""}}, std::nullopt, usage))) return false;
+        [this, job, fd, writer, begun](size_t, httplib::DataSink& sink) {
+          auto write = [&](const std::string& s) { return s.empty() || sink.write(s.data(), s.size()); };
+          if (!*begun) {
+            *begun = true;
+            if (!write(writer->begin())) return false;
           }
           std::vector<Delta> deltas;
           const bool done = job->wait(kPoll, deltas);
-          for (const Delta& d : deltas) {
-            bool ok = true;
-            if (chat) {
-              if (!d.reasoning.empty()) ok = write(chat_chunk_json(meta, {{"reasoning_content", d.reasoning}}, std::nullopt, usage));
-              if (ok && !d.content.empty()) ok = write(chat_chunk_json(meta, {{"content", d.content}}, std::nullopt, usage));
-            } else {
-              ok = write(text_chunk_json(meta, d.content, std::nullopt, usage));
-            }
-            if (!ok) return false;
-          }
+          for (const Delta& d : deltas)
+            if (!write(writer->delta(d))) return false;
           if (!done) {
             if (peer_gone(fd) || stopping_) return false;
-            if (job->started == 0 && clock_type::now() > job->deadline && queue_.remove(job)) {
+            if (job->started == 0 && now() > job->deadline && queue_.remove(job)) {
               job->fail(ApiError(504, "The request waited in the queue past the server's time limit (--request-timeout).", {}, "timeout", "timeout"));
             }
             return true;
           }
-          if (auto e = job->error()) {
-            write(e->body());
-          } else {
-            const JobResult r = *job->result();
-            if (chat) write(chat_chunk_json(meta, json::object(), r.finish_reason, usage));
-            else write(text_chunk_json(meta, "", r.finish_reason, usage));
-            if (usage) write(usage_chunk_json(meta, chat, r));
-          }
-          static const std::string kDone = "data: [DONE]\n\n";
-          sink.write(kDone.data(), kDone.size());
+          if (auto e = job->error()) write(writer->error(*e));
+          else write(writer->end(*job->result()));
           sink.done();
           return true;
         },

@@ -55,10 +55,32 @@ std::optional<ApiError> Job::error() const {
   return error_;
 }
 
+bool JobQueue::admit() {
+  std::lock_guard lk(mu_);
+  if (shutdown_ || jobs_.size() + admitted_ >= capacity_) return false;
+  ++admitted_;
+  return true;
+}
+
+void JobQueue::push_admitted(const std::shared_ptr<Job>& job) {
+  {
+    std::lock_guard lk(mu_);
+    --admitted_;
+    job->seq = next_seq_++;
+    jobs_.push_back(job);
+  }
+  cv_.notify_one();
+}
+
+void JobQueue::withdraw() {
+  std::lock_guard lk(mu_);
+  --admitted_;
+}
+
 bool JobQueue::push(const std::shared_ptr<Job>& job) {
   {
     std::lock_guard lk(mu_);
-    if (shutdown_ || jobs_.size() >= capacity_) return false;
+    if (shutdown_ || jobs_.size() + admitted_ >= capacity_) return false;
     job->seq = next_seq_++;
     jobs_.push_back(job);
   }

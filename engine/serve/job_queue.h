@@ -14,17 +14,24 @@
 
 #include "serve/api_error.h"
 #include "serve/request_parser.h"
+#include "serve/response_memo.h"
 
 namespace deltafin::serve {
 
-// Text produced since the last delta: reasoning and/or answer.
+// What the answer gained since the last delta: reasoning and/or answer text, completed tool
+// calls, and the log probabilities of the answer tokens (when asked for).
 struct Delta {
   std::string reasoning, content;
+  std::vector<ToolCallResult> tool_calls;
+  nlohmann::json logprobs = nlohmann::json::array();
+  bool empty() const { return reasoning.empty() && content.empty() && tool_calls.empty() && logprobs.empty(); }
 };
 
 struct JobResult {
-  std::string finish_reason;  // "stop" or "length"
+  std::string finish_reason;  // "stop", "length" or "tool_calls"
   std::string reasoning, content;
+  std::vector<ToolCallResult> tool_calls;
+  nlohmann::json logprobs;    // the answer tokens' entries (an array) when asked for, else null
   int prompt_tokens = 0, completion_tokens = 0, reasoning_tokens = 0;
   int cached_tokens = 0;      // prompt tokens not prefilled again (reused state)
   int prefilled_tokens = 0;   // prompt tokens run through the model for this request
@@ -73,6 +80,11 @@ class JobQueue {
 
   // False when the queue is full (the caller answers 429).
   bool push(const std::shared_ptr<Job>& job);
+  // A place held for a request still being tokenized, so that only admitted requests cost the
+  // tokenizer's time: admit() (false when full), then push_admitted() or withdraw().
+  bool admit();
+  void push_admitted(const std::shared_ptr<Job>& job);
+  void withdraw();
   // Blocks for the next job; nullptr after shutdown().
   std::shared_ptr<Job> pop();
   // Takes a job out before it started (its client went away); false if it is no longer waiting.
@@ -87,6 +99,7 @@ class JobQueue {
   std::deque<std::shared_ptr<Job>> jobs_;
   size_t capacity_;
   uint64_t next_seq_ = 1;
+  size_t admitted_ = 0;  // places held by requests being tokenized
   bool shutdown_ = false;
 };
 

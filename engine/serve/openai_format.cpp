@@ -9,11 +9,11 @@ namespace deltafin::serve {
 
 using nlohmann::json;
 
-ResponseMeta new_response_meta(bool chat, const std::string& model) {
+ResponseMeta new_response_meta(const std::string& prefix, const std::string& model) {
   static std::atomic<uint64_t> counter{0};
   static const uint64_t salt = std::random_device{}();
   char id[64];
-  std::snprintf(id, sizeof id, "%s-%08llx%08llx", chat ? "chatcmpl" : "cmpl", static_cast<unsigned long long>(salt & 0xffffffffu),
+  std::snprintf(id, sizeof id, "%s%08llx%08llx", prefix.c_str(), static_cast<unsigned long long>(salt & 0xffffffffu),
                 static_cast<unsigned long long>(++counter));
   const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   return ResponseMeta{id, now, model};
@@ -32,15 +32,30 @@ json usage_json(const JobResult& r) {
             {"rejected_prediction_tokens", r.draft_proposed - r.draft_accepted}}}};
 }
 
+json tool_calls_json(const std::vector<ToolCallResult>& calls, size_t first_index, bool with_index) {
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json c = {{"id", calls[i].id}, {"type", "function"}, {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (with_index) c["index"] = first_index + i;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 json chat_completion_json(const ResponseMeta& m, const JobResult& r) {
-  json msg = {{"role", "assistant"}, {"content", r.content}, {"refusal", nullptr}};
+  // OpenAI sends a null content with tool calls and no text.
+  json msg = {{"role", "assistant"},
+              {"content", r.content.empty() && !r.tool_calls.empty() ? json(nullptr) : json(r.content)},
+              {"refusal", nullptr}};
   if (!r.reasoning.empty()) msg["reasoning_content"] = r.reasoning;
+  if (!r.tool_calls.empty()) msg["tool_calls"] = tool_calls_json(r.tool_calls, 0, false);
+  const json logprobs = r.logprobs.is_null() ? json(nullptr) : json{{"content", r.logprobs}, {"refusal", nullptr}};
   return {{"id", m.id},
           {"object", "chat.completion"},
           {"created", m.created},
           {"model", m.model},
           {"system_fingerprint", nullptr},
-          {"choices", json::array({{{"index", 0}, {"message", msg}, {"logprobs", nullptr}, {"finish_reason", r.finish_reason}}})},
+          {"choices", json::array({{{"index", 0}, {"message", msg}, {"logprobs", logprobs}, {"finish_reason", r.finish_reason}}})},
           {"usage", usage_json(r)}};
 }
 
@@ -56,13 +71,15 @@ json text_completion_json(const ResponseMeta& m, const JobResult& r) {
 
 static json finish_value(const std::optional<std::string>& f) { return f ? json(*f) : json(nullptr); }
 
-json chat_chunk_json(const ResponseMeta& m, const json& delta, const std::optional<std::string>& finish, bool with_usage_null) {
+json chat_chunk_json(const ResponseMeta& m, const json& delta, const std::optional<std::string>& finish, bool with_usage_null,
+                     const json& logprobs) {
+  const json lp = logprobs.is_null() ? json(nullptr) : json{{"content", logprobs}, {"refusal", nullptr}};
   json j = {{"id", m.id},
             {"object", "chat.completion.chunk"},
             {"created", m.created},
             {"model", m.model},
             {"system_fingerprint", nullptr},
-            {"choices", json::array({{{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish_value(finish)}}})}};
+            {"choices", json::array({{{"index", 0}, {"delta", delta}, {"logprobs", lp}, {"finish_reason", finish_value(finish)}}})}};
   if (with_usage_null) j["usage"] = nullptr;
   return j;
 }

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -11,12 +12,13 @@
 namespace deltafin::serve {
 
 struct ResponseMeta {
-  std::string id;  // chatcmpl-... or cmpl-...
+  std::string id;  // chatcmpl-..., cmpl-..., msg_... or resp_...
   int64_t created = 0;
   std::string model;
 };
 
-ResponseMeta new_response_meta(bool chat, const std::string& model);
+// `prefix`: "chatcmpl-", "cmpl-", "msg_" (Messages API) or "resp_" (Responses API).
+ResponseMeta new_response_meta(const std::string& prefix, const std::string& model);
 
 nlohmann::json usage_json(const JobResult& r);
 nlohmann::json chat_completion_json(const ResponseMeta& m, const JobResult& r);
@@ -26,7 +28,9 @@ nlohmann::json text_completion_json(const ResponseMeta& m, const JobResult& r);
 // null until the last choice chunk; `with_usage_null` adds "usage": null as OpenAI does when
 // stream_options.include_usage is set.
 nlohmann::json chat_chunk_json(const ResponseMeta& m, const nlohmann::json& delta, const std::optional<std::string>& finish,
-                               bool with_usage_null);
+                               bool with_usage_null, const nlohmann::json& logprobs = nullptr);
+// The message's tool_calls array; `first_index` numbers them (stream deltas carry an index).
+nlohmann::json tool_calls_json(const std::vector<ToolCallResult>& calls, size_t first_index, bool with_index);
 nlohmann::json text_chunk_json(const ResponseMeta& m, const std::string& text, const std::optional<std::string>& finish,
                                bool with_usage_null);
 // The final usage-only chunk: empty choices.

@@ -1,10 +1,12 @@
 #include "serve/request_parser.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
 #include <set>
 
+#include "base/error.h"
 #include "serve/api_error.h"
 #include "tokenizer/chat_template.h"
 
@@ -86,9 +88,13 @@ void check_common(const json& body, const ParseContext& ctx, GenerationRequest& 
   if (!model) throw ApiError(400, "you must provide a model parameter", "model", "invalid_request_error", "missing_required_parameter");
   if (!model->is_string()) throw wrong_type("model", "a string", *model);
   r.model = model->get<std::string>();
-  if (r.model != ctx.model_id)
-    throw ApiError(404, "The model '" + r.model + "' does not exist; this server serves '" + ctx.model_id + "'.",
-                   "model", "invalid_request_error", "model_not_found");
+  if (r.model != ctx.model_id &&
+      std::find(ctx.model_aliases.begin(), ctx.model_aliases.end(), r.model) == ctx.model_aliases.end()) {
+    std::string names = "'" + ctx.model_id + "'";
+    for (const std::string& a : ctx.model_aliases) names += ", '" + a + "'";
+    throw ApiError(404, "The model '" + r.model + "' does not exist; this server serves " + names + ".", "model",
+                   "invalid_request_error", "model_not_found");
+  }
 
   if (get_int(body, "n", 1, 1 << 30, 1) != 1)
     throw ApiError(400, "'n' greater than 1 is not supported: one choice per request.", "n", "invalid_request_error", "unsupported_parameter");
@@ -169,6 +175,13 @@ void check_lengths(const json& body, const ParseContext& ctx, GenerationRequest&
   r.max_tokens = static_cast<int>(asked);
 }
 
+// The fields check_lengths reads, kept until the request is tokenized.
+void keep_length_fields(const json& body, GenerationRequest& r) {
+  r.length_fields = json::object();
+  for (const char* k : {"max_tokens", "max_completion_tokens"})
+    if (const json* f = field(body, k)) r.length_fields[k] = *f;
+}
+
 std::string message_text(const json& content, const std::string& param, bool null_ok) {
   if (content.is_null()) {
     if (null_ok) return {};
@@ -226,7 +239,173 @@ json parse_json_body(std::string_view body, int max_depth) {
   return j;
 }
 
-GenerationRequest parse_chat_request(const json& body, const ParseContext& ctx) {
+namespace {
+
+ToolCall parse_tool_call(const json& c, const std::string& p) {
+  if (!c.is_object()) throw wrong_type(p, "an object", c);
+  only_known_keys(c, {"id", "type", "function"}, p + ".");
+  if (const json* t = field(c, "type"); t && *t != "function")
+    throw bad_field(p + ".type", "tool calls of type " + t->dump() + " are not supported: only 'function'.");
+  ToolCall call;
+  if (const json* id = field(c, "id")) {
+    if (!id->is_string()) throw wrong_type(p + ".id", "a string", *id);
+    call.id = id->get<std::string>();
+  }
+  const json* fn = field(c, "function");
+  if (!fn) throw bad_field(p + ".function", "each tool call needs a 'function' with a 'name' and 'arguments'.");
+  if (!fn->is_object()) throw wrong_type(p + ".function", "an object", *fn);
+  only_known_keys(*fn, {"name", "arguments"}, p + ".function.");
+  const json* name = field(*fn, "name");
+  if (!name || !name->is_string() || name->get<std::string>().empty())
+    throw bad_field(p + ".function.name", "each tool call needs a non-empty string 'name'.");
+  call.name = name->get<std::string>();
+  if (const json* a = field(*fn, "arguments")) {
+    if (a->is_string()) call.arguments = a->get<std::string>();
+    else if (a->is_object()) call.arguments = a->dump();
+    else throw wrong_type(p + ".function.arguments", "a string holding a JSON object", *a);
+    const json args = json::parse(call.arguments, nullptr, /*allow_exceptions=*/false);
+    if (!args.is_discarded() && !args.is_object())
+      throw bad_field(p + ".function.arguments", "tool call arguments must be a JSON object.");
+  }
+  return call;
+}
+
+void check_tools(const json& tools, const std::string& p) {
+  if (!tools.is_array()) throw wrong_type(p, "an array", tools);
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const json& t = tools[i];
+    const std::string q = p + "[" + std::to_string(i) + "]";
+    if (!t.is_object()) throw wrong_type(q, "an object", t);
+    const json* type = field(t, "type");
+    if (!type || *type != "function")
+      throw bad_field(q + ".type", "only tools of type 'function' are supported.");
+    const json* fn = field(t, "function");
+    if (!fn || !fn->is_object()) throw bad_field(q + ".function", "each tool needs a 'function' object.");
+    const json* name = field(*fn, "name");
+    if (!name || !name->is_string() || name->get<std::string>().empty())
+      throw bad_field(q + ".function.name", "each tool needs a non-empty string 'name'.");
+    if (const json* params = field(*fn, "parameters"); params && !params->is_object())
+      throw wrong_type(q + ".function.parameters", "an object (a JSON Schema)", *params);
+  }
+}
+
+ResponseFormat parse_response_format(const json& rf) {
+  if (!rf.is_object()) throw wrong_type("response_format", "an object", rf);
+  const json* t = field(rf, "type");
+  if (!t || !t->is_string()) throw bad_field("response_format.type", "'response_format' needs a string 'type'.");
+  ResponseFormat out;
+  const std::string type = t->get<std::string>();
+  if (type == "text") {
+    only_known_keys(rf, {"type"}, "response_format.");
+  } else if (type == "json_object") {
+    only_known_keys(rf, {"type"}, "response_format.");
+    out.kind = ResponseFormat::Kind::JsonObject;
+  } else if (type == "json_schema") {
+    only_known_keys(rf, {"type", "json_schema"}, "response_format.");
+    const json* js = field(rf, "json_schema");
+    if (!js) throw bad_field("response_format.json_schema", "a 'json_schema' response format needs 'json_schema'.");
+    if (!js->is_object()) throw wrong_type("response_format.json_schema", "an object", *js);
+    only_known_keys(*js, {"name", "description", "schema", "strict"}, "response_format.json_schema.");
+    if (const json* n = field(*js, "name"); n && !n->is_string()) throw wrong_type("response_format.json_schema.name", "a string", *n);
+    if (const json* sc = field(*js, "schema")) {
+      if (!sc->is_object()) throw wrong_type("response_format.json_schema.schema", "an object", *sc);
+      out.schema = *sc;
+    }
+    out.kind = ResponseFormat::Kind::JsonSchema;
+  } else {
+    throw bad_field("response_format.type", "'response_format.type' must be 'text', 'json_object' or 'json_schema', got '" + type + "'.");
+  }
+  return out;
+}
+
+}  // namespace
+
+ChatRequestParts parse_chat_messages(const json& body, size_t max_messages) {
+  ChatRequestParts parts;
+  ChatOptions& opt = parts.options;
+  if (const json* re = field(body, "reasoning_effort")) {
+    if (!re->is_string()) throw wrong_type("reasoning_effort", "a string", *re);
+    const std::string v = re->get<std::string>();
+    if (v == "none") opt.thinking = false;
+    else if (auto e = parse_reasoning_effort(v)) opt.effort = *e;
+    else throw bad_field("reasoning_effort", "'reasoning_effort' must be one of 'none', 'low', 'high', 'max' (K3's levels), got '" + v + "'.");
+  }
+  if (const json* tools = field(body, "tools")) {
+    check_tools(*tools, "tools");
+    opt.tools = *tools;
+  }
+  if (const json* tc = field(body, "tool_choice")) {
+    if (tc->is_object())
+      throw ApiError(400,
+                     "'tool_choice' naming one function is not supported: K3 cannot be told which tool to call. Use "
+                     "'required' (some tool must be called), 'auto' or 'none'.",
+                     "tool_choice", "invalid_request_error", "unsupported_parameter");
+    if (!tc->is_string()) throw wrong_type("tool_choice", "a string", *tc);
+    const std::string v = tc->get<std::string>();
+    if (v == "required") opt.tool_choice = ToolChoice::Required;
+    else if (v == "none") opt.tool_choice = ToolChoice::None;
+    else if (v != "auto") throw bad_field("tool_choice", "'tool_choice' must be 'auto', 'required' or 'none', got '" + v + "'.");
+  }
+  if (const json* rf = field(body, "response_format")) opt.response_format = parse_response_format(*rf);
+
+  const json* msgs = field(body, "messages");
+  if (!msgs) throw ApiError(400, "you must provide a messages parameter", "messages", "invalid_request_error", "missing_required_parameter");
+  if (!msgs->is_array()) throw wrong_type("messages", "an array", *msgs);
+  if (msgs->empty()) throw bad_field("messages", "'messages' must hold at least one message.");
+  if (msgs->size() > max_messages) throw bad_field("messages", "at most " + std::to_string(max_messages) + " messages per request.");
+  for (size_t i = 0; i < msgs->size(); ++i) {
+    const json& m = (*msgs)[i];
+    const std::string p = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) throw wrong_type(p, "an object", m);
+    only_known_keys(m, {"role", "content", "name", "reasoning_content", "tool_calls", "tool_call_id", "tools", "function_call", "refusal"}, p + ".");
+    const json* role = field(m, "role");
+    if (!role || !role->is_string()) throw bad_field(p + ".role", "each message needs a string 'role'.");
+    std::string rl = role->get<std::string>();
+    if (rl == "developer") rl = "system";
+    if (rl == "function")
+      throw ApiError(400, "'function' messages (the deprecated function-call API) are not supported: use 'tool' messages.", p + ".role", "invalid_request_error", "unsupported_parameter");
+    if (rl != "system" && rl != "user" && rl != "assistant" && rl != "tool")
+      throw bad_field(p + ".role", "unknown role '" + rl + "': use system, developer, user, assistant or tool.");
+    if (field(m, "function_call")) throw bad_field(p + ".function_call", "the deprecated function-call API is not supported: use 'tool_calls'.");
+    if (const json* rf = field(m, "refusal"); rf && !rf->is_string()) throw wrong_type(p + ".refusal", "a string", *rf);
+    ChatMessage cm;
+    cm.role = rl;
+    if (const json* tcs = field(m, "tool_calls")) {
+      if (rl != "assistant") throw bad_field(p + ".tool_calls", "only assistant messages carry 'tool_calls'.");
+      if (!tcs->is_array()) throw wrong_type(p + ".tool_calls", "an array", *tcs);
+      for (size_t k = 0; k < tcs->size(); ++k) cm.tool_calls.push_back(parse_tool_call((*tcs)[k], p + ".tool_calls[" + std::to_string(k) + "]"));
+    }
+    if (const json* id = field(m, "tool_call_id")) {
+      if (rl != "tool") throw bad_field(p + ".tool_call_id", "'tool_call_id' belongs to tool messages.");
+      if (!id->is_string()) throw wrong_type(p + ".tool_call_id", "a string", *id);
+      cm.tool_call_id = id->get<std::string>();
+    }
+    if (const json* tools = field(m, "tools")) {
+      if (rl != "system") throw bad_field(p + ".tools", "only system messages declare 'tools' mid-conversation.");
+      check_tools(*tools, p + ".tools");
+      cm.tools = *tools;
+    }
+    auto content = m.find("content");
+    if (content == m.end()) {
+      if (rl != "assistant" && cm.tools.is_null()) throw bad_field(p + ".content", "each " + rl + " message needs 'content'.");
+    } else {
+      cm.content = message_text(*content, p + ".content", rl == "assistant" || !cm.tools.is_null());
+    }
+    if (const json* nm = field(m, "name")) {
+      if (!nm->is_string()) throw wrong_type(p + ".name", "a string", *nm);
+      cm.name = nm->get<std::string>();
+    }
+    if (const json* rc = field(m, "reasoning_content")) {
+      if (rl != "assistant") throw bad_field(p + ".reasoning_content", "only assistant messages carry reasoning.");
+      if (!rc->is_string()) throw wrong_type(p + ".reasoning_content", "a string", *rc);
+      cm.reasoning = rc->get<std::string>();
+    }
+    parts.messages.push_back(std::move(cm));
+  }
+  return parts;
+}
+
+GenerationRequest validate_chat_request(const json& body, const ParseContext& ctx) {
   only_known_keys(body,
                   {"model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens",
                    "temperature", "top_p", "top_k", "seed", "stop", "n", "reasoning_effort", "user", "tools",
@@ -238,14 +417,12 @@ GenerationRequest parse_chat_request(const json& body, const ParseContext& ctx) 
   r.kind = GenerationRequest::Kind::Chat;
   check_common(body, ctx, r);
 
-  must_be_off(body, "tools", "tool calls are not implemented yet; leave 'tools' out.");
-  if (const json* tc = field(body, "tool_choice"); tc && !(tc->is_string() && tc->get<std::string>() == "none"))
-    throw ApiError(400, "'tool_choice' is not supported: tool calls are not implemented yet.", "tool_choice", "invalid_request_error", "unsupported_parameter");
-  if (const json* p = field(body, "parallel_tool_calls"); p && !p->is_boolean()) throw wrong_type("parallel_tool_calls", "a boolean", *p);
-  must_be_off(body, "functions", "function calls are not implemented yet.");
-  if (field(body, "function_call")) throw ApiError(400, "'function_call' is not supported: function calls are not implemented yet.", "function_call", "invalid_request_error", "unsupported_parameter");
-  must_be_off(body, "logprobs", "log probabilities are not returned yet.");
-  must_be_off(body, "top_logprobs", "log probabilities are not returned yet.");
+  r.parallel_tool_calls = get_bool(body, "parallel_tool_calls", true);
+  must_be_off(body, "functions", "the deprecated function-call API is not supported: use 'tools'.");
+  if (field(body, "function_call")) throw ApiError(400, "'function_call' is not supported: use 'tool_choice'.", "function_call", "invalid_request_error", "unsupported_parameter");
+  r.logprobs = get_bool(body, "logprobs", false);
+  r.top_logprobs = static_cast<int>(get_int(body, "top_logprobs", 0, 20, 0));
+  if (r.top_logprobs > 0 && !r.logprobs) throw bad_field("top_logprobs", "'top_logprobs' needs 'logprobs' set to true.");
   must_be_off(body, "store", "this server stores nothing.");
   if (const json* m = field(body, "metadata"); m && !m->is_object()) throw wrong_type("metadata", "an object", *m);
   if (field(body, "audio")) throw ApiError(400, "'audio' is not supported: K3 is served text-only.", "audio", "invalid_request_error", "unsupported_parameter");
@@ -261,76 +438,55 @@ GenerationRequest parse_chat_request(const json& body, const ParseContext& ctx) 
     for (const json& m : *mod)
       if (m != "text") throw bad_field("modalities", "only the 'text' modality is supported.");
   }
-  if (const json* rf = field(body, "response_format")) {
-    if (!rf->is_object()) throw wrong_type("response_format", "an object", *rf);
-    const json* t = field(*rf, "type");
-    if (!t || *t != "text")
-      throw ApiError(400, "'response_format' other than {\"type\": \"text\"} is not supported: constrained decoding is not implemented.",
-                     "response_format", "invalid_request_error", "unsupported_parameter");
-    only_known_keys(*rf, {"type"}, "response_format.");
-  }
 
-  ChatOptions opt;
-  if (const json* re = field(body, "reasoning_effort")) {
-    if (!re->is_string()) throw wrong_type("reasoning_effort", "a string", *re);
-    const std::string v = re->get<std::string>();
-    if (v == "none") opt.thinking = false;
-    else if (auto e = parse_reasoning_effort(v)) opt.effort = *e;
-    else throw bad_field("reasoning_effort", "'reasoning_effort' must be one of 'none', 'low', 'high', 'max' (K3's levels), got '" + v + "'.");
-  }
-  r.thinking = opt.thinking;
+  r.chat_parts = parse_chat_messages(body, ctx.max_messages);
+  r.thinking = r.chat_parts.options.thinking;
+  keep_length_fields(body, r);
+  return r;
+}
 
-  const json* msgs = field(body, "messages");
-  if (!msgs) throw ApiError(400, "you must provide a messages parameter", "messages", "invalid_request_error", "missing_required_parameter");
-  if (!msgs->is_array()) throw wrong_type("messages", "an array", *msgs);
-  if (msgs->empty()) throw bad_field("messages", "'messages' must hold at least one message.");
-  if (msgs->size() > ctx.max_messages) throw bad_field("messages", "at most " + std::to_string(ctx.max_messages) + " messages per request.");
-  std::vector<ChatMessage> chat;
-  for (size_t i = 0; i < msgs->size(); ++i) {
-    const json& m = (*msgs)[i];
-    const std::string p = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object()) throw wrong_type(p, "an object", m);
-    only_known_keys(m, {"role", "content", "name", "reasoning_content", "tool_calls", "tool_call_id", "function_call", "refusal"}, p + ".");
-    const json* role = field(m, "role");
-    if (!role || !role->is_string()) throw bad_field(p + ".role", "each message needs a string 'role'.");
-    std::string rl = role->get<std::string>();
-    if (rl == "developer") rl = "system";
-    if (rl == "tool" || rl == "function")
-      throw ApiError(400, "'" + rl + "' messages are not supported: tool calls are not implemented yet.", p + ".role", "invalid_request_error", "unsupported_parameter");
-    if (rl != "system" && rl != "user" && rl != "assistant")
-      throw bad_field(p + ".role", "unknown role '" + rl + "': use system, developer, user or assistant.");
-    must_be_off(m, "tool_calls", "tool calls are not implemented yet.", p + ".");
-    if (field(m, "tool_call_id")) throw bad_field(p + ".tool_call_id", "'tool_call_id' belongs to tool messages, which are not supported.");
-    if (field(m, "function_call")) throw bad_field(p + ".function_call", "function calls are not implemented yet.");
-    if (const json* rf = field(m, "refusal"); rf && !rf->is_string()) throw wrong_type(p + ".refusal", "a string", *rf);
-    ChatMessage cm;
-    cm.role = rl;
-    auto content = m.find("content");
-    if (content == m.end()) {
-      if (rl != "assistant") throw bad_field(p + ".content", "each " + rl + " message needs 'content'.");
-    } else {
-      cm.content = message_text(*content, p + ".content", rl == "assistant");
-    }
-    if (const json* nm = field(m, "name")) {
-      if (!nm->is_string()) throw wrong_type(p + ".name", "a string", *nm);
-      cm.name = nm->get<std::string>();
-    }
-    if (const json* rc = field(m, "reasoning_content")) {
-      if (rl != "assistant") throw bad_field(p + ".reasoning_content", "only assistant messages carry reasoning.");
-      if (!rc->is_string()) throw wrong_type(p + ".reasoning_content", "a string", *rc);
-      cm.reasoning = rc->get<std::string>();
-    }
-    chat.push_back(std::move(cm));
-  }
-  ChatOptions head = opt;
-  head.add_generation_prompt = false;
-  r.turn_boundary = render_chat(*ctx.tokenizer, chat, head).size();
-  r.prompt = render_chat(*ctx.tokenizer, chat, opt);
-  check_lengths(body, ctx, r, "messages", 0);
+GenerationRequest parse_chat_request(const json& body, const ParseContext& ctx) {
+  GenerationRequest r = validate_chat_request(body, ctx);
+  tokenize_request(r, ctx);
   return r;
 }
 
 GenerationRequest parse_completion_request(const json& body, const ParseContext& ctx) {
+  GenerationRequest r = validate_completion_request(body, ctx);
+  tokenize_request(r, ctx);
+  return r;
+}
+
+void tokenize_request(GenerationRequest& r, const ParseContext& ctx) {
+  if (r.tokenized) return;
+  if (r.kind == GenerationRequest::Kind::Chat) {
+    const ChatRequestParts& parts = r.chat_parts;
+    ChatOptions head = parts.options;
+    head.add_generation_prompt = false;
+    head.tool_choice = ToolChoice::Auto;
+    head.response_format = {};
+    try {
+      // The conversation without the per-request tail: a later turn starts with exactly these ids.
+      r.turn_boundary = render_chat(*ctx.tokenizer, parts.messages, head).size();
+      r.prompt = render_chat(*ctx.tokenizer, parts.messages, parts.options);
+    } catch (const Error& e) {
+      throw ApiError(400, e.what(), "messages", "invalid_request_error");
+    }
+    check_lengths(r.length_fields, ctx, r, "messages", 0);
+  } else {
+    if (r.prompt_text) {
+      // A raw prompt starts with [BOS], as the reference does; its text never becomes special ids.
+      r.prompt.clear();
+      if (auto bos = ctx.tokenizer->special_id("[BOS]")) r.prompt.push_back(*bos);
+      const auto ids = ctx.tokenizer->encode(*r.prompt_text, /*allow_special=*/false);
+      r.prompt.insert(r.prompt.end(), ids.begin(), ids.end());
+    }
+    check_lengths(r.length_fields, ctx, r, "prompt", 16);
+  }
+  r.tokenized = true;
+}
+
+GenerationRequest validate_completion_request(const json& body, const ParseContext& ctx) {
   only_known_keys(body,
                   {"model", "prompt", "suffix", "max_tokens", "temperature", "top_p", "top_k", "n", "stream",
                    "stream_options", "logprobs", "echo", "stop", "presence_penalty", "frequency_penalty", "best_of",
@@ -356,10 +512,7 @@ GenerationRequest parse_completion_request(const json& body, const ParseContext&
     one = &(*prompt)[0];
   }
   if (one->is_string()) {
-    // A raw prompt starts with [BOS], as the reference does; its text never becomes special ids.
-    if (auto bos = ctx.tokenizer->special_id("[BOS]")) r.prompt.push_back(*bos);
-    const auto ids = ctx.tokenizer->encode(one->get<std::string>(), /*allow_special=*/false);
-    r.prompt.insert(r.prompt.end(), ids.begin(), ids.end());
+    r.prompt_text = one->get<std::string>();
   } else if (one->is_array()) {
     if (one->empty()) throw bad_field("prompt", "a token prompt must hold at least one id.");
     if (one->size() > size_t(ctx.context_limit)) throw ApiError(400, "This model's maximum context length is " + std::to_string(ctx.context_limit) + " tokens.", "prompt", "invalid_request_error", "context_length_exceeded");
@@ -374,7 +527,7 @@ GenerationRequest parse_completion_request(const json& body, const ParseContext&
   } else {
     throw wrong_type("prompt", "a string, an array of token ids, or a one-element array of either", *prompt);
   }
-  check_lengths(body, ctx, r, "prompt", 16);
+  keep_length_fields(body, r);
   return r;
 }
 

@@ -8,11 +8,18 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace deltafin::serve {
 
+// A tool call the model made, as the client sees it (the id is the server's: K3 makes none).
+struct ToolCallResult {
+  std::string id, name, arguments;
+};
+
 struct MemoAnswer {
   std::string reasoning, content;
+  std::vector<ToolCallResult> tool_calls;
   std::string finish_reason;
   int completion_tokens = 0, reasoning_tokens = 0;
 };

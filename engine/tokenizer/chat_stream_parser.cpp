@@ -1,5 +1,8 @@
 #include "tokenizer/chat_stream_parser.h"
 
+#include <nlohmann/json.hpp>
+
+#include "tokenizer/chat_template.h"
 #include "tokenizer/utf8.h"
 
 namespace deltafin {
@@ -12,6 +15,22 @@ constexpr size_t kMaxTagBytes = 1024;
 std::string tag_name(const std::string& body) {
   const size_t end = body.find_first_of(" \t\r\n");
   return body.substr(0, end);
+}
+
+// The value of attribute `key` in a tag body `name key="value" ...` (unescaped); "" if absent.
+std::string attribute(const std::string& body, std::string_view key) {
+  size_t pos = body.find_first_of(" \t\r\n");
+  while (pos != std::string::npos && pos < body.size()) {
+    pos = body.find_first_not_of(" \t\r\n", pos);
+    if (pos == std::string::npos) break;
+    const size_t eq = body.find("=\"", pos);
+    if (eq == std::string::npos) break;
+    const size_t end = body.find('"', eq + 2);
+    if (end == std::string::npos) break;
+    if (std::string_view(body).substr(pos, eq - pos) == key) return unescape_xtml_attribute(body.substr(eq + 2, end - eq - 2));
+    pos = end + 1;
+  }
+  return {};
 }
 
 }  // namespace
@@ -37,6 +56,11 @@ void ChatStreamParser::flush(std::vector<ChatEvent>& events) { emit_text(decoder
 
 void ChatStreamParser::on_tag(bool opening, const std::string& body, std::vector<ChatEvent>& events) {
   const std::string name = tag_name(body);
+  if (name == "tools" || name == "call" || name == "argument" || name == "json") {
+    flush(events);
+    on_tool_tag(opening, name, body, events);
+    return;
+  }
   if (!opening && name == "think") {
     flush(events);
     phase_ = Phase::Answer;  // the response tag normally follows at once
@@ -52,6 +76,48 @@ void ChatStreamParser::on_tag(bool opening, const std::string& body, std::vector
   } else {
     events.push_back({ChatEvent::Kind::Tag, std::string(opening ? "open " : "close ") + utf8::sanitize(body)});
   }
+}
+
+void ChatStreamParser::on_tool_tag(bool opening, const std::string& name, const std::string& body,
+                                   std::vector<ChatEvent>& events) {
+  using ojson = nlohmann::ordered_json;
+  if (opening && name == "call") {
+    call_ = PendingCall{attribute(body, "tool"), {}, std::nullopt};
+    capture_ = Capture::None;
+  } else if (opening && (name == "argument" || name == "json") && call_) {
+    capture_ = name == "argument" ? Capture::Argument : Capture::Json;
+    capture_key_ = attribute(body, "key");
+    capture_type_ = attribute(body, "type");
+    capture_bytes_.clear();
+  } else if (!opening && name == "argument" && call_ && capture_ == Capture::Argument) {
+    const std::string value = utf8::sanitize(capture_bytes_);
+    std::string json_text;
+    if (capture_type_ == "string") {
+      json_text = ojson(value).dump();
+    } else {
+      // Typed values are JSON; one that does not parse is kept as the text the model wrote.
+      const ojson parsed = ojson::parse(value, nullptr, /*allow_exceptions=*/false);
+      json_text = parsed.is_discarded() ? ojson(value).dump() : parsed.dump();
+    }
+    call_->arguments.emplace_back(capture_key_, std::move(json_text));
+    capture_ = Capture::None;
+  } else if (!opening && name == "json" && call_ && capture_ == Capture::Json) {
+    call_->raw_json = utf8::sanitize(capture_bytes_);
+    capture_ = Capture::None;
+  } else if (!opening && name == "call" && call_) {
+    std::string arguments;
+    if (call_->raw_json) {
+      arguments = *call_->raw_json;
+    } else {
+      ojson args = ojson::object();
+      for (auto& [key, value] : call_->arguments) args[key] = ojson::parse(value);
+      arguments = args.dump(-1, ' ', false, ojson::error_handler_t::replace);
+    }
+    events.push_back({ChatEvent::Kind::ToolCall, utf8::sanitize(call_->name), std::move(arguments)});
+    call_.reset();
+    capture_ = Capture::None;
+  }
+  // <|open|>tools, <|close|>tools and stray pieces carry nothing to hand out.
 }
 
 std::vector<ChatEvent> ChatStreamParser::push(int32_t id) {
@@ -85,6 +151,10 @@ std::vector<ChatEvent> ChatStreamParser::push(int32_t id) {
     return events;
   }
   if (tokenizer_.is_special(id)) return events;  // e.g. a stray <|sep|>: structure, not text
+  if (capture_ != Capture::None) {
+    capture_bytes_ += tokenizer_.token_bytes(id);
+    return events;
+  }
   emit_text(decoder_.push(id), events);
   return events;
 }

@@ -58,7 +58,12 @@ void render_mode(const deltafin::Tokenizer& tok, uint8_t flags, const std::strin
   opt.effort = static_cast<deltafin::ReasoningEffort>((flags >> 1) & 3);
   opt.add_bos = flags & 8;
   opt.add_generation_prompt = flags & 16;
-  const auto ids = deltafin::render_chat(tok, chat, opt);
+  std::vector<int32_t> ids;
+  try {
+    ids = deltafin::render_chat(tok, chat, opt);
+  } catch (const deltafin::Error&) {
+    return;  // a tool result with no tool to name is refused, never rendered
+  }
   if (count_special(tok, ids) != count_special(tok, deltafin::render_chat(tok, harmless, opt))) __builtin_trap();
 }
 

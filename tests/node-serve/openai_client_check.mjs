@@ -68,11 +68,13 @@ out.completion_stream = { text, finish_reason: cfinish, usage: cusage };
 const models = await client.models.list();
 out.models = models.data.map((m) => m.id);
 
-// A refused field surfaces as the client's BadRequestError with the field named.
+// A refused field surfaces as the client's BadRequestError with the field named (K3 cannot be
+// told which one tool to call).
 try {
   await client.chat.completions.create({
     model, messages: chatMessages,
     tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } }],
+    tool_choice: { type: 'function', function: { name: 'f' } },
   });
   out.tools_error = null;
 } catch (e) {

@@ -146,25 +146,32 @@ std::vector<Case> build_cases() {
   comp_field("messages", json::array(), 400, "messages");
 
   // Unsupported features are refused, never ignored.
-  chat_field("tools", json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}}), 400, "tools");
-  chat_field("tool_choice", "auto", 400, "tool_choice");
+  chat_field("tools", json::array({{{"type", "retrieval"}}}), 400, "tools[0].type");
+  chat_field("tools", json::array({{{"type", "function"}, {"function", {{"name", ""}}}}}), 400, "tools[0].function.name");
+  chat_field("tools", "all", 400, "tools");
+  chat_field("tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}, 400, "tool_choice");
+  chat_field("tool_choice", "sometimes", 400, "tool_choice");
   chat_field("functions", json::array({{{"name", "f"}}}), 400, "functions");
   chat_field("function_call", "auto", 400, "function_call");
-  chat_field("logprobs", true, 400, "logprobs");
-  chat_field("top_logprobs", 3, 400, "top_logprobs");
+  chat_field("logprobs", "yes", 400, "logprobs");
+  chat_field("top_logprobs", 3, 400, "top_logprobs");  // without logprobs
+  chat_field("top_logprobs", 21, 400, "top_logprobs");
   chat_field("logit_bias", {{"5", 10}}, 400, "logit_bias");
   chat_field("presence_penalty", 0.5, 400, "presence_penalty");
   chat_field("frequency_penalty", -0.5, 400, "frequency_penalty");
-  chat_field("response_format", {{"type", "json_object"}}, 400, "response_format");
+  chat_field("response_format", {{"type", "grammar"}}, 400, "response_format.type");
+  chat_field("response_format", {{"type", "json_schema"}}, 400, "response_format.json_schema");
   chat_field("audio", {{"voice", "x"}}, 400, "audio");
   chat_field("modalities", json::array({"text", "audio"}), 400, "modalities");
   chat_field("store", true, 400, "store");
   chat_field("prediction", {{"type", "content"}}, 400, "prediction");
   chat_field("web_search_options", json::object(), 400, "web_search_options");
-  chat_field("messages", json::array({{{"role", "tool"}, {"content", "x"}, {"tool_call_id", "1"}}}), 400, "messages[0].role");
+  chat_field("messages", json::array({{{"role", "tool"}, {"content", "x"}, {"tool_call_id", "1"}}}), 400, "messages");  // answers no call
   chat_field("messages", json::array({{{"role", "user"}, {"content", json::array({{{"type", "image_url"}, {"image_url", {{"url", "x"}}}}})}}}), 400, "messages[0].content[0].type");
   chat_field("messages", json::array({{{"role", "user"}, {"content", json::array({{{"type", "input_audio"}}})}}}), 400, "messages[0].content[0].type");
-  chat_field("messages", json::array({{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({{{"id", "1"}}})}}}), 400, "messages[0].tool_calls");
+  chat_field("messages", json::array({{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({{{"id", "1"}}})}}}), 400, "messages[0].tool_calls[0].function");
+  chat_field("messages", json::array({{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({{{"id", "1"}, {"function", {{"name", "f"}, {"arguments", "[1]"}}}}})}}}), 400, "messages[0].tool_calls[0].function.arguments");
+  chat_field("messages", json::array({{{"role", "user"}, {"content", "x"}, {"tool_calls", json::array()}}}), 400, "messages[0].tool_calls");
   {
     json b = good_chat();
     b["stream_options"] = {{"include_usage", true}};  // without stream
@@ -180,25 +187,73 @@ std::vector<Case> build_cases() {
   cs.push_back({"body over the limit", post_raw("/v1/chat/completions", big), 413, "-"});
   cs.push_back({"completion body over the limit", post_raw("/v1/completions", "{\"prompt\": \"" + std::string(70000, 'a') + "\"}"), 413, "-"});
   {
-    std::string chunked = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n";
+    std::string chunked = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n";
     for (int i = 0; i < 20; ++i) chunked += "1000\r\n" + std::string(4096, ' ') + "\r\n";
     chunked += "0\r\n\r\n";
     cs.push_back({"chunked body over the limit", chunked, 413, "-"});
   }
   cs.push_back({"declared length over the limit",
-                "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 1000000000000\r\n\r\n{}", 413, "-"});
+                "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 1000000000000\r\n\r\n{}", 413, "-"});
 
   // Broken HTTP.
   cs.push_back({"garbage request line", "GARBAGE\r\n\r\n", 400, "-"});
   cs.push_back({"no version", "GET /v1/models\r\n\r\n", 400, "-"});
-  cs.push_back({"URI too long", "GET /" + std::string(10000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n", 414, "-"});
-  cs.push_back({"no content length", "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n{}", 411, "-"});
-  cs.push_back({"bad content length", "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: abc\r\n\r\n{}", 400, "-"});
-  cs.push_back({"unknown path", "GET /v2/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 404, "-"});
-  cs.push_back({"wrong method", "GET /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 405, "-"});
-  cs.push_back({"delete a model", "DELETE /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 404, "-"});
+  cs.push_back({"URI too long", "GET /" + std::string(10000, 'a') + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 414, "-"});
+  cs.push_back({"no content length", "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n{}", 411, "-"});
+  cs.push_back({"bad content length", "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: abc\r\n\r\n{}", 400, "-"});
+  cs.push_back({"unknown path", "GET /v2/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 404, "-"});
+  cs.push_back({"wrong method", "GET /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 405, "-"});
+  cs.push_back({"delete a model", "DELETE /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 404, "-"});
   cs.push_back({"post to models", post_raw("/v1/models", "{}"), 404, "-"});
-  cs.push_back({"path traversal", "GET /../../etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 404, "-"});
+  cs.push_back({"path traversal", "GET /../../etc/passwd HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 404, "-"});
+
+  // DNS rebinding and browser pages of other sites.
+  for (const char* host : {"evil.example", "evil.example:8000", "localhost.evil.example", "127.0.0.1.nip.io", ""})
+    cs.push_back({std::string("rebinding Host ") + host,
+                  "GET /v1/models HTTP/1.1\r\nHost: " + std::string(host) + "\r\nConnection: close\r\n\r\n", 403, "-"});
+  {
+    std::string rebound = post_raw("/v1/chat/completions", good_chat().dump());
+    rebound.replace(rebound.find("Host: 127.0.0.1"), 15, "Host: attacker.test");
+    cs.push_back({"rebinding Host on a chat POST", rebound, 403, "-"});
+    std::string cross = post_raw("/v1/chat/completions", good_chat().dump());
+    cross.insert(cross.find("\r\n") + 2, "Origin: https://evil.example\r\n");
+    cs.push_back({"cross-origin POST", cross, 403, "-"});
+    std::string preflight = "OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://evil.example\r\n"
+                            "Access-Control-Request-Method: POST\r\nConnection: close\r\n\r\n";
+    cs.push_back({"cross-origin preflight", preflight, 403, "-"});
+  }
+
+  // Header blocks: a line over cpp-httplib's 8 KiB, and many small headers past the server's bounds.
+  cs.push_back({"huge header line", "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + std::string(200000, 'a') +
+                                        "\r\nConnection: close\r\n\r\n", 400, "-"});
+  {
+    std::string many = "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+    for (int i = 0; i < 500; ++i) many += "X-H" + std::to_string(i) + ": " + std::string(200, 'b') + "\r\n";
+    cs.push_back({"many headers", many + "\r\n", 431, "-"});
+  }
+
+  // Chunked bodies past the limit on every route that reads one (known or not).
+  for (const char* path : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/v1/embeddings", "/anything"}) {
+    std::string chunked = "POST " + std::string(path) + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (int i = 0; i < 64; ++i) chunked += "4000\r\n" + std::string(16384, 'c') + "\r\n";  // 1 MiB
+    chunked += "0\r\n\r\n";
+    cs.push_back({std::string("chunked bomb to ") + path, chunked, 413, "-"});
+  }
+  for (const char* method : {"PUT", "PATCH", "DELETE"}) {
+    cs.push_back({std::string(method) + " with a large body",
+                  std::string(method) + " /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 70000\r\n\r\n" +
+                      std::string(70000, 'd'), 413, "-"});
+  }
+  // Compressed bodies under the limit that inflate far past it: the limit counts inflated bytes.
+  {
+    const QByteArray zeros(32 << 20, ' ');
+    const QByteArray z = qCompress(zeros, 9).mid(4);  // a zlib stream (cpp-httplib's gzip decoder takes zlib too)
+    const std::string bomb(z.constData(), static_cast<size_t>(z.size()));
+    for (const char* path : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/nowhere"})
+      cs.push_back({std::string("gzip bomb to ") + path,
+                    "POST " + std::string(path) + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                    "Content-Encoding: gzip\r\nContent-Length: " + std::to_string(bomb.size()) + "\r\n\r\n" + bomb, 413, "-"});
+  }
   return cs;
 }
 
@@ -209,7 +264,7 @@ class TestServeHostile : public QObject {
 
  private slots:
   void hostile_requests_get_the_right_4xx() {
-    ServerProcess s({"--model-root", demo_model_dir(), "--no-snapshots", "--read-timeout", "1", "--max-body-bytes", "65536",
+    ServerProcess s({"--model-root", demo_model_dir(), "--no-snapshots", "--read-timeout", "1", "--body-deadline", "3", "--max-body-bytes", "65536",
                      "--max-tokens", "64", "--max-context", "2048", "--queue-size", "8"});
     QVERIFY2(s.ok(), s.output().c_str());
     const int port = s.port();
@@ -241,11 +296,11 @@ class TestServeHostile : public QObject {
     // while others keep being served.
     std::vector<std::unique_ptr<RawConnection>> slow;
     const std::vector<std::string> partial = {
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n",
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n",
         "POST /v1/chat/comp",
-        "GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Long: aaaa",
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{\"model\": \"demo-",
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{\"model\": \"demo",
+        "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Long: aaaa",
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 500\r\n\r\n{\"model\": \"demo-",
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{\"model\": \"demo",
     };
     for (int i = 0; i < 30; ++i) {
       slow.push_back(std::make_unique<RawConnection>(port));
@@ -261,6 +316,27 @@ class TestServeHostile : public QObject {
     QVERIFY(s.running());
     QCOMPARE(post_json(port, "/v1/chat/completions", good_chat()).status, 200);
     QCOMPARE(post_json(port, "/v1/completions", good_completion()).status, 200);
+
+    // A body that trickles in, each byte well within --read-timeout: dropped at --body-deadline.
+    {
+      RawConnection t(port);
+      QVERIFY(t.send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 50000\r\n\r\n{"));
+      bool answered = false;
+      for (int i = 0; i < 200 && !answered; ++i) {  // at most 200 bytes, one per 250 ms
+        t.read_until("\r\n\r\n", 250);
+        answered = t.received().find("HTTP/1.1 ") != std::string::npos || !t.send(" ");
+      }
+      QVERIFY2(answered, "a trickling body was never cut off");
+      QCOMPARE(parse_http_reply(t.received(), true).status, 408);
+      ++checked;
+    }
+    // Every error says "Connection: close" (cpp-httplib 0.11 still reads on: SERVER.md).
+    {
+      const HttpReply r = http_raw(port, "GET /v1/nothing HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 30000);
+      QCOMPARE(r.status, 404);
+      QCOMPARE(r.headers.at("connection"), std::string("close"));
+    }
+    QVERIFY(s.running());
 
     const long rss1 = s.rss_kb();
     qInfo("%d hostile requests; server RSS %ld kB before, %ld kB after", checked, rss0, rss1);

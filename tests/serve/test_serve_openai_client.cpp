@@ -48,10 +48,10 @@ class TestServeOpenAiClient : public QObject {
     QCOMPARE(j["completion"]["object"], json("text_completion"));
     QCOMPARE(j["completion_stream"]["text"], j["completion"]["text"]);  // seeded sampling is exact
     QCOMPARE(j["completion_stream"]["usage"]["completion_tokens"], j["completion"]["usage"]["completion_tokens"]);
-    QCOMPARE(j["models"], json::array({"demo-model"}));
+    QCOMPARE(j["models"], json::array({"demo-model", "kimi-k3"}));
 
     QCOMPARE(j["tools_error"]["status"], json(400));
-    QCOMPARE(j["tools_error"]["param"], json("tools"));
+    QCOMPARE(j["tools_error"]["param"], json("tool_choice"));
     QCOMPARE(j["model_error"]["status"], json(404));
     QCOMPARE(j["model_error"]["code"], json("model_not_found"));
   }

@@ -96,9 +96,9 @@ class TestServeUnits : public QObject {
       b[key] = v;
       return refusal([&] { parse_chat_request(b, ctx_); });
     };
-    QCOMPARE(chat_with("tools", json::array({{{"type", "function"}}})), std::make_pair(400, std::string("tools")));
+    QCOMPARE(chat_with("tools", json::array({{{"type", "function"}}})), std::make_pair(400, std::string("tools[0].function")));
     QCOMPARE(chat_with("n", 2), std::make_pair(400, std::string("n")));
-    QCOMPARE(chat_with("logprobs", true), std::make_pair(400, std::string("logprobs")));
+    QCOMPARE(chat_with("logprobs", 1), std::make_pair(400, std::string("logprobs")));
     QCOMPARE(chat_with("bogus", 1), std::make_pair(400, std::string("bogus")));
     QCOMPARE(chat_with("max_tokens", 101), std::make_pair(400, std::string("max_tokens")));
     QCOMPARE(chat_with("temperature", "hot"), std::make_pair(400, std::string("temperature")));
@@ -231,10 +231,10 @@ class TestServeUnits : public QObject {
     QVERIFY(c.get(ids, 4).has_value());
 
     ResponseMemo m(2, 1 << 20);
-    m.put("a", MemoAnswer{"", "A", "stop", 1, 0});
-    m.put("b", MemoAnswer{"", "B", "stop", 1, 0});
+    m.put("a", MemoAnswer{"", "A", {}, "stop", 1, 0});
+    m.put("b", MemoAnswer{"", "B", {}, "stop", 1, 0});
     QVERIFY(m.find("a").has_value());
-    m.put("c", MemoAnswer{"", "C", "stop", 1, 0});
+    m.put("c", MemoAnswer{"", "C", {}, "stop", 1, 0});
     QVERIFY(!m.find("b").has_value());  // least recently used
     QCOMPARE(m.find("a")->content, std::string("A"));
   }

@@ -3,11 +3,6 @@
 // reasoning, without reasoning, with thinking off, and tool results. The id form is checked
 // against the same literals: it decodes to them, and its special ids are exactly the structural
 // pieces the literal spells.
-//
-// Where the renderer does not yet follow the spec (the empty think block, dropping reasoning when
-// thinking is off, the tool result's tool="NAME" index="N" attributes: issue 35's renderer brings
-// them), the spec's text is compared under QEXPECT_FAIL. Once the renderer follows the spec these
-// report XPASS, which fails: then delete the QEXPECT_FAIL line.
 #include <regex>
 
 #include "support/test_support.h"
@@ -112,10 +107,9 @@ class TestChatRenderings : public QObject {
     QVERIFY2(attributes.find("<|") == std::string::npos, attributes.c_str());
   }
 
-  // The spec's renderings that the renderer does not produce yet (issue 35).
+  // The empty think block, reasoning dropped with thinking off, tool results named and indexed.
   void empty_reasoning_gives_an_empty_think_block_when_thinking() {
     const std::vector<ChatMessage> chat = {{"user", "Hi"}, assistant("Hello!", ""), {"user", "Bye"}};
-    QEXPECT_FAIL("", "issue 35: earlier turns without reasoning get no think block yet", Abort);
     QCOMPARE(render_chat_text(chat, options(true)),
              std::string("<|open|>message role=\"user\"<|sep|>Hi<|close|>message<|sep|><|end_of_msg|>"
                          "<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|><|close|>think<|sep|>"
@@ -126,7 +120,6 @@ class TestChatRenderings : public QObject {
 
   void thinking_off_drops_earlier_reasoning() {
     const std::vector<ChatMessage> chat = {{"user", "Hi"}, assistant("Hello!", "Greet back."), {"user", "Bye"}};
-    QEXPECT_FAIL("", "issue 35: earlier reasoning is replayed even with thinking off", Abort);
     QCOMPARE(render_chat_text(chat, options(false)),
              std::string("<|open|>message role=\"user\"<|sep|>Hi<|close|>message<|sep|><|end_of_msg|>"
                          "<|open|>message role=\"assistant\"<|sep|><|open|>response<|sep|>Hello!<|close|>response<|sep|>"
@@ -144,7 +137,6 @@ class TestChatRenderings : public QObject {
                                            {"tool", "ok", "log"}};
     ChatOptions opt = options(false);
     opt.add_generation_prompt = false;
-    QEXPECT_FAIL("", "issue 35: tool results carry name=\"NAME\" and no index yet", Abort);
     QCOMPARE(render_chat_text(chat, opt),
              std::string("<|open|>message role=\"user\"<|sep|>Weather in Paris and Rome?<|close|>message<|sep|><|end_of_msg|>"
                          "<|open|>message role=\"assistant\"<|sep|><|open|>response<|sep|><|close|>response<|sep|>"

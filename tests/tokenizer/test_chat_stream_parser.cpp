@@ -12,6 +12,7 @@ namespace {
 struct Collected {
   std::string reasoning, answer;
   std::vector<std::string> tags;
+  std::vector<std::pair<std::string, std::string>> calls;  // name, arguments
   int ends = 0;
   size_t ids_used = 0;
 };
@@ -23,6 +24,7 @@ void collect(const std::vector<ChatEvent>& events, Collected& c) {
       case ChatEvent::Kind::Reasoning: c.reasoning += e.text; break;
       case ChatEvent::Kind::Answer: c.answer += e.text; break;
       case ChatEvent::Kind::Tag: c.tags.push_back(e.text); break;
+      case ChatEvent::Kind::ToolCall: c.calls.emplace_back(e.text, e.arguments); break;
       case ChatEvent::Kind::End: ++c.ends; break;
     }
   }
@@ -49,6 +51,39 @@ class TestChatStreamParser : public QObject {
 
  private slots:
   void initTestCase() { tok_ = load_tokenizer(test::fixtures_dir() + "/k3-tiny"); }
+
+  // K3-SPEC section 4: calls follow the response block; string values are raw, other types JSON,
+  // and a json block carries the arguments whole. Each call comes out once it closes.
+  void tool_calls_after_the_response() {
+    const auto c = run(
+        "Need data.<|close|>think<|sep|><|open|>response<|sep|>Checking.<|close|>response<|sep|><|open|>tools<|sep|>"
+        "<|open|>call tool=\"get_weather\" index=\"1\"<|sep|>"
+        "<|open|>argument key=\"city\" type=\"string\"<|sep|>Paris \"centre\"<|close|>argument<|sep|>"
+        "<|open|>argument key=\"days\" type=\"number\"<|sep|>3<|close|>argument<|sep|>"
+        "<|open|>argument key=\"a&quot;b\" type=\"object\"<|sep|>{\"k\": [1, 2]}<|close|>argument<|sep|>"
+        "<|open|>argument key=\"bad\" type=\"number\"<|sep|>three<|close|>argument<|sep|>"
+        "<|close|>call<|sep|>"
+        "<|open|>call tool=\"t&amp;z\" index=\"2\"<|sep|><|open|>json type=\"object\"<|sep|>{tz: CET<|close|>json<|sep|><|close|>call<|sep|>"
+        "<|close|>tools<|sep|><|close|>message<|sep|><|end_of_msg|>",
+        true);
+    QCOMPARE(c.reasoning, std::string("Need data."));
+    QCOMPARE(c.answer, std::string("Checking."));
+    QCOMPARE(c.ends, 1);
+    QVERIFY(c.tags.empty());
+    QCOMPARE(c.calls.size(), size_t(2));
+    QCOMPARE(c.calls[0].first, std::string("get_weather"));
+    QCOMPARE(c.calls[0].second, std::string(R"({"city":"Paris \"centre\"","days":3,"a\"b":{"k":[1,2]},"bad":"three"})"));
+    QCOMPARE(c.calls[1].first, std::string("t&z"));
+    QCOMPARE(c.calls[1].second, std::string("{tz: CET"));
+  }
+
+  void a_call_cut_off_never_comes_out() {
+    const auto c = run("<|close|>think<|sep|><|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|>"
+                       "<|open|>call tool=\"f\" index=\"1\"<|sep|><|open|>argument key=\"x\" type=\"string\"<|sep|>unfinished",
+                       true, /*call_finish=*/true);
+    QVERIFY(c.calls.empty());
+    QCOMPARE(c.answer, std::string());
+  }
 
   void thinking_reply() {
     const std::string tail = "<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>";
