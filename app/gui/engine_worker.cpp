@@ -170,7 +170,7 @@ void EngineWorker::generate(const GenerationRequest& request) {
     QString pendingReasoning, pendingAnswer;
     auto lastEmit = Clock::now();
     const auto started = Clock::now();
-    auto lastSnapshot = started;
+    auto lastSnapshot = started - kSnapshotInterval;  // the first token reports at once
     bool sawFirst = false;
     double firstTokenSeconds = 0;
     auto take = [&](const std::vector<ChatEvent>& events) {
