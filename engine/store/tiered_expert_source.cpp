@@ -110,8 +110,10 @@ uint64_t default_ram_budget(uint64_t slot_bytes) {
 
 TieredExpertSource::TieredExpertSource(const Checkpoint& ck, std::vector<std::vector<ExpertLocation>> locations, StoreOptions opts)
     : ck_(ck), loc_(std::move(locations)), opts_(opts) {
+  uint64_t total_experts = 0;
   for (const auto& row : loc_) {
     experts_ = std::max(experts_, static_cast<int>(row.size()));
+    total_experts += row.size();
     for (const auto& L : row) slot_bytes_ = std::max(slot_bytes_, superset_bytes(L));
   }
   if (slot_bytes_ == 0) throw Error("this checkpoint has no routed experts to cache");
@@ -119,6 +121,9 @@ TieredExpertSource::TieredExpertSource(const Checkpoint& ck, std::vector<std::ve
   const uint64_t budget = opts_.ram_budget ? opts_.ram_budget : default_ram_budget(slot_bytes_);
   uint64_t nslots = budget / slot_bytes_;
   if (opts_.max_slots) nslots = std::min<uint64_t>(nslots, opts_.max_slots);
+  // More slots than the model has experts would never be used, and a budget sized from free memory
+  // would otherwise take most of the machine for a small model.
+  nslots = std::min(nslots, total_experts);
   n_cache_ = static_cast<int>(std::min<uint64_t>(nslots, 1u << 30));
   n_stream_ = std::max(0, opts_.stream_slots);
   nslots = uint64_t(n_cache_) + n_stream_;

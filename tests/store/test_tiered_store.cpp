@@ -213,6 +213,19 @@ class TestTieredStore : public QObject {
     QVERIFY(c.prefetch_wasted >= 1);
   }
 
+  void theCacheNeverTakesMoreSlotsThanTheModelHasExperts() {
+    size_t experts = 0;
+    for (const auto& row : demo_.w.experts) experts += row.size();
+    StoreOptions huge = opts(0);
+    huge.ram_budget = 1ull << 40;  // far more than the demo's experts
+    TieredExpertSource t(*demo_.ck, demo_.w.experts, huge);
+    QCOMPARE(size_t(t.cache_slots()), experts);
+    StoreOptions from_free_memory = opts(0);
+    from_free_memory.ram_budget = 0;  // sized from MemAvailable
+    TieredExpertSource f(*demo_.ck, demo_.w.experts, from_free_memory);
+    QVERIFY(size_t(f.cache_slots()) <= experts);
+  }
+
   void streamingBufferLeavesTheCacheAlone() {
     TieredExpertSource t(*demo_.ck, demo_.w.experts, buffered(2, 3));
     QCOMPARE(t.cache_slots(), 2);
