@@ -17,8 +17,8 @@ struct BenchArm {
   std::string name;
   std::string flags;  // as given, for the report
   std::optional<StoreOptions> store;
-  std::optional<SpinePlacement> spine;  // the spine as a placement plan puts it (default: mapped in place)
   int threads = 0;
+  std::optional<SpinePlacement> spine = std::nullopt;  // the spine as a placement plan puts it (default: mapped in place)
   // The compute floor: runs ("resident") in which, before each decode step and outside its time,
   // the step's experts (as an earlier run of the same workload asked for them) are read into a RAM
   // cache that holds one step's experts, so the step computes with every expert in RAM. The
