@@ -68,10 +68,7 @@ class TestReference : public QObject {
     const std::string dir = test::fixtures_dir() + "/k3-tiny";
     tiny_ = K3Model::load(dir);
     golden_ = test::load_tensors(dir + "/golden.safetensors");
-    std::ifstream f(dir + "/golden.json");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    meta_ = nlohmann::json::parse(ss.str());
+    meta_ = nlohmann::json::parse(test::read_file(dir + "/golden.json"));
     qInfo("CPU kernels: %s", kernels::active().name);
   }
 
