@@ -89,7 +89,7 @@ SettingsDialog::SettingsDialog(const StudioSettings& s, QWidget* parent) : QDial
   engineForm->addRow(tr("&Expert reads:"), expertReads_);
   ram_ = new QDoubleSpinBox(engine);
   ram_->setObjectName(QStringLiteral("ramBudget"));
-  ram_->setDecimals(2);
+  ram_->setDecimals(3);  // 1 MiB steps: small models have KiB-sized experts
   ram_->setRange(0, 4096);
   ram_->setSingleStep(1);
   ram_->setSuffix(tr(" GiB"));

@@ -193,7 +193,10 @@ void TieredExpertSource::save_heat() const {
 }
 
 std::string TieredExpertSource::describe() const {
-  std::string s = "RAM cache " + std::to_string(n_cache_) + " x " + std::to_string(slot_bytes_ >> 20) + " MiB (" +
+  // Slots of a small model are a few KiB; shown in MiB they would read "0 MiB".
+  const std::string slot = slot_bytes_ >= (1u << 20) ? std::to_string(slot_bytes_ >> 20) + " MiB"
+                                                     : std::to_string((slot_bytes_ + 1023) >> 10) + " KiB";
+  std::string s = "RAM cache " + std::to_string(n_cache_) + " x " + slot + " (" +
                   policy_name(opts_.policy) + (locked_ ? ", locked" : "") + ") + streaming buffer " +
                   std::to_string(n_stream_) + " slots over " + engine_->name() + " QD " +
                   std::to_string(engine_->depth()) + (direct_ ? ", O_DIRECT" : ", page cache");

@@ -131,7 +131,7 @@ class TestGuiSettings : public QObject {
     auto* reads = dialog->findChild<QComboBox*>("expertReads");
     reads->setCurrentIndex(reads->findData(true));
     QVERIFY(budget->isEnabled());
-    budget->setValue(0.02);  // both budgets below the demo model's 192 experts: the cache never takes more
+    budget->setValue(0.002);  // 2 and 4 MiB: both below the demo model's 160 experts of 32 KiB (the cache never takes more)
     choose(dialog, "cachePolicy", "lru");
     clickOk(dialog);
     QTRY_VERIFY_WITH_TIMEOUT(studio.engine()->isReady() && ramSlots(studio.engine()->info().expertSource) > 0, 120000);
@@ -141,12 +141,12 @@ class TestGuiSettings : public QObject {
 
     // Twice the budget, twice the slots: the number reached the engine's cache.
     dialog = window.openSettings();
-    dialog->findChild<QDoubleSpinBox*>("ramBudget")->setValue(0.04);
+    dialog->findChild<QDoubleSpinBox*>("ramBudget")->setValue(0.004);
     clickOk(dialog);
     QTRY_VERIFY_WITH_TIMEOUT(studio.engine()->isReady() && ramSlots(studio.engine()->info().expertSource) != smallSlots,
                              120000);
     const int bigSlots = ramSlots(studio.engine()->info().expertSource);
-    qInfo("RAM cache: %d slots at 0.02 GiB, %d at 0.04 GiB (%s)", smallSlots, bigSlots,
+    qInfo("RAM cache: %d slots at 2 MiB, %d at 4 MiB (%s)", smallSlots, bigSlots,
           qPrintable(studio.engine()->info().expertSource));
     QVERIFY2(bigSlots >= 2 * smallSlots - 1 && bigSlots <= 2 * smallSlots + 1,
              qPrintable(QString("%1 then %2 slots").arg(smallSlots).arg(bigSlots)));
