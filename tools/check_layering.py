@@ -138,7 +138,7 @@ def main():
                         if folder_allowed is None or tgt not in folder_allowed:
                             print(f"{os.path.relpath(path, root)}:{line_no}: {folder} includes {m.group(1)} ({tgt})")
                             bad += 1
-    print(f"check_layering: {bad} include(s) against the layering")
+    print(f"check_layering: {bad} include(s) or library edge(s) against the layering")
     return 1 if bad else 0
 
 

@@ -115,10 +115,11 @@ void add_serve(CLI::App& app) {
     eo.draft.model_root = o->draft_model;
     eo.draft.chat = true;  // the server's main traffic; --draft qwen picks the raw-text drafter
     auto engine = Engine::load(std::move(eo));
+    const DraftSetup& drafts = engine->drafts();
     if (o->draft != "off") std::fprintf(stderr, "deltafin serve: drafting: %s\n", engine->info().drafter_note.c_str());
     serve::ServerOptions s = o->s;
     s.model_aliases.insert(s.model_aliases.end(), o->served_names.begin(), o->served_names.end());
-    s.worker.drafts = &engine->drafts();
+    s.worker.drafts = &drafts;
     s.worker.state_cache_bytes = o->state_cache_mb << 20;
     s.worker.snapshot_max_bytes = o->snapshot_max_mb << 20;
     if (!o->no_snapshots) {

@@ -49,7 +49,7 @@ std::vector<int32_t> benchPrompt(const Tokenizer& tok, int length) {
 
 }  // namespace
 
-LocalLocalEngineWorker::LocalEngineWorker() = default;
+LocalEngineWorker::LocalEngineWorker() = default;
 LocalEngineWorker::~LocalEngineWorker() = default;
 
 void LocalEngineWorker::load(const QString& modelRoot, bool isDemo, const EngineOptions& options) {
@@ -101,6 +101,7 @@ void LocalEngineWorker::load(const QString& modelRoot, bool isDemo, const Engine
 }
 
 void LocalEngineWorker::describeDrafter(const QString& drafter) {
+  engine_->drafts();  // loads it (after the session: the GPU session gets the memory first)
   info_.drafter = QString::fromStdString(engine_->info().drafter);
   info_.drafterNote = QString::fromStdString(engine_->info().drafter_note);
   if (drafter == QLatin1String("off")) info_.drafterNote = tr("off in Settings");

@@ -105,11 +105,6 @@ const DraftSetup& Engine::drafts() const {
   return *drafts_;
 }
 
-const EngineInfo& Engine::info() const {
-  drafts();
-  return info_;
-}
-
 std::unique_ptr<DraftProposer> Engine::new_proposer() const { return drafts().make_proposer(); }
 
 std::unique_ptr<DecodeSession> Engine::open_session(int64_t max_context) {

@@ -84,15 +84,15 @@ class Engine {
 
   const K3Model& model() const { return *model_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
-  // The drafter's fields are filled when it loads (on first use, below).
-  const EngineInfo& info() const;
+  // The drafter's fields are filled once it has loaded (drafts(), below).
+  const EngineInfo& info() const { return info_; }
   const EngineOptions& options() const { return opt_; }
   // The plan the load followed or reported (a budget, or report_plan); nullopt: none.
   const std::optional<placement::Plan>& plan() const { return plan_; }
   bool on_gpu() const { return gpu_; }
 
-  // The drafter loads on first use (drafts(), new_proposer(), info()), so a GPU session opened
-  // before it gets the memory first. set_drafter() replaces it without reloading the model.
+  // The drafter loads on first use (drafts(), new_proposer()), so a GPU session opened before it
+  // gets the memory first. set_drafter() replaces it without reloading the model.
   void set_drafter(const DraftOptions& draft);
   const DraftSetup& drafts() const;
   // A fresh proposer for one session (it follows that session's tokens), or null: plain decoding.
