@@ -4,7 +4,10 @@
 Each folder may include headers of its own folder and of the folders ALLOWED lists for it; anything
 else (an upward or sideways edge) is printed with its file and line, and the exit status is 1.
 ALLOWED is the dependency table of the engine (docs/ENGINE.md): it must stay a DAG, which
-main() checks too. Usage: tools/check_layering.py [repository root]
+main() checks too. With --cmake FILE (the build's engine-layering.txt, one "folder:dep;dep" line
+per engine library, written by engine/CMakeLists.txt) it also checks that every library links only
+folders the table allows, so the build's layering and this table agree.
+Usage: tools/check_layering.py [repository root] [--cmake build/engine-layering.txt]
 """
 import os
 import re
@@ -28,14 +31,21 @@ ALLOWED = {
                          "engine/runtime", "kernels/cpu"},
     "engine/drafts": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
                       "engine/runtime", "kernels/cpu", "kernels/cuda", "kernels/cuda_qwen3"},
-    "engine/bench": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
-                     "engine/runtime", "engine/drafts", "kernels/cpu"},
     "engine/cuda": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
-                    "engine/runtime", "engine/drafts", "engine/bench", "kernels/cpu", "kernels/cuda"},
+                    "engine/runtime", "engine/drafts", "kernels/cpu", "kernels/cuda"},
     "engine/placement": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
-                         "engine/runtime", "engine/drafts", "engine/bench", "kernels/cpu"},
+                         "engine/runtime", "engine/drafts", "kernels/cpu"},
+    # Measurement code, linked only by the CLI and the tests that measure (never by the facade).
+    "engine/bench": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
+                     "engine/runtime", "engine/drafts", "engine/placement", "engine/cuda", "kernels/cpu",
+                     "kernels/cuda"},
     "engine/serve": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
                      "engine/runtime", "engine/drafts"},
+    # The public API (headers in engine/include/deltafin/, code in engine/facade/): on top of the
+    # engine, below the applications. It does not reach the server or the measurement code.
+    "engine/facade": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
+                      "engine/runtime", "engine/reference", "engine/drafts", "engine/cuda", "engine/placement",
+                      "kernels/cpu", "kernels/cuda", "generated"},
 }
 # The applications sit on top: they may include any engine or kernel folder.
 TOP = ("app/",)
@@ -45,6 +55,8 @@ GENERATED = {"deltafin": "generated"}  # deltafin/build_info.h, written by CMake
 
 def target_folder(root, inc):
     first = inc.split("/")[0]
+    if first == "deltafin" and os.path.exists(os.path.join(root, "engine", "include", inc)):
+        return "engine/facade"  # the public headers are the facade's
     if first in GENERATED:
         return GENERATED[first]
     if first in ("cpu", "cuda_qwen3"):
@@ -72,17 +84,41 @@ def acyclic(table):
     return all(visit(n) for n in table)
 
 
+def check_cmake(path):
+    """Counts the library edges in the build's engine-layering.txt that the table does not allow."""
+    bad = 0
+    with open(path) as f:
+        for line in f:
+            folder, _, deps = line.strip().partition(":")
+            if not folder:
+                continue
+            allowed = ALLOWED.get("engine/" + folder, set())
+            for dep in filter(None, deps.split(";")):
+                if "engine/" + dep not in allowed:
+                    print(f"{path}: the engine/{folder} library links engine/{dep}, which the table does not allow")
+                    bad += 1
+    return bad
+
+
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
+    args = sys.argv[1:]
+    cmake_table = None
+    if "--cmake" in args:
+        i = args.index("--cmake")
+        cmake_table = args[i + 1]
+        del args[i:i + 2]
+    root = args[0] if args else os.path.join(os.path.dirname(__file__), "..")
     if not acyclic(ALLOWED):
         print("check_layering: the ALLOWED table has a cycle")
         return 1
-    bad = 0
+    bad = check_cmake(cmake_table) if cmake_table else 0
     for top in ("engine", "kernels", "app"):
         for dirpath, _, files in os.walk(os.path.join(root, top)):
             rel_dir = os.path.relpath(dirpath, root)
             parts = rel_dir.split(os.sep)
             folder = "/".join(parts[:2])
+            if folder == "engine/include":
+                folder = "engine/facade"
             if "/".join(parts[:3]) == "kernels/cuda/lab" or "/".join(parts[:3]) == "kernels/cuda/bench":
                 folder_allowed = ALLOWED["kernels/cuda"]  # measurement code over the kernels it measures
             else:
@@ -102,7 +138,7 @@ def main():
                         if folder_allowed is None or tgt not in folder_allowed:
                             print(f"{os.path.relpath(path, root)}:{line_no}: {folder} includes {m.group(1)} ({tgt})")
                             bad += 1
-    print(f"check_layering: {bad} include(s) against the layering")
+    print(f"check_layering: {bad} include(s) or library edge(s) against the layering")
     return 1 if bad else 0
 
 

@@ -675,7 +675,7 @@
     </message>
 </context>
 <context>
-    <name>deltafin::gui::EngineWorker</name>
+    <name>deltafin::gui::LocalEngineWorker</name>
     <message>
         <source>the GPU session did not start: %1</source>
         <translation>die GPU-Sitzung ist nicht gestartet: %1</translation>

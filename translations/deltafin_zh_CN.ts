@@ -674,7 +674,7 @@
     </message>
 </context>
 <context>
-    <name>deltafin::gui::EngineWorker</name>
+    <name>deltafin::gui::LocalEngineWorker</name>
     <message>
         <source>the GPU session did not start: %1</source>
         <translation>GPU 会话未能启动：%1</translation>

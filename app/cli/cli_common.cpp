@@ -44,6 +44,12 @@ std::string default_model_root() {
   return base + "/deltafin/models/kimi-k3";
 }
 
+void add_device_option(CLI::App* cmd, std::string& device) {
+  cmd->add_option("--device", device, "Run the forward on the cpu or on a CUDA GPU")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+}
+
 StoreOptions StoreFlags::options() const {
   StoreOptions s;
   s.ram_budget = static_cast<uint64_t>(ram_gb * 1e9);

@@ -17,6 +17,10 @@ void apply_threads(int threads);
 // The model folder used when --model-root is not given.
 std::string default_model_root();
 
+// `--device cpu|cuda` for the commands that run the K3 forward (deltafin/backend.h's wants_cuda
+// says whether this build can).
+void add_device_option(CLI::App* cmd, std::string& device);
+
 // The RAM expert tier's command-line flags (run, bench arms), turned into StoreOptions in one place.
 struct StoreFlags {
   double ram_gb = 0;

@@ -8,8 +8,9 @@
 #include "base/error.h"
 #include "cli_common.h"
 #include "commands.h"
-#include "cuda_device.h"
+#include "bench/gpu_verify_bench.h"
 #include "bench/verifier_bench.h"
+#include "deltafin/backend.h"
 
 namespace deltafin::cli {
 

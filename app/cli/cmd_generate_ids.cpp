@@ -5,7 +5,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
-#include "cuda_device.h"
+#include "deltafin/backend.h"
 #include "runtime/generate.h"
 #include "drafts/speculative_drafters.h"
 #include "runtime/speculative_stats.h"

@@ -9,7 +9,7 @@
 #include "base/error.h"
 #include "cli_common.h"
 #include "commands.h"
-#include "cuda_device.h"
+#include "deltafin/backend.h"
 #include "model/safetensors_writer.h"
 #include "reference/k3_reference.h"
 #include "runtime/k3_model.h"

@@ -2,7 +2,6 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
-#include <optional>
 #include <cstdlib>
 #include <string>
 #include <unistd.h>
@@ -11,17 +10,12 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "cpu/gemm.h"
-#include "cuda_device.h"
-#include "placement/cpu_spine.h"
+#include "deltafin/backend.h"
+#include "deltafin/engine.h"
 #include "placement/plan_report.h"
 #include "plan_flags.h"
-#include "runtime/generate.h"
 #include "runtime/k3_model.h"
-#include "drafts/speculative_drafters.h"
 #include "runtime/speculative_stats.h"
-#include "tokenizer/chat_stream_parser.h"
-#include "tokenizer/chat_template.h"
-#include "tokenizer/tokenizer.h"
 
 namespace deltafin::cli {
 
@@ -88,38 +82,6 @@ void print_stats(const K3Model& m, const GenerateResult& r, const DecodeSession&
 
 }  // namespace
 
-std::optional<placement::Plan> plan_for_run(const PlanFlags& flags, const std::string& root, bool gpu, bool stats,
-                                            K3Model::Options& mo, bool experts_given) {
-  const bool budgets = flags.ram_budget_gb > 0 || !flags.vram_budget.empty();
-  if (gpu && budgets)
-    throw Error("the CUDA forward does not follow a placement budget yet: it holds the whole spine in VRAM",
-                "leave --ram-budget and --vram-budget out with --device cuda; deltafin plan shows where a budget would put the layers");
-  // A plan the CUDA forward would not follow predicts nothing about this run: none is printed.
-  if (gpu || (!budgets && !stats)) return std::nullopt;
-  PlanFlags f = flags;
-  f.use_gpus = gpu;
-  std::optional<placement::Plan> plan;
-  try {
-    plan = f.make(root, [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); });
-  } catch (const Error& e) {
-    if (budgets) throw;  // a budget that cannot be planned is the user's error to see
-    std::fprintf(stderr, "plan: unavailable (%s)\n", e.what());
-    return std::nullopt;
-  }
-  if (!gpu && budgets) {
-    mo.spine = placement::cpu_spine_placement(*plan);
-    // Under a RAM budget the experts go through the engine's RAM tier (direct reads), sized by the plan.
-    if (!experts_given) {
-      StoreFlags sf;
-      StoreOptions so = sf.options();
-      so.ram_budget = plan->experts.store_budget(plan->bytes.expert_bytes);
-      so.max_slots = plan->experts.ram_slots;
-      mo.store = so;
-    }
-  }
-  return plan;
-}
-
 void print_plan_stats(const placement::Plan& p, const K3Model& m, double decode_s_per_token) {
   std::fprintf(stderr, "%s\n", placement::plan_summary(p).c_str());
   std::fprintf(stderr, "predicted decode    %.3f s/token (%s-bound); measured %.3f s/token (%.2fx the prediction)\n",
@@ -179,24 +141,27 @@ void add_run(CLI::App& app) {
   add_device_option(c, o->device);
   o->plan.add_budget_options(c);
   c->callback([o] {
-    const bool gpu = wants_cuda(o->device);  // fails early when this build has no CUDA backend
+    wants_cuda(o->device);  // fails early when this build has no CUDA backend
     apply_threads(o->threads);
     if (o->root.empty()) o->root = default_model_root();
     if (!o->chat && (o->show_reasoning || o->no_think || !o->effort.empty() || !o->system.empty()))
       throw Error("--system, --show-reasoning, --no-think and --effort apply to chat", "add --chat");
-    if (o->offline) ::setenv("DELTAFIN_OFFLINE", "1", 1);  // read by the stream cache
-    K3Model::Options mo;
-    if (o->store.ram_gb >= 0) mo.store = o->store.options();
-    const auto plan = plan_for_run(o->plan, o->root, gpu, o->stats, mo, o->store.ram_gb >= 0);
-    auto model = K3Model::load(o->root, std::move(mo));
-    auto tok = load_tokenizer(o->root);
-    const K3Config& cfg = model->config();
-    if (tok->vocab_size() > cfg.vocab)
-      throw Error("the tokenizer has " + std::to_string(tok->vocab_size()) + " ids but the model only " +
-                  std::to_string(cfg.vocab), "tokenizer files and weights are from different models");
-    if (!cfg.synth_preset.empty())
+    EngineOptions eo;
+    eo.model_root = o->root;
+    eo.device = o->device;
+    if (o->store.ram_gb >= 0) eo.store = o->store.options();
+    eo.placement = o->plan;
+    eo.report_plan = o->stats;
+    eo.draft.choice = o->draft;
+    eo.draft.model_root = o->draft_model;
+    eo.draft.chat = o->chat;
+    eo.offline = o->offline;
+    eo.say = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
+    auto engine = Engine::load(std::move(eo));
+    const K3Model& model = engine->model();
+    if (!engine->info().synth_preset.empty())
       std::fprintf(stderr, "note: %s is a synthesized '%s' model with RANDOM weights; its text is gibberish.\n",
-                   o->root.c_str(), cfg.synth_preset.c_str());
+                   o->root.c_str(), engine->info().synth_preset.c_str());
 
     std::vector<int32_t> prompt;
     GenerateOptions g;
@@ -205,8 +170,8 @@ void add_run(CLI::App& app) {
     g.sampling.top_p = o->top_p;
     g.sampling.top_k = o->top_k;
     g.sampling.seed = o->seed;
-    std::unique_ptr<ChatStreamParser> parser;
-    std::unique_ptr<IncrementalDecoder> decoder;
+    StreamOptions so;
+    so.chat = o->chat;
     if (o->chat) {
       std::vector<ChatMessage> msgs;
       if (!o->system.empty()) msgs.emplace_back("system", o->system);
@@ -218,24 +183,18 @@ void add_run(CLI::App& app) {
         if (!e) throw Error("--effort '" + o->effort + "' is not one of low, high, max");
         co.effort = *e;
       }
-      prompt = render_chat(*tok, msgs, co);
-      parser = std::make_unique<ChatStreamParser>(*tok, co.thinking);
+      prompt = engine->chat_prompt(msgs, co);
+      so.thinking = co.thinking;
     } else {
-      prompt = tok->encode(o->prompt);
-      if (cfg.bos_token_id >= 0) prompt.insert(prompt.begin(), static_cast<int32_t>(cfg.bos_token_id));
-      decoder = std::make_unique<IncrementalDecoder>(*tok);
-      if (cfg.eos_token_id >= 0) g.stop_ids.push_back(static_cast<int32_t>(cfg.eos_token_id));
-      if (auto e = tok->special_id("[EOS]")) g.stop_ids.push_back(*e);
+      prompt = engine->text_prompt(o->prompt);
+      g.stop_ids = engine->text_stop_ids();
     }
     // The session before any output: a missing GPU is reported before the prompt is echoed.
-    std::unique_ptr<K3Session> cpu;
-    std::unique_ptr<DecodeSession> cuda_session;
-    if (gpu) cuda_session = make_cuda_session(*model, int64_t(prompt.size()) + o->max_new + 1);
-    else cpu = std::make_unique<K3Session>(*model);
-    DecodeSession& s = gpu ? *cuda_session : static_cast<DecodeSession&>(*cpu);
+    const std::unique_ptr<DecodeSession> session = engine->open_session(int64_t(prompt.size()) + o->max_new + 1);
+    DecodeSession& s = *session;
     if (!o->chat) std::fputs(o->prompt.c_str(), stdout);
     bool in_reasoning = false;
-    auto show = [&](const std::vector<ChatEvent>& evs) {
+    so.on_events = [&](const std::vector<ChatEvent>& evs) {
       for (const auto& ev : evs) {
         if (ev.kind == ChatEvent::Kind::Reasoning && o->show_reasoning) {
           if (!in_reasoning) std::fputs("[reasoning]\n", stdout);
@@ -248,43 +207,31 @@ void add_run(CLI::App& app) {
         }
       }
     };
-    DraftSetupOptions dso;
-    dso.choice = parse_draft_choice(o->draft);
-    dso.draft_root = o->draft_model;
-    dso.chat = o->chat;
-    auto drafts = DraftSetup::create(*model, dso);
-    auto proposer = drafts->make_proposer();
+    const auto proposer = engine->new_proposer();
     g.drafter = proposer.get();
     // Live counters go to a terminal status line only when the text itself is not on that terminal.
     const bool live = o->stats && ::isatty(STDERR_FILENO) && !::isatty(STDOUT_FILENO);
     int produced = 0;
-    auto live_line = [&] {
-      // Live counters on the terminal's status line (stderr), refreshed per token.
-      const auto c = model->experts().counters();
-      std::fprintf(stderr, "\r\033[2K[%d tokens | RAM hit %.1f%% | %.1f MB read | prefetch %llu/%llu]", produced,
-                   c.requests ? 100.0 * c.ram_hits / c.requests : 0.0, c.bytes_read / 1e6,
-                   (unsigned long long)c.prefetch_used, (unsigned long long)c.prefetch_issued);
-      std::fflush(stderr);
-    };
-    auto r = generate(s, prompt, g, [&](int32_t id) {
-      ++produced;
-      if (live) live_line();
-      if (parser) {
-        show(parser->push(id));
-        std::fflush(stdout);
-        return !parser->done();
-      }
-      std::fputs(decoder->push(id).c_str(), stdout);
+    so.on_token = [&](int32_t) {
       std::fflush(stdout);
+      ++produced;
+      if (live) {
+        // Live counters on the terminal's status line (stderr), refreshed per token.
+        const auto c = model.experts().counters();
+        std::fprintf(stderr, "\r\033[2K[%d tokens | RAM hit %.1f%% | %.1f MB read | prefetch %llu/%llu]", produced,
+                     c.requests ? 100.0 * c.ram_hits / c.requests : 0.0, c.bytes_read / 1e6,
+                     (unsigned long long)c.prefetch_used, (unsigned long long)c.prefetch_issued);
+        std::fflush(stderr);
+      }
       return true;
-    });
-    if (parser) show(parser->finish());
-    else std::fputs(decoder->finish().c_str(), stdout);
+    };
+    auto r = engine->generate(s, prompt, g, so);
     std::fputs("\n", stdout);
     if (o->stats) {
-      print_stats(*model, r, s, cpu.get());
-      if (plan) print_plan_stats(*plan, *model, r.stats.new_tokens > 1 ? r.stats.decode_seconds / (r.stats.new_tokens - 1) : 0.0);
-      std::fprintf(stderr, "drafting            %s\n", generate_stats_json(r.stats, drafts->note()).c_str());
+      print_stats(model, r, s, engine->on_gpu() ? nullptr : dynamic_cast<const K3Session*>(&s));
+      if (const auto& plan = engine->plan())
+        print_plan_stats(*plan, model, r.stats.new_tokens > 1 ? r.stats.decode_seconds / (r.stats.new_tokens - 1) : 0.0);
+      std::fprintf(stderr, "drafting            %s\n", generate_stats_json(r.stats, engine->info().drafter_note).c_str());
     }
   });
 }

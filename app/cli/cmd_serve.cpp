@@ -9,13 +9,11 @@
 
 #include "base/error.h"
 #include "cli_common.h"
-#include "cuda_device.h"
 #include "commands.h"
-#include "runtime/k3_model.h"
-#include "drafts/speculative_drafters.h"
+#include "deltafin/backend.h"
+#include "deltafin/engine.h"
 #include "serve/http_server.h"
 #include "serve/state_snapshot.h"
-#include "tokenizer/tokenizer.h"
 
 namespace deltafin::cli {
 
@@ -99,7 +97,7 @@ void add_serve(CLI::App& app) {
   c->add_flag("--draft-always", o->s.worker.draft_always, "Verify guesses every step even when drafting does not pay");
   add_device_option(c, o->device);
   c->callback([o] {
-    const bool gpu = wants_cuda(o->device);  // fails early when this build has no CUDA backend
+    wants_cuda(o->device);  // fails early when this build has no CUDA backend
     // Signals go to one waiting thread (below), so every thread started from here on blocks them.
     sigset_t stop_signals;
     sigemptyset(&stop_signals);
@@ -110,17 +108,18 @@ void add_serve(CLI::App& app) {
     if (!o->api_key_file.empty()) o->s.api_key = read_api_key_file(o->api_key_file);
     apply_threads(o->threads);
     const std::string root = o->root.empty() ? default_model_root() : o->root;
-    auto model = K3Model::load(root);
-    auto tokenizer = load_tokenizer(root);
-    DraftSetupOptions dso;
-    dso.choice = parse_draft_choice(o->draft);
-    dso.draft_root = o->draft_model;
-    dso.chat = true;  // the server's main traffic; --draft qwen picks the raw-text drafter
-    auto drafts = DraftSetup::create(*model, dso);
-    if (dso.choice != DraftChoice::Off) std::fprintf(stderr, "deltafin serve: drafting: %s\n", drafts->note().c_str());
+    EngineOptions eo;
+    eo.model_root = root;
+    eo.device = o->device;
+    eo.draft.choice = o->draft;
+    eo.draft.model_root = o->draft_model;
+    eo.draft.chat = true;  // the server's main traffic; --draft qwen picks the raw-text drafter
+    auto engine = Engine::load(std::move(eo));
+    const DraftSetup& drafts = engine->drafts();
+    if (o->draft != "off") std::fprintf(stderr, "deltafin serve: drafting: %s\n", engine->info().drafter_note.c_str());
     serve::ServerOptions s = o->s;
     s.model_aliases.insert(s.model_aliases.end(), o->served_names.begin(), o->served_names.end());
-    s.worker.drafts = drafts.get();
+    s.worker.drafts = &drafts;
     s.worker.state_cache_bytes = o->state_cache_mb << 20;
     s.worker.snapshot_max_bytes = o->snapshot_max_mb << 20;
     if (!o->no_snapshots) {
@@ -128,16 +127,15 @@ void add_serve(CLI::App& app) {
       std::snprintf(fp, sizeof fp, "%016llx", static_cast<unsigned long long>(serve::model_fingerprint(root)));
       s.worker.snapshot_dir = o->snapshot_dir.empty() ? default_snapshot_root() + "/" + fp : o->snapshot_dir;
     }
-    if (gpu) {
+    if (engine->on_gpu()) {
       // The GPU session reserves its MLA caches for the whole context up front: without
       // --max-context it holds kGpuServeContext tokens, and the server refuses longer requests.
       if (s.max_context == 0) s.max_context = kGpuServeContext;
-      const int64_t ctx = int64_t(s.max_context) + 64;  // + the rows of one staged pass
-      s.worker.make_session = [ctx](const K3Model& m) { return make_cuda_session(m, ctx); };
       std::fprintf(stderr, "deltafin serve: decoding on the GPU, up to %d tokens per request (--max-context)\n",
                    s.max_context);
     }
-    serve::OpenAiServer server(s, *model, *tokenizer);
+    s.worker.make_session = engine->session_factory(int64_t(s.max_context) + 64);  // + the rows of one staged pass
+    serve::OpenAiServer server(s, engine->model(), engine->tokenizer());
     const int port = server.bind();
     if (!serve::is_loopback_host(s.host))
       std::fprintf(stderr,

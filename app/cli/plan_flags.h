@@ -6,22 +6,18 @@
 
 #include <CLI/CLI.hpp>
 
-#include "placement/planner.h"
+#include "deltafin/placement.h"
 
 namespace deltafin::cli {
 
-struct PlanFlags {
-  std::string vram_budget;   // "24" or "32,32" (GB per GPU)
-  double ram_budget_gb = 0;  // 0: free memory
-  placement::BandwidthOverrides rates;
-  bool reprobe = false, other_machine = false;
-  int64_t context = 8192;
-  bool use_gpus = true;      // false: plan for the CPU only (run --device cpu)
-
+// The engine's PlacementOptions (deltafin/placement.h) as command-line flags.
+struct PlanFlags : PlacementOptions {
   void add_budget_options(CLI::App* cmd);  // --vram-budget, --ram-budget
   void add_rate_options(CLI::App* cmd);    // --disk-gbps ... --reprobe, --other-machine, --context
   // Probes (or reads the cache), measures free memory, applies the flags, plans.
-  placement::Plan make(const std::string& model_root, const std::function<void(const std::string&)>& say = {}) const;
+  placement::Plan make(const std::string& model_root, const std::function<void(const std::string&)>& say = {}) const {
+    return make_placement_plan(*this, model_root, say);
+  }
 };
 
 }  // namespace deltafin::cli

@@ -2,37 +2,23 @@
 
 #include <QCoreApplication>
 
-#include "deltafin/build_info.h"
-
-#ifdef DELTAFIN_GUI_CUDA_PROBE
-#include <string>
-
-#include "cuda/cuda_kernels.h"
-#endif
+#include "deltafin/backend.h"
 
 namespace deltafin::gui {
 bool cudaDeviceUsable(QString* why, QString* gpuName) {
-  if (!build_info::cuda) {
-    if (why) *why = QCoreApplication::translate("DeviceChoice", "this build has no CUDA support");
-    return false;
-  }
-#ifdef DELTAFIN_GUI_CUDA_PROBE
-  try {
-    std::string reason;
-    if (!cuda::device_available(&reason)) {
-      if (why) *why = QCoreApplication::translate("DeviceChoice", "no usable NVIDIA GPU: %1").arg(QString::fromStdString(reason));
+  const CudaProbe p = probe_cuda();
+  switch (p.status) {
+    case CudaProbe::Status::NotBuilt:
+      if (why) *why = QCoreApplication::translate("DeviceChoice", "this build has no CUDA support");
       return false;
-    }
-    if (gpuName) *gpuName = QString::fromStdString(cuda::device_info().name);
-    return true;
-  } catch (const std::exception& e) {
-    if (why) *why = QCoreApplication::translate("DeviceChoice", "no usable NVIDIA GPU: %1").arg(QString::fromUtf8(e.what()));
-    return false;
+    case CudaProbe::Status::NoDevice:
+      if (why) *why = QCoreApplication::translate("DeviceChoice", "no usable NVIDIA GPU: %1").arg(QString::fromStdString(p.reason));
+      return false;
+    case CudaProbe::Status::Usable:
+      break;
   }
-#else
-  if (why) *why = QCoreApplication::translate("DeviceChoice", "this build has no CUDA support");
-  return false;
-#endif
+  if (gpuName) *gpuName = QString::fromStdString(p.gpu_name);
+  return true;
 }
 
 DeviceChoice resolveDevice(const QString& requested) {
@@ -46,8 +32,8 @@ DeviceChoice resolveDevice(const QString& requested) {
     c.reason = why;
     return c;
   }
-  // A usable GPU in a CUDA build: the engine worker runs the K3 session there (and falls back to
-  // the CPU, saying why, if the session cannot start).
+  // A usable GPU in a CUDA build: the engine runs the K3 session there (and falls back to the
+  // CPU, saying why, if the session cannot start).
   c.name = QStringLiteral("CUDA");
   return c;
 }

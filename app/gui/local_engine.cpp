@@ -1,6 +1,6 @@
 #include "local_engine.h"
 
-#include "engine_worker.h"
+#include "local_engine_worker.h"
 
 namespace deltafin::gui {
 
@@ -18,42 +18,42 @@ void registerMetaTypes() {
 
 LocalEngine::LocalEngine(QObject* parent) : ChatBackend(parent) {
   registerMetaTypes();
-  worker_ = new EngineWorker;
+  worker_ = new LocalEngineWorker;
   worker_->moveToThread(&thread_);
   connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
-  connect(worker_, &EngineWorker::loaded, this, [this](const BackendInfo& info) {
+  connect(worker_, &LocalEngineWorker::loaded, this, [this](const BackendInfo& info) {
     info_ = info;
     ready_ = true;
     setBusy(false);
     emit ready(info);
   });
-  connect(worker_, &EngineWorker::loadFailed, this, [this](const QString& what, const QString& todo) {
+  connect(worker_, &LocalEngineWorker::loadFailed, this, [this](const QString& what, const QString& todo) {
     ready_ = false;
     setBusy(false);
     emit unavailable(what, todo);
   });
-  connect(worker_, &EngineWorker::chunk, this, &ChatBackend::chunk);
-  connect(worker_, &EngineWorker::finished, this, [this](quint64 id, const GenerationStats& s) {
+  connect(worker_, &LocalEngineWorker::chunk, this, &ChatBackend::chunk);
+  connect(worker_, &LocalEngineWorker::finished, this, [this](quint64 id, const GenerationStats& s) {
     setBusy(false);
     emit finished(id, s);
   });
-  connect(worker_, &EngineWorker::failed, this, [this](quint64 id, const QString& what, const QString& todo) {
+  connect(worker_, &LocalEngineWorker::failed, this, [this](quint64 id, const QString& what, const QString& todo) {
     setBusy(false);
     emit failed(id, what, todo);
   });
-  connect(worker_, &EngineWorker::countersChanged, this, &ChatBackend::countersChanged);
-  connect(worker_, &EngineWorker::benchProgress, this, &LocalEngine::benchProgress);
-  connect(worker_, &EngineWorker::benchResult, this, [this](const BenchResult& r) {
+  connect(worker_, &LocalEngineWorker::countersChanged, this, &ChatBackend::countersChanged);
+  connect(worker_, &LocalEngineWorker::benchProgress, this, &LocalEngine::benchProgress);
+  connect(worker_, &LocalEngineWorker::benchResult, this, [this](const BenchResult& r) {
     setBusy(false);
     emit benchResult(r);
   });
-  connect(worker_, &EngineWorker::benchFailed, this, [this](const QString& arm, const QString& what, const QString& todo) {
+  connect(worker_, &LocalEngineWorker::benchFailed, this, [this](const QString& arm, const QString& what, const QString& todo) {
     setBusy(false);
     emit benchFailed(arm, what, todo);
   });
-  connect(worker_, &EngineWorker::cacheSnapshot, this, &LocalEngine::cacheSnapshot);
-  connect(worker_, &EngineWorker::cacheActionDone, this, &LocalEngine::cacheActionDone);
-  connect(worker_, &EngineWorker::cacheActionFailed, this, &LocalEngine::cacheActionFailed);
+  connect(worker_, &LocalEngineWorker::cacheSnapshot, this, &LocalEngine::cacheSnapshot);
+  connect(worker_, &LocalEngineWorker::cacheActionDone, this, &LocalEngine::cacheActionDone);
+  connect(worker_, &LocalEngineWorker::cacheActionFailed, this, &LocalEngine::cacheActionFailed);
   thread_.setObjectName(QStringLiteral("deltafin-engine"));
   thread_.start();
 }

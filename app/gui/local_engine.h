@@ -1,5 +1,5 @@
 #pragma once
-// The in-process engine as a ChatBackend: an EngineWorker on its own QThread. The GUI thread
+// The in-process engine as a ChatBackend: a LocalEngineWorker on its own QThread. The GUI thread
 // never touches the model; it only sends requests and receives queued signals.
 #include <QThread>
 
@@ -9,7 +9,7 @@
 
 namespace deltafin::gui {
 
-class EngineWorker;
+class LocalEngineWorker;
 
 class LocalEngine : public ChatBackend {
   Q_OBJECT
@@ -46,7 +46,7 @@ class LocalEngine : public ChatBackend {
   void setBusy(bool busy);
 
   QThread thread_;
-  EngineWorker* worker_ = nullptr;  // lives on thread_, deleted when it finishes
+  LocalEngineWorker* worker_ = nullptr;  // lives on thread_, deleted when it finishes
   BackendInfo info_;
   bool ready_ = false;
   bool busy_ = false;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "placement/direct_read_probe.h"  // measure_direct_read_gbps, the per-run disk probe
 #include "store/expert_source.h"
 #include "runtime/spine_streamer.h"
 #include "store/tiered_expert_source.h"
@@ -69,13 +70,6 @@ struct BenchReport {
 // and checks that every run produced the same ids.
 BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
                       const std::function<void(const std::string&)>& progress = {});
-
-// Reads `n` random experts of the checkpoint (chosen by `seed`) with O_DIRECT at
-// queue depth `qd` and returns GB/s (1e9 bytes per second) of expert bytes
-// delivered. A new seed per probe keeps a host-side disk cache from serving a
-// repeat of the previous probe.
-double measure_direct_read_gbps(const std::string& model_root, int n, int qd, std::string* engine_name = nullptr,
-                                uint32_t seed = 12345);
 
 // Drops the page-cache copy of every shard (posix_fadvise DONTNEED), then reads
 // back every non-expert tensor so that only experts start cold.

@@ -18,7 +18,7 @@
 
 #include "base/error.h"
 #include "base/thread_pool.h"
-#include "bench/bench_runner.h"
+#include "placement/direct_read_probe.h"
 #include "runtime/ops.h"
 
 namespace deltafin::placement {

@@ -489,7 +489,7 @@ class OpenAiServer::Impl {
   const K3Model& model_;
   const Tokenizer& tok_;
   JobQueue queue_;
-  EngineWorker worker_;
+  RequestWorker worker_;
   ParseContext parse_;
   httplib::Server http_;
   int port_ = -1;

@@ -1,14 +1,14 @@
 #pragma once
 // The OpenAI-compatible HTTP front: routes, API key, body limits, the 429 queue policy, JSON and
 // SSE responses, client-disconnect detection. HTTP threads only parse, validate and queue; the
-// EngineWorker runs the model.
+// RequestWorker runs the model.
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "runtime/k3_model.h"
-#include "serve/engine_worker.h"
+#include "serve/request_worker.h"
 #include "serve/job_queue.h"
 #include "serve/request_parser.h"
 #include "tokenizer/tokenizer.h"

@@ -15,7 +15,7 @@
 #include "base/error.h"
 #include "cuda/cuda_kernels.h"
 #include "cuda/lab/expert_kernels_lab.h"
-#include "cuda/k3_cuda_bench.h"
+#include "bench/k3_cuda_bench.h"
 #include "cuda_k3_checks.h"
 #include "synth/k3_synth.h"
 

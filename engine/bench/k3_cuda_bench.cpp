@@ -1,4 +1,4 @@
-#include "cuda/k3_cuda_bench.h"
+#include "bench/k3_cuda_bench.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,7 +1,8 @@
 #pragma once
-// The one thread that owns the model: takes jobs from the FIFO queue one at a time, reuses the
-// longest committed prefix it has (live session, RAM turn snapshots, disk snapshots), prefills the
-// rest, decodes with the exact sampler, and streams text back through the job.
+// The server's request worker, the one thread that decodes: takes jobs from the FIFO queue one at
+// a time, reuses the longest committed prefix it has (live session, RAM turn snapshots, disk
+// snapshots), prefills the rest, decodes with the exact sampler, and streams text back through
+// the job. Its session comes from WorkerOptions::make_session (deltafin::Engine::session_factory).
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -53,12 +54,12 @@ struct WorkerStats {
   uint64_t draft_proposed = 0, draft_accepted = 0, draft_fallbacks = 0;
 };
 
-class EngineWorker {
+class RequestWorker {
  public:
-  EngineWorker(const K3Model& model, const Tokenizer& tokenizer, JobQueue& queue, WorkerOptions options);
-  ~EngineWorker();
-  EngineWorker(const EngineWorker&) = delete;
-  EngineWorker& operator=(const EngineWorker&) = delete;
+  RequestWorker(const K3Model& model, const Tokenizer& tokenizer, JobQueue& queue, WorkerOptions options);
+  ~RequestWorker();
+  RequestWorker(const RequestWorker&) = delete;
+  RequestWorker& operator=(const RequestWorker&) = delete;
 
   void start();
   void stop();  // after the running job; the queue must be shut down first

@@ -1,4 +1,4 @@
-#include "serve/engine_worker.h"
+#include "serve/request_worker.h"
 
 #include <algorithm>
 #include <chrono>
@@ -65,7 +65,7 @@ nlohmann::json logprob_entry(const Tokenizer& tok, std::span<const float> logits
 
 }  // namespace
 
-EngineWorker::EngineWorker(const K3Model& model, const Tokenizer& tokenizer, JobQueue& queue, WorkerOptions options)
+RequestWorker::RequestWorker(const K3Model& model, const Tokenizer& tokenizer, JobQueue& queue, WorkerOptions options)
     : model_(model), tok_(tokenizer), queue_(queue), opt_(std::move(options)),
       session_(opt_.make_session ? opt_.make_session(model) : std::make_unique<K3Session>(model)),
       cache_(opt_.state_cache_bytes), memo_(opt_.memo_entries, opt_.memo_bytes) {
@@ -82,15 +82,15 @@ EngineWorker::EngineWorker(const K3Model& model, const Tokenizer& tokenizer, Job
   }
 }
 
-EngineWorker::~EngineWorker() { stop(); }
+RequestWorker::~RequestWorker() { stop(); }
 
-void EngineWorker::start() { thread_ = std::thread([this] { loop(); }); }
+void RequestWorker::start() { thread_ = std::thread([this] { loop(); }); }
 
-void EngineWorker::stop() {
+void RequestWorker::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-WorkerStats EngineWorker::stats() const {
+WorkerStats RequestWorker::stats() const {
   std::lock_guard lk(stats_mu_);
   WorkerStats s = stats_;
   s.memo_entries = memo_.count();
@@ -101,7 +101,7 @@ WorkerStats EngineWorker::stats() const {
   return s;
 }
 
-void EngineWorker::loop() {
+void RequestWorker::loop() {
   while (auto job = queue_.pop()) {
     {
       std::lock_guard lk(stats_mu_);
@@ -116,7 +116,7 @@ void EngineWorker::loop() {
   }
 }
 
-std::string EngineWorker::memo_key(const GenerationRequest& q) const {
+std::string RequestWorker::memo_key(const GenerationRequest& q) const {
   std::string k = q.kind == GenerationRequest::Kind::Chat ? "chat" : "text";
   k += q.thinking ? "|think" : "|plain";
   k += "|max=" + std::to_string(q.max_tokens);
@@ -133,7 +133,7 @@ std::string EngineWorker::memo_key(const GenerationRequest& q) const {
   return k;
 }
 
-void EngineWorker::restore_longest_prefix(const std::vector<int32_t>& prompt, JobResult& r) {
+void RequestWorker::restore_longest_prefix(const std::vector<int32_t>& prompt, JobResult& r) {
   // At least the last prompt token must run, for the logits of the first new token.
   const size_t max_len = prompt.size() - 1;
   size_t live = 0;
@@ -166,7 +166,7 @@ void EngineWorker::restore_longest_prefix(const std::vector<int32_t>& prompt, Jo
   session_ids_.clear();
 }
 
-bool EngineWorker::drafter_follows_session() {
+bool RequestWorker::drafter_follows_session() {
   if (!proposer_ || !drafter_taps_) return proposer_ != nullptr;
   const size_t n = session_ids_.size();
   if (drafter_seen_.size() >= n && std::equal(session_ids_.begin(), session_ids_.end(), drafter_seen_.begin())) {
@@ -179,7 +179,7 @@ bool EngineWorker::drafter_follows_session() {
   return n == 0;
 }
 
-void EngineWorker::prefill_chunk(std::span<const int32_t> ids) {
+void RequestWorker::prefill_chunk(std::span<const int32_t> ids) {
   if (!drafter_in_step_) {
     session_->prefill(ids, opt_.prefill_chunk);
     return;
@@ -204,7 +204,7 @@ void EngineWorker::prefill_chunk(std::span<const int32_t> ids) {
   }
 }
 
-void EngineWorker::run(Job& job) {
+void RequestWorker::run(Job& job) {
   const GenerationRequest& q = job.req;
   const auto t0 = clock_type::now();
   {

@@ -1,4 +1,4 @@
-#include "engine_worker.h"
+#include "local_engine_worker.h"
 
 #include <QFileInfo>
 
@@ -6,17 +6,10 @@
 #include <vector>
 
 #include "base/error.h"
-#ifdef DELTAFIN_HAVE_CUDA_K3
-#include "cuda/cuda_decode_session.h"
-#endif
+#include "deltafin/engine.h"
 #include "device_choice.h"
 #include "tier_shares.h"
-#include "runtime/generate.h"
 #include "runtime/k3_model.h"
-#include "drafts/speculative_drafters.h"
-#include "store/tiered_expert_source.h"
-#include "tokenizer/chat_stream_parser.h"
-#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deltafin::gui {
@@ -56,85 +49,71 @@ std::vector<int32_t> benchPrompt(const Tokenizer& tok, int length) {
 
 }  // namespace
 
-EngineWorker::EngineWorker() = default;
-EngineWorker::~EngineWorker() = default;
+LocalEngineWorker::LocalEngineWorker() = default;
+LocalEngineWorker::~LocalEngineWorker() = default;
 
-void EngineWorker::load(const QString& modelRoot, bool isDemo, const EngineOptions& options) {
-  drafts_.reset();
+void LocalEngineWorker::load(const QString& modelRoot, bool isDemo, const EngineOptions& options) {
   session_.reset();
-  model_.reset();
-  tokenizer_.reset();
+  engine_.reset();
   try {
-    const std::string root = modelRoot.toStdString();
-    tokenizer_ = load_tokenizer(root);
-    K3Model::Options mo;
+    deltafin::EngineOptions eo;
+    eo.model_root = modelRoot.toStdString();
     if (options.ramCache) {
       // Stream installs keep their own capped cache; these options apply to full installs.
       StoreOptions so;
       so.ram_budget = options.ramBudgetBytes;
       so.policy = parse_policy(options.policy.toStdString());
       so.direct_io = options.directIo;
-      mo.store = so;
+      eo.store = so;
     }
-    model_ = K3Model::load(root, std::move(mo));
-    info_ = BackendInfo{};
+    // The device is resolved here, not by the engine, so the reasons are in the app's language.
     const DeviceChoice device = resolveDevice(options.device);
-    info_.name = device.name;
+    eo.device = device.name == QLatin1String("CUDA") ? "cuda" : "cpu";
+    eo.gpu_fallback = true;
+    eo.gpu_context = kGpuContextTokens;
+    eo.draft.choice = options.drafter.toStdString();
+    eo.draft.lenient = true;  // an unknown name (an old settings file) falls back to the engine's own choice
+    eo.draft.chat = true;     // the app sends chat prompts: auto prefers DSpark, the drafter made for them
+    engine_ = Engine::load(std::move(eo));
+    session_ = engine_->open_session();  // before the drafter: the GPU session gets the memory first
+    info_ = BackendInfo{};
+    info_.name = QString::fromStdString(engine_->info().backend);
     info_.fallbackReason = device.reason;
-#ifdef DELTAFIN_HAVE_CUDA_K3
-    if (device.name == QLatin1String("CUDA")) {
-      try {
-        session_ = cuda::make_decode_session(*model_, kGpuContextTokens);
-      } catch (const std::exception& e) {
-        // Too little GPU memory, a driver problem: the CPU computes, and the status bar says why.
-        info_.name = QStringLiteral("CPU");
-        info_.fallbackReason = tr("the GPU session did not start: %1").arg(QString::fromUtf8(e.what()));
-      }
-    }
-#endif
-    if (!session_) session_ = std::make_unique<K3Session>(*model_);
+    if (!engine_->info().gpu_error.empty())
+      // Too little GPU memory, a driver problem: the CPU computes, and the status bar says why.
+      info_.fallbackReason = tr("the GPU session did not start: %1").arg(QString::fromStdString(engine_->info().gpu_error));
     info_.modelRoot = modelRoot;
     info_.modelName = QFileInfo(modelRoot).fileName();
     info_.isDemo = isDemo;
-    info_.expertSource = QString::fromStdString(model_->experts().describe());
-    loadDrafter(options.drafter);
+    info_.expertSource = QString::fromStdString(engine_->model().experts().describe());
+    describeDrafter(options.drafter);
     emit loaded(info_);
     emitCounters();
   } catch (const Error& e) {
-    drafts_.reset();
     session_.reset();
-    model_.reset();
-    tokenizer_.reset();
+    engine_.reset();
     emit loadFailed(QString::fromStdString(e.what_failed()), QString::fromStdString(e.what_to_do()));
   } catch (const std::exception& e) {
-    drafts_.reset();
     session_.reset();
-    model_.reset();
-    tokenizer_.reset();
+    engine_.reset();
     emit loadFailed(QString::fromStdString(e.what()), tr("check the model folder in Settings"));
   }
 }
 
-void EngineWorker::loadDrafter(const QString& drafter) {
-  drafts_.reset();
-  DraftSetupOptions dso;
-  // An unknown name (an old settings file) falls back to the engine's own choice.
-  try {
-    dso.choice = parse_draft_choice(drafter.toStdString());
-  } catch (const Error&) {
-    dso.choice = DraftChoice::Auto;
-  }
-  dso.chat = true;  // the app sends chat prompts: auto prefers DSpark, the drafter made for them
-  drafts_ = DraftSetup::create(*model_, dso);
-  info_.drafter = drafts_->proposer() ? QString::fromStdString(drafts_->proposer()->name()) : QString();
-  info_.drafterNote = QString::fromStdString(drafts_->note());
-  if (dso.choice == DraftChoice::Off) info_.drafterNote = tr("off in Settings");
+void LocalEngineWorker::describeDrafter(const QString& drafter) {
+  engine_->drafts();  // loads it (after the session: the GPU session gets the memory first)
+  info_.drafter = QString::fromStdString(engine_->info().drafter);
+  info_.drafterNote = QString::fromStdString(engine_->info().drafter_note);
+  if (drafter == QLatin1String("off")) info_.drafterNote = tr("off in Settings");
 }
 
-void EngineWorker::setDrafter(const QString& drafter) {
-  if (!model_) return;
+void LocalEngineWorker::setDrafter(const QString& drafter) {
+  if (!engine_) return;
   try {
-    loadDrafter(drafter);
+    DraftOptions d = engine_->options().draft;
+    d.choice = drafter.toStdString();
+    engine_->set_drafter(d);
+    describeDrafter(drafter);
     emit loaded(info_);
   } catch (const Error& e) {
     emit loadFailed(QString::fromStdString(e.what_failed()), QString::fromStdString(e.what_to_do()));
@@ -143,8 +122,8 @@ void EngineWorker::setDrafter(const QString& drafter) {
   }
 }
 
-void EngineWorker::generate(const GenerationRequest& request) {
-  if (!model_) {
+void LocalEngineWorker::generate(const GenerationRequest& request) {
+  if (!engine_) {
     emit failed(request.id, tr("no model is loaded"), tr("run the setup wizard or choose a model folder in Settings"));
     return;
   }
@@ -156,29 +135,21 @@ void EngineWorker::generate(const GenerationRequest& request) {
     chat.thinking = request.thinking;
     if (const auto effort = parse_reasoning_effort(request.effort.toStdString()); effort && request.thinking)
       chat.effort = *effort;
-    const std::vector<int32_t> prompt = render_chat(*tokenizer_, messages, chat);
+    const std::vector<int32_t> prompt = engine_->chat_prompt(messages, chat);
 
     GenerateOptions opts;
     opts.max_new = request.maxNewTokens;
     opts.sampling.temperature = static_cast<float>(request.temperature);
     opts.sampling.top_p = static_cast<float>(request.topP);
     opts.sampling.seed = request.seed;
-    opts.stop_ids.push_back(tokenizer_->require_special_id("<|end_of_msg|>"));
-    if (auto eos = tokenizer_->special_id("[EOS]")) opts.stop_ids.push_back(*eos);
+    opts.stop_ids = engine_->chat_stop_ids();
 
-    ChatStreamParser parser(*tokenizer_, request.thinking);
     QString pendingReasoning, pendingAnswer;
     auto lastEmit = Clock::now();
     const auto started = Clock::now();
     auto lastSnapshot = started - kSnapshotInterval;  // the first token reports at once
     bool sawFirst = false;
     double firstTokenSeconds = 0;
-    auto take = [&](const std::vector<ChatEvent>& events) {
-      for (const ChatEvent& ev : events) {
-        if (ev.kind == ChatEvent::Kind::Answer) pendingAnswer += QString::fromStdString(ev.text);
-        else if (ev.kind == ChatEvent::Kind::Reasoning) pendingReasoning += QString::fromStdString(ev.text);
-      }
-    };
     auto flush = [&] {
       if (pendingReasoning.isEmpty() && pendingAnswer.isEmpty()) return;
       emit chunk(request.id, pendingReasoning, pendingAnswer);
@@ -186,17 +157,20 @@ void EngineWorker::generate(const GenerationRequest& request) {
       pendingAnswer.clear();
       lastEmit = Clock::now();
     };
-
-    // A fresh proposer per reply: it follows this session's tokens from the start.
-    const std::unique_ptr<DraftProposer> proposer = drafts_ ? drafts_->make_proposer() : nullptr;
-    opts.drafter = proposer.get();
-    session_->reset();
-    const GenerateResult result = deltafin::generate(*session_, prompt, opts, [&](int32_t id) {
+    StreamOptions stream;
+    stream.chat = true;
+    stream.thinking = request.thinking;
+    stream.on_events = [&](const std::vector<ChatEvent>& events) {
+      for (const ChatEvent& ev : events) {
+        if (ev.kind == ChatEvent::Kind::Answer) pendingAnswer += QString::fromStdString(ev.text);
+        else if (ev.kind == ChatEvent::Kind::Reasoning) pendingReasoning += QString::fromStdString(ev.text);
+      }
+    };
+    stream.on_token = [&](int32_t) {
       if (!sawFirst) {
         sawFirst = true;
         firstTokenSeconds = std::chrono::duration<double>(Clock::now() - started).count();
       }
-      take(parser.push(id));
       if (Clock::now() - lastEmit >= kChunkInterval) flush();
       // Between tokens nothing is in flight: the tier map sees the tiers as this token left them.
       if (liveSnapshots_.load() && Clock::now() - lastSnapshot >= kSnapshotInterval) {
@@ -204,9 +178,14 @@ void EngineWorker::generate(const GenerationRequest& request) {
         emitCounters();
         lastSnapshot = Clock::now();
       }
-      return !stop_.load() && !parser.done();
-    });
-    if (!parser.done()) take(parser.finish());
+      return !stop_.load();
+    };
+
+    // A fresh proposer per reply: it follows this session's tokens from the start.
+    const std::unique_ptr<DraftProposer> proposer = engine_->new_proposer();
+    opts.drafter = proposer.get();
+    session_->reset();
+    const GenerateResult result = engine_->generate(*session_, prompt, opts, stream);
     flush();
 
     GenerationStats stats;
@@ -231,13 +210,13 @@ void EngineWorker::generate(const GenerationRequest& request) {
   }
 }
 
-void EngineWorker::runBench(const BenchArm& arm) {
-  if (!model_) {
+void LocalEngineWorker::runBench(const BenchArm& arm) {
+  if (!engine_) {
     emit benchFailed(arm.name, tr("no model is loaded"), tr("run the setup wizard or choose a model folder in Settings"));
     return;
   }
   try {
-    const std::vector<int32_t> prompt = benchPrompt(*tokenizer_, arm.promptTokens);
+    const std::vector<int32_t> prompt = benchPrompt(engine_->tokenizer(), arm.promptTokens);
     struct Run {
       double prefill, decode, ttft;
       ExpertCounters delta;
@@ -247,12 +226,12 @@ void EngineWorker::runBench(const BenchArm& arm) {
     const int repeats = std::max(1, arm.repeats);
     for (int i = 0; i < repeats && !stop_.load(); ++i) {
       emit benchProgress(arm.name, i + 1, repeats);
-      const ExpertCounters before = model_->experts().counters();
+      const ExpertCounters before = engine_->model().experts().counters();
       session_->reset();
       GenerateOptions opts;
       opts.max_new = std::max(1, arm.newTokens);
       const GenerateResult r = deltafin::generate(*session_, prompt, opts, [&](int32_t) { return !stop_.load(); });
-      const ExpertCounters after = model_->experts().counters();
+      const ExpertCounters after = engine_->model().experts().counters();
       Run run{};
       run.prefill = r.stats.prefill_seconds > 0 ? r.stats.prompt_tokens / r.stats.prefill_seconds : 0;
       run.decode = r.stats.decode_tokens_per_second();
@@ -294,24 +273,24 @@ void EngineWorker::runBench(const BenchArm& arm) {
   }
 }
 
-void EngineWorker::inspectCache() {
-  if (!model_) {
+void LocalEngineWorker::inspectCache() {
+  if (!engine_) {
     emit cacheActionFailed(tr("no model is loaded"), tr("run the setup wizard or choose a model folder in Settings"));
     return;
   }
   emitSnapshot();
 }
 
-void EngineWorker::emitSnapshot() {
+void LocalEngineWorker::emitSnapshot() {
   const auto vram = session_ ? session_->vram_tier() : std::nullopt;
-  emit cacheSnapshot(snapshotCache(model_->experts(), model_->config().layers, model_->config().experts,
+  emit cacheSnapshot(snapshotCache(engine_->model().experts(), engine_->model().config().layers, engine_->model().config().experts,
                                    vram && vram->all_resident));
 }
 
-void EngineWorker::warmCacheLayer(int layer) {
-  if (!model_) return;
+void LocalEngineWorker::warmCacheLayer(int layer) {
+  if (!engine_) return;
   try {
-    warmLayer(model_->experts(), layer, model_->config().experts);
+    warmLayer(engine_->model().experts(), layer, engine_->model().config().experts);
     emit cacheActionDone(tr("Layer %1 is cached").arg(layer));
   } catch (const Error& e) {
     emit cacheActionFailed(QString::fromStdString(e.what_failed()), QString::fromStdString(e.what_to_do()));
@@ -322,10 +301,10 @@ void EngineWorker::warmCacheLayer(int layer) {
   inspectCache();
 }
 
-void EngineWorker::evictCache(quint64 targetBytes) {
-  if (!model_) return;
+void LocalEngineWorker::evictCache(quint64 targetBytes) {
+  if (!engine_) return;
   try {
-    const quint64 freed = evictTo(model_->experts(), targetBytes);
+    const quint64 freed = evictTo(engine_->model().experts(), targetBytes);
     emit cacheActionDone(tr("Freed %1 bytes").arg(freed));
   } catch (const Error& e) {
     emit cacheActionFailed(QString::fromStdString(e.what_failed()), QString::fromStdString(e.what_to_do()));
@@ -333,8 +312,8 @@ void EngineWorker::evictCache(quint64 targetBytes) {
   inspectCache();
 }
 
-void EngineWorker::emitCounters() {
-  if (model_) emit countersChanged(toCounters(model_->experts().counters(), session_.get()));
+void LocalEngineWorker::emitCounters() {
+  if (engine_) emit countersChanged(toCounters(engine_->model().experts().counters(), session_.get()));
 }
 
 }  // namespace deltafin::gui

@@ -1,6 +1,6 @@
 #pragma once
-// The engine side of the app: lives on its own QThread, owns the model, session and tokenizer,
-// and reports through queued signals. Generated text leaves in chunks at most every
+// The engine side of the app: lives on LocalEngine's QThread, owns the engine (deltafin::Engine:
+// model, tokenizer, device, drafter) and its session, and reports through queued signals. Generated text leaves in chunks at most every
 // kChunkInterval, so a fast decoder cannot flood the GUI thread's event queue.
 #include <QObject>
 
@@ -13,15 +13,13 @@
 #include "chat_types.h"
 
 namespace deltafin {
-class DraftSetup;
-class K3Model;
 class DecodeSession;
-class Tokenizer;
+class Engine;
 }  // namespace deltafin
 
 namespace deltafin::gui {
 
-class EngineWorker : public QObject {
+class LocalEngineWorker : public QObject {
   Q_OBJECT
  public:
   static constexpr std::chrono::milliseconds kChunkInterval{33};
@@ -31,8 +29,8 @@ class EngineWorker : public QObject {
   // How often a reply reports where the experts are while it runs (when someone looks).
   static constexpr std::chrono::milliseconds kSnapshotInterval{500};
 
-  EngineWorker();
-  ~EngineWorker() override;
+  LocalEngineWorker();
+  ~LocalEngineWorker() override;
 
   // Thread-safe: called from the GUI thread. A stop requested before the queued request
   // is picked up still applies to it, so clearStop() comes from the sender, not the worker.
@@ -68,12 +66,10 @@ class EngineWorker : public QObject {
  private:
   void emitCounters();
   void emitSnapshot();
-  void loadDrafter(const QString& drafter);
+  void describeDrafter(const QString& drafter);
 
-  std::unique_ptr<K3Model> model_;
+  std::unique_ptr<Engine> engine_;
   std::unique_ptr<DecodeSession> session_;  // on the GPU when Settings allow it and one is usable
-  std::unique_ptr<Tokenizer> tokenizer_;
-  std::unique_ptr<DraftSetup> drafts_;
   BackendInfo info_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> liveSnapshots_{false};

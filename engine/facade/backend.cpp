@@ -1,36 +1,43 @@
-#include "cuda_device.h"
+#include "deltafin/backend.h"
 
 #include <algorithm>
 #include <span>
-#include <sstream>
 
 #include "base/error.h"
 #include "runtime/k3_model.h"
+// The CUDA backend's library defines DELTAFIN_HAVE_CUDA_K3 for what links it: only this file asks.
 #ifdef DELTAFIN_HAVE_CUDA_K3
 #include "cuda/cuda_decode_session.h"
+#include "cuda/cuda_kernels.h"
 #include "cuda/gpu_rates.h"
-#include "cuda/k3_cuda_bench.h"
 #include "cuda/k3_cuda_model.h"
 #endif
 
-namespace deltafin::cli {
-
-void add_device_option(CLI::App* cmd, std::string& device) {
-  cmd->add_option("--device", device, "Run the forward on the cpu or on a CUDA GPU")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
-}
-
-bool wants_cuda(const std::string& device) {
-  if (device != "cuda") return false;
-#ifdef DELTAFIN_HAVE_CUDA_K3
-  return true;
-#else
-  throw Error("this deltafin was built without the CUDA backend", "rebuild with -DDELTAFIN_CUDA=ON or use --device cpu");
-#endif
-}
+namespace deltafin {
 
 #ifdef DELTAFIN_HAVE_CUDA_K3
+bool cuda_backend_built() { return true; }
+
+CudaProbe probe_cuda() {
+  CudaProbe p;
+  try {
+    std::string reason;
+    if (!cuda::device_available(&reason)) {
+      p.status = CudaProbe::Status::NoDevice;
+      p.reason = reason;
+      return p;
+    }
+    p.status = CudaProbe::Status::Usable;
+    p.gpu_name = cuda::device_info().name;
+  } catch (const std::exception& e) {
+    p.status = CudaProbe::Status::NoDevice;
+    p.reason = e.what();
+  }
+  return p;
+}
+
+bool wants_cuda(const std::string& device) { return device == "cuda"; }
+
 std::unique_ptr<DecodeSession> make_cuda_session(const K3Model& model, int64_t max_context) {
   return cuda::make_decode_session(model, max_context);
 }
@@ -51,13 +58,6 @@ std::vector<float> cuda_all_logits(const K3Model& model, const std::vector<int32
   return all;
 }
 
-std::string cuda_bench_verify(const std::string& root, const std::vector<int>& rows, int context, int reps,
-                              const std::string& experts) {
-  std::ostringstream out;
-  cuda::bench_verify(root, rows, context, reps, experts == "streamed" ? "disk" : "resident", out);
-  return out.str();
-}
-
 std::vector<GpuFree> cuda_gpus() {
   std::vector<GpuFree> out;
   for (const auto& g : cuda::gpu_memory()) out.push_back(GpuFree{g.name, g.free_bytes, g.total_bytes});
@@ -70,17 +70,27 @@ bool probe_cuda_rates(double& h2d_gbps, double& hbm_gbps) {
   return true;
 }
 #else
-std::vector<GpuFree> cuda_gpus() { return {}; }
-bool probe_cuda_rates(double&, double&) { return false; }
+bool cuda_backend_built() { return false; }
+
+CudaProbe probe_cuda() { return CudaProbe{}; }
+
+bool wants_cuda(const std::string& device) {
+  if (device != "cuda") return false;
+  throw Error("this deltafin was built without the CUDA backend", "rebuild with -DDELTAFIN_CUDA=ON or use --device cpu");
+}
+
 std::unique_ptr<DecodeSession> make_cuda_session(const K3Model&, int64_t) {
   wants_cuda("cuda");
   return {};
 }
-std::vector<float> cuda_all_logits(const K3Model&, const std::vector<int32_t>&) { wants_cuda("cuda"); return {}; }
-std::string cuda_bench_verify(const std::string&, const std::vector<int>&, int, int, const std::string&) {
+
+std::vector<float> cuda_all_logits(const K3Model&, const std::vector<int32_t>&) {
   wants_cuda("cuda");
   return {};
 }
+
+std::vector<GpuFree> cuda_gpus() { return {}; }
+bool probe_cuda_rates(double&, double&) { return false; }
 #endif
 
-}  // namespace deltafin::cli
+}  // namespace deltafin
