@@ -14,6 +14,7 @@
 #include "cuda_device.h"
 #include "placement/cpu_spine.h"
 #include "placement/plan_report.h"
+#include "placement/split_layout.h"
 #include "plan_flags.h"
 #include "runtime/generate.h"
 #include "runtime/k3_model.h"
@@ -91,11 +92,8 @@ void print_stats(const K3Model& m, const GenerateResult& r, const DecodeSession&
 std::optional<placement::Plan> plan_for_run(const PlanFlags& flags, const std::string& root, bool gpu, bool stats,
                                             K3Model::Options& mo, bool experts_given) {
   const bool budgets = flags.ram_budget_gb > 0 || !flags.vram_budget.empty();
-  if (gpu && budgets)
-    throw Error("the CUDA forward does not follow a placement budget yet: it holds the whole spine in VRAM",
-                "leave --ram-budget and --vram-budget out with --device cuda; deltafin plan shows where a budget would put the layers");
-  // A plan the CUDA forward would not follow predicts nothing about this run: none is printed.
-  if (gpu || (!budgets && !stats)) return std::nullopt;
+  // Without budgets the CUDA forward holds the whole spine in VRAM: no plan describes that run.
+  if ((gpu && !budgets) || (!budgets && !stats)) return std::nullopt;
   PlanFlags f = flags;
   f.use_gpus = gpu;
   std::optional<placement::Plan> plan;
@@ -106,8 +104,8 @@ std::optional<placement::Plan> plan_for_run(const PlanFlags& flags, const std::s
     std::fprintf(stderr, "plan: unavailable (%s)\n", e.what());
     return std::nullopt;
   }
-  if (!gpu && budgets) {
-    mo.spine = placement::cpu_spine_placement(*plan);
+  if (budgets) {
+    mo.spine = gpu ? placement::host_spine_placement(*plan) : placement::cpu_spine_placement(*plan);
     // Under a RAM budget the experts go through the engine's RAM tier (direct reads), sized by the plan.
     if (!experts_given) {
       StoreFlags sf;
@@ -230,7 +228,7 @@ void add_run(CLI::App& app) {
     // The session before any output: a missing GPU is reported before the prompt is echoed.
     std::unique_ptr<K3Session> cpu;
     std::unique_ptr<DecodeSession> cuda_session;
-    if (gpu) cuda_session = make_cuda_session(*model, int64_t(prompt.size()) + o->max_new + 1);
+    if (gpu) cuda_session = make_cuda_session(*model, int64_t(prompt.size()) + o->max_new + 1, plan ? &*plan : nullptr);
     else cpu = std::make_unique<K3Session>(*model);
     DecodeSession& s = gpu ? *cuda_session : static_cast<DecodeSession&>(*cpu);
     if (!o->chat) std::fputs(o->prompt.c_str(), stdout);

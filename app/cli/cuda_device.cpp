@@ -11,6 +11,7 @@
 #include "cuda/gpu_rates.h"
 #include "cuda/k3_cuda_bench.h"
 #include "cuda/k3_cuda_model.h"
+#include "placement/split_layout.h"
 #endif
 
 namespace deltafin::cli {
@@ -31,7 +32,8 @@ bool wants_cuda(const std::string& device) {
 }
 
 #ifdef DELTAFIN_HAVE_CUDA_K3
-std::unique_ptr<DecodeSession> make_cuda_session(const K3Model& model, int64_t max_context) {
+std::unique_ptr<DecodeSession> make_cuda_session(const K3Model& model, int64_t max_context, const placement::Plan* plan) {
+  if (plan) return cuda::make_split_session(model, max_context, placement::split_layout(*plan));
   return cuda::make_decode_session(model, max_context);
 }
 
@@ -72,7 +74,7 @@ bool probe_cuda_rates(double& h2d_gbps, double& hbm_gbps) {
 #else
 std::vector<GpuFree> cuda_gpus() { return {}; }
 bool probe_cuda_rates(double&, double&) { return false; }
-std::unique_ptr<DecodeSession> make_cuda_session(const K3Model&, int64_t) {
+std::unique_ptr<DecodeSession> make_cuda_session(const K3Model&, int64_t, const placement::Plan*) {
   wants_cuda("cuda");
   return {};
 }

@@ -11,6 +11,9 @@
 namespace deltafin {
 class K3Model;
 class DecodeSession;
+namespace placement {
+struct Plan;
+}
 }
 
 namespace deltafin::cli {
