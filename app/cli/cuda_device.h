@@ -22,8 +22,11 @@ void add_device_option(CLI::App* cmd, std::string& device);
 bool wants_cuda(const std::string& device);  // throws Error when cuda is asked for but not built
 // A session on the GPU for generate() (greedy, sampled or speculative), owning the device copy of
 // the model: every expert resident in VRAM when it fits, else a VRAM tier over the model's own
-// RAM and disk tiers. max_context: the most tokens the session will hold.
-std::unique_ptr<DecodeSession> make_cuda_session(const K3Model& model, int64_t max_context);
+// RAM and disk tiers. max_context: the most tokens the session will hold. With a plan: its placement
+// for GPU 0 (layers split between the GPU and the CPU, placement/split_session.h); the model must
+// have been loaded with placement::host_spine_placement(plan).
+std::unique_ptr<DecodeSession> make_cuda_session(const K3Model& model, int64_t max_context,
+                                                 const placement::Plan* plan = nullptr);
 std::vector<float> cuda_all_logits(const K3Model& model, const std::vector<int32_t>& ids);
 // The GPU verify-pass table (experts: resident or streamed = read from disk every pass), as Markdown.
 std::string cuda_bench_verify(const std::string& root, const std::vector<int>& rows, int context, int reps,
