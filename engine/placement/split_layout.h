@@ -45,9 +45,10 @@ struct SplitLayout {
 SplitLayout all_on_gpu(int layers);
 // The plan's placement for GPU 0; Error for plans over several GPUs (not executed yet).
 SplitLayout split_layout(const Plan& p);
-// What the host model holds for a split plan: units the CPU computes or the GPU streams from RAM
-// are owned (copied at load) when anything streams from disk and mapped otherwise; disk units
-// stream; VRAM units stay mapped (read once, to copy them to the GPU at load).
+// What the host model holds for a split plan: RAM units the CPU computes in some pass are owned
+// (copied at load) when anything streams from disk, so the streamed bytes cannot push them out,
+// and mapped otherwise; disk units stream; VRAM units and RAM units only the GPU computes stay
+// mapped (read once at load, into the GPU or into the pinned copy it streams from).
 SpinePlacement host_spine_placement(const Plan& p);
 
 // A pass's layers grouped into runs on one device, in order.

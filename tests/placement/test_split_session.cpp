@@ -240,7 +240,7 @@ class TestSplitSession : public QObject {
     QVERIFY(h.layers[0] == SpineHome::Mapped);
     QVERIFY(h.layers[1] == SpineHome::Owned);  // something streams: RAM units are held apart from the page cache
     QVERIFY(h.layers[2] == SpineHome::Streamed);
-    QVERIFY(h.lm_head == SpineHome::Owned);
+    QVERIFY(h.lm_head == SpineHome::Mapped);  // only the GPU computes it: its pinned copy is its home
     const SplitLayout s = split_layout(p);
     QVERIFY(s.layers[0].gpu == GpuCopy::Vram);
     QVERIFY(s.layers[1].gpu == GpuCopy::Streamed && !s.layers[1].decode_gpu && s.layers[1].prefill_gpu);
