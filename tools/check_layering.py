@@ -31,7 +31,7 @@ ALLOWED = {
     "engine/bench": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
                      "engine/runtime", "engine/drafts", "kernels/cpu"},
     "engine/cuda": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
-                    "engine/runtime", "engine/drafts", "engine/bench", "kernels/cpu", "kernels/cuda"},
+                    "engine/runtime", "engine/drafts", "engine/bench", "engine/placement", "kernels/cpu", "kernels/cuda"},
     "engine/placement": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
                          "engine/runtime", "engine/drafts", "engine/bench", "kernels/cpu"},
     "engine/serve": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
