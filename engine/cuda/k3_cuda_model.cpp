@@ -281,6 +281,7 @@ CudaK3Model::CudaK3Model(const K3Model& host, Options opts) : host_(host), opts_
   const K3Config& c = host.config();
   layout_ = opts_.layout ? *opts_.layout : placement::all_on_gpu(c.layers);
   layout_.check(c.layers);
+  split_ = opts_.layout && (layout_.any_cpu() || layout_.streamed_units() > 0);
   for (int u = 0; u < layout_.units(); ++u)
     if (layout_.unit(u).from_disk && layout_.unit(u).gpu == placement::GpuCopy::Streamed && !host.spine())
       throw Error("the GPU placement streams a unit from disk but the host model does not stream its spine",
@@ -319,7 +320,7 @@ CudaK3Model::CudaK3Model(const K3Model& host, Options opts) : host_(host), opts_
     const ExpertLayout layout = ExpertMlp::preferred_layout(c.latent, c.moe_intermediate);
     // A plan's tier, never below what one pass of one layer needs.
     const int least = std::min(opts_.max_rows * c.top_k, c.experts);
-    const int planned = split() && opts_.expert_slots == 0
+    const int planned = opts_.layout && opts_.expert_slots == 0
                             ? int(std::clamp<uint64_t>(layout_.vram_expert_slots, uint64_t(least), uint64_t(all)))
                             : 0;
     const int slots = planned > 0                                 ? planned

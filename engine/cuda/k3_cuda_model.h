@@ -34,7 +34,7 @@ class CudaK3Model {
     // copied in at load, its streamed units are copied per pass into two stream buffers, the
     // others are left to the CPU; the embedding stays on the host. Sessions then run passes in
     // parts (placement::SplitSession). expert_slots 0 means the layout's VRAM expert tier. Unset:
-    // the whole spine in VRAM.
+    // the whole spine in VRAM (as a layout with every unit in VRAM).
     std::optional<placement::SplitLayout> layout;
   };
   CudaK3Model(const K3Model& host, Options opts);
@@ -54,7 +54,9 @@ class CudaK3Model {
   const MxExpert* resident_experts(int layer) const;
   // The plan's layout (options().layout) or every unit in VRAM.
   const placement::SplitLayout& layout() const { return layout_; }
-  bool split() const { return opts_.layout.has_value(); }
+  // Whether passes must run in parts: the layout leaves some unit to the CPU or streams it (a
+  // layout with every unit in VRAM runs whole passes, CUDA graphs included, with the plan's tier).
+  bool split() const { return split_; }
   uint64_t stream_buffer_bytes() const;  // the two device stream buffers together
   uint64_t pinned_spine_bytes() const;   // pinned host copies of the streamed units held in RAM
 
@@ -62,6 +64,7 @@ class CudaK3Model {
   const K3Model& host_;
   Options opts_;
   placement::SplitLayout layout_;
+  bool split_ = false;
   std::unique_ptr<CudaK3Weights> w_;
   std::unique_ptr<VramExpertCache> cache_;
 };
