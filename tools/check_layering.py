@@ -32,7 +32,7 @@ ALLOWED = {
     "engine/drafts": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
                       "engine/runtime", "kernels/cpu", "kernels/cuda", "kernels/cuda_qwen3"},
     "engine/cuda": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
-                    "engine/runtime", "engine/drafts", "kernels/cpu", "kernels/cuda"},
+                    "engine/runtime", "engine/drafts", "engine/placement", "kernels/cpu", "kernels/cuda"},
     "engine/placement": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
                          "engine/runtime", "engine/drafts", "kernels/cpu"},
     # Measurement code, linked only by the CLI and the tests that measure (never by the facade).

@@ -13,6 +13,7 @@
 #include "deltafin/backend.h"
 #include "deltafin/engine.h"
 #include "placement/plan_report.h"
+#include "placement/split_layout.h"
 #include "plan_flags.h"
 #include "runtime/k3_model.h"
 #include "runtime/speculative_stats.h"

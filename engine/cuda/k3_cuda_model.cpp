@@ -45,8 +45,28 @@ struct DLayer {
 };
 }  // namespace
 
+// A unit the GPU computes but does not hold (placement::GpuCopy::Streamed): where each of its
+// matrices lands in a stream buffer, its pinned host copy when its bytes are in RAM, and its
+// device weights as seen in either buffer.
+struct StreamPiece {
+  size_t field = 0;  // the source Mat's offset inside LayerWeights (kHeadField: lm_head)
+  uint64_t dst = 0, bytes = 0;
+};
+constexpr size_t kHeadField = ~size_t(0);
+struct StreamUnit {
+  bool used = false, from_disk = false;
+  uint64_t bytes = 0, cursor = 0;
+  PinnedBuffer pinned;  // RAM-homed units: the bytes, laid out as in the stream buffer
+  std::vector<StreamPiece> pieces;
+  DLayer layer[2];
+  DevMat head[2];
+};
+
 struct CudaK3Weights {
   DeviceArena arena;
+  std::vector<StreamUnit> stream;  // [layers + 1] (the last: lm_head); used where streamed
+  DeviceBuffer stream_buf[2];
+  uint64_t stream_slot_bytes = 0;
   DevMat embed, lm_head;
   const float *final_norm = nullptr, *output_res = nullptr;
   std::vector<DLayer> layers;
@@ -58,12 +78,20 @@ struct CudaK3Weights {
 
 namespace {
 
-// Walks every spine tensor twice: once to size the arena, once to copy into it.
+// Walks every spine tensor twice: once to size the arena (and the stream units), once to copy into
+// it. A streamed unit's matrices go to its pinned host copy, at the offsets they take in a stream
+// buffer, with device pointers into stream buffer 0; units the GPU never computes are skipped.
 struct Uploader {
   DeviceArena& arena;
   bool copy = false;
+  bool skip = false;                    // the current unit is computed on the CPU only
+  StreamUnit* unit = nullptr;           // the current unit streams
+  const LayerWeights* base = nullptr;   // its host weights (field offsets)
+  uint8_t* slot0 = nullptr;             // stream buffer 0
   DevMat mat(const Mat& m) {
     if (m.dtype != DType::BF16 && m.dtype != DType::F32) throw Error("CUDA K3: a spine matrix is neither BF16 nor F32");
+    if (skip) return DevMat{nullptr, m.dtype == DType::BF16, m.rows, m.cols};
+    if (unit) return streamed({&m});
     const size_t n = m.bytes();
     if (!copy) {
       arena.reserve(n);
@@ -74,7 +102,7 @@ struct Uploader {
     return DevMat{p, m.dtype == DType::BF16, m.rows, m.cols};
   }
   const float* vec(const std::vector<float>& v) {
-    if (v.empty()) return nullptr;
+    if (v.empty() || skip) return nullptr;
     if (!copy) {
       arena.reserve(v.size() * 4);
       return nullptr;
@@ -100,6 +128,8 @@ struct Uploader {
       n += m->bytes();
       rows += m->rows;
     }
+    if (skip) return DevMat{nullptr, f.dtype == DType::BF16, rows, f.cols};
+    if (unit) return streamed(ms);
     if (!copy) {
       arena.reserve(n);
       return {};
@@ -112,17 +142,60 @@ struct Uploader {
     }
     return DevMat{p, f.dtype == DType::BF16, rows, f.cols};
   }
+  // One matrix (or a stack) of a streamed unit: its pieces in the unit's buffer layout; the bytes
+  // into the pinned copy unless they come from disk per pass.
+  DevMat streamed(std::initializer_list<const Mat*> ms) {
+    const Mat& f = **ms.begin();
+    uint64_t n = 0;
+    int64_t rows = 0;
+    for (const Mat* m : ms) n += m->bytes(), rows += m->rows;
+    const uint64_t at = unit->cursor;
+    unit->cursor += DeviceArena::round(n);
+    if (!copy) {
+      unit->bytes = unit->cursor;
+      return DevMat{nullptr, f.dtype == DType::BF16, rows, f.cols};
+    }
+    uint64_t off = at;
+    for (const Mat* m : ms) {
+      const size_t field = base ? size_t(reinterpret_cast<const uint8_t*>(m) - reinterpret_cast<const uint8_t*>(base)) : kHeadField;
+      unit->pieces.push_back(StreamPiece{field, off, m->bytes()});
+      if (!unit->from_disk) std::memcpy(unit->pinned.as() + off, m->data, m->bytes());
+      off += m->bytes();
+    }
+    return DevMat{slot0 + at, f.dtype == DType::BF16, rows, f.cols};
+  }
 };
 
-void walk(Uploader& u, const K3Config& c, const K3Weights& w, CudaK3Weights& d) {
-  d.embed = u.mat(w.embed);
-  d.lm_head = c.tie_word_embeddings ? d.embed : u.mat(w.lm_head);
+// Points the unit's Uploader state at unit u of the layout (VRAM, streamed or skipped).
+void select_unit(Uploader& u, CudaK3Weights& d, const placement::SplitLayout& lay, int unit, const LayerWeights* base) {
+  const placement::SplitUnit& s = lay.unit(unit);
+  u.skip = s.gpu == placement::GpuCopy::None;
+  u.unit = s.gpu == placement::GpuCopy::Streamed ? &d.stream[size_t(unit)] : nullptr;
+  u.base = base;
+  if (u.unit) {
+    u.unit->used = true;
+    u.unit->from_disk = s.from_disk;
+    u.unit->cursor = 0;
+    if (u.copy) u.unit->pieces.clear();
+  }
+}
+
+void walk(Uploader& u, const K3Config& c, const K3Weights& w, CudaK3Weights& d, const placement::SplitLayout& lay, bool split) {
+  d.stream.resize(size_t(c.layers) + 1);
+  // A split forward embeds on the host; the whole-spine forward gathers rows on the GPU.
+  const bool head_vram = lay.lm_head.gpu == placement::GpuCopy::Vram;
+  d.embed = !split || (c.tie_word_embeddings && head_vram) ? u.mat(w.embed) : DevMat{};
+  select_unit(u, d, lay, c.layers, nullptr);
+  d.lm_head = c.tie_word_embeddings && head_vram ? d.embed : u.mat(w.lm_head);
+  u.skip = false;
+  u.unit = nullptr;
   d.final_norm = u.vec(w.final_norm);
   d.output_res = u.vec(w.output_res.w);
   d.layers.assign(c.layers, {});
   for (int l = 0; l < c.layers; ++l) {
     const LayerWeights& L = w.layers[l];
     DLayer& D = d.layers[l];
+    select_unit(u, d, lay, l, &L);
     D.mla = L.mla;
     D.moe = L.moe;
     D.input_norm = u.vec(L.input_norm);
@@ -152,6 +225,20 @@ void walk(Uploader& u, const K3Config& c, const K3Weights& w, CudaK3Weights& d) 
     D.moe_w.has_shared = mw.has_shared;
     if (mw.has_shared) D.moe_w.shared = u.mlp(mw.shared);
   }
+  u.skip = false;
+  u.unit = nullptr;
+}
+
+// The same layer's matrices seen in stream buffer 1 instead of 0.
+void rebase(DevMat& m, const uint8_t* from, uint8_t* to) {
+  if (m.data) m.data = to + (static_cast<const uint8_t*>(m.data) - from);
+}
+DLayer rebased(DLayer L, const uint8_t* from, uint8_t* to) {
+  for (DevMat* m : {&L.kda.qkv, &L.kda.g, &L.kda.o, &L.kda.fa, &L.kda.fb, &L.kda.b, &L.mla_w.q_a, &L.mla_w.q_b, &L.mla_w.kv_a,
+                    &L.mla_w.kv_b, &L.mla_w.o, &L.mla_w.g, &L.dense.gate_up, &L.dense.down, &L.moe_w.router,
+                    &L.moe_w.latent_down, &L.moe_w.latent_up, &L.moe_w.shared.gate_up, &L.moe_w.shared.down})
+    rebase(*m, from, to);
+  return L;
 }
 
 // Expert slots for kAutoSlots: the free device memory after the spine, less what one session
@@ -192,17 +279,52 @@ CudaK3Model::CudaK3Model(const K3Model& host, Options opts) : host_(host), opts_
   if (!device_available(&why)) throw Error(why, "run with --device cpu");
   if (opts_.max_rows < 1 || opts_.max_context < 1) throw Error("CUDA K3: max_rows and max_context must be positive");
   const K3Config& c = host.config();
+  layout_ = opts_.layout ? *opts_.layout : placement::all_on_gpu(c.layers);
+  layout_.check(c.layers);
+  split_ = opts_.layout && (layout_.any_cpu() || layout_.streamed_units() > 0);
+  for (int u = 0; u < layout_.units(); ++u)
+    if (layout_.unit(u).from_disk && layout_.unit(u).gpu == placement::GpuCopy::Streamed && !host.spine())
+      throw Error("the GPU placement streams a unit from disk but the host model does not stream its spine",
+                  "load the host model with placement::host_spine_placement(plan)");
   Uploader plan{w_->arena, false};
-  walk(plan, c, host.weights(), *w_);
+  walk(plan, c, host.weights(), *w_, layout_, split());
   w_->arena.allocate();
+  for (const StreamUnit& u : w_->stream) w_->stream_slot_bytes = std::max(w_->stream_slot_bytes, u.bytes);
+  if (w_->stream_slot_bytes > 0)
+    for (auto& b : w_->stream_buf) b = DeviceBuffer(w_->stream_slot_bytes);
+  for (StreamUnit& u : w_->stream)
+    if (u.used && !u.from_disk) u.pinned = PinnedBuffer(u.bytes);
   Uploader up{w_->arena, true};
-  walk(up, c, host.weights(), *w_);
+  up.slot0 = w_->stream_slot_bytes ? static_cast<uint8_t*>(w_->stream_buf[0].data()) : nullptr;
+  walk(up, c, host.weights(), *w_, layout_, split());
+  if (w_->stream_slot_bytes > 0) {
+    auto* b0 = static_cast<uint8_t*>(w_->stream_buf[0].data());
+    auto* b1 = static_cast<uint8_t*>(w_->stream_buf[1].data());
+    for (int l = 0; l < c.layers; ++l) {
+      StreamUnit& u = w_->stream[size_t(l)];
+      if (!u.used) continue;
+      u.layer[0] = w_->layers[size_t(l)];
+      u.layer[1] = rebased(u.layer[0], b0, b1);
+    }
+    StreamUnit& h = w_->stream[size_t(c.layers)];
+    if (h.used) {
+      h.head[0] = w_->lm_head;
+      h.head[1] = h.head[0];
+      rebase(h.head[1], b0, b1);
+    }
+  }
   if (c.moe_layers() > 0) {
     const int all = c.moe_layers() * c.experts;
     // The experts in VRAM take the layout of the fastest expert kernel for these shapes (on the
     // H200, K3's: fragments, docs/PERFORMANCE.md session 9); each session's ExpertMlp reads that layout.
     const ExpertLayout layout = ExpertMlp::preferred_layout(c.latent, c.moe_intermediate);
-    const int slots = opts_.expert_slots > 0                      ? opts_.expert_slots
+    // A plan's tier, never below what one pass of one layer needs.
+    const int least = std::min(opts_.max_rows * c.top_k, c.experts);
+    const int planned = opts_.layout && opts_.expert_slots == 0
+                            ? int(std::clamp<uint64_t>(layout_.vram_expert_slots, uint64_t(least), uint64_t(all)))
+                            : 0;
+    const int slots = planned > 0                                 ? planned
+                      : opts_.expert_slots > 0                    ? opts_.expert_slots
                       : opts_.expert_slots == Options::kAutoSlots ? auto_expert_slots(c, opts_, all, layout)
                                                                   : all;
     cache_ = std::make_unique<VramExpertCache>(host.experts(), c.latent, c.moe_intermediate, slots, layout);
@@ -221,6 +343,14 @@ CudaK3Model::CudaK3Model(const K3Model& host, Options opts) : host_(host), opts_
       w_->tables_epoch = cache_->epoch();
     }
   }
+}
+
+uint64_t CudaK3Model::stream_buffer_bytes() const { return 2 * w_->stream_slot_bytes; }
+
+uint64_t CudaK3Model::pinned_spine_bytes() const {
+  uint64_t n = 0;
+  for (const StreamUnit& u : w_->stream) n += u.pinned.size();
+  return n;
 }
 
 const MxExpert* CudaK3Model::resident_experts(int layer) const {
@@ -330,6 +460,15 @@ struct CudaK3Session::Impl {
   bool replayed = false;  // the last pass was a graph launch
   std::vector<std::unique_ptr<PassGraph>> graphs;
   uint64_t graphs_epoch = 0;  // the expert tables the graphs were captured with
+  // Passes in parts (a split forward).
+  std::vector<const DLayer*> lw;  // the weights each layer computes with this pass (VRAM, or a stream buffer)
+  std::vector<char> ran;          // the layers this session ran in the staged pass
+  PassOptions pass;
+  bool pass_routed = false;
+  OwnedStream copy_stream;        // host-to-device copies of streamed units
+  OwnedEvent copied[2], consumed[2];  // per stream buffer: its copy landed; its unit's compute ended
+  std::vector<placement::StreamStep> schedule;
+  size_t next_step = 0;
 };
 
 CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model), d_(std::make_unique<Impl>()) {
@@ -427,6 +566,9 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model), d_(std::make
     // 2-3 us faster on the full grid (docs/PERFORMANCE.md, session 22).
     if (branches_enabled()) d_->mlp->set_few_wave_grid(false);
   }
+  d_->lw.resize(size_t(c.layers));
+  for (int l = 0; l < c.layers; ++l) d_->lw[size_t(l)] = &W.layers[size_t(l)];
+  d_->ran.assign(size_t(c.layers), 1);
   reset();
 }
 
@@ -530,19 +672,12 @@ void CudaK3Session::load_state(K3State state) {
 }
 
 void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts) {
-  if (staged_T_ > 0) throw Error("a pass is already staged", "commit or roll back before staging another");
+  if (m_.split())
+    throw Error("this GPU model holds part of the spine: its passes run in parts", "use placement::SplitSession");
+  check_pass(ids);
   const K3Config& c = m_.config();
   const int T = static_cast<int>(ids.size());
-  if (T == 0) throw Error("stage() called with no tokens");
-  if (T > m_.options().max_rows)
-    throw Error("a CUDA pass of " + std::to_string(T) + " rows exceeds max_rows " + std::to_string(m_.options().max_rows),
-                "stage fewer rows per pass (prefill() splits long prompts)");
-  if (n_past_ + T > m_.options().max_context)
-    throw Error("the CUDA session's context is full (" + std::to_string(m_.options().max_context) + " tokens)",
-                "start a new session or allocate a larger max_context");
-  for (int32_t id : ids)
-    if (id < 0 || id >= c.vocab)
-      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(c.vocab - 1) + ")");
+  std::fill(d_->ran.begin(), d_->ran.end(), 1);
   cudaStream_t s = d_->stream.get();
   staged_T_ = T;
   staged_partial_ = opts.partial_commit;
@@ -650,62 +785,17 @@ void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bo
   const K3Config& c = m_.config();
   const auto& W = m_.weights();
   const int H = c.hidden;
-  const size_t TH = size_t(T) * H;
   cudaStream_t s = d_->stream.get();
   const Stream so = d_->stream.opaque();
-  auto copy = [&](float* dst, const float* src, size_t n) { k3::copy(src, dst, int64_t(n), so); };
-  k3::ResEntries e;
-  int nb = 0;
-  auto entries = [&](const float* last) {
-    e.n = 0;
-    for (int i = 0; i < nb; ++i) e.p[e.n++] = d_->blocks[i];
-    e.p[e.n++] = last;
-  };
   check_cuda(cudaMemcpyAsync(d_->ids, d_->host_ids.as<int32_t>(), size_t(T) * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
   check_cuda(cudaMemcpyAsync(d_->n_past, d_->host_n_past.as<int64_t>(), sizeof(int64_t), cudaMemcpyHostToDevice, s),
              "cudaMemcpyAsync");
   k3::gather_rows(W.embed, d_->ids, T, d_->h, so);
   const bool timing = d_->timed_pass;
-  int moe_index = 0;
+  int moe_index = 0, nb = 0;
   for (int l = 0; l < c.layers; ++l) {
-    const DLayer& L = W.layers[l];
     if (timing) d_->layer_ev[l]->record_in_graph(s);
-    // h is the layer's input and stays so until the layer's end writes it: it is the prefix
-    // (the partial block's sum) until the attention is added, and the mix goes to `mixed`.
-    bool have_prefix = true;
-    const float* attn_in = d_->h;
-    if (nb > 0) {
-      entries(d_->h);
-      k3::attn_res_mix(e, L.attn_res, T, H, c.rms_eps, d_->res_scores, d_->mixed, so);
-      attn_in = d_->mixed;
-    }
-    if (l % c.attn_res_block == 0) {
-      if (nb + 1 >= k3::kMaxResEntries) throw Error("CUDA K3: more AttnRes blocks than the kernel takes");
-      copy(d_->blocks[nb++], d_->h, TH);
-      have_prefix = false;
-    }
-    rmsnorm(attn_in, H, L.input_norm, WeightType::F32, H, T, c.rms_eps, d_->x, H, so);
-    if (L.mla) attention_mla(l, T);
-    else attention_kda(l, T, opts.partial_commit);
-    if (have_prefix) k3::add(d_->h, d_->a, d_->prefix, int64_t(TH), so);
-    else copy(d_->prefix, d_->a, TH);
-    entries(d_->prefix);
-    k3::attn_res_mix(e, L.mlp_res, T, H, c.rms_eps, d_->res_scores, d_->mixed, so);
-    rmsnorm(d_->mixed, H, L.post_norm, WeightType::F32, H, T, c.rms_eps, d_->x, H, so);
-    const float* shared_out = nullptr;  // the MoE's shared expert, added with its routed sum below
-    if (L.moe) {
-      moe(l, moe_index, T, tr && tr->routing ? tr : nullptr, routed);
-      if (L.moe_w.has_shared) shared_out = d_->sh;
-      ++moe_index;
-    } else {
-      dense(l, false, T, d_->x, d_->m, so);
-    }
-    k3::add_sum(d_->prefix, d_->m, shared_out, d_->h, int64_t(TH), so);  // prefix + (routed + shared)
-    if (tr && tr->layer_out) {
-      tr->layers.emplace_back(TH);
-      check_cuda(cudaMemcpyAsync(tr->layers.back().data(), d_->h, TH * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
-      d_->stream.sync();
-    }
+    run_layer(l, T, nb, moe_index, opts, tr, routed);
   }
   if (timing) d_->layer_ev[c.layers]->record_in_graph(s);
   if (routed && tr && tr->routing && moe_index > 0) {  // every MoE layer's routing, read after the pass
@@ -713,7 +803,9 @@ void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bo
     check_cuda(cudaMemcpyAsync(d_->trace_rid.as<int32_t>(), d_->rid, n * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
     check_cuda(cudaMemcpyAsync(d_->trace_rw.as<float>(), d_->rw, n * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
   }
-  entries(d_->h);
+  k3::ResEntries e;
+  for (int i = 0; i < nb; ++i) e.p[e.n++] = d_->blocks[i];
+  e.p[e.n++] = d_->h;
   k3::attn_res_mix(e, W.output_res, T, H, c.rms_eps, d_->res_scores, d_->mixed, so);
   const int first = opts.all_logits ? 0 : T - 1;
   const int rows = T - first;
@@ -721,9 +813,242 @@ void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bo
   k3::gemm(W.lm_head, d_->x, H, rows, d_->logits, c.vocab, so);
 }
 
+// One layer of a pass over d_->h with nb AttnRes blocks begun; moe_index counts the MoE layers
+// before it (its routing slot).
+void CudaK3Session::run_layer(int l, int T, int& nb, int& moe_index, const PassOptions& opts, ForwardTrace* tr, bool routed) {
+  const K3Config& c = m_.config();
+  const DLayer& L = *d_->lw[size_t(l)];
+  const int H = c.hidden;
+  const size_t TH = size_t(T) * H;
+  cudaStream_t s = d_->stream.get();
+  const Stream so = d_->stream.opaque();
+  auto copy = [&](float* dst, const float* src, size_t n) { k3::copy(src, dst, int64_t(n), so); };
+  k3::ResEntries e;
+  auto entries = [&](const float* last) {
+    e.n = 0;
+    for (int i = 0; i < nb; ++i) e.p[e.n++] = d_->blocks[i];
+    e.p[e.n++] = last;
+  };
+  // h is the layer's input and stays so until the layer's end writes it: it is the prefix
+  // (the partial block's sum) until the attention is added, and the mix goes to `mixed`.
+  bool have_prefix = true;
+  const float* attn_in = d_->h;
+  if (nb > 0) {
+    entries(d_->h);
+    k3::attn_res_mix(e, L.attn_res, T, H, c.rms_eps, d_->res_scores, d_->mixed, so);
+    attn_in = d_->mixed;
+  }
+  if (l % c.attn_res_block == 0) {
+    if (nb + 1 >= k3::kMaxResEntries || nb >= int(d_->blocks.size())) throw Error("CUDA K3: more AttnRes blocks than the kernel takes");
+    copy(d_->blocks[nb++], d_->h, TH);
+    have_prefix = false;
+  }
+  rmsnorm(attn_in, H, L.input_norm, WeightType::F32, H, T, c.rms_eps, d_->x, H, so);
+  if (L.mla) attention_mla(l, T);
+  else attention_kda(l, T, opts.partial_commit);
+  if (have_prefix) k3::add(d_->h, d_->a, d_->prefix, int64_t(TH), so);
+  else copy(d_->prefix, d_->a, TH);
+  entries(d_->prefix);
+  k3::attn_res_mix(e, L.mlp_res, T, H, c.rms_eps, d_->res_scores, d_->mixed, so);
+  rmsnorm(d_->mixed, H, L.post_norm, WeightType::F32, H, T, c.rms_eps, d_->x, H, so);
+  const float* shared_out = nullptr;  // the MoE's shared expert, added with its routed sum below
+  if (L.moe) {
+    moe(l, moe_index, T, tr && tr->routing ? tr : nullptr, routed);
+    if (L.moe_w.has_shared) shared_out = d_->sh;
+    ++moe_index;
+  } else {
+    dense(l, false, T, d_->x, d_->m, so);
+  }
+  k3::add_sum(d_->prefix, d_->m, shared_out, d_->h, int64_t(TH), so);  // prefix + (routed + shared)
+  if (tr && tr->layer_out) {
+    tr->layers.emplace_back(TH);
+    check_cuda(cudaMemcpyAsync(tr->layers.back().data(), d_->h, TH * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+    d_->stream.sync();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Passes in parts (placement::SplitSession).
+
+void CudaK3Session::check_pass(std::span<const int32_t> ids) const {
+  const K3Config& c = m_.config();
+  if (staged_T_ > 0) throw Error("a pass is already staged", "commit or roll back before staging another");
+  const int T = static_cast<int>(ids.size());
+  if (T == 0) throw Error("stage() called with no tokens");
+  if (T > m_.options().max_rows)
+    throw Error("a CUDA pass of " + std::to_string(T) + " rows exceeds max_rows " + std::to_string(m_.options().max_rows),
+                "stage fewer rows per pass (prefill() splits long prompts)");
+  if (n_past_ + T > m_.options().max_context)
+    throw Error("the CUDA session's context is full (" + std::to_string(m_.options().max_context) + " tokens)",
+                "start a new session or allocate a larger max_context");
+  for (int32_t id : ids)
+    if (id < 0 || id >= c.vocab)
+      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(c.vocab - 1) + ")");
+}
+
+void CudaK3Session::begin_pass(std::span<const int32_t> ids, const PassOptions& opts) {
+  if (opts.trace) throw Error("a pass run in parts takes no trace", "trace a pass run by one session");
+  check_pass(ids);
+  const K3Config& c = m_.config();
+  const int T = static_cast<int>(ids.size());
+  // Routing stays on the device when every MoE layer this pass computes here has its experts resident.
+  bool routed = device_routing_enabled();
+  for (int l = 0; l < c.layers; ++l)
+    if (c.is_moe(l) && m_.layout().on_gpu(l, T) && !m_.resident_experts(l)) routed = false;
+  d_->pass = opts;
+  d_->pass_routed = routed;
+  d_->timed_pass = false;
+  d_->replayed = false;
+  std::fill(d_->ran.begin(), d_->ran.end(), 0);
+  *d_->host_n_past.as<int64_t>() = n_past_;
+  check_cuda(cudaMemcpyAsync(d_->n_past, d_->host_n_past.as<int64_t>(), sizeof(int64_t), cudaMemcpyHostToDevice,
+                             d_->stream.get()),
+             "cudaMemcpyAsync");
+  staged_T_ = T;
+  staged_partial_ = opts.partial_commit;
+  d_->schedule = placement::stream_schedule(m_.layout(), T);
+  d_->next_step = 0;
+  advance_schedule(-1);  // the first unit from RAM starts copying now, under the layers before it
+}
+
+void CudaK3Session::issue_copy(int step) {
+  const placement::StreamStep& st = d_->schedule[size_t(step)];
+  const auto& W = m_.weights();
+  const StreamUnit& u = W.stream.at(size_t(st.unit));
+  cudaStream_t cs = d_->copy_stream.get();
+  if (st.after >= 0) check_cuda(cudaStreamWaitEvent(cs, d_->consumed[st.slot].get(), 0), "cudaStreamWaitEvent");
+  auto* dst = static_cast<uint8_t*>(W.stream_buf[st.slot].data());
+  if (!u.from_disk) {
+    check_cuda(cudaMemcpyAsync(dst, u.pinned.as(), u.bytes, cudaMemcpyHostToDevice, cs), "cudaMemcpyAsync (a streamed layer)");
+  } else {
+    // Read from disk by the host model's spine streamer (double-buffered there), then copied from
+    // its pageable buffer; the buffer is released once the copy has finished.
+    SpineStreamer* sp = m_.host().spine();
+    const bool head = st.unit == m_.config().layers;
+    const void* base = head ? static_cast<const void*>(&sp->acquire_lm_head()) : static_cast<const void*>(&sp->acquire(st.unit));
+    struct Lease {
+      SpineStreamer* sp;
+      int unit;
+      bool head;
+      ~Lease() {
+        if (head) sp->release_lm_head();
+        else sp->release(unit);
+      }
+    } lease{sp, st.unit, head};
+    for (const StreamPiece& p : u.pieces) {
+      const Mat& m = p.field == kHeadField ? *static_cast<const Mat*>(base)
+                                           : *reinterpret_cast<const Mat*>(static_cast<const uint8_t*>(base) + p.field);
+      check_cuda(cudaMemcpyAsync(dst + p.dst, m.data, p.bytes, cudaMemcpyHostToDevice, cs), "cudaMemcpyAsync (a streamed layer)");
+    }
+    check_cuda(cudaStreamSynchronize(cs), "cudaStreamSynchronize (a streamed layer)");
+  }
+  d_->copied[st.slot].record(cs);
+}
+
+void CudaK3Session::advance_schedule(int u) {
+  auto& sch = d_->schedule;
+  if (u >= 0) {
+    for (; d_->next_step < sch.size(); ++d_->next_step) {
+      const placement::StreamStep& st = sch[d_->next_step];
+      if (st.kind == placement::StreamStep::Compute) {
+        if (st.unit != u) throw Error("CUDA K3: streamed unit " + std::to_string(u) + " computed out of the schedule's order");
+        break;
+      }
+      issue_copy(int(d_->next_step));
+    }
+    if (d_->next_step == sch.size()) throw Error("CUDA K3: unit " + std::to_string(u) + " is not in this pass's stream schedule");
+    const placement::StreamStep& st = sch[d_->next_step++];
+    check_cuda(cudaStreamWaitEvent(d_->stream.get(), d_->copied[st.slot].get(), 0), "cudaStreamWaitEvent");
+    const auto& W = m_.weights();
+    if (u < m_.config().layers) d_->lw[size_t(u)] = &W.stream[size_t(u)].layer[st.slot];
+    return;
+  }
+  // Copies from RAM go out as early as the schedule allows; a copy from disk waits for its turn.
+  while (d_->next_step < sch.size()) {
+    const placement::StreamStep& st = sch[d_->next_step];
+    if (st.kind != placement::StreamStep::Copy || m_.layout().unit(st.unit).from_disk) break;
+    issue_copy(int(d_->next_step++));
+  }
+}
+
+void CudaK3Session::upload_stream(const ResidualStream& rs, int& nb) {
+  const K3Config& c = m_.config();
+  const size_t TH = size_t(rs.T) * c.hidden;
+  if (staged_T_ == 0) throw Error("a pass in parts without begin_pass");
+  if (rs.T != staged_T_ || rs.h.size() != TH || rs.blocks.size() >= d_->blocks.size())
+    throw Error("the residual stream does not fit the staged pass");
+  cudaStream_t s = d_->stream.get();
+  check_cuda(cudaMemcpyAsync(d_->h, rs.h.data(), TH * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (hand-over)");
+  for (size_t i = 0; i < rs.blocks.size(); ++i)
+    check_cuda(cudaMemcpyAsync(d_->blocks[i], rs.blocks[i].data(), TH * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (hand-over)");
+  nb = int(rs.blocks.size());
+}
+
+void CudaK3Session::run_layers(int first, int last, ResidualStream& rs) {
+  const K3Config& c = m_.config();
+  if (first < 0 || last > c.layers || first > last) throw Error("run_layers: layers outside the model");
+  int nb = 0;
+  upload_stream(rs, nb);
+  const int nb0 = nb;
+  int moe_index = 0;
+  for (int l = 0; l < first; ++l) moe_index += c.is_moe(l);
+  const int T = staged_T_;
+  for (int l = first; l < last; ++l) {
+    const bool streamed = m_.layout().unit(l).gpu == placement::GpuCopy::Streamed;
+    if (streamed) advance_schedule(l);
+    else if (m_.layout().unit(l).gpu != placement::GpuCopy::Vram)
+      throw Error("CUDA K3: layer " + std::to_string(l) + " has no copy on this GPU");
+    d_->ran[size_t(l)] = 1;
+    run_layer(l, T, nb, moe_index, d_->pass, nullptr, d_->pass_routed);
+    if (streamed) {
+      d_->consumed[d_->schedule[d_->next_step - 1].slot].record(d_->stream.get());
+      advance_schedule(-1);
+    }
+  }
+  cudaStream_t s = d_->stream.get();
+  const size_t TH = size_t(T) * c.hidden;
+  check_cuda(cudaMemcpyAsync(rs.h.data(), d_->h, TH * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (hand-over)");
+  for (int i = nb0; i < nb; ++i) {
+    rs.blocks.emplace_back(TH);
+    check_cuda(cudaMemcpyAsync(rs.blocks.back().data(), d_->blocks[i], TH * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (hand-over)");
+  }
+  d_->stream.sync();
+}
+
+void CudaK3Session::finish_pass(const ResidualStream& rs, std::vector<float>& logits) {
+  const K3Config& c = m_.config();
+  const auto& W = m_.weights();
+  int nb = 0;
+  upload_stream(rs, nb);
+  const int T = staged_T_, H = c.hidden;
+  const Stream so = d_->stream.opaque();
+  const DevMat* head = &W.lm_head;
+  const bool streamed = m_.layout().lm_head.gpu == placement::GpuCopy::Streamed;
+  if (streamed) {
+    advance_schedule(c.layers);
+    head = &W.stream[size_t(c.layers)].head[d_->schedule[d_->next_step - 1].slot];
+  } else if (m_.layout().lm_head.gpu != placement::GpuCopy::Vram) {
+    throw Error("CUDA K3: lm_head has no copy on this GPU");
+  }
+  k3::ResEntries e;
+  for (int i = 0; i < nb; ++i) e.p[e.n++] = d_->blocks[i];
+  e.p[e.n++] = d_->h;
+  k3::attn_res_mix(e, W.output_res, T, H, c.rms_eps, d_->res_scores, d_->mixed, so);
+  const int first = d_->pass.all_logits ? 0 : T - 1;
+  const int rows = T - first;
+  rmsnorm(d_->mixed + size_t(first) * H, H, W.final_norm, WeightType::F32, H, rows, c.rms_eps, d_->x, H, so);
+  k3::gemm(*head, d_->x, H, rows, d_->logits, c.vocab, so);
+  if (streamed) d_->consumed[d_->schedule[d_->next_step - 1].slot].record(d_->stream.get());
+  for (int t = 0; t < T; ++t) m_.host().experts().end_token();
+  logits.resize(size_t(rows) * c.vocab);
+  check_cuda(cudaMemcpyAsync(logits.data(), d_->logits, logits.size() * 4, cudaMemcpyDeviceToHost, d_->stream.get()),
+             "cudaMemcpyAsync");
+  d_->stream.sync();
+}
+
 void CudaK3Session::attention_kda(int layer, int T, bool partial) {
   const K3Config& c = m_.config();
-  const DKda& w = m_.weights().layers[layer].kda;
+  const DKda& w = d_->lw[size_t(layer)]->kda;
   KdaDev& k = d_->kda[layer];
   const Stream so = d_->stream.opaque();
   const int C = c.kda_dim(), K = c.conv_kernel, nh = c.kda_heads, dh = c.kda_head_dim;
@@ -754,7 +1079,7 @@ void CudaK3Session::attention_kda(int layer, int T, bool partial) {
 
 void CudaK3Session::attention_mla(int layer, int T) {
   const K3Config& c = m_.config();
-  const DMla& w = m_.weights().layers[layer].mla_w;
+  const DMla& w = d_->lw[size_t(layer)]->mla_w;
   const Stream so = d_->stream.opaque();
   const int H = c.hidden, nh = c.mla_heads, R = c.kv_lora_rank, P = c.qk_rope, N = c.qk_nope, Vd = c.v_head;
   const int qh = N + P, width = R + P, ql = c.q_lora_rank;
@@ -787,7 +1112,7 @@ void CudaK3Session::attention_mla(int layer, int T) {
 
 void CudaK3Session::dense(int layer, bool shared, int T, const float* x, float* out, Stream so) {
   const K3Config& c = m_.config();
-  const DLayer& L = m_.weights().layers[layer];
+  const DLayer& L = *d_->lw[size_t(layer)];
   const DMlp& w = shared ? L.moe_w.shared : L.dense;
   const int64_t I = w.inter;
   k3::gemm(w.gate_up, x, c.hidden, T, d_->mlp_gu, 2 * I, so);
@@ -797,7 +1122,7 @@ void CudaK3Session::dense(int layer, bool shared, int T, const float* x, float* 
 
 void CudaK3Session::moe(int layer, int moe_index, int T, ForwardTrace* trace, bool routed) {
   const K3Config& c = m_.config();
-  const DMoe& w = m_.weights().layers[layer].moe_w;
+  const DMoe& w = d_->lw[size_t(layer)]->moe_w;
   const Stream so = d_->stream.opaque();
   const int E = c.experts, k = c.top_k, Z = c.latent, H = c.hidden;
   if (routed) {
@@ -829,7 +1154,7 @@ void CudaK3Session::moe(int layer, int moe_index, int T, ForwardTrace* trace, bo
 // the work that does not depend on it meanwhile.
 void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
   const K3Config& c = m_.config();
-  const DMoe& w = m_.weights().layers[layer].moe_w;
+  const DMoe& w = d_->lw[size_t(layer)]->moe_w;
   const Stream so = d_->stream.opaque();
   cudaStream_t s = d_->stream.get();
   const int k = c.top_k, Z = c.latent, H = c.hidden;
@@ -879,7 +1204,7 @@ void CudaK3Session::commit(int n) {
     const Stream so = d_->stream.opaque();
     const int C = c.kda_dim(), nh = c.kda_heads, dh = c.kda_head_dim;
     for (int l = 0; l < c.layers; ++l) {
-      if (c.is_mla[l]) continue;
+      if (c.is_mla[l] || !d_->ran[size_t(l)]) continue;  // a layer the CPU ran (a pass in parts)
       KdaDev& k = d_->kda[l];
       k3::copy(k.S0, k.S, int64_t(d_->S_floats), so);
       if (n > 0) k3::kda_recurrent(k.S, nh, dh, dh, n, k.q, k.k, k.v, k.la, k.beta, d_->o, so);

@@ -6,11 +6,14 @@
 // of its pass. Not bit-identical to the CPU path (different summation trees); compared by tolerance.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "cuda/cuda_kernels.h"
+#include "placement/split_layout.h"
 #include "runtime/k3_model.h"
+#include "runtime/layer_range_session.h"
 
 namespace deltafin::cuda {
 
@@ -27,6 +30,12 @@ class CudaK3Model {
     int expert_slots = 0;
     static constexpr int kAutoSlots = -1;
     bool preload = true;         // resident mode: copy every expert in before the first pass
+    // A placement plan's units for this GPU (placement/split_layout.h): only its VRAM units are
+    // copied in at load, its streamed units are copied per pass into two stream buffers, the
+    // others are left to the CPU; the embedding stays on the host. Sessions then run passes in
+    // parts (placement::SplitSession). expert_slots 0 means the layout's VRAM expert tier. Unset:
+    // the whole spine in VRAM (as a layout with every unit in VRAM).
+    std::optional<placement::SplitLayout> layout;
   };
   CudaK3Model(const K3Model& host, Options opts);
   explicit CudaK3Model(const K3Model& host) : CudaK3Model(host, Options{}) {}
@@ -43,16 +52,25 @@ class CudaK3Model {
   // Resident mode: device array of every expert of `layer` by id (ExpertMlp::run_routed's table),
   // or null when the layer's experts are not all resident (streamed tier, or evicted since).
   const MxExpert* resident_experts(int layer) const;
+  // The plan's layout (options().layout) or every unit in VRAM.
+  const placement::SplitLayout& layout() const { return layout_; }
+  // Whether passes must run in parts: the layout leaves some unit to the CPU or streams it (a
+  // layout with every unit in VRAM runs whole passes, CUDA graphs included, with the plan's tier).
+  bool split() const { return split_; }
+  uint64_t stream_buffer_bytes() const;  // the two device stream buffers together
+  uint64_t pinned_spine_bytes() const;   // pinned host copies of the streamed units held in RAM
 
  private:
   const K3Model& host_;
   Options opts_;
+  placement::SplitLayout layout_;
+  bool split_ = false;
   std::unique_ptr<CudaK3Weights> w_;
   std::unique_ptr<VramExpertCache> cache_;
 };
 
 // Sessions of one model share its VRAM expert tier: use them from one thread at a time.
-class CudaK3Session : public DecodeSession {
+class CudaK3Session : public LayerRangeSession {
  public:
   explicit CudaK3Session(const CudaK3Model& model);
   ~CudaK3Session();
@@ -73,6 +91,12 @@ class CudaK3Session : public DecodeSession {
   K3State save_state() const override;
   void load_state(K3State state) override;
   std::optional<VramTierStats> vram_tier() const override;
+  // A pass in parts (runtime/layer_range_session.h): eager, never a CUDA graph. The residual
+  // stream crosses host memory at each call; the layers the GPU streams are copied into the stream
+  // buffers in the order of placement::stream_schedule, the next one under the current one's compute.
+  void begin_pass(std::span<const int32_t> ids, const PassOptions& opts) override;
+  void run_layers(int first, int last, ResidualStream& rs) override;
+  void finish_pass(const ResidualStream& rs, std::vector<float>& logits) override;
   // Greedy decoding of up to max_new tokens after `prompt` (first maximum wins, as runtime/sampler).
   std::vector<int32_t> greedy(std::span<const int32_t> prompt, int max_new);
   // Waits for the session's stream (for timing).
@@ -89,6 +113,13 @@ class CudaK3Session : public DecodeSession {
  private:
   struct Impl;
   void forward(int T, const PassOptions& opts, ForwardTrace* tr, bool routed);
+  void run_layer(int l, int T, int& nb, int& moe_index, const PassOptions& opts, ForwardTrace* tr, bool routed);
+  void check_pass(std::span<const int32_t> ids) const;
+  // The stream schedule's steps up to and including unit u's Compute (u < 0: the copies a pass
+  // starts with), then the copies from RAM that follow it.
+  void advance_schedule(int u);
+  void issue_copy(int step);
+  void upload_stream(const ResidualStream& rs, int& nb);
   void attention_kda(int layer, int T, bool partial);
   void attention_mla(int layer, int T);
   void moe(int layer, int moe_index, int T, ForwardTrace* trace, bool routed);

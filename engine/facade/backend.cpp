@@ -11,6 +11,7 @@
 #include "cuda/cuda_kernels.h"
 #include "cuda/gpu_rates.h"
 #include "cuda/k3_cuda_model.h"
+#include "placement/split_layout.h"
 #endif
 
 namespace deltafin {
@@ -38,7 +39,8 @@ CudaProbe probe_cuda() {
 
 bool wants_cuda(const std::string& device) { return device == "cuda"; }
 
-std::unique_ptr<DecodeSession> make_cuda_session(const K3Model& model, int64_t max_context) {
+std::unique_ptr<DecodeSession> make_cuda_session(const K3Model& model, int64_t max_context, const placement::Plan* plan) {
+  if (plan) return cuda::make_split_session(model, max_context, placement::split_layout(*plan));
   return cuda::make_decode_session(model, max_context);
 }
 
@@ -79,7 +81,7 @@ bool wants_cuda(const std::string& device) {
   throw Error("this deltafin was built without the CUDA backend", "rebuild with -DDELTAFIN_CUDA=ON or use --device cpu");
 }
 
-std::unique_ptr<DecodeSession> make_cuda_session(const K3Model&, int64_t) {
+std::unique_ptr<DecodeSession> make_cuda_session(const K3Model&, int64_t, const placement::Plan*) {
   wants_cuda("cuda");
   return {};
 }

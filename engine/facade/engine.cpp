@@ -7,6 +7,7 @@
 #include "deltafin/backend.h"
 #include "drafts/speculative_drafters.h"
 #include "placement/cpu_spine.h"
+#include "placement/split_layout.h"
 #include "runtime/k3_model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -14,15 +15,13 @@ namespace deltafin {
 
 namespace {
 
-// The plan a CPU load executes under a budget (its spine placement, and a RAM tier of its size
-// when no store options were given), or only reports (report_plan). A budget the GPU forward
-// would not follow is an Error; a plan it would not follow predicts nothing and is not made.
+// The plan a load executes under a budget (on the CPU its spine placement; with a GPU the host side
+// of the split, the GPU side following in make_cuda_session; and a RAM tier of the plan's size when
+// no store options were given), or only reports (report_plan). Without budgets the CUDA forward
+// holds the whole spine in VRAM: no plan describes that run, so none is made.
 std::optional<placement::Plan> plan_load(const EngineOptions& o, bool gpu, K3Model::Options& mo) {
   const bool budgets = o.placement.has_budget();
-  if (gpu && budgets)
-    throw Error("the CUDA forward does not follow a placement budget yet: it holds the whole spine in VRAM",
-                "leave --ram-budget and --vram-budget out with --device cuda; deltafin plan shows where a budget would put the layers");
-  if (gpu || (!budgets && !o.report_plan)) return std::nullopt;
+  if ((gpu && !budgets) || (!budgets && !o.report_plan)) return std::nullopt;
   PlacementOptions p = o.placement;
   p.use_gpus = gpu;
   std::optional<placement::Plan> plan;
@@ -34,7 +33,7 @@ std::optional<placement::Plan> plan_load(const EngineOptions& o, bool gpu, K3Mod
     return std::nullopt;
   }
   if (budgets) {
-    mo.spine = placement::cpu_spine_placement(*plan);
+    mo.spine = gpu ? placement::host_spine_placement(*plan) : placement::cpu_spine_placement(*plan);
     // Under a RAM budget the experts go through the engine's RAM tier (direct reads), sized by the plan.
     if (!o.store) {
       StoreOptions so;
@@ -110,7 +109,7 @@ std::unique_ptr<DraftProposer> Engine::new_proposer() const { return drafts().ma
 std::unique_ptr<DecodeSession> Engine::open_session(int64_t max_context) {
   if (gpu_) {
     try {
-      return make_cuda_session(*model_, max_context > 0 ? max_context : opt_.gpu_context);
+      return make_cuda_session(*model_, max_context > 0 ? max_context : opt_.gpu_context, plan_ ? &*plan_ : nullptr);
     } catch (const std::exception& e) {
       if (!opt_.gpu_fallback) throw;
       // Too little GPU memory, a driver problem: the CPU computes, and the info says why.
@@ -127,7 +126,8 @@ std::unique_ptr<DecodeSession> Engine::open_session(int64_t max_context) {
 std::function<std::unique_ptr<DecodeSession>(const K3Model&)> Engine::session_factory(int64_t max_context) const {
   if (gpu_) {
     const int64_t ctx = max_context > 0 ? max_context : opt_.gpu_context;
-    return [ctx](const K3Model& m) { return make_cuda_session(m, ctx); };
+    const placement::Plan* plan = plan_ ? &*plan_ : nullptr;  // the engine outlives its factories
+    return [ctx, plan](const K3Model& m) { return make_cuda_session(m, ctx, plan); };
   }
   return [](const K3Model& m) -> std::unique_ptr<DecodeSession> { return std::make_unique<K3Session>(m); };
 }

@@ -109,35 +109,70 @@ void rmsnorm_rows(const float* x, const std::vector<float>& w, int T, int n, dou
 
 }  // namespace
 
-void K3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts) {
+void K3Session::begin(std::span<const int32_t> ids, const PassOptions& opts) {
   if (staged_.T > 0) throw Error("a pass is already staged", "commit or roll back before staging another");
   const K3Config& c = m_.config();
-  const K3Weights& w = m_.weights();
   const int T = static_cast<int>(ids.size());
   if (T == 0) throw Error("stage() called with no tokens");
-  const int H = c.hidden;
   for (int32_t id : ids)
     if (id < 0 || id >= c.vocab)
       throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(c.vocab - 1) + ")");
+  if (opts.chunked_kda && opts.partial_commit)
+    throw Error("chunked KDA cannot be combined with partial commits", "use the step form for verify passes");
   staged_.T = T;
   staged_.partial_ok = opts.partial_commit;
   staged_.kda.assign(c.layers, {});
-  if (opts.chunked_kda && opts.partial_commit)
-    throw Error("chunked KDA cannot be combined with partial commits", "use the step form for verify passes");
-
-  ForwardTrace* tr = opts.trace;
-  if (tr) {
+  pass_ = opts;
+  if (ForwardTrace* tr = opts.trace) {
     tr->layers.clear();
     tr->topk_ids.clear();
     tr->topk_weights.clear();
   }
+}
 
-  const size_t TH = size_t(T) * H;
-  std::vector<float> h(TH);
+void K3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts) {
+  begin(ids, opts);
+  const K3Config& c = m_.config();
+  const K3Weights& w = m_.weights();
+  const int T = staged_.T, H = c.hidden;
+  ResidualStream rs;
+  rs.T = T;
+  rs.h.resize(size_t(T) * H);
   for (int t = 0; t < T; ++t)
-    for (int j = 0; j < H; ++j) h[size_t(t) * H + j] = w.embed.at(ids[t], j);
+    for (int j = 0; j < H; ++j) rs.h[size_t(t) * H + j] = w.embed.at(ids[t], j);
+  try {
+    layers(0, c.layers, rs);
+  } catch (...) {
+    rollback();
+    throw;
+  }
+  finish_pass(rs, logits);
+}
 
-  std::vector<std::vector<float>> blocks;
+void K3Session::begin_pass(std::span<const int32_t> ids, const PassOptions& opts) {
+  if (opts.trace) throw Error("a pass run in parts takes no trace", "trace a pass run by one session");
+  begin(ids, opts);
+}
+
+void K3Session::run_layers(int first, int last, ResidualStream& rs) {
+  const K3Config& c = m_.config();
+  if (staged_.T == 0) throw Error("run_layers() without a staged pass", "begin_pass first");
+  if (first < 0 || last > c.layers || first > last || rs.T != staged_.T || rs.h.size() != size_t(rs.T) * c.hidden)
+    throw Error("run_layers(" + std::to_string(first) + ", " + std::to_string(last) + ") does not fit the staged pass");
+  layers(first, last, rs);
+}
+
+// Layers [first, last) of the staged pass over rs (stage() runs them all, begin_pass callers in parts).
+void K3Session::layers(int first, int last, ResidualStream& rs) {
+  const K3Config& c = m_.config();
+  const K3Weights& w = m_.weights();
+  const int T = rs.T;
+  const int H = c.hidden;
+  const PassOptions& opts = pass_;
+  ForwardTrace* tr = opts.trace;
+  const size_t TH = size_t(T) * H;
+  std::vector<float>& h = rs.h;
+  std::vector<std::vector<float>>& blocks = rs.blocks;
   std::vector<float> prefix(TH), x(TH), a(TH), mixed(TH), m(TH);
   bool have_prefix;
   std::vector<const float*> entries;
@@ -150,57 +185,63 @@ void K3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, 
     }
   };
   SpineStreamer* sp = m_.spine();
-  try {
-    for (int l = 0; l < c.layers; ++l) {
-      const bool streamed = sp && sp->streamed(l);
-      const LayerWeights& L = streamed ? sp->acquire(l) : w.layers[l];
-      LayerLease lease{streamed ? sp : nullptr, l};
-      cur_ = &L;
-      prefix = h;
-      have_prefix = true;
-      if (!blocks.empty()) {
-        entries.clear();
-        for (auto& b : blocks) entries.push_back(b.data());
-        entries.push_back(prefix.data());
-        attn_res_mix(entries, L.attn_res.w, T, H, c.rms_eps, h.data());
-      }
-      if (l % c.attn_res_block == 0) {
-        blocks.push_back(prefix);
-        have_prefix = false;
-      }
-      rmsnorm_rows(h.data(), L.input_norm, T, H, c.rms_eps, x.data());
-      // No earlier layer of this pass predicts the first MoE layer: its attention input does,
-      // so that layer's reads run under its attention.
-      if (L.moe && m_.experts().prefetch_layers() > 0 && (l == 0 || !w.layers[l - 1].moe)) predict_experts(l, x.data(), T);
-      if (L.mla) attention_mla(l, x.data(), T, a.data());
-      else attention_kda(l, x.data(), T, a.data(), opts);
-      if (have_prefix)
-        for (size_t i = 0; i < TH; ++i) prefix[i] += a[i];
-      else
-        prefix = a;
+  for (int l = first; l < last; ++l) {
+    const bool streamed = sp && sp->streamed(l);
+    const LayerWeights& L = streamed ? sp->acquire(l) : w.layers[l];
+    LayerLease lease{streamed ? sp : nullptr, l};
+    cur_ = &L;
+    prefix = h;
+    have_prefix = true;
+    if (!blocks.empty()) {
       entries.clear();
       for (auto& b : blocks) entries.push_back(b.data());
       entries.push_back(prefix.data());
-      attn_res_mix(entries, L.mlp_res.w, T, H, c.rms_eps, mixed.data());
-      rmsnorm_rows(mixed.data(), L.post_attn_norm, T, H, c.rms_eps, x.data());
-      if (L.moe) moe(l, x.data(), T, m.data(), tr && tr->routing ? tr : nullptr);
-      else dense_mlp(L.dense, x.data(), T, m.data());
-      for (size_t i = 0; i < TH; ++i) h[i] = prefix[i] + m[i];
-      if (tr && tr->layer_out) tr->layers.push_back(h);
+      attn_res_mix(entries, L.attn_res.w, T, H, c.rms_eps, h.data());
     }
-  } catch (...) {
-    rollback();
-    throw;
+    if (l % c.attn_res_block == 0) {
+      blocks.push_back(prefix);
+      have_prefix = false;
+    }
+    rmsnorm_rows(h.data(), L.input_norm, T, H, c.rms_eps, x.data());
+    // No earlier layer of this pass predicts the first MoE layer: its attention input does,
+    // so that layer's reads run under its attention.
+    if (L.moe && m_.experts().prefetch_layers() > 0 && (l == 0 || !w.layers[l - 1].moe)) predict_experts(l, x.data(), T);
+    if (L.mla) attention_mla(l, x.data(), T, a.data());
+    else attention_kda(l, x.data(), T, a.data(), opts);
+    if (have_prefix)
+      for (size_t i = 0; i < TH; ++i) prefix[i] += a[i];
+    else
+      prefix = a;
+    entries.clear();
+    for (auto& b : blocks) entries.push_back(b.data());
+    entries.push_back(prefix.data());
+    attn_res_mix(entries, L.mlp_res.w, T, H, c.rms_eps, mixed.data());
+    rmsnorm_rows(mixed.data(), L.post_attn_norm, T, H, c.rms_eps, x.data());
+    if (L.moe) moe(l, x.data(), T, m.data(), tr && tr->routing ? tr : nullptr);
+    else dense_mlp(L.dense, x.data(), T, m.data());
+    for (size_t i = 0; i < TH; ++i) h[i] = prefix[i] + m[i];
+    if (tr && tr->layer_out) tr->layers.push_back(h);
   }
-  entries.clear();
-  for (auto& b : blocks) entries.push_back(b.data());
-  entries.push_back(h.data());
+}
+
+void K3Session::finish_pass(const ResidualStream& rs, std::vector<float>& logits) {
+  const K3Config& c = m_.config();
+  const K3Weights& w = m_.weights();
+  const int T = rs.T, H = c.hidden;
+  if (staged_.T == 0 || T != staged_.T || rs.h.size() != size_t(T) * H)
+    throw Error("finish_pass() does not fit the staged pass", "begin_pass and run every layer first");
+  const size_t TH = size_t(T) * H;
+  std::vector<float> mixed(TH), x(TH);
+  std::vector<const float*> entries;
+  for (auto& b : rs.blocks) entries.push_back(b.data());
+  entries.push_back(rs.h.data());
   attn_res_mix(entries, w.output_res.w, T, H, c.rms_eps, mixed.data());
   for (int t = 0; t < T; ++t) m_.experts().end_token();
-  const int first = opts.all_logits ? 0 : T - 1;
+  const int first = pass_.all_logits ? 0 : T - 1;
   const int rows = T - first;
   rmsnorm_rows(mixed.data() + size_t(first) * H, w.final_norm, rows, H, c.rms_eps, x.data());
   logits.resize(size_t(rows) * c.vocab);
+  SpineStreamer* sp = m_.spine();
   if (sp && sp->lm_head_streamed()) {
     const Mat& head = sp->acquire_lm_head();
     struct HeadLease {
@@ -228,6 +269,7 @@ void K3Session::commit(int n) {
     }
     if (n == T) continue;  // the pass already left the final state in place
     KdaStagedRows& r = staged_.kda[l];
+    if (r.raw.empty()) continue;  // a layer another session ran (a pass in parts)
     KdaLayerState& s = st_.kda[l];
     s.S = r.S0;
     if (n > 0) {

@@ -11,6 +11,7 @@
 #include "runtime/decode_session.h"
 #include "runtime/k3_state.h"
 #include "runtime/k3_weights.h"
+#include "runtime/layer_range_session.h"
 #include "runtime/spine_streamer.h"
 #include "store/expert_source.h"
 #include "store/tiered_expert_source.h"
@@ -59,7 +60,7 @@ void check_state_fits(const K3Config& c, const K3State& state);
 // are scratch of n * moe_intermediate floats. What K3Session runs for each distinct expert.
 void routed_expert_mlp(const K3Config& c, const ExpertView& v, const float* x, int n, float* g, float* u, float* d);
 
-class K3Session : public DecodeSession {
+class K3Session : public LayerRangeSession {
  public:
   explicit K3Session(const K3Model& model);
 
@@ -79,8 +80,14 @@ class K3Session : public DecodeSession {
   // Error unless every size matches this model.
   K3State save_state() const override;
   void load_state(K3State state) override;
+  // A pass in parts (runtime/layer_range_session.h); stage() is begin_pass, every layer, finish_pass.
+  void begin_pass(std::span<const int32_t> ids, const PassOptions& opts) override;
+  void run_layers(int first, int last, ResidualStream& rs) override;
+  void finish_pass(const ResidualStream& rs, std::vector<float>& logits) override;
 
  private:
+  void begin(std::span<const int32_t> ids, const PassOptions& opts);
+  void layers(int first, int last, ResidualStream& rs);
   void attention_kda(int layer, const float* x, int T, float* out, const PassOptions& opts);
   void attention_mla(int layer, const float* x, int T, float* out);
   void moe(int layer, const float* x, int T, float* out, ForwardTrace* trace);
@@ -93,6 +100,7 @@ class K3Session : public DecodeSession {
   const LayerWeights* cur_ = nullptr;  // the weights of the layer being computed (bound or streamed)
   K3State st_;
   StagedPass staged_;
+  PassOptions pass_;  // the staged pass's options
 };
 
 }  // namespace deltafin

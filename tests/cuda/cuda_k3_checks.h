@@ -14,6 +14,10 @@ namespace deltafin::cuda::check {
 std::vector<Result> k3_goldens(const std::string& fixture_dir);
 // Row alone == the same row inside a T-row pass (bitwise); commit(n) and rollback == never staged.
 std::vector<Result> k3_transactions(const std::string& model_dir, uint64_t seed);
+// The forward split between the GPU and the CPU (placement::SplitLayout) at every layer boundary,
+// with streamed layers and under planned budgets: greedy ids against the goldens, the whole-GPU and
+// the CPU forwards; budget errors.
+std::vector<Result> k3_split(const std::string& fixture_dir);
 // The new kernels against the CPU reference on random inputs: KDA recurrence, router, AttnRes.
 // Includes k3_rewritten_kernels.
 std::vector<Result> k3_kernels(uint64_t seed);

@@ -5,7 +5,10 @@
 //   deltafin-cuda-k3 verify <model> resident|ram|disk <context> <reps> [T...]
 //   deltafin-cuda-k3 stream <model> <ram MB> <vram slots> <warm-up tokens> <tokens> <shard for the disk roofline>
 //   deltafin-cuda-k3 placement <model> <reps> <shard for the disk roofline> [rows per expert...]
-//   deltafin-cuda-k3 synth <preset> <out dir>   (deltafin synth's checkpoints, for machines without the CLI)
+//   deltafin-cuda-k3 split <k3-tiny dir>   (the forward split between the GPU and the CPU: ids at every split point)
+//   deltafin-cuda-k3 hybrid <slice> <k3-real-meta> <prompt len> <new tokens> <reps> <gpu TFLOP/s> GPU_GB:RAM_GB...
+//       (plans keeping the real machines' proportions, predicted vs measured; exit 1 when ids differ)
+//   deltafin-cuda-k3 synth <preset> <out dir> [key=value...]   (deltafin synth's checkpoints, for machines without the CLI)
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -15,6 +18,7 @@
 #include "base/error.h"
 #include "cuda/cuda_kernels.h"
 #include "cuda/lab/expert_kernels_lab.h"
+#include "bench/hybrid_bench.h"
 #include "bench/k3_cuda_bench.h"
 #include "cuda_k3_checks.h"
 #include "synth/k3_synth.h"
@@ -43,7 +47,9 @@ int main(int argc, char** argv) {
   try {
     const std::string cmd = argc > 1 ? argv[1] : "";
     if (cmd == "synth" && argc >= 4) {
-      write_k3_synth(synth_preset(argv[2]), argv[3]);
+      K3SynthSpec spec = synth_preset(argv[2]);
+      for (int i = 4; i < argc; ++i) apply_synth_override(spec, argv[i]);
+      write_k3_synth(spec, argv[3]);
       std::printf("wrote %s to %s\n", argv[2], argv[3]);
       return 0;
     }
@@ -57,8 +63,30 @@ int main(int argc, char** argv) {
       int bad = report(cuda::check::k3_kernels(seed));
       bad += report(cuda::check::k3_goldens(argv[2]));
       bad += report(cuda::check::k3_transactions(argv[2], seed));
+      bad += report(cuda::check::k3_split(argv[2]));
       std::printf("%s\n", bad ? "SOME CHECKS FAILED" : "all checks passed");
       return bad ? 1 : 0;
+    }
+    if (cmd == "split" && argc >= 3) {
+      const int bad = report(cuda::check::k3_split(argv[2]));
+      std::printf("%s\n", bad ? "SOME CHECKS FAILED" : "all checks passed");
+      return bad ? 1 : 0;
+    }
+    if (cmd == "hybrid" && argc >= 9) {
+      cuda::HybridBenchOptions o;
+      o.slice_root = argv[2];
+      o.real_meta_root = argv[3];
+      o.prompt_len = std::atoi(argv[4]);
+      o.new_tokens = std::atoi(argv[5]);
+      o.reps = std::atoi(argv[6]);
+      o.gpu_tflops = std::atof(argv[7]);
+      for (int i = 8; i < argc; ++i) {
+        const std::string a = argv[i];
+        const auto colon = a.find(':');
+        if (colon == std::string::npos) throw Error("machine '" + a + "' is not GPU_GB:RAM_GB", "e.g. 24:64, or 0:512 for no GPU");
+        o.machines.push_back(cuda::HybridMachine{std::atof(a.substr(0, colon).c_str()), std::atof(a.substr(colon + 1).c_str())});
+      }
+      return cuda::bench_hybrid(o, std::cout) ? 0 : 1;
     }
     if (cmd == "roofline" && argc >= 3) {
       cuda::measure_roofline(argv[2], std::cout);

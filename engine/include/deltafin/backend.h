@@ -11,6 +11,9 @@ namespace deltafin {
 
 class DecodeSession;
 class K3Model;
+namespace placement {
+struct Plan;
+}
 
 // True when this build has the CUDA backend (DELTAFIN_CUDA=ON).
 bool cuda_backend_built();
@@ -29,9 +32,12 @@ bool wants_cuda(const std::string& device);
 
 // A session on the GPU for generate() (greedy, sampled or speculative), owning the device copy of
 // the model: every expert resident in VRAM when it fits, else a VRAM tier over the model's own
-// RAM and disk tiers. max_context: the most tokens the session will hold. Throws Error when
-// there is no usable GPU, too little memory, or no CUDA backend in this build.
-std::unique_ptr<DecodeSession> make_cuda_session(const K3Model& model, int64_t max_context);
+// RAM and disk tiers. max_context: the most tokens the session will hold. With a plan: its placement
+// for GPU 0 (layers split between the GPU and the CPU, placement/split_session.h); the model must
+// have been loaded with placement::host_spine_placement(plan). Throws Error when there is no usable
+// GPU, too little memory, or no CUDA backend in this build.
+std::unique_ptr<DecodeSession> make_cuda_session(const K3Model& model, int64_t max_context,
+                                                 const placement::Plan* plan = nullptr);
 // Logits of every position of `ids` from the GPU forward ([ids.size() * vocab]).
 std::vector<float> cuda_all_logits(const K3Model& model, const std::vector<int32_t>& ids);
 

@@ -43,9 +43,9 @@ struct EngineOptions {
   int64_t gpu_context = 32768;
   // The engine's RAM expert tier over direct reads; nullopt: experts read in place through the page cache.
   std::optional<StoreOptions> store;
-  // Budgets for the placement planner. On the CPU a budget is executed: the plan's spine
-  // placement, and (without `store`) a RAM tier of the plan's size. The GPU forward holds the
-  // whole spine in VRAM, so a budget with device "cuda" is an Error.
+  // Budgets for the placement planner, executed: the plan's spine placement (with device "cuda",
+  // layers split between the GPU and the CPU as the plan says) and, without `store`, a RAM tier of
+  // the plan's size. Without a budget the GPU forward holds the whole spine in VRAM.
   PlacementOptions placement;
   bool report_plan = false;  // make a plan without a budget too (for statistics), when it can be made
   DraftOptions draft;

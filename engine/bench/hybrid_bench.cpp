@@ -1,0 +1,214 @@
+#include "bench/hybrid_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <sstream>
+
+#include "base/error.h"
+#include "cuda/gpu_rates.h"
+#include "cuda/k3_cuda_model.h"
+#include "model/checkpoint.h"
+#include "placement/bandwidths.h"
+#include "placement/machine_budget.h"
+#include "placement/model_byte_map.h"
+#include "placement/planner.h"
+#include "placement/split_layout.h"
+#include "placement/split_session.h"
+#include "runtime/k3_model.h"
+
+namespace deltafin::cuda {
+
+using namespace deltafin::placement;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string f2(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f", v);
+  return b;
+}
+std::string f3(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f", v);
+  return b;
+}
+
+struct Measured {
+  double prefill_s = 0, decode_s = 0;  // per token
+  std::vector<int32_t> ids;
+};
+
+// Prefill of prompt_len ids in passes of the session's rows, then greedy decode of new_tokens.
+Measured run_session(DecodeSession& s, int prompt_len, int new_tokens, int vocab) {
+  std::vector<int32_t> prompt(static_cast<size_t>(prompt_len));
+  for (int i = 0; i < prompt_len; ++i) prompt[size_t(i)] = int32_t((7919ull * uint64_t(i + 1)) % uint64_t(vocab));
+  Measured m;
+  auto t = Clock::now();
+  std::vector<float> logits = s.prefill(prompt, s.max_rows());
+  m.prefill_s = since(t) / prompt_len;
+  t = Clock::now();
+  for (int i = 0; i < new_tokens; ++i) {
+    const auto id = int32_t(std::max_element(logits.end() - vocab, logits.end()) - (logits.end() - vocab));
+    m.ids.push_back(id);
+    if (i + 1 == new_tokens) break;
+    PassOptions o;
+    o.all_logits = false;
+    s.stage(std::span<const int32_t>(&m.ids.back(), 1), logits, o);
+    s.commit(1);
+  }
+  m.decode_s = new_tokens > 1 ? since(t) / (new_tokens - 1) : 0;
+  return m;
+}
+
+// The median of the warm runs (all runs after the first), or the only run.
+Measured summarize(std::vector<Measured> runs) {
+  if (runs.size() > 1) runs.erase(runs.begin());
+  auto med = [&](auto field) {
+    std::vector<double> v;
+    for (auto& r : runs) v.push_back(r.*field);
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  Measured m;
+  m.prefill_s = med(&Measured::prefill_s);
+  m.decode_s = med(&Measured::decode_s);
+  m.ids = runs.front().ids;
+  return m;
+}
+
+}  // namespace
+
+bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
+  const K3Config sc = K3Config::load(o.slice_root + "/config.json");
+  const auto ck = Checkpoint::open(o.slice_root);
+  const ModelByteMap slice = ModelByteMap::from_checkpoint(*ck, sc);
+  const ModelByteMap real = ModelByteMap::for_model_root(o.real_meta_root);
+  const auto gpus = gpu_memory();
+  if (gpus.empty()) throw Error("bench_hybrid needs a CUDA GPU");
+
+  // This machine's rates, as deltafin plan probes them (the GPU's matmul rate is given).
+  Bandwidths rates;
+  probe_cpu(rates);
+  probe_disk(rates, o.slice_root);
+  probe_gpu_rates(0, rates.h2d_gbps, rates.hbm_gbps);
+  rates.gpu_tflops = o.gpu_tflops > 0 ? o.gpu_tflops : assumed_desktop().gpu_tflops;
+  out << "Rates: disk " << f2(rates.disk_gbps) << " GB/s, CPU BF16 " << f2(rates.cpu_bf16_gbps) << " GB/s, CPU "
+      << f2(rates.cpu_gflops) << " GFLOP/s, PCIe " << f2(rates.h2d_gbps) << " GB/s, HBM " << f2(rates.hbm_gbps)
+      << " GB/s, GPU " << f2(rates.gpu_tflops) << " TFLOP/s (given)\n\n";
+
+  PlanOptions po;
+  po.context_tokens = o.prompt_len + o.new_tokens + 8;
+  // The slice's own smallest working sets, and its sizes the real fractions apply to.
+  MachineBudget huge;
+  huge.ram_budget = 1ull << 50;
+  huge.gpus.push_back(GpuBudget{"GPU 0", 1ull << 50, 0});
+  const Plan roomy = make_plan(slice, huge, rates, po);
+  uint64_t slice_units = 0, real_units = 0;
+  for (const auto& u : roomy.units) slice_units += u.bytes;
+  const Plan real_roomy = make_plan(real, huge, assumed_desktop(), po);
+  for (const auto& u : real_roomy.units) real_units += u.bytes;
+  const double slice_experts = double(slice.all_expert_bytes()), real_experts = double(real.all_expert_bytes());
+
+  out << "| machine kept | slice budgets GB: VRAM / RAM | spine GB: VRAM / RAM / disk | expert tiers GB: VRAM / RAM | "
+         "layout | predicted decode s/token (bound) | measured | measured / predicted | predicted prefill s/token (bound) | "
+         "measured | measured / predicted | ids |\n";
+  out << "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
+  out.flush();
+  std::optional<std::vector<int32_t>> first_ids;
+  bool all_same = true;
+  auto ids_cell = [&](const std::vector<int32_t>& ids) {
+    if (!first_ids) first_ids = ids;
+    const bool same = ids == *first_ids;
+    all_same = all_same && same;
+    return std::string(same ? "same" : "DIFFER");
+  };
+  const int reps = std::max(1, o.reps);
+  for (const HybridMachine& mc : o.machines) {
+    // The real machine's plan: what share of the real spine and experts each tier holds.
+    MachineBudget rb;
+    rb.ram_budget = uint64_t(mc.ram_gb * 1e9);
+    if (mc.gpu_gb > 0) rb.gpus.push_back(GpuBudget{"GPU 0", uint64_t(mc.gpu_gb * 1e9), 0});
+    const Plan rp = make_plan(real, rb, assumed_desktop());
+    const double fv = double(rp.spine_in(Home::Vram)) / double(real_units), fr = double(rp.spine_in(Home::Ram)) / double(real_units);
+    const double ev = rp.experts.vram_bytes.empty() ? 0 : double(rp.experts.vram_bytes[0]) / real_experts;
+    const double er = double(rp.experts.ram_bytes) / real_experts;
+    // The same shares of the slice, over the slice's own working sets.
+    MachineBudget sb;
+    sb.ram_budget = roomy.ram_minimum + uint64_t(fr * double(slice_units) + er * slice_experts);
+    if (mc.gpu_gb > 0) {
+      const uint64_t v = roomy.vram_minimum + 2 * slice.largest_unit_bytes() + uint64_t(fv * double(slice_units) + ev * slice_experts);
+      sb.gpus.push_back(GpuBudget{"GPU 0", std::min<uint64_t>(v, gpus[0].free_bytes), gpus[0].total_bytes});
+    }
+    const Plan p = make_plan(slice, sb, rates, po);
+    const std::string label = (mc.gpu_gb > 0 ? f2(mc.gpu_gb).substr(0, f2(mc.gpu_gb).size() - 3) + " GB GPU" : std::string("no GPU")) +
+                              " + " + f2(mc.ram_gb).substr(0, f2(mc.ram_gb).size() - 3) + " GB RAM";
+    std::vector<Measured> runs;
+    std::string layout_text;
+    for (int r = 0; r < reps; ++r) {
+      K3Model::Options ho;
+      ho.spine = host_spine_placement(p);
+      StoreOptions so;
+      so.ram_budget = p.experts.store_budget(slice.expert_bytes);
+      so.max_slots = p.experts.ram_slots;
+      ho.store = so;
+      auto host = K3Model::load(o.slice_root, std::move(ho));
+      if (mc.gpu_gb > 0) {
+        CudaK3Model::Options mo;
+        mo.max_context = po.context_tokens;
+        mo.layout = split_layout(p);
+        CudaK3Model gm(*host, mo);
+        CudaK3Session gs(gm);
+        K3Session cs(*host);
+        SplitSession s(cs, gs, gm.layout());
+        layout_text = gm.layout().describe();
+        runs.push_back(run_session(s, o.prompt_len, o.new_tokens, sc.vocab));
+      } else {
+        K3Session cs(*host);
+        layout_text = "CPU only";
+        runs.push_back(run_session(cs, o.prompt_len, o.new_tokens, sc.vocab));
+      }
+    }
+    const Measured m = summarize(runs);
+    const std::string vram_tier = p.experts.vram_bytes.empty() ? "0.00" : f2(double(p.experts.vram_bytes[0]) / 1e9);
+    out << "| " << label << " | " << (sb.gpus.empty() ? "-" : f2(double(sb.gpus[0].budget) / 1e9)) << " / "
+        << f2(double(sb.ram_budget) / 1e9) << " | " << f2(double(p.spine_in(Home::Vram)) / 1e9) << " / "
+        << f2(double(p.spine_in(Home::Ram)) / 1e9) << " / " << f2(double(p.spine_in(Home::Disk)) / 1e9) << " | " << vram_tier
+        << " / " << f2(double(p.experts.ram_bytes) / 1e9) << " | " << layout_text << " | " << f3(p.decode.seconds_per_token)
+        << " (" << p.decode.bound << ") | " << f3(m.decode_s) << " | " << f2(m.decode_s / p.decode.seconds_per_token) << " | "
+        << f3(p.prefill.seconds_per_token) << " (" << p.prefill.bound << ") | " << f3(m.prefill_s) << " | "
+        << f2(m.prefill_s / p.prefill.seconds_per_token) << " | " << ids_cell(m.ids) << " |\n";
+    out.flush();
+  }
+  if (o.references) {
+    // The whole slice on the GPU (spine in VRAM, every expert resident when they fit) and on the CPU.
+    auto host = K3Model::load(o.slice_root);
+    {
+      CudaK3Model::Options mo;
+      mo.max_context = po.context_tokens;
+      mo.expert_slots = CudaK3Model::Options::kAutoSlots;
+      CudaK3Model gm(*host, mo);
+      std::vector<Measured> runs;
+      for (int r = 0; r < reps; ++r) {
+        CudaK3Session gs(gm);
+        runs.push_back(run_session(gs, o.prompt_len, o.new_tokens, sc.vocab));
+      }
+      const Measured m = summarize(runs);
+      out << "| reference: the whole slice on the GPU | - | " << f2(double(slice_units) / 1e9) << " / 0 / 0 | - | GPU only | - | "
+          << f3(m.decode_s) << " | - | - | " << f3(m.prefill_s) << " | - | " << ids_cell(m.ids) << " |\n";
+    }
+    K3Session cs(*host);
+    const Measured m = run_session(cs, o.prompt_len, o.new_tokens, sc.vocab);
+    out << "| reference: the whole slice on the CPU (mapped) | - | 0 / " << f2(double(slice_units) / 1e9)
+        << " / 0 | - | CPU only | - | " << f3(m.decode_s) << " | - | - | " << f3(m.prefill_s) << " | - | " << ids_cell(m.ids)
+        << " |\n";
+  }
+  out << "\n" << (all_same ? "Oracle: every arm produced the same ids." : "ORACLE FAILED: some arm's ids differ.") << "\n";
+  return all_same;
+}
+
+}  // namespace deltafin::cuda

@@ -1,0 +1,29 @@
+#pragma once
+// The placement plans executed on a GPU machine: a real-dimension slice of K3 run under budgets
+// that keep the real model's proportions of the machines people own (a 24-96 GB GPU with 64-256 GB
+// of RAM), predicted against measured decode and prefill time per token, ids compared across arms
+// (the whole slice on the GPU and on the CPU are the references). deltafin-cuda-k3 hybrid runs it.
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace deltafin::cuda {
+
+struct HybridMachine {
+  double gpu_gb = 0, ram_gb = 0;  // the real machine whose proportions an arm keeps
+};
+
+struct HybridBenchOptions {
+  std::string slice_root;         // the slice (deltafin synth ... --set layers=12 ...)
+  std::string real_meta_root;     // the real K3's config (tests/fixtures/k3-real-meta)
+  std::vector<HybridMachine> machines;
+  int prompt_len = 32, new_tokens = 8, reps = 2;  // timed runs per arm: the first cold, the median of the rest reported
+  double gpu_tflops = 0;          // the planner's GPU matmul rate (not probed); 0: the assumed figure
+  bool references = true;         // also run the whole slice on the GPU and on the CPU
+};
+
+// Writes a Markdown table (one row per machine, then the references) and returns false when some
+// arm's ids differ from the first arm's.
+bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out);
+
+}  // namespace deltafin::cuda

@@ -1,0 +1,149 @@
+#include "placement/split_layout.h"
+
+#include "base/error.h"
+
+namespace deltafin::placement {
+
+namespace {
+
+const char* copy_name(const SplitUnit& u) {
+  if (u.gpu == GpuCopy::Vram) return "VRAM";
+  return u.from_disk ? "disk" : "RAM";
+}
+
+std::string compute_name(const SplitUnit& u) {
+  if (u.decode_gpu && u.prefill_gpu) return u.gpu == GpuCopy::Vram ? "GPU" : "GPU, streamed";
+  if (!u.decode_gpu && !u.prefill_gpu) return "CPU";
+  return u.decode_gpu ? "GPU decode, CPU prefill" : "CPU decode, GPU prefill";
+}
+
+}  // namespace
+
+bool SplitLayout::any_gpu() const {
+  for (int u = 0; u < units(); ++u)
+    if (unit(u).decode_gpu || unit(u).prefill_gpu) return true;
+  return false;
+}
+
+bool SplitLayout::any_cpu() const {
+  for (int u = 0; u < units(); ++u)
+    if (!unit(u).decode_gpu || !unit(u).prefill_gpu) return true;
+  return false;
+}
+
+int SplitLayout::streamed_units() const {
+  int n = 0;
+  for (int u = 0; u < units(); ++u) n += unit(u).gpu == GpuCopy::Streamed;
+  return n;
+}
+
+void SplitLayout::check(int n_layers) const {
+  if (int(layers.size()) != n_layers)
+    throw Error("the GPU placement names " + std::to_string(layers.size()) + " layers, the model has " + std::to_string(n_layers));
+  for (int u = 0; u < units(); ++u) {
+    const SplitUnit& s = unit(u);
+    const std::string name = u == int(layers.size()) ? "lm_head" : "layer " + std::to_string(u);
+    if ((s.decode_gpu || s.prefill_gpu) && s.gpu == GpuCopy::None)
+      throw Error("the GPU placement computes " + name + " on the GPU without a copy of it there");
+    if (s.gpu == GpuCopy::Vram && !(s.decode_gpu && s.prefill_gpu))
+      throw Error("the GPU placement holds " + name + " in VRAM but computes it on the CPU");
+    if (s.gpu == GpuCopy::Vram && s.from_disk) throw Error("the GPU placement reads " + name + " from disk although it is in VRAM");
+  }
+}
+
+std::string SplitLayout::describe() const {
+  std::string out;
+  int i = 0;
+  const int n = int(layers.size());
+  while (i < n) {
+    int j = i + 1;
+    auto same = [&](const SplitUnit& a, const SplitUnit& b) {
+      return a.gpu == b.gpu && a.decode_gpu == b.decode_gpu && a.prefill_gpu == b.prefill_gpu && a.from_disk == b.from_disk;
+    };
+    while (j < n && same(layers[size_t(j)], layers[size_t(i)])) ++j;
+    if (!out.empty()) out += ", ";
+    out += (j - i == 1 ? "layer " + std::to_string(i) : "layers " + std::to_string(i) + "-" + std::to_string(j - 1)) + " " +
+           copy_name(layers[size_t(i)]) + " (" + compute_name(layers[size_t(i)]) + ")";
+    i = j;
+  }
+  if (!out.empty()) out += ", ";
+  out += std::string("lm_head ") + copy_name(lm_head) + " (" + compute_name(lm_head) + ")";
+  return out;
+}
+
+SplitLayout all_on_gpu(int n_layers) {
+  SplitLayout s;
+  SplitUnit v{GpuCopy::Vram, true, true, false};
+  s.layers.assign(size_t(n_layers), v);
+  s.lm_head = v;
+  return s;
+}
+
+SplitLayout split_layout(const Plan& p) {
+  if (p.budget.gpus.size() > 1)
+    throw Error("the GPU forward follows plans for one GPU; this plan spreads over " + std::to_string(p.budget.gpus.size()),
+                "give one --vram-budget figure and make one GPU visible (CUDA_VISIBLE_DEVICES)");
+  SplitLayout s;
+  for (const UnitPlan& u : p.units) {
+    SplitUnit su;
+    su.decode_gpu = u.decode_device != kCpu;
+    su.prefill_gpu = u.prefill_device != kCpu;
+    if (u.home == Home::Vram) su.gpu = GpuCopy::Vram;
+    else if (su.decode_gpu || su.prefill_gpu) su.gpu = GpuCopy::Streamed;
+    su.from_disk = u.home == Home::Disk;
+    if (u.unit == kLmHeadUnit) s.lm_head = su;
+    else if (u.unit >= 0) s.layers.push_back(su);
+  }
+  if (!p.experts.vram_bytes.empty() && p.bytes.expert_bytes > 0) s.vram_expert_slots = p.experts.vram_bytes[0] / p.bytes.expert_bytes;
+  s.check(int(s.layers.size()));
+  return s;
+}
+
+SpinePlacement host_spine_placement(const Plan& p) {
+  SpinePlacement s;
+  const bool streams = p.streamed_units() > 0;
+  for (const UnitPlan& u : p.units) {
+    SpineHome h = SpineHome::Mapped;
+    // A RAM unit only the GPU computes lives in its pinned copy: the mapped pages it was copied
+    // from may leave the page cache.
+    const bool gpu_only = u.decode_device != kCpu && u.prefill_device != kCpu;
+    if (u.home == Home::Disk) h = SpineHome::Streamed;
+    else if (u.home == Home::Ram && streams && !gpu_only) h = SpineHome::Owned;
+    if (u.unit == kLmHeadUnit) s.lm_head = h;
+    else if (u.unit >= 0) s.layers.push_back(h);
+  }
+  return s;
+}
+
+std::vector<PassSegment> pass_segments(const SplitLayout& s, int T) {
+  std::vector<PassSegment> out;
+  for (int l = 0; l < int(s.layers.size()); ++l) {
+    const bool g = s.on_gpu(l, T);
+    if (out.empty() || out.back().gpu != g) out.push_back(PassSegment{g, l, l});
+    out.back().last = l + 1;
+  }
+  return out;
+}
+
+std::vector<StreamStep> stream_schedule(const SplitLayout& s, int T) {
+  std::vector<int> st;  // the streamed units this pass computes on the GPU, in pass order
+  for (int u = 0; u < s.units(); ++u)
+    if (s.unit(u).gpu == GpuCopy::Streamed && s.on_gpu(u, T)) st.push_back(u);
+  std::vector<StreamStep> out;
+  const int n = int(st.size());
+  std::vector<bool> issued(size_t(n), false);
+  auto copy = [&](int i) {
+    out.push_back(StreamStep{StreamStep::Copy, st[size_t(i)], i % 2, i >= 2 ? st[size_t(i - 2)] : -1});
+    issued[size_t(i)] = true;
+  };
+  auto from_disk = [&](int i) { return s.unit(st[size_t(i)]).from_disk; };
+  if (n > 0 && !from_disk(0)) copy(0);
+  for (int i = 0; i < n; ++i) {
+    if (!issued[size_t(i)]) copy(i);
+    if (i + 1 < n && !from_disk(i + 1)) copy(i + 1);
+    out.push_back(StreamStep{StreamStep::Compute, st[size_t(i)], i % 2, -1});
+  }
+  return out;
+}
+
+}  // namespace deltafin::placement

@@ -1,0 +1,74 @@
+#pragma once
+// What a GPU forward does with a plan (one GPU): which units (spine layers, lm_head) GPU 0 holds
+// in VRAM, which it streams in from RAM or disk per pass, and which device computes each unit in
+// decode passes (1 row) and in prefill/verify passes (more rows). Plain data and arithmetic: the
+// CUDA forward (engine/cuda) and the split session (placement/split_session.h) follow it, and CPU
+// tests check it without a GPU.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "placement/planner.h"
+#include "runtime/spine_streamer.h"
+
+namespace deltafin::placement {
+
+enum class GpuCopy { None, Vram, Streamed };  // what GPU 0 holds of a unit's matrices
+
+struct SplitUnit {
+  GpuCopy gpu = GpuCopy::None;
+  bool decode_gpu = false, prefill_gpu = false;  // computed on the GPU in passes of 1 row / of more rows
+  bool from_disk = false;  // its host bytes stream from disk per pass (the SpineStreamer), not held in RAM
+};
+
+struct SplitLayout {
+  std::vector<SplitUnit> layers;  // one per spine layer
+  SplitUnit lm_head;
+  uint64_t vram_expert_slots = 0;  // the plan's VRAM expert tier on GPU 0, in experts
+
+  int units() const { return int(layers.size()) + 1; }  // unit index: a layer, or layers.size() for lm_head
+  const SplitUnit& unit(int u) const { return u == int(layers.size()) ? lm_head : layers.at(size_t(u)); }
+  bool on_gpu(int u, int T) const {
+    const SplitUnit& s = unit(u);
+    return T <= 1 ? s.decode_gpu : s.prefill_gpu;
+  }
+  bool any_gpu() const;               // any unit computed on the GPU in some pass
+  bool any_cpu() const;               // any unit computed on the CPU in some pass
+  int streamed_units() const;         // units the GPU computes from RAM or disk
+  // Throws Error unless every unit the GPU computes has a GPU copy, every VRAM unit is computed
+  // on the GPU in both kinds of pass, and there is one entry per layer.
+  void check(int layers) const;
+  std::string describe() const;       // "layers 0-5 VRAM, 6-9 RAM (CPU decode, GPU prefill), lm_head CPU"
+};
+
+// Every unit in VRAM, computed on the GPU (the whole spine on one GPU).
+SplitLayout all_on_gpu(int layers);
+// The plan's placement for GPU 0; Error for plans over several GPUs (not executed yet).
+SplitLayout split_layout(const Plan& p);
+// What the host model holds for a split plan: RAM units the CPU computes in some pass are owned
+// (copied at load) when anything streams from disk, so the streamed bytes cannot push them out,
+// and mapped otherwise; disk units stream; VRAM units and RAM units only the GPU computes stay
+// mapped (read once at load, into the GPU or into the pinned copy it streams from).
+SpinePlacement host_spine_placement(const Plan& p);
+
+// A pass's layers grouped into runs on one device, in order.
+struct PassSegment {
+  bool gpu = false;
+  int first = 0, last = 0;  // layers [first, last)
+};
+std::vector<PassSegment> pass_segments(const SplitLayout& s, int T);
+
+// The order in which a pass of T rows copies the units the GPU computes but does not hold in VRAM
+// into its two device stream buffers, interleaved with their computation. A unit whose host bytes
+// are in RAM is copied while the unit before it computes (copy of unit i+1 issued before compute of
+// unit i, into the buffer unit i-1 used, once that compute has ended); a unit read from disk is
+// copied just before its computation (its bytes arrive through the spine streamer, in pass order).
+struct StreamStep {
+  enum Kind { Copy, Compute } kind = Copy;
+  int unit = 0;
+  int slot = 0;
+  int after = -1;  // Copy: the unit whose computation must end before the copy overwrites the slot
+};
+std::vector<StreamStep> stream_schedule(const SplitLayout& s, int T);
+
+}  // namespace deltafin::placement

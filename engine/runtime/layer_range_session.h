@@ -1,0 +1,35 @@
+#pragma once
+// A session whose pass can run in parts, so that one pass's layers can be split between devices
+// (placement/split_session.h): the CPU K3Session and the CUDA CudaK3Session both implement it.
+// What crosses a layer boundary is the residual stream: the last layer's output and the AttnRes
+// block inputs so far (T x hidden floats each: kilobytes per row).
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "runtime/decode_session.h"
+
+namespace deltafin {
+
+struct ResidualStream {
+  int T = 0;
+  std::vector<float> h;                    // [T][hidden]: the embedding before layer 0, then each layer's output
+  std::vector<std::vector<float>> blocks;  // the input of every AttnRes block begun so far, [T][hidden] each
+};
+
+class LayerRangeSession : public DecodeSession {
+ public:
+  // Stages a pass of ids.size() rows at n_past().. without running any layer (the caller embeds
+  // the ids into a ResidualStream). The pass is then run by run_layers over any layer ranges of
+  // this session and, on the session that holds lm_head, finish_pass; commit(n) and rollback()
+  // end it as they end stage(). commit(n < T) replays only the layers this session ran.
+  // opts.trace is not supported in parts (Error).
+  virtual void begin_pass(std::span<const int32_t> ids, const PassOptions& opts) = 0;
+  // Layers [first, last) of the staged pass: reads and updates rs.h and appends to rs.blocks.
+  virtual void run_layers(int first, int last, ResidualStream& rs) = 0;
+  // The output AttnRes mix, the final norm and lm_head: logits of the pass's rows (all or the last,
+  // as begin_pass's opts.all_logits said).
+  virtual void finish_pass(const ResidualStream& rs, std::vector<float>& logits) = 0;
+};
+
+}  // namespace deltafin

@@ -1,0 +1,360 @@
+// A pass split between two sessions at layer boundaries (placement/split_session.h), proven on the
+// CPU: both sides are CPU K3Sessions, so the ids and logits must equal one session's bit for bit at
+// every split point, with states moving between the sides, partial commits, plans of many budgets
+// and a side that fails mid-pass. The GPU side (CudaK3Session) is checked by tst_cuda_k3 on a GPU.
+// Also the plain logic the CUDA forward follows: the plan's layout, the pass segments and the
+// order of the stream buffers' copies. Nothing here is timed.
+#include <stdexcept>
+
+#include "base/error.h"
+#include "model/checkpoint.h"
+#include "placement/model_byte_map.h"
+#include "placement/planner.h"
+#include "placement/split_layout.h"
+#include "placement/split_session.h"
+#include "runtime/generate.h"
+#include "runtime/k3_model.h"
+#include "support/test_support.h"
+#include "synth/k3_synth.h"
+
+using namespace deltafin;
+using namespace deltafin::placement;
+
+namespace {
+
+const std::vector<int32_t> kPrompt = {1, 5, 9, 42, 7, 3, 11};
+
+GenerateOptions gen_options() {
+  GenerateOptions g;
+  g.max_new = 10;
+  g.prefill_chunk = 3;  // prefill passes of several rows, and decode passes of one
+  return g;
+}
+
+// Every unit on the "GPU" side from layer k on when gpu_tail, else before k; lm_head with the tail.
+SplitLayout split_at(int layers, int k, bool gpu_head) {
+  SplitLayout s;
+  for (int l = 0; l < layers; ++l) {
+    SplitUnit u;
+    if (l < k) u = SplitUnit{GpuCopy::Vram, true, true, false};
+    s.layers.push_back(u);
+  }
+  if (gpu_head) s.lm_head = SplitUnit{GpuCopy::Vram, true, true, false};
+  return s;
+}
+
+// A session that fails in its n-th run_layers call, as a GPU that falls off the bus.
+class FailingSession : public LayerRangeSession {
+ public:
+  FailingSession(K3Session& s, int fail_at) : s_(s), left_(fail_at) {}
+  void begin_pass(std::span<const int32_t> ids, const PassOptions& o) override { s_.begin_pass(ids, o); }
+  void run_layers(int first, int last, ResidualStream& rs) override {
+    if (left_-- == 0) throw std::runtime_error("cudaErrorDevicesUnavailable (simulated)");
+    s_.run_layers(first, last, rs);
+  }
+  void finish_pass(const ResidualStream& rs, std::vector<float>& logits) override { s_.finish_pass(rs, logits); }
+  void stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& o) override { s_.stage(ids, logits, o); }
+  void commit(int n) override { s_.commit(n); }
+  void rollback() override { s_.rollback(); }
+  void reset() override { s_.reset(); }
+  int64_t n_past() const override { return s_.n_past(); }
+  const K3Model& host_model() const override { return s_.host_model(); }
+  int max_rows() const override { return 16; }
+  K3State save_state() const override { return s_.save_state(); }
+  void load_state(K3State st) override { s_.load_state(std::move(st)); }
+
+ private:
+  K3Session& s_;
+  int left_;
+};
+
+Bandwidths rates() {
+  // The CPU streams weights a little faster than PCIe, so a unit in RAM decodes on the CPU; its
+  // matmul rate is low, so prefill passes copy it to the GPU.
+  Bandwidths b;
+  b.disk_gbps = 2;
+  b.ram_gbps = 20;
+  b.cpu_bf16_gbps = 10;
+  b.cpu_mxfp4_gbps = 8;
+  b.cpu_gflops = 50;
+  b.h2d_gbps = 9;
+  b.hbm_gbps = 1000;
+  b.gpu_tflops = 100;
+  return b;
+}
+
+}  // namespace
+
+class TestSplitSession : public QObject {
+  Q_OBJECT
+  std::string dir_;
+  K3Config cfg_;
+  std::unique_ptr<K3Model> model_;
+  std::vector<int32_t> want_;
+
+  std::vector<int32_t> split_ids(const K3Model& m, const SplitLayout& layout, SplitStats* stats = nullptr) {
+    K3Session a(m), b(m);
+    SplitSession s(a, b, layout);
+    auto ids = generate(s, kPrompt, gen_options()).ids;
+    if (stats) *stats = s.stats();
+    return ids;
+  }
+
+ private slots:
+  void initTestCase() {
+    dir_ = test::temp_dir("split-session");
+    K3SynthSpec spec = synth_preset("demo");
+    apply_synth_override(spec, "layers=7");
+    apply_synth_override(spec, "mla_layers=3+6");
+    write_k3_synth(spec, dir_);
+    cfg_ = K3Config::load(dir_ + "/config.json");
+    model_ = K3Model::load(dir_);
+    K3Session s(*model_);
+    want_ = generate(s, kPrompt, gen_options()).ids;
+    QCOMPARE(int(want_.size()), 10);
+  }
+
+  void every_split_point() {
+    for (int k = 0; k <= cfg_.layers; ++k)
+      for (bool head : {false, true}) {
+        SplitStats st;
+        QCOMPARE(split_ids(*model_, split_at(cfg_.layers, k, head), &st), want_);
+        QVERIFY(st.passes > 0);
+        // One hand-over at a boundary inside the layers, one before lm_head when it sits on the
+        // other side of the last layer.
+        const bool inner = k > 0 && k < cfg_.layers;
+        const bool last_on_gpu = k == cfg_.layers;
+        const uint64_t per_pass = (inner ? 1 : 0) + (head != last_on_gpu ? 1 : 0);
+        QCOMPARE(st.handovers, st.passes * per_pass);
+      }
+  }
+
+  void same_logits_bit_for_bit_with_partial_commits() {
+    // Verify-style passes: 4 rows staged with partial_commit, 2 kept; then a decode row.
+    K3Session plain(*model_);
+    K3Session a(*model_), b(*model_);
+    SplitLayout layout = split_at(cfg_.layers, 3, true);
+    layout.layers[5] = SplitUnit{GpuCopy::Streamed, false, true, false};  // moves between the sides
+    SplitSession s(a, b, layout);
+    PassOptions o;
+    o.partial_commit = true;
+    std::vector<float> want, got;
+    const std::vector<int32_t> four = {4, 8, 15, 16};
+    plain.stage(four, want, o);
+    s.stage(four, got, o);
+    QVERIFY(want == got);
+    plain.commit(2);
+    s.commit(2);
+    const std::vector<int32_t> one = {23};
+    plain.stage(one, want, {});
+    s.stage(one, got, {});
+    QVERIFY(want == got);
+    plain.commit(1);
+    s.commit(1);
+    QCOMPARE(s.n_past(), int64_t(3));
+    QVERIFY(s.stats().state_moves > 0);
+    // The merged state is the plain session's, whichever side holds each layer.
+    const K3State ws = plain.save_state(), gs = s.save_state();
+    for (int l = 0; l < cfg_.layers; ++l) {
+      QVERIFY(ws.kda[size_t(l)].S == gs.kda[size_t(l)].S);
+      QVERIFY(ws.kda[size_t(l)].conv == gs.kda[size_t(l)].conv);
+      QVERIFY(ws.mla[size_t(l)].cache == gs.mla[size_t(l)].cache);
+    }
+    // A rolled back pass leaves nothing behind.
+    s.stage(four, got, o);
+    s.rollback();
+    plain.stage(one, want, {});
+    s.stage(one, got, {});
+    QVERIFY(want == got);
+  }
+
+  void decode_and_prefill_on_different_sides() {
+    // Layers from 2 on: decode on the CPU side, prefill on the other; lm_head the reverse.
+    SplitLayout layout = split_at(cfg_.layers, 2, false);
+    for (int l = 2; l < cfg_.layers; ++l) layout.layers[size_t(l)] = SplitUnit{GpuCopy::Streamed, false, true, false};
+    layout.lm_head = SplitUnit{GpuCopy::Streamed, true, false, false};
+    SplitStats st;
+    QCOMPARE(split_ids(*model_, layout, &st), want_);
+    QVERIFY2(st.state_moves >= uint64_t(cfg_.layers - 2), std::to_string(st.state_moves).c_str());
+  }
+
+  void plans_of_many_budgets() {
+    auto ck = Checkpoint::open(dir_);
+    const auto bytes = ModelByteMap::from_checkpoint(*ck, cfg_);
+    PlanOptions o;
+    o.ram_scratch_bytes = 1 << 20;
+    o.gpu_scratch_bytes = 1 << 20;
+    o.context_tokens = 64;
+    MachineBudget b;
+    b.ram_budget = 1ull << 40;
+    b.gpus.push_back(GpuBudget{"GPU 0", 1ull << 40, 0});
+    const Plan full = make_plan(bytes, b, rates(), o);
+    const uint64_t vlo = full.vram_minimum, vhi = vlo + bytes.spine_bytes();
+    int split = 0, mixed = 0, disk = 0, n = 0;
+    for (uint64_t i = 0; i <= 7; ++i) {
+      b.gpus[0].budget = vlo + (vhi - vlo) * i / 7;
+      // Every other budget also leaves part of the spine on disk.
+      b.ram_budget = i % 2 ? 1ull << 40 : full.ram_minimum + bytes.largest_unit_bytes();
+      const Plan plan = make_plan(bytes, b, rates(), o);
+      const SplitLayout layout = split_layout(plan);
+      K3Model::Options mo;
+      mo.spine = host_spine_placement(plan);
+      auto m = K3Model::load(dir_, std::move(mo));
+      QVERIFY2(split_ids(*m, layout) == want_, layout.describe().c_str());
+      bool vram = false, cpu = false, mix = false, fd = false;
+      for (int u = 0; u < layout.units(); ++u) {
+        const SplitUnit& su = layout.unit(u);
+        vram = vram || su.gpu == GpuCopy::Vram;
+        cpu = cpu || !su.decode_gpu;
+        mix = mix || su.decode_gpu != su.prefill_gpu;
+        fd = fd || su.from_disk;
+      }
+      split += vram && cpu;
+      mixed += mix;
+      disk += fd;
+      ++n;
+    }
+    QVERIFY2(split >= 2, "some budgets split the layers between VRAM and the CPU");
+    QVERIFY2(mixed >= 1, "some plans decode a unit on the CPU and prefill it on the GPU");
+    QVERIFY2(disk >= 1, "some plans stream part of the spine from disk");
+    // Budgets the plan refuses: below one layer's working set (the error says the minimum).
+    b.gpus[0].budget = vlo - 1;
+    try {
+      make_plan(bytes, b, rates(), o);
+      QFAIL("a VRAM budget below the minimum was accepted");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find(format_gb(vlo)) != std::string::npos, e.what());
+    }
+    // Several GPUs: planned, not executed by the GPU forward yet.
+    b.gpus[0].budget = 1ull << 40;
+    b.gpus.push_back(GpuBudget{"GPU 1", 1ull << 40, 0});
+    QVERIFY_THROWS_EXCEPTION(Error, split_layout(make_plan(bytes, b, rates(), o)));
+  }
+
+  void host_placement_of_a_plan() {
+    Plan p;
+    p.units = {UnitPlan{0, 10, 0, 0, Home::Vram, 0, 0, 0}, UnitPlan{1, 10, 0, 0, Home::Ram, -1, kCpu, 0},
+               UnitPlan{2, 10, 0, 0, Home::Disk, -1, kCpu, kCpu}, UnitPlan{kLmHeadUnit, 10, 0, 0, Home::Ram, -1, 0, 0}};
+    const SpinePlacement h = host_spine_placement(p);
+    QCOMPARE(h.layers.size(), size_t(3));
+    QVERIFY(h.layers[0] == SpineHome::Mapped);
+    QVERIFY(h.layers[1] == SpineHome::Owned);  // something streams: RAM units are held apart from the page cache
+    QVERIFY(h.layers[2] == SpineHome::Streamed);
+    QVERIFY(h.lm_head == SpineHome::Mapped);  // only the GPU computes it: its pinned copy is its home
+    const SplitLayout s = split_layout(p);
+    QVERIFY(s.layers[0].gpu == GpuCopy::Vram);
+    QVERIFY(s.layers[1].gpu == GpuCopy::Streamed && !s.layers[1].decode_gpu && s.layers[1].prefill_gpu);
+    QVERIFY(s.layers[2].gpu == GpuCopy::None && s.layers[2].from_disk);
+    QVERIFY(s.lm_head.gpu == GpuCopy::Streamed && s.lm_head.decode_gpu);
+    QCOMPARE(QString::fromStdString(s.describe()),
+             QString("layer 0 VRAM (GPU), layer 1 RAM (CPU decode, GPU prefill), layer 2 disk (CPU), lm_head RAM (GPU, streamed)"));
+    // Inconsistent layouts are refused.
+    SplitLayout bad = s;
+    bad.layers[2].decode_gpu = true;
+    QVERIFY_THROWS_EXCEPTION(Error, bad.check(3));
+    bad = s;
+    bad.layers[0].decode_gpu = false;
+    QVERIFY_THROWS_EXCEPTION(Error, bad.check(3));
+    QVERIFY_THROWS_EXCEPTION(Error, s.check(4));
+  }
+
+  void segments_of_a_pass() {
+    SplitLayout s = split_at(6, 2, true);
+    s.layers[4] = SplitUnit{GpuCopy::Streamed, false, true, false};
+    const auto d = pass_segments(s, 1);
+    QCOMPARE(d.size(), size_t(2));
+    QVERIFY(d[0].gpu && d[0].first == 0 && d[0].last == 2);
+    QVERIFY(!d[1].gpu && d[1].first == 2 && d[1].last == 6);
+    const auto p = pass_segments(s, 8);
+    QCOMPARE(p.size(), size_t(4));
+    QVERIFY(p[2].gpu && p[2].first == 4 && p[2].last == 5);
+    QVERIFY(!p[3].gpu && p[3].first == 5 && p[3].last == 6);
+  }
+
+  void stream_buffer_order() {
+    // Units 0-1 in VRAM, 2-7 streamed from RAM except 5 (from disk), lm_head streamed.
+    SplitLayout s;
+    for (int l = 0; l < 8; ++l)
+      s.layers.push_back(l < 2 ? SplitUnit{GpuCopy::Vram, true, true, false} : SplitUnit{GpuCopy::Streamed, true, true, l == 5});
+    s.lm_head = SplitUnit{GpuCopy::Streamed, true, true, false};
+    s.check(8);
+    const auto steps = stream_schedule(s, 1);
+    std::vector<int> computed, slot_of(9, -1), occupant = {-1, -1};
+    std::vector<bool> copied(9, false), done(9, false);
+    int outstanding = 0, most = 0;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const StreamStep& st = steps[i];
+      QVERIFY(st.slot == 0 || st.slot == 1);
+      if (st.kind == StreamStep::Copy) {
+        QVERIFY2(!copied[size_t(st.unit)], "each unit is copied once per pass");
+        // The slot's previous unit has been issued for computation, and the copy waits for it.
+        QCOMPARE(st.after, occupant[size_t(st.slot)]);
+        if (st.after >= 0) QVERIFY(done[size_t(st.after)]);
+        occupant[size_t(st.slot)] = st.unit;
+        copied[size_t(st.unit)] = true;
+        slot_of[size_t(st.unit)] = st.slot;
+        most = std::max(most, ++outstanding);
+      } else {
+        QVERIFY(copied[size_t(st.unit)]);
+        QCOMPARE(st.slot, slot_of[size_t(st.unit)]);
+        QCOMPARE(occupant[size_t(st.slot)], st.unit);
+        done[size_t(st.unit)] = true;
+        computed.push_back(st.unit);
+        --outstanding;
+        // The next unit from RAM is already on its way while this one computes.
+        const int next = st.unit + 1;
+        if (next <= 8 && next != 5) QVERIFY2(copied[size_t(next)], std::to_string(next).c_str());
+      }
+    }
+    QCOMPARE(computed, (std::vector<int>{2, 3, 4, 5, 6, 7, 8}));
+    QVERIFY(most <= 2);
+    // The unit from disk is copied only once the unit before it was issued for computation (its
+    // bytes come through the spine streamer, in pass order), and before its own computation.
+    auto at = [&](StreamStep::Kind k, int unit) {
+      for (size_t i = 0; i < steps.size(); ++i)
+        if (steps[i].kind == k && steps[i].unit == unit) return int(i);
+      return -1;
+    };
+    QVERIFY(at(StreamStep::Copy, 5) > at(StreamStep::Compute, 4));
+    QVERIFY(at(StreamStep::Copy, 5) < at(StreamStep::Compute, 5));
+    // Decode passes that compute nothing streamed on the GPU copy nothing.
+    for (auto& u : s.layers)
+      if (u.gpu == GpuCopy::Streamed) u.decode_gpu = false;
+    s.lm_head.decode_gpu = false;
+    QVERIFY(stream_schedule(s, 1).empty());
+    QCOMPARE(stream_schedule(s, 4).size(), size_t(14));
+  }
+
+  void a_failing_side_ends_the_session() {
+    K3Session a(*model_), b(*model_);
+    FailingSession f(b, 3);
+    SplitSession s(a, f, split_at(cfg_.layers, 4, true));
+    std::vector<float> logits;
+    s.stage(std::vector<int32_t>{1, 2}, logits, {});
+    s.commit(2);
+    try {
+      for (int i = 0; i < 5; ++i) {
+        s.stage(std::vector<int32_t>{3}, logits, {});
+        s.commit(1);
+      }
+      QFAIL("the failure was not reported");
+    } catch (const Error& e) {
+      const std::string w = e.what();
+      QVERIFY2(w.find("the GPU failed in layers 0-3") != std::string::npos, w.c_str());
+      QVERIFY2(w.find("simulated") != std::string::npos, w.c_str());
+      QVERIFY2(w.find("nothing falls back") != std::string::npos, w.c_str());
+    }
+    // No later pass runs on what is left, on either side.
+    QVERIFY_THROWS_EXCEPTION(Error, s.stage(std::vector<int32_t>{3}, logits, {}));
+    QVERIFY_THROWS_EXCEPTION(Error, s.save_state());
+    PassOptions traced;
+    ForwardTrace tr;
+    traced.trace = &tr;
+    K3Session c(*model_), d(*model_);
+    SplitSession t(c, d, split_at(cfg_.layers, 4, true));
+    QVERIFY_THROWS_EXCEPTION(Error, t.stage(std::vector<int32_t>{3}, logits, traced));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestSplitSession)
+#include "test_split_session.moc"
