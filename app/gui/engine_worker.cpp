@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "chat_turns.h"
 #ifdef DELTAFIN_HAVE_CUDA_K3
 #include "cuda/cuda_decode_session.h"
 #endif
@@ -149,9 +150,7 @@ void EngineWorker::generate(const GenerationRequest& request) {
     return;
   }
   try {
-    std::vector<ChatMessage> messages;
-    for (const ChatTurn& t : request.turns)
-      messages.emplace_back(t.role.toStdString(), t.content.toStdString(), std::string{}, t.reasoning.toStdString());
+    const std::vector<ChatMessage> messages = engineMessages(request.turns);
     ChatOptions chat;
     chat.thinking = request.thinking;
     if (const auto effort = parse_reasoning_effort(request.effort.toStdString()); effort && request.thinking)
@@ -168,6 +167,7 @@ void EngineWorker::generate(const GenerationRequest& request) {
 
     ChatStreamParser parser(*tokenizer_, request.thinking);
     QString pendingReasoning, pendingAnswer;
+    QList<ToolCallInfo> calls;  // sent after the text, as the model writes them after its answer
     auto lastEmit = Clock::now();
     const auto started = Clock::now();
     auto lastSnapshot = started - kSnapshotInterval;  // the first token reports at once
@@ -177,6 +177,7 @@ void EngineWorker::generate(const GenerationRequest& request) {
       for (const ChatEvent& ev : events) {
         if (ev.kind == ChatEvent::Kind::Answer) pendingAnswer += QString::fromStdString(ev.text);
         else if (ev.kind == ChatEvent::Kind::Reasoning) pendingReasoning += QString::fromStdString(ev.text);
+        else if (ev.kind == ChatEvent::Kind::ToolCall) calls.push_back(toolCallFromEvent(ev));
       }
     };
     auto flush = [&] {
@@ -208,6 +209,7 @@ void EngineWorker::generate(const GenerationRequest& request) {
     });
     if (!parser.done()) take(parser.finish());
     flush();
+    for (const ToolCallInfo& call : calls) emit toolCall(request.id, call);
 
     GenerationStats stats;
     stats.promptTokens = result.stats.prompt_tokens;
