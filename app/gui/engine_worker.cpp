@@ -306,8 +306,7 @@ void EngineWorker::inspectCache() {
 
 void EngineWorker::emitSnapshot() {
   const auto vram = session_ ? session_->vram_tier() : std::nullopt;
-  emit cacheSnapshot(snapshotCache(model_->experts(), model_->config().layers, model_->config().experts,
-                                   vram && vram->all_resident));
+  emit cacheSnapshot(snapshotCache(model_->experts(), model_->config().layers, model_->config().experts, vram ? &*vram : nullptr));
 }
 
 void EngineWorker::warmCacheLayer(int layer) {

@@ -20,6 +20,7 @@
 
 #include "app_paths.h"
 #include "device_choice.h"
+#include "placement_bar.h"
 
 namespace deltafin::gui {
 
@@ -136,6 +137,8 @@ SettingsDialog::SettingsDialog(const StudioSettings& s, QWidget* parent) : QDial
   maxTokens_->setValue(s.maxNewTokens);
   engineForm->addRow(tr("Longest &reply (tokens):"), maxTokens_);
   engineBox->addWidget(streamNote);
+  placement_ = new PlacementBar(engine);
+  engineBox->addWidget(placement_);
   layout->addWidget(engine);
 
   auto* server = new QGroupBox(tr("Local server"), this);
