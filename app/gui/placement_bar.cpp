@@ -100,9 +100,11 @@ QString PlacementBar::caption() const {
 }
 
 void PlacementBar::update_() {
-  setToolTip(hasPlan_ ? tr("Where the placement planner puts the model's bytes on this machine (as `deltafin plan` "
-                           "prints it). Rates: %1")
-                            .arg(shares_.rates)
+  // The whole caption too: a narrow window elides it.
+  setToolTip(hasPlan_ ? caption() + QStringLiteral("\n") +
+                            tr("Where the placement planner puts the model's bytes on this machine (as `deltafin plan` "
+                               "prints it). Rates: %1")
+                                .arg(shares_.rates)
                       : caption());
   setAccessibleName(tr("Placement plan"));
   setAccessibleDescription(caption());
