@@ -106,6 +106,10 @@
         <source>System language</source>
         <translation>Systemsprache</translation>
     </message>
+    <message>
+        <source>the system keychain</source>
+        <translation>der Schlüsselbund des Systems</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::BenchView</name>
@@ -404,6 +408,14 @@
         <source>Full install: all %1 experts of each of %2 layers are read from local disk through the page cache. Source: %3</source>
         <translation>Vollinstallation: alle %1 Experten jeder der %2 Schichten werden über den Seitencache von der lokalen Festplatte gelesen. Quelle: %3</translation>
     </message>
+    <message>
+        <source>Verified against the Hub: %1 of %2 shards; unverified: %3 on disk (a shard is checked when it is complete; deltafin cache verify --fetch checks them all).</source>
+        <translation>Mit dem Hub abgeglichen: %1 von %2 Shards; nicht geprüft: %3 auf der Platte (ein Shard wird geprüft, sobald er vollständig ist; deltafin cache verify --fetch prüft alle).</translation>
+    </message>
+    <message>
+        <source>GPU session: %1 experts in the VRAM tier&apos;s %2 slots now; below it:</source>
+        <translation>GPU-Sitzung: %1 Experten jetzt in den %2 Plätzen der VRAM-Stufe; darunter:</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::ChatView</name>
@@ -672,6 +684,14 @@
     <message>
         <source>%1 is not a conversation exported by Deltafin Studio (Markdown or JSON).</source>
         <translation>%1 ist kein von Deltafin Studio exportierter Chat (Markdown oder JSON).</translation>
+    </message>
+    <message>
+        <source>Tool result: %1</source>
+        <translation>Werkzeugergebnis: %1</translation>
+    </message>
+    <message>
+        <source>Called</source>
+        <translation>Aufgerufen</translation>
     </message>
 </context>
 <context>
@@ -1050,6 +1070,69 @@
         <source>K3&apos;s answer</source>
         <translation>Antwort von K3</translation>
     </message>
+    <message>
+        <source>Tool result · %1</source>
+        <translation>Werkzeugergebnis · %1</translation>
+    </message>
+    <message>
+        <source>System</source>
+        <translation>System</translation>
+    </message>
+    <message>
+        <source>The result of call %1</source>
+        <translation>Das Ergebnis von Aufruf %1</translation>
+    </message>
+    <message>
+        <source>Tool result</source>
+        <translation>Werkzeugergebnis</translation>
+    </message>
+    <message>
+        <source>System message</source>
+        <translation>Systemnachricht</translation>
+    </message>
+    <message>
+        <source>Called %1</source>
+        <translation>%1 aufgerufen</translation>
+    </message>
+    <message>
+        <source>Tool call: %1</source>
+        <translation>Werkzeugaufruf: %1</translation>
+    </message>
+    <message>
+        <source>Call %1</source>
+        <translation>Aufruf %1</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::PlacementBar</name>
+    <message>
+        <source>No placement plan yet.</source>
+        <translation>Noch kein Platzierungsplan.</translation>
+    </message>
+    <message>
+        <source>No placement plan: %1</source>
+        <translation>Kein Platzierungsplan: %1</translation>
+    </message>
+    <message>
+        <source>Plan: %1 VRAM · %2 RAM · %3 read from disk — predicted %4 tok/s (%5-bound)</source>
+        <translation>Plan: %1 VRAM · %2 RAM · %3 von der Platte gelesen — vorhergesagt %4 Tok./s (begrenzt durch %5)</translation>
+    </message>
+    <message>
+        <source>, measured %1 tok/s</source>
+        <translation>, gemessen %1 Tok./s</translation>
+    </message>
+    <message>
+        <source>, not measured yet</source>
+        <translation>, noch nicht gemessen</translation>
+    </message>
+    <message>
+        <source>Where the placement planner puts the model&apos;s bytes on this machine (as `deltafin plan` prints it). Rates: %1</source>
+        <translation>Wohin der Platzierungsplaner die Bytes des Modells auf diesem Rechner legt (wie `deltafin plan` es ausgibt). Raten: %1</translation>
+    </message>
+    <message>
+        <source>Placement plan</source>
+        <translation>Platzierungsplan</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::RemoteChatBackend</name>
@@ -1088,6 +1171,22 @@
     <message>
         <source>check the endpoint and model in Settings</source>
         <translation>prüfen Sie Endpunkt und Modell in den Einstellungen</translation>
+    </message>
+    <message>
+        <source>refusing to send the API key over plain http to %1: anyone on the way could read it</source>
+        <translation>der API-Schlüssel wird nicht über unverschlüsseltes http an %1 gesendet: jeder auf dem Weg könnte ihn lesen</translation>
+    </message>
+    <message>
+        <source>use an https address, or an SSH tunnel to 127.0.0.1</source>
+        <translation>verwenden Sie eine https-Adresse oder einen SSH-Tunnel nach 127.0.0.1</translation>
+    </message>
+    <message>
+        <source>the server sent more than %1 MiB without ending an event</source>
+        <translation>der Server hat mehr als %1 MiB gesendet, ohne ein Ereignis abzuschließen</translation>
+    </message>
+    <message>
+        <source>no data for %1 s</source>
+        <translation>seit %1 s keine Daten</translation>
     </message>
 </context>
 <context>
@@ -1290,6 +1389,10 @@
     <message>
         <source>Enter sends a message, Shift+Enter starts a new line (off: Ctrl+Enter sends)</source>
         <translation>Enter sendet, Umschalt+Enter beginnt eine neue Zeile (aus: Strg+Enter sendet)</translation>
+    </message>
+    <message>
+        <source>The key is kept in %1, not in the settings file.</source>
+        <translation>Der Schlüssel wird in %1 aufbewahrt, nicht in der Einstellungsdatei.</translation>
     </message>
 </context>
 <context>

@@ -106,6 +106,10 @@
         <source>System language</source>
         <translation>系统语言</translation>
     </message>
+    <message>
+        <source>the system keychain</source>
+        <translation>系统钥匙串</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::BenchView</name>
@@ -404,6 +408,14 @@
         <source>Full install: all %1 experts of each of %2 layers are read from local disk through the page cache. Source: %3</source>
         <translation>完整安装：%2 层中每层的全部 %1 个专家经页缓存从本地磁盘读取。来源：%3</translation>
     </message>
+    <message>
+        <source>Verified against the Hub: %1 of %2 shards; unverified: %3 on disk (a shard is checked when it is complete; deltafin cache verify --fetch checks them all).</source>
+        <translation>已与 Hub 校验：%2 个分片中的 %1 个；未校验：磁盘上 %3（分片完整时即校验；deltafin cache verify --fetch 校验全部）。</translation>
+    </message>
+    <message>
+        <source>GPU session: %1 experts in the VRAM tier&apos;s %2 slots now; below it:</source>
+        <translation>GPU 会话：VRAM 层的 %2 个槽位中现有 %1 个专家；其下：</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::ChatView</name>
@@ -671,6 +683,14 @@
     <message>
         <source>%1 is not a conversation exported by Deltafin Studio (Markdown or JSON).</source>
         <translation>%1 不是 Deltafin Studio 导出的对话（Markdown 或 JSON）。</translation>
+    </message>
+    <message>
+        <source>Tool result: %1</source>
+        <translation>工具结果：%1</translation>
+    </message>
+    <message>
+        <source>Called</source>
+        <translation>已调用</translation>
     </message>
 </context>
 <context>
@@ -1048,6 +1068,69 @@
         <source>K3&apos;s answer</source>
         <translation>K3 的回答</translation>
     </message>
+    <message>
+        <source>Tool result · %1</source>
+        <translation>工具结果 · %1</translation>
+    </message>
+    <message>
+        <source>System</source>
+        <translation>系统</translation>
+    </message>
+    <message>
+        <source>The result of call %1</source>
+        <translation>调用 %1 的结果</translation>
+    </message>
+    <message>
+        <source>Tool result</source>
+        <translation>工具结果</translation>
+    </message>
+    <message>
+        <source>System message</source>
+        <translation>系统消息</translation>
+    </message>
+    <message>
+        <source>Called %1</source>
+        <translation>已调用 %1</translation>
+    </message>
+    <message>
+        <source>Tool call: %1</source>
+        <translation>工具调用：%1</translation>
+    </message>
+    <message>
+        <source>Call %1</source>
+        <translation>调用 %1</translation>
+    </message>
+</context>
+<context>
+    <name>deltafin::gui::PlacementBar</name>
+    <message>
+        <source>No placement plan yet.</source>
+        <translation>尚无放置计划。</translation>
+    </message>
+    <message>
+        <source>No placement plan: %1</source>
+        <translation>无放置计划：%1</translation>
+    </message>
+    <message>
+        <source>Plan: %1 VRAM · %2 RAM · %3 read from disk — predicted %4 tok/s (%5-bound)</source>
+        <translation>计划：%1 VRAM · %2 内存 · %3 从磁盘读取 — 预测 %4 tok/s（受 %5 限制）</translation>
+    </message>
+    <message>
+        <source>, measured %1 tok/s</source>
+        <translation>，实测 %1 tok/s</translation>
+    </message>
+    <message>
+        <source>, not measured yet</source>
+        <translation>，尚未实测</translation>
+    </message>
+    <message>
+        <source>Where the placement planner puts the model&apos;s bytes on this machine (as `deltafin plan` prints it). Rates: %1</source>
+        <translation>放置规划器在本机上如何安置模型的字节（与 `deltafin plan` 的输出相同）。速率：%1</translation>
+    </message>
+    <message>
+        <source>Placement plan</source>
+        <translation>放置计划</translation>
+    </message>
 </context>
 <context>
     <name>deltafin::gui::RemoteChatBackend</name>
@@ -1086,6 +1169,22 @@
     <message>
         <source>check the endpoint and model in Settings</source>
         <translation>请在设置中检查端点和模型</translation>
+    </message>
+    <message>
+        <source>refusing to send the API key over plain http to %1: anyone on the way could read it</source>
+        <translation>拒绝通过明文 http 向 %1 发送 API 密钥：途中任何人都能读到它</translation>
+    </message>
+    <message>
+        <source>use an https address, or an SSH tunnel to 127.0.0.1</source>
+        <translation>请使用 https 地址，或通往 127.0.0.1 的 SSH 隧道</translation>
+    </message>
+    <message>
+        <source>the server sent more than %1 MiB without ending an event</source>
+        <translation>服务器发送了超过 %1 MiB 却未结束一个事件</translation>
+    </message>
+    <message>
+        <source>no data for %1 s</source>
+        <translation>%1 秒无数据</translation>
     </message>
 </context>
 <context>
@@ -1288,6 +1387,10 @@
     <message>
         <source>Enter sends a message, Shift+Enter starts a new line (off: Ctrl+Enter sends)</source>
         <translation>Enter 发送消息，Shift+Enter 换行（关闭时：Ctrl+Enter 发送）</translation>
+    </message>
+    <message>
+        <source>The key is kept in %1, not in the settings file.</source>
+        <translation>密钥保存在 %1 中，而不在设置文件里。</translation>
     </message>
 </context>
 <context>

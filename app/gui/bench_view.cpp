@@ -29,6 +29,7 @@
 
 #include "formatting.h"
 #include "local_engine.h"
+#include "placement_bar.h"
 
 namespace deltafin::gui {
 namespace {
@@ -97,6 +98,10 @@ BenchView::BenchView(LocalEngine* engine, QString historyPath, QWidget* parent)
   status_->setObjectName(QStringLiteral("benchStatus"));
   status_->setWordWrap(true);
   layout->addWidget(status_);
+  placement_ = new PlacementBar(this);
+  layout->addWidget(placement_);
+  connect(engine_, &ChatBackend::ready, placement_, [this](const BackendInfo& info) { placement_->planFor(info.modelRoot); });
+  if (engine_->isReady()) placement_->planFor(engine_->info().modelRoot);
 
   auto* splitter = new QSplitter(Qt::Vertical, this);
   auto* charts = new QWidget(splitter);
@@ -141,6 +146,7 @@ BenchView::BenchView(LocalEngine* engine, QString historyPath, QWidget* parent)
     if (!running_) return;
     running_ = false;
     addResult(r);
+    placement_->setMeasured(r.decodeTokensPerSecond);
     status_->setText(tr("%1: prefill %2 tok/s, decode %3 tok/s")
                          .arg(r.arm, QLocale().toString(r.prefillTokensPerSecond, 'f', 1),
                               QLocale().toString(r.decodeTokensPerSecond, 'f', 1)));

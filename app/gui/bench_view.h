@@ -19,6 +19,8 @@ class QValueAxis;
 
 namespace deltafin::gui {
 
+class PlacementBar;
+
 class LocalEngine;
 
 class BenchView : public QWidget {
@@ -34,6 +36,8 @@ class BenchView : public QWidget {
   // Writes {"results": [...]} with every result in the history; false with `error` set on failure.
   bool exportJson(const QString& path, QString* error = nullptr) const;
   QPushButton* runButton() const { return run_; }
+  // The placement plan of the loaded model, its predicted decode speed beside the last run's.
+  PlacementBar* placementBar() const { return placement_; }
 
  signals:
   void runFinished();
@@ -59,6 +63,7 @@ class BenchView : public QWidget {
   QPushButton* export_ = nullptr;
   QPushButton* clear_ = nullptr;
   QLabel* status_ = nullptr;
+  PlacementBar* placement_ = nullptr;
   QChartView* speedChart_ = nullptr;
   QChartView* hitChart_ = nullptr;
   QTreeWidget* table_ = nullptr;

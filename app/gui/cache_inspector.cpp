@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "runtime/decode_session.h"
 #include "store/stream_expert_source.h"
 #include "store/tiered_expert_source.h"
 
@@ -18,13 +19,15 @@ int CacheSnapshot::count(int layer, ExpertTier t) const {
   return n;
 }
 
-CacheSnapshot snapshotCache(ExpertSource& source, int layers, int experts, bool allInVram) {
+namespace {
+
+// The host source's tiers: the RAM expert cache, a stream cache, or every expert on local disk.
+CacheSnapshot hostSnapshot(ExpertSource& source, int layers, int experts) {
   CacheSnapshot s;
   s.source = QString::fromStdString(source.describe());
   s.layers = layers;
   s.experts = experts;
-  s.tiers.fill(allInVram ? ExpertTier::Vram : ExpertTier::Disk, layers * experts);
-  s.vramTier = allInVram;
+  s.tiers.fill(ExpertTier::Disk, layers * experts);
   if (auto* tiered = dynamic_cast<TieredExpertSource*>(&source)) {
     s.ramTier = true;
     const HeatMap& heat = tiered->heat();
@@ -34,7 +37,7 @@ CacheSnapshot snapshotCache(ExpertSource& source, int layers, int experts, bool 
       for (int e = 0; e < experts; ++e) {
         const int i = l * experts + e;
         if (counted) s.uses[i] = heat.count(l, e);
-        if (!allInVram && tiered->cached(l, e)) s.tiers[i] = ExpertTier::Ram;
+        if (tiered->cached(l, e)) s.tiers[i] = ExpertTier::Ram;
       }
     s.bytesPerExpert = tiered->slot_bytes();
     s.capBytes = tiered->slot_count() * tiered->slot_bytes();
@@ -45,12 +48,12 @@ CacheSnapshot snapshotCache(ExpertSource& source, int layers, int experts, bool 
   StreamExpertSource* stream = asStream(source);
   if (!stream) return s;
   s.stream = true;
-  if (!allInVram) s.tiers.fill(ExpertTier::Network);
+  s.tiers.fill(ExpertTier::Network);
   s.lastUse.fill(0, layers * experts);
   for (const StreamExpertSource::CachedExpert& e : stream->list()) {
     if (e.layer < 0 || e.layer >= layers || e.expert < 0 || e.expert >= experts) continue;
     s.lastUse[e.layer * experts + e.expert] = std::max<quint64>(1, e.last_use);
-    if (!allInVram) s.tiers[e.layer * experts + e.expert] = ExpertTier::Disk;
+    s.tiers[e.layer * experts + e.expert] = ExpertTier::Disk;
     s.bytesPerExpert = std::max<quint64>(s.bytesPerExpert, e.bytes);
   }
   s.cachedBytes = stream->cached_bytes();
@@ -61,6 +64,24 @@ CacheSnapshot snapshotCache(ExpertSource& source, int layers, int experts, bool 
     if (shard.verified) ++s.verifiedShards;
     else s.unverifiedBytes += shard.present_bytes;
   }
+  return s;
+}
+
+}  // namespace
+
+CacheSnapshot snapshotCache(ExpertSource& source, int layers, int experts, const VramTierStats* vram) {
+  CacheSnapshot s = hostSnapshot(source, layers, experts);
+  if (!vram) return s;
+  // The fastest tier that holds an expert is where a lookup finds it: VRAM over the host's copy.
+  s.vramTier = true;
+  s.allInVram = vram->all_resident;
+  s.vramSlots = vram->slot_count;
+  if (s.allInVram) {
+    s.tiers.fill(ExpertTier::Vram);
+    return s;
+  }
+  for (const auto& [layer, expert] : vram->resident)
+    if (layer >= 0 && layer < layers && expert >= 0 && expert < experts) s.tiers[layer * experts + expert] = ExpertTier::Vram;
   return s;
 }
 

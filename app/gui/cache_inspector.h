@@ -1,6 +1,6 @@
 #pragma once
-// The one file between the cache browser and the engine's expert tiers (store/): a snapshot of
-// where every expert is (VRAM, RAM, disk, not yet fetched) and how often it was used, and the
+// The one file between the cache browser and the engine's expert tiers (store/, and a GPU
+// session's VRAM tier): a snapshot of where every expert is (VRAM, RAM, disk, not yet fetched) and how often it was used, and the
 // warm/evict actions of a stream cache. Called on the engine thread, which owns
 // the expert source.
 #include <QMetaType>
@@ -9,6 +9,7 @@
 
 namespace deltafin {
 class ExpertSource;
+struct VramTierStats;
 }
 
 namespace deltafin::gui {
@@ -19,7 +20,9 @@ enum class ExpertTier : quint8 { Vram, Ram, Disk, Network };
 struct CacheSnapshot {
   bool stream = false;      // a stream install with an expert cache
   bool ramTier = false;     // the engine's RAM expert cache (a full install with --ram-cache)
-  bool vramTier = false;    // a GPU session with every expert resident in VRAM
+  bool vramTier = false;    // a GPU session's VRAM expert tier: some experts in its slots, or every one
+  bool allInVram = false;   // every expert of the model resident in VRAM
+  int vramSlots = 0;        // the VRAM tier's expert slots (a partial tier)
   QString source;           // the expert source's own description
   int layers = 0, experts = 0;
   QVector<quint64> lastUse;  // [layer * experts + expert]; 0 = not cached, larger = used more recently
@@ -42,8 +45,9 @@ struct CacheSnapshot {
   int count(int layer, ExpertTier t) const;
 };
 
-// `allInVram`: a GPU session holds every expert of the model in VRAM.
-CacheSnapshot snapshotCache(ExpertSource& source, int layers, int experts, bool allInVram = false);
+// `vram`: the GPU session's VRAM tier, if there is one: its resident experts are drawn in VRAM
+// (over the RAM or disk tier the host source has them in), or all of them when all are resident.
+CacheSnapshot snapshotCache(ExpertSource& source, int layers, int experts, const VramTierStats* vram = nullptr);
 // Fetches every expert of `layer` into the cache; throws deltafin::Error (e.g. offline).
 void warmLayer(ExpertSource& source, int layer, int experts);
 // Evicts least recently used experts until at most `targetBytes` are cached; returns bytes freed.

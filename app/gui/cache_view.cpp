@@ -160,7 +160,7 @@ void CacheView::showSnapshot(const CacheSnapshot& s) {
   heat_->setSnapshot(s);
   if (!studio_->engine()->isReady()) {
     summary_->setText(tr("No model is loaded."));
-  } else if (s.vramTier) {
+  } else if (s.allInVram) {
     summary_->setText(tr("Every expert of the %1 layers is in VRAM. Source: %2").arg(s.layers).arg(s.source));
   } else if (s.ramTier) {
     summary_->setText(tr("Full install with the RAM expert cache: %1 of %2 experts in RAM (%3 of %4), the rest "
@@ -190,6 +190,12 @@ void CacheView::showSnapshot(const CacheSnapshot& s) {
                           .arg(formatBytes(s.unverifiedBytes)));
     evictTarget_->setMaximum(std::max(0.0, s.capBytes / 1e9));
   }
+  // A partial VRAM tier sits over the host's tiers: its experts are drawn in VRAM.
+  if (studio_->engine()->isReady() && s.vramTier && !s.allInVram)
+    summary_->setText(tr("GPU session: %1 experts in the VRAM tier's %2 slots now; below it:")
+                          .arg(s.count(ExpertTier::Vram))
+                          .arg(s.vramSlots) +
+                      "\n" + summary_->text());
   showLegend(s);
   warm_->setEnabled(s.stream && heat_->selectedLayer() >= 0);
   evict_->setEnabled(s.stream);

@@ -6,10 +6,22 @@
 
 namespace deltafin::gui {
 
+// One call of a tool the model made, as OpenAI's tool_calls entries carry it.
+struct ToolCallInfo {
+  QString id;         // the call's id (K3's format has none: the Studio or the server names it)
+  QString name;       // the tool
+  QString arguments;  // JSON text of an object, as the model wrote it
+
+  bool operator==(const ToolCallInfo&) const = default;
+};
+
 struct ChatTurn {
-  QString role;       // "system", "user" or "assistant"
+  QString role;       // "system", "user", "assistant" or "tool"
   QString content;
   QString reasoning;  // assistant only
+  QList<ToolCallInfo> toolCalls;  // assistant only: the calls it made
+  QString toolCallId;  // tool only: the call this result answers
+  QString toolName;    // tool only: the tool that answered
 };
 
 struct GenerationRequest {
@@ -76,6 +88,7 @@ struct BackendInfo {
 
 }  // namespace deltafin::gui
 
+Q_DECLARE_METATYPE(deltafin::gui::ToolCallInfo)
 Q_DECLARE_METATYPE(deltafin::gui::ChatTurn)
 Q_DECLARE_METATYPE(deltafin::gui::GenerationRequest)
 Q_DECLARE_METATYPE(deltafin::gui::GenerationStats)

@@ -269,6 +269,11 @@ void ChatView::setBackend(ChatBackend* backend) {
     streaming_->append(reasoning, answer);
     scrollToBottom();
   });
+  connect(backend_, &ChatBackend::toolCall, this, [this](quint64 id, const ToolCallInfo& call) {
+    if (id != requestId_ || !streaming_) return;
+    streaming_->addToolCall(call);
+    scrollToBottom();
+  });
   connect(backend_, &ChatBackend::finished, this, [this](quint64 id, const GenerationStats& stats) {
     if (id != requestId_ || !streaming_) return;
     streaming_->setStats(stats);
@@ -423,12 +428,12 @@ GenerationRequest ChatView::pendingRequest() const {
   req.seed = static_cast<quint64>(seed_->value());
   req.effort = effort_->currentData().toString();
   const QString system = systemPrompt_->toPlainText().trimmed();
-  if (!system.isEmpty()) req.turns.push_back(ChatTurn{QStringLiteral("system"), system, QString()});
+  if (!system.isEmpty()) req.turns.push_back(ChatTurn{QStringLiteral("system"), system, QString(), {}, {}, {}});
   const Conversation* c = const_cast<ConversationStore*>(store_)->find(currentId_);
   if (!c) return req;
   for (const StoredMessage& m : c->messages) {
-    if (!m.error.isEmpty() && m.content.isEmpty()) continue;
-    req.turns.push_back(ChatTurn{m.role, m.content, m.reasoning});
+    if (!m.error.isEmpty() && m.content.isEmpty() && m.toolCalls.isEmpty()) continue;
+    req.turns.push_back(ChatTurn{m.role, m.content, m.reasoning, m.toolCalls, m.toolCallId, m.toolName});
   }
   return req;
 }

@@ -21,7 +21,10 @@ namespace {
 const QLatin1String kExportFormat("deltafin-chat");
 // Markdown markers: HTML comments are invisible in rendered Markdown.
 const QLatin1String kMarkdownHeader("<!-- deltafin-chat ");
-const QRegularExpression kMessageMarker(QStringLiteral("^<!-- message role=\"(user|assistant|system)\" -->$"));
+const QRegularExpression kMessageMarker(QStringLiteral("^<!-- message role=\"(user|assistant|system|tool)\" -->$"));
+// A message's tool calls (JSON, after its text) and a tool result's call (JSON, before its text).
+const QLatin1String kToolCallsMarker("<!-- tool-calls ");
+const QLatin1String kToolResultMarker("<!-- tool-result ");
 const QLatin1String kReasoningOpen("<details><summary>Reasoning</summary>");
 const QLatin1String kReasoningClose("</details>");
 
@@ -72,10 +75,46 @@ ChatSettings settingsFromJson(const QJsonObject& o) {
   return s;
 }
 
-QString roleHeading(const QString& role) {
-  if (role == QLatin1String("user")) return ConversationStore::tr("You");
-  if (role == QLatin1String("system")) return ConversationStore::tr("System");
+QString roleHeading(const StoredMessage& m) {
+  if (m.role == QLatin1String("user")) return ConversationStore::tr("You");
+  if (m.role == QLatin1String("system")) return ConversationStore::tr("System");
+  if (m.role == QLatin1String("tool")) return ConversationStore::tr("Tool result: %1").arg(m.toolName);
   return ConversationStore::tr("K3");
+}
+
+// OpenAI's form: {"id", "type": "function", "function": {"name", "arguments"}}.
+QJsonArray toolCallsToJson(const QList<ToolCallInfo>& calls) {
+  QJsonArray out;
+  for (const ToolCallInfo& c : calls)
+    out.push_back(QJsonObject{{"id", c.id}, {"type", "function"}, {"function", QJsonObject{{"name", c.name}, {"arguments", c.arguments}}}});
+  return out;
+}
+
+QList<ToolCallInfo> toolCallsFromJson(const QJsonArray& a) {
+  QList<ToolCallInfo> out;
+  for (const QJsonValue& v : a) {
+    const QJsonObject o = v.toObject();
+    const QJsonObject f = o.value("function").toObject();
+    ToolCallInfo c;
+    c.id = o.value("id").toString();
+    c.name = f.value("name").toString();
+    // Arguments are JSON text; a client that stored them as an object gets the same text back.
+    const QJsonValue args = f.value("arguments");
+    c.arguments = args.isString() ? args.toString()
+                  : args.isObject() ? QString::fromUtf8(QJsonDocument(args.toObject()).toJson(QJsonDocument::Compact))
+                                    : QString();
+    if (!c.name.isEmpty()) out.push_back(c);
+  }
+  return out;
+}
+
+// A message's text: a string, null (a message of tool calls only) or OpenAI's array of text parts.
+QString contentText(const QJsonValue& v) {
+  if (!v.isArray()) return v.toString();
+  QString text;
+  for (const QJsonValue& part : v.toArray())
+    if (part.toObject().value("type").toString() == QLatin1String("text")) text += part.toObject().value("text").toString();
+  return text;
 }
 
 // Lines of [from, to) joined, without the blank lines at either end.
@@ -110,6 +149,13 @@ bool conversationFromMarkdown(const QString& text, Conversation* out) {
     qsizetype j = begin + 1;
     if (j < end && lines[j].startsWith(QLatin1String("## "))) ++j;  // the heading for readers
     while (j < end && lines[j].trimmed().isEmpty()) ++j;
+    if (j < end && lines[j].startsWith(kToolResultMarker) && lines[j].endsWith(QLatin1String(" -->"))) {
+      const QJsonObject call = QJsonDocument::fromJson(lines[j].mid(kToolResultMarker.size(), lines[j].size() - kToolResultMarker.size() - 4).toUtf8()).object();
+      m.toolCallId = call.value("tool_call_id").toString();
+      m.toolName = call.value("name").toString();
+      ++j;
+      while (j < end && lines[j].trimmed().isEmpty()) ++j;
+    }
     if (j < end && lines[j] == kReasoningOpen) {
       qsizetype close = j + 1;
       while (close < end && lines[close] != kReasoningClose) ++close;
@@ -120,6 +166,14 @@ bool conversationFromMarkdown(const QString& text, Conversation* out) {
     qsizetype contentEnd = end;
     while (contentEnd > j && lines[contentEnd - 1].trimmed().isEmpty()) --contentEnd;
     if (contentEnd > j && lines[contentEnd - 1].startsWith(QLatin1String("<!-- stats -->"))) --contentEnd;
+    // The calls' list under the text is for readers; the marker before it holds them.
+    for (qsizetype k = j; k < contentEnd; ++k) {
+      if (!lines[k].startsWith(kToolCallsMarker) || !lines[k].endsWith(QLatin1String(" -->"))) continue;
+      m.toolCalls = toolCallsFromJson(
+          QJsonDocument::fromJson(lines[k].mid(kToolCallsMarker.size(), lines[k].size() - kToolCallsMarker.size() - 4).toUtf8()).array());
+      contentEnd = k;
+      break;
+    }
     m.content = joinTrimmed(lines, j, contentEnd);
     c.messages.push_back(m);
   }
@@ -134,6 +188,11 @@ QJsonObject conversationToJson(const Conversation& c) {
   for (const StoredMessage& m : c.messages) {
     QJsonObject o{{"role", m.role}, {"content", m.content}};
     if (!m.reasoning.isEmpty()) o.insert("reasoning", m.reasoning);
+    if (!m.toolCalls.isEmpty()) o.insert("tool_calls", toolCallsToJson(m.toolCalls));
+    if (m.role == QLatin1String("tool")) {
+      o.insert("tool_call_id", m.toolCallId);
+      o.insert("name", m.toolName);
+    }
     if (m.reasoningExpanded) o.insert("reasoning_expanded", true);
     if (!m.error.isEmpty()) o.insert("error", m.error);
     if (m.hasStats) o.insert("stats", statsToJson(m.stats));
@@ -156,8 +215,14 @@ Conversation conversationFromJson(const QJsonObject& o) {
     const QJsonObject m = mv.toObject();
     StoredMessage sm;
     sm.role = m.value("role").toString();
-    sm.content = m.value("content").toString();
-    sm.reasoning = m.value("reasoning").toString();
+    if (sm.role == QLatin1String("developer")) sm.role = QStringLiteral("system");  // OpenAI's newer name
+    sm.content = contentText(m.value("content"));
+    sm.reasoning = m.contains("reasoning") ? m.value("reasoning").toString() : m.value("reasoning_content").toString();
+    sm.toolCalls = toolCallsFromJson(m.value("tool_calls").toArray());
+    if (sm.role == QLatin1String("tool")) {
+      sm.toolCallId = m.value("tool_call_id").toString();
+      sm.toolName = m.value("name").toString();
+    }
     sm.reasoningExpanded = m.value("reasoning_expanded").toBool();
     sm.error = m.value("error").toString();
     if (m.contains("stats")) {
@@ -177,9 +242,19 @@ QString conversationToMarkdown(const Conversation& c) {
   if (!c.settings.systemPrompt.isEmpty())
     md += QStringLiteral("\n> %1\n").arg(ConversationStore::tr("System prompt: %1").arg(c.settings.systemPrompt.simplified()));
   for (const StoredMessage& m : c.messages) {
-    md += QStringLiteral("\n<!-- message role=\"%1\" -->\n## %2\n\n").arg(m.role, roleHeading(m.role));
+    md += QStringLiteral("\n<!-- message role=\"%1\" -->\n## %2\n\n").arg(m.role, roleHeading(m));
+    if (m.role == QLatin1String("tool"))
+      md += kToolResultMarker +
+            QString::fromUtf8(QJsonDocument(QJsonObject{{"tool_call_id", m.toolCallId}, {"name", m.toolName}}).toJson(QJsonDocument::Compact)) +
+            QStringLiteral(" -->\n\n");
     if (!m.reasoning.isEmpty()) md += kReasoningOpen + QStringLiteral("\n\n%1\n\n").arg(m.reasoning) + kReasoningClose + '\n' + '\n';
     md += m.content + '\n';
+    if (!m.toolCalls.isEmpty()) {
+      md += '\n' + kToolCallsMarker + QString::fromUtf8(QJsonDocument(toolCallsToJson(m.toolCalls)).toJson(QJsonDocument::Compact)) +
+            QStringLiteral(" -->\n");
+      for (const ToolCallInfo& call : m.toolCalls)
+        md += QStringLiteral("- %1 `%2` `%3`\n").arg(ConversationStore::tr("Called"), call.name, call.arguments);
+    }
     if (m.hasStats) md += QStringLiteral("\n<!-- stats --> _%1_\n").arg(formatStats(m.stats));
   }
   return md;
@@ -302,6 +377,25 @@ QStringList ConversationStore::importConversations(const QString& file, QString*
       found << conversationFromJson(o.value("conversation").toObject());
     else if (o.value("conversations").isArray())  // a whole conversations.json
       for (const QJsonValue& v : o.value("conversations").toArray()) found << conversationFromJson(v.toObject());
+    else if (o.value("messages").isArray() && !o.value("messages").toArray().isEmpty()) {
+      // An OpenAI-style request or transcript, such as an agent sends: its messages, with no
+      // figures or settings (a first system message becomes the chat's system prompt).
+      Conversation c = conversationFromJson(QJsonObject{{"messages", o.value("messages")}});
+      c.messages.removeIf([](const StoredMessage& m) {
+        return m.role != QLatin1String("user") && m.role != QLatin1String("assistant") && m.role != QLatin1String("system") &&
+               m.role != QLatin1String("tool");
+      });
+      if (!c.messages.isEmpty() && c.messages.first().role == QLatin1String("system")) {
+        c.settings.systemPrompt = c.messages.first().content;
+        c.messages.removeFirst();
+      }
+      for (const StoredMessage& m : c.messages)
+        if (m.role == QLatin1String("user")) {
+          c.title = m.content.left(48).simplified();
+          break;
+        }
+      if (!c.messages.isEmpty()) found << c;
+    }
   } else {
     Conversation c;
     if (conversationFromMarkdown(QString::fromUtf8(bytes), &c)) found << c;

@@ -11,9 +11,11 @@
 namespace deltafin::gui {
 
 struct StoredMessage {
-  QString role;  // "user" or "assistant"
+  QString role;  // "user", "assistant", "system" or "tool" (a tool's result, from an agent's history)
   QString content;
   QString reasoning;
+  QList<ToolCallInfo> toolCalls;  // assistant: the tools it called
+  QString toolCallId, toolName;   // tool: the call answered and the tool that answered
   bool hasStats = false;
   GenerationStats stats;
   QString error;  // why the reply failed, when it did
@@ -67,8 +69,9 @@ class ConversationStore : public QObject {
 
   // Writes one conversation as "markdown" or "json"; false with `error` set when it cannot.
   bool exportConversation(const QString& id, const QString& file, const QString& format, QString* error) const;
-  // Reads a file written by exportConversation (either format) or a whole conversations.json, and
-  // adds its conversations under new ids. Returns their ids; empty with `error` set when the file
+  // Reads a file written by exportConversation (either format), a whole conversations.json, or an
+  // OpenAI-style chat request or transcript ({"messages": [...]}, tool calls and results kept:
+  // what an agent sent), and adds its conversations under new ids. Returns their ids; empty with `error` set when the file
   // is not one of those (nothing is added then).
   QStringList importConversations(const QString& file, QString* error);
 

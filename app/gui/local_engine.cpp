@@ -6,6 +6,7 @@ namespace deltafin::gui {
 
 void registerMetaTypes() {
   qRegisterMetaType<ChatTurn>();
+  qRegisterMetaType<ToolCallInfo>();
   qRegisterMetaType<GenerationRequest>();
   qRegisterMetaType<GenerationStats>();
   qRegisterMetaType<CacheCounters>();
@@ -33,6 +34,7 @@ LocalEngine::LocalEngine(QObject* parent) : ChatBackend(parent) {
     emit unavailable(what, todo);
   });
   connect(worker_, &LocalEngineWorker::chunk, this, &ChatBackend::chunk);
+  connect(worker_, &LocalEngineWorker::toolCall, this, &ChatBackend::toolCall);
   connect(worker_, &LocalEngineWorker::finished, this, [this](quint64 id, const GenerationStats& s) {
     setBusy(false);
     emit finished(id, s);

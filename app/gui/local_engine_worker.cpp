@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "chat_turns.h"
 #include "deltafin/engine.h"
 #include "device_choice.h"
 #include "tier_shares.h"
@@ -128,9 +129,7 @@ void LocalEngineWorker::generate(const GenerationRequest& request) {
     return;
   }
   try {
-    std::vector<ChatMessage> messages;
-    for (const ChatTurn& t : request.turns)
-      messages.emplace_back(t.role.toStdString(), t.content.toStdString(), std::string{}, t.reasoning.toStdString());
+    const std::vector<ChatMessage> messages = engineMessages(request.turns);
     ChatOptions chat;
     chat.thinking = request.thinking;
     if (const auto effort = parse_reasoning_effort(request.effort.toStdString()); effort && request.thinking)
@@ -145,6 +144,7 @@ void LocalEngineWorker::generate(const GenerationRequest& request) {
     opts.stop_ids = engine_->chat_stop_ids();
 
     QString pendingReasoning, pendingAnswer;
+    QList<ToolCallInfo> calls;  // sent after the text, as the model writes them after its answer
     auto lastEmit = Clock::now();
     const auto started = Clock::now();
     auto lastSnapshot = started - kSnapshotInterval;  // the first token reports at once
@@ -164,6 +164,7 @@ void LocalEngineWorker::generate(const GenerationRequest& request) {
       for (const ChatEvent& ev : events) {
         if (ev.kind == ChatEvent::Kind::Answer) pendingAnswer += QString::fromStdString(ev.text);
         else if (ev.kind == ChatEvent::Kind::Reasoning) pendingReasoning += QString::fromStdString(ev.text);
+        else if (ev.kind == ChatEvent::Kind::ToolCall) calls.push_back(toolCallFromEvent(ev));
       }
     };
     stream.on_token = [&](int32_t) {
@@ -187,6 +188,7 @@ void LocalEngineWorker::generate(const GenerationRequest& request) {
     session_->reset();
     const GenerateResult result = engine_->generate(*session_, prompt, opts, stream);
     flush();
+    for (const ToolCallInfo& call : calls) emit toolCall(request.id, call);
 
     GenerationStats stats;
     stats.promptTokens = result.stats.prompt_tokens;
@@ -283,8 +285,8 @@ void LocalEngineWorker::inspectCache() {
 
 void LocalEngineWorker::emitSnapshot() {
   const auto vram = session_ ? session_->vram_tier() : std::nullopt;
-  emit cacheSnapshot(snapshotCache(engine_->model().experts(), engine_->model().config().layers, engine_->model().config().experts,
-                                   vram && vram->all_resident));
+  emit cacheSnapshot(snapshotCache(engine_->model().experts(), engine_->model().config().layers,
+                                   engine_->model().config().experts, vram ? &*vram : nullptr));
 }
 
 void LocalEngineWorker::warmCacheLayer(int layer) {

@@ -53,6 +53,7 @@ class LocalEngineWorker : public QObject {
   void loaded(const deltafin::gui::BackendInfo& info);
   void loadFailed(const QString& whatFailed, const QString& whatToDo);
   void chunk(quint64 id, const QString& reasoning, const QString& answer);
+  void toolCall(quint64 id, const deltafin::gui::ToolCallInfo& call);
   void finished(quint64 id, const deltafin::gui::GenerationStats& stats);
   void failed(quint64 id, const QString& whatFailed, const QString& whatToDo);
   void countersChanged(const deltafin::gui::CacheCounters& counters);

@@ -18,6 +18,7 @@
 #include "job_manager.h"
 #include "jobs_view.h"
 #include "local_engine.h"
+#include "placement_bar.h"
 #include "remote_chat_backend.h"
 #include "server_process.h"
 #include "settings_dialog.h"
@@ -43,6 +44,17 @@ MainWindow::MainWindow(Studio* studio, QWidget* parent) : QMainWindow(parent), s
   jobs_ = new JobsView(studio_->jobs(), tabs_);
   cache_ = new CacheView(studio_, tabs_);
   bench_ = new BenchView(studio_->engine(), studio_->dataPath(QStringLiteral("bench-history.json")), tabs_);
+  // The placement plan above the tier map, for the local engine's model; its measured speed is
+  // the last reply's.
+  auto* plan = new PlacementBar;
+  cache_->setPlacementBar(plan);
+  connect(studio_->engine(), &ChatBackend::ready, plan, [plan](const BackendInfo& info) { plan->planFor(info.modelRoot); });
+  if (studio_->engine()->isReady()) plan->planFor(studio_->engine()->info().modelRoot);
+  connect(studio_->engine(), &ChatBackend::finished, this, [this, plan](quint64, const GenerationStats& s) {
+    if (s.decodeTokensPerSecond <= 0) return;
+    measuredDecode_ = s.decodeTokensPerSecond;
+    plan->setMeasured(measuredDecode_);
+  });
   tabs_->addTab(chat_, tr("&Chat"));
   tabs_->addTab(jobs_, tr("&Jobs"));
   tabs_->addTab(cache_, tr("C&ache"));
@@ -196,6 +208,8 @@ SettingsDialog* MainWindow::openSettings() {
   // Window-modal but not blocking: the engine keeps streaming while the dialog is open.
   auto* dialog = new SettingsDialog(studio_->settings(), this);
   dialog->setAttribute(Qt::WA_DeleteOnClose);
+  if (studio_->engine()->isReady()) dialog->placementBar()->planFor(studio_->engine()->info().modelRoot);
+  dialog->placementBar()->setMeasured(measuredDecode_);
   connect(dialog, &QDialog::accepted, this, [this, dialog] {
     const StudioSettings next = dialog->result();
     const bool languageChanged = next.language != studio_->settings().language;

@@ -55,6 +55,7 @@ class MainWindow : public QMainWindow {
   CacheView* cache_ = nullptr;
   BenchView* bench_ = nullptr;
   StatusPanel* status_ = nullptr;
+  double measuredDecode_ = 0;  // the local engine's last reply, decode tok/s
 };
 
 }  // namespace deltafin::gui

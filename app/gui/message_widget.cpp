@@ -2,6 +2,8 @@
 
 #include <QApplication>
 #include <QClipboard>
+#include <QFontDatabase>
+#include <QJsonDocument>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QToolButton>
@@ -13,12 +15,16 @@ namespace deltafin::gui {
 
 MessageWidget::MessageWidget(const StoredMessage& message, QWidget* parent) : QFrame(parent), message_(message) {
   const bool user = message_.role == QLatin1String("user");
-  setObjectName(user ? QStringLiteral("userMessage") : QStringLiteral("assistantMessage"));
+  const bool tool = message_.role == QLatin1String("tool");
+  const bool system = message_.role == QLatin1String("system");
+  setObjectName(user ? QStringLiteral("userMessage") : tool ? QStringLiteral("toolMessage")
+                : system ? QStringLiteral("systemMessage") : QStringLiteral("assistantMessage"));
   setFrameShape(QFrame::StyledPanel);
 
   auto* layout = new QVBoxLayout(this);
   auto* header = new QHBoxLayout;
-  role_ = new QLabel(user ? tr("You") : tr("K3"), this);
+  role_ = new QLabel(user ? tr("You") : tool ? tr("Tool result · %1").arg(message_.toolName) : system ? tr("System") : tr("K3"), this);
+  if (tool && !message_.toolCallId.isEmpty()) role_->setToolTip(tr("The result of call %1").arg(message_.toolCallId));
   role_->setObjectName(QStringLiteral("messageRole"));
   header->addWidget(role_);
   header->addStretch(1);
@@ -68,11 +74,17 @@ MessageWidget::MessageWidget(const StoredMessage& message, QWidget* parent) : QF
   answer_ = new QLabel(this);
   answer_->setObjectName(QStringLiteral("answerText"));
   answer_->setWordWrap(true);
-  answer_->setTextFormat(user ? Qt::PlainText : Qt::MarkdownText);
+  // A tool's output is data (often JSON), shown as it came.
+  answer_->setTextFormat(user || tool || system ? Qt::PlainText : Qt::MarkdownText);
   answer_->setTextInteractionFlags(Qt::TextBrowserInteraction | Qt::TextSelectableByKeyboard);
   answer_->setOpenExternalLinks(true);
-  answer_->setAccessibleName(user ? tr("Your message") : tr("K3's answer"));
+  answer_->setAccessibleName(user ? tr("Your message") : tool ? tr("Tool result") : system ? tr("System message") : tr("K3's answer"));
+  if (tool) answer_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
   layout->addWidget(answer_);
+
+  // The tools the model called, one line each: the tool and its arguments.
+  toolCalls_ = new QVBoxLayout;
+  layout->addLayout(toolCalls_);
 
   error_ = new QLabel(this);
   error_->setObjectName(QStringLiteral("messageError"));
@@ -91,8 +103,37 @@ MessageWidget::MessageWidget(const StoredMessage& message, QWidget* parent) : QF
   connect(&frame_, &QTimer::timeout, this, &MessageWidget::render);
 
   render();
+  for (const ToolCallInfo& call : message_.toolCalls) addToolCallLabel(call);
   if (message_.hasStats) setStats(message_.stats);
   if (!message_.error.isEmpty()) setError(message_.error);
+}
+
+void MessageWidget::addToolCall(const ToolCallInfo& call) {
+  message_.toolCalls.push_back(call);
+  addToolCallLabel(call);
+}
+
+void MessageWidget::addToolCallLabel(const ToolCallInfo& call) {
+  auto* label = new QLabel(this);
+  label->setObjectName(QStringLiteral("toolCall"));
+  label->setWordWrap(true);
+  label->setTextFormat(Qt::PlainText);
+  label->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::TextSelectableByKeyboard);
+  label->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+  // Arguments indented when they are JSON, as written otherwise.
+  const QJsonDocument args = QJsonDocument::fromJson(call.arguments.toUtf8());
+  const QString shown = args.isObject() ? QString::fromUtf8(args.toJson(QJsonDocument::Indented)).trimmed() : call.arguments;
+  label->setText(tr("Called %1").arg(call.name) + (shown.isEmpty() ? QString() : QStringLiteral("\n") + shown));
+  label->setAccessibleName(tr("Tool call: %1").arg(call.name));
+  if (!call.id.isEmpty()) label->setToolTip(tr("Call %1").arg(call.id));
+  toolCalls_->addWidget(label);
+}
+
+QList<QLabel*> MessageWidget::toolCallLabels() const {
+  QList<QLabel*> out;
+  for (int i = 0; i < toolCalls_->count(); ++i)
+    if (auto* l = qobject_cast<QLabel*>(toolCalls_->itemAt(i)->widget())) out << l;
+  return out;
 }
 
 void MessageWidget::append(const QString& reasoning, const QString& answer) {
@@ -135,7 +176,7 @@ void MessageWidget::render() {
   answer_->setText(message_.content);
   reasoning_->setText(message_.reasoning);
   reasoningToggle_->setVisible(!message_.reasoning.isEmpty());
-  answer_->setVisible(!message_.content.isEmpty() || streaming_);
+  answer_->setVisible(!message_.content.isEmpty() || (streaming_ && message_.toolCalls.isEmpty()));
 }
 
 }  // namespace deltafin::gui

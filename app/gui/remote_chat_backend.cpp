@@ -74,8 +74,20 @@ void RemoteChatBackend::start(const GenerationRequest& request) {
   firstTokenMs_ = -1;
   stopped_ = false;
   errorText_.clear();
+  calls_.clear();
   QJsonArray messages;
-  for (const ChatTurn& t : request.turns) messages.push_back(QJsonObject{{"role", t.role}, {"content", t.content}});
+  for (const ChatTurn& t : request.turns) {
+    QJsonObject m{{"role", t.role}, {"content", t.content}};
+    if (!t.toolCalls.isEmpty()) {
+      QJsonArray calls;
+      for (const ToolCallInfo& c : t.toolCalls)
+        calls.push_back(QJsonObject{{"id", c.id}, {"type", "function"}, {"function", QJsonObject{{"name", c.name}, {"arguments", c.arguments}}}});
+      m.insert("tool_calls", calls);
+      if (t.content.isEmpty()) m.insert("content", QJsonValue::Null);  // as OpenAI sends a message of calls only
+    }
+    if (t.role == QLatin1String("tool")) m.insert("tool_call_id", t.toolCallId);
+    messages.push_back(m);
+  }
   QJsonObject body{{"model", model_},
                    {"messages", messages},
                    {"stream", true},
@@ -151,6 +163,14 @@ void RemoteChatBackend::handleEvent(const QByteArray& data) {
   const QJsonArray choices = o.value("choices").toArray();
   if (choices.isEmpty()) return;
   const QJsonObject delta = choices.first().toObject().value("delta").toObject();
+  for (const QJsonValue& v : delta.value("tool_calls").toArray()) {
+    const QJsonObject tc = v.toObject();
+    ToolCallInfo& call = calls_[tc.value("index").toInt(static_cast<int>(calls_.size()))];
+    if (tc.contains("id")) call.id = tc.value("id").toString();
+    const QJsonObject f = tc.value("function").toObject();
+    if (f.contains("name")) call.name += f.value("name").toString();
+    call.arguments += f.value("arguments").toString();
+  }
   const QString reasoning = delta.value("reasoning_content").toString();
   const QString content = delta.value("content").toString();
   if (reasoning.isEmpty() && content.isEmpty()) return;
@@ -181,6 +201,10 @@ void RemoteChatBackend::onFinished() {
                 tr("check the endpoint and model in Settings"));
     return;
   }
+  // The calls once complete: their arguments may have come in many pieces.
+  for (const ToolCallInfo& call : std::as_const(calls_))
+    if (!call.name.isEmpty()) emit toolCall(requestId_, call);
+  calls_.clear();
   GenerationStats s;
   const double total = clock_.elapsed() / 1000.0;
   s.newTokens = usageTokens_ >= 0 ? usageTokens_ : tokens_;

@@ -1,7 +1,9 @@
 #pragma once
 // Chat against any OpenAI-compatible endpoint (vLLM, SGLang, `deltafin serve`): streamed
-// /chat/completions over server-sent events, with reasoning_content shown as reasoning.
+// /chat/completions over server-sent events, with reasoning_content shown as reasoning, the
+// model's tool calls shown once complete, and the history's tool calls and results sent back.
 #include <QElapsedTimer>
+#include <QMap>
 #include <QNetworkAccessManager>
 #include <QPointer>
 #include <QUrl>
@@ -48,6 +50,8 @@ class RemoteChatBackend : public ChatBackend {
   QPointer<QNetworkReply> reply_;
   quint64 requestId_ = 0;
   QByteArray buffer_;
+  // Streamed tool calls by their index: the id and name come first, the arguments in pieces.
+  QMap<int, ToolCallInfo> calls_;
   QElapsedTimer clock_;
   qint64 firstTokenMs_ = -1;
   int tokens_ = 0;

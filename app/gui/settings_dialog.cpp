@@ -20,6 +20,7 @@
 
 #include "app_paths.h"
 #include "device_choice.h"
+#include "placement_bar.h"
 
 namespace deltafin::gui {
 
@@ -115,11 +116,12 @@ SettingsDialog::SettingsDialog(const StudioSettings& s, QWidget* parent) : QDial
   };
   connect(expertReads_, &QComboBox::currentIndexChanged, this, cacheEnabled);
   cacheEnabled();
-  auto* streamNote = new QLabel(tr("Streaming installs keep experts in their own capped stream cache (see the Cache "
-                                   "page); the RAM cache applies to full installs. On the GPU the experts also live "
-                                   "in a VRAM tier sized from the GPU's free memory (all of them when they fit)."),
-                                engine);
-  streamNote->setWordWrap(true);
+  // How the tiers apply, on the controls that choose them (the dialog must fit a 1280x720 screen).
+  const QString streamNote = tr("Streaming installs keep experts in their own capped stream cache (see the Cache "
+                                "page); the RAM cache applies to full installs. On the GPU the experts also live "
+                                "in a VRAM tier sized from the GPU's free memory (all of them when they fit).");
+  for (QWidget* w : {static_cast<QWidget*>(expertReads_), static_cast<QWidget*>(ram_)})
+    w->setToolTip(w->toolTip().isEmpty() ? streamNote : w->toolTip() + QStringLiteral("\n") + streamNote);
 
   drafter_ = new QComboBox(engine);
   drafter_->setObjectName(QStringLiteral("drafterCombo"));
@@ -135,7 +137,6 @@ SettingsDialog::SettingsDialog(const StudioSettings& s, QWidget* parent) : QDial
   maxTokens_->setRange(1, 131072);
   maxTokens_->setValue(s.maxNewTokens);
   engineForm->addRow(tr("Longest &reply (tokens):"), maxTokens_);
-  engineBox->addWidget(streamNote);
   layout->addWidget(engine);
 
   auto* server = new QGroupBox(tr("Local server"), this);
@@ -183,7 +184,12 @@ SettingsDialog::SettingsDialog(const StudioSettings& s, QWidget* parent) : QDial
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
   connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
   connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
-  layout->addWidget(buttons);
+  // The plan beside the buttons, where the row has room (the dialog must fit a 1280x720 screen).
+  auto* bottom = new QHBoxLayout;
+  placement_ = new PlacementBar(this);
+  bottom->addWidget(placement_, 1);
+  bottom->addWidget(buttons);
+  layout->addLayout(bottom);
 }
 
 StudioSettings SettingsDialog::result() const {

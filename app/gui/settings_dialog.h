@@ -13,11 +13,15 @@ class QSpinBox;
 
 namespace deltafin::gui {
 
+class PlacementBar;
+
 class SettingsDialog : public QDialog {
   Q_OBJECT
  public:
   SettingsDialog(const StudioSettings& settings, QWidget* parent = nullptr);
   StudioSettings result() const;
+  // The placement plan of the model in use (filled by the main window, which knows it).
+  PlacementBar* placementBar() const { return placement_; }
 
  private:
   StudioSettings base_;
@@ -37,6 +41,7 @@ class SettingsDialog : public QDialog {
   QLineEdit* remoteKey_ = nullptr;
   QSpinBox* maxTokens_ = nullptr;
   QComboBox* language_ = nullptr;
+  PlacementBar* placement_ = nullptr;
   QCheckBox* enterSends_ = nullptr;
 };
 

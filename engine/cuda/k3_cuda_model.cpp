@@ -615,6 +615,7 @@ std::optional<VramTierStats> CudaK3Session::vram_tier() const {
   s.all_resident = true;
   for (int l = 0; l < c.layers; ++l)
     if (c.is_moe(l)) s.all_resident = s.all_resident && m_.resident_experts(l) != nullptr;
+  if (!s.all_resident) s.resident = v.resident_experts();
   const VramTierCounters& k = v.counters();
   s.requests = k.requests;
   s.hits = k.hits;

@@ -271,6 +271,13 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
   c_.fill_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+std::vector<std::pair<int, int>> VramExpertCache::resident_experts() const {
+  std::vector<std::pair<int, int>> out;
+  out.reserve(where_.size());
+  for (const auto& [key, slot] : where_) out.emplace_back(static_cast<int>(key >> 32), static_cast<int>(key & 0xffffffff));
+  return out;
+}
+
 bool VramExpertCache::resident_views(int layer, int n, std::vector<MxExpert>& out) const {
   out.assign(size_t(std::max(0, n)), MxExpert{});
   for (int e = 0; e < n; ++e) {

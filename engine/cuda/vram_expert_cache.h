@@ -64,6 +64,8 @@ class VramExpertCache {
   // Device pointers of experts 0..n-1 of `layer` when all of them are in VRAM (no counting, no
   // copies); false otherwise. They stay valid while epoch() is unchanged.
   bool resident_views(int layer, int n, std::vector<MxExpert>& out) const;
+  // (layer, expert) of every expert in a slot now.
+  std::vector<std::pair<int, int>> resident_experts() const;
   // Changes whenever a slot's expert is replaced or forgotten.
   uint64_t epoch() const { return epoch_; }
   ExpertSource& host() const { return host_; }

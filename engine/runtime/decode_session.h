@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "runtime/k3_state.h"
@@ -36,6 +37,9 @@ struct VramTierStats {
   int slot_count = 0;  // ("slots" is a Qt macro)
   uint64_t slot_bytes = 0;
   bool all_resident = false;  // every expert of the model in VRAM: no lookup ever copies
+  // (layer, expert) of each expert in a VRAM slot now, when not all are resident (the Studio's
+  // tier map draws them).
+  std::vector<std::pair<int, int>> resident;
   uint64_t requests = 0, hits = 0, misses = 0, bytes_h2d = 0;
   uint64_t direct = 0;      // misses copied straight from the pinned RAM tier (the rest: staging)
   double fill_seconds = 0;  // host wall time spent supplying misses (host tier, staging, copies)

@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "serve/anthropic_messages.h"
 #include "serve/api_error.h"
+#include "serve/bounded_http_server.h"
 #include "serve/openai_format.h"
 #include "serve/peer_socket.h"
 #include "serve/responses_api.h"
@@ -116,6 +117,16 @@ class OpenAiServer::Impl {
     http_.set_write_timeout(opt.write_timeout_s, 0);
     http_.set_keep_alive_timeout(5);
     http_.set_keep_alive_max_count(1000);
+    http_.refusal_body = [](int status) {
+      switch (status) {
+        case 408: return dump_json(ApiError(408, "The request head did not arrive within --read-timeout of a pause, or whole within --body-deadline.",
+                                            {}, "invalid_request_error", "request_timeout").body());
+        case 414: return dump_json(ApiError(414, "The request line is too long (at most " + std::to_string(kHeadLimits.request_line) + " bytes).",
+                                            {}, "invalid_request_error", "uri_too_long").body());
+        default: return dump_json(ApiError(431, "The request has too many or too large headers (at most " + std::to_string(kMaxHeaders) +
+                                                    " headers, " + std::to_string(kHeadLimits.head) + " bytes).", {}, "invalid_request_error", "headers_too_large").body());
+      }
+    };
     routes();
   }
 
@@ -144,11 +155,9 @@ class OpenAiServer::Impl {
  private:
   void routes() {
     http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) -> httplib::Server::HandlerResponse {
-      size_t header_bytes = 0;
-      for (const auto& [k, v] : req.headers) header_bytes += k.size() + v.size() + 4;
-      if (req.headers.size() > kMaxHeaders || header_bytes > kMaxHeaderBytes) {
+      if (req.headers.size() > kMaxHeaders) {
         send_error(res, ApiError(431, "The request has too many or too large headers (at most " + std::to_string(kMaxHeaders) +
-                                          " headers, " + std::to_string(kMaxHeaderBytes) + " bytes).", {}, "invalid_request_error", "headers_too_large"));
+                                          " headers, " + std::to_string(kHeadLimits.head) + " bytes).", {}, "invalid_request_error", "headers_too_large"));
         return httplib::Server::HandlerResponse::Handled;
       }
       // DNS rebinding: a page of another site whose name now points here sends its own name.
@@ -256,9 +265,10 @@ class OpenAiServer::Impl {
     http_.Delete(".*", unknown);
   }
 
-  // cpp-httplib 0.11 reads the header block before any handler and refuses only lines over 8 KiB;
-  // what it let through is held to these bounds before anything else looks at it.
-  static constexpr size_t kMaxHeaders = 100, kMaxHeaderBytes = 64 * 1024;
+  // The head's bytes are bounded before cpp-httplib parses it (BoundedHttpServer); the number of
+  // header lines in it before any handler looks at them.
+  static constexpr size_t kMaxHeaders = 100;
+  static constexpr HeadLimits kHeadLimits{8192, 64 * 1024};
 
   json model_object(const std::string& name) const {
     return {{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "deltafin"},
@@ -491,7 +501,7 @@ class OpenAiServer::Impl {
   JobQueue queue_;
   RequestWorker worker_;
   ParseContext parse_;
-  httplib::Server http_;
+  BoundedHttpServer http_{HeadLimits{kHeadLimits.request_line, kHeadLimits.head, opt_.body_deadline_s * 1000}};
   int port_ = -1;
   std::atomic<bool> stopping_{false};
 };

@@ -59,13 +59,30 @@ json chat_completion_json(const ResponseMeta& m, const JobResult& r) {
           {"usage", usage_json(r)}};
 }
 
+json legacy_logprobs_json(const json& entries, size_t offset) {
+  json tokens = json::array(), token_logprobs = json::array(), top = json::array(), offsets = json::array();
+  for (const json& e : entries) {
+    const std::string token = e.value("token", std::string());
+    tokens.push_back(token);
+    token_logprobs.push_back(e.value("logprob", 0.0));
+    json alts = json::object();
+    if (e.contains("top_logprobs"))
+      for (const json& a : e["top_logprobs"]) alts[a.value("token", std::string())] = a.value("logprob", 0.0);
+    top.push_back(std::move(alts));
+    offsets.push_back(offset);
+    offset += token.size();
+  }
+  return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
+}
+
 json text_completion_json(const ResponseMeta& m, const JobResult& r) {
+  const json logprobs = r.logprobs.is_null() ? json(nullptr) : legacy_logprobs_json(r.logprobs);
   return {{"id", m.id},
           {"object", "text_completion"},
           {"created", m.created},
           {"model", m.model},
           {"system_fingerprint", nullptr},
-          {"choices", json::array({{{"index", 0}, {"text", r.content}, {"logprobs", nullptr}, {"finish_reason", r.finish_reason}}})},
+          {"choices", json::array({{{"index", 0}, {"text", r.content}, {"logprobs", logprobs}, {"finish_reason", r.finish_reason}}})},
           {"usage", usage_json(r)}};
 }
 
@@ -84,13 +101,14 @@ json chat_chunk_json(const ResponseMeta& m, const json& delta, const std::option
   return j;
 }
 
-json text_chunk_json(const ResponseMeta& m, const std::string& text, const std::optional<std::string>& finish, bool with_usage_null) {
+json text_chunk_json(const ResponseMeta& m, const std::string& text, const std::optional<std::string>& finish, bool with_usage_null,
+                     const json& logprobs) {
   json j = {{"id", m.id},
             {"object", "text_completion"},
             {"created", m.created},
             {"model", m.model},
             {"system_fingerprint", nullptr},
-            {"choices", json::array({{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_value(finish)}}})}};
+            {"choices", json::array({{{"index", 0}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish_value(finish)}}})}};
   if (with_usage_null) j["usage"] = nullptr;
   return j;
 }

@@ -32,7 +32,12 @@ nlohmann::json chat_chunk_json(const ResponseMeta& m, const nlohmann::json& delt
 // The message's tool_calls array; `first_index` numbers them (stream deltas carry an index).
 nlohmann::json tool_calls_json(const std::vector<ToolCallResult>& calls, size_t first_index, bool with_index);
 nlohmann::json text_chunk_json(const ResponseMeta& m, const std::string& text, const std::optional<std::string>& finish,
-                               bool with_usage_null);
+                               bool with_usage_null, const nlohmann::json& logprobs = nullptr);
+// The completions API's (legacy) logprobs object from per-token entries as the chat API has them
+// ({token, logprob, bytes, top_logprobs}): {tokens, token_logprobs, top_logprobs (token ->
+// logprob, one object per token), text_offset}. `offset`: the bytes of text before the first
+// entry (text_offset counts UTF-8 bytes of the completion).
+nlohmann::json legacy_logprobs_json(const nlohmann::json& entries, size_t offset = 0);
 // The final usage-only chunk: empty choices.
 nlohmann::json usage_chunk_json(const ResponseMeta& m, bool chat, const JobResult& r);
 

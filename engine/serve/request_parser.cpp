@@ -497,7 +497,11 @@ GenerationRequest validate_completion_request(const json& body, const ParseConte
   check_common(body, ctx, r);
   if (const json* s = field(body, "suffix"); s && !(s->is_string() && s->get<std::string>().empty()))
     throw ApiError(400, "'suffix' is not supported: K3 has no fill-in-the-middle mode.", "suffix", "invalid_request_error", "unsupported_parameter");
-  if (field(body, "logprobs")) throw ApiError(400, "'logprobs' is not supported yet: log probabilities are not returned.", "logprobs", "invalid_request_error", "unsupported_parameter");
+  // The legacy form: an integer, the number of most likely alternatives per token (0..5).
+  if (field(body, "logprobs")) {
+    r.logprobs = true;
+    r.top_logprobs = static_cast<int>(get_int(body, "logprobs", 0, 5, 0));
+  }
   if (get_bool(body, "echo", false)) throw ApiError(400, "'echo' is not supported.", "echo", "invalid_request_error", "unsupported_parameter");
   if (get_int(body, "best_of", 1, 1 << 30, 1) != 1)
     throw ApiError(400, "'best_of' greater than 1 is not supported.", "best_of", "invalid_request_error", "unsupported_parameter");

@@ -36,8 +36,8 @@ struct GenerationRequest {
   bool seeded = false;  // greedy or seed given: the answer is a pure function of the request
   std::vector<std::string> stop;
   bool stream = false, include_usage = false;
-  // Chat: log probabilities of each answer token (from the fp32 logits), with the `top_logprobs`
-  // most likely alternatives.
+  // Log probabilities of each answer token (chat) or generated token (completions), from the fp32
+  // logits, with the `top_logprobs` most likely alternatives.
   bool logprobs = false;
   int top_logprobs = 0;
   bool parallel_tool_calls = true;  // false: only the first call the model makes is returned

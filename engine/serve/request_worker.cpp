@@ -357,8 +357,13 @@ void RequestWorker::run(Job& job) {
       } else {
         bool is_end = false;
         for (int32_t e : end_ids_) is_end |= (e == id);
-        if (is_end) ended = true;
-        else deliver(text_delta({}, matcher.push(decoder->push(id))));
+        if (is_end) {
+          ended = true;
+        } else {
+          Delta d = text_delta({}, matcher.push(decoder->push(id)));
+          if (q.logprobs && !last_logits.empty()) d.logprobs.push_back(logprob_entry(tok_, last_logits, id, q.top_logprobs));
+          deliver(std::move(d));
+        }
       }
       if (matcher.stopped()) ended = true;
       if (ended) return false;

@@ -44,7 +44,13 @@ class CompletionStreamWriter final : public StreamWriter {
   CompletionStreamWriter(ResponseMeta meta, bool usage) : meta_(std::move(meta)), usage_(usage) {}
   std::string begin() override { return {}; }
   std::string delta(const Delta& d) override {
-    return d.content.empty() ? std::string() : sse_event(text_chunk_json(meta_, d.content, std::nullopt, usage_));
+    if (d.content.empty() && d.logprobs.empty()) return {};
+    json lp = nullptr;
+    if (!d.logprobs.empty()) {
+      lp = legacy_logprobs_json(d.logprobs, offset_);
+      for (const json& e : d.logprobs) offset_ += e.value("token", std::string()).size();
+    }
+    return sse_event(text_chunk_json(meta_, d.content, std::nullopt, usage_, lp));
   }
   std::string end(const JobResult& r) override {
     std::string out = sse_event(text_chunk_json(meta_, "", r.finish_reason, usage_));
@@ -56,6 +62,7 @@ class CompletionStreamWriter final : public StreamWriter {
  private:
   ResponseMeta meta_;
   bool usage_;
+  size_t offset_ = 0;  // text_offset of the next token
 };
 
 }  // namespace

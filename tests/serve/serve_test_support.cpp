@@ -51,13 +51,18 @@ std::string ServerProcess::output() {
   return log_;
 }
 
-long ServerProcess::rss_kb() const {
-  QFile f(QString("/proc/%1/status").arg(proc_.processId()));
+namespace {
+long status_kb(qint64 pid, const QByteArray& field) {
+  QFile f(QString("/proc/%1/status").arg(pid));
   if (!f.open(QIODevice::ReadOnly)) return -1;
   for (const QByteArray& line : f.readAll().split('\n'))
-    if (line.startsWith("VmRSS:")) return line.mid(6).trimmed().split(' ').first().toLong();
+    if (line.startsWith(field)) return line.mid(field.size()).trimmed().split(' ').first().toLong();
   return -1;
 }
+}  // namespace
+
+long ServerProcess::rss_kb() const { return status_kb(proc_.processId(), "VmRSS:"); }
+long ServerProcess::peak_rss_kb() const { return status_kb(proc_.processId(), "VmHWM:"); }
 
 int ServerProcess::stop() {
   proc_.terminate();

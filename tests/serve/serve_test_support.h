@@ -25,6 +25,7 @@ class ServerProcess {
   int port() const { return port_; }
   qint64 pid() const { return proc_.processId(); }
   long rss_kb() const;             // VmRSS from /proc
+  long peak_rss_kb() const;        // VmHWM from /proc: the most it ever held
   std::string output();            // what it printed so far (stdout + stderr)
   bool running() const { return proc_.state() == QProcess::Running; }
   int stop();                      // SIGTERM, wait, exit code

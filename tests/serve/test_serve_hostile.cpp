@@ -105,7 +105,8 @@ std::vector<Case> build_cases() {
   comp_field("echo", true, 400, "echo");
   comp_field("suffix", "abc", 400, "suffix");
   comp_field("best_of", 2, 400, "best_of");
-  comp_field("logprobs", 1, 400, "logprobs");
+  comp_field("logprobs", 6, 400, "logprobs");
+  comp_field("logprobs", true, 400, "logprobs");
   comp_field("model", "gpt-3.5-turbo-instruct", 404, "model");
 
   // Huge values.
@@ -223,9 +224,9 @@ std::vector<Case> build_cases() {
     cs.push_back({"cross-origin preflight", preflight, 403, "-"});
   }
 
-  // Header blocks: a line over cpp-httplib's 8 KiB, and many small headers past the server's bounds.
+  // Header blocks: a line past the head's 64 KiB, and many small headers past the server's bounds.
   cs.push_back({"huge header line", "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + std::string(200000, 'a') +
-                                        "\r\nConnection: close\r\n\r\n", 400, "-"});
+                                        "\r\nConnection: close\r\n\r\n", 431, "-"});
   {
     std::string many = "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
     for (int i = 0; i < 500; ++i) many += "X-H" + std::to_string(i) + ": " + std::string(200, 'b') + "\r\n";
@@ -330,9 +331,26 @@ class TestServeHostile : public QObject {
       QCOMPARE(parse_http_reply(t.received(), true).status, 408);
       ++checked;
     }
-    // Every error says "Connection: close" (cpp-httplib 0.11 still reads on: SERVER.md).
+    // A head that trickles in, one byte per 250 ms: dropped at --body-deadline too.
     {
-      const HttpReply r = http_raw(port, "GET /v1/nothing HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 30000);
+      RawConnection t(port);
+      QVERIFY(t.send("GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "));
+      bool answered = false;
+      for (int i = 0; i < 200 && !answered; ++i) {
+        t.read_until("\r\n\r\n", 250);
+        answered = t.received().find("HTTP/1.1 ") != std::string::npos || !t.send("a");
+      }
+      QVERIFY2(answered, "a trickling head was never cut off");
+      QCOMPARE(parse_http_reply(t.received(), true).status, 408);
+      ++checked;
+    }
+    // Every error says "Connection: close" and the server then closes the connection, though the
+    // request asked to keep it (--keep-alive would hold it 5 s).
+    {
+      RawConnection c(port);
+      QVERIFY(c.send("GET /v1/nothing HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+      QVERIFY2(c.wait_closed(3000), c.received().c_str());
+      const HttpReply r = parse_http_reply(c.received(), true);
       QCOMPARE(r.status, 404);
       QCOMPARE(r.headers.at("connection"), std::string("close"));
     }
@@ -341,6 +359,37 @@ class TestServeHostile : public QObject {
     const long rss1 = s.rss_kb();
     qInfo("%d hostile requests; server RSS %ld kB before, %ld kB after", checked, rss0, rss1);
     QVERIFY2(rss1 - rss0 < 64 * 1024, (std::to_string(rss0) + " -> " + std::to_string(rss1)).c_str());
+  }
+
+  // Heads far past the bounds (an endless request line, an endless header line, endless header
+  // lines each under 8 KiB): refused while they arrive, the server's peak memory barely moving.
+  void huge_heads_are_refused_with_memory_bounded() {
+    ServerProcess s({"--model-root", demo_model_dir(), "--no-snapshots", "--read-timeout", "5", "--max-tokens", "8"});
+    QVERIFY2(s.ok(), s.output().c_str());
+    const int port = s.port();
+    for (int i = 0; i < 3; ++i) QCOMPARE(post_json(port, "/v1/chat/completions", good_chat()).status, 200);
+    const long peak0 = s.peak_rss_kb();
+    QVERIFY(peak0 > 0);
+
+    const size_t huge = size_t(96) << 20;
+    std::string many = "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    while (many.size() < huge) many += "X-H" + std::to_string(many.size()) + ": " + std::string(8000, 'h') + "\r\n";
+    const std::vector<std::pair<std::string, int>> heads = {
+        {"GET /" + std::string(huge, 'a'), 414},
+        {"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + std::string(huge, 'b'), 431},
+        {many, 431},
+    };
+    for (const auto& [raw, status] : heads) {
+      const HttpReply r = http_raw(port, raw, 30000);
+      QCOMPARE(r.status, status);
+      QCOMPARE(r.headers.at("connection"), std::string("close"));
+      QVERIFY2(r.json().contains("error"), r.body.c_str());
+      QCOMPARE(http_request(port, "GET", "/health").status, 200);
+    }
+    const long peak1 = s.peak_rss_kb();
+    qInfo("three heads of %zu MiB each; server peak RSS %ld kB before, %ld kB after", huge >> 20, peak0, peak1);
+    QVERIFY2(peak1 - peak0 < 16 * 1024, (std::to_string(peak0) + " -> " + std::to_string(peak1)).c_str());
+    QVERIFY(s.running());
   }
 };
 

@@ -15,6 +15,7 @@
 #include "serve/http_server.h"
 #include "serve_test_support.h"
 #include "support/test_support.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 using namespace deltafin;
@@ -126,6 +127,7 @@ class TestServeScripted : public QObject {
   void tool_calls_come_back_parsed();
   void tool_results_go_back_to_the_model_in_call_order();
   void logprobs_come_from_the_logits();
+  void completion_logprobs_in_the_legacy_form();
   void response_format_reaches_the_prompt();
   void request_timeout_ends_a_long_answer();
   void queued_request_times_out();
@@ -240,6 +242,69 @@ void TestServeScripted::logprobs_come_from_the_logits() {
   const Streamed st = read_stream(post_json(s.port, "/v1/chat/completions", b));
   QCOMPARE(st.content, answer);
   QCOMPARE(st.logprobs, lp);
+}
+
+// /v1/completions: `logprobs` is the legacy integer (alternatives per token) and the answer holds
+// tokens, token_logprobs, top_logprobs (token -> logprob) and text_offset, streamed and not.
+void TestServeScripted::completion_logprobs_in_the_legacy_form() {
+  const std::string answer = "Plain words follow";
+  ScriptedServer s([&](serve::ServerOptions&, ScriptedEngine& e) { e.on("Continue", answer + "<|end_of_msg|>"); });
+  // A token prompt that ends in the assistant's opening, so the scripted engine answers it.
+  const std::vector<ChatMessage> chat = {ChatMessage("user", "Continue please")};
+  ChatOptions opt;
+  opt.thinking = false;
+  const std::vector<int32_t> prompt = render_chat(*s.tok, chat, opt);
+  json b = {{"model", kModel}, {"prompt", prompt}, {"temperature", 0}, {"logprobs", 2}, {"max_tokens", 40}};
+  const HttpReply r = post_json(s.port, "/v1/completions", b);
+  QCOMPARE(r.status, 200);
+  const json reply = r.json();
+  QCOMPARE(reply["choices"][0]["text"], json(answer));
+  const json& lp = reply["choices"][0]["logprobs"];
+  const auto ids = s.tok->encode(answer, false);
+  QCOMPARE(lp["tokens"].size(), ids.size());
+  const double V = s.model->config().vocab;
+  const double top = 8 - std::log(std::exp(8.0) + std::exp(4.0) + (V - 2));  // the scripted logits
+  const double second = 4 - std::log(std::exp(8.0) + std::exp(4.0) + (V - 2));
+  size_t offset = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const std::string token = s.tok->token_bytes(ids[i]);
+    QCOMPARE(lp["tokens"][i], json(token));
+    QVERIFY(std::abs(lp["token_logprobs"][i].get<double>() - top) < 1e-9);
+    QCOMPARE(lp["text_offset"][i].get<size_t>(), offset);
+    offset += token.size();
+    const json& alts = lp["top_logprobs"][i];
+    QCOMPARE(alts.size(), size_t(2));
+    // The chosen token, and the runner-up (whose bytes may not be text: then its key is U+FFFD).
+    for (auto it = alts.begin(); it != alts.end(); ++it)
+      QVERIFY2(std::abs(it.value().get<double>() - (it.key() == token ? top : second)) < 1e-9, it.key().c_str());
+    QVERIFY(alts.contains(token));
+  }
+  // Streamed: the same entries, spread over the chunks, offsets continuing from chunk to chunk.
+  b["stream"] = true;
+  json tokens = json::array(), offsets = json::array();
+  std::string text;
+  for (const std::string& d : post_json(s.port, "/v1/completions", b).sse_data()) {
+    const json j = json::parse(d, nullptr, false);
+    if (!j.is_object() || j["choices"].empty()) continue;
+    const json& c = j["choices"][0];
+    text += c["text"].get<std::string>();
+    if (c["logprobs"].is_object())
+      for (size_t i = 0; i < c["logprobs"]["tokens"].size(); ++i) {
+        tokens.push_back(c["logprobs"]["tokens"][i]);
+        offsets.push_back(c["logprobs"]["text_offset"][i]);
+      }
+  }
+  QCOMPARE(text, answer);
+  QCOMPARE(tokens, lp["tokens"]);
+  QCOMPARE(offsets, lp["text_offset"]);
+  // Out of range or of the chat API's boolean form: refused, naming the field.
+  for (const json& bad : {json(6), json(-1), json(true), json("2")}) {
+    b["logprobs"] = bad;
+    b.erase("stream");
+    const HttpReply e = post_json(s.port, "/v1/completions", b);
+    QCOMPARE(e.status, 400);
+    QCOMPARE(e.json()["error"]["param"], json("logprobs"));
+  }
 }
 
 void TestServeScripted::response_format_reaches_the_prompt() {
