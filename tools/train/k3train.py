@@ -219,18 +219,37 @@ def parse_ids(s):
 
 @torch.no_grad()
 def do_logits(args):
-    """float64 logits of every position, from the exported files (BF16 widened, MXFP4 decoded)."""
+    """float64 forward on the exported files (BF16 widened, MXFP4 decoded): every position's logits
+    and every layer's output stream, stored F32, for prompts given as text (encoded by this script's
+    tokenizer), as chat turns (rendered by this script, thinking on and off) or as raw ids. A JSON
+    sidecar (<out>.json) lists the prompts with their texts."""
     model = export.load(args.model, torch.float64)
     model.eval()
-    out = {}
-    for i, spec in enumerate(args.ids):
-        ids = torch.tensor([parse_ids(spec)], dtype=torch.long)
-        logits, layers = model(ids, return_layers=True)
-        out[f"prompt.{i}.ids"] = ids[0].to(torch.int64)
-        out[f"prompt.{i}.logits"] = logits[0].to(torch.float64)
-        out[f"prompt.{i}.layer_out"] = torch.stack([l[0] for l in layers]).to(torch.float64)
+    tok = bpe.Tokenizer.load(args.model)
+    r = corpus.ChatRenderer(tok)
+    prompts = [(dict(kind="text", text=t), [tok.special("[BOS]")] + tok.encode(t)) for t in args.prompt or []]
+    for u in args.chat or []:
+        prompts.append((dict(kind="chat", user=u, thinking=True), r.prompt(u, True)))
+        prompts.append((dict(kind="chat", user=u, thinking=False), r.prompt(u, False)))
+    prompts += [(dict(kind="ids"), parse_ids(s)) for s in args.ids or []]
+    out, meta = {}, []
+    for i, (info, ids) in enumerate(prompts):
+        logits, layers = model(torch.tensor([ids], dtype=torch.long), return_layers=True)
+        out[f"prompt.{i}.ids"] = torch.tensor(ids, dtype=torch.int64)
+        out[f"prompt.{i}.logits"] = logits[0].float()
+        out[f"prompt.{i}.layer_out"] = torch.stack([l[0] for l in layers]).float()
+        top2 = logits[0].topk(2, dim=-1).values
+        meta.append(dict(index=i, tokens=len(ids), min_top2_margin=float((top2[:, 0] - top2[:, 1]).min()), **info))
     safetensors_io.write(args.out, sorted(out.items()), {"producer": "tools/train/k3train.py logits"})
-    log(f"wrote {len(args.ids)} prompts' logits to {args.out}")
+    with open(args.out + ".json", "w") as f:
+        json.dump({"model": os.path.basename(os.path.normpath(args.model)),
+                   "oracle": "tools/train/k3train.py logits: the training script's K3 forward in float64 on the "
+                             "exported files (BF16 widened, MXFP4 experts decoded), recurrent KDA",
+                   "layout": {"prompt.N.ids": "int64 [T]", "prompt.N.logits": "float32 [T, vocab]",
+                              "prompt.N.layer_out": "float32 [layers, T, hidden]: each layer's raw output stream"},
+                   "prompts": meta}, f, indent=1)
+        f.write("\n")
+    log(f"wrote {len(prompts)} prompts' logits to {args.out} (+ .json)")
 
 
 @torch.no_grad()
@@ -328,7 +347,9 @@ def main():
     p.add_argument("--out", required=True)
     p = sub.add_parser("logits")
     p.add_argument("--model", required=True)
-    p.add_argument("--ids", action="append", required=True, help="comma-separated ids; repeat for more prompts")
+    p.add_argument("--prompt", action="append", help="a text prompt ([BOS] + its ids); repeatable")
+    p.add_argument("--chat", action="append", help="a user message, rendered as a chat prompt; repeatable")
+    p.add_argument("--ids", action="append", help="comma-separated ids; repeatable")
     p.add_argument("--out", required=True)
     p = sub.add_parser("sample")
     p.add_argument("--model", required=True)
