@@ -368,7 +368,10 @@ def main():
         c = configs.make(args.config, args.set)
         args.data = os.path.join(args.work, "data")
         args.ckpt = os.path.join(args.work, "checkpoint.pt")
-        prepare(args, c)
+        if os.path.exists(os.path.join(args.data, "tokens.pt")):
+            log(f"using the prepared data in {args.data} (delete it to prepare again)")
+        else:
+            prepare(args, c)
         train(args, c)
         do_export(args)
     elif args.cmd == "export":
