@@ -1,17 +1,20 @@
 // The training script (tools/train/k3train.py) against the engine: a model the script exported is
 // read by the engine's loader and gives the logits of the script's own float64 forward on the same
-// files (BF16 widened, MXFP4 experts decoded), and the engine's tokenizer and chat template give
-// the ids the script trained on.
+// files (BF16 widened, MXFP4 experts decoded), the engine's tokenizer and chat template give the
+// ids the script trained on, and a DSpark drafter the script trained on that model's hidden
+// states gives the script's block logits and drafts in the engine's DSpark proposer.
 //
-// The fixture (tests/fixtures/k3-trained-tiny) holds the script's output, so the engine side is
+// The fixtures (tests/fixtures/k3-trained-tiny, dspark-trained-tiny) hold the script's output, so the engine side is
 // checked everywhere; trainExportRoundTrip runs the script itself (train a few steps, export,
 // forward) and needs python3 with PyTorch: without it the function skips and says so, and
 // DELTAFIN_REQUIRE_TORCH=1 turns that skip into a failure.
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "runtime/k3_model.h"
+#include "drafts/dspark_model.h"
+#include "drafts/dspark_proposer.h"
 #include "runtime/decode_session.h"
+#include "runtime/k3_model.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "support/test_support.h"
@@ -93,6 +96,48 @@ class TestTrainExport : public QObject {
     }
   }
 
+  // The engine's DSpark proposer, fed the engine's own taps, against `k3train.py dspark-logits`.
+  void compareDrafter(const std::string& model_dir, const std::string& draft_dir, const std::string& golden_path) {
+    auto k3 = K3Model::load(model_dir);
+    auto ds = DSparkModel::load(draft_dir, *k3);
+    const auto golden = test::load_tensors(golden_path);
+    const auto meta = nlohmann::json::parse(test::read_file(golden_path + ".json"));
+    const int V = ds->config().vocab, T = ds->config().block_size, H = k3->config().hidden;
+    QVERIFY(!meta["cases"].empty());
+    for (const auto& cs : meta["cases"]) {
+      const std::string p = "case." + std::to_string(cs["index"].get<int>()) + ".";
+      const auto ctx64 = golden.i64(p + "context_ids");
+      const auto anchor = golden.i64(p + "anchor");
+      const std::vector<int32_t> ctx(ctx64.begin(), ctx64.end());
+      K3Session s(*k3);
+      ForwardTrace tr;
+      tr.layer_out = true;
+      PassOptions po;
+      po.trace = &tr;
+      std::vector<float> logits;
+      s.stage(ctx, logits, po);
+      s.commit(int(ctx.size()));
+      DSparkProposer prop(*ds);
+      std::vector<const float*> taps;
+      for (int l : ds->config().target_layer_ids) taps.push_back(tr.layers[size_t(l)].data());
+      prop.add_context(int(ctx.size()), taps);
+      QCOMPARE(prop.context_length(), anchor[1]);
+      std::vector<float> base;
+      prop.block_logits(int32_t(anchor[0]), base);
+      const auto want = golden.f32(p + "base_logits");
+      QCOMPARE(base.size(), size_t(T) * V);
+      const double rel = test::rel_l2(base.data(), want.data(), want.size());
+      qInfo("%s (context %zu, hidden %d): base logits rel_l2 %.3g", p.c_str(), ctx.size(), H, rel);
+      QVERIFY2(rel <= 1e-4, qPrintable(QString::number(rel)));
+      std::vector<int32_t> drafts;
+      prop.markov(int32_t(anchor[0]), base, drafts);
+      const auto gd = golden.i64(p + "drafts");
+      const auto margins = golden.f32(p + "margins");
+      // Each draft conditions the next: compare up to the first unclear step.
+      for (int k = 0; k < T && margins[size_t(k)] > 1e-3f; ++k) QCOMPARE(int64_t(drafts[size_t(k)]), gd[size_t(k)]);
+    }
+  }
+
   // The engine's tokenizer and chat template give the ids the script trained on.
   void compareTokens(const std::string& model_dir, const std::string& golden_path) {
     const auto tok = load_tokenizer(model_dir);
@@ -133,6 +178,11 @@ class TestTrainExport : public QObject {
     compareTokens(dir, dir + "/golden.safetensors");
   }
 
+  void fixtureDrafterMatchesScript() {
+    compareDrafter(test::fixtures_dir() + "/k3-trained-tiny", test::fixtures_dir() + "/dspark-trained-tiny",
+                   test::fixtures_dir() + "/dspark-trained-tiny/golden.safetensors");
+  }
+
   void trainExportRoundTrip() {
     std::string tried;
     const std::string py = python_with_torch(tried);
@@ -160,6 +210,16 @@ class TestTrainExport : public QObject {
     compareLogits(tmp + "/model", tmp + "/golden.safetensors");
     if (QTest::currentTestFailed()) return;
     compareTokens(tmp + "/model", tmp + "/golden.safetensors");
+    if (QTest::currentTestFailed()) return;
+    QCOMPARE(run({"dspark", "--target", tmp + "/model", "--data", tmp + "/work/data", "--out", tmp + "/draft", "--steps",
+                  "6", "--batch", "2", "--seq", "48", "--anchors", "3", "--threads", "1", "--set", "intermediate=96",
+                  "--set", "markov_rank=8"}),
+             0);
+    QCOMPARE(run({"dspark-logits", "--target", tmp + "/model", "--draft", tmp + "/draft", "--prompt",
+                  "The golden fixtures are small checkpoints in the exact on-disk format.", "--out",
+                  tmp + "/draft-golden.safetensors"}),
+             0);
+    compareDrafter(tmp + "/model", tmp + "/draft", tmp + "/draft-golden.safetensors");
   }
 };
 

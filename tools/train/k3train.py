@@ -7,6 +7,9 @@
   k3train.py all     --config demo --work DIR --out MODEL_DIR   the three above in order
   k3train.py logits  --model MODEL_DIR --ids 1,2,3 --out F      float64 forward on the exported files
   k3train.py sample  --model MODEL_DIR --prompt Hello           greedy text from the exported files
+  k3train.py dspark   --target MODEL_DIR --data DIR --out DRAFT_DIR   train a DSpark drafter on the target
+  k3train.py dspark-logits --target MODEL_DIR --draft DRAFT_DIR --prompt TEXT --out F
+  k3train.py check-fixtures                                      this forward vs tests/fixtures goldens
   k3train.py selftest                                            chunked KDA == recurrent, MXFP4 round trip
 """
 import argparse
@@ -24,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bpe  # noqa: E402
 import configs  # noqa: E402
 import corpus  # noqa: E402
+import dspark  # noqa: E402
 import export  # noqa: E402
 import k3_model  # noqa: E402
 import mxfp4  # noqa: E402
@@ -288,6 +292,187 @@ def do_sample(args):
         print(f"dictionary words: {known} of {total} ({100 * known / total:.0f}%, /usr/share/dict/words)")
 
 
+# ---------------------------------------------------------------- DSpark drafter
+
+def load_target(path, device, dtype=torch.float32):
+    target = export.load(path, dtype).to(device).eval()
+    for p in target.parameters():
+        p.requires_grad_(False)
+    return target
+
+
+def draft_batch(target, d, x, anchors):
+    """Taps and labels from the frozen target: the label of block row k is the target's greedy
+    next token at position p+k (what verification would accept), the Markov head's previous token
+    is the anchor, then the labels before it."""
+    with torch.no_grad():
+        logits, layers = target(x, return_layers=True)
+        greedy = logits.argmax(-1)
+    taps = [layers[l] for l in d.config["target_layer_ids"]]
+    T = d.config["block_size"]
+    k = torch.arange(T, device=x.device)
+    lab = greedy.gather(1, (anchors.unsqueeze(-1) + k).reshape(x.shape[0], -1)).reshape(*anchors.shape, T)
+    prev = torch.cat([x.gather(1, anchors).unsqueeze(-1), lab[..., :-1]], -1)
+    return taps, lab, prev
+
+
+def do_dspark(args):
+    torch.manual_seed(args.seed)
+    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    target = load_target(args.target, device)
+    tc = target.config
+    c = dspark.default_config(tc, tc["vocab"])
+    for o in args.set:
+        k, _, v = o.partition("=")
+        if k not in c:
+            raise SystemExit(f"unknown drafter field '{k}'")
+        c[k] = [int(t) for t in v.split("+")] if k == "target_layer_ids" else type(c[k])(v)
+    model = dspark.DSpark(c)
+    dspark.init_weights(model, args.seed)
+    model.to(device).train()
+    n = sum(p.numel() for p in model.parameters())
+    log(f"DSpark drafter: {n / 1e6:.2f}M parameters, taps {c['target_layer_ids']}, block {c['block_size']}, device {device}")
+    data = torch.load(os.path.join(args.data, "tokens.pt"))
+    train_ids, val_ids = data["train"].long(), data["val"].long()
+    S, B, m, T = args.seq, args.batch, args.anchors, c["block_size"]
+    g = torch.Generator().manual_seed(args.seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01)
+
+    def windows(src, gen):
+        i = torch.randint(0, len(src) - S, (B,), generator=gen)
+        return torch.stack([src[j:j + S] for j in i.tolist()]).to(device)
+
+    def anchors_for(gen):
+        return torch.randint(1, S - T, (B, m), generator=gen).to(device)
+
+    t0 = time.time()
+    for step in range(args.steps):
+        progress = max(step / args.steps, (time.time() - t0) / (args.minutes * 60) if args.minutes else 0.0)
+        if progress >= 1:
+            break
+        for grp in opt.param_groups:
+            grp["lr"] = args.lr * min(1.0, (step + 1) / 50) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+        x = windows(train_ids, g)
+        an = anchors_for(g)
+        taps, lab, prev = draft_batch(target, model, x, an)
+        U = model.base_logits(target, taps, x, an)
+        logits = U + model.markov_head.bias(prev)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), lab.reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if step % args.log_every == 0:
+            log(f"dspark step {step} loss {loss.item():.4f}")
+    acc = draft_accuracy(target, model, val_ids if len(val_ids) > S + 1 else train_ids, S, B, m, device, args.seed)
+    log(f"dspark done after {step + 1} steps, {time.time() - t0:.0f} s; teacher-forced accuracy per block row "
+        f"{[round(a, 3) for a in acc]}")
+    info = {"target": os.path.basename(os.path.normpath(args.target)), "seed": args.seed, "steps": step + 1,
+            "train_seconds": round(time.time() - t0), "row_accuracy": [round(a, 4) for a in acc],
+            "note": "trained by tools/train/k3train.py dspark on the target's own hidden states"}
+    dspark.write(model.cpu(), target.cpu(), args.out, info)
+    log(f"exported the drafter to {args.out}")
+
+
+@torch.no_grad()
+def draft_accuracy(target, model, ids, S, B, m, device, seed):
+    """Per block row: how often the Markov-head chain (fed its own drafts) equals the target's greedy
+    labels, given every earlier row matched: an estimate of DSpark acceptance."""
+    model.eval()
+    gen = torch.Generator().manual_seed(seed + 1)
+    T = model.config["block_size"]
+    hit, alive = torch.zeros(T), torch.zeros(T)
+    for _ in range(4):
+        i = torch.randint(0, len(ids) - S, (B,), generator=gen)
+        x = torch.stack([ids[j:j + S] for j in i.tolist()]).to(device)
+        an = torch.randint(1, S - T, (B, m), generator=gen).to(device)
+        taps, lab, _ = draft_batch(target, model, x, an)
+        U = model.base_logits(target, taps, x, an)
+        prev = x.gather(1, an)
+        ok = torch.ones_like(prev, dtype=torch.bool)
+        for k in range(T):
+            d = (U[:, :, k] + model.markov_head.bias(prev)).argmax(-1)
+            alive[k] += ok.sum().item()
+            ok = ok & (d == lab[:, :, k])
+            hit[k] += ok.sum().item()
+            prev = d
+    model.train()
+    return (hit / alive.clamp(min=1)).tolist()
+
+
+@torch.no_grad()
+def do_dspark_logits(args):
+    """Base logits and drafts of the exported drafter (float64) for anchors inside text prompts."""
+    target = load_target(args.target, "cpu", torch.float64)
+    d = dspark.load(args.draft, torch.float64).eval()
+    tok = bpe.Tokenizer.load(args.target)
+    out, meta = {}, []
+    for i, text in enumerate(args.prompt):
+        ids = [tok.special("[BOS]")] + tok.encode(text)
+        for p in sorted({len(ids) - 1, max(1, len(ids) // 2)}):
+            x = torch.tensor([ids[:p + 1]])
+            _, layers = target(x, return_layers=True)
+            U = d.base_logits(target, [layers[l] for l in d.config["target_layer_ids"]], x, torch.tensor([[p]]))[0, 0]
+            n = len(meta)
+            out[f"case.{n}.context_ids"] = torch.tensor(ids[:p], dtype=torch.int64)
+            out[f"case.{n}.anchor"] = torch.tensor([ids[p], p], dtype=torch.int64)
+            out[f"case.{n}.base_logits"] = U.float()
+            margins = []
+            drafts = d.drafts(U, ids[p], margins)
+            out[f"case.{n}.drafts"] = torch.tensor(drafts, dtype=torch.int64)
+            out[f"case.{n}.margins"] = torch.tensor(margins, dtype=torch.float32)
+            meta.append({"index": n, "prompt": text, "anchor_position": p, "drafts": drafts, "margins": margins})
+    safetensors_io.write(args.out, sorted(out.items()), {"producer": "tools/train/k3train.py dspark-logits"})
+    with open(args.out + ".json", "w") as f:
+        json.dump({"oracle": "tools/train/dspark.py in float64 on the exported drafter and target; taps from "
+                             "tools/train/k3_model.py",
+                   "layout": {"case.N.context_ids": "int64 [N]: positions 0..N-1", "case.N.anchor": "int64 [2]: id, position",
+                              "case.N.base_logits": "float32 [T, vocab]: before the Markov bias",
+                              "case.N.drafts / margins": "drafts after the Markov head, top1 - top2 of each step"},
+                   "cases": meta}, f, indent=1)
+        f.write("\n")
+    log(f"wrote {len(meta)} drafter cases to {args.out}")
+
+
+@torch.no_grad()
+def do_check_fixtures(args):
+    """This script's K3 and DSpark forwards against the golden fixtures of Moonshot's code
+    (tests/fixtures/k3-tiny) and of the DSpark reference (tests/fixtures/dspark-tiny)."""
+    fx = args.fixtures
+    tgt = export.load(os.path.join(fx, "k3-tiny"), torch.float64).eval()
+    g = safetensors_io.read(os.path.join(fx, "k3-tiny", "golden.safetensors"))
+    worst = 0.0
+    i = 0
+    while f"prompt.{i}.ids" in g:
+        lg = tgt(g[f"prompt.{i}.ids"].long().unsqueeze(0))[0]
+        want = g[f"prompt.{i}.logits"].double()
+        rel = ((lg - want).norm() / want.norm()).item()
+        worst = max(worst, rel)
+        print(f"k3-tiny prompt {i}: logits rel-L2 {rel:.3g} against Moonshot's fp32 forward")
+        i += 1
+    d = dspark.load(os.path.join(fx, "dspark-tiny"), torch.float64).eval()
+    dg = safetensors_io.read(os.path.join(fx, "dspark-tiny", "golden.safetensors"))
+    same = True
+    i = 0
+    while f"case.{i}.anchor" in dg:
+        anchor, p = dg[f"case.{i}.anchor"].tolist()
+        x = torch.cat([dg[f"case.{i}.context_ids"].long(), torch.tensor([anchor])]).unsqueeze(0)
+        _, layers = tgt(x, return_layers=True)
+        U = d.base_logits(tgt, [layers[l] for l in d.config["target_layer_ids"]], x, torch.tensor([[p]]))[0, 0]
+        want = dg[f"case.{i}.base_logits"].double()
+        rel = ((U - want).norm() / want.norm()).item()
+        drafts = d.drafts(U, anchor)
+        same &= drafts == dg[f"case.{i}.drafts"].tolist()
+        print(f"dspark-tiny case {i}: base logits rel-L2 {rel:.3g}, drafts {'equal' if drafts == dg[f'case.{i}.drafts'].tolist() else 'DIFFER'}")
+        worst = max(worst, rel)
+        i += 1
+    if worst > 5e-4 or not same:
+        raise SystemExit("check-fixtures: outside the golden tolerance")
+    print("check-fixtures passed")
+
+
 def do_selftest(_args):
     torch.manual_seed(0)
     B, T, h, d = 2, 37, 3, 8
@@ -357,6 +542,28 @@ def main():
     p.add_argument("--chat", action="store_true")
     p.add_argument("--think", action="store_true")
     p.add_argument("--max-new", type=int, default=40)
+    p = sub.add_parser("dspark")
+    p.add_argument("--target", required=True, help="the exported K3 model folder")
+    p.add_argument("--data", required=True, help="prepared data (tokens.pt) of that model")
+    p.add_argument("--out", required=True)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--set", action="append", default=[], help="drafter field=value, e.g. layers=1")
+    p.add_argument("--steps", type=int, default=3000)
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--seq", type=int, default=256)
+    p.add_argument("--anchors", type=int, default=8, help="blocks per sequence")
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--minutes", type=float, default=0)
+    p.add_argument("--device")
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--log-every", type=int, default=50)
+    p = sub.add_parser("dspark-logits")
+    p.add_argument("--target", required=True)
+    p.add_argument("--draft", required=True)
+    p.add_argument("--prompt", action="append", required=True)
+    p.add_argument("--out", required=True)
+    p = sub.add_parser("check-fixtures")
+    p.add_argument("--fixtures", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fixtures"))
     sub.add_parser("selftest")
     args = ap.parse_args()
 
@@ -380,6 +587,12 @@ def main():
         do_logits(args)
     elif args.cmd == "sample":
         do_sample(args)
+    elif args.cmd == "dspark":
+        do_dspark(args)
+    elif args.cmd == "dspark-logits":
+        do_dspark_logits(args)
+    elif args.cmd == "check-fixtures":
+        do_check_fixtures(args)
     elif args.cmd == "selftest":
         do_selftest(args)
 
