@@ -243,6 +243,9 @@ class MoE(nn.Module):
         w1, w2, w3 = self.w1, self.w2, self.w3
         if self.qat:
             w1, w2, w3 = mxfp4.fake_quantize(w1), mxfp4.fake_quantize(w2), mxfp4.fake_quantize(w3)
+        # One view per expert through unbind: its backward stacks the gradients once, where
+        # indexing w[e] would add a full-size gradient per expert.
+        w1, w2, w3 = w1.unbind(0), w2.unbind(0), w3.unbind(0)
         y = torch.zeros_like(z)
         if self.training:
             self.load = torch.bincount(idx.reshape(-1), minlength=self.E).detach()
