@@ -231,6 +231,7 @@ class MoE(nn.Module):
         self.w3 = nn.Parameter(torch.zeros(E, I, Z))  # up
         self.qat = False  # forward with the MXFP4 values the export will write
         self.load = None  # tokens per expert in the last training forward
+        self._qcache = None  # (weight versions, MXFP4-rounded weights) for evaluation
 
     def forward(self, x):
         shape = x.shape
@@ -241,8 +242,14 @@ class MoE(nn.Module):
         ws = ws / (ws.sum(-1, keepdim=True) + 1e-20)
         z = self.routed_expert_down_proj(x)
         w1, w2, w3 = self.w1, self.w2, self.w3
-        if self.qat:
+        if self.qat and torch.is_grad_enabled():
             w1, w2, w3 = mxfp4.fake_quantize(w1), mxfp4.fake_quantize(w2), mxfp4.fake_quantize(w3)
+        elif self.qat:
+            # Evaluation: quantize once per weight update, not once per forward.
+            key = (w1._version, w2._version, w3._version, w1.data_ptr())
+            if self._qcache is None or self._qcache[0] != key:
+                self._qcache = (key, tuple(mxfp4.fake_quantize(w.detach()) for w in (w1, w2, w3)))
+            w1, w2, w3 = self._qcache[1]
         # One view per expert through unbind: its backward stacks the gradients once, where
         # indexing w[e] would add a full-size gradient per expert.
         w1, w2, w3 = w1.unbind(0), w2.unbind(0), w3.unbind(0)
