@@ -1,6 +1,8 @@
-// `deltafin serve --api-key-file`: the key is required, and it is not in the process listing.
+// `deltafin serve --api-key-file` and DELTAFIN_API_KEY: the key is required, and it is not in the
+// process listing.
 #include <QtTest/QtTest>
 
+#include <cstdlib>
 #include <fstream>
 
 #include "serve_test_support.h"
@@ -22,6 +24,20 @@ class TestServeApiKeyFile : public QObject {
     QCOMPARE(http_request(server.port(), "GET", "/v1/models").status, 401);
     QCOMPARE(http_request(server.port(), "GET", "/v1/models", {}, {"Authorization: Bearer " + key}).status, 200);
     QCOMPARE(http_request(server.port(), "GET", "/v1/models", {}, {"Authorization: Bearer " + key + "x"}).status, 401);
+    const std::string cmdline = read_file("/proc/" + std::to_string(server.pid()) + "/cmdline");
+    QVERIFY(!cmdline.empty());
+    QVERIFY2(cmdline.find(key) == std::string::npos, "the key is visible in the process listing");
+  }
+
+  // DELTAFIN_API_KEY: required like --api-key, and (the point of it) not in the process listing.
+  void theKeyFromTheEnvironmentIsRequiredAndNotListed() {
+    const std::string key = "sk-env-only-41d2";
+    ::setenv("DELTAFIN_API_KEY", key.c_str(), 1);
+    ServerProcess server({"--model-root", fixtures_dir() + "/k3-tiny", "--draft", "off", "--no-snapshots"});
+    ::unsetenv("DELTAFIN_API_KEY");
+    QVERIFY2(server.ok(), server.output().c_str());
+    QCOMPARE(http_request(server.port(), "GET", "/v1/models").status, 401);
+    QCOMPARE(http_request(server.port(), "GET", "/v1/models", {}, {"Authorization: Bearer " + key}).status, 200);
     const std::string cmdline = read_file("/proc/" + std::to_string(server.pid()) + "/cmdline");
     QVERIFY(!cmdline.empty());
     QVERIFY2(cmdline.find(key) == std::string::npos, "the key is visible in the process listing");
