@@ -63,10 +63,11 @@ void add_serve(CLI::App& app) {
   c->add_option("--host", o->s.host, "Address to listen on")->capture_default_str();
   c->add_option("--port", o->s.port, "Port (0 = any free port; the one chosen is printed)")->capture_default_str()->check(CLI::Range(0, 65535));
   c->add_flag("--allow-remote", o->s.allow_remote, "Allow a --host reachable from other machines");
+  // DELTAFIN_API_KEY is read in the callback, not through CLI11's envname: an environment value
+  // would count as --api-key given and make --api-key-file fail with "--api-key excludes".
   auto* key = c->add_option("--api-key", o->s.api_key,
                              "Require 'Authorization: Bearer KEY' on every route but /health (visible in process listings: "
-                             "prefer --api-key-file or DELTAFIN_API_KEY)")
-                  ->envname("DELTAFIN_API_KEY");
+                             "prefer --api-key-file or DELTAFIN_API_KEY, used when neither option is given)");
   c->add_option("--api-key-file", o->api_key_file, "Read the API key from the first line of this file")->excludes(key);
   c->add_option("--model-id", o->s.model_id, "Model name clients send (default: the model folder's name)");
   c->add_option("--allowed-host", o->s.allowed_hosts, "A host name clients may reach the server by, besides IP addresses and localhost (repeatable)");
@@ -106,6 +107,7 @@ void add_serve(CLI::App& app) {
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
     if (!o->api_key_file.empty()) o->s.api_key = read_api_key_file(o->api_key_file);
+    else if (const char* env = std::getenv("DELTAFIN_API_KEY"); o->s.api_key.empty() && env && *env) o->s.api_key = env;
     apply_threads(o->threads);
     const std::string root = o->root.empty() ? default_model_root() : o->root;
     EngineOptions eo;

@@ -111,7 +111,7 @@ void audit_stream(const std::string& root, std::vector<DoctorFinding>& out) {
       out.push_back({Level::Note, "stream cache",
                      std::to_string(unverified) + " of " + std::to_string(p.shards()) + " shards unverified: " + format_bytes_exact(unverified_bytes) +
                          " on disk not yet checked against the Hub's SHA-256 (" + names + "); a shard is checked when its last byte arrives",
-                     "deltafin cache verify --fetch completes and checks them (downloads the rest of each shard)"});
+                     "deltafin cache verify --fetch completes and checks them (downloads the rest of each shard); --shard NAME checks one"});
     else
       out.push_back({Level::Ok, "stream cache", "all " + std::to_string(verified) + " shards complete and verified against the Hub's SHA-256", ""});
   } catch (const Error& e) {

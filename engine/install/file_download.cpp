@@ -117,11 +117,14 @@ void download_file(const HubClient& hub, const std::string& repo, const std::str
     on_state(FileState::Downloading, resumed ? "resuming at " + std::to_string(resumed) + " of " + std::to_string(file.size) : "");
 
     // Durable order: data reaches the disk before the state that claims it.
+    uint64_t recorded = 0;  // bytes the state file on disk claims: where a resume starts
     auto checkpoint = [&] {
       std::vector<uint64_t> done;
-      for (auto& p : parts) done.push_back(p->done.load());
+      uint64_t sum = 0;
+      for (auto& p : parts) done.push_back(p->done.load()), sum += done.back();
       if (::fdatasync(fd) != 0) throw Error("cannot flush " + partial_path(dest) + ": " + std::strerror(errno), "check the disk");
       save_state(dest, file, parts, done);
+      recorded = sum;
     };
     checkpoint();
 
@@ -180,11 +183,9 @@ void download_file(const HubClient& hub, const std::string& repo, const std::str
         std::rethrow_exception(failure);
       } catch (const WriteError& e) {
         if (!e.disk_full()) throw;
-        uint64_t left = 0, kept = 0;
-        for (auto& p : parts) {
-          left += (p->end - p->begin) - p->done.load();
-          kept += p->done.load();
-        }
+        // Counted from the state file, not from what reached the disk since: a full disk can keep
+        // the last state from being rewritten, and a resume starts where that state says.
+        const uint64_t left = file.size - recorded;
         uint64_t free = 0;
         try {
           free = free_disk_bytes(fs::path(dest).parent_path().string());
@@ -192,7 +193,7 @@ void download_file(const HubClient& hub, const std::string& repo, const std::str
         }
         throw Error("the disk holding " + fs::path(dest).parent_path().string() + " is full while downloading " + what + ": " +
                         format_bytes_exact(left) + " of it still to write, " + format_bytes_exact(free) + " free (" +
-                        e.what_failed() + "); the " + format_bytes_exact(kept) + " downloaded so far are kept",
+                        e.what_failed() + "); the " + format_bytes_exact(recorded) + " downloaded and recorded so far are kept",
                     (left > free ? "free at least " + format_bytes(left - free) + " more (plus a margin)" : std::string("free some space")) +
                         " and run the same command again; it resumes where it stopped");
       }

@@ -234,7 +234,7 @@ long perform(const HubOptions& opt, const std::string& start_url, const std::str
     curl_easy_setopt(c.h, CURLOPT_PREREQDATA, &t);
     if (!range.empty()) c.headers = curl_slist_append(c.headers, ("Range: bytes=" + range).c_str());
     // The token goes only to the hub itself (same scheme, host and port), never to a CDN it redirects to.
-    if (!opt.token.empty() && here.same_origin(base))
+    if (!opt.token.empty() && token_goes_to(opt.base_url, url))
       c.headers = curl_slist_append(c.headers, ("Authorization: Bearer " + opt.token).c_str());
     if (c.headers) curl_easy_setopt(c.h, CURLOPT_HTTPHEADER, c.headers);
     t.status = 0;
@@ -341,6 +341,11 @@ RepoPathUse repo_path_use(const std::string& path) {
   for (const char* doc : {"LICENSE", "NOTICE", "README"})
     if (name.rfind(doc, 0) == 0) return RepoPathUse::Model;
   return RepoPathUse::Other;
+}
+
+bool token_goes_to(const std::string& hub_url, const std::string& url) {
+  const UrlParts hub = parse_url(hub_url), there = parse_url(url);
+  return !hub.scheme.empty() && !hub.host.empty() && !hub.port.empty() && hub.same_origin(there);
 }
 
 HubClient::HubClient(HubOptions options) : opt_(std::move(options)) {

@@ -69,6 +69,10 @@ class HubClient {
 
 // --hub-url when given, else $DELTAFIN_HUB_URL, else the public Hub.
 std::string resolve_hub_url(const std::string& flag_value);
+// Whether the hub's token may go with a request for `url`: only to the hub's own origin, the
+// same scheme, host and port (a default port written out or not), never to another port of the
+// same host nor to a host the hub redirects to.
+bool token_goes_to(const std::string& hub_url, const std::string& url);
 // Rejects listing paths that could escape the model folder.
 bool is_safe_repo_path(const std::string& path);
 

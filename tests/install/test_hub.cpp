@@ -81,12 +81,12 @@ TestHub::~TestHub() {
   ::shutdown(listen_fd_, SHUT_RDWR);
   ::close(listen_fd_);
   accept_thread_.join();
-  std::vector<std::thread> w;
+  std::vector<Worker> w;
   {
     std::lock_guard<std::mutex> g(mu_);
     w.swap(workers_);
   }
-  for (auto& t : w) t.join();
+  for (auto& t : w) t.thread.join();
 }
 
 std::string TestHub::url() const { return "http://127.0.0.1:" + std::to_string(port_); }
@@ -185,10 +185,18 @@ void TestHub::serve() {
       continue;
     }
     std::lock_guard<std::mutex> g(mu_);
-    workers_.emplace_back([this, fd] {
-      handle(fd);
-      ::close(fd);
+    std::erase_if(workers_, [](Worker& w) {
+      if (!w.done->load()) return false;
+      w.thread.join();  // done is its last step: this returns at once
+      return true;
     });
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    workers_.push_back({std::thread([this, fd, done] {
+                          handle(fd);
+                          ::close(fd);
+                          done->store(true);
+                        }),
+                        done});
   }
 }
 

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -72,7 +73,13 @@ class TestHub {
   std::atomic<bool> stop_{false};
   std::thread accept_thread_;
   mutable std::mutex mu_;
-  std::vector<std::thread> workers_;
+  // One thread per connection; those that finished are joined when the next connection comes,
+  // so a long run (thousands of range requests) does not pile up unjoined threads.
+  struct Worker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<Worker> workers_;
   std::map<std::string, std::vector<File>> repos_;  // "repo@rev" -> files
   std::vector<HubFault> faults_;
   std::vector<std::string> log_;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "install/disk_space.h"
 #include "install/file_download.h"
 #include "install/hub_client.h"
 #include "support/test_support.h"
@@ -108,6 +109,10 @@ class TestInstallDiskFull : public QObject {
       kept += done;
     }
     QCOMPARE(partial_bytes(dest, file), kept);
+    // The message counts from that state: what is kept, and what the resume still has to write.
+    QVERIFY2(error.find("the " + format_bytes_exact(kept) + " downloaded and recorded so far are kept") != std::string::npos, error.c_str());
+    QVERIFY2(error.find(format_bytes_exact(file.size - kept) + " of it still to write") != std::string::npos, error.c_str());
+    qInfo("%s", error.c_str());
 
     // Space freed: the same call resumes where the state says and verifies the whole file.
     fs::remove(filler);

@@ -417,6 +417,24 @@ class TestInstallHub : public QObject {
     QVERIFY(hub_->requests_matching("[authorization]") > before);
   }
 
+  // The token's origin rule on its own (the redirect test above cannot reach a second origin
+  // that is not internal): scheme, host and port must all be the hub's.
+  void theTokenGoesOnlyToTheHubsExactOrigin() {
+    const std::string hub = "https://huggingface.co";
+    QVERIFY(token_goes_to(hub, hub + "/moonshotai/Kimi-K3/resolve/main/config.json"));
+    QVERIFY(token_goes_to(hub, "https://huggingface.co:443/api/models/x"));  // the default port written out
+    QVERIFY(token_goes_to(hub, "https://HuggingFace.co/api/models/x"));       // host names ignore case
+    QVERIFY(!token_goes_to(hub, "https://huggingface.co:8443/api/models/x"));
+    QVERIFY(!token_goes_to(hub, "http://huggingface.co/api/models/x"));
+    QVERIFY(!token_goes_to(hub, "https://cdn-lfs.huggingface.co/repos/ab/cd"));
+    QVERIFY(!token_goes_to(hub, "https://huggingface.co.example.net/x"));
+    QVERIFY(!token_goes_to(hub, "https://huggingface.co@example.net/x"));
+    QVERIFY(!token_goes_to(hub, "not a url"));
+    QVERIFY(token_goes_to("http://127.0.0.1:8000", "http://127.0.0.1:8000/cdn/x"));
+    QVERIFY(!token_goes_to("http://127.0.0.1:8000", "http://127.0.0.1:8001/cdn/x"));
+    QVERIFY(!token_goes_to("http://127.0.0.1:8000", "http://localhost:8000/cdn/x"));
+  }
+
   // A config asking for an absurd presence table (2^24 x 2^24 slots) is refused like a damaged index.
   void aHugePresenceTableIsRefusedWhilePlanning() {
     const std::string dir = temp_dir("huge");

@@ -312,6 +312,36 @@ class TestInstallStream : public QObject {
     QVERIFY2(after.find("complete and verified") != std::string::npos, after.c_str());
   }
 
+  // On K3 --fetch means every expert; --shard checks one shard: that one is completed and
+  // verified, the others stay as they were.
+  void cacheVerifyShardChecksOnlyThatShard() {
+    const std::string root = stream_install(200 * expert_bytes_);
+    auto ck = Checkpoint::open(root);
+    auto loc = expert_locations(*ck, cfg_.layers, cfg_.experts);
+    std::vector<uint32_t> with_experts;
+    for (uint32_t s = 0; s < ck->shard_names().size(); ++s)
+      if (shard_spine(ck->shard_header(s)).has_experts) with_experts.push_back(s);
+    QVERIFY(with_experts.size() >= 2);
+    const std::string name = ck->shard_names()[with_experts[0]];
+    ::setenv("DELTAFIN_HUB_URL", hub_->url().c_str(), 1);
+    RunResult r = run_process({bin_dir() + "/deltafin", "cache", "verify", "--shard", name, "--model-root", root});
+    RunResult wrong = run_process({bin_dir() + "/deltafin", "cache", "verify", "--shard", "model-99.safetensors", "--model-root", root});
+    ::unsetenv("DELTAFIN_HUB_URL");
+    QVERIFY2(r.code == 0, (r.out + r.err).c_str());
+    QVERIFY2(r.out.find(name + ": complete and verified against the Hub's SHA-256") != std::string::npos, r.out.c_str());
+    QVERIFY(read_file(ck->shard_path(with_experts[0])) == read_file(k3_ + "/" + name));
+    for (size_t i = 1; i < with_experts.size(); ++i)
+      QVERIFY(read_file(ck->shard_path(with_experts[i])) != read_file(k3_ + "/" + ck->shard_names()[with_experts[i]]));
+    std::string note;
+    for (const auto& f : run_doctor(root, false).findings)
+      if (f.subject == "stream cache" && f.detail.find("shards") != std::string::npos) note = f.detail;
+    const std::string want = std::to_string(with_experts.size() - 1) + " of " + std::to_string(ck->shard_names().size()) + " shards unverified";
+    QVERIFY2(note.find(want) != std::string::npos, note.c_str());
+    QVERIFY(note.find(name) == std::string::npos);
+    QVERIFY(wrong.code != 0);
+    QVERIFY2(wrong.err.find("no shard named model-99.safetensors") != std::string::npos, wrong.err.c_str());
+  }
+
   void completedShardIsHashVerified() {
     const std::string root = stream_install(200 * expert_bytes_);
     auto ck = Checkpoint::open(root);

@@ -229,7 +229,7 @@ class TestStreamMultiprocess : public QObject {
     });
     for (std::thread* t : {&client, &evictor, &second, &prober}) t->join();
 
-    qInfo("%d s: %d server answers, %d second-engine runs, %d evictions (%d freed bytes), %d probes of 4 experts",
+    qInfo("%d s: %d server answers, %d second-engine runs, %d evictions (%d of them freed bytes), %d probes of 4 experts",
           seconds, answers.load(), runs.load(), evicts.load(), evicts_freeing.load(), probes.load());
     for (const auto& f : failures) qWarning("%s", f.c_str());
     QVERIFY2(failures.empty(), failures.empty() ? "" : failures.front().c_str());
