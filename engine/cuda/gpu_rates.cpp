@@ -43,6 +43,13 @@ std::vector<GpuMemory> gpu_memory() {
   return out;
 }
 
+uint64_t device_free_bytes(int device) {
+  DeviceScope on(device);
+  size_t free_b = 0, total_b = 0;
+  check_cuda(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+  return free_b;
+}
+
 void probe_gpu_rates(int device, double& h2d_gbps, double& hbm_gbps) {
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   const size_t n = 512ull << 20;

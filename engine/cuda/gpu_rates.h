@@ -21,6 +21,9 @@ std::vector<int> logical_devices();
 // each get an equal share of its free and total memory, and their names say which device they are on.
 std::vector<GpuMemory> gpu_memory();
 
+// Free memory of CUDA device `device` (a device ordinal, not a logical GPU).
+uint64_t device_free_bytes(int device);
+
 // Pinned host-to-device copy rate and device-memory rate (a device-to-device copy reads and writes
 // each byte: twice its bytes over its time) of `device`, in GB/s (1e9 bytes per second).
 void probe_gpu_rates(int device, double& h2d_gbps, double& hbm_gbps);

@@ -145,7 +145,9 @@ void SplitSession::stage(std::span<const int32_t> ids, std::vector<float>& logit
     arrive(seg.device);
     LayerRangeSession& s = side(seg.device);
     const int next = i + 1 < segs.size() ? segs[i + 1].device : head;
-    rs.keep_on_device = next != seg.device && side(next).takes_stream_from(s);
+    // The stream stays in device memory when the next range (or lm_head) runs on this session or
+    // on one that copies it from here.
+    rs.keep_on_device = next == seg.device || side(next).takes_stream_from(s);
     try {
       s.run_layers(seg.first, seg.last, rs);
     } catch (const std::exception& e) {
