@@ -84,6 +84,7 @@ void print_stats(const K3Model& m, const GenerateResult& r, const DecodeSession&
 }  // namespace
 
 void print_plan_stats(const placement::Plan& p, const K3Model& m, double decode_s_per_token) {
+  std::fprintf(stderr, "%s", placement::plan_gpus(p).c_str());  // each GPU's budget and layer range
   std::fprintf(stderr, "%s\n", placement::plan_summary(p).c_str());
   std::fprintf(stderr, "predicted decode    %.3f s/token (%s-bound); measured %.3f s/token (%.2fx the prediction)\n",
                p.decode.seconds_per_token, p.decode.bound.c_str(), decode_s_per_token,

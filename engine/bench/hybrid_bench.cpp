@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -13,6 +14,7 @@
 #include "placement/bandwidths.h"
 #include "placement/machine_budget.h"
 #include "placement/model_byte_map.h"
+#include "placement/plan_report.h"
 #include "placement/planner.h"
 #include "placement/split_layout.h"
 #include "placement/split_session.h"
@@ -209,6 +211,135 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
   }
   out << "\n" << (all_same ? "Oracle: every arm produced the same ids." : "ORACLE FAILED: some arm's ids differ.") << "\n";
   return all_same;
+}
+
+bool bench_multigpu(const MultiGpuBenchOptions& o, std::ostream& out) {
+  const K3Config sc = K3Config::load(o.slice_root + "/config.json");
+  const auto ck = Checkpoint::open(o.slice_root);
+  const ModelByteMap slice = ModelByteMap::from_checkpoint(*ck, sc);
+  const std::vector<int> logical = logical_devices();
+  if (logical.empty()) throw Error("bench_multigpu needs a CUDA GPU");
+  // The GPUs: every logical GPU, or the first one as many times as asked (two by default).
+  const int n = o.gpus > 0 ? o.gpus : std::max<int>(2, int(logical.size()));
+  std::vector<int> devices;
+  for (int g = 0; g < n; ++g) devices.push_back(int(logical.size()) >= n ? logical[size_t(g)] : logical[0]);
+  bool imitated = false;
+  for (int g = 1; g < n; ++g) imitated = imitated || std::count(devices.begin(), devices.begin() + g, devices[size_t(g)]) > 0;
+
+  Bandwidths rates;
+  probe_cpu(rates);
+  probe_disk(rates, o.slice_root);
+  probe_gpu_rates(devices[0], rates.h2d_gbps, rates.hbm_gbps);
+  rates.gpu_tflops = o.gpu_tflops > 0 ? o.gpu_tflops : assumed_desktop().gpu_tflops;
+  out << "Rates: disk " << f2(rates.disk_gbps) << " GB/s, CPU BF16 " << f2(rates.cpu_bf16_gbps) << " GB/s, PCIe " << f2(rates.h2d_gbps)
+      << " GB/s, HBM " << f2(rates.hbm_gbps) << " GB/s, GPU " << f2(rates.gpu_tflops) << " TFLOP/s (given)\n";
+  out << n << " GPUs on CUDA device(s)";
+  for (int d : devices) out << " " << d;
+  out << (imitated ? " (logical GPUs sharing a device: the hand-overs are copies within it)" : "") << "\n\n";
+
+  PlanOptions po;
+  po.context_tokens = o.prompt_len + o.new_tokens + 8;
+  MachineBudget huge;
+  huge.ram_budget = 1ull << 50;
+  huge.gpus.push_back(GpuBudget{"GPU 0", 1ull << 50, 0});
+  const Plan roomy = make_plan(slice, huge, rates, po);
+  uint64_t spine = 0;
+  for (const auto& u : roomy.units) spine += u.bytes;
+  const double share = o.spine_share > 0 ? o.spine_share : 1.25 / n;
+  const uint64_t each = roomy.vram_minimum + 2 * slice.largest_unit_bytes() + uint64_t(share * double(spine));
+  MachineBudget b;
+  b.ram_budget = 1ull << 50;
+  for (int g = 0; g < n; ++g) {
+    const int d = devices[size_t(g)];
+    const auto sharing = uint64_t(std::count(devices.begin(), devices.end(), d));
+    const uint64_t free_b = device_free_bytes(d);
+    if (each * sharing > free_b)
+      throw Error("CUDA device " + std::to_string(d) + " has " + format_gb(free_b) + " free: " + std::to_string(sharing) + " budget(s) of " +
+                  format_gb(each) + " do not fit");
+    b.gpus.push_back(GpuBudget{"GPU " + std::to_string(g), each, 0, g});
+  }
+  const Plan p = make_plan(slice, b, rates, po);
+  MachineBudget one = b;
+  one.gpus.resize(1);
+  const Plan p1 = make_plan(slice, one, rates, po);
+  out << "Slice spine " << f2(double(spine) / 1e9) << " GB; each GPU's budget " << format_gb(each) << " (" << f2(100 * share)
+      << " % of the spine over the smallest working set). One GPU with that budget holds " << f2(double(p1.spine_in(Home::Vram)) / 1e9)
+      << " GB of the spine in VRAM (decode predicted " << f3(p1.decode.seconds_per_token) << " s/token, " << p1.decode.bound
+      << "-bound).\n\n```\n"
+      << plan_gpus(p) << plan_summary(p) << "\n```\n\n";
+
+  auto run_multi = [&](std::vector<uint64_t>* counts) {
+    K3Model::Options ho;
+    ho.spine = host_spine_placement(p);
+    StoreOptions so;
+    so.ram_budget = p.experts.store_budget(slice.expert_bytes);
+    so.max_slots = p.experts.ram_slots;
+    ho.store = so;
+    auto host = K3Model::load(o.slice_root, std::move(ho));
+    const DeviceLayout d = device_layout(p);
+    std::vector<std::unique_ptr<CudaK3Model>> models;
+    std::vector<std::unique_ptr<CudaK3Session>> sessions;
+    std::vector<LayerRangeSession*> ptrs;
+    for (int g = 0; g < n; ++g) {
+      CudaK3Model::Options mo;
+      mo.max_context = po.context_tokens;
+      mo.layout = d.gpus[size_t(g)];
+      mo.device = devices[size_t(g)];
+      models.push_back(std::make_unique<CudaK3Model>(*host, mo));
+    }
+    for (auto& m : models) {
+      sessions.push_back(std::make_unique<CudaK3Session>(*m));
+      ptrs.push_back(sessions.back().get());
+    }
+    K3Session cpu(*host);
+    SplitSession s(cpu, ptrs, d);
+    Measured m = run_session(s, o.prompt_len, o.new_tokens, sc.vocab);
+    if (counts) {
+      counts->assign(4, 0);
+      (*counts)[0] = s.stats().device_handovers;
+      for (auto& ss : sessions) {
+        (*counts)[1] += ss->handovers().same_device;
+        (*counts)[2] += ss->handovers().peer;
+        (*counts)[3] += ss->handovers().host;
+      }
+    }
+    sessions.clear();
+    return m;
+  };
+  const int reps = std::max(1, o.reps);
+  std::vector<Measured> runs;
+  std::vector<uint64_t> counts;
+  for (int r = 0; r < reps; ++r) runs.push_back(run_multi(&counts));
+  const Measured m = summarize(runs);
+
+  // The reference: the whole slice on one GPU (whole passes, every expert resident when they fit).
+  Measured w;
+  {
+    auto host = K3Model::load(o.slice_root);
+    CudaK3Model::Options mo;
+    mo.max_context = po.context_tokens;
+    mo.expert_slots = CudaK3Model::Options::kAutoSlots;
+    mo.device = devices[0];
+    CudaK3Model gm(*host, mo);
+    std::vector<Measured> wr;
+    for (int r = 0; r < reps; ++r) {
+      CudaK3Session gs(gm);
+      wr.push_back(run_session(gs, o.prompt_len, o.new_tokens, sc.vocab));
+    }
+    w = summarize(wr);
+  }
+  const bool same = m.ids == w.ids;
+  out << "| run | predicted decode s/token (bound) | measured | measured / predicted | predicted prefill s/token (bound) | measured | "
+         "measured / predicted | GPU-to-GPU hand-overs per run (within a device / peer / host) | ids |\n";
+  out << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n";
+  out << "| " << n << " GPUs, plan above | " << f3(p.decode.seconds_per_token) << " (" << p.decode.bound << ") | " << f3(m.decode_s) << " | "
+      << f2(m.decode_s / p.decode.seconds_per_token) << " | " << f3(p.prefill.seconds_per_token) << " (" << p.prefill.bound << ") | "
+      << f3(m.prefill_s) << " | " << f2(m.prefill_s / p.prefill.seconds_per_token) << " | " << counts[0] << " (" << counts[1] << " / "
+      << counts[2] << " / " << counts[3] << ") | " << (same ? "identical to one GPU" : "DIFFER from one GPU") << " |\n";
+  out << "| reference: the whole slice on one GPU | - | " << f3(w.decode_s) << " | - | - | " << f3(w.prefill_s) << " | - | - | - |\n\n";
+  out << (same ? "Oracle: the ids over several GPUs are those of one GPU." : "ORACLE FAILED: the ids over several GPUs differ from one GPU's.")
+      << "\n";
+  return same;
 }
 
 }  // namespace deltafin::cuda

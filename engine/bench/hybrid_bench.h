@@ -26,4 +26,18 @@ struct HybridBenchOptions {
 // arm's ids differ from the first arm's.
 bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out);
 
+struct MultiGpuBenchOptions {
+  std::string slice_root;          // a real-dimension slice (deltafin synth)
+  int gpus = 0;                    // GPUs to spread over: 0 = every logical GPU, at least 2 (one device: 2 logical GPUs on it)
+  double spine_share = 0;          // each GPU's budget holds this share of the slice's spine (0: 1.25 / GPUs, so none holds it all)
+  int prompt_len = 16, new_tokens = 8, reps = 2;
+  double gpu_tflops = 0;           // the planner's GPU matmul rate (not probed); 0: the assumed figure
+};
+
+// The slice planned over several GPUs whose budgets each hold less than its spine: the plan's
+// per-GPU layer ranges and the one-GPU plan under the same budget, then measured prefill and
+// decode s/token against the plan's floors, the hand-overs and how they were copied, and the ids
+// against the whole slice on one GPU. Writes Markdown; returns false when the ids differ.
+bool bench_multigpu(const MultiGpuBenchOptions& o, std::ostream& out);
+
 }  // namespace deltafin::cuda

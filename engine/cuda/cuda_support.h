@@ -18,6 +18,25 @@ inline void check_cuda(cudaError_t err, const char* what) {
   if (err != cudaSuccess) throw CudaError(std::string(what) + ": " + cudaGetErrorString(err));
 }
 
+// Makes `device` the calling thread's current CUDA device for a scope, then restores the previous
+// one: every call into a model or session of one GPU of several runs under one, so its allocations,
+// streams and launches land on its own device whichever device the thread used before.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) : want_(device) {
+    check_cuda(cudaGetDevice(&prev_), "cudaGetDevice");
+    if (prev_ != want_) check_cuda(cudaSetDevice(want_), "cudaSetDevice");
+  }
+  ~DeviceScope() {
+    if (prev_ != want_) cudaSetDevice(prev_);
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int prev_ = 0, want_ = 0;
+};
+
 // Which of the device's stream priorities a stream gets: the block scheduler starts pending blocks of
 // a higher-priority stream first, so work on a pass's critical path is not queued behind blocks of
 // concurrent work that is needed later.

@@ -3,30 +3,51 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "cuda/cuda_support.h"
+#include "placement/machine_budget.h"
 
 namespace deltafin::cuda {
 
-std::vector<GpuMemory> gpu_memory() {
-  std::vector<GpuMemory> out;
+std::vector<int> logical_devices() {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
     cudaGetLastError();  // clear the sticky "no device" error
-    return out;
+    return {};
   }
+  const char* e = std::getenv("DELTAFIN_CUDA_DEVICES");
+  if (n == 0) return {};
+  return placement::parse_device_list(e ? e : "", n);
+}
+
+std::vector<GpuMemory> gpu_memory() {
+  std::vector<GpuMemory> out;
+  const std::vector<int> devs = logical_devices();
+  if (devs.empty()) return out;
   int current = 0;
   check_cuda(cudaGetDevice(&current), "cudaGetDevice");
-  for (int d = 0; d < n; ++d) {
+  for (size_t i = 0; i < devs.size(); ++i) {
+    const int d = devs[i];
+    const auto sharing = std::count(devs.begin(), devs.end(), d);
     cudaDeviceProp prop{};
     check_cuda(cudaGetDeviceProperties(&prop, d), "cudaGetDeviceProperties");
     check_cuda(cudaSetDevice(d), "cudaSetDevice");
     size_t free_b = 0, total_b = 0;
     check_cuda(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
-    out.push_back(GpuMemory{"GPU " + std::to_string(d) + " (" + prop.name + ")", free_b, total_b});
+    std::string name = "GPU " + std::to_string(i) + " (" + prop.name;
+    if (sharing > 1 || d != int(i)) name += ", device " + std::to_string(d) + (sharing > 1 ? ", shared" : "");
+    out.push_back(GpuMemory{name + ")", free_b / uint64_t(sharing), total_b / uint64_t(sharing)});
   }
   check_cuda(cudaSetDevice(current), "cudaSetDevice");
   return out;
+}
+
+uint64_t device_free_bytes(int device) {
+  DeviceScope on(device);
+  size_t free_b = 0, total_b = 0;
+  check_cuda(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+  return free_b;
 }
 
 void probe_gpu_rates(int device, double& h2d_gbps, double& hbm_gbps) {

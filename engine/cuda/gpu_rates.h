@@ -12,8 +12,17 @@ struct GpuMemory {
   uint64_t free_bytes = 0, total_bytes = 0;
 };
 
-// Every visible device (empty when none or the driver is missing).
+// The CUDA device of each logical GPU: every visible device, or the list DELTAFIN_CUDA_DEVICES
+// gives ("0,1"; "0,0" makes two logical GPUs of device 0, so the multi-GPU forward and its
+// hand-overs run for real on a machine with one). Empty when no device is visible; Error for a bad list.
+std::vector<int> logical_devices();
+
+// Every logical GPU (empty when none or the driver is missing). Logical GPUs sharing a device
+// each get an equal share of its free and total memory, and their names say which device they are on.
 std::vector<GpuMemory> gpu_memory();
+
+// Free memory of CUDA device `device` (a device ordinal, not a logical GPU).
+uint64_t device_free_bytes(int device);
 
 // Pinned host-to-device copy rate and device-memory rate (a device-to-device copy reads and writes
 // each byte: twice its bytes over its time) of `device`, in GB/s (1e9 bytes per second).

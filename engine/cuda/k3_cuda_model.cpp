@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 
 #include "base/error.h"
@@ -277,6 +278,12 @@ int auto_expert_slots(const K3Config& c, const CudaK3Model::Options& o, int all,
 CudaK3Model::CudaK3Model(const K3Model& host, Options opts) : host_(host), opts_(opts), w_(std::make_unique<CudaK3Weights>()) {
   std::string why;
   if (!device_available(&why)) throw Error(why, "run with --device cpu");
+  int devices = 0;
+  check_cuda(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+  if (opts_.device < 0 || opts_.device >= devices)
+    throw Error("CUDA device " + std::to_string(opts_.device) + " is not visible (" + std::to_string(devices) + " device(s))",
+                "check CUDA_VISIBLE_DEVICES and DELTAFIN_CUDA_DEVICES");
+  DeviceScope on(opts_.device);
   if (opts_.max_rows < 1 || opts_.max_context < 1) throw Error("CUDA K3: max_rows and max_context must be positive");
   const K3Config& c = host.config();
   layout_ = opts_.layout ? *opts_.layout : placement::all_on_gpu(c.layers);
@@ -313,8 +320,12 @@ CudaK3Model::CudaK3Model(const K3Model& host, Options opts) : host_(host), opts_
       rebase(h.head[1], b0, b1);
     }
   }
+  // The experts of the MoE layers this GPU computes (one GPU of several computes only its own).
+  std::vector<int> moe_here;
+  for (int l = 0; l < c.layers; ++l)
+    if (c.is_moe(l) && (layout_.unit(l).decode_gpu || layout_.unit(l).prefill_gpu)) moe_here.push_back(l);
   if (c.moe_layers() > 0) {
-    const int all = c.moe_layers() * c.experts;
+    const int all = std::max<int>(1, int(moe_here.size())) * c.experts;
     // The experts in VRAM take the layout of the fastest expert kernel for these shapes (on the
     // H200, K3's: fragments, docs/PERFORMANCE.md session 9); each session's ExpertMlp reads that layout.
     const ExpertLayout layout = ExpertMlp::preferred_layout(c.latent, c.moe_intermediate);
@@ -328,10 +339,8 @@ CudaK3Model::CudaK3Model(const K3Model& host, Options opts) : host_(host), opts_
                       : opts_.expert_slots == Options::kAutoSlots ? auto_expert_slots(c, opts_, all, layout)
                                                                   : all;
     cache_ = std::make_unique<VramExpertCache>(host.experts(), c.latent, c.moe_intermediate, slots, layout);
-    if (slots >= all && opts_.preload) {
-      std::vector<int> layers;
-      for (int l = 0; l < c.layers; ++l)
-        if (c.is_moe(l)) layers.push_back(l);
+    if (slots >= all && opts_.preload && !moe_here.empty()) {
+      const std::vector<int>& layers = moe_here;
       cache_->preload(layers, c.experts);
       w_->expert_tables.resize(c.layers);
       std::vector<MxExpert> views;
@@ -358,7 +367,14 @@ const MxExpert* CudaK3Model::resident_experts(int layer) const {
   return w_->expert_tables[layer].as<const MxExpert>();
 }
 
-CudaK3Model::~CudaK3Model() = default;
+CudaK3Model::~CudaK3Model() {
+  try {
+    DeviceScope on(opts_.device);
+    cache_.reset();
+    w_.reset();
+  } catch (...) {
+  }
+}
 
 uint64_t CudaK3Model::spine_device_bytes() const { return w_->arena.bytes(); }
 
@@ -469,9 +485,12 @@ struct CudaK3Session::Impl {
   OwnedEvent copied[2], consumed[2];  // per stream buffer: its copy landed; its unit's compute ended
   std::vector<placement::StreamStep> schedule;
   size_t next_step = 0;
+  PinnedBuffer handover;  // hand-overs from another GPU without a direct copy
 };
 
-CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model), d_(std::make_unique<Impl>()) {
+CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model) {
+  DeviceScope on(model.device());
+  d_ = std::make_unique<Impl>();
   const K3Config& c = model.config();
   const auto& W = model.weights();
   const int64_t T = model.options().max_rows, H = c.hidden, C = c.kda_dim(), V = c.vocab;
@@ -572,11 +591,21 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model), d_(std::make
   reset();
 }
 
-CudaK3Session::~CudaK3Session() = default;
+CudaK3Session::~CudaK3Session() {
+  try {
+    DeviceScope on(m_.device());
+    d_.reset();
+  } catch (...) {
+  }
+}
 
-void CudaK3Session::sync() const { d_->stream.sync(); }
+void CudaK3Session::sync() const {
+  DeviceScope on(m_.device());
+  d_->stream.sync();
+}
 
 void CudaK3Session::set_layer_timing(bool on) {
+  DeviceScope dev(m_.device());
   d_->graphs.clear();  // graphs captured with timing name the events replaced here
   d_->layer_ev.clear();
   if (on)
@@ -593,6 +622,7 @@ std::vector<float> CudaK3Session::layer_ms() const {
 }
 
 void CudaK3Session::reset() {
+  DeviceScope on(m_.device());
   const K3Config& c = m_.config();
   cudaStream_t s = d_->stream.get();
   for (int l = 0; l < c.layers; ++l) {
@@ -628,6 +658,7 @@ std::optional<VramTierStats> CudaK3Session::vram_tier() const {
 
 K3State CudaK3Session::save_state() const {
   if (staged_T_ > 0) throw Error("cannot save the state while a pass is staged", "commit or roll back first");
+  DeviceScope on(m_.device());
   const K3Config& c = m_.config();
   K3State st;
   st.n_past = n_past_;
@@ -651,6 +682,7 @@ K3State CudaK3Session::save_state() const {
 
 void CudaK3Session::load_state(K3State state) {
   if (staged_T_ > 0) throw Error("cannot load a state while a pass is staged", "commit or roll back first");
+  DeviceScope on(m_.device());
   const K3Config& c = m_.config();
   check_state_fits(c, state);
   if (state.n_past > m_.options().max_context)
@@ -676,6 +708,7 @@ void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logi
   if (m_.split())
     throw Error("this GPU model holds part of the spine: its passes run in parts", "use placement::SplitSession");
   check_pass(ids);
+  DeviceScope on(m_.device());
   const K3Config& c = m_.config();
   const int T = static_cast<int>(ids.size());
   std::fill(d_->ran.begin(), d_->ran.end(), 1);
@@ -890,6 +923,7 @@ void CudaK3Session::check_pass(std::span<const int32_t> ids) const {
 void CudaK3Session::begin_pass(std::span<const int32_t> ids, const PassOptions& opts) {
   if (opts.trace) throw Error("a pass run in parts takes no trace", "trace a pass run by one session");
   check_pass(ids);
+  DeviceScope on(m_.device());
   const K3Config& c = m_.config();
   const int T = static_cast<int>(ids.size());
   // Routing stays on the device when every MoE layer this pass computes here has its experts resident.
@@ -978,16 +1012,98 @@ void CudaK3Session::upload_stream(const ResidualStream& rs, int& nb) {
   if (staged_T_ == 0) throw Error("a pass in parts without begin_pass");
   if (rs.T != staged_T_ || rs.h.size() != TH || rs.blocks.size() >= d_->blocks.size())
     throw Error("the residual stream does not fit the staged pass");
+  nb = int(rs.blocks.size());
+  if (rs.held_by == this) return;  // this session's own output: already in place
+  if (rs.held_by) {
+    const auto* from = dynamic_cast<const CudaK3Session*>(rs.held_by);
+    if (!from) throw Error("CUDA K3: the residual stream is in a device memory this session cannot read");
+    receive_stream(*from, rs.T, nb);
+    return;
+  }
   cudaStream_t s = d_->stream.get();
   check_cuda(cudaMemcpyAsync(d_->h, rs.h.data(), TH * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (hand-over)");
   for (size_t i = 0; i < rs.blocks.size(); ++i)
     check_cuda(cudaMemcpyAsync(d_->blocks[i], rs.blocks[i].data(), TH * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (hand-over)");
-  nb = int(rs.blocks.size());
+}
+
+bool CudaK3Session::takes_stream_from(const LayerRangeSession& from) const {
+  const auto* g = dynamic_cast<const CudaK3Session*>(&from);
+  return g && g != this && g->m_.config().hidden == m_.config().hidden;
+}
+
+namespace {
+// Whether `to` can read `from`'s memory directly, with peer access enabled on first use (once per
+// pair of devices in the process).
+bool peer_copy(int from, int to) {
+  static std::mutex mu;
+  static std::vector<std::pair<int, int>> enabled;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& p : enabled)
+    if (p.first == from && p.second == to) return true;
+  int can = 0;
+  check_cuda(cudaDeviceCanAccessPeer(&can, to, from), "cudaDeviceCanAccessPeer");
+  if (!can) return false;
+  DeviceScope on(to);
+  const cudaError_t e = cudaDeviceEnablePeerAccess(from, 0);
+  if (e != cudaSuccess) cudaGetLastError();  // clear it: the copies are exact on every path
+  // Refused (e.g. too many peers): the hand-overs cross pinned host memory instead.
+  if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) return false;
+  enabled.emplace_back(from, to);
+  return true;
+}
+}  // namespace
+
+// The stream `from` left in its device memory (its h and its first nb blocks) into this session's:
+// one device-to-device copy each within a device or between peers, else through pinned host
+// memory. `from`'s stream has finished (its run_layers ends with a sync), and the copies are
+// exact, so the layers after the boundary see the same bits as on one GPU.
+void CudaK3Session::receive_stream(const CudaK3Session& from, int T, int nb) {
+  const size_t bytes = size_t(T) * m_.config().hidden * 4;
+  if (nb >= int(d_->blocks.size()) || nb >= int(from.d_->blocks.size())) throw Error("CUDA K3: the residual stream does not fit the staged pass");
+  std::vector<std::pair<float*, const float*>> parts{{d_->h, from.d_->h}};
+  for (int i = 0; i < nb; ++i) parts.emplace_back(d_->blocks[size_t(i)], from.d_->blocks[size_t(i)]);
+  cudaStream_t s = d_->stream.get();
+  const int src = from.m_.device(), dst = m_.device();
+  const bool forced_host = m_.options().host_handover || from.m_.options().host_handover;
+  if (!forced_host && src == dst) {
+    for (auto [to, fr] : parts) check_cuda(cudaMemcpyAsync(to, fr, bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync (hand-over)");
+    ++handovers_.same_device;
+  } else if (!forced_host && peer_copy(src, dst)) {
+    for (auto [to, fr] : parts) check_cuda(cudaMemcpyPeerAsync(to, dst, fr, src, bytes, s), "cudaMemcpyPeerAsync (hand-over)");
+    ++handovers_.peer;
+  } else {
+    if (d_->handover.size() < bytes * parts.size()) d_->handover = PinnedBuffer(bytes * parts.size());
+    uint8_t* staging = d_->handover.as();
+    {
+      DeviceScope on(src);
+      for (size_t i = 0; i < parts.size(); ++i)
+        check_cuda(cudaMemcpy(staging + i * bytes, parts[i].second, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy (hand-over to the host)");
+    }
+    for (size_t i = 0; i < parts.size(); ++i)
+      check_cuda(cudaMemcpyAsync(parts[i].first, staging + i * bytes, bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (hand-over)");
+    ++handovers_.host;
+  }
+}
+
+void CudaK3Session::stream_to_host(ResidualStream& rs) {
+  if (rs.held_by != this) throw Error("stream_to_host: this session does not hold the residual stream");
+  DeviceScope on(m_.device());
+  const size_t TH = size_t(rs.T) * m_.config().hidden;
+  cudaStream_t s = d_->stream.get();
+  rs.h.resize(TH);
+  check_cuda(cudaMemcpyAsync(rs.h.data(), d_->h, TH * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (hand-over)");
+  for (size_t i = 0; i < rs.blocks.size(); ++i) {
+    rs.blocks[i].resize(TH);
+    check_cuda(cudaMemcpyAsync(rs.blocks[i].data(), d_->blocks[i], TH * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (hand-over)");
+  }
+  d_->stream.sync();
+  rs.held_by = nullptr;
 }
 
 void CudaK3Session::run_layers(int first, int last, ResidualStream& rs) {
   const K3Config& c = m_.config();
   if (first < 0 || last > c.layers || first > last) throw Error("run_layers: layers outside the model");
+  DeviceScope on(m_.device());
   int nb = 0;
   upload_stream(rs, nb);
   const int nb0 = nb;
@@ -1008,17 +1124,27 @@ void CudaK3Session::run_layers(int first, int last, ResidualStream& rs) {
   }
   cudaStream_t s = d_->stream.get();
   const size_t TH = size_t(T) * c.hidden;
+  if (rs.keep_on_device) {
+    // The next range runs on a session that copies the stream from this device: the host copies
+    // stay stale (the block count is kept) until stream_to_host.
+    rs.blocks.resize(size_t(nb));
+    rs.held_by = this;
+    d_->stream.sync();
+    return;
+  }
   check_cuda(cudaMemcpyAsync(rs.h.data(), d_->h, TH * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (hand-over)");
   for (int i = nb0; i < nb; ++i) {
     rs.blocks.emplace_back(TH);
     check_cuda(cudaMemcpyAsync(rs.blocks.back().data(), d_->blocks[i], TH * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (hand-over)");
   }
+  rs.held_by = nullptr;
   d_->stream.sync();
 }
 
 void CudaK3Session::finish_pass(const ResidualStream& rs, std::vector<float>& logits) {
   const K3Config& c = m_.config();
   const auto& W = m_.weights();
+  DeviceScope on(m_.device());
   int nb = 0;
   upload_stream(rs, nb);
   const int T = staged_T_, H = c.hidden;
@@ -1202,6 +1328,7 @@ void CudaK3Session::commit(int n) {
   if (n < T && !staged_partial_)
     throw Error("partial commit of a pass staged without partial_commit", "stage verify passes with partial_commit");
   if (n < T) {
+    DeviceScope on(m_.device());
     const Stream so = d_->stream.opaque();
     const int C = c.kda_dim(), nh = c.kda_heads, dh = c.kda_head_dim;
     for (int l = 0; l < c.layers; ++l) {

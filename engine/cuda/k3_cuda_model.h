@@ -36,6 +36,14 @@ class CudaK3Model {
     // parts (placement::SplitSession). expert_slots 0 means the layout's VRAM expert tier. Unset:
     // the whole spine in VRAM (as a layout with every unit in VRAM).
     std::optional<placement::SplitLayout> layout;
+    // The CUDA device this model lives on (an ordinal as cudaSetDevice takes; one GPU of several,
+    // or several models on one device imitating several GPUs). Every call into the model and its
+    // sessions makes it current for its duration.
+    int device = 0;
+    // Residual streams handed over from another GPU's session always cross pinned host memory,
+    // even where the devices could copy directly (the path of GPUs without peer access, testable
+    // on one GPU).
+    bool host_handover = false;
   };
   CudaK3Model(const K3Model& host, Options opts);
   explicit CudaK3Model(const K3Model& host) : CudaK3Model(host, Options{}) {}
@@ -46,6 +54,7 @@ class CudaK3Model {
   const K3Model& host() const { return host_; }
   const K3Config& config() const { return host_.config(); }
   const Options& options() const { return opts_; }
+  int device() const { return opts_.device; }
   const CudaK3Weights& weights() const { return *w_; }
   VramExpertCache& experts() const { return *cache_; }
   uint64_t spine_device_bytes() const;
@@ -91,12 +100,22 @@ class CudaK3Session : public LayerRangeSession {
   K3State save_state() const override;
   void load_state(K3State state) override;
   std::optional<VramTierStats> vram_tier() const override;
+  // How residual streams reached this session from another GPU's session: a copy within one
+  // device (logical GPUs sharing it), a peer copy (cudaDeviceCanAccessPeer), or through pinned
+  // host memory.
+  struct HandOvers {
+    uint64_t same_device = 0, peer = 0, host = 0;
+  };
+  const HandOvers& handovers() const { return handovers_; }
   // A pass in parts (runtime/layer_range_session.h): eager, never a CUDA graph. The residual
   // stream crosses host memory at each call; the layers the GPU streams are copied into the stream
   // buffers in the order of placement::stream_schedule, the next one under the current one's compute.
   void begin_pass(std::span<const int32_t> ids, const PassOptions& opts) override;
   void run_layers(int first, int last, ResidualStream& rs) override;
   void finish_pass(const ResidualStream& rs, std::vector<float>& logits) override;
+  // Another CUDA session (on this device or another) hands its stream over device to device.
+  bool takes_stream_from(const LayerRangeSession& from) const override;
+  void stream_to_host(ResidualStream& rs) override;
   // Greedy decoding of up to max_new tokens after `prompt` (first maximum wins, as runtime/sampler).
   std::vector<int32_t> greedy(std::span<const int32_t> prompt, int max_new);
   // Waits for the session's stream (for timing).
@@ -120,6 +139,7 @@ class CudaK3Session : public LayerRangeSession {
   void advance_schedule(int u);
   void issue_copy(int step);
   void upload_stream(const ResidualStream& rs, int& nb);
+  void receive_stream(const CudaK3Session& from, int T, int nb);
   void attention_kda(int layer, int T, bool partial);
   void attention_mla(int layer, int T);
   void moe(int layer, int moe_index, int T, ForwardTrace* trace, bool routed);
@@ -131,6 +151,7 @@ class CudaK3Session : public LayerRangeSession {
   int64_t n_past_ = 0;
   int staged_T_ = 0;
   bool staged_partial_ = false;
+  HandOvers handovers_;
 };
 
 }  // namespace deltafin::cuda

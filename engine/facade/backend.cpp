@@ -40,8 +40,22 @@ CudaProbe probe_cuda() {
 bool wants_cuda(const std::string& device) { return device == "cuda"; }
 
 std::unique_ptr<DecodeSession> make_cuda_session(const K3Model& model, int64_t max_context, const placement::Plan* plan) {
-  if (plan) return cuda::make_split_session(model, max_context, placement::split_layout(*plan));
-  return cuda::make_decode_session(model, max_context);
+  if (!plan) return cuda::make_decode_session(model, max_context);
+  if (plan->budget.gpus.size() <= 1) return cuda::make_split_session(model, max_context, placement::split_layout(*plan));
+  // Several GPUs: the plan's GPU g is logical GPU budget.gpus[g].device of this machine.
+  const std::vector<int> logical = cuda::logical_devices();
+  std::vector<int> devices;
+  std::vector<std::string> names;
+  for (size_t g = 0; g < plan->budget.gpus.size(); ++g) {
+    const placement::GpuBudget& b = plan->budget.gpus[g];
+    const int l = b.device >= 0 ? b.device : int(g);
+    if (l >= int(logical.size()))
+      throw Error("the plan places layers on " + b.name + " but this machine has " + std::to_string(logical.size()) + " GPU(s)",
+                  "plan for this machine (leave out --other-machine), or set DELTAFIN_CUDA_DEVICES");
+    devices.push_back(logical[size_t(l)]);
+    names.push_back(b.name);
+  }
+  return cuda::make_multi_gpu_session(model, max_context, placement::device_layout(*plan), devices, names);
 }
 
 std::vector<float> cuda_all_logits(const K3Model& model, const std::vector<int32_t>& ids) {
@@ -62,13 +76,14 @@ std::vector<float> cuda_all_logits(const K3Model& model, const std::vector<int32
 
 std::vector<GpuFree> cuda_gpus() {
   std::vector<GpuFree> out;
-  for (const auto& g : cuda::gpu_memory()) out.push_back(GpuFree{g.name, g.free_bytes, g.total_bytes});
+  for (const auto& g : cuda::gpu_memory()) out.push_back(GpuFree{g.name, g.free_bytes, g.total_bytes});  // logical GPUs, in order
   return out;
 }
 
 bool probe_cuda_rates(double& h2d_gbps, double& hbm_gbps) {
-  if (cuda::gpu_memory().empty()) return false;
-  cuda::probe_gpu_rates(0, h2d_gbps, hbm_gbps);
+  const std::vector<int> devices = cuda::logical_devices();
+  if (devices.empty()) return false;
+  cuda::probe_gpu_rates(devices[0], h2d_gbps, hbm_gbps);
   return true;
 }
 #else

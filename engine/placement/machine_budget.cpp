@@ -47,6 +47,30 @@ std::vector<uint64_t> parse_gb_list(const std::string& text, const std::string& 
   return out;
 }
 
+std::vector<int> parse_device_list(const std::string& text, int visible) {
+  std::vector<int> out;
+  if (text.empty()) {
+    for (int d = 0; d < visible; ++d) out.push_back(d);
+    return out;
+  }
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != 0 || v < 0)
+      throw Error("DELTAFIN_CUDA_DEVICES '" + text + "': '" + item + "' is not a device number",
+                  "write e.g. DELTAFIN_CUDA_DEVICES=0,1 (or 0,0: two logical GPUs on device 0)");
+    if (v >= visible)
+      throw Error("DELTAFIN_CUDA_DEVICES '" + text + "' names device " + item + " but " + std::to_string(visible) +
+                      " CUDA device(s) are visible",
+                  visible ? "use devices 0.." + std::to_string(visible - 1) : "leave DELTAFIN_CUDA_DEVICES unset");
+    out.push_back(int(v));
+  }
+  if (out.empty()) throw Error("DELTAFIN_CUDA_DEVICES is set but names no device", "write e.g. DELTAFIN_CUDA_DEVICES=0,1");
+  return out;
+}
+
 void set_ram_budget(MachineBudget& m, double gb) {
   if (!(gb > 0)) throw Error("--ram-budget must be above 0 GB");
   const uint64_t b = static_cast<uint64_t>(gb * 1e9);

@@ -11,6 +11,7 @@ struct GpuBudget {
   std::string name;          // e.g. "GPU 0 (NVIDIA H200)"
   uint64_t budget = 0;       // bytes the plan may use
   uint64_t total = 0;        // the device's memory (0: unknown, a machine being planned for)
+  int device = -1;           // the logical CUDA device it is on this machine (-1: a machine being planned for)
 };
 
 struct MachineBudget {
@@ -34,5 +35,12 @@ void set_ram_budget(MachineBudget& m, double gb);  // other machines: ram_total 
 void set_vram_budgets(MachineBudget& m, const std::vector<uint64_t>& bytes, bool other_machine);
 
 std::string format_gb(uint64_t bytes);  // "113.5 GB"
+
+// The CUDA devices the engine uses, one per logical GPU: `text` is empty (every one of the
+// `visible` devices, in order) or a comma-separated list of device ordinals, e.g. "0,1" or "0,0"
+// (two logical GPUs on device 0: the hand-over between GPUs runs for real on a machine with one).
+// Throws Error naming a bad entry or a device that is not visible. DELTAFIN_CUDA_DEVICES is read
+// through this (engine/cuda/gpu_rates.h).
+std::vector<int> parse_device_list(const std::string& text, int visible);
 
 }  // namespace deltafin::placement

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "placement/split_layout.h"
+
 namespace deltafin::placement {
 
 namespace {
@@ -22,10 +24,35 @@ std::string fmt(const char* f, double a) {
   return b;
 }
 
+std::string range_text(const GpuRange& r) {
+  std::string s = r.first == r.last ? "no layers"
+                  : r.last - r.first == 1 ? "layer " + std::to_string(r.first)
+                                          : "layers " + std::to_string(r.first) + "-" + std::to_string(r.last - 1);
+  if (r.lm_head) s += " + lm_head";
+  return s;
+}
+
 }  // namespace
 
-std::string plan_table(const Plan& p) {
+std::string plan_gpus(const Plan& p) {
   std::string out;
+  const std::vector<GpuRange> ranges = gpu_ranges(p);
+  for (const GpuRange& r : ranges) {
+    const GpuBudget& g = p.budget.gpus[size_t(r.gpu)];
+    // The budget's name already says "GPU i" on this machine; another machine's GPUs are only numbered.
+    const std::string name = g.name.rfind("GPU " + std::to_string(r.gpu), 0) == 0 ? g.name : "GPU " + std::to_string(r.gpu) + " (" + g.name + ")";
+    char line[512];
+    std::snprintf(line, sizeof line, "%s: budget %s, %s in VRAM (%s)%s, expert tier %s\n", name.c_str(), format_gb(g.budget).c_str(),
+                  range_text(r).c_str(), format_gb(r.spine_bytes).c_str(),
+                  r.streamed ? (", streams " + std::to_string(r.streamed) + " unit(s) from RAM/disk").c_str() : "",
+                  format_gb(r.gpu < int(p.experts.vram_bytes.size()) ? p.experts.vram_bytes[size_t(r.gpu)] : 0).c_str());
+    out += line;
+  }
+  return out;
+}
+
+std::string plan_table(const Plan& p) {
+  std::string out = plan_gpus(p);
   char line[256];
   std::snprintf(line, sizeof line, "%-16s %10s  %-14s %-8s %-8s\n", "spine", "GB", "lives in", "decode", "prefill");
   out += line;
@@ -111,6 +138,14 @@ std::string plan_json(const Plan& p) {
   j["ram_reserved"] = p.ram_reserved;
   j["ram_minimum"] = p.ram_minimum;
   j["expert_tiers"] = {{"vram", p.experts.vram_bytes}, {"ram", p.experts.ram_bytes}};
+  auto& gpus = j["gpus"] = nlohmann::json::array();
+  for (const GpuRange& r : gpu_ranges(p)) {
+    const GpuBudget& g = p.budget.gpus[size_t(r.gpu)];
+    gpus.push_back({{"index", r.gpu}, {"name", g.name}, {"budget", g.budget}, {"device", g.device},
+                    {"layers", r.first == r.last ? nlohmann::json(nullptr) : nlohmann::json::array({r.first, r.last - 1})},
+                    {"lm_head", r.lm_head}, {"spine_bytes", r.spine_bytes}, {"streamed_units", r.streamed},
+                    {"expert_tier", size_t(r.gpu) < p.experts.vram_bytes.size() ? p.experts.vram_bytes[size_t(r.gpu)] : 0}});
+  }
   auto& units = j["units"] = nlohmann::json::array();
   for (const auto& u : p.units)
     units.push_back({{"unit", unit_name(u.unit)}, {"bytes", u.bytes}, {"home", home_name(u.home)}, {"gpu", u.gpu},

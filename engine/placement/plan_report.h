@@ -7,7 +7,10 @@
 
 namespace deltafin::placement {
 
-std::string plan_table(const Plan& p);    // several lines, one per range of like units
+std::string plan_table(const Plan& p);    // the GPUs (plan_gpus), then one line per range of like units
+// One line per GPU: its index and name, its budget, the layer range (and lm_head) in its VRAM, the
+// units it streams and its expert tier; "" without GPUs.
+std::string plan_gpus(const Plan& p);
 std::string plan_summary(const Plan& p);  // one line
 std::string plan_rates(const Plan& p);    // the rates used and where they came from, one line
 std::string plan_json(const Plan& p);

@@ -59,15 +59,18 @@ void predict(Plan& p, PhasePrediction& out, int T, bool prefill) {
   const ModelByteMap& m = p.bytes;
   out = PhasePrediction{};
   out.rows = T;
-  double gpu_expert_total = 0;  // all expert bytes of the layers the GPUs compute in this phase
+  // Each GPU's VRAM tier serves the layers that GPU computes: the share of their experts it holds.
+  const size_t ngpu = p.experts.vram_bytes.size();
+  std::vector<double> gpu_expert_total(ngpu, 0.0);  // all expert bytes of the layers each GPU computes in this phase
   for (const auto& u : p.units) {
     const int dev = prefill ? u.prefill_device : u.decode_device;
-    if (u.unit >= 0 && m.layers[u.unit].moe && dev != kCpu) gpu_expert_total += double(m.experts) * m.expert_bytes;
+    if (u.unit >= 0 && m.layers[u.unit].moe && dev != kCpu && size_t(dev) < ngpu)
+      gpu_expert_total[size_t(dev)] += double(m.experts) * m.expert_bytes;
   }
-  uint64_t vram_tier = 0;
-  for (auto b : p.experts.vram_bytes) vram_tier += b;
   const double f_ram = m.all_expert_bytes() ? std::min(1.0, double(p.experts.ram_bytes) / m.all_expert_bytes()) : 1.0;
-  const double f_vram = gpu_expert_total > 0 ? std::min(1.0, vram_tier / gpu_expert_total) : 0.0;
+  std::vector<double> f_vram_of(ngpu, 0.0);
+  for (size_t g = 0; g < ngpu; ++g)
+    if (gpu_expert_total[g] > 0) f_vram_of[g] = std::min(1.0, double(p.experts.vram_bytes[g]) / gpu_expert_total[g]);
   const double d = distinct_experts(m.experts, m.top_k, T);
   const double eb = double(m.expert_bytes);
   for (const auto& u : p.units) {
@@ -86,14 +89,16 @@ void predict(Plan& p, PhasePrediction& out, int T, bool prefill) {
       out.expert_disk_bytes += d * eb * (1 - f_ram);
       out.cpu_s += std::max(d * eb / (r.cpu_mxfp4_gbps * 1e9), eflops / (r.cpu_gflops * 1e9));
     } else {
+      const double f_vram = size_t(dev) < ngpu ? f_vram_of[size_t(dev)] : 0.0;
       out.expert_disk_bytes += d * eb * (1 - f_vram) * (1 - f_ram);
       out.h2d_s += d * eb * (1 - f_vram) / (r.h2d_gbps * 1e9);
       out.gpu_s += gpu_time(r, d * eb, eflops);
     }
   }
   out.disk_s += out.expert_disk_bytes / (r.disk_gbps * 1e9);
-  // Reads and copies overlap the compute (double buffers, prefetch); the CPU and the GPU work
-  // one after the other, layer by layer.
+  // Reads and copies overlap the compute (double buffers, prefetch); the CPU and the GPUs work
+  // one after the other, layer by layer (a pass's layer ranges run one device at a time, so the
+  // GPUs' times add up, and so do their copies over PCIe).
   const double compute = out.cpu_s + out.gpu_s;
   double pass = compute;
   out.bound = out.gpu_s > out.cpu_s ? "GPU" : "CPU";
@@ -168,16 +173,38 @@ Plan plan_with(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
     p.vram_reserved[g] = o.gpu_scratch_bytes + state + (g == 0 && !all_fit_vram && gpu_stream_buffers ? 2 * largest : 0);
     vram_avail[g] = budget.gpus[g].budget > p.vram_reserved[g] ? budget.gpus[g].budget - p.vram_reserved[g] : 0;
   }
-  // Layers fill the GPUs in order from layer 0 (one hand-over per GPU boundary).
-  size_t next = 0;
-  for (int g = 0; g < ngpu && next < p.units.size(); ++g) {
-    while (next < p.units.size() && p.units[next].bytes + p.units[next].router_bytes <= vram_avail[g]) {
-      auto& u = p.units[next++];
-      u.home = Home::Vram;
-      u.gpu = g;
-      vram_avail[g] -= u.bytes + u.router_bytes;
+  // Layers fill the GPUs in order from layer 0 (one hand-over per GPU boundary). When the whole
+  // spine fits, each GPU takes a share of it in proportion to its room, so that every GPU keeps
+  // room for an expert tier of its own layers (a GPU's tier serves only the layers it computes);
+  // otherwise each GPU is filled before the next.
+  auto need = [&](size_t i) { return p.units[i].bytes + p.units[i].router_bytes; };
+  auto fill = [&](bool spread) {
+    std::vector<uint64_t> room = vram_avail;
+    std::vector<int> gpu_of(p.units.size(), -1);
+    uint64_t all = 0, avail_sum = 0, placed = 0, avail_before = 0;
+    for (size_t i = 0; i < p.units.size(); ++i) all += need(i);
+    for (uint64_t a : room) avail_sum += a;
+    size_t next = 0;
+    for (int g = 0; g < ngpu && next < p.units.size(); ++g) {
+      avail_before += room[size_t(g)];
+      // Spread: GPU g stops once the units so far reach its cumulative share (the last takes the rest).
+      const double share = spread && g + 1 < ngpu && avail_sum ? double(all) * double(avail_before) / double(avail_sum) : 1e300;
+      while (next < p.units.size() && need(next) <= room[size_t(g)] && double(placed) + 0.5 * double(need(next)) <= share) {
+        gpu_of[next] = g;
+        room[size_t(g)] -= need(next);
+        placed += need(next++);
+      }
     }
-  }
+    if (spread && next < p.units.size()) return false;  // the shares left a unit over: fill in order instead
+    for (size_t i = 0; i < p.units.size(); ++i)
+      if (gpu_of[i] >= 0) {
+        p.units[i].home = Home::Vram;
+        p.units[i].gpu = gpu_of[i];
+      }
+    vram_avail = room;
+    return true;
+  };
+  if (!(ngpu > 1 && all_fit_vram && fill(true))) fill(false);
   // lm_head is the largest single read of a pass: any GPU with room takes it.
   UnitPlan& head = p.units.back();
   if (head.home != Home::Vram)

@@ -81,22 +81,109 @@ SplitLayout all_on_gpu(int n_layers) {
 
 SplitLayout split_layout(const Plan& p) {
   if (p.budget.gpus.size() > 1)
-    throw Error("the GPU forward follows plans for one GPU; this plan spreads over " + std::to_string(p.budget.gpus.size()),
-                "give one --vram-budget figure and make one GPU visible (CUDA_VISIBLE_DEVICES)");
+    throw Error("this plan spreads over " + std::to_string(p.budget.gpus.size()) + " GPUs: it runs as a device layout",
+                "use placement::device_layout");
+  return split_layout(p, 0);
+}
+
+SplitLayout split_layout(const Plan& p, int gpu) {
+  const int ngpu = int(p.budget.gpus.size());
+  if (gpu < 0 || (ngpu > 0 && gpu >= ngpu))
+    throw Error("the plan has " + std::to_string(ngpu) + " GPU(s), there is no GPU " + std::to_string(gpu));
   SplitLayout s;
   for (const UnitPlan& u : p.units) {
     SplitUnit su;
-    su.decode_gpu = u.decode_device != kCpu;
-    su.prefill_gpu = u.prefill_device != kCpu;
-    if (u.home == Home::Vram) su.gpu = GpuCopy::Vram;
+    su.decode_gpu = u.decode_device == gpu;
+    su.prefill_gpu = u.prefill_device == gpu;
+    if (u.home == Home::Vram && u.gpu == gpu) su.gpu = GpuCopy::Vram;
+    else if (u.home == Home::Vram && (su.decode_gpu || su.prefill_gpu))
+      throw Error("the plan computes unit " + std::to_string(u.unit) + " on GPU " + std::to_string(gpu) + " but holds it in GPU " +
+                  std::to_string(u.gpu) + "'s VRAM");
     else if (su.decode_gpu || su.prefill_gpu) su.gpu = GpuCopy::Streamed;
     su.from_disk = u.home == Home::Disk;
     if (u.unit == kLmHeadUnit) s.lm_head = su;
     else if (u.unit >= 0) s.layers.push_back(su);
   }
-  if (!p.experts.vram_bytes.empty() && p.bytes.expert_bytes > 0) s.vram_expert_slots = p.experts.vram_bytes[0] / p.bytes.expert_bytes;
+  if (size_t(gpu) < p.experts.vram_bytes.size() && p.bytes.expert_bytes > 0)
+    s.vram_expert_slots = p.experts.vram_bytes[size_t(gpu)] / p.bytes.expert_bytes;
   s.check(int(s.layers.size()));
   return s;
+}
+
+void DeviceLayout::check(int n_layers) const {
+  if (int(decode.size()) != n_layers + 1 || prefill.size() != decode.size())
+    throw Error("the device layout names " + std::to_string(int(decode.size()) - 1) + " layers, the model has " + std::to_string(n_layers));
+  const int ngpu = int(gpus.size());
+  for (int g = 0; g < ngpu; ++g) {
+    gpus[size_t(g)].check(n_layers);
+    for (int u = 0; u <= n_layers; ++u) {
+      const SplitUnit& s = gpus[size_t(g)].unit(u);
+      if (s.decode_gpu != (decode[size_t(u)] == g) || s.prefill_gpu != (prefill[size_t(u)] == g))
+        throw Error("the device layout's GPU " + std::to_string(g) + " does not compute what the layout gives it (unit " +
+                    std::to_string(u) + ")");
+    }
+  }
+  for (int u = 0; u <= n_layers; ++u)
+    for (int d : {decode[size_t(u)], prefill[size_t(u)]})
+      if (d != kCpu && (d < 0 || d >= ngpu))
+        throw Error("the device layout computes unit " + std::to_string(u) + " on GPU " + std::to_string(d) + " of " + std::to_string(ngpu));
+}
+
+std::string DeviceLayout::describe() const {
+  std::string out;
+  for (size_t g = 0; g < gpus.size(); ++g) out += (g ? "; GPU " : "GPU ") + std::to_string(g) + ": " + gpus[g].describe();
+  return out;
+}
+
+DeviceLayout device_layout(const Plan& p) {
+  DeviceLayout d;
+  const int ngpu = int(p.budget.gpus.size());
+  for (int g = 0; g < ngpu; ++g) d.gpus.push_back(split_layout(p, g));
+  for (const UnitPlan& u : p.units) {
+    if (u.unit < 0 && u.unit != kLmHeadUnit) continue;
+    d.decode.push_back(u.decode_device);
+    d.prefill.push_back(u.prefill_device);
+  }
+  d.check(d.layers());
+  return d;
+}
+
+DeviceLayout one_gpu(SplitLayout s) {
+  DeviceLayout d;
+  for (int u = 0; u < s.units(); ++u) {
+    d.decode.push_back(s.unit(u).decode_gpu ? 0 : kCpu);
+    d.prefill.push_back(s.unit(u).prefill_gpu ? 0 : kCpu);
+  }
+  d.gpus.push_back(std::move(s));
+  d.check(d.layers());
+  return d;
+}
+
+std::vector<GpuRange> gpu_ranges(const Plan& p) {
+  std::vector<GpuRange> out;
+  for (int g = 0; g < int(p.budget.gpus.size()); ++g) {
+    GpuRange r;
+    r.gpu = g;
+    r.first = r.last = -1;
+    for (const UnitPlan& u : p.units) {
+      const bool here = u.home == Home::Vram && u.gpu == g;
+      if (u.home != Home::Vram && (u.decode_device == g || u.prefill_device == g)) ++r.streamed;
+      if (!here) continue;
+      r.spine_bytes += u.bytes;
+      if (u.unit == kLmHeadUnit) {
+        r.lm_head = true;
+        continue;
+      }
+      if (r.first < 0) r.first = u.unit;
+      else if (u.unit != r.last)
+        throw Error("GPU " + std::to_string(g) + " holds layers " + std::to_string(r.first) + "-" + std::to_string(r.last - 1) + " and " +
+                    std::to_string(u.unit) + ": not one range");
+      r.last = u.unit + 1;
+    }
+    if (r.first < 0) r.first = r.last = 0;
+    out.push_back(r);
+  }
+  return out;
 }
 
 SpinePlacement host_spine_placement(const Plan& p) {
@@ -120,6 +207,16 @@ std::vector<PassSegment> pass_segments(const SplitLayout& s, int T) {
   for (int l = 0; l < int(s.layers.size()); ++l) {
     const bool g = s.on_gpu(l, T);
     if (out.empty() || out.back().gpu != g) out.push_back(PassSegment{g, l, l});
+    out.back().last = l + 1;
+  }
+  return out;
+}
+
+std::vector<DeviceSegment> device_segments(const DeviceLayout& d, int T) {
+  std::vector<DeviceSegment> out;
+  for (int l = 0; l < d.layers(); ++l) {
+    const int dev = d.device(l, T);
+    if (out.empty() || out.back().device != dev) out.push_back(DeviceSegment{dev, l, l});
     out.back().last = l + 1;
   }
   return out;

@@ -1,9 +1,10 @@
 #pragma once
-// What a GPU forward does with a plan (one GPU): which units (spine layers, lm_head) GPU 0 holds
-// in VRAM, which it streams in from RAM or disk per pass, and which device computes each unit in
-// decode passes (1 row) and in prefill/verify passes (more rows). Plain data and arithmetic: the
-// CUDA forward (engine/cuda) and the split session (placement/split_session.h) follow it, and CPU
-// tests check it without a GPU.
+// What a GPU forward does with a plan: which units (spine layers, lm_head) each GPU holds in VRAM,
+// which GPU 0 streams in from RAM or disk per pass, and which device computes each unit in decode
+// passes (1 row) and in prefill/verify passes (more rows). One SplitLayout per GPU says what that
+// GPU holds and computes; a DeviceLayout puts the GPUs of a plan together. Plain data and
+// arithmetic: the CUDA forward (engine/cuda) and the split session (placement/split_session.h)
+// follow it, and CPU tests check it without a GPU.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,8 +44,39 @@ struct SplitLayout {
 
 // Every unit in VRAM, computed on the GPU (the whole spine on one GPU).
 SplitLayout all_on_gpu(int layers);
-// The plan's placement for GPU 0; Error for plans over several GPUs (not executed yet).
+// The plan's placement for its only GPU; Error for plans over several GPUs (device_layout).
 SplitLayout split_layout(const Plan& p);
+// What GPU `gpu` of the plan holds and computes: its VRAM units, and on GPU 0 the units it streams;
+// units other devices compute are left out (GpuCopy::None, as CPU units). Its VRAM expert tier.
+SplitLayout split_layout(const Plan& p, int gpu);
+
+// A plan over any number of GPUs (one or more): each GPU's layout and which device computes each
+// unit (kCpu or a GPU index) in passes of one row and of more rows.
+struct DeviceLayout {
+  std::vector<SplitLayout> gpus;           // what each GPU holds and computes
+  std::vector<int> decode, prefill;        // per unit (layers, then lm_head): kCpu or a GPU index
+  int layers() const { return int(decode.size()) - 1; }
+  int device(int unit, int T) const { return T <= 1 ? decode.at(size_t(unit)) : prefill.at(size_t(unit)); }
+  // Throws Error unless every GPU's layout is consistent (SplitLayout::check) and computes exactly
+  // the units the device arrays give it.
+  void check(int layers) const;
+  std::string describe() const;  // "GPU 0: layers 0-20 VRAM (GPU), ...; GPU 1: ..."
+};
+// The plan as executed (Error when a GPU's layout is inconsistent).
+DeviceLayout device_layout(const Plan& p);
+// A one-GPU layout as a DeviceLayout (GPU 0 computes what the layout says, the CPU the rest).
+DeviceLayout one_gpu(SplitLayout s);
+
+// The contiguous layer range each GPU holds in VRAM, as `deltafin plan` shows it.
+struct GpuRange {
+  int gpu = 0;
+  int first = 0, last = 0;   // layers [first, last) in its VRAM; first == last: none
+  bool lm_head = false;      // lm_head in its VRAM
+  uint64_t spine_bytes = 0;  // the units in its VRAM
+  int streamed = 0;          // units it computes from RAM or disk in some pass
+};
+// Error when a GPU's VRAM layers are not one contiguous range (the planner fills GPUs in order).
+std::vector<GpuRange> gpu_ranges(const Plan& p);
 // What the host model holds for a split plan: RAM units the CPU computes in some pass are owned
 // (copied at load) when anything streams from disk, so the streamed bytes cannot push them out,
 // and mapped otherwise; disk units stream; VRAM units and RAM units only the GPU computes stay
@@ -57,6 +89,12 @@ struct PassSegment {
   int first = 0, last = 0;  // layers [first, last)
 };
 std::vector<PassSegment> pass_segments(const SplitLayout& s, int T);
+// The same over several GPUs: runs of layers on one device (kCpu or a GPU index), in order.
+struct DeviceSegment {
+  int device = kCpu;
+  int first = 0, last = 0;  // layers [first, last)
+};
+std::vector<DeviceSegment> device_segments(const DeviceLayout& d, int T);
 
 // The order in which a pass of T rows copies the units the GPU computes but does not hold in VRAM
 // into its two device stream buffers, interleaved with their computation. A unit whose host bytes

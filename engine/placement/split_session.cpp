@@ -8,59 +8,80 @@
 namespace deltafin::placement {
 
 SplitSession::SplitSession(LayerRangeSession& cpu, LayerRangeSession& gpu, SplitLayout layout, std::string gpu_name)
-    : cpu_(cpu), gpu_(gpu), layout_(std::move(layout)), gpu_name_(std::move(gpu_name)) {
+    : SplitSession(cpu, std::vector<LayerRangeSession*>{&gpu}, one_gpu(std::move(layout)), {std::move(gpu_name)}) {}
+
+SplitSession::SplitSession(LayerRangeSession& cpu, std::vector<LayerRangeSession*> gpus, DeviceLayout layout,
+                           std::vector<std::string> gpu_names)
+    : cpu_(cpu), gpus_(std::move(gpus)), layout_(std::move(layout)), gpu_names_(std::move(gpu_names)) {
   const K3Config& c = cpu_.host_model().config();
-  if (&gpu_.host_model() != &cpu_.host_model()) throw Error("the two sessions of a split forward run different models");
+  if (gpus_.empty()) throw Error("a split forward needs at least one GPU session");
+  if (layout_.gpus.size() != gpus_.size())
+    throw Error("the device layout has " + std::to_string(layout_.gpus.size()) + " GPU(s) but " + std::to_string(gpus_.size()) +
+                " GPU session(s) were given");
+  for (size_t g = gpu_names_.size(); g < gpus_.size(); ++g) gpu_names_.push_back("GPU " + std::to_string(g));
+  for (const LayerRangeSession* g : gpus_) {
+    if (!g) throw Error("a split forward was given no session for a GPU");
+    if (&g->host_model() != &cpu_.host_model()) throw Error("the sessions of a split forward run different models");
+    if (g->n_past() != 0) throw Error("a split forward starts from empty sessions");
+  }
   layout_.check(c.layers);
-  if (cpu_.n_past() != 0 || gpu_.n_past() != 0) throw Error("a split forward starts from two empty sessions");
-  state_gpu_.assign(size_t(c.layers), false);
-  for (int l = 0; l < c.layers; ++l) state_gpu_[size_t(l)] = layout_.on_gpu(l, 1);  // decode's device: where most passes run
+  if (cpu_.n_past() != 0) throw Error("a split forward starts from empty sessions");
+  state_dev_.assign(size_t(c.layers), kCpu);
+  for (int l = 0; l < c.layers; ++l) state_dev_[size_t(l)] = layout_.device(l, 1);  // decode's device: where most passes run
 }
 
-int SplitSession::max_rows() const { return std::min(cpu_.max_rows(), gpu_.max_rows()); }
+int SplitSession::max_rows() const {
+  int n = cpu_.max_rows();
+  for (const LayerRangeSession* g : gpus_) n = std::min(n, g->max_rows());
+  return n;
+}
 
 void SplitSession::check_usable() const {
   if (!broken_.empty()) throw Error("this session can no longer run: " + broken_, "start a new session (and check the GPU)");
 }
 
-void SplitSession::fail(bool gpu, const std::string& where, const std::exception& e) {
-  // Both halves of the pass are dropped; the device that failed may not answer any more.
+void SplitSession::rollback_all() noexcept {
   try {
     cpu_.rollback();
   } catch (...) {
   }
-  try {
-    gpu_.rollback();
-  } catch (...) {
-  }
+  for (LayerRangeSession* g : gpus_) try {
+      g->rollback();
+    } catch (...) {
+    }
+}
+
+void SplitSession::fail(int dev, const std::string& where, const std::exception& e) {
+  // Every part of the pass is dropped; the device that failed may not answer any more.
+  rollback_all();
   staged_ = false;
-  broken_ = std::string(name(gpu)) + " failed " + where + ": " + e.what();
-  throw Error(broken_, gpu ? "the pass was abandoned; nothing falls back to the CPU (its results could differ): "
-                             "check the GPU (nvidia-smi) and start again, or run with --device cpu"
-                           : "the pass was abandoned");
+  broken_ = name(dev) + " failed " + where + ": " + e.what();
+  throw Error(broken_, dev != kCpu ? "the pass was abandoned; nothing falls back to the CPU or another GPU (its results could "
+                                     "differ): check the GPU (nvidia-smi) and start again, or run with --device cpu"
+                                   : "the pass was abandoned");
 }
 
 void SplitSession::move_states(int T) {
-  const int L = int(state_gpu_.size());
+  const int L = int(state_dev_.size());
   std::vector<int> moving;
   for (int l = 0; l < L; ++l)
-    if (layout_.on_gpu(l, T) != state_gpu_[size_t(l)]) moving.push_back(l);
+    if (layout_.device(l, T) != state_dev_[size_t(l)]) moving.push_back(l);
   if (moving.empty()) return;
   // Each session holds a full-size state; the layers it does not compute are placeholders. The
-  // merged state (each layer from the device that holds it) goes to both, so either now holds
-  // every layer's state exactly.
+  // merged state (each layer from the device that holds it) goes to every session, so each now
+  // holds every layer's state exactly.
   K3State merged = save_state();
   try {
     cpu_.load_state(merged);
   } catch (const std::exception& e) {
-    fail(false, "while taking over layer states", e);
+    fail(kCpu, "while taking over layer states", e);
   }
-  try {
-    gpu_.load_state(std::move(merged));
-  } catch (const std::exception& e) {
-    fail(true, "while taking over layer states", e);
-  }
-  for (int l : moving) state_gpu_[size_t(l)] = layout_.on_gpu(l, T);
+  for (int g = 0; g < int(gpus_.size()); ++g) try {
+      gpus_[size_t(g)]->load_state(merged);
+    } catch (const std::exception& e) {
+      fail(g, "while taking over layer states", e);
+    }
+  for (int l : moving) state_dev_[size_t(l)] = layout_.device(l, T);
   stats_.state_moves += moving.size();
 }
 
@@ -80,15 +101,11 @@ void SplitSession::stage(std::span<const int32_t> ids, std::vector<float>& logit
       throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(c.vocab - 1) + ")");
   move_states(T);
   cpu_.begin_pass(ids, opts);
-  try {
-    gpu_.begin_pass(ids, opts);
-  } catch (const std::exception& e) {
-    try {
-      cpu_.rollback();
-    } catch (...) {
+  for (int g = 0; g < int(gpus_.size()); ++g) try {
+      gpus_[size_t(g)]->begin_pass(ids, opts);
+    } catch (const std::exception& e) {
+      fail(g, "starting a pass", e);
     }
-    fail(true, "starting a pass", e);
-  }
   staged_ = true;
   ResidualStream rs;
   rs.T = T;
@@ -97,30 +114,53 @@ void SplitSession::stage(std::span<const int32_t> ids, std::vector<float>& logit
   const Mat& embed = m.weights().embed;
   for (int t = 0; t < T; ++t)
     for (int j = 0; j < H; ++j) rs.h[size_t(t) * H + j] = embed.at(ids[size_t(t)], j);
-  bool prev = false;
+  int prev = kCpu, held_dev = kCpu;
   bool first = true;
-  auto crossing = [&](bool dev) {
+  // Before device `dev` runs: the stream is in host memory, or in the device memory of a session
+  // that `dev` takes it from.
+  auto arrive = [&](int dev) {
+    LayerRangeSession& s = side(dev);
     if (!first && dev != prev) {
       ++stats_.handovers;
       stats_.handover_bytes += (rs.h.size() + rs.blocks.size() * rs.h.size()) * sizeof(float);
     }
+    if (rs.held_by && rs.held_by != &s) {
+      if (s.takes_stream_from(*rs.held_by)) {
+        ++stats_.device_handovers;
+      } else {
+        try {
+          rs.held_by->stream_to_host(rs);
+        } catch (const std::exception& e) {
+          fail(held_dev, "handing over the residual stream", e);
+        }
+      }
+    }
     first = false;
     prev = dev;
   };
-  for (const PassSegment& seg : pass_segments(layout_, T)) {
-    crossing(seg.gpu);
+  const std::vector<DeviceSegment> segs = device_segments(layout_, T);
+  const int head = layout_.device(c.layers, T);
+  for (size_t i = 0; i < segs.size(); ++i) {
+    const DeviceSegment& seg = segs[i];
+    arrive(seg.device);
+    LayerRangeSession& s = side(seg.device);
+    const int next = i + 1 < segs.size() ? segs[i + 1].device : head;
+    // The stream stays in device memory when the next range (or lm_head) runs on this session or
+    // on one that copies it from here.
+    rs.keep_on_device = next == seg.device || side(next).takes_stream_from(s);
     try {
-      side(seg.gpu).run_layers(seg.first, seg.last, rs);
+      s.run_layers(seg.first, seg.last, rs);
     } catch (const std::exception& e) {
-      fail(seg.gpu, "in layers " + std::to_string(seg.first) + "-" + std::to_string(seg.last - 1), e);
+      fail(seg.device, "in layers " + std::to_string(seg.first) + "-" + std::to_string(seg.last - 1), e);
     }
+    if (rs.held_by) held_dev = seg.device;
   }
-  const bool head_gpu = layout_.on_gpu(c.layers, T);
-  crossing(head_gpu);
+  arrive(head);
+  rs.keep_on_device = false;
   try {
-    side(head_gpu).finish_pass(rs, logits);
+    side(head).finish_pass(rs, logits);
   } catch (const std::exception& e) {
-    fail(head_gpu, "in lm_head", e);
+    fail(head, "in lm_head", e);
   }
   ++stats_.passes;
 }
@@ -128,12 +168,12 @@ void SplitSession::stage(std::span<const int32_t> ids, std::vector<float>& logit
 void SplitSession::commit(int n) {
   check_usable();
   if (!staged_) throw Error("commit() without a staged pass");
-  cpu_.commit(n);  // a bad n throws here, before either side has committed
-  try {
-    gpu_.commit(n);
-  } catch (const std::exception& e) {
-    fail(true, "committing a pass", e);
-  }
+  cpu_.commit(n);  // a bad n throws here, before any GPU has committed
+  for (int g = 0; g < int(gpus_.size()); ++g) try {
+      gpus_[size_t(g)]->commit(n);
+    } catch (const std::exception& e) {
+      fail(g, "committing a pass", e);
+    }
   staged_ = false;
 }
 
@@ -142,41 +182,41 @@ void SplitSession::rollback() {
   try {
     cpu_.rollback();
   } catch (const std::exception& e) {
-    fail(false, "rolling back a pass", e);
+    fail(kCpu, "rolling back a pass", e);
   }
-  try {
-    gpu_.rollback();
-  } catch (const std::exception& e) {
-    fail(true, "rolling back a pass", e);
-  }
+  for (int g = 0; g < int(gpus_.size()); ++g) try {
+      gpus_[size_t(g)]->rollback();
+    } catch (const std::exception& e) {
+      fail(g, "rolling back a pass", e);
+    }
   staged_ = false;
 }
 
 void SplitSession::reset() {
   cpu_.reset();
-  try {
-    gpu_.reset();
-  } catch (const std::exception& e) {
-    fail(true, "resetting the session", e);
-  }
+  for (int g = 0; g < int(gpus_.size()); ++g) try {
+      gpus_[size_t(g)]->reset();
+    } catch (const std::exception& e) {
+      fail(g, "resetting the session", e);
+    }
   staged_ = false;
   broken_.clear();
-  for (size_t l = 0; l < state_gpu_.size(); ++l) state_gpu_[l] = layout_.on_gpu(int(l), 1);
+  for (size_t l = 0; l < state_dev_.size(); ++l) state_dev_[l] = layout_.device(int(l), 1);
 }
 
 K3State SplitSession::save_state() const {
   check_usable();
   if (staged_) throw Error("cannot save the state while a pass is staged", "commit or roll back first");
   K3State st = cpu_.save_state();
-  bool any = false;
-  for (bool g : state_gpu_) any = any || g;
-  if (!any) return st;
-  K3State g = gpu_.save_state();
-  for (size_t l = 0; l < state_gpu_.size(); ++l)
-    if (state_gpu_[l]) {
-      st.kda[l] = std::move(g.kda[l]);
-      st.mla[l] = std::move(g.mla[l]);
-    }
+  for (int g = 0; g < int(gpus_.size()); ++g) {
+    if (std::find(state_dev_.begin(), state_dev_.end(), g) == state_dev_.end()) continue;
+    K3State gs = gpus_[size_t(g)]->save_state();
+    for (size_t l = 0; l < state_dev_.size(); ++l)
+      if (state_dev_[l] == g) {
+        st.kda[l] = std::move(gs.kda[l]);
+        st.mla[l] = std::move(gs.mla[l]);
+      }
+  }
   return st;
 }
 
@@ -185,9 +225,13 @@ void SplitSession::load_state(K3State state) {
   if (staged_) throw Error("cannot load a state while a pass is staged", "commit or roll back first");
   cpu_.load_state(state);
   try {
-    gpu_.load_state(std::move(state));
+    for (LayerRangeSession* g : gpus_) g->load_state(state);
   } catch (const Error&) {
-    cpu_.reset();  // keep both at one context
+    cpu_.reset();  // keep every session at one context
+    for (LayerRangeSession* g : gpus_) try {
+        g->reset();
+      } catch (...) {
+      }
     throw;
   }
 }

@@ -1,9 +1,10 @@
 #pragma once
-// One conversation whose passes run split between two sessions at layer boundaries, as a
-// SplitLayout says: in practice the CPU K3Session and a CudaK3Session over the same host model.
-// Each pass embeds its ids on the host, runs each run of layers on its device (the residual stream
-// crosses at every boundary: the hidden state and the AttnRes block inputs, kilobytes per row) and
-// lm_head on its device. A layer's state (KDA recurrence, MLA cache) lives on the device that
+// One conversation whose passes run split between sessions at layer boundaries, as a SplitLayout
+// (one GPU) or a DeviceLayout (several) says: in practice the CPU K3Session and one CudaK3Session
+// per GPU over the same host model. Each pass embeds its ids on the host, runs each run of layers
+// on its device (the residual stream crosses at every boundary: the hidden state and the AttnRes
+// block inputs, kilobytes per row; from GPU to GPU it is copied device to device when the next
+// session takes it, takes_stream_from) and lm_head on its device. A layer's state (KDA recurrence, MLA cache) lives on the device that
 // computes it; when decode and prefill passes compute a layer on different devices its state
 // moves before the pass that needs it elsewhere. Both sessions compute exactly, so the ids are
 // those of either alone. A failure on either device ends the pass with an error naming it and
@@ -21,6 +22,7 @@ namespace deltafin::placement {
 struct SplitStats {
   uint64_t passes = 0;
   uint64_t handovers = 0, handover_bytes = 0;  // residual streams crossing between devices
+  uint64_t device_handovers = 0;               // of which copied device to device (GPU to GPU)
   uint64_t state_moves = 0;                    // layers whose state moved between devices
 };
 
@@ -29,6 +31,10 @@ class SplitSession : public DecodeSession {
   // `cpu` and `gpu` are sessions over the same host model, both at an empty context; they must
   // outlive this session. gpu_name names the second device in errors ("the GPU").
   SplitSession(LayerRangeSession& cpu, LayerRangeSession& gpu, SplitLayout layout, std::string gpu_name = "the GPU");
+  // Several GPUs: gpus[g] computes what layout.gpus[g] says; gpu_names[g] names it in errors
+  // (default "GPU g"). Every session is over the same host model at an empty context.
+  SplitSession(LayerRangeSession& cpu, std::vector<LayerRangeSession*> gpus, DeviceLayout layout,
+               std::vector<std::string> gpu_names = {});
 
   void stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts) override;
   void commit(int n) override;
@@ -39,25 +45,29 @@ class SplitSession : public DecodeSession {
   int max_rows() const override;
   K3State save_state() const override;
   void load_state(K3State state) override;
-  std::optional<VramTierStats> vram_tier() const override { return gpu_.vram_tier(); }
+  // GPU 0's tier (the one a one-GPU plan has; each GPU has its own: session_of_gpu(g).vram_tier()).
+  std::optional<VramTierStats> vram_tier() const override { return gpus_.front()->vram_tier(); }
 
-  const SplitLayout& layout() const { return layout_; }
+  const DeviceLayout& layout() const { return layout_; }
   const SplitStats& stats() const { return stats_; }
-  // Which device holds each layer's state now (true: the GPU session).
-  const std::vector<bool>& state_on_gpu() const { return state_gpu_; }
+  // Which device holds each layer's state now (kCpu or a GPU index).
+  const std::vector<int>& state_device() const { return state_dev_; }
+  int gpu_count() const { return int(gpus_.size()); }
+  LayerRangeSession& session_of_gpu(int g) const { return *gpus_.at(size_t(g)); }
 
  private:
-  LayerRangeSession& side(bool gpu) { return gpu ? gpu_ : cpu_; }
-  const char* name(bool gpu) const { return gpu ? gpu_name_.c_str() : "the CPU"; }
+  LayerRangeSession& side(int dev) const { return dev == kCpu ? cpu_ : *gpus_.at(size_t(dev)); }
+  std::string name(int dev) const { return dev == kCpu ? std::string("the CPU") : gpu_names_.at(size_t(dev)); }
   void move_states(int T);
-  [[noreturn]] void fail(bool gpu, const std::string& where, const std::exception& e);
+  [[noreturn]] void fail(int dev, const std::string& where, const std::exception& e);
   void check_usable() const;
+  void rollback_all() noexcept;
 
   LayerRangeSession& cpu_;
-  LayerRangeSession& gpu_;
-  SplitLayout layout_;
-  std::string gpu_name_;
-  std::vector<bool> state_gpu_;
+  std::vector<LayerRangeSession*> gpus_;
+  DeviceLayout layout_;
+  std::vector<std::string> gpu_names_;
+  std::vector<int> state_dev_;
   bool staged_ = false;
   std::string broken_;  // why the session can no longer run (a device failed)
   SplitStats stats_;

@@ -159,6 +159,7 @@ void K3Session::run_layers(int first, int last, ResidualStream& rs) {
   if (staged_.T == 0) throw Error("run_layers() without a staged pass", "begin_pass first");
   if (first < 0 || last > c.layers || first > last || rs.T != staged_.T || rs.h.size() != size_t(rs.T) * c.hidden)
     throw Error("run_layers(" + std::to_string(first) + ", " + std::to_string(last) + ") does not fit the staged pass");
+  if (rs.held_by) throw Error("run_layers: the residual stream is still in a GPU's memory", "bring it to the host first (stream_to_host)");
   layers(first, last, rs);
 }
 
@@ -230,6 +231,7 @@ void K3Session::finish_pass(const ResidualStream& rs, std::vector<float>& logits
   const int T = rs.T, H = c.hidden;
   if (staged_.T == 0 || T != staged_.T || rs.h.size() != size_t(T) * H)
     throw Error("finish_pass() does not fit the staged pass", "begin_pass and run every layer first");
+  if (rs.held_by) throw Error("finish_pass: the residual stream is still in a GPU's memory", "bring it to the host first (stream_to_host)");
   const size_t TH = size_t(T) * H;
   std::vector<float> mixed(TH), x(TH);
   std::vector<const float*> entries;

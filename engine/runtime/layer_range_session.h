@@ -11,10 +11,18 @@
 
 namespace deltafin {
 
+class LayerRangeSession;
+
 struct ResidualStream {
   int T = 0;
   std::vector<float> h;                    // [T][hidden]: the embedding before layer 0, then each layer's output
   std::vector<std::vector<float>> blocks;  // the input of every AttnRes block begun so far, [T][hidden] each
+  // Between two GPUs the stream need not cross host memory: run_layers may leave its output in its
+  // device memory when keep_on_device is set (the next range runs on a session that takes it from
+  // there, takes_stream_from). held_by is then that session: h and blocks are stale (blocks.size()
+  // still counts the blocks) until its stream_to_host(). Null: h and blocks hold the values.
+  bool keep_on_device = false;
+  LayerRangeSession* held_by = nullptr;
 };
 
 class LayerRangeSession : public DecodeSession {
@@ -30,6 +38,12 @@ class LayerRangeSession : public DecodeSession {
   // The output AttnRes mix, the final norm and lm_head: logits of the pass's rows (all or the last,
   // as begin_pass's opts.all_logits said).
   virtual void finish_pass(const ResidualStream& rs, std::vector<float>& logits) = 0;
+  // Whether run_layers and finish_pass take a stream that `from` left in its device memory
+  // (rs.held_by == &from), copying it device to device; sessions on the host take none.
+  virtual bool takes_stream_from(const LayerRangeSession& from) const { return false; }
+  // Brings a stream this session left in its device memory (rs.held_by == this) into rs.h and
+  // rs.blocks, and clears held_by.
+  virtual void stream_to_host(ResidualStream& rs) {}
 };
 
 }  // namespace deltafin

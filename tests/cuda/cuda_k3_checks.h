@@ -18,6 +18,11 @@ std::vector<Result> k3_transactions(const std::string& model_dir, uint64_t seed)
 // with streamed layers and under planned budgets: greedy ids against the goldens, the whole-GPU and
 // the CPU forwards; budget errors.
 std::vector<Result> k3_split(const std::string& fixture_dir);
+// The forward over two GPUs (placement::DeviceLayout; on a machine with one GPU, two logical GPUs on
+// it) split at every layer boundary, lm_head on either, hand-overs device to device and through
+// pinned host memory, and a planner's two-GPU plan: greedy ids against the goldens and exactly the
+// one-GPU ids, prefill logits bit for bit; device list errors.
+std::vector<Result> k3_multi(const std::string& fixture_dir);
 // The new kernels against the CPU reference on random inputs: KDA recurrence, router, AttnRes.
 // Includes k3_rewritten_kernels.
 std::vector<Result> k3_kernels(uint64_t seed);

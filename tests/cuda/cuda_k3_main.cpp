@@ -8,6 +8,9 @@
 //   deltafin-cuda-k3 split <k3-tiny dir>   (the forward split between the GPU and the CPU: ids at every split point)
 //   deltafin-cuda-k3 hybrid <slice> <k3-real-meta> <prompt len> <new tokens> <reps> <gpu TFLOP/s> GPU_GB:RAM_GB...
 //       (plans keeping the real machines' proportions, predicted vs measured; exit 1 when ids differ)
+//   deltafin-cuda-k3 multi <k3-tiny dir>   (the forward over two GPUs, or two logical GPUs on one: ids at every split point)
+//   deltafin-cuda-k3 multigpu <slice> <prompt len> <new tokens> <reps> <gpu TFLOP/s> [GPUs] [spine share per GPU]
+//       (the slice over several GPUs whose budgets each hold less than its spine; exit 1 when ids differ from one GPU)
 //   deltafin-cuda-k3 synth <preset> <out dir> [key=value...]   (deltafin synth's checkpoints, for machines without the CLI)
 #include <cstdio>
 #include <cstdlib>
@@ -71,6 +74,22 @@ int main(int argc, char** argv) {
       const int bad = report(cuda::check::k3_split(argv[2]));
       std::printf("%s\n", bad ? "SOME CHECKS FAILED" : "all checks passed");
       return bad ? 1 : 0;
+    }
+    if (cmd == "multi" && argc >= 3) {
+      const int bad = report(cuda::check::k3_multi(argv[2]));
+      std::printf("%s\n", bad ? "SOME CHECKS FAILED" : "all checks passed");
+      return bad ? 1 : 0;
+    }
+    if (cmd == "multigpu" && argc >= 7) {
+      cuda::MultiGpuBenchOptions o;
+      o.slice_root = argv[2];
+      o.prompt_len = std::atoi(argv[3]);
+      o.new_tokens = std::atoi(argv[4]);
+      o.reps = std::atoi(argv[5]);
+      o.gpu_tflops = std::atof(argv[6]);
+      if (argc > 7) o.gpus = std::atoi(argv[7]);
+      if (argc > 8) o.spine_share = std::atof(argv[8]);
+      return cuda::bench_multigpu(o, std::cout) ? 0 : 1;
     }
     if (cmd == "hybrid" && argc >= 9) {
       cuda::HybridBenchOptions o;

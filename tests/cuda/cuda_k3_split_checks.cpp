@@ -14,6 +14,7 @@
 #include "cuda/gpu_rates.h"
 #include "cuda/k3_cuda_model.h"
 #include "cuda_k3_checks.h"
+#include "cuda_k3_greedy.h"
 #include "model/checkpoint.h"
 #include "placement/machine_budget.h"
 #include "placement/model_byte_map.h"
@@ -28,11 +29,7 @@ namespace {
 
 using namespace deltafin::placement;
 
-struct Greedy {
-  std::vector<int32_t> prompt;
-  std::vector<int64_t> want;
-  size_t clear = 0;  // steps whose golden margin is clear
-};
+}  // namespace
 
 std::vector<Greedy> greedy_goldens(const std::string& dir) {
   std::ifstream f(dir + "/golden.json", std::ios::binary);
@@ -54,6 +51,8 @@ std::vector<Greedy> greedy_goldens(const std::string& dir) {
   }
   return out;
 }
+
+namespace {
 
 std::vector<int32_t> ids_of(DecodeSession& s, const Greedy& g) {
   GenerateOptions go;

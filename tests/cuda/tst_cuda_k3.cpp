@@ -29,6 +29,10 @@ class TstCudaK3 : public QObject {
     REQUIRE_GPU();
     verify(deltafin::cuda::check::k3_split(deltafin::test::fixtures_dir() + "/k3-tiny"));
   }
+  void acrossTwoGpus() {
+    REQUIRE_GPU();
+    verify(deltafin::cuda::check::k3_multi(deltafin::test::fixtures_dir() + "/k3-tiny"));
+  }
   void batchInvarianceAndTransactions() {
     REQUIRE_GPU();
     verify(deltafin::cuda::check::k3_transactions(deltafin::test::fixtures_dir() + "/k3-tiny", seed_));

@@ -267,6 +267,12 @@ class TestPlacement : public QObject {
                                   "32,32", "--disk-gbps", "14"});
     QCOMPARE(two.code, 0);
     QVERIFY2(two.out.find("VRAM (GPU 1)") != std::string::npos, two.out.c_str());
+    // Each GPU named with its budget and the layer range in its VRAM, before the table.
+    QVERIFY2(two.out.rfind("GPU 0: budget 32.0 GB, layers 0-", 0) == 0, two.out.c_str());
+    QVERIFY2(two.out.find("\nGPU 1: budget 32.0 GB, layers ") != std::string::npos, two.out.c_str());
+    // A budget list on this machine must give one figure per GPU (none here, or as many as it has).
+    auto three = test::run_process({bin, "plan", "--model-root", meta, "--vram-budget", "32,32,32", "--disk-gbps", "7"});
+    QCOMPARE(three.code, 1);
   }
 };
 

@@ -1,14 +1,18 @@
-// A pass split between two sessions at layer boundaries (placement/split_session.h), proven on the
-// CPU: both sides are CPU K3Sessions, so the ids and logits must equal one session's bit for bit at
+// A pass split between sessions at layer boundaries (placement/split_session.h), proven on the
+// CPU: every side is a CPU K3Session, so the ids and logits must equal one session's bit for bit at
 // every split point, with states moving between the sides, partial commits, plans of many budgets
-// and a side that fails mid-pass. The GPU side (CudaK3Session) is checked by tst_cuda_k3 on a GPU.
+// and a side that fails mid-pass; and over several "GPUs" (more K3Sessions, some of them keeping
+// the residual stream to themselves between ranges as GPU sessions do) at every pair of split points. The GPU side (CudaK3Session) is checked by tst_cuda_k3 on a GPU.
 // Also the plain logic the CUDA forward follows: the plan's layout, the pass segments and the
 // order of the stream buffers' copies. Nothing here is timed.
+#include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 #include "base/error.h"
 #include "model/checkpoint.h"
 #include "placement/model_byte_map.h"
+#include "placement/plan_report.h"
 #include "placement/planner.h"
 #include "placement/split_layout.h"
 #include "placement/split_session.h"
@@ -67,6 +71,83 @@ class FailingSession : public LayerRangeSession {
   K3Session& s_;
   int left_;
 };
+
+// A K3Session that keeps its output to itself when asked (as a GPU session keeps it in device
+// memory) and takes a stream from another of its kind directly: the host copy it leaves behind is
+// poisoned, so a side that read it instead of asking would give other ids.
+class HoldingSession : public LayerRangeSession {
+ public:
+  explicit HoldingSession(K3Session& s) : s_(s) {}
+  bool takes_stream_from(const LayerRangeSession& from) const override {
+    return dynamic_cast<const HoldingSession*>(&from) && &from != this;
+  }
+  void stream_to_host(ResidualStream& rs) override {
+    if (rs.held_by != this) throw std::runtime_error("stream_to_host by a session that does not hold it");
+    rs.h = h_;
+    rs.blocks = blocks_;
+    rs.held_by = nullptr;
+    ++to_host;
+  }
+  void begin_pass(std::span<const int32_t> ids, const PassOptions& o) override { s_.begin_pass(ids, o); }
+  void run_layers(int first, int last, ResidualStream& rs) override {
+    take(rs);
+    s_.run_layers(first, last, rs);
+    if (rs.keep_on_device) {
+      h_ = rs.h;
+      blocks_ = rs.blocks;
+      std::fill(rs.h.begin(), rs.h.end(), std::numeric_limits<float>::quiet_NaN());
+      for (auto& b : rs.blocks) b.clear();
+      rs.held_by = this;
+    }
+  }
+  void finish_pass(const ResidualStream& rs, std::vector<float>& logits) override {
+    ResidualStream mine = rs;
+    take(mine);
+    s_.finish_pass(mine, logits);
+  }
+  void stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& o) override { s_.stage(ids, logits, o); }
+  void commit(int n) override { s_.commit(n); }
+  void rollback() override { s_.rollback(); }
+  void reset() override { s_.reset(); }
+  int64_t n_past() const override { return s_.n_past(); }
+  const K3Model& host_model() const override { return s_.host_model(); }
+  int max_rows() const override { return s_.max_rows(); }
+  K3State save_state() const override { return s_.save_state(); }
+  void load_state(K3State st) override { s_.load_state(std::move(st)); }
+  int direct = 0, to_host = 0;
+
+ private:
+  void take(ResidualStream& rs) {
+    if (!rs.held_by) return;
+    const auto* from = dynamic_cast<const HoldingSession*>(rs.held_by);
+    if (!from) throw std::runtime_error("a stream held by a session this one cannot read");
+    if (from != this) ++direct;
+    rs.h = from->h_;
+    rs.blocks = from->blocks_;
+    rs.held_by = nullptr;
+  }
+  K3Session& s_;
+  std::vector<float> h_;
+  std::vector<std::vector<float>> blocks_;
+};
+
+// Layers [0, a) on GPU 0, [a, b) on GPU 1, the rest on the CPU; lm_head on `head` (kCpu or a GPU).
+DeviceLayout two_gpus(int layers, int a, int b, int head) {
+  DeviceLayout d;
+  d.gpus.resize(2);
+  for (int u = 0; u <= layers; ++u) {
+    const int dev = u == layers ? head : u < a ? 0 : u < b ? 1 : kCpu;
+    d.decode.push_back(dev);
+    d.prefill.push_back(dev);
+    for (int g = 0; g < 2; ++g) {
+      SplitUnit su = dev == g ? SplitUnit{GpuCopy::Vram, true, true, false} : SplitUnit{};
+      if (u == layers) d.gpus[size_t(g)].lm_head = su;
+      else d.gpus[size_t(g)].layers.push_back(su);
+    }
+  }
+  d.check(layers);
+  return d;
+}
 
 Bandwidths rates() {
   // The CPU streams weights a little faster than PCIe, so a unit in RAM decodes on the CPU; its
@@ -225,10 +306,247 @@ class TestSplitSession : public QObject {
     } catch (const Error& e) {
       QVERIFY2(std::string(e.what()).find(format_gb(vlo)) != std::string::npos, e.what());
     }
-    // Several GPUs: planned, not executed by the GPU forward yet.
+    // Several GPUs: a one-GPU layout is refused, the plan runs as a device layout.
     b.gpus[0].budget = 1ull << 40;
     b.gpus.push_back(GpuBudget{"GPU 1", 1ull << 40, 0});
     QVERIFY_THROWS_EXCEPTION(Error, split_layout(make_plan(bytes, b, rates(), o)));
+    QCOMPARE(device_layout(make_plan(bytes, b, rates(), o)).gpus.size(), size_t(2));
+  }
+
+  void several_gpus_every_pair_of_split_points() {
+    // GPU 0 | GPU 1 | CPU at every a <= b, lm_head on each device; the GPU sides hand the stream to
+    // each other directly (a poisoned host copy in between) and to the CPU through host memory.
+    const int L = cfg_.layers;
+    for (int a = 0; a <= L; ++a)
+      for (int b = a; b <= L; ++b)
+        for (int head : {kCpu, 0, 1}) {
+          const DeviceLayout d = two_gpus(L, a, b, head);
+          K3Session c(*model_), g0(*model_), g1(*model_);
+          HoldingSession h0(g0), h1(g1);
+          SplitSession s(c, {&h0, &h1}, d);
+          const auto ids = generate(s, kPrompt, gen_options()).ids;
+          const std::string what = d.describe() + " lm_head on " + std::to_string(head);
+          QVERIFY2(ids == want_, what.c_str());
+          // GPU 0 -> GPU 1 directly when GPU 1's layers (or its lm_head) follow GPU 0's; GPU 1 -> GPU 0
+          // when GPU 0's lm_head follows GPU 1's last layer.
+          const bool d01 = a > 0 && (b > a || (a == L && head == 1));
+          const bool d10 = b > a && b == L && head == 0;
+          QVERIFY2((h1.direct > 0) == d01, what.c_str());
+          QVERIFY2((h0.direct > 0) == d10, what.c_str());
+          QVERIFY2((d01 || d10) == (s.stats().device_handovers > 0), what.c_str());
+          QVERIFY(s.stats().device_handovers <= s.stats().handovers);
+        }
+  }
+
+  void several_gpus_states_move_and_partial_commits() {
+    // Layers 1-2 on GPU 0, 3-4 on GPU 1, layer 5 decoded on the CPU and prefilled on GPU 0 (streamed),
+    // lm_head on GPU 1: verify-style passes with partial commits, logits bit for bit.
+    const int L = cfg_.layers;
+    DeviceLayout d = two_gpus(L, 0, 0, 1);
+    auto put = [&](int u, int dec, int pre, GpuCopy copy) {
+      d.decode[size_t(u)] = dec;
+      d.prefill[size_t(u)] = pre;
+      for (int g = 0; g < 2; ++g) {
+        SplitUnit su;
+        if (dec == g || pre == g) su = SplitUnit{copy, dec == g, pre == g, false};
+        (u == L ? d.gpus[size_t(g)].lm_head : d.gpus[size_t(g)].layers[size_t(u)]) = su;
+      }
+    };
+    put(1, 0, 0, GpuCopy::Vram);
+    put(2, 0, 0, GpuCopy::Vram);
+    put(3, 1, 1, GpuCopy::Vram);
+    put(4, 1, 1, GpuCopy::Vram);
+    put(5, kCpu, 0, GpuCopy::Streamed);
+    d.check(L);
+    K3Session plain(*model_), c(*model_), g0(*model_), g1(*model_);
+    HoldingSession h0(g0), h1(g1);
+    SplitSession s(c, {&h0, &h1}, d, {"GPU 0 (test)", "GPU 1 (test)"});
+    PassOptions o;
+    o.partial_commit = true;
+    std::vector<float> want, got;
+    const std::vector<int32_t> four = {4, 8, 15, 16};
+    plain.stage(four, want, o);
+    s.stage(four, got, o);
+    QVERIFY(want == got);
+    plain.commit(2);
+    s.commit(2);
+    const std::vector<int32_t> one = {23};
+    plain.stage(one, want, {});
+    s.stage(one, got, {});
+    QVERIFY(want == got);
+    plain.commit(1);
+    s.commit(1);
+    QVERIFY(s.stats().state_moves > 0);
+    QCOMPARE(s.state_device()[5], kCpu);
+    QCOMPARE(s.state_device()[3], 1);
+    const K3State ws = plain.save_state(), gs = s.save_state();
+    for (int l = 0; l < L; ++l) {
+      QVERIFY(ws.kda[size_t(l)].S == gs.kda[size_t(l)].S);
+      QVERIFY(ws.mla[size_t(l)].cache == gs.mla[size_t(l)].cache);
+    }
+    QVERIFY(h1.direct > 0);
+  }
+
+  void plans_over_several_gpus() {
+    auto ck = Checkpoint::open(dir_);
+    const auto bytes = ModelByteMap::from_checkpoint(*ck, cfg_);
+    PlanOptions o;
+    o.ram_scratch_bytes = 1 << 20;
+    o.gpu_scratch_bytes = 1 << 20;
+    o.context_tokens = 64;
+    MachineBudget one;
+    one.ram_budget = 1ull << 40;
+    one.gpus.push_back(GpuBudget{"GPU 0", 1ull << 40, 0});
+    const Plan full = make_plan(bytes, one, rates(), o);
+    const uint64_t vlo = full.vram_minimum, spine = bytes.spine_bytes();
+    int multi = 0;
+    for (int ngpu : {2, 3})
+      for (int i = 0; i <= 4; ++i) {
+        MachineBudget b;
+        b.ram_budget = 1ull << 40;
+        // Each GPU a share of the spine: together from a few layers to all of it.
+        const uint64_t each = vlo + spine * uint64_t(i + 1) / uint64_t(4 * ngpu);
+        for (int g = 0; g < ngpu; ++g) b.gpus.push_back(GpuBudget{"GPU " + std::to_string(g), each, 0});
+        const Plan p = make_plan(bytes, b, rates(), o);
+        const std::vector<GpuRange> r = gpu_ranges(p);
+        QCOMPARE(int(r.size()), ngpu);
+        // The ranges follow one another from layer 0 in GPU order; each within its budget.
+        int next = 0, used = 0;
+        for (const GpuRange& g : r) {
+          if (g.first == g.last) continue;
+          QCOMPARE(g.first, next);
+          next = g.last;
+          ++used;
+          QVERIFY(g.spine_bytes + p.vram_reserved[size_t(g.gpu)] <= b.gpus[size_t(g.gpu)].budget);
+          QCOMPARE(g.spine_bytes, p.spine_in_gpu(g.gpu));
+        }
+        for (int l = next; l < cfg_.layers; ++l) QVERIFY(p.units[size_t(l)].home != Home::Vram);
+        multi += used >= 2;
+        const DeviceLayout d = device_layout(p);
+        // The segments of a decode pass run the GPUs' ranges in order.
+        const auto segs = device_segments(d, 1);
+        int at = 0;
+        for (const DeviceSegment& sg : segs) {
+          QCOMPARE(sg.first, at);
+          at = sg.last;
+          for (int l = sg.first; l < sg.last; ++l) QCOMPARE(d.device(l, 1), sg.device);
+        }
+        QCOMPARE(at, cfg_.layers);
+        K3Model::Options mo;
+        mo.spine = host_spine_placement(p);
+        auto m = K3Model::load(dir_, std::move(mo));
+        K3Session c(*m);
+        std::vector<std::unique_ptr<K3Session>> inner;
+        std::vector<std::unique_ptr<HoldingSession>> gpus;
+        std::vector<LayerRangeSession*> ptrs;
+        for (int g = 0; g < ngpu; ++g) {
+          inner.push_back(std::make_unique<K3Session>(*m));
+          gpus.push_back(std::make_unique<HoldingSession>(*inner.back()));
+          ptrs.push_back(gpus.back().get());
+        }
+        SplitSession s(c, ptrs, d);
+        QVERIFY2(generate(s, kPrompt, gen_options()).ids == want_, d.describe().c_str());
+      }
+    QVERIFY2(multi >= 3, "some plans spread the layers over two GPUs or more");
+  }
+
+  void several_gpus_bad_input() {
+    // One budget figure per GPU of this machine; another machine gets as many GPUs as figures.
+    MachineBudget m;
+    m.gpus.push_back(GpuBudget{"GPU 0 (test)", 0, 80000000000ull, 0});
+    m.gpus.push_back(GpuBudget{"GPU 1 (test)", 0, 80000000000ull, 1});
+    try {
+      set_vram_budgets(m, parse_gb_list("32,32,32", "--vram-budget"), false);
+      QFAIL("three figures for two GPUs were accepted");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find("3 figure(s) but this machine has 2 GPU(s)") != std::string::npos, e.what());
+    }
+    try {
+      set_vram_budgets(m, parse_gb_list("32,90", "--vram-budget"), false);
+      QFAIL("a budget above GPU 1's memory was accepted");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find("GPU 1 (test)") != std::string::npos, e.what());
+    }
+    set_vram_budgets(m, parse_gb_list("32,48", "--vram-budget"), false);
+    QCOMPARE(m.gpus[1].budget, uint64_t(48000000000ull));
+    QCOMPARE(m.gpus[1].device, 1);
+    QVERIFY_THROWS_EXCEPTION(Error, parse_gb_list("32,,32", "--vram-budget"));
+    set_vram_budgets(m, parse_gb_list("48,48,48,48", "--vram-budget"), true);
+    QCOMPARE(m.gpus.size(), size_t(4));
+    // A GPU whose budget cannot hold one layer's working set: the error names it and the minimum.
+    auto ck = Checkpoint::open(dir_);
+    const auto bytes = ModelByteMap::from_checkpoint(*ck, cfg_);
+    PlanOptions o;
+    o.ram_scratch_bytes = 1 << 20;
+    o.gpu_scratch_bytes = 1 << 20;
+    o.context_tokens = 64;
+    MachineBudget b;
+    b.ram_budget = 1ull << 40;
+    b.gpus.push_back(GpuBudget{"GPU 0", 1ull << 40, 0});
+    const uint64_t vlo = make_plan(bytes, b, rates(), o).vram_minimum;
+    b.gpus.push_back(GpuBudget{"GPU 1", vlo - 1, 0});
+    try {
+      make_plan(bytes, b, rates(), o);
+      QFAIL("GPU 1's budget below one layer's working set was accepted");
+    } catch (const Error& e) {
+      const std::string w = e.what();
+      QVERIFY2(w.find("for GPU 1") != std::string::npos && w.find(format_gb(vlo)) != std::string::npos, e.what());
+    }
+    // The device list: every visible device by default; ordinals (repeats imitate several GPUs on one).
+    QCOMPARE(parse_device_list("", 2), (std::vector<int>{0, 1}));
+    QCOMPARE(parse_device_list("0,0", 1), (std::vector<int>{0, 0}));
+    QCOMPARE(parse_device_list("1,0", 2), (std::vector<int>{1, 0}));
+    QVERIFY_THROWS_EXCEPTION(Error, parse_device_list("0,2", 2));
+    QVERIFY_THROWS_EXCEPTION(Error, parse_device_list("0,x", 2));
+    QVERIFY_THROWS_EXCEPTION(Error, parse_device_list("0,-1", 2));
+    QVERIFY_THROWS_EXCEPTION(Error, parse_device_list(",", 2));
+    QVERIFY(parse_device_list("", 0).empty());
+    // Inconsistent device layouts and session lists are refused.
+    const int L = cfg_.layers;
+    DeviceLayout d = two_gpus(L, 2, 4, 1);
+    DeviceLayout bad = d;
+    bad.decode[1] = 2;  // a third GPU
+    QVERIFY_THROWS_EXCEPTION(Error, bad.check(L));
+    bad = d;
+    bad.decode[3] = 0;  // GPU 0's layout does not compute layer 3
+    QVERIFY_THROWS_EXCEPTION(Error, bad.check(L));
+    QVERIFY_THROWS_EXCEPTION(Error, d.check(L + 1));
+    K3Session c(*model_), g0(*model_);
+    QVERIFY_THROWS_EXCEPTION(Error, SplitSession(c, {&g0}, d));
+    QVERIFY_THROWS_EXCEPTION(Error, SplitSession(c, {}, d));
+  }
+
+  void plan_names_each_gpu() {
+    const K3Config cfg = K3Config::load(test::fixtures_dir() + "/k3-real-meta/config.json");
+    const ModelByteMap m = ModelByteMap::from_config(cfg);
+    MachineBudget b;
+    b.ram_budget = 128000000000ull;
+    set_vram_budgets(b, parse_gb_list("32,32", "--vram-budget"), true);
+    const Plan p = make_plan(m, b, assumed_desktop());
+    const auto r = gpu_ranges(p);
+    QCOMPARE(r.size(), size_t(2));
+    QCOMPARE(r[0].first, 0);
+    QCOMPARE(r[1].first, r[0].last);
+    QVERIFY(r[1].last > r[1].first);
+    const std::string text = plan_gpus(p);
+    const std::string want0 = "GPU 0: budget 32.0 GB, layers 0-" + std::to_string(r[0].last - 1) + " ";
+    const std::string want1 = "GPU 1: budget 32.0 GB, layers " + std::to_string(r[1].first) + "-" + std::to_string(r[1].last - 1);
+    QVERIFY2(text.find(want0) != std::string::npos, text.c_str());
+    QVERIFY2(text.find(want1) != std::string::npos, text.c_str());
+    QVERIFY2(plan_table(p).rfind(text, 0) == 0, "the table begins with the GPUs");
+    // A spine that fits in the GPUs together is shared among them, so that each GPU keeps an
+    // expert tier for its own layers (filled in order, the fourth 48 GB GPU would hold none).
+    b.ram_budget = 256000000000ull;
+    set_vram_budgets(b, parse_gb_list("48,48,48,48", "--vram-budget"), true);
+    const Plan q = make_plan(m, b, assumed_desktop());
+    QCOMPARE(q.spine_in(Home::Ram) + q.spine_in(Home::Disk), uint64_t(0));
+    const auto r4 = gpu_ranges(q);
+    QCOMPARE(r4.size(), size_t(4));
+    for (const GpuRange& g : r4) {
+      QVERIFY2(g.last > g.first, plan_gpus(q).c_str());
+      QVERIFY2(q.experts.vram_bytes[size_t(g.gpu)] > 10000000000ull, plan_gpus(q).c_str());
+    }
+    QVERIFY(r4[3].lm_head);
   }
 
   void host_placement_of_a_plan() {
