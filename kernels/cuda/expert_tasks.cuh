@@ -234,7 +234,8 @@ __device__ __forceinline__ void signal_done(unsigned* ctr) {
 
 // Streamed versions: each warp walks its rows' chunks as one flat sequence of steps (pass, k) and
 // keeps the next step's weights, scales and x in flight while it computes the current one, so
-// memory latency overlaps arithmetic across row boundaries too. Same per-lane order as above.
+// memory latency overlaps arithmetic across row boundaries too. Lane l sums chunks l, l + 32, ... of
+// each row in order (the reduction order of every FFMA version, the lab's included).
 template <int R>
 struct Step {
   uint2 w[R];
