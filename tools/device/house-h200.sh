@@ -18,8 +18,14 @@ OUT=${OUT:-/tmp/house-out}
 ROUNDS=${ROUNDS:-2}
 VERSIONS=${VERSIONS:-"v212 v194 v134"}
 SEED=${SEED:-37}
-BIN="$CARRY/bin"
-export LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+TOOLS=$CARRY
+if [ ! -d "$CARRY/bin" ] && [ -f "$CARRY/cuda-tools.tar.xz" ]; then  # packed as one archive
+  TOOLS=${TOOLS_DIR:-/tmp/cuda-tools}
+  mkdir -p "$TOOLS"
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$CARRY/cuda-tools.tar.xz" "$TOOLS"
+fi
+BIN="$TOOLS/bin"
+export LD_LIBRARY_PATH="$TOOLS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,serial,memory.total,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1 || true
 status=0
