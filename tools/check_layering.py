@@ -17,7 +17,9 @@ import sys
 ALLOWED = {
     "kernels/cpu": set(),
     "kernels/cuda": {"kernels/cpu"},
-    "kernels/cuda_qwen3": {"kernels/cuda"},
+    # The models' own GPU ops, over the shared kernels (kernels/cuda never includes them).
+    "kernels/cuda/k3": {"kernels/cpu", "kernels/cuda"},
+    "kernels/cuda/qwen3": {"kernels/cpu", "kernels/cuda"},
     "engine/base": {"generated"},
     "engine/model": {"engine/base"},
     "engine/tokenizer": {"engine/base"},
@@ -26,26 +28,27 @@ ALLOWED = {
     "engine/store": {"engine/base", "engine/model", "engine/stream", "engine/install"},
     "engine/synth": {"engine/base", "engine/model", "engine/tokenizer"},
     "engine/runtime": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
-                       "kernels/cpu", "kernels/cuda", "kernels/cuda_qwen3"},
+                       "kernels/cpu", "kernels/cuda", "kernels/cuda/qwen3"},
     "engine/reference": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
                          "engine/runtime", "kernels/cpu"},
     "engine/drafts": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
-                      "engine/runtime", "kernels/cpu", "kernels/cuda", "kernels/cuda_qwen3"},
+                      "engine/runtime", "kernels/cpu", "kernels/cuda", "kernels/cuda/qwen3"},
     "engine/cuda": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
-                    "engine/runtime", "engine/drafts", "engine/placement", "kernels/cpu", "kernels/cuda"},
+                    "engine/runtime", "engine/drafts", "engine/placement", "kernels/cpu", "kernels/cuda",
+                    "kernels/cuda/k3"},
     "engine/placement": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
                          "engine/runtime", "engine/drafts", "kernels/cpu"},
     # Measurement code, linked only by the CLI and the tests that measure (never by the facade).
     "engine/bench": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
                      "engine/runtime", "engine/drafts", "engine/placement", "engine/cuda", "kernels/cpu",
-                     "kernels/cuda"},
+                     "kernels/cuda", "kernels/cuda/k3"},
     "engine/serve": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
                      "engine/runtime", "engine/drafts"},
     # The public API (headers in engine/include/deltafin/, code in engine/facade/): on top of the
     # engine, below the applications. It does not reach the server or the measurement code.
     "engine/facade": {"engine/base", "engine/model", "engine/tokenizer", "engine/stream", "engine/store",
                       "engine/runtime", "engine/reference", "engine/drafts", "engine/cuda", "engine/placement",
-                      "kernels/cpu", "kernels/cuda", "generated"},
+                      "kernels/cpu", "kernels/cuda", "kernels/cuda/k3", "generated"},
 }
 # The applications sit on top: they may include any engine or kernel folder.
 TOP = ("app/",)
@@ -59,10 +62,13 @@ def target_folder(root, inc):
         return "engine/facade"  # the public headers are the facade's
     if first in GENERATED:
         return GENERATED[first]
-    if first in ("cpu", "cuda_qwen3"):
-        return "kernels/" + first
-    if first == "cuda":  # engine/cuda/... or kernels/cuda/...
-        return "engine/cuda" if os.path.exists(os.path.join(root, "engine", inc)) else "kernels/cuda"
+    if first == "cpu":
+        return "kernels/cpu"
+    if first == "cuda":  # engine/cuda/..., kernels/cuda/<model>/... or kernels/cuda/...
+        if os.path.exists(os.path.join(root, "engine", inc)):
+            return "engine/cuda"
+        sub = "kernels/" + "/".join(inc.split("/")[:2])
+        return sub if sub in ALLOWED else "kernels/cuda"
     if os.path.isdir(os.path.join(root, "engine", first)):
         return "engine/" + first
     return None  # a test-support or local header
@@ -119,6 +125,8 @@ def main():
             folder = "/".join(parts[:2])
             if folder == "engine/include":
                 folder = "engine/facade"
+            if "/".join(parts[:3]) in ALLOWED:
+                folder = "/".join(parts[:3])  # kernels/cuda/k3, kernels/cuda/qwen3
             if "/".join(parts[:3]) == "kernels/cuda/lab" or "/".join(parts[:3]) == "kernels/cuda/bench":
                 folder_allowed = ALLOWED["kernels/cuda"]  # measurement code over the kernels it measures
             else:

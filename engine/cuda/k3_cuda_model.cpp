@@ -10,7 +10,7 @@
 
 #include "base/error.h"
 #include "cuda/cuda_support.h"
-#include "cuda/k3_cuda_ops.h"
+#include "cuda/k3/k3_ops.h"
 #include "cuda/vram_expert_cache.h"
 
 namespace deltafin::cuda {

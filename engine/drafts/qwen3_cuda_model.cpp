@@ -6,7 +6,7 @@
 
 #include "base/error.h"
 #include "cuda/cuda_kernels.h"
-#include "cuda_qwen3/qwen3_kernels.h"
+#include "cuda/qwen3/qwen3_kernels.h"
 #include "drafts/qwen3_model.h"
 #include "drafts/qwen3_runner.h"
 

@@ -385,8 +385,7 @@ struct Version {
 
 // Numbers of dropped versions are not reused: v4 (16 rows x 16 warps per block, below v3 at every
 // shape) and v6..v9 (weights through a cp.async shared-memory ring, 7-28 points of the copy
-// bandwidth below the best of v2/v3/v5 at every shape), both measured in session 3
-// (docs/PERFORMANCE.md "BF16 GEMM on tensor cores").
+// bandwidth below the best of v2/v3/v5 at every shape; docs/history/PERFORMANCE-LOG.md).
 const Version kVersions[] = {
     {1, "FFMA, warp per 4 rows", 0, run_v1},
     {2, "mma, 32 rows x 8 warps per block", 8, launch_mma<2, 8, 2, 1, false>},

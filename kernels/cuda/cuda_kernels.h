@@ -80,15 +80,6 @@ enum class WeightType { BF16, F32 };
 void rmsnorm(const float* dev_x, int64_t ldx, const void* dev_w, WeightType wtype, int64_t n, int T, float eps,
              float* dev_y, int64_t ldy, Stream stream = nullptr);
 
-// h[i] = 4*tanh(g[i]/4)*sigmoid(g[i]) * 25*tanh(u[i]/25) for i < count (K3's SiTU GLU activation).
-void situ(const float* dev_g, const float* dev_u, float* dev_h, int64_t count, Stream stream = nullptr);
-
-// Sigmoid router: s = sigmoid(logits[t]); picks the top_k experts by s + bias (ties: lower index),
-// in descending order of that score; weight = s / (sum of the chosen s + 1e-20) * scaling, summed
-// in the chosen order. logits [T][n_experts] fp32, bias [n_experts] fp32 (may be nullptr = zero).
-void router_topk(const float* dev_logits, const float* dev_bias, int T, int n_experts, int top_k, float scaling,
-                 int32_t* dev_idx, float* dev_weight, Stream stream = nullptr);
-
 // ---- Routed experts (MXFP4, compressed-tensors mxfp4-pack-quantized) ---------------------------
 
 // One expert's six tensors in device memory: packed U8 [rows][cols/2] (low nibble = even column)
@@ -151,7 +142,7 @@ class ExpertMlp {
   // Host arrays may be reused as soon as this returns.
   void run(const std::vector<MxExpert>& experts, const int32_t* slot_expert, const float* slot_weight, int T,
            const float* dev_z, float* dev_y, Stream stream = nullptr);
-  // The same layer with the routing left on the device, as router_topk writes it: no host
+  // The same layer with the routing left on the device, as k3::router_select (cuda/k3/k3_ops.h) writes it: no host
   // synchronization, so the call can be captured in a CUDA graph. dev_table [n_experts]: every
   // expert of the layer, indexed by global expert id (each entry with run()'s pointer requirements,
   // and 16-byte aligned: there is no per-call fallback to an FFMA version here); dev_idx / dev_weight

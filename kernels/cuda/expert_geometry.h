@@ -1,7 +1,7 @@
 #pragma once
 // Geometry of the product's tensor-core expert kernels that the host needs as well as the device:
 // task tiles, shared-memory sizes and the widths each kernel handles. Plain C++ (the device code
-// includes it through mxfp4_experts_direct.cuh / mxfp4_experts_imma.cuh), so that the kernel policy
+// includes it through mxfp4_experts_direct.cuh), so that the kernel policy
 // (expert_kernel_policy.h) is computed, and unit-tested, by the host compiler alone.
 #include <cstddef>
 
@@ -51,31 +51,5 @@ inline bool fits(int latent, int inter) {
   return latent % 256 == 0 && inter % 256 == 0 && inter % tile_a<NT>() == 0 && latent % tile_b<NT>() == 0;
 }
 }  // namespace direct
-
-// Integer tensor-core kernels (mxfp4_experts_imma.cuh).
-namespace imma {
-constexpr int kRowsA = 8;                 // gate and up rows per warp and A task (16 weight rows)
-constexpr int kTileA = kWarps * kRowsA;   // intermediate rows per A task
-constexpr int kPad = 16;                  // bytes between digit planes: the 8 reading lanes hit distinct banks
-
-DELTAFIN_HOST_DEVICE inline size_t plane_stride(int latent, int inter) {
-  return static_cast<size_t>(latent > inter ? latent : inter) + kPad;
-}
-// Ring versions: per warp, S stages of NR row sets x 32 lanes x (16 weight bytes + 4 scale bytes).
-constexpr int stage_bytes(int nr) { return nr * 32 * 20; }
-// NA vectors x 4 digit planes, then one zero plane (what the non-feeding lanes read).
-DELTAFIN_HOST_DEVICE inline size_t digits_bytes(int latent, int inter, int na) {
-  return (static_cast<size_t>(na) * 4 + 1) * plane_stride(latent, inter);
-}
-inline size_t smem_bytes(int latent, int inter, int na, int stages) {
-  return digits_bytes(latent, inter, na) + static_cast<size_t>(kWarps) * stages * stage_bytes(2);
-}
-
-// Shapes these versions handle: blocks per row a multiple of 4 (one per lane of a row group),
-// whole tiles.
-inline bool fits(int latent, int inter, int tile_b) {
-  return latent % 128 == 0 && inter % 128 == 0 && inter % kTileA == 0 && latent % tile_b == 0;
-}
-}  // namespace imma
 
 }  // namespace deltafin::cuda::geometry

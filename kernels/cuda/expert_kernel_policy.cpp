@@ -9,22 +9,12 @@ namespace deltafin::cuda {
 namespace {
 
 namespace direct = geometry::direct;
-namespace imma = geometry::imma;
-
-// K3's widths: the FFMA versions v9, v62 and v68 are built for exactly 7 and 6 chunks of 512
-// columns per lane pass.
-bool k3_widths(int latent, int inter) { return latent == 7 * 512 && inter == 6 * 512; }
 
 }  // namespace
 
 const char* expert_kernel_id(ExpertKernel k) {
   switch (k) {
-    case ExpertKernel::v9: return "v9";
-    case ExpertKernel::v62: return "v62";
-    case ExpertKernel::v68: return "v68";
     case ExpertKernel::v6: return "v6";
-    case ExpertKernel::v39: return "v39";
-    case ExpertKernel::v38: return "v38";
     case ExpertKernel::v134: return "v134";
     case ExpertKernel::v212: return "v212";
     case ExpertKernel::v183: return "v183";
@@ -35,14 +25,8 @@ const char* expert_kernel_id(ExpertKernel k) {
 }
 
 size_t expert_kernel_smem(ExpertKernel k, int latent, int inter) {
-  const size_t widest = static_cast<size_t>(std::max(latent, inter)) * sizeof(float);
   switch (k) {
-    case ExpertKernel::v9: return widest;       // one activation vector staged
-    case ExpertKernel::v62: return 2 * widest;  // two
-    case ExpertKernel::v68: return 4 * widest;  // four
     case ExpertKernel::v6: return 0;
-    case ExpertKernel::v39: return imma::smem_bytes(latent, inter, 1, 4);  // one vector, 4 ring stages
-    case ExpertKernel::v38: return imma::smem_bytes(latent, inter, 1, 0);
     // Fragment order: pairs of vectors per pass, fragment lanes, scale tables.
     case ExpertKernel::v134: return direct::smem_bytes(latent, inter, 1, direct::kFragLanes, false);
     case ExpertKernel::v212: return direct::smem_bytes(latent, inter, 1, 32, true);
@@ -55,15 +39,8 @@ size_t expert_kernel_smem(ExpertKernel k, int latent, int inter) {
 
 bool expert_kernel_fits(ExpertKernel k, int latent, int inter, const ExpertDevice& d) {
   switch (k) {
-    case ExpertKernel::v9:
-    case ExpertKernel::v62:
-    case ExpertKernel::v68:
-      return k3_widths(latent, inter);
     case ExpertKernel::v6:
       return true;
-    case ExpertKernel::v39:
-    case ExpertKernel::v38:
-      return d.cc_major >= 8 && imma::fits(latent, inter, 128) && expert_kernel_smem(k, latent, inter) <= d.smem_optin;
     default:  // fragment order, one 16-row tile per warp
       return d.cc_major >= 8 && direct::fits<1>(latent, inter) && expert_kernel_smem(k, latent, inter) <= d.smem_optin;
   }
@@ -75,36 +52,20 @@ ExpertLayout preferred_expert_layout(int latent, int inter, const ExpertDevice& 
 }
 
 std::optional<ExpertKernel> default_expert_kernel(int latent, int inter, ExpertLayout layout, const ExpertDevice& d) {
-  const ExpertKernel candidates_rows[] = {ExpertKernel::v9, ExpertKernel::v39, ExpertKernel::v38, ExpertKernel::v6};
   if (layout == ExpertLayout::fragments) {
     if (expert_kernel_fits(ExpertKernel::v134, latent, inter, d)) return ExpertKernel::v134;
     return std::nullopt;
   }
-  for (ExpertKernel k : candidates_rows)
-    if (expert_kernel_fits(k, latent, inter, d)) return k;
-  return std::nullopt;  // not reached: v6 fits any widths
+  return ExpertKernel::v6;  // any widths
 }
 
-ExpertKernel unaligned_row_fallback(int latent, int inter) {
-  return k3_widths(latent, inter) ? ExpertKernel::v9 : ExpertKernel::v6;
-}
+ExpertKernel unaligned_row_fallback(int, int) { return ExpertKernel::v6; }
 
 ExpertKernel choose_expert_kernel(int latent, int inter, ExpertLayout layout, const ExpertDevice& d,
                                   const BlocksPerSm& blocks_per_sm, const ExpertCall& call) {
   const ExpertKernel base = default_expert_kernel(latent, inter, layout, d).value();
   const double rpe100 = call.rows_per_expert * 100;
-  if (layout == ExpertLayout::rows) {
-    if (base == ExpertKernel::v9) {
-      // Rows sharing experts: one pass over the weights serves several rows (same bits as v9).
-      if (rpe100 >= 200) return ExpertKernel::v68;
-      if (rpe100 >= 110) return ExpertKernel::v62;
-      return ExpertKernel::v9;
-    }
-    // The integer tensor-core versions load rows in 16-byte units.
-    if ((base == ExpertKernel::v39 || base == ExpertKernel::v38) && !call.aligned16)
-      return unaligned_row_fallback(latent, inter);
-    return base;
-  }
+  if (layout == ExpertLayout::rows) return base;  // v6 reads any alignment
 
   // Fragments: alternatives to v134 only where they fit and keep its blocks per SM (a block less
   // per SM costs more than they gain).

@@ -12,17 +12,14 @@
 namespace deltafin::cuda {
 
 // The versions the product builds, by the numbers the benchmark, DELTAFIN_CUDA_EXPERT_VERSION and
-// docs/PERFORMANCE.md use. The others (kernels/cuda/lab/) exist only in deltafin-cuda-bench and the
-// checker. Rows: the checkpoint's packed layout; fragments: repack_mx_fragments' layout.
+// docs/PERFORMANCE.md use: those choose_expert_kernel picks on some GPU the product is built for
+// (sm_86, sm_89, sm_90a, sm_120). The others (kernels/cuda/lab/) exist only in deltafin-cuda-bench
+// and the checker; among them the row-layout versions for K3's widths (v9, v62, v68: K3's experts
+// are stored in fragment order on every such GPU) and the integer tensor-core row versions (v38,
+// v39). Rows: the checkpoint's packed layout; fragments: repack_mx_fragments' layout.
 enum class ExpertKernel {
-  // Row layout, FFMA (reduction order 0).
-  v9,   // K3's exact widths (3584 x 3072): the row-layout default there
-  v62,  // v9 reading an expert's weights once for two rows: calls from 1.1 rows per expert
-  v68,  // v9 reading them once for four rows, each chunk decoded once: calls from 2 rows per expert
-  v6,   // any widths (multiples of 32): the last resort, and the unaligned fallback of v38 / v39
-  // Row layout, integer tensor cores (reduction order 2; sm_80 and newer, widths multiples of 128).
-  v39,  // weights through a cp.async ring: the row-layout default off K3's widths
-  v38,  // v39 with register prefetch: where the ring's shared memory does not fit
+  // Row layout, FFMA (reduction order 0): the only row-layout version, any widths (multiples of 32).
+  v6,
   // Fragment layout, fp16 tensor cores (reduction order 1; sm_80 and newer, widths multiples of 256).
   v134,  // the fragment-layout default (K3 on sm_80 and newer)
   v212,  // calls of up to 8 rows below 2 rows per expert: combine in the down tasks, scale tables
@@ -72,15 +69,14 @@ using BlocksPerSm = std::function<int(ExpertKernel)>;
 //     1-2 rows. v194 from 1.2 rows per expert, where it fits and keeps the default's blocks per SM
 //     (shared experts: arithmetic, not bytes, bounds the call). Otherwise v134. A call whose routing
 //     tables do not fit shared memory runs v194 instead of any of the others (the same bits).
-//   rows at K3's widths: v68 from 2 rows per expert, v62 from 1.1, otherwise v9.
-//   rows at other widths: v39, else v38 where only that fits (sm_80+, widths multiples of 128), else
-//     v6; a call whose experts are not 16-byte aligned runs v6 instead of v38 / v39.
+//   rows: v6 (the tiny test models; K3 only with DELTAFIN_CUDA_EXPERT_LAYOUT=rows, a measurement
+//     switch, where v6 computes v9's bits: both reduction order 0).
 ExpertKernel choose_expert_kernel(int latent, int inter, ExpertLayout layout, const ExpertDevice& d,
                                   const BlocksPerSm& blocks_per_sm, const ExpertCall& call);
 
-// The fallbacks choose_expert_kernel applies, for versions selected by name (benchmarks, checks):
-// the first row-layout FFMA version that fits (for tensor-core versions given unaligned experts),
-// and the fragment-order version without a shared copy of the routing tables.
+// The fallbacks for versions selected by name (benchmarks, checks): the first row-layout FFMA
+// version that fits (for the lab's tensor-core row versions given unaligned experts), and the
+// fragment-order version without a shared copy of the routing tables (also the policy's).
 ExpertKernel unaligned_row_fallback(int latent, int inter);
 constexpr ExpertKernel kTablesFallback = ExpertKernel::v194;
 

@@ -12,7 +12,6 @@ namespace deltafin::cuda {
 namespace {
 
 #include "cuda/mxfp4_experts_mma.cuh"
-#include "cuda/mxfp4_experts_imma.cuh"
 #include "cuda/mxfp4_experts_direct.cuh"
 
 template <ExpertKernel K>
@@ -34,29 +33,12 @@ ExpertVariant product(ExpertVariant v) {
 }
 
 // The product versions, indexed by ExpertKernel. Template arguments: expert_mlp_kernel<rows per warp
-// pass (gate/up, down), vectors per pass, unroll, min blocks per SM, mode (1 streamed, 2 exact
-// widths, 3 exact with one decode for all vectors), chunks per lane (gate/up, down)>;
-// expert_mlp_imma_kernel<vectors per pass, down row groups, min blocks per SM, ring stages>;
+// pass (gate/up, down), vectors per pass, unroll, min blocks per SM, mode 1 (streamed)>;
 // expert_mlp_direct_kernel: see mxfp4_experts_direct.cuh.
 const ExpertVariant kProduct[kExpertKernels] = {
-    product<ExpertKernel::v9>({.name = "v9 k3-exact RO=2 RB=4 tiles 64/64",
-                               .fn = reinterpret_cast<const void*>(expert_mlp_kernel<2, 4, 1, 1, 2, 2, 7, 6>),
-                               .tile_a = 64, .tile_b = 64, .order = 0}),
-    product<ExpertKernel::v62>({.name = "v62 k3-exact RO=1 RB=2 tiles 64/64 2 vectors per pass 3 blocks/SM",
-                                .fn = reinterpret_cast<const void*>(expert_mlp_kernel<1, 2, 2, 1, 3, 2, 7, 6>),
-                                .tile_a = 64, .tile_b = 64, .order = 0}),
-    product<ExpertKernel::v68>({.name = "v68 k3-exact RO=1 RB=2 tiles 64/64 4 vectors per pass one decode 3 blocks/SM",
-                                .fn = reinterpret_cast<const void*>(expert_mlp_kernel<1, 2, 4, 1, 3, 3, 7, 6>),
-                                .tile_a = 64, .tile_b = 64, .order = 0}),
     product<ExpertKernel::v6>({.name = "v6 streamed RO=4 RB=8 tiles 64/64",
                                .fn = reinterpret_cast<const void*>(expert_mlp_kernel<4, 8, 1, 1, 2, 1>),
                                .tile_a = 64, .tile_b = 64, .order = 0}),
-    product<ExpertKernel::v39>({.name = "v39 imma ring 4 stages tiles 64/128",
-                                .fn = reinterpret_cast<const void*>(expert_mlp_imma_kernel<1, 2, 3, 4>),
-                                .tile_a = imma::kTileA, .tile_b = 128, .order = 2, .aligned16 = true}),
-    product<ExpertKernel::v38>({.name = "v38 imma tiles 64/128 3 blocks/SM",
-                                .fn = reinterpret_cast<const void*>(expert_mlp_imma_kernel<1, 2, 3>),
-                                .tile_a = imma::kTileA, .tile_b = 128, .order = 2, .aligned16 = true}),
     product<ExpertKernel::v134>(
         {.name = "v134 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from "
                  "gate/up decode by multiply-add and mask",

@@ -1,4 +1,5 @@
-// deltafin-cuda-check: runs every CUDA kernel check without Qt (for GPU machines that only have
+// deltafin-cuda-check: runs every CUDA kernel check without Qt, printed as one table (op, shape,
+// max abs / rel error against the CPU reference, PASS/FAIL), (for GPU machines that only have
 // the CUDA toolkit) and exits non-zero when any fails. Exit codes: 0 all passed, 1 a check failed,
 // 2 no usable GPU, 3 bad arguments or an error.
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <exception>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "cuda/cuda_kernels.h"
 #include "cuda_checks.h"
@@ -32,21 +34,15 @@ int main(int argc, char** argv) {
     const auto dev = deltafin::cuda::device_info();
     std::printf("device: %s (sm_%d%d, %d SMs), seed %llu\n", dev.name.c_str(), dev.cc_major, dev.cc_minor, dev.sm_count,
                 static_cast<unsigned long long>(seed));
-    int failed = 0, total = 0;
-    auto report = [&](const std::vector<deltafin::cuda::check::Result>& rs) {
-      for (const auto& r : rs) {
-        ++total;
-        if (!r.ok) ++failed;
-        std::printf("%s  %s: %s\n", r.ok ? "PASS" : "FAIL", r.name.c_str(), r.detail.c_str());
-        std::fflush(stdout);
-      }
-    };
+    // One table of every GPU op against its CPU reference (and the bit-for-bit and batch-invariance
+    // checks beside them).
     const auto t0 = std::chrono::steady_clock::now();
-    report(deltafin::cuda::check::bf16_gemm(seed));
-    report(deltafin::cuda::check::rmsnorm(seed));
-    report(deltafin::cuda::check::situ(seed));
-    report(deltafin::cuda::check::router_topk(seed));
-    report(deltafin::cuda::check::expert_mlp(seed, k3));
+    std::vector<deltafin::cuda::check::Result> all;
+    for (auto&& part : {deltafin::cuda::check::bf16_gemm(seed), deltafin::cuda::check::rmsnorm(seed),
+                        deltafin::cuda::check::k3_ops(seed), deltafin::cuda::check::expert_mlp(seed, k3)})
+      all.insert(all.end(), part.begin(), part.end());
+    const int failed = deltafin::cuda::check::print_table(all);
+    const int total = static_cast<int>(all.size());
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("%d of %d checks passed (%.1f s, seed %llu)\n", total - failed, total, s,
                 static_cast<unsigned long long>(seed));

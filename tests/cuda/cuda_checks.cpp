@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <sstream>
@@ -77,6 +78,52 @@ Result invariance_result(const std::string& name, int mismatched_rows, int rows_
 
 }  // namespace
 
+namespace {
+template <class R>
+Errors errors_of(const float* gpu, const R* ref, size_t n) {
+  Errors e;
+  double big = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double d = std::fabs(static_cast<double>(gpu[i]) - static_cast<double>(ref[i]));
+    if (!std::isfinite(d) || !std::isfinite(static_cast<double>(ref[i]))) {
+      // Infinite or NaN on both sides in the same way counts as equal; anything else is infinite error.
+      const bool same = std::isnan(gpu[i]) ? std::isnan(static_cast<double>(ref[i]))
+                                           : static_cast<double>(gpu[i]) == static_cast<double>(ref[i]);
+      if (!same) e.max_abs = INFINITY;
+      continue;
+    }
+    e.max_abs = std::max(e.max_abs, d);
+    big = std::max(big, std::fabs(static_cast<double>(ref[i])));
+  }
+  e.max_rel = std::isinf(e.max_abs) ? INFINITY : big > 0 ? e.max_abs / big : e.max_abs;
+  return e;
+}
+
+std::string cell(double v) {
+  if (std::isnan(v)) return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2e", v);
+  return b;
+}
+}  // namespace
+
+Errors errors(const float* gpu, const double* ref, size_t n) { return errors_of(gpu, ref, n); }
+Errors errors(const float* gpu, const float* ref, size_t n) { return errors_of(gpu, ref, n); }
+
+int print_table(const std::vector<Result>& results) {
+  int failed = 0;
+  std::printf("%-34s %-36s %-9s %-9s %-6s %s\n", "op", "shape", "max abs", "max rel", "result", "check");
+  for (const Result& r : results) {
+    const std::string op = !r.op.empty() ? r.op : r.name.substr(0, r.name.find(' '));
+    const std::string shape = r.shape.empty() ? "-" : r.shape;
+    std::printf("%-34s %-36s %-9s %-9s %-6s %s: %s\n", op.c_str(), shape.c_str(), cell(r.max_abs).c_str(),
+                cell(r.max_rel).c_str(), r.ok ? "PASS" : "FAIL", r.name.c_str(), r.detail.c_str());
+    std::fflush(stdout);
+    failed += r.ok ? 0 : 1;
+  }
+  return failed;
+}
+
 std::vector<Result> bf16_gemm(uint64_t seed) {
   std::vector<Result> out;
   std::mt19937_64 rng(seed);
@@ -133,6 +180,11 @@ std::vector<Result> bf16_gemm(uint64_t seed) {
         const double rl = rel_l2(y.data(), ref.data(), ref.size());
         Result r;
         r.name = vtag + " vs CPU scalar, T=11";
+        r.op = "bf16_gemm v" + std::to_string(v);
+        r.shape = std::to_string(sh.out) + "x" + std::to_string(sh.in) + " T=11";
+        const Errors e = errors(y.data(), ref.data(), ref.size());
+        r.max_abs = e.max_abs;
+        r.max_rel = e.max_rel;
         r.ok = finite && worst <= 1.0 && rl <= 1e-5;
         r.detail = "rel L2 error " + fmt(rl) + " (limit 1e-5); worst |err| / (2 gamma_n sum|wx|) = " + fmt(worst) +
                    " (limit 1)";
@@ -254,6 +306,11 @@ std::vector<Result> rmsnorm(uint64_t seed) {
     }
     Result r;
     r.name = std::string("rmsnorm n=7168 ") + (bf ? "bf16" : "f32") + " weight vs float64 reference";
+    r.op = std::string("rmsnorm ") + (bf ? "bf16" : "f32");
+    r.shape = "T=8 n=7168";
+    const Errors e = errors(y.data(), ref.data(), ref.size());
+    r.max_abs = e.max_abs;
+    r.max_rel = e.max_rel;
     // n-term sum of squares plus sqrt, divide and two products: a few hundred ulps at most.
     r.ok = worst <= 2e-5;
     r.detail = "worst elementwise relative error " + fmt(worst) + " (limit 2e-5)";
@@ -309,91 +366,6 @@ std::vector<Result> rmsnorm(uint64_t seed) {
                  std::to_string(rows) + " rows compared, " + std::to_string(differ) + " differ" +
                      (where.empty() ? "" : " (last at " + where + ")")});
   out.push_back(invariance_result("rmsnorm batch invariance, every width class (row alone == row of T=8)", variant, rows));
-  return out;
-}
-
-std::vector<Result> situ(uint64_t seed) {
-  std::mt19937_64 rng(seed + 2);
-  const size_t n = 1 << 18;
-  std::uniform_real_distribution<float> d(-40.f, 40.f);
-  std::vector<float> g(n), u(n);
-  for (size_t i = 0; i < n; ++i) {
-    g[i] = d(rng);
-    u[i] = d(rng) * 2.f;
-  }
-  DeviceBuffer dg = to_device(g), du = to_device(u), dh(n * 4);
-  dh.fill_byte(0xff);
-  deltafin::cuda::situ(dg.as<float>(), du.as<float>(), dh.as<float>(), static_cast<int64_t>(n));
-  const auto h = from_device<float>(dh, n);
-  double worst = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double gd = g[i], ud = u[i];
-    const double want = 4 * std::tanh(gd / 4) / (1 + std::exp(-gd)) * 25 * std::tanh(ud / 25);
-    const double e = std::fabs(h[i] - want) / (std::fabs(want) + 1e-30);
-    worst = std::isfinite(h[i]) ? std::max(worst, e) : INFINITY;
-  }
-  Result r;
-  r.name = "situ vs float64 reference (g in [-40,40], u in [-80,80])";
-  r.ok = worst <= 2e-6;  // four correctly-rounded-ish fp32 functions and products: ~10 ulps
-  r.detail = "worst relative error " + fmt(worst) + " (limit 2e-6)";
-  return {r};
-}
-
-std::vector<Result> router_topk(uint64_t seed) {
-  std::vector<Result> out;
-  std::mt19937_64 rng(seed + 3);
-  const int T = 8, E = 896, K = 16;
-  const float scaling = 1.0f;
-  const auto logits = randn(rng, static_cast<size_t>(T * E), 2.f);
-  const auto bias = randn(rng, static_cast<size_t>(E), 0.05f);
-  DeviceBuffer dl = to_device(logits), db = to_device(bias), di(static_cast<size_t>(T * K) * 4),
-               dw(static_cast<size_t>(T * K) * 4);
-  di.fill_byte(0xff);
-  dw.fill_byte(0xff);
-  deltafin::cuda::router_topk(dl.as<float>(), db.as<float>(), T, E, K, scaling, di.as<int32_t>(), dw.as<float>());
-  const auto gi = from_device<int32_t>(di, static_cast<size_t>(T * K));
-  const auto gw = from_device<float>(dw, static_cast<size_t>(T * K));
-  int idx_diff = 0, near_ties = 0;
-  double worst_w = 0;
-  for (int t = 0; t < T; ++t) {
-    std::vector<int32_t> ri(K);
-    std::vector<float> rw(K), score(E);
-    ref::router_topk(logits.data() + t * E, bias.data(), E, K, scaling, ri.data(), rw.data(), score.data());
-    for (int r = 0; r < K; ++r) {
-      const int32_t g = gi[t * K + r];
-      if (g != ri[r]) {
-        // Accept only an order swap the fp32 sigmoid could cause: scores within a few ulps.
-        if (g >= 0 && g < E && std::fabs(score[g] - score[ri[r]]) <= 4e-7f * std::fabs(score[ri[r]])) ++near_ties;
-        else ++idx_diff;
-      } else {
-        worst_w = deltafin::test::worst_of(worst_w, std::fabs(static_cast<double>(gw[t * K + r]) - rw[r]) / std::fabs(rw[r]));
-      }
-    }
-  }
-  Result r;
-  r.name = "router_topk 896 experts top-16 vs CPU reference";
-  r.ok = idx_diff == 0 && worst_w <= 2e-6;
-  r.detail = std::to_string(idx_diff) + " chosen experts differ (" + std::to_string(near_ties) +
-             " swaps within fp32 ties allowed); worst weight relative error " + fmt(worst_w) + " (limit 2e-6)";
-  out.push_back(r);
-
-  int bad = 0, checked = 0;
-  std::vector<std::vector<int32_t>> alone(T);
-  std::vector<std::vector<float>> alone_w(T);
-  for (int p = 0; p < T; ++p) {
-    deltafin::cuda::router_topk(dl.as<float>() + p * E, db.as<float>(), 1, E, K, scaling, di.as<int32_t>(), dw.as<float>());
-    alone[p] = from_device<int32_t>(di, K);
-    alone_w[p] = from_device<float>(dw, K);
-  }
-  for (int Tn : {2, 4, 8}) {
-    deltafin::cuda::router_topk(dl.as<float>(), db.as<float>(), Tn, E, K, scaling, di.as<int32_t>(), dw.as<float>());
-    const auto bi = from_device<int32_t>(di, static_cast<size_t>(Tn * K));
-    const auto bw = from_device<float>(dw, static_cast<size_t>(Tn * K));
-    for (int p = 0; p < Tn; ++p, ++checked)
-      if (std::memcmp(bi.data() + p * K, alone[p].data(), K * 4) || !bits_equal(bw.data() + p * K, alone_w[p].data(), K))
-        ++bad;
-  }
-  out.push_back(invariance_result("router_topk batch invariance (T=2,4,8)", bad, checked));
   return out;
 }
 
@@ -577,6 +549,11 @@ void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts
       worst = std::isfinite(y[i]) ? std::max(worst, std::fabs(static_cast<double>(y[i]) - ref[i]) / ref_max) : INFINITY;
     Result r;
     r.name = tag + " [" + variants[v] + "] vs CPU scalar, T=8";
+    r.op = "expert_mlp " + variants[v].substr(0, variants[v].find(' '));
+    r.shape = tag.substr(std::string("expert_mlp ").size()) + " T=8";
+    const Errors e = errors(y.data(), ref.data(), ref.size());
+    r.max_abs = e.max_abs;
+    r.max_rel = e.max_rel;
     // Three chained fp32 products of width up to 3584 with a SiTU between: errors stay near
     // sqrt(n) ulps; 2e-5 in norm is ~300 ulps and any wrong code, scale or row shows as >1e-3.
     r.ok = rl <= 2e-5 && worst <= 1e-4;

@@ -12,7 +12,7 @@
 #include "cuda/cuda_support.h"
 #include "support/worst_error.h"
 #include "cuda/k3_cuda_model.h"
-#include "cuda/k3_cuda_ops.h"
+#include "cuda/k3/k3_ops.h"
 #include "support/golden_tensors.h"
 #include "runtime/generate.h"
 #include "runtime/kda_core.h"

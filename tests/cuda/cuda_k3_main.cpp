@@ -35,14 +35,7 @@ std::vector<int> rows_from(int argc, char** argv, int first) {
   if (r.empty()) r = {1, 2, 4, 8};
   return r;
 }
-int report(const std::vector<cuda::check::Result>& rs) {
-  int bad = 0;
-  for (const auto& r : rs) {
-    std::printf("%s %s: %s\n", r.ok ? "PASS" : "FAIL", r.name.c_str(), r.detail.c_str());
-    bad += r.ok ? 0 : 1;
-  }
-  return bad;
-}
+int report(const std::vector<cuda::check::Result>& rs) { return cuda::check::print_table(rs); }
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cuda/cuda_support.h"
-#include "cuda/k3_cuda_ops.h"
+#include "cuda/k3/k3_ops.h"
 #include "cuda_k3_checks.h"
 #include "previous_k3_kernels.h"
 
@@ -267,7 +267,7 @@ void mla_checks(std::mt19937_64& rng, const OwnedStream& st, std::vector<Result>
 }
 
 // The attention over the latent cache: the kernel that scores several positions per warp and keeps
-// several cached rows in flight == session 7's kernel bit for bit, at K3's shape over short and long
+// several cached rows in flight == the first kernel bit for bit, at K3's shape over short and long
 // contexts and at odd shapes (each column count the kernel is built for), plus each row alone ==
 // the same row of the pass.
 void attend_checks(std::mt19937_64& rng, const OwnedStream& st, std::vector<Result>& out) {

@@ -19,29 +19,6 @@ void rmsnorm(const float* x, const float* w, int64_t n, float eps, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(x[i] * inv * w[i]);
 }
 
-void router_topk(const float* logits, const float* bias, int n, int k, float scaling, int32_t* idx, float* weight,
-                 float* score_out) {
-  std::vector<float> sig(n), score(n);
-  for (int e = 0; e < n; ++e) {
-    sig[e] = 1.0f / (1.0f + std::exp(-logits[e]));
-    score[e] = sig[e] + (bias ? bias[e] : 0.f);
-    if (score_out) score_out[e] = score[e];
-  }
-  std::vector<int> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::vector<bool> taken(n, false);
-  float sum = 0.f;
-  for (int r = 0; r < k; ++r) {
-    int best = -1;
-    for (int e = 0; e < n; ++e)
-      if (!taken[e] && (best < 0 || score[e] > score[best])) best = e;
-    taken[best] = true;
-    idx[r] = best;
-    sum += sig[best];
-  }
-  for (int r = 0; r < k; ++r) weight[r] = sig[idx[r]] / (sum + 1e-20f) * scaling;
-}
-
 static void mx_rows(const std::vector<uint8_t>& packed, const std::vector<uint8_t>& scale, int64_t rows, int64_t in,
                     const float* x, float* y) {
   kernels::RowsArgs a{};

@@ -13,9 +13,6 @@ struct HostExpert {
 
 float situ(float g, float u);
 void rmsnorm(const float* x, const float* w, int64_t n, float eps, float* y);
-// Sigmoid router top-k: chosen experts in descending score order (ties: lower index) and weights.
-void router_topk(const float* logits, const float* bias, int n, int k, float scaling, int32_t* idx, float* weight,
-                 float* score_out = nullptr);
 // y[latent] for one row: sum over slots, in order, of weight * down(SiTU(gate z, up z)).
 void expert_mlp_row(const std::vector<const HostExpert*>& experts, const float* weights, const float* z, int latent,
                     int inter, float* y);

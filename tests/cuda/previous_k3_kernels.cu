@@ -118,7 +118,7 @@ __global__ void sigmoid_kernel(const float* x, float* s, int64_t n) {
   if (i < n) s[i] = sigm(x[i]);
 }
 
-// The MLA attention kernel before session 8: one position per warp at a time, each output column's
+// The first MLA attention kernel: one position per warp at a time, each output column's
 // sum waiting for every load.
 
 constexpr int kAttThreads = 256;

@@ -26,13 +26,9 @@ class TstCudaKernels : public QObject {
     REQUIRE_GPU();
     verify(deltafin::cuda::check::rmsnorm(seed_));
   }
-  void situ() {
+  void k3Ops() {
     REQUIRE_GPU();
-    verify(deltafin::cuda::check::situ(seed_));
-  }
-  void routerTopk() {
-    REQUIRE_GPU();
-    verify(deltafin::cuda::check::router_topk(seed_));
+    verify(deltafin::cuda::check::k3_ops(seed_));
   }
   void expertMlp() {
     REQUIRE_GPU();

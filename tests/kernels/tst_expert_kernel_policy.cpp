@@ -3,6 +3,11 @@
 // fitting version of the layout, its `shared` and `few` alternatives, the alignment and shared-table
 // fallbacks). Each row of the tables below was read off that code for the GPU and call it
 // describes; the policy must choose the same version, so that speed and bits stay as they were.
+// One deliberate change since: the row-layout versions other than v6 moved to kernels/cuda/lab (the
+// K3-width FFMA versions v9 / v62 / v68 and the integer tensor-core v38 / v39), so every row-layout
+// call below runs v6. The product stores K3's experts in fragment order on every GPU it is built for
+// (sm_86 and newer: v134 fits), so rows are reached only by the tiny test models (widths of 64, v6
+// before too) and by DELTAFIN_CUDA_EXPERT_LAYOUT=rows, where v6 computes v9's bits (reduction order 0).
 // Plain C++: runs without a GPU.
 #include <QTest>
 
@@ -111,31 +116,31 @@ const Call kCalls[] = {
     {3584, 3072, F, 8, 101376, "v212 v183 v138 v194", 8, 1, true, true, "v134"},
     {3584, 3072, F, 8, 101376, "v212 v183 v138 v194", 8, 2.5, true, true, "v134"},
     {3584, 3072, F, 12, 101376, "v212 v183 v138 v194", 1, 1, true, false, "v194"},
-    {3584, 3072, R, 9, 232448, "", 1, 1, true, true, "v9"},
-    {3584, 3072, R, 9, 232448, "", 1, 1.09, true, true, "v9"},
-    {3584, 3072, R, 9, 232448, "", 1, 1.1, true, true, "v62"},
-    {3584, 3072, R, 9, 232448, "", 1, 1.5, true, true, "v62"},
-    {3584, 3072, R, 9, 232448, "", 1, 1.99, true, true, "v62"},
-    {3584, 3072, R, 9, 232448, "", 1, 2, true, true, "v68"},
-    {3584, 3072, R, 9, 232448, "", 1, 4, true, true, "v68"},
-    {3584, 3072, R, 9, 232448, "", 4, 1, true, true, "v9"},
-    {3584, 3072, R, 9, 232448, "", 4, 1.09, true, true, "v9"},
-    {3584, 3072, R, 9, 232448, "", 4, 1.1, true, true, "v62"},
-    {3584, 3072, R, 9, 232448, "", 4, 1.5, true, true, "v62"},
-    {3584, 3072, R, 9, 232448, "", 4, 1.99, true, true, "v62"},
-    {3584, 3072, R, 9, 232448, "", 4, 2, true, true, "v68"},
-    {3584, 3072, R, 9, 232448, "", 4, 4, true, true, "v68"},
-    {3584, 3072, R, 9, 232448, "", 8, 1, true, true, "v9"},
-    {3584, 3072, R, 9, 232448, "", 8, 1.09, true, true, "v9"},
-    {3584, 3072, R, 9, 232448, "", 8, 1.1, true, true, "v62"},
-    {3584, 3072, R, 9, 232448, "", 8, 1.5, true, true, "v62"},
-    {3584, 3072, R, 9, 232448, "", 8, 1.99, true, true, "v62"},
-    {3584, 3072, R, 9, 232448, "", 8, 2, true, true, "v68"},
-    {3584, 3072, R, 9, 232448, "", 8, 4, true, true, "v68"},
-    {3584, 3072, R, 7, 49152, "", 1, 1, false, true, "v9"},
-    {3584, 3072, R, 7, 49152, "", 1, 2, false, true, "v68"},
-    {3584, 3072, R, 7, 49152, "", 8, 1, false, true, "v9"},
-    {3584, 3072, R, 7, 49152, "", 8, 2, false, true, "v68"},
+    {3584, 3072, R, 9, 232448, "", 1, 1, true, true, "v6"},
+    {3584, 3072, R, 9, 232448, "", 1, 1.09, true, true, "v6"},
+    {3584, 3072, R, 9, 232448, "", 1, 1.1, true, true, "v6"},
+    {3584, 3072, R, 9, 232448, "", 1, 1.5, true, true, "v6"},
+    {3584, 3072, R, 9, 232448, "", 1, 1.99, true, true, "v6"},
+    {3584, 3072, R, 9, 232448, "", 1, 2, true, true, "v6"},
+    {3584, 3072, R, 9, 232448, "", 1, 4, true, true, "v6"},
+    {3584, 3072, R, 9, 232448, "", 4, 1, true, true, "v6"},
+    {3584, 3072, R, 9, 232448, "", 4, 1.09, true, true, "v6"},
+    {3584, 3072, R, 9, 232448, "", 4, 1.1, true, true, "v6"},
+    {3584, 3072, R, 9, 232448, "", 4, 1.5, true, true, "v6"},
+    {3584, 3072, R, 9, 232448, "", 4, 1.99, true, true, "v6"},
+    {3584, 3072, R, 9, 232448, "", 4, 2, true, true, "v6"},
+    {3584, 3072, R, 9, 232448, "", 4, 4, true, true, "v6"},
+    {3584, 3072, R, 9, 232448, "", 8, 1, true, true, "v6"},
+    {3584, 3072, R, 9, 232448, "", 8, 1.09, true, true, "v6"},
+    {3584, 3072, R, 9, 232448, "", 8, 1.1, true, true, "v6"},
+    {3584, 3072, R, 9, 232448, "", 8, 1.5, true, true, "v6"},
+    {3584, 3072, R, 9, 232448, "", 8, 1.99, true, true, "v6"},
+    {3584, 3072, R, 9, 232448, "", 8, 2, true, true, "v6"},
+    {3584, 3072, R, 9, 232448, "", 8, 4, true, true, "v6"},
+    {3584, 3072, R, 7, 49152, "", 1, 1, false, true, "v6"},
+    {3584, 3072, R, 7, 49152, "", 1, 2, false, true, "v6"},
+    {3584, 3072, R, 7, 49152, "", 8, 1, false, true, "v6"},
+    {3584, 3072, R, 7, 49152, "", 8, 2, false, true, "v6"},
     {256, 512, F, 9, 232448, "", 1, 1, true, true, "v212"},
     {256, 512, F, 9, 232448, "", 1, 1.2, true, true, "v212"},
     {256, 512, F, 9, 232448, "", 1, 2, true, true, "v194"},
@@ -147,22 +152,22 @@ const Call kCalls[] = {
     {256, 512, F, 9, 232448, "", 9, 2, true, true, "v194"},
     {1024, 256, F, 8, 49152, "", 1, 1, true, true, "v212"},
     {1024, 256, F, 8, 49152, "", 2, 1, true, true, "v212"},
-    {384, 256, R, 8, 101376, "", 1, 1, true, true, "v39"},
-    {384, 256, R, 8, 101376, "", 1, 2, true, true, "v39"},
-    {384, 256, R, 8, 101376, "", 8, 1, true, true, "v39"},
-    {384, 256, R, 8, 101376, "", 8, 2, true, true, "v39"},
+    {384, 256, R, 8, 101376, "", 1, 1, true, true, "v6"},
+    {384, 256, R, 8, 101376, "", 1, 2, true, true, "v6"},
+    {384, 256, R, 8, 101376, "", 8, 1, true, true, "v6"},
+    {384, 256, R, 8, 101376, "", 8, 2, true, true, "v6"},
     {384, 256, R, 9, 232448, "", 1, 1, false, true, "v6"},
-    {12800, 128, R, 8, 101376, "", 1, 1, true, true, "v38"},
+    {12800, 128, R, 8, 101376, "", 1, 1, true, true, "v6"},
     {12800, 128, R, 12, 101376, "", 1, 1, false, true, "v6"},
-    {12800, 128, R, 9, 232448, "", 1, 1, true, true, "v39"},
+    {12800, 128, R, 9, 232448, "", 1, 1, true, true, "v6"},
     {65536, 128, R, 9, 232448, "", 1, 1, true, true, "v6"},
     {96, 64, R, 9, 232448, "", 1, 1, true, true, "v6"},
     {96, 64, R, 9, 232448, "", 1, 2, true, true, "v6"},
     {96, 64, R, 9, 232448, "", 8, 1, true, true, "v6"},
     {96, 64, R, 9, 232448, "", 8, 2, true, true, "v6"},
     {512, 512, R, 7, 49152, "", 1, 1, true, true, "v6"},
-    {3584, 2048, R, 9, 232448, "", 1, 1, true, true, "v39"},
-    {3584, 2048, R, 9, 232448, "", 1, 2, true, true, "v39"},
+    {3584, 2048, R, 9, 232448, "", 1, 1, true, true, "v6"},
+    {3584, 2048, R, 9, 232448, "", 1, 2, true, true, "v6"},
 };
 
 struct Layout {
@@ -226,7 +231,7 @@ class TestExpertKernelPolicy : public QObject {
   }
 
   void fallbacks() {
-    QCOMPARE(unaligned_row_fallback(3584, 3072), ExpertKernel::v9);
+    QCOMPARE(unaligned_row_fallback(3584, 3072), ExpertKernel::v6);
     QCOMPARE(unaligned_row_fallback(384, 256), ExpertKernel::v6);
     QCOMPARE(kTablesFallback, ExpertKernel::v194);
   }

@@ -299,7 +299,7 @@ int main(int argc, char** argv) {
         synchronize();
       };
       // Shape-major: at each row count every version runs after the same kind of work. Measured
-      // version-major (session 21), a version's T=1 that followed another's T=8 runs came out ~1.3
+      // version-major, a version's T=1 that followed another's T=8 runs came out ~1.3
       // points of D2D lower than the same code run after a T=1 (the GPU's state after the heavier
       // runs), which favoured whichever version the table lists first.
       std::vector<std::string> chosen;

@@ -12,9 +12,10 @@
 namespace deltafin::cuda {
 namespace {
 
+#include "cuda/lab/expert_tasks_lab.cuh"
 #include "cuda/mxfp4_experts_mma.cuh"
 #include "cuda/lab/mxfp4_experts_mma_stages.cuh"
-#include "cuda/mxfp4_experts_imma.cuh"
+#include "cuda/lab/mxfp4_experts_imma.cuh"
 #include "cuda/lab/mxfp4_experts_ws.cuh"
 #include "cuda/mxfp4_experts_direct.cuh"
 
@@ -51,13 +52,20 @@ struct Spec {
 };
 
 const Spec kLab[] = {
-    {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
-    {"v60 k3-exact RO=2 RB=4 tiles 64/64 2 vectors per pass", expert_mlp_kernel<2, 4, 2, 1, 2, 2, 7, 6>, 64, 64, 7, 6,
+    {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_lab_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
+    {"v62 k3-exact RO=1 RB=2 tiles 64/64 2 vectors per pass 3 blocks/SM", expert_mlp_lab_kernel<1, 2, 2, 1, 3, 2, 7, 6>, 64,
+     64, 7, 6, 0, 0, 0, 0, 0, 0, 0, 0, 2},
+    {"v68 k3-exact RO=1 RB=2 tiles 64/64 4 vectors per pass one decode 3 blocks/SM",
+     expert_mlp_lab_kernel<1, 2, 4, 1, 3, 3, 7, 6>, 64, 64, 7, 6, 0, 0, 0, 0, 0, 0, 0, 0, 4},
+    {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_lab_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
+    {"v60 k3-exact RO=2 RB=4 tiles 64/64 2 vectors per pass", expert_mlp_lab_kernel<2, 4, 2, 1, 2, 2, 7, 6>, 64, 64, 7, 6,
      0, 0, 0, 0, 0, 0, 0, 0, 2},
-    {"v61 k3-exact RO=1 RB=2 tiles 64/64 4 vectors per pass", expert_mlp_kernel<1, 2, 4, 1, 2, 2, 7, 6>, 64, 64, 7, 6,
+    {"v61 k3-exact RO=1 RB=2 tiles 64/64 4 vectors per pass", expert_mlp_lab_kernel<1, 2, 4, 1, 2, 2, 7, 6>, 64, 64, 7, 6,
      0, 0, 0, 0, 0, 0, 0, 0, 4},
-    {"v63 k3-exact RO=1 RB=2 tiles 64/64 2 vectors per pass", expert_mlp_kernel<1, 2, 2, 1, 2, 2, 7, 6>, 64, 64, 7, 6,
+    {"v63 k3-exact RO=1 RB=2 tiles 64/64 2 vectors per pass", expert_mlp_lab_kernel<1, 2, 2, 1, 2, 2, 7, 6>, 64, 64, 7, 6,
      0, 0, 0, 0, 0, 0, 0, 0, 2},
+    {"v39 imma ring 4 stages tiles 64/128", expert_mlp_imma_kernel<1, 2, 3, 4>, imma::kTileA, 128, 0, 0, 2, 0, 1, 4},
+    {"v38 imma tiles 64/128 3 blocks/SM", expert_mlp_imma_kernel<1, 2, 3>, imma::kTileA, 128, 0, 0, 2, 0, 1},
     {"v41 imma 2 vectors per pass tiles 64/128", expert_mlp_imma_kernel<2, 2, 2>, imma::kTileA, 128, 0, 0, 2, 0, 2},
     {"v51 ws imma 2 vectors 3 stages tiles 16/32", expert_mlp_ws_kernel<2, 3, 4, 4>, 16, 32, 0, 0, 3, 0, 2, 0, 3, 4, 4, 2},
     {"v55 ws imma 1 vector 3 stages tiles 16/32 16 warps", expert_mlp_ws_kernel<1, 3, 4, 8>, 16, 32, 0, 0, 4, 0, 1, 0, 3, 4, 8, 2},
@@ -107,8 +115,8 @@ const Spec kLab[] = {
      0, 0, 0, 1, 0, 1, 1, 1},
     {"v91 mma fp16x3 fragment order 3 chunks ahead", expert_mlp_direct_kernel<3, 2, 2>, direct::tile_a<2>(),
      direct::tile_b<2>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2},
-    {"v12 k3-exact RO=1 RB=2 tiles 64/64 4 blocks/SM", expert_mlp_kernel<1, 2, 1, 1, 4, 2, 7, 6>, 64, 64, 7, 6},
-    {"v2 RO=4 RB=8 tiles 32/32", expert_mlp_kernel<4, 8, 1, 1, 2, 0>, 32, 32},
+    {"v12 k3-exact RO=1 RB=2 tiles 64/64 4 blocks/SM", expert_mlp_lab_kernel<1, 2, 1, 1, 4, 2, 7, 6>, 64, 64, 7, 6},
+    {"v2 RO=4 RB=8 tiles 32/32", expert_mlp_lab_kernel<4, 8, 1, 1, 2, 0>, 32, 32},
 };
 constexpr int kLabCount = sizeof(kLab) / sizeof(kLab[0]);
 

@@ -1,9 +1,9 @@
 // Warp-specialised integer tensor-core versions of the routed-expert MLP. Included by
-// mxfp4_experts.cu inside its anonymous namespace, after mxfp4_experts_imma.cuh (whose decode, mma
+// lab/expert_kernels_lab.cu inside its anonymous namespace, after mxfp4_experts_imma.cuh (whose decode, mma
 // and activation digits these versions use) and mxfp4_experts_mma.cuh (mbarrier and bulk-copy
 // helpers).
 //
-// Why (docs/PERFORMANCE.md, session 4): the ticket versions hand out one task per ticket. Each
+// Why: the ticket versions hand out one task per ticket. Each
 // task drains its own loads before the next one starts, and the tasks (~200 KB) are so large that
 // at T=1 the last ones run alone on a few SMs: a load-only build of that scheme streamed only 67%
 // of the copy bandwidth at T=1. Here one producer warp per block streams whole tasks into a ring of
@@ -13,7 +13,7 @@
 // the down tasks, cut so that every chunk costs about the same (weight bytes plus a share per
 // activation vector). So the blocks finish together instead of leaving a tail of large tasks.
 //
-// Measured (session 4): the streaming is even, but these versions are slower than the ticket
+// Measured on the H200: the streaming is even, but these versions are slower than the ticket
 // versions (v55 45% of the copy bandwidth at T=1, v51 37-39% at T=1 and T=8; v9 54% / 60%): with
 // one block per SM the consumers cannot issue the imma arithmetic (about 200 warp instructions per
 // KB of weights) fast enough. Kept, like every measured version, for the checker and the benchmark.

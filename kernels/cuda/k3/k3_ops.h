@@ -1,6 +1,9 @@
 #pragma once
-// Kernels of the K3 forward on the GPU that the shared kernel library (kernels/cuda) does not
-// have. All fp32 arithmetic; every output row depends only on its own inputs and the state, with a
+// The K3 forward's own GPU ops (kernels/cuda/k3/, one file per area; engine/cuda runs them), over
+// the shared kernel library (cuda/cuda_kernels.h: BF16 GEMM, RMSNorm, routed experts). The only
+// router and the only SiTU GLU over rows on the GPU are here (the routed-expert kernels apply SiTU
+// inline, cuda_common.cuh's situ_act). deltafin-cuda-check compares each op with a CPU reference.
+// All fp32 arithmetic; every output row depends only on its own inputs and the state, with a
 // reduction order fixed by the shapes (never by T), so a row is bit-identical alone or in a pass.
 // Plain C++ API (Stream = cudaStream_t kept opaque); pointers are device memory.
 #include <cstdint>

@@ -1,6 +1,7 @@
 // Integer tensor-core tasks of the routed-expert MLP (mma.sync.m16n8k32, u8 x s8 -> s32).
-// Included by mxfp4_experts.cu inside its anonymous namespace: the task scheme (tickets, A/B/C
-// tasks, counters) and Params are shared with the FFMA versions there.
+// Lab versions (v38, v39, v41 and the warp-specialised ones): included by lab/expert_kernels_lab.cu
+// inside its anonymous namespace, after mxfp4_experts_mma.cuh; the task scheme (tickets, A/B/C tasks,
+// counters) and Params are expert_tasks.cuh's.
 //
 // Why: the FFMA versions spend about 5 instructions per weight value (E2M1 -> fp16 -> fp32 decode
 // and one FFMA each) and stop near 51-61% of the copy bandwidth; the fp16 tensor-core versions need
@@ -35,8 +36,9 @@
 // land in one lane.
 //
 // Exact and batch invariant; with the cp.async ring (v39) faster than the FFMA versions at T=8
-// (62-65% of the copy bandwidth against 58-62% on an H200),
-// not at T=1 (46-51% against 53%): the row-layout default only off K3's widths (expert_kernel_policy.h).
+// (62-65% of the copy bandwidth against 58-62% on an H200), not at T=1 (46-51% against 53%). Not in
+// the product: it would be the row-layout default only at widths (multiples of 128, not K3's, where
+// fragment order does not fit) that no model Deltafin runs has.
 //
 // Batch invariance: an assignment's digits depend on its own vector only; its mma columns are
 // computed whatever the other assignments are; the per-block, per-lane and cross-lane (fixed
@@ -45,8 +47,29 @@
 // their own Variant::order.
 namespace imma {
 
-// Tiles, digit planes, shared memory and the widths handled: expert_geometry.h (the host needs them too).
-using namespace ::deltafin::cuda::geometry::imma;
+// Tiles, digit planes, shared memory and the widths handled (the lab's host code uses them too).
+constexpr int kRowsA = 8;                 // gate and up rows per warp and A task (16 weight rows)
+constexpr int kTileA = kWarps * kRowsA;   // intermediate rows per A task
+constexpr int kPad = 16;                  // bytes between digit planes: the 8 reading lanes hit distinct banks
+
+DELTAFIN_HOST_DEVICE inline size_t plane_stride(int latent, int inter) {
+  return static_cast<size_t>(latent > inter ? latent : inter) + kPad;
+}
+// Ring versions: per warp, S stages of NR row sets x 32 lanes x (16 weight bytes + 4 scale bytes).
+constexpr int stage_bytes(int nr) { return nr * 32 * 20; }
+// NA vectors x 4 digit planes, then one zero plane (what the non-feeding lanes read).
+DELTAFIN_HOST_DEVICE inline size_t digits_bytes(int latent, int inter, int na) {
+  return (static_cast<size_t>(na) * 4 + 1) * plane_stride(latent, inter);
+}
+inline size_t smem_bytes(int latent, int inter, int na, int stages) {
+  return digits_bytes(latent, inter, na) + static_cast<size_t>(kWarps) * stages * stage_bytes(2);
+}
+
+// Shapes these versions handle: blocks per row a multiple of 4 (one per lane of a row group),
+// whole tiles.
+inline bool fits(int latent, int inter, int tile_b) {
+  return latent % 128 == 0 && inter % 128 == 0 && inter % kTileA == 0 && latent % tile_b == 0;
+}
 
 // mma.sync with integer operands exists from sm_80 on (DELTAFIN_SM80_ASM traps below).
 __device__ __forceinline__ void mma_u8s8(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {

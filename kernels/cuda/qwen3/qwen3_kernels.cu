@@ -3,7 +3,7 @@
 #include <cfloat>
 
 #include "cuda/cuda_common.cuh"
-#include "cuda_qwen3/qwen3_kernels.h"
+#include "cuda/qwen3/qwen3_kernels.h"
 
 namespace deltafin::cuda::qwen3 {
 namespace {
