@@ -28,10 +28,11 @@ packages=(build-essential cmake ninja-build pkg-config git
   libgl-dev libcurl4-openssl-dev libzstd-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   liburing-dev libssl-dev libicu-dev zlib1g-dev python3 xvfb xauth dpkg-dev file)
 # Node.js and npm run test-only tools; a Node.js from elsewhere (which bundles npm) is fine too.
-# The package validators are test-only too (tests/gui/test_package.sh).
+# The package validators are test-only too (tests/gui/test_package.sh), and so is the word list of
+# tests/train/test_demo_speaks.cpp (wamerican's /usr/share/dict/words).
 if [ "$mode" = test ]; then
   command -v npm >/dev/null || packages+=(nodejs npm)
-  packages+=(appstream desktop-file-utils)
+  packages+=(appstream desktop-file-utils wamerican)
 fi
 missing=()
 for p in "${packages[@]}"; do
@@ -69,9 +70,10 @@ case "$mode" in
       say "starting Deltafin on $root"
       exec "$bin/deltafin" run --model-root "$root" --prompt "${DELTAFIN_PROMPT:-Hello}" --stats "$@"
     fi
-    say "no Kimi K3 installed at $root: starting on the bundled demo model (random weights)"
+    say "no Kimi K3 installed at $root: starting on the bundled demo (a small K3 trained on the King James Bible)"
+    # Its DSpark drafter (build/$preset/demo-dspark, beside it) is found and used automatically.
     exec "$bin/deltafin" run --model-root "$here/build/$preset/demo-model" \
-      --prompt "${DELTAFIN_PROMPT:-Hello}" --max-new 24 --stats "$@"
+      --prompt "${DELTAFIN_PROMPT:-Hello}" --max-new 40 --stats "$@"
     ;;
   test)
     export QT_QPA_PLATFORM=offscreen

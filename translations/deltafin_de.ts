@@ -1410,8 +1410,8 @@
         <translation>Deltafin führt das vollständige Kimi K3 auf diesem Rechner aus, jedes Gewicht exakt so, wie Moonshot es ausgeliefert hat. Die nächsten Seiten laden es herunter: entweder vollständig (1,56 TB) oder als Streaming-Installation, die Experten bei der ersten Nutzung lädt.</translation>
     </message>
     <message>
-        <source>Not ready to download? The bundled demo model has K3&apos;s exact format with small random weights, so you can try every part of the app right now. Its answers are gibberish.</source>
-        <translation>Noch nicht bereit zum Herunterladen? Das mitgelieferte Demomodell hat exakt das Format von K3 mit kleinen Zufallsgewichten, sodass Sie jeden Teil der App sofort ausprobieren können. Seine Antworten sind Kauderwelsch.</translation>
+        <source>Not ready to download? The bundled demo model is a very small K3 in K3&apos;s exact format, trained on the King James Bible, so you can try every part of the app right now. It is not Kimi K3: it answers in the Bible&apos;s English.</source>
+        <translation>Noch nicht bereit zum Herunterladen? Das mitgelieferte Demomodell ist ein sehr kleines K3 im exakten Format von K3, trainiert auf der King-James-Bibel, sodass Sie jeden Teil der App sofort ausprobieren können. Es ist nicht Kimi K3: Es antwortet im Englisch der Bibel.</translation>
     </message>
     <message>
         <source>Try the &amp;demo model</source>
@@ -1637,8 +1637,8 @@
         <translation> · %1</translation>
     </message>
     <message>
-        <source>%1, demo model (random weights)</source>
-        <translation>%1, Demomodell (Zufallsgewichte)</translation>
+        <source>%1, demo model (trained on the King James Bible)</source>
+        <translation>%1, Demomodell (trainiert auf der King-James-Bibel)</translation>
     </message>
     <message>
         <source>%1, %2</source>

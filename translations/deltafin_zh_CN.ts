@@ -1408,8 +1408,8 @@
         <translation>Deltafin 在本机运行完整的 Kimi K3，每个权重都与 Moonshot 发布时完全一致。接下来的页面会下载它：可以全部下载（1.56 TB），也可以选择流式安装，在首次使用专家时再获取。</translation>
     </message>
     <message>
-        <source>Not ready to download? The bundled demo model has K3&apos;s exact format with small random weights, so you can try every part of the app right now. Its answers are gibberish.</source>
-        <translation>还不想下载？附带的演示模型与 K3 格式完全相同，只是权重很小且随机，你现在就可以试用应用的所有功能。它的回答是无意义的。</translation>
+        <source>Not ready to download? The bundled demo model is a very small K3 in K3&apos;s exact format, trained on the King James Bible, so you can try every part of the app right now. It is not Kimi K3: it answers in the Bible&apos;s English.</source>
+        <translation>还不想下载？附带的演示模型是一个很小的 K3，格式与 K3 完全相同，在英王钦定本《圣经》上训练，你现在就可以试用应用的所有功能。它不是 Kimi K3：它用《圣经》的英语回答。</translation>
     </message>
     <message>
         <source>Try the &amp;demo model</source>
@@ -1635,8 +1635,8 @@
         <translation> · %1</translation>
     </message>
     <message>
-        <source>%1, demo model (random weights)</source>
-        <translation>%1，演示模型（随机权重）</translation>
+        <source>%1, demo model (trained on the King James Bible)</source>
+        <translation>%1，演示模型（在英王钦定本《圣经》上训练）</translation>
     </message>
     <message>
         <source>%1, %2</source>

@@ -53,9 +53,9 @@ SetupWizard::SetupWizard(Studio* studio, QWidget* parent, Purpose purpose) : QWi
   wl->addWidget(intro);
   const QString demo = bundledDemoModel();
   if (!demo.isEmpty()) {
-    auto* demoText = new QLabel(tr("Not ready to download? The bundled demo model has K3's exact format with "
-                                   "small random weights, so you can try every part of the app right now. "
-                                   "Its answers are gibberish."),
+    auto* demoText = new QLabel(tr("Not ready to download? The bundled demo model is a very small K3 in K3's exact "
+                                   "format, trained on the King James Bible, so you can try every part of the app "
+                                   "right now. It is not Kimi K3: it answers in the Bible's English."),
                                 welcome);
     demoText->setWordWrap(true);
     wl->addWidget(demoText);

@@ -61,7 +61,7 @@ void StatusPanel::setBackend(const BackendInfo& info) {
   if (!info.drafter.isEmpty()) text += tr(" · %1").arg(info.drafter);
   backend_->setText(backend_->fontMetrics().elidedText(text, Qt::ElideMiddle, kBackendMaxWidth));
   QStringList tip;
-  tip << (info.isDemo ? tr("%1, demo model (random weights)").arg(info.name) : tr("%1, %2").arg(info.name, info.modelName));
+  tip << (info.isDemo ? tr("%1, demo model (trained on the King James Bible)").arg(info.name) : tr("%1, %2").arg(info.name, info.modelName));
   if (!info.modelRoot.isEmpty()) tip << info.modelRoot;
   if (!info.fallbackReason.isEmpty()) tip << tr("Not on the GPU: %1").arg(info.fallbackReason);
   if (!info.expertSource.isEmpty()) tip << tr("Experts: %1").arg(info.expertSource);

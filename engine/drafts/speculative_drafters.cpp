@@ -55,8 +55,10 @@ const char* draft_choice_name(DraftChoice c) {
 std::vector<std::string> draft_search_paths(DraftChoice c, const std::string& k3_root) {
   const std::string parent = fs::path(k3_root).lexically_normal().parent_path().string();
   // First where `deltafin setup` installs add-ons (<root>/addons/<folder>, install/model_root.h).
+  // Last, the bundled demo's drafter beside the demo model (<build>/demo-dspark, share/deltafin/demo-dspark):
+  // a DSpark made for another target is refused when it loads, so a K3 never drafts with it.
   if (c == DraftChoice::DSpark)
-    return {k3_root + "/addons/kimi-k3-dspark", k3_root + "/dspark", parent + "/kimi-k3-dspark"};
+    return {k3_root + "/addons/kimi-k3-dspark", k3_root + "/dspark", parent + "/kimi-k3-dspark", parent + "/demo-dspark"};
   if (c == DraftChoice::Qwen)
     return {k3_root + "/addons/qwen3-1.7b-base", k3_root + "/addons/qwen3-0.6b-base", parent + "/qwen3-1.7b-base",
             parent + "/qwen3-0.6b-base", k3_root + "/qwen3"};

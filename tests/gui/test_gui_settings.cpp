@@ -23,6 +23,7 @@
 #include "device_choice.h"
 #include "local_engine.h"
 #include "main_window.h"
+#include "placement/model_byte_map.h"
 #include "server_process.h"
 #include "settings_dialog.h"
 #include "status_panel.h"
@@ -131,7 +132,12 @@ class TestGuiSettings : public QObject {
     auto* reads = dialog->findChild<QComboBox*>("expertReads");
     reads->setCurrentIndex(reads->findData(true));
     QVERIFY(budget->isEnabled());
-    budget->setValue(0.002);  // 2 and 4 MiB: both below the demo model's 160 experts of 32 KiB (the cache never takes more)
+    // 2 and 4 MiB: both below all of the demo model's routed experts, so the cache is sized by the
+    // budget (it never takes more slots than there are experts) and twice the budget is twice the slots.
+    const quint64 expertBytes = deltafin::placement::ModelByteMap::for_model_root(demoModel().toStdString()).all_expert_bytes();
+    QVERIFY2(expertBytes > (quint64(4) << 20) + (quint64(4) << 20) / 4,
+             qPrintable(QString("the demo's experts (%1 bytes) must exceed the 4 MiB budget with room").arg(expertBytes)));
+    budget->setValue(0.002);
     choose(dialog, "cachePolicy", "lru");
     clickOk(dialog);
     QTRY_VERIFY_WITH_TIMEOUT(studio.engine()->isReady() && ramSlots(studio.engine()->info().expertSource) > 0, 120000);

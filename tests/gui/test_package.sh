@@ -25,7 +25,8 @@ app=io.github.deltafin.Studio  # the AppStream id, which also names the .desktop
 for f in ./usr/bin/deltafin ./usr/bin/deltafin-studio ./usr/share/applications/$app.desktop \
          ./usr/share/icons/hicolor/scalable/apps/$app.svg ./usr/share/icons/hicolor/256x256/apps/$app.png \
          ./usr/share/icons/hicolor/48x48/apps/$app.png ./usr/share/metainfo/$app.metainfo.xml \
-         ./usr/lib/systemd/user/deltafin-serve.service ./usr/share/deltafin/demo-model/config.json; do
+         ./usr/lib/systemd/user/deltafin-serve.service ./usr/share/deltafin/demo-model/config.json \
+         ./usr/share/deltafin/demo-dspark/model.safetensors; do
   grep -qxF "$f" "$work/contents" || fail "the package lacks $f"
 done
 
@@ -40,6 +41,11 @@ demo="$root/usr/share/deltafin/demo-model"
 ids=$("$root/usr/bin/deltafin" generate-ids --model-root "$demo" --ids 768,100,200 --max-new 4) ||
   fail "installed deltafin generate-ids on the installed demo model"
 echo "deltafin generate-ids: $ids"
+# The demo's DSpark drafter, installed beside it, is found without --draft-model; the ids do not change.
+drafted=$("$root/usr/bin/deltafin" generate-ids --model-root "$demo" --ids 768,100,200 --max-new 4 --draft dspark \
+  --draft-always --stats 2>"$work/draft-stats") || fail "installed deltafin generate-ids --draft dspark"
+grep -q '"draft_note":"dspark from' "$work/draft-stats" || fail "the installed demo's drafter was not found: $(cat "$work/draft-stats")"
+[ "$drafted" = "$ids" ] || fail "drafting with the demo's drafter changed the ids: $drafted vs $ids"
 
 # No --model-root: the installed app must find its bundled demo model next to itself.
 QT_QPA_PLATFORM=offscreen "$root/usr/bin/deltafin-studio" --screenshot "$work/chat.png" --view chat \
@@ -77,7 +83,8 @@ grep -q '^ExecStart=deltafin serve' "$root/usr/lib/systemd/user/deltafin-serve.s
 cpack -G TGZ -B "$work/tgz" >"$work/cpack-tgz.log" 2>&1 || { cat "$work/cpack-tgz.log"; fail "cpack -G TGZ"; }
 tgz=$(ls "$work"/tgz/*.tar.gz)
 tar -tzf "$tgz" >"$work/tgz-contents"
-for f in bin/deltafin bin/deltafin-studio share/deltafin/demo-model/config.json share/applications/$app.desktop; do
+for f in bin/deltafin bin/deltafin-studio share/deltafin/demo-model/config.json share/deltafin/demo-dspark/config.json \
+         share/applications/$app.desktop; do
   grep -q "/$f\$" "$work/tgz-contents" || fail "the tarball lacks $f"
 done
 echo "PASS: $(basename "$deb") and $(basename "$tgz")"

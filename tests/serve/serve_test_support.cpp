@@ -17,6 +17,7 @@
 namespace deltafin::test {
 
 std::string demo_model_dir() { return build_dir() + "/demo-model"; }
+std::string demo_random_dir() { return build_dir() + "/demo-random"; }
 
 ServerProcess::ServerProcess(const std::vector<std::string>& args) {
   QStringList a{"serve", "--port", "0"};

@@ -13,8 +13,11 @@
 
 namespace deltafin::test {
 
-// The demo model the build makes (random weights, K3 format, with a tokenizer).
+// The bundled demo model the build extracts (trained, K3 format, with a tokenizer; resources/demo).
 std::string demo_model_dir();
+// The random-weight demo (`deltafin synth --preset demo`): for a test that needs a reply which never
+// ends by itself, as the trained demo's replies do.
+std::string demo_random_dir();
 
 class ServerProcess {
  public:
