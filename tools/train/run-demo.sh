@@ -2,7 +2,8 @@
 # The whole demo pipeline in one command: prepare (unless tools/train/work/data exists), train the
 # `demo` K3, export it, train and export its DSpark drafter, print samples and sizes.
 #   tools/train/run-demo.sh [OUT_DIR]        (default: tools/train/work/out)
-# Environment: SEED (default 1), PYTHON (default python3), DRAFT_STEPS (default 3000).
+# Environment: SEED (default 1), PYTHON (default python3), DRAFT_STEPS (default 3000), MINUTES and
+# DRAFT_MINUTES (time limits; the bundled demo: MINUTES=3.0 DRAFT_MINUTES=0.7, tools/train/README.md).
 # On a machine without network, run `python3 tools/train/k3train.py prepare --config demo
 # --data tools/train/work/data` where Debian's bible-kjv is installed and bring that folder along.
 set -euo pipefail
@@ -16,10 +17,11 @@ export PYTHONDONTWRITEBYTECODE=1
 start=$(date +%s)
 "$py" "$here/k3train.py" selftest
 "$py" "$here/k3train.py" check-fixtures
-"$py" "$here/k3train.py" all --config demo --seed "$seed" --work "$work" --out "$out/demo-model" 2>&1 | tee "$out/train.log"
+"$py" "$here/k3train.py" all --config demo --seed "$seed" --work "$work" --out "$out/demo-model" \
+  ${MINUTES:+--minutes "$MINUTES"} 2>&1 | tee "$out/train.log"
 trained=$(date +%s)
 "$py" "$here/k3train.py" dspark --target "$out/demo-model" --data "$work/data" --out "$out/demo-dspark" \
-  --seed "$seed" --steps "${DRAFT_STEPS:-3000}" 2>&1 | tee "$out/dspark.log"
+  --seed "$seed" --steps "${DRAFT_STEPS:-3000}" ${DRAFT_MINUTES:+--minutes "$DRAFT_MINUTES"} 2>&1 | tee "$out/dspark.log"
 done_at=$(date +%s)
 "$py" "$here/k3train.py" sample --model "$out/demo-model" --max-new 40 \
   --prompt Hello --prompt "In the beginning" --prompt "The Lord is my shepherd" --prompt "Blessed are" \
