@@ -73,7 +73,7 @@ case "$mode" in
     say "no Kimi K3 installed at $root: starting on the bundled demo (a small K3 trained on the King James Bible)"
     # Its DSpark drafter (build/$preset/demo-dspark, beside it) is found and used automatically.
     exec "$bin/deltafin" run --model-root "$here/build/$preset/demo-model" \
-      --prompt "${DELTAFIN_PROMPT:-Hello}" --max-new 40 --stats "$@"
+      --prompt "${DELTAFIN_PROMPT:-Hello}" --chat --max-new 80 --stats "$@"
     ;;
   test)
     export QT_QPA_PLATFORM=offscreen

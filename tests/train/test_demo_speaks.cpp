@@ -19,9 +19,10 @@ struct Prompt {
   bool chat;
 };
 
-// Raw prompts as a user would type them after `bootstrap.sh run` (Hello is its default), and chat
-// turns of the kinds the Studio's first conversation starts with.
-const Prompt kPrompts[] = {{"Hello", false},
+// Raw completions of the Bible's openings, and chat turns: `bootstrap.sh run` sends "Hello" as a
+// chat turn (a raw "Hello" is answered "Hello!" and the end of a message, since the model met it only
+// in chat turns), and the Studio's first conversation starts with turns of these kinds.
+const Prompt kPrompts[] = {{"Blessed are", false},
                            {"In the beginning", false},
                            {"The Lord is my shepherd", false},
                            {"And it came to pass", false},
