@@ -46,7 +46,7 @@ mkdir -p "$work/chat" "$work/ram"
 printf '[window]\nchatOptionsOpen=true\n' >"$work/chat/settings.ini"
 printf '[engine]\nramCache=true\nramCacheMiB=64\n' >"$work/ram/settings.ini"
 
-shot chat --model-root "$demo" --data-dir "$work/chat" --prompt "Explain in two sentences why the sky is blue."
+shot chat --model-root "$demo" --data-dir "$work/chat" --prompt "Hello! Who are you?"
 shot setup --hub-url "$hub"
 shot jobs --hub-url "$hub"
 shot bench --model-root "$demo"
