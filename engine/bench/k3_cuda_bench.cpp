@@ -139,7 +139,7 @@ void bench_layers(const std::string& root, const std::vector<int>& rows, int con
   if (context > 0) s.prefill(random_ids(rng, context, c.vocab));
   s.set_layer_timing(true);
   // Timed where decode runs: replayed CUDA graphs record the layer events as graph nodes
-  // (DELTAFIN_CUDA_GRAPHS=off times eager passes, the method of the tables before session 15).
+  // (DELTAFIN_CUDA_GRAPHS=off times eager passes).
   out << "| layer | kind | T | pass | median ms | distinct experts | MB read | floor ms @" << std::setprecision(0)
       << roof.hbm_gbs << " GB/s | ratio |\n| ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n";
   std::vector<float> logits;

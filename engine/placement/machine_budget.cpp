@@ -1,6 +1,7 @@
 #include "placement/machine_budget.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -12,7 +13,16 @@ namespace deltafin::placement {
 
 std::string format_gb(uint64_t bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+  const double gb = bytes / 1e9;
+  if (bytes == 0 || gb >= 1.0) {
+    std::snprintf(buf, sizeof buf, "%.1f GB", gb);
+    return buf;
+  }
+  // Below 1 GB (small models, scaled budgets), three significant digits, rounded up: the figure is
+  // often a minimum the user is told to give back as --ram-budget / --vram-budget.
+  const int decimals = 2 - int(std::floor(std::log10(gb)));
+  const double scale = std::pow(10.0, decimals);
+  std::snprintf(buf, sizeof buf, "%.*f GB", decimals, std::ceil(gb * scale - 1e-6) / scale);
   return buf;
 }
 

@@ -34,7 +34,7 @@ void set_ram_budget(MachineBudget& m, double gb);  // other machines: ram_total 
 // GPUs and each must fit its device; for another machine (other_machine) the GPUs are created.
 void set_vram_budgets(MachineBudget& m, const std::vector<uint64_t>& bytes, bool other_machine);
 
-std::string format_gb(uint64_t bytes);  // "113.5 GB"
+std::string format_gb(uint64_t bytes);  // "113.5 GB"; below 1 GB three digits rounded up, "0.00342 GB"
 
 // The CUDA devices the engine uses, one per logical GPU: `text` is empty (every one of the
 // `visible` devices, in order) or a comma-separated list of device ordinals, e.g. "0,1" or "0,0"

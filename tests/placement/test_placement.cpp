@@ -206,6 +206,17 @@ class TestPlacement : public QObject {
     }
   }
 
+  // Sizes of small models are not "0.0 GB": three digits below 1 GB, rounded up, so a minimum
+  // printed in an error can be given back as a budget.
+  void small_sizes_keep_their_digits() {
+    QCOMPARE(format_gb(113'500'000'000ull), std::string("113.5 GB"));
+    QCOMPARE(format_gb(0), std::string("0.0 GB"));
+    QCOMPARE(format_gb(500'000'000ull), std::string("0.500 GB"));
+    QCOMPARE(format_gb(3'415'700ull), std::string("0.00342 GB"));
+    QCOMPARE(format_gb(999'999'999ull), std::string("1.000 GB"));
+    QVERIFY(std::stod(format_gb(3'415'700ull)) * 1e9 >= 3'415'700.0);
+  }
+
   void budgets_larger_than_the_device() {
     MachineBudget m;
     m.ram_total = 64000000000ull;
