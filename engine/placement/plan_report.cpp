@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "placement/machine_budget.h"
 #include "placement/split_layout.h"
 
 namespace deltafin::placement {
@@ -101,20 +102,16 @@ std::string plan_table(const Plan& p) {
 }
 
 std::string plan_summary(const Plan& p) {
-  char b[512];
-  std::snprintf(b, sizeof b,
-                "plan: spine %.1f GB = %.1f VRAM + %.1f RAM + %.1f disk-streamed; expert tiers %.1f GB VRAM + %.1f GB RAM; "
-                "decode %.3f s/token (%s-bound), prefill %.3f s/token (%s-bound)",
-                (p.spine_in(Home::Vram) + p.spine_in(Home::Ram) + p.spine_in(Home::Disk)) / 1e9, p.spine_in(Home::Vram) / 1e9,
-                p.spine_in(Home::Ram) / 1e9, p.spine_in(Home::Disk) / 1e9,
-                [&] {
-                  uint64_t n = 0;
-                  for (auto v : p.experts.vram_bytes) n += v;
-                  return n / 1e9;
-                }(),
-                p.experts.ram_bytes / 1e9, p.decode.seconds_per_token, p.decode.bound.c_str(), p.prefill.seconds_per_token,
-                p.prefill.bound.c_str());
-  return b;
+  uint64_t vram_experts = 0;
+  for (auto v : p.experts.vram_bytes) vram_experts += v;
+  const uint64_t vram = p.spine_in(Home::Vram), ram = p.spine_in(Home::Ram), disk = p.spine_in(Home::Disk);
+  // %.3g: a demo model's milliseconds and the real model's seconds both keep their digits.
+  char secs[160];
+  std::snprintf(secs, sizeof secs, "decode %.3g s/token (%s-bound), prefill %.3g s/token (%s-bound)",
+                p.decode.seconds_per_token, p.decode.bound.c_str(), p.prefill.seconds_per_token, p.prefill.bound.c_str());
+  return "plan: spine " + format_gb(vram + ram + disk) + " = " + format_gb(vram) + " VRAM + " + format_gb(ram) + " RAM + " +
+         format_gb(disk) + " disk-streamed; expert tiers " + format_gb(vram_experts) + " VRAM + " +
+         format_gb(p.experts.ram_bytes) + " RAM; " + secs;
 }
 
 std::string plan_rates(const Plan& p) {
