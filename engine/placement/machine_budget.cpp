@@ -26,6 +26,14 @@ std::string format_gb(uint64_t bytes) {
   return buf;
 }
 
+std::string format_gb_at_least(uint64_t bytes) {
+  const double gb = bytes / 1e9;
+  if (gb < 1.0) return format_gb(bytes);  // already rounded up
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GB", std::ceil(gb * 10 - 1e-6) / 10);
+  return buf;
+}
+
 MachineBudget this_machine_ram() {
   MachineBudget m;
   std::ifstream f("/proc/meminfo");

@@ -35,6 +35,8 @@ void set_ram_budget(MachineBudget& m, double gb);  // other machines: ram_total 
 void set_vram_budgets(MachineBudget& m, const std::vector<uint64_t>& bytes, bool other_machine);
 
 std::string format_gb(uint64_t bytes);  // "113.5 GB"; below 1 GB three digits rounded up, "0.00342 GB"
+// A minimum the user is told to give: never rounded below it ("1.2 GB" for 1.116 GB).
+std::string format_gb_at_least(uint64_t bytes);
 
 // The CUDA devices the engine uses, one per logical GPU: `text` is empty (every one of the
 // `visible` devices, in order) or a comma-separated list of device ordinals, e.g. "0,1" or "0,0"

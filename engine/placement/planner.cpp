@@ -153,7 +153,7 @@ Plan plan_with(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
                     format_gb(p.ram_minimum) + " (routers and small tensors " + format_gb(small_widened) + ", session state for " +
                     std::to_string(o.context_tokens) + " tokens " + format_gb(state) + ", scratch " +
                     format_gb(o.ram_scratch_bytes) + ", two stream buffers of the largest layer " + format_gb(2 * largest) + ")",
-                "give --ram-budget " + format_gb(p.ram_minimum) + " or more");
+                "give --ram-budget " + format_gb_at_least(p.ram_minimum) + " or more");
 
   // VRAM: every GPU holds scratch and (the upper bound) the whole session state; GPU 0 also two
   // stream buffers when not every unit fits in VRAM (RAM-homed layers computed there stream in).
@@ -169,7 +169,7 @@ Plan plan_with(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
                       " is below the smallest working set, " + format_gb(p.vram_minimum) + " (scratch " +
                       format_gb(o.gpu_scratch_bytes) + ", session state " + format_gb(state) + ", the largest layer " +
                       format_gb(largest) + ")",
-                  "give --vram-budget " + format_gb(p.vram_minimum) + " or more for it");
+                  "give --vram-budget " + format_gb_at_least(p.vram_minimum) + " or more for it");
     p.vram_reserved[g] = o.gpu_scratch_bytes + state + (g == 0 && !all_fit_vram && gpu_stream_buffers ? 2 * largest : 0);
     vram_avail[g] = budget.gpus[g].budget > p.vram_reserved[g] ? budget.gpus[g].budget - p.vram_reserved[g] : 0;
   }

@@ -215,6 +215,9 @@ class TestPlacement : public QObject {
     QCOMPARE(format_gb(3'415'700ull), std::string("0.00342 GB"));
     QCOMPARE(format_gb(999'999'999ull), std::string("1.000 GB"));
     QVERIFY(std::stod(format_gb(3'415'700ull)) * 1e9 >= 3'415'700.0);
+    QCOMPARE(format_gb(1'116'000'000ull), std::string("1.1 GB"));
+    QCOMPARE(format_gb_at_least(1'116'000'000ull), std::string("1.2 GB"));
+    QCOMPARE(format_gb_at_least(1'100'000'000ull), std::string("1.1 GB"));
   }
 
   void budgets_larger_than_the_device() {
@@ -266,7 +269,7 @@ class TestPlacement : public QObject {
     const Plan p = make_plan(ModelByteMap::from_config(cfg), big, assumed_desktop());
     auto small = test::run_process({bin, "plan", "--model-root", meta, "--other-machine", "--ram-budget", "5"});
     QCOMPARE(small.code, 1);
-    QVERIFY2(small.err.find("give --ram-budget " + format_gb(p.ram_minimum) + " or more") != std::string::npos, small.err.c_str());
+    QVERIFY2(small.err.find("give --ram-budget " + format_gb_at_least(p.ram_minimum) + " or more") != std::string::npos, small.err.c_str());
     // A VRAM budget on this machine, which the test takes to have no GPU this build can use.
     auto nogpu = test::run_process({bin, "plan", "--model-root", meta, "--vram-budget", "24", "--disk-gbps", "7"});
 #ifndef DELTAFIN_HAVE_CUDA_K3
