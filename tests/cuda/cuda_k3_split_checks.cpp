@@ -23,6 +23,7 @@
 #include "placement/split_session.h"
 #include "runtime/generate.h"
 #include "support/golden_tensors.h"
+#include "support/split_test_rates.h"
 
 namespace deltafin::cuda::check {
 namespace {
@@ -96,21 +97,6 @@ Result arm(const std::string& dir, const std::string& name, const SplitLayout& l
   return r;
 }
 
-Bandwidths tiny_rates() {
-  // The CPU streams weights a little faster than PCIe (decode on the CPU), its matmul rate is low
-  // (prefill on the GPU), so the plans below use every kind of unit.
-  Bandwidths b;
-  b.disk_gbps = 2;
-  b.ram_gbps = 20;
-  b.cpu_bf16_gbps = 10;
-  b.cpu_mxfp4_gbps = 8;
-  b.cpu_gflops = 50;
-  b.h2d_gbps = 9;
-  b.hbm_gbps = 1000;
-  b.gpu_tflops = 100;
-  return b;
-}
-
 }  // namespace
 
 std::vector<Result> k3_split(const std::string& dir) {
@@ -159,12 +145,12 @@ std::vector<Result> k3_split(const std::string& dir) {
   MachineBudget b;
   b.ram_budget = 1ull << 40;
   b.gpus.push_back(GpuBudget{"GPU 0", 1ull << 40, 0});
-  const Plan full = make_plan(bytes, b, tiny_rates(), o);
+  const Plan full = make_plan(bytes, b, deltafin::test::split_test_rates(), o);
   const uint64_t vlo = full.vram_minimum, vhi = vlo + bytes.spine_bytes();
   for (int i = 0; i <= 5; ++i) {
     b.gpus[0].budget = vlo + (vhi - vlo) * uint64_t(i) / 5;
     b.ram_budget = i % 2 ? 1ull << 40 : full.ram_minimum + bytes.largest_unit_bytes();
-    const Plan plan = make_plan(bytes, b, tiny_rates(), o);
+    const Plan plan = make_plan(bytes, b, deltafin::test::split_test_rates(), o);
     out.push_back(arm(dir, "plan for VRAM " + format_gb(b.gpus[0].budget) + ", RAM " + format_gb(b.ram_budget), split_layout(plan),
                       host_spine_placement(plan), gs, gpu_ids, cpu_ids));
   }
@@ -184,7 +170,7 @@ std::vector<Result> k3_split(const std::string& dir) {
     said.clear();
     b.gpus[0].budget = vlo - 1;
     try {
-      make_plan(bytes, b, tiny_rates(), o);
+      make_plan(bytes, b, deltafin::test::split_test_rates(), o);
     } catch (const Error& e) {
       said = e.what();
     }

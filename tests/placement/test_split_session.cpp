@@ -18,6 +18,7 @@
 #include "placement/split_session.h"
 #include "runtime/generate.h"
 #include "runtime/k3_model.h"
+#include "support/split_test_rates.h"
 #include "support/test_support.h"
 #include "synth/k3_synth.h"
 
@@ -149,19 +150,24 @@ DeviceLayout two_gpus(int layers, int a, int b, int head) {
   return d;
 }
 
-Bandwidths rates() {
-  // The CPU streams weights a little faster than PCIe, so a unit in RAM decodes on the CPU; its
-  // matmul rate is low, so prefill passes copy it to the GPU.
-  Bandwidths b;
-  b.disk_gbps = 2;
-  b.ram_gbps = 20;
-  b.cpu_bf16_gbps = 10;
-  b.cpu_mxfp4_gbps = 8;
-  b.cpu_gflops = 50;
-  b.h2d_gbps = 9;
-  b.hbm_gbps = 1000;
-  b.gpu_tflops = 100;
-  return b;
+// A verify-style pass of four rows of which two are kept, then one more row: the split session's
+// logits equal one whole session's at each pass.
+void same_logits_through_partial_commits(K3Session& plain, SplitSession& s) {
+  PassOptions o;
+  o.partial_commit = true;
+  std::vector<float> want, got;
+  const std::vector<int32_t> four = {4, 8, 15, 16};
+  plain.stage(four, want, o);
+  s.stage(four, got, o);
+  QVERIFY(want == got);
+  plain.commit(2);
+  s.commit(2);
+  const std::vector<int32_t> one = {23};
+  plain.stage(one, want, {});
+  s.stage(one, got, {});
+  QVERIFY(want == got);
+  plain.commit(1);
+  s.commit(1);
 }
 
 }  // namespace
@@ -217,21 +223,8 @@ class TestSplitSession : public QObject {
     SplitLayout layout = split_at(cfg_.layers, 3, true);
     layout.layers[5] = SplitUnit{GpuCopy::Streamed, false, true, false};  // moves between the sides
     SplitSession s(a, b, layout);
-    PassOptions o;
-    o.partial_commit = true;
-    std::vector<float> want, got;
-    const std::vector<int32_t> four = {4, 8, 15, 16};
-    plain.stage(four, want, o);
-    s.stage(four, got, o);
-    QVERIFY(want == got);
-    plain.commit(2);
-    s.commit(2);
-    const std::vector<int32_t> one = {23};
-    plain.stage(one, want, {});
-    s.stage(one, got, {});
-    QVERIFY(want == got);
-    plain.commit(1);
-    s.commit(1);
+    same_logits_through_partial_commits(plain, s);
+    if (QTest::currentTestFailed()) return;
     QCOMPARE(s.n_past(), int64_t(3));
     QVERIFY(s.stats().state_moves > 0);
     // The merged state is the plain session's, whichever side holds each layer.
@@ -242,6 +235,10 @@ class TestSplitSession : public QObject {
       QVERIFY(ws.mla[size_t(l)].cache == gs.mla[size_t(l)].cache);
     }
     // A rolled back pass leaves nothing behind.
+    PassOptions o;
+    o.partial_commit = true;
+    std::vector<float> want, got;
+    const std::vector<int32_t> four = {4, 8, 15, 16}, one = {23};
     s.stage(four, got, o);
     s.rollback();
     plain.stage(one, want, {});
@@ -269,14 +266,14 @@ class TestSplitSession : public QObject {
     MachineBudget b;
     b.ram_budget = 1ull << 40;
     b.gpus.push_back(GpuBudget{"GPU 0", 1ull << 40, 0});
-    const Plan full = make_plan(bytes, b, rates(), o);
+    const Plan full = make_plan(bytes, b, deltafin::test::split_test_rates(), o);
     const uint64_t vlo = full.vram_minimum, vhi = vlo + bytes.spine_bytes();
     int split = 0, mixed = 0, disk = 0, n = 0;
     for (uint64_t i = 0; i <= 7; ++i) {
       b.gpus[0].budget = vlo + (vhi - vlo) * i / 7;
       // Every other budget also leaves part of the spine on disk.
       b.ram_budget = i % 2 ? 1ull << 40 : full.ram_minimum + bytes.largest_unit_bytes();
-      const Plan plan = make_plan(bytes, b, rates(), o);
+      const Plan plan = make_plan(bytes, b, deltafin::test::split_test_rates(), o);
       const SplitLayout layout = split_layout(plan);
       K3Model::Options mo;
       mo.spine = host_spine_placement(plan);
@@ -301,7 +298,7 @@ class TestSplitSession : public QObject {
     // Budgets the plan refuses: below one layer's working set (the error says the minimum).
     b.gpus[0].budget = vlo - 1;
     try {
-      make_plan(bytes, b, rates(), o);
+      make_plan(bytes, b, deltafin::test::split_test_rates(), o);
       QFAIL("a VRAM budget below the minimum was accepted");
     } catch (const Error& e) {
       QVERIFY2(std::string(e.what()).find(format_gb(vlo)) != std::string::npos, e.what());
@@ -309,8 +306,8 @@ class TestSplitSession : public QObject {
     // Several GPUs: a one-GPU layout is refused, the plan runs as a device layout.
     b.gpus[0].budget = 1ull << 40;
     b.gpus.push_back(GpuBudget{"GPU 1", 1ull << 40, 0});
-    QVERIFY_THROWS_EXCEPTION(Error, split_layout(make_plan(bytes, b, rates(), o)));
-    QCOMPARE(device_layout(make_plan(bytes, b, rates(), o)).gpus.size(), size_t(2));
+    QVERIFY_THROWS_EXCEPTION(Error, split_layout(make_plan(bytes, b, deltafin::test::split_test_rates(), o)));
+    QCOMPARE(device_layout(make_plan(bytes, b, deltafin::test::split_test_rates(), o)).gpus.size(), size_t(2));
   }
 
   void several_gpus_every_pair_of_split_points() {
@@ -361,21 +358,8 @@ class TestSplitSession : public QObject {
     K3Session plain(*model_), c(*model_), g0(*model_), g1(*model_);
     HoldingSession h0(g0), h1(g1);
     SplitSession s(c, {&h0, &h1}, d, {"GPU 0 (test)", "GPU 1 (test)"});
-    PassOptions o;
-    o.partial_commit = true;
-    std::vector<float> want, got;
-    const std::vector<int32_t> four = {4, 8, 15, 16};
-    plain.stage(four, want, o);
-    s.stage(four, got, o);
-    QVERIFY(want == got);
-    plain.commit(2);
-    s.commit(2);
-    const std::vector<int32_t> one = {23};
-    plain.stage(one, want, {});
-    s.stage(one, got, {});
-    QVERIFY(want == got);
-    plain.commit(1);
-    s.commit(1);
+    same_logits_through_partial_commits(plain, s);
+    if (QTest::currentTestFailed()) return;
     QVERIFY(s.stats().state_moves > 0);
     QCOMPARE(s.state_device()[5], kCpu);
     QCOMPARE(s.state_device()[3], 1);
@@ -397,7 +381,7 @@ class TestSplitSession : public QObject {
     MachineBudget one;
     one.ram_budget = 1ull << 40;
     one.gpus.push_back(GpuBudget{"GPU 0", 1ull << 40, 0});
-    const Plan full = make_plan(bytes, one, rates(), o);
+    const Plan full = make_plan(bytes, one, deltafin::test::split_test_rates(), o);
     const uint64_t vlo = full.vram_minimum, spine = bytes.spine_bytes();
     int multi = 0;
     for (int ngpu : {2, 3})
@@ -407,7 +391,7 @@ class TestSplitSession : public QObject {
         // Each GPU a share of the spine: together from a few layers to all of it.
         const uint64_t each = vlo + spine * uint64_t(i + 1) / uint64_t(4 * ngpu);
         for (int g = 0; g < ngpu; ++g) b.gpus.push_back(GpuBudget{"GPU " + std::to_string(g), each, 0});
-        const Plan p = make_plan(bytes, b, rates(), o);
+        const Plan p = make_plan(bytes, b, deltafin::test::split_test_rates(), o);
         const std::vector<GpuRange> r = gpu_ranges(p);
         QCOMPARE(int(r.size()), ngpu);
         // The ranges follow one another from layer 0 in GPU order; each within its budget.
@@ -483,10 +467,10 @@ class TestSplitSession : public QObject {
     MachineBudget b;
     b.ram_budget = 1ull << 40;
     b.gpus.push_back(GpuBudget{"GPU 0", 1ull << 40, 0});
-    const uint64_t vlo = make_plan(bytes, b, rates(), o).vram_minimum;
+    const uint64_t vlo = make_plan(bytes, b, deltafin::test::split_test_rates(), o).vram_minimum;
     b.gpus.push_back(GpuBudget{"GPU 1", vlo - 1, 0});
     try {
-      make_plan(bytes, b, rates(), o);
+      make_plan(bytes, b, deltafin::test::split_test_rates(), o);
       QFAIL("GPU 1's budget below one layer's working set was accepted");
     } catch (const Error& e) {
       const std::string w = e.what();
