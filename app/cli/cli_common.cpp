@@ -18,7 +18,8 @@ std::vector<int32_t> parse_ids(const std::string& text) {
     item = item.substr(a, b - a + 1);
     char* end = nullptr;
     long v = std::strtol(item.c_str(), &end, 10);
-    if (*end != 0 || v < 0 || v > INT32_MAX) throw Error("'" + item + "' in --ids is not a token id", "write ids like 1,2,3");
+    if (*end != 0 || v < 0 || v > INT32_MAX)
+      throw Error("'" + item + "' in --ids is not a token id", "write ids like 1,2,3");
     ids.push_back(static_cast<int32_t>(v));
   }
   if (ids.empty()) throw Error("--ids is empty", "give at least one token id, e.g. --ids 1,2,3");

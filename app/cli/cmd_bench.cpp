@@ -64,9 +64,11 @@ ParsedArm parse_arm(const std::string& spec) {
     p.parse(rev);
   } catch (const CLI::ParseError& e) {
     throw Error("arm '" + arm.name + "': " + e.what(),
-                "arm flags: --mmap --compute-floor --ram-cache GB --ram-budget GB --policy lru|lfu|heat --no-prefetch --page-cache --io uring|pread --qd N --threads N --heat FILE");
+                "arm flags: --mmap --compute-floor --ram-cache GB --ram-budget GB --policy lru|lfu|heat --no-prefetch "
+                "--page-cache --io uring|pread --qd N --threads N --heat FILE");
   }
-  if (mmap && arm.compute_floor) throw Error("arm '" + arm.name + "': --compute-floor needs the RAM tier", "drop --mmap");
+  if (mmap && arm.compute_floor)
+    throw Error("arm '" + arm.name + "': --compute-floor needs the RAM tier", "drop --mmap");
   if (!mmap) arm.store = f.options();
   out.arm = arm;
   out.ram_cache_given = cache_opt->count() > 0;
@@ -84,13 +86,21 @@ void add_bench(CLI::App& app) {
     bool cold_only = false, warm_only = false, no_bw = false;
   };
   auto o = std::make_shared<Opts>();
-  auto* c = app.add_subcommand("bench", "Compare configurations (arms) on one workload; exits 3 if any arm's output differs");
+  auto* c =
+      app.add_subcommand("bench", "Compare configurations (arms) on one workload; exits 3 if any arm's output differs");
   c->add_option("--model-root", o->root, "Model folder")->required();
-  c->add_option("--arm", o->arms, "NAME:FLAGS, e.g. 'lru:--ram-cache 12 --policy lru' (repeatable; default: one mmap arm)");
+  c->add_option("--arm", o->arms,
+                "NAME:FLAGS, e.g. 'lru:--ram-cache 12 --policy lru' (repeatable; default: one mmap arm)");
   c->add_option("--prompt-ids", o->ids, "Prompt ids (default: --prompt-len seeded random ids after [BOS])");
-  c->add_option("--prompt-len", o->prompt_len, "Random prompt length")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  c->add_option("--new", o->new_tokens, "Tokens to decode per run")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  c->add_option("--reps", o->reps, "Repetitions per arm (alternating order)")->check(CLI::Range(1, 1000))->capture_default_str();
+  c->add_option("--prompt-len", o->prompt_len, "Random prompt length")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  c->add_option("--new", o->new_tokens, "Tokens to decode per run")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  c->add_option("--reps", o->reps, "Repetitions per arm (alternating order)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   c->add_flag("--cold-only", o->cold_only, "Only runs that start with empty expert caches");
   c->add_flag("--warm-only", o->warm_only, "Only runs that follow a run of the same workload");
   c->add_flag("--no-bandwidth", o->no_bw, "Skip the O_DIRECT bandwidth probe");
@@ -109,7 +119,8 @@ void add_bench(CLI::App& app) {
     } else {
       std::mt19937 rng(7);
       if (cfg.bos_token_id >= 0) plan.prompt.push_back(static_cast<int32_t>(cfg.bos_token_id));
-      while (static_cast<int>(plan.prompt.size()) < o->prompt_len) plan.prompt.push_back(static_cast<int32_t>(rng() % 256));
+      while (static_cast<int>(plan.prompt.size()) < o->prompt_len)
+        plan.prompt.push_back(static_cast<int32_t>(rng() % 256));
     }
     std::vector<ParsedArm> parsed;
     for (const auto& a : o->arms) parsed.push_back(parse_arm(a));
@@ -135,26 +146,29 @@ void add_bench(CLI::App& app) {
     }
     auto report = run_bench(plan, arms, [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); });
     std::ofstream(o->out) << report.json() << "\n";
-    std::printf("%-14s %-8s %12s %13s %8s %11s %10s %11s %8s %8s %9s %8s %11s\n", "arm", "mode", "decode s/tok", "(min-max)",
-                "RAM hit", "disk MB/tok", "read MB/t", "disk floor", "t/max", "t/sum", "steal s/t", "t/vm", "pred 1/2");
-    std::printf("(disk floor: needed bytes (misses and used prefetches) / the faster of the O_DIRECT probe before the run and\n"
-                " the run's own read rate; read MB/t adds the prefetches never used; pred: precision of the next-layer\n"
-                " prediction one and two layers ahead)\n");
+    std::printf("%-14s %-8s %12s %13s %8s %11s %10s %11s %8s %8s %9s %8s %11s\n", "arm", "mode", "decode s/tok",
+                "(min-max)", "RAM hit", "disk MB/tok", "read MB/t", "disk floor", "t/max", "t/sum", "steal s/t", "t/vm",
+                "pred 1/2");
+    std::printf(
+        "(disk floor: needed bytes (misses and used prefetches) / the faster of the O_DIRECT probe before the run and\n"
+        " the run's own read rate; read MB/t adds the prefetches never used; pred: precision of the next-layer\n"
+        " prediction one and two layers ahead)\n");
     auto j = nlohmann::json::parse(report.json());
     for (const auto& s : j["summary"]) {
       auto med = [&](const char* k) { return s.contains(k) ? s[k]["median"].get<double>() : 0.0; };
       std::printf("%-14s %-8s %12.4f %6.3f-%-6.3f %7.1f%% %11.1f %10.1f %11.4f", s["arm"].get<std::string>().c_str(),
                   s["mode"].get<std::string>().c_str(), med("decode_seconds_per_token"),
-                  s["decode_seconds_per_token"]["min"].get<double>(), s["decode_seconds_per_token"]["max"].get<double>(),
-                  100 * med("decode_ram_hit_rate"), med("decode_disk_bytes_per_token") / 1e6,
-                  med("decode_read_bytes_per_token") / 1e6, med("decode_disk_floor_seconds"));
+                  s["decode_seconds_per_token"]["min"].get<double>(),
+                  s["decode_seconds_per_token"]["max"].get<double>(), 100 * med("decode_ram_hit_rate"),
+                  med("decode_disk_bytes_per_token") / 1e6, med("decode_read_bytes_per_token") / 1e6,
+                  med("decode_disk_floor_seconds"));
       if (s.contains("decode_vs_max_floor"))
         std::printf(" %8.3f %8.3f %9.3f %8.3f", med("decode_vs_max_floor"), med("decode_vs_sum_of_floors"),
                     med("decode_steal_cpu_seconds_per_token"), med("decode_vs_steal_adjusted_floor"));
-      else
-        std::printf(" %8s %8s %9s %8s", "-", "-", "-", "-");
+      else std::printf(" %8s %8s %9s %8s", "-", "-", "-", "-");
       if (s.contains("prediction_precision_1_ahead"))
-        std::printf(" %5.1f/%-5.1f", 100 * med("prediction_precision_1_ahead"), 100 * med("prediction_precision_2_ahead"));
+        std::printf(" %5.1f/%-5.1f", 100 * med("prediction_precision_1_ahead"),
+                    100 * med("prediction_precision_2_ahead"));
       std::printf("\n");
     }
     for (const auto& f : j["compute_floors"])
@@ -162,9 +176,10 @@ void add_bench(CLI::App& app) {
                   f["threads"].get<int>() ? std::to_string(f["threads"].get<int>()).c_str() : "all",
                   f["seconds_per_token"].get<double>());
     if (!j["compute_floors"].empty())
-      std::printf("t/max and t/sum: each run against max(disk floor, compute floor) and their sum, same thread count;\n"
-                  "steal s/t: CPU seconds per token the hypervisor took (/proc/stat); t/vm: against max(disk floor,\n"
-                  "compute floor + steal / compute threads), what a VM that charges disk emulation to its CPUs allows\n");
+      std::printf(
+          "t/max and t/sum: each run against max(disk floor, compute floor) and their sum, same thread count;\n"
+          "steal s/t: CPU seconds per token the hypervisor took (/proc/stat); t/vm: against max(disk floor,\n"
+          "compute floor + steal / compute threads), what a VM that charges disk emulation to its CPUs allows\n");
     for (size_t i = 0; i < arms.size(); ++i) {
       if (!plans[i]) continue;
       const auto& p = *plans[i];
@@ -186,13 +201,14 @@ void add_bench(CLI::App& app) {
         std::printf("plan: unavailable (%s)\n", e.what());
       }
     }
-    std::printf("O_DIRECT read bandwidth (median of the probes) %.2f GB/s (%s); results in %s\n", report.direct_read_gbps, report.io_engine.c_str(),
-                o->out.c_str());
+    std::printf("O_DIRECT read bandwidth (median of the probes) %.2f GB/s (%s); results in %s\n",
+                report.direct_read_gbps, report.io_engine.c_str(), o->out.c_str());
     if (!report.ids_identical) {
       std::fprintf(stderr, "ORACLE FAILED: %s\n", report.first_difference.c_str());
       exit_code = 3;
     } else {
-      std::printf("oracle: every run produced the same %zu ids\n", report.runs.empty() ? size_t(0) : report.runs[0].ids.size());
+      std::printf("oracle: every run produced the same %zu ids\n",
+                  report.runs.empty() ? size_t(0) : report.runs[0].ids.size());
     }
   });
 }

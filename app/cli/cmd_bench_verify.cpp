@@ -20,14 +20,19 @@ void add_bench_verify(CLI::App& app) {
     int context = 64, reps = 5, threads = 0;
   };
   auto o = std::make_shared<Opts>();
-  auto* c = app.add_subcommand("bench-verify", "Time verify passes of T rows and print the break-even acceptance (JSON)");
+  auto* c =
+      app.add_subcommand("bench-verify", "Time verify passes of T rows and print the break-even acceptance (JSON)");
   c->add_option("--model-root", o->root, "Model folder")->required();
   c->add_option("--rows", o->rows, "Row counts T, comma separated")->capture_default_str();
   c->add_option("--experts", o->experts, "resident (page cache, warmed) or streamed (read from disk every pass)")
       ->check(CLI::IsMember({"resident", "streamed"}))
       ->capture_default_str();
-  c->add_option("--context", o->context, "Tokens prefilled before timing")->check(CLI::Range(0, 1 << 20))->capture_default_str();
-  c->add_option("--reps", o->reps, "Timed passes per T (median reported)")->check(CLI::Range(1, 1000))->capture_default_str();
+  c->add_option("--context", o->context, "Tokens prefilled before timing")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  c->add_option("--reps", o->reps, "Timed passes per T (median reported)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   c->add_option("--threads", o->threads, "Worker threads (0 = all cores)");
   c->add_option("--out", o->out, "Also write the JSON here");
   add_device_option(c, o->device);

@@ -55,10 +55,14 @@ void print_size(const CacheOpts& o) {
   auto c = open_cache(o, true);
   const auto& s = *c.source;
   if (o.json) {
-    std::printf("%s\n", nlohmann::json{{"cached_bytes", s.cached_bytes()}, {"cached_experts", s.cached_experts()}, {"cap_bytes", s.cap_bytes()}}.dump().c_str());
+    std::printf("%s\n", nlohmann::json{{"cached_bytes", s.cached_bytes()},
+                                       {"cached_experts", s.cached_experts()},
+                                       {"cap_bytes", s.cap_bytes()}}
+                            .dump()
+                            .c_str());
   } else {
-    std::printf("%zu experts cached, %s of a %s cap\n", s.cached_experts(), format_bytes_exact(s.cached_bytes()).c_str(),
-                format_bytes(s.cap_bytes()).c_str());
+    std::printf("%zu experts cached, %s of a %s cap\n", s.cached_experts(),
+                format_bytes_exact(s.cached_bytes()).c_str(), format_bytes(s.cap_bytes()).c_str());
   }
 }
 
@@ -89,7 +93,8 @@ void warm(const CacheOpts& o) {
       if (s.experts_in_layer(l) > 0) layers.push_back(l);
   } else {
     if (o.layer < 0 || o.layer >= s.layer_count() || s.experts_in_layer(o.layer) == 0)
-      throw Error("cache warm needs --layer L of a layer with routed experts, or --all", "see deltafin cache warm --help");
+      throw Error("cache warm needs --layer L of a layer with routed experts, or --all",
+                  "see deltafin cache warm --help");
     layers.push_back(o.layer);
   }
   const uint64_t before = s.counters().bytes_fetched;
@@ -102,9 +107,10 @@ void warm(const CacheOpts& o) {
     warmed += experts.size();
     std::fprintf(stderr, "layer %d: %zu experts cached\n", l, experts.size());
   }
-  std::printf("fetched %s; the cache holds %s of a %s cap%s\n", format_bytes(s.counters().bytes_fetched - before).c_str(),
-              format_bytes(s.cached_bytes()).c_str(), format_bytes(s.cap_bytes()).c_str(),
-              s.cached_experts() < warmed ? " (the cap is smaller than all experts: the coldest were evicted again)" : "");
+  std::printf(
+      "fetched %s; the cache holds %s of a %s cap%s\n", format_bytes(s.counters().bytes_fetched - before).c_str(),
+      format_bytes(s.cached_bytes()).c_str(), format_bytes(s.cap_bytes()).c_str(),
+      s.cached_experts() < warmed ? " (the cap is smaller than all experts: the coldest were evicted again)" : "");
 }
 
 }  // namespace
@@ -114,7 +120,8 @@ void add_cache(CLI::App& app) {
   auto* c = app.add_subcommand("cache", "Inspect, warm, evict and verify the stream install's expert cache");
   c->require_subcommand(1);
   auto common = [&](CLI::App* s) {
-    s->add_option("--model-root", o->root, "K3's folder (default $DELTAFIN_MODEL_ROOT or ~/.local/share/deltafin/models/kimi-k3)");
+    s->add_option("--model-root", o->root,
+                  "K3's folder (default $DELTAFIN_MODEL_ROOT or ~/.local/share/deltafin/models/kimi-k3)");
     s->add_flag("--json", o->json, "JSON output");
   };
   auto* list = c->add_subcommand("list", "Cached experts by layer");
@@ -139,16 +146,19 @@ void add_cache(CLI::App& app) {
     auto cache = open_cache(*o, true);
     size_t in_use = 0;
     uint64_t freed = cache.source->evict_to(o->all ? 0 : parse_size(o->to), &in_use);
-    std::printf("evicted %s; cache holds %s\n", format_bytes(freed).c_str(), format_bytes(cache.source->cached_bytes()).c_str());
+    std::printf("evicted %s; cache holds %s\n", format_bytes(freed).c_str(),
+                format_bytes(cache.source->cached_bytes()).c_str());
     if (in_use)
       std::printf("kept %zu expert%s in use by a running engine; they can be evicted once it lets go of them\n", in_use,
                   in_use == 1 ? "" : "s");
   });
   auto* v = c->add_subcommand("verify", "Check the cache index against the files and hash complete shards");
   common(v);
-  auto* fetch = v->add_flag("--fetch", o->fetch, "Fetch what each shard lacks, so that every shard is checked against the Hub's SHA-256");
+  auto* fetch = v->add_flag("--fetch", o->fetch,
+                            "Fetch what each shard lacks, so that every shard is checked against the Hub's SHA-256");
   // On K3, --fetch downloads every expert (1.4 TB); one shard is about 15 GB.
-  v->add_option("--shard", o->shards, "Fetch what this shard lacks and check only it against the Hub's SHA-256 (repeatable)")
+  v->add_option("--shard", o->shards,
+                "Fetch what this shard lacks and check only it against the Hub's SHA-256 (repeatable)")
       ->excludes(fetch);
   v->add_option("--hub-url", o->hub_url, "Hub base URL (default: the one setup used)");
   v->callback([o] {
@@ -160,7 +170,8 @@ void add_cache(CLI::App& app) {
       for (const auto& name : o->shards) {
         const auto it = std::find_if(shards.begin(), shards.end(), [&](const auto& s) { return s.name == name; });
         if (it == shards.end())
-          throw Error("the stream install has no shard named " + name, "deltafin doctor names the unverified shards; give one of those");
+          throw Error("the stream install has no shard named " + name,
+                      "deltafin doctor names the unverified shards; give one of those");
         try {
           cache.source->verify_shard(static_cast<uint32_t>(it - shards.begin()));
           std::printf("%s: complete and verified against the Hub's SHA-256\n", name.c_str());
@@ -180,8 +191,9 @@ void add_cache(CLI::App& app) {
         if (s.verified) ++verified;
         else unverified_bytes += s.present_bytes;
       }
-      std::printf("%zu of %zu shards verified against the Hub's SHA-256; %s on disk not yet verified%s\n", verified, shards.size(),
-                  format_bytes(unverified_bytes).c_str(), verified < shards.size() && !o->fetch ? " (--fetch completes and checks them)" : "");
+      std::printf("%zu of %zu shards verified against the Hub's SHA-256; %s on disk not yet verified%s\n", verified,
+                  shards.size(), format_bytes(unverified_bytes).c_str(),
+                  verified < shards.size() && !o->fetch ? " (--fetch completes and checks them)" : "");
     } else {
       auto rep = run_doctor(root, true);
       for (const auto& f : rep.findings)

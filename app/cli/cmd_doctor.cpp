@@ -14,8 +14,10 @@ void add_doctor(CLI::App& app) {
     bool verify = false, json = false;
   };
   auto o = std::make_shared<Opts>();
-  auto* c = app.add_subcommand("doctor", "Check what is installed, complete and verified, and what to do about problems (offline)");
-  c->add_option("--model-root", o->root, "K3's folder (default $DELTAFIN_MODEL_ROOT or ~/.local/share/deltafin/models/kimi-k3)");
+  auto* c = app.add_subcommand(
+      "doctor", "Check what is installed, complete and verified, and what to do about problems (offline)");
+  c->add_option("--model-root", o->root,
+                "K3's folder (default $DELTAFIN_MODEL_ROOT or ~/.local/share/deltafin/models/kimi-k3)");
   c->add_flag("--verify", o->verify, "Re-hash every installed file against the Hub's hash (reads everything)");
   c->add_flag("--json", o->json, "Print the report as JSON");
   c->callback([o] {

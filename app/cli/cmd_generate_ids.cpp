@@ -28,7 +28,8 @@ void add_generate_ids(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "off", "dspark", "qwen", "ngram"}))
       ->capture_default_str();
   c->add_option("--draft-model", o->draft_model, "Folder of the DSpark or Qwen3 drafter (default: next to the model)");
-  c->add_option("--draft-max", o->draft_max, "Most guesses per verify pass (0 = the drafter's own)")->check(CLI::Range(0, 64));
+  c->add_option("--draft-max", o->draft_max, "Most guesses per verify pass (0 = the drafter's own)")
+      ->check(CLI::Range(0, 64));
   c->add_flag("--draft-always", o->draft_always, "Verify guesses every step even when drafting does not pay");
   c->add_flag("--stats", o->stats, "Print drafting and timing statistics as JSON on stderr");
   add_device_option(c, o->device);

@@ -21,7 +21,8 @@ namespace {
 // Engine vs float64: logits rel-L2, argmax agreement, the smallest float64 top-2 margin, and with
 // per-layer streams one line per layer. Printed as text, or one JSON object with --json.
 void report(const std::vector<float>& logits, const std::vector<double>& ref, int64_t T, int64_t V,
-            const std::vector<std::vector<float>>* layers, const std::vector<std::vector<double>>* ref_layers, bool json) {
+            const std::vector<std::vector<float>>* layers, const std::vector<std::vector<double>>* ref_layers,
+            bool json) {
   int agree = 0;
   double min_margin = INFINITY;
   for (int64_t t = 0; t < T; ++t) {
@@ -46,8 +47,10 @@ void report(const std::vector<float>& logits, const std::vector<double>& ref, in
     std::printf("}\n");
     return;
   }
-  std::printf("engine vs float64: logits rel-L2 %.3g, argmax agrees at %d of %lld positions (smallest float64 top-2 margin %.3g)\n",
-              rel, agree, static_cast<long long>(T), min_margin);
+  std::printf(
+      "engine vs float64: logits rel-L2 %.3g, argmax agrees at %d of %lld positions (smallest float64 top-2 margin "
+      "%.3g)\n",
+      rel, agree, static_cast<long long>(T), min_margin);
   if (layers) {
     std::printf("layer  rel-L2 of the returned stream\n");
     for (size_t l = 0; l < per_layer.size(); ++l) std::printf("%5zu  %.3g\n", l, per_layer[l]);
@@ -71,7 +74,8 @@ void add_logits(CLI::App& app) {
   c->add_flag("--reference", o->reference,
               "Also run the float64 reference forward: print the engine's distance from it and write its logits "
               "(tensor 'reference_logits', F64 [T, vocab])");
-  c->add_flag("--per-layer", o->per_layer, "With --reference: the distance of every layer's residual stream (CPU only)");
+  c->add_flag("--per-layer", o->per_layer,
+              "With --reference: the distance of every layer's residual stream (CPU only)");
   c->add_flag("--json", o->json, "With --reference: print the report as one JSON object");
   add_device_option(c, o->device);
   c->callback([o] {
@@ -112,7 +116,8 @@ void add_logits(CLI::App& app) {
       });
     w.write(o->out);
     if (!o->json)
-      std::printf("wrote logits [%lld, %lld] to %s\n", static_cast<long long>(T), static_cast<long long>(V), o->out.c_str());
+      std::printf("wrote logits [%lld, %lld] to %s\n", static_cast<long long>(T), static_cast<long long>(V),
+                  o->out.c_str());
   });
 }
 

@@ -18,7 +18,8 @@ void add_plan(CLI::App& app) {
     int threads = 0;
   };
   auto o = std::make_shared<Opts>();
-  auto* c = app.add_subcommand("plan", "Show where the model's layers and expert tiers would live and the predicted speed");
+  auto* c =
+      app.add_subcommand("plan", "Show where the model's layers and expert tiers would live and the predicted speed");
   c->add_option("--model-root", o->root, "Model folder (a folder with only config.json is planned from the config)");
   o->flags.add_budget_options(c);
   o->flags.add_rate_options(c);
@@ -37,7 +38,8 @@ void add_plan(CLI::App& app) {
     std::printf("%s\n", placement::plan_rates(p).c_str());
     std::printf("%s\n", placement::plan_summary(p).c_str());
     const std::string help = placement::what_would_help(p);
-    std::printf("what would help most: %s\n", help.empty() ? "nothing the planner tries (more RAM, a GPU, a second disk) gains 5%" : help.c_str());
+    std::printf("what would help most: %s\n",
+                help.empty() ? "nothing the planner tries (more RAM, a GPU, a second disk) gains 5%" : help.c_str());
   });
 }
 

@@ -22,9 +22,11 @@ void add_render_chat(CLI::App& app) {
     bool text = false;
   };
   auto o = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("render-chat", "Print the prompt ids (or --text) of an OpenAI-style chat request, as the server renders it");
+  auto* cmd = app.add_subcommand(
+      "render-chat", "Print the prompt ids (or --text) of an OpenAI-style chat request, as the server renders it");
   cmd->add_option("--json", o->json_path, "The request body: a JSON file, or - for standard input")->required();
-  cmd->add_option("--model-root", o->model_root, "Model folder whose tokenizer renders the ids (default: the installed Kimi K3)");
+  cmd->add_option("--model-root", o->model_root,
+                  "Model folder whose tokenizer renders the ids (default: the installed Kimi K3)");
   cmd->add_flag("--text", o->text, "Print the ids decoded (special tokens spelled out) instead of the ids");
   cmd->callback([o] {
     std::string body;
@@ -43,8 +45,9 @@ void add_render_chat(CLI::App& app) {
       ids = render_chat(*tok, parts.messages, parts.options);
     } catch (const serve::ApiError& e) {
       // The same words the server would answer with, and the field they are about.
-      throw Error("the request is refused: " + std::string(e.what()) + (e.param().empty() ? "" : " (" + e.param() + ")"),
-                  "fix the request body in " + o->json_path);
+      throw Error(
+          "the request is refused: " + std::string(e.what()) + (e.param().empty() ? "" : " (" + e.param() + ")"),
+          "fix the request body in " + o->json_path);
     }
     if (o->text) {
       const std::string text = tok->decode(ids);

@@ -45,21 +45,25 @@ void print_stats(const K3Model& m, const GenerateResult& r, const DecodeSession&
   const auto c = m.experts().counters();
   std::fprintf(stderr, "expert bytes/token  %.2f MB read from disk (experts from %s)\n",
                processed > 0 ? st.expert_bytes / processed / 1e6 : 0.0, m.experts().describe().c_str());
-  std::fprintf(stderr, "expert tiers        %llu requests: %llu RAM hits (%.1f%%), %llu disk reads, %llu network fetches\n",
-               (unsigned long long)c.requests, (unsigned long long)c.ram_hits, c.requests ? 100.0 * c.ram_hits / c.requests : 0.0,
-               (unsigned long long)c.disk_reads, (unsigned long long)c.net_fetches);
+  std::fprintf(stderr,
+               "expert tiers        %llu requests: %llu RAM hits (%.1f%%), %llu disk reads, %llu network fetches\n",
+               (unsigned long long)c.requests, (unsigned long long)c.ram_hits,
+               c.requests ? 100.0 * c.ram_hits / c.requests : 0.0, (unsigned long long)c.disk_reads,
+               (unsigned long long)c.net_fetches);
   if (const auto v = s.vram_tier()) {
     const double gib = v->slot_count * double(v->slot_bytes) / 1073741824.0;
     if (v->all_resident)
-      std::fprintf(stderr, "VRAM tier           %d slots (%.1f GiB): every expert resident, no copies\n", v->slot_count, gib);
+      std::fprintf(stderr, "VRAM tier           %d slots (%.1f GiB): every expert resident, no copies\n", v->slot_count,
+                   gib);
     else
-      std::fprintf(stderr,
-                   "VRAM tier           %d slots (%.1f GiB): %llu lookups, %llu hits (%.1f%%), %llu copied (%llu straight "
-                   "from the pinned RAM tier; %.1f MB host to GPU in %.3f s, %.1f GB/s)\n",
-                   v->slot_count, gib, (unsigned long long)v->requests, (unsigned long long)v->hits,
-                   v->requests ? 100.0 * v->hits / v->requests : 0.0, (unsigned long long)v->misses,
-                   (unsigned long long)v->direct, v->bytes_h2d / 1e6, v->fill_seconds,
-                   v->fill_seconds > 0 ? v->bytes_h2d / v->fill_seconds / 1e9 : 0.0);
+      std::fprintf(
+          stderr,
+          "VRAM tier           %d slots (%.1f GiB): %llu lookups, %llu hits (%.1f%%), %llu copied (%llu straight "
+          "from the pinned RAM tier; %.1f MB host to GPU in %.3f s, %.1f GB/s)\n",
+          v->slot_count, gib, (unsigned long long)v->requests, (unsigned long long)v->hits,
+          v->requests ? 100.0 * v->hits / v->requests : 0.0, (unsigned long long)v->misses,
+          (unsigned long long)v->direct, v->bytes_h2d / 1e6, v->fill_seconds,
+          v->fill_seconds > 0 ? v->bytes_h2d / v->fill_seconds / 1e9 : 0.0);
   }
   if (c.prefetch_issued)
     std::fprintf(stderr, "prefetch            %llu issued, %llu used, %llu wasted, %llu cancelled\n",
@@ -67,18 +71,21 @@ void print_stats(const K3Model& m, const GenerateResult& r, const DecodeSession&
                  (unsigned long long)c.prefetch_wasted, (unsigned long long)c.prefetch_cancelled);
   for (int d = 0; d < 2; ++d)
     if (c.guessed[d])
-      std::fprintf(stderr, "prediction %d ahead  %.1f%% of %llu guessed experts asked for (precision), %.1f%% of asked guessed (recall)\n",
+      std::fprintf(stderr,
+                   "prediction %d ahead  %.1f%% of %llu guessed experts asked for (precision), %.1f%% of asked guessed "
+                   "(recall)\n",
                    d + 1, 100.0 * c.guessed_right[d] / c.guessed[d], (unsigned long long)c.guessed[d],
                    c.guessed_demand[d] ? 100.0 * c.guessed_right[d] / c.guessed_demand[d] : 0.0);
   const uint64_t per_tok = m.kv_bytes_per_token(), avail = mem_available_bytes();
-  std::fprintf(stderr, "context             %lld tokens held; MLA latent cache %.1f KiB/token, capacity ~%llu tokens in %.1f GiB free\n",
-               static_cast<long long>(s.n_past()), per_tok / 1024.0,
-               static_cast<unsigned long long>(per_tok ? avail / per_tok : 0), avail / 1073741824.0);
+  std::fprintf(
+      stderr,
+      "context             %lld tokens held; MLA latent cache %.1f KiB/token, capacity ~%llu tokens in %.1f GiB free\n",
+      static_cast<long long>(s.n_past()), per_tok / 1024.0,
+      static_cast<unsigned long long>(per_tok ? avail / per_tok : 0), avail / 1073741824.0);
   if (cpu_session)
     std::fprintf(stderr, "session state       %.1f MiB; CPU kernels %s\n", cpu_session->state_bytes() / 1048576.0,
                  kernels::active().name);
-  else
-    std::fprintf(stderr, "forward             on the CUDA GPU (%d rows per pass at most)\n", s.max_rows());
+  else std::fprintf(stderr, "forward             on the CUDA GPU (%d rows per pass at most)\n", s.max_rows());
 }
 
 }  // namespace
@@ -91,8 +98,9 @@ void print_plan_stats(const placement::Plan& p, const K3Model& m, double decode_
                p.decode.seconds_per_token > 0 ? decode_s_per_token / p.decode.seconds_per_token : 0.0);
   if (const SpineStreamer* sp = m.spine()) {
     const auto st = sp->stats();
-    std::fprintf(stderr, "spine               %s; %llu units streamed (%.1f MB), %.3f s waited for them\n", sp->describe().c_str(),
-                 (unsigned long long)st.units_streamed, st.bytes_streamed / 1e6, st.wait_seconds);
+    std::fprintf(stderr, "spine               %s; %llu units streamed (%.1f MB), %.3f s waited for them\n",
+                 sp->describe().c_str(), (unsigned long long)st.units_streamed, st.bytes_streamed / 1e6,
+                 st.wait_seconds);
   }
 }
 
@@ -114,9 +122,12 @@ void add_run(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   auto* c = app.add_subcommand("run", "Generate text from a prompt (raw completion, or one chat turn with --chat)");
-  c->add_option("--model-root", o->root, "Model folder (default: $DELTAFIN_MODEL_ROOT or ~/.local/share/deltafin/models/kimi-k3)");
+  c->add_option("--model-root", o->root,
+                "Model folder (default: $DELTAFIN_MODEL_ROOT or ~/.local/share/deltafin/models/kimi-k3)");
   c->add_option("--prompt", o->prompt, "The prompt text")->required();
-  c->add_option("--max-new", o->max_new, "Most tokens to generate")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  c->add_option("--max-new", o->max_new, "Most tokens to generate")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   c->add_flag("--stats", o->stats, "Print time to first token, tokens/s, expert bytes per token, context capacity");
   c->add_flag("--chat", o->chat, "Treat the prompt as a user message in K3's chat format");
   c->add_option("--system", o->system, "System message (with --chat)");
@@ -128,13 +139,16 @@ void add_run(CLI::App& app) {
   c->add_option("--top-k", o->top_k, "Sample among the k most likely tokens (0 = all)")->check(CLI::Range(0, 1 << 30));
   c->add_option("--seed", o->seed, "Seed for sampling (the same seed gives the same text)");
   c->add_option("--threads", o->threads, "Worker threads (0 = all cores)");
-  c->add_option("--ram-cache", o->store.ram_gb,
-                "Engine RAM expert cache in GB over direct disk reads (0 = size from free memory; default: read experts "
-                "in place through the page cache)");
+  c->add_option(
+      "--ram-cache", o->store.ram_gb,
+      "Engine RAM expert cache in GB over direct disk reads (0 = size from free memory; default: read experts "
+      "in place through the page cache)");
   c->add_option("--policy", o->store.policy, "RAM cache eviction: lru, lfu or heat")->capture_default_str();
   c->add_flag("--no-prefetch", o->store.no_prefetch, "Disable router-lookahead prefetch");
   c->add_flag("--page-cache", o->store.page_cache, "Read experts through the page cache instead of O_DIRECT");
-  c->add_option("--io", o->store.io, "Read engine: uring or pread")->check(CLI::IsMember({"uring", "pread"}))->capture_default_str();
+  c->add_option("--io", o->store.io, "Read engine: uring or pread")
+      ->check(CLI::IsMember({"uring", "pread"}))
+      ->capture_default_str();
   c->add_option("--heat", o->store.heat, "Persistent expert heat map file (seeds the heat policy)");
   c->add_flag("--offline", o->offline, "Stream installs: use only cached experts, never the network");
   c->add_option("--draft", o->draft, "Drafter: auto, off, dspark, qwen or ngram (the output never changes)")
@@ -232,8 +246,10 @@ void add_run(CLI::App& app) {
     if (o->stats) {
       print_stats(model, r, s, engine->on_gpu() ? nullptr : dynamic_cast<const K3Session*>(&s));
       if (const auto& plan = engine->plan())
-        print_plan_stats(*plan, model, r.stats.new_tokens > 1 ? r.stats.decode_seconds / (r.stats.new_tokens - 1) : 0.0);
-      std::fprintf(stderr, "drafting            %s\n", generate_stats_json(r.stats, engine->info().drafter_note).c_str());
+        print_plan_stats(*plan, model,
+                         r.stats.new_tokens > 1 ? r.stats.decode_seconds / (r.stats.new_tokens - 1) : 0.0);
+      std::fprintf(stderr, "drafting            %s\n",
+                   generate_stats_json(r.stats, engine->info().drafter_note).c_str());
     }
   });
 }

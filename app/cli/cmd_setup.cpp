@@ -22,7 +22,8 @@ struct HubCliOptions {
 };
 
 void bind_hub_options(CLI::App* c, HubCliOptions& o) {
-  c->add_option("--model-root", o.model_root, "K3's folder (default $DELTAFIN_MODEL_ROOT or ~/.local/share/deltafin/models/kimi-k3)");
+  c->add_option("--model-root", o.model_root,
+                "K3's folder (default $DELTAFIN_MODEL_ROOT or ~/.local/share/deltafin/models/kimi-k3)");
   c->add_option("--hub-url", o.hub_url, "Hub base URL (default $DELTAFIN_HUB_URL or https://huggingface.co)");
   c->add_option("--revision", o.revision, "Install this revision of every repository instead of the pinned ones");
   c->add_option("--token-file", o.token_file, "File holding a Hub token for gated repos (default: $HF_TOKEN)");
@@ -31,7 +32,8 @@ void bind_hub_options(CLI::App* c, HubCliOptions& o) {
   c->add_flag("--json", o.json, "Progress and results as JSON lines on stdout");
   c->add_option("--parts", o.parts, "Parallel ranged requests per large file")->check(CLI::Range(1, 64));
   c->add_option("--part-size", o.part_size, "Smallest part a file is split into");
-  c->add_option("--stall-timeout", o.stall_timeout, "Seconds without data before a transfer counts as stalled")->check(CLI::Range(1, 3600));
+  c->add_option("--stall-timeout", o.stall_timeout, "Seconds without data before a transfer counts as stalled")
+      ->check(CLI::Range(1, 3600));
 }
 
 SetupOptions setup_options_from(const HubCliOptions& o) {
@@ -85,16 +87,19 @@ void add_setup(CLI::App& app) {
   c->add_flag("--without-dspark", o->without_dspark, "Skip the DSpark drafter");
   c->add_option("--k3-repo", o->k3_repo, "K3 repository instead of the pinned one (mirrors, tests)");
   c->add_option("--dspark-repo", o->dspark_repo, "DSpark repository instead of the pinned one");
-  c->add_option("--cache-size", o->cache_size, "Stream mode: cap of the expert cache (e.g. 300G); default half the free space");
+  c->add_option("--cache-size", o->cache_size,
+                "Stream mode: cap of the expert cache (e.g. 300G); default half the free space");
   bind_hub_options(c, *o);
   c->callback([o] {
-    if (!o->full && !o->stream) throw Error("setup needs --full or --stream", "see deltafin setup --help and docs/INSTALL.md");
+    if (!o->full && !o->stream)
+      throw Error("setup needs --full or --stream", "see deltafin setup --help and docs/INSTALL.md");
     SetupOptions s = setup_options_from(*o);
     s.mode = o->stream ? SetupOptions::Mode::Stream : SetupOptions::Mode::Full;
     s.include_qwen = o->include_qwen;
     s.with_dspark = !o->without_dspark;
     if (!o->cache_size.empty()) {
-      if (!o->stream) throw Error("--cache-size applies to --stream installs only", "drop --cache-size or use --stream");
+      if (!o->stream)
+        throw Error("--cache-size applies to --stream installs only", "drop --cache-size or use --stream");
       s.cache_cap = parse_size(o->cache_size);
     }
     run_setup_command(s, o->json);

@@ -39,9 +39,10 @@ void add_synth(CLI::App& app) {
       ds.seed = o->seed;
       write_dspark_synth(ds, o->out);
       if (!o->quiet)
-        std::printf("Wrote a synthesized DSpark drafter (preset %s, for the %s target, seed %llu) to %s.\n"
-                    "Its weights are RANDOM: it only exercises the drafting code.\n",
-                    ds.name.c_str(), ds.target_preset.c_str(), static_cast<unsigned long long>(ds.seed), o->out.c_str());
+        std::printf(
+            "Wrote a synthesized DSpark drafter (preset %s, for the %s target, seed %llu) to %s.\n"
+            "Its weights are RANDOM: it only exercises the drafting code.\n",
+            ds.name.c_str(), ds.target_preset.c_str(), static_cast<unsigned long long>(ds.seed), o->out.c_str());
       return;
     }
     K3SynthSpec spec = synth_preset(o->preset);
@@ -54,9 +55,10 @@ void add_synth(CLI::App& app) {
       };
     write_k3_synth(spec, o->out, p);
     if (!o->quiet)
-      std::printf("Wrote a synthesized K3-format checkpoint (preset %s, seed %llu) to %s.\n"
-                  "Its weights are RANDOM: it is not a trained model and its text is gibberish.\n",
-                  spec.name.c_str(), static_cast<unsigned long long>(spec.seed), o->out.c_str());
+      std::printf(
+          "Wrote a synthesized K3-format checkpoint (preset %s, seed %llu) to %s.\n"
+          "Its weights are RANDOM: it is not a trained model and its text is gibberish.\n",
+          spec.name.c_str(), static_cast<unsigned long long>(spec.seed), o->out.c_str());
   });
 }
 

@@ -71,8 +71,9 @@ void add_tokenize(CLI::App& app) {
   auto* text = cmd->add_option("--text", o->text, "The text to encode");
   auto* file = cmd->add_option("--file", o->file, "Read the text from this file ('-': standard input)");
   text->excludes(file);
-  cmd->add_flag("--allow-special", o->allow_special,
-                "Turn the exact text of special tokens (e.g. <|end_of_msg|>) into their ids; by default it is plain text");
+  cmd->add_flag(
+      "--allow-special", o->allow_special,
+      "Turn the exact text of special tokens (e.g. <|end_of_msg|>) into their ids; by default it is plain text");
   cmd->callback([o, text, file] {
     if (text->count() == 0 && file->count() == 0) throw Error("tokenize needs --text or --file");
     const std::string input = file->count() ? read_input(o->file) : o->text;
@@ -98,7 +99,8 @@ void add_detokenize(CLI::App& app) {
     const auto tokenizer = load_tokenizer(o->model_root);
     const std::string bytes = tokenizer->decode(parse_ids(file->count() ? read_input(o->file) : o->ids));
     if (o->json) {
-      std::cout << nlohmann::json{{"text", bytes}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      std::cout << nlohmann::json{{"text", bytes}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                << "\n";
     } else {
       std::fwrite(bytes.data(), 1, bytes.size(), stdout);
     }

@@ -14,7 +14,7 @@ class DecodeSession;
 namespace placement {
 struct Plan;
 }
-}
+}  // namespace deltafin
 
 namespace deltafin::cli {
 

@@ -1,16 +1,18 @@
 #include "plan_flags.h"
 
-
 namespace deltafin::cli {
 
 void PlanFlags::add_budget_options(CLI::App* c) {
-  c->add_option("--vram-budget", vram_budget, "VRAM the plan may use, GB per GPU, comma-separated (default: free VRAM)");
-  c->add_option("--ram-budget", ram_budget_gb, "RAM the plan may use in GB (default: free memory less a safety margin)");
+  c->add_option("--vram-budget", vram_budget,
+                "VRAM the plan may use, GB per GPU, comma-separated (default: free VRAM)");
+  c->add_option("--ram-budget", ram_budget_gb,
+                "RAM the plan may use in GB (default: free memory less a safety margin)");
 }
 
 void PlanFlags::add_rate_options(CLI::App* c) {
   auto rate = [&](const char* flag, std::optional<double>& dst, const char* what) {
-    c->add_option_function<double>(flag, [&dst](double v) { dst = v; }, what);
+    c->add_option_function<double>(
+        flag, [&dst](double v) { dst = v; }, what);
   };
   rate("--disk-gbps", rates.disk_gbps, "Assume this direct-read disk rate in GB/s instead of the measured one");
   rate("--ram-gbps", rates.ram_gbps, "Assume this RAM read rate in GB/s");

@@ -50,9 +50,12 @@ ApiKeyStore::ApiKeyStore(const QString& settingsFile) {
     // One entry per settings file, so tests never touch the app's own key.
     account_ = QStringLiteral("remote-api-key:") +
                QString::fromLatin1(QCryptographicHash::hash(QFileInfo(settingsFile).absoluteFilePath().toUtf8(),
-                                                            QCryptographicHash::Sha256).toHex().left(16));
+                                                            QCryptographicHash::Sha256)
+                                       .toHex()
+                                       .left(16));
   }
-  fallback_ = dir + (settingsFile.isEmpty() ? QStringLiteral("/remote-api-key") : "/" + QFileInfo(settingsFile).completeBaseName() + ".api-key");
+  fallback_ = dir + (settingsFile.isEmpty() ? QStringLiteral("/remote-api-key")
+                                            : "/" + QFileInfo(settingsFile).completeBaseName() + ".api-key");
 }
 
 bool ApiKeyStore::keychainRead(QString& key) {

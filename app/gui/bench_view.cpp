@@ -50,7 +50,8 @@ QChartView* makeChartView(const QString& title, QWidget* parent) {
 }  // namespace
 
 QList<BenchArm> BenchView::defaultArms() {
-  return {{QStringLiteral("chat"), 64, 32, 3}, {QStringLiteral("long-prompt"), 512, 16, 3},
+  return {{QStringLiteral("chat"), 64, 32, 3},
+          {QStringLiteral("long-prompt"), 512, 16, 3},
           {QStringLiteral("long-answer"), 16, 128, 3}};
 }
 
@@ -100,7 +101,8 @@ BenchView::BenchView(LocalEngine* engine, QString historyPath, QWidget* parent)
   layout->addWidget(status_);
   placement_ = new PlacementBar(this);
   layout->addWidget(placement_);
-  connect(engine_, &ChatBackend::ready, placement_, [this](const BackendInfo& info) { placement_->planFor(info.modelRoot); });
+  connect(engine_, &ChatBackend::ready, placement_,
+          [this](const BackendInfo& info) { placement_->planFor(info.modelRoot); });
   if (engine_->isReady()) placement_->planFor(engine_->info().modelRoot);
 
   auto* splitter = new QSplitter(Qt::Vertical, this);
@@ -127,9 +129,9 @@ BenchView::BenchView(LocalEngine* engine, QString historyPath, QWidget* parent)
     engine_->stop();
   });
   connect(export_, &QPushButton::clicked, this, [this] {
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export benchmark history"),
-                                                      QDir::homePath() + QStringLiteral("/deltafin-bench.json"),
-                                                      tr("JSON (*.json)"));
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Export benchmark history"),
+                                     QDir::homePath() + QStringLiteral("/deltafin-bench.json"), tr("JSON (*.json)"));
     if (path.isEmpty()) return;
     QString error;
     status_->setText(exportJson(path, &error) ? tr("Exported %1 results to %2").arg(history_.size()).arg(path) : error);
@@ -152,13 +154,14 @@ BenchView::BenchView(LocalEngine* engine, QString historyPath, QWidget* parent)
                               QLocale().toString(r.decodeTokensPerSecond, 'f', 1)));
     next();
   });
-  connect(engine_, &LocalEngine::benchFailed, this, [this](const QString& arm, const QString& what, const QString& todo) {
-    if (!running_) return;
-    running_ = false;
-    queue_.clear();
-    status_->setText(tr("%1 failed: %2 %3").arg(arm, what, todo));
-    next();
-  });
+  connect(engine_, &LocalEngine::benchFailed, this,
+          [this](const QString& arm, const QString& what, const QString& todo) {
+            if (!running_) return;
+            running_ = false;
+            queue_.clear();
+            status_->setText(tr("%1 failed: %2 %3").arg(arm, what, todo));
+            next();
+          });
   connect(engine_, &ChatBackend::ready, this, &BenchView::refresh);
   connect(engine_, &LocalEngine::busyChanged, this, &BenchView::refresh);
   loadHistory();
@@ -214,12 +217,12 @@ void BenchView::refresh() {
 
   table_->clear();
   for (const BenchResult& r : history_) {
-    new QTreeWidgetItem(table_, {QLocale().toString(r.when, QLocale::ShortFormat), r.arm, r.model,
-                                 QLocale().toString(r.prefillTokensPerSecond, 'f', 1),
-                                 QLocale().toString(r.decodeTokensPerSecond, 'f', 1),
-                                 tr("%1 s").arg(QLocale().toString(r.firstTokenSeconds, 'f', 2)),
-                                 formatPercent(r.ramHitRate), formatPercent(r.diskReadRate),
-                                 formatPercent(r.netFetchRate)});
+    new QTreeWidgetItem(
+        table_,
+        {QLocale().toString(r.when, QLocale::ShortFormat), r.arm, r.model,
+         QLocale().toString(r.prefillTokensPerSecond, 'f', 1), QLocale().toString(r.decodeTokensPerSecond, 'f', 1),
+         tr("%1 s").arg(QLocale().toString(r.firstTokenSeconds, 'f', 2)), formatPercent(r.ramHitRate),
+         formatPercent(r.diskReadRate), formatPercent(r.netFetchRate)});
   }
 
   const int first = std::max(0, static_cast<int>(history_.size()) - kChartedRuns);

@@ -81,7 +81,8 @@ CacheSnapshot snapshotCache(ExpertSource& source, int layers, int experts, const
     return s;
   }
   for (const auto& [layer, expert] : vram->resident)
-    if (layer >= 0 && layer < layers && expert >= 0 && expert < experts) s.tiers[layer * experts + expert] = ExpertTier::Vram;
+    if (layer >= 0 && layer < layers && expert >= 0 && expert < experts)
+      s.tiers[layer * experts + expert] = ExpertTier::Vram;
   return s;
 }
 

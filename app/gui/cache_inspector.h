@@ -1,8 +1,7 @@
 #pragma once
 // The one file between the cache browser and the engine's expert tiers (store/, and a GPU
-// session's VRAM tier): a snapshot of where every expert is (VRAM, RAM, disk, not yet fetched) and how often it was used, and the
-// warm/evict actions of a stream cache. Called on the engine thread, which owns
-// the expert source.
+// session's VRAM tier): a snapshot of where every expert is (VRAM, RAM, disk, not yet fetched) and how often it was
+// used, and the warm/evict actions of a stream cache. Called on the engine thread, which owns the expert source.
 #include <QMetaType>
 #include <QString>
 #include <QVector>
@@ -10,7 +9,7 @@
 namespace deltafin {
 class ExpertSource;
 struct VramTierStats;
-}
+}  // namespace deltafin
 
 namespace deltafin::gui {
 
@@ -18,12 +17,12 @@ namespace deltafin::gui {
 enum class ExpertTier : quint8 { Vram, Ram, Disk, Network };
 
 struct CacheSnapshot {
-  bool stream = false;      // a stream install with an expert cache
-  bool ramTier = false;     // the engine's RAM expert cache (a full install with --ram-cache)
-  bool vramTier = false;    // a GPU session's VRAM expert tier: some experts in its slots, or every one
-  bool allInVram = false;   // every expert of the model resident in VRAM
-  int vramSlots = 0;        // the VRAM tier's expert slots (a partial tier)
-  QString source;           // the expert source's own description
+  bool stream = false;     // a stream install with an expert cache
+  bool ramTier = false;    // the engine's RAM expert cache (a full install with --ram-cache)
+  bool vramTier = false;   // a GPU session's VRAM expert tier: some experts in its slots, or every one
+  bool allInVram = false;  // every expert of the model resident in VRAM
+  int vramSlots = 0;       // the VRAM tier's expert slots (a partial tier)
+  QString source;          // the expert source's own description
   int layers = 0, experts = 0;
   QVector<quint64> lastUse;  // [layer * experts + expert]; 0 = not cached, larger = used more recently
   // [layer * experts + expert], filled for every install kind.
@@ -38,9 +37,7 @@ struct CacheSnapshot {
   quint64 unverifiedBytes = 0;  // bytes on disk in shards not yet checked
 
   bool cached(int layer, int expert) const { return lastUse.value(layer * experts + expert) != 0; }
-  ExpertTier tier(int layer, int expert) const {
-    return tiers.value(layer * experts + expert, ExpertTier::Disk);
-  }
+  ExpertTier tier(int layer, int expert) const { return tiers.value(layer * experts + expert, ExpertTier::Disk); }
   int count(ExpertTier t) const { return static_cast<int>(tiers.count(t)); }
   int count(int layer, ExpertTier t) const;
 };

@@ -147,7 +147,8 @@ void CacheView::showLegend(const CacheSnapshot& s) {
   const QString heat = !s.uses.isEmpty() ? tr("stronger = looked up more often")
                        : s.stream        ? tr("stronger = used more recently")
                                          : tr("this install keeps no use counts (the RAM expert cache does)");
-  legend_->setText(parts.join(QStringLiteral(" &nbsp; ")) + QStringLiteral(" &nbsp; <i>%1</i>").arg(heat.toHtmlEscaped()));
+  legend_->setText(parts.join(QStringLiteral(" &nbsp; ")) +
+                   QStringLiteral(" &nbsp; <i>%1</i>").arg(heat.toHtmlEscaped()));
 }
 
 void CacheView::refresh() {
@@ -177,17 +178,18 @@ void CacheView::showSnapshot(const CacheSnapshot& s) {
                           .arg(s.source));
   } else {
     const int total = s.layers * s.experts;
-    summary_->setText(tr("Streaming install: %1 of %2 experts cached, %3 of a %4 cap (%5 per expert). "
-                         "Experts not cached are fetched from the Hub on first use.")
-                          .arg(s.cachedExperts)
-                          .arg(total)
-                          .arg(formatBytes(s.cachedBytes), formatBytes(s.capBytes), formatBytes(s.bytesPerExpert)) +
-                      "\n" +
-                      tr("Verified against the Hub: %1 of %2 shards; unverified: %3 on disk (a shard is checked when it is complete; "
-                         "deltafin cache verify --fetch checks them all).")
-                          .arg(s.verifiedShards)
-                          .arg(s.shards)
-                          .arg(formatBytes(s.unverifiedBytes)));
+    summary_->setText(
+        tr("Streaming install: %1 of %2 experts cached, %3 of a %4 cap (%5 per expert). "
+           "Experts not cached are fetched from the Hub on first use.")
+            .arg(s.cachedExperts)
+            .arg(total)
+            .arg(formatBytes(s.cachedBytes), formatBytes(s.capBytes), formatBytes(s.bytesPerExpert)) +
+        "\n" +
+        tr("Verified against the Hub: %1 of %2 shards; unverified: %3 on disk (a shard is checked when it is complete; "
+           "deltafin cache verify --fetch checks them all).")
+            .arg(s.verifiedShards)
+            .arg(s.shards)
+            .arg(formatBytes(s.unverifiedBytes)));
     evictTarget_->setMaximum(std::max(0.0, s.capBytes / 1e9));
   }
   // A partial VRAM tier sits over the host's tiers: its experts are drawn in VRAM.
@@ -226,8 +228,9 @@ void CacheView::showDisk(const DiskUsage& u) {
     auto* item = new QTreeWidgetItem(disk_, {p.label, formatBytes(p.allocated), QString::number(p.files)});
     item->setToolTip(0, p.path);
     if (p.apparent != p.allocated)
-      item->setToolTip(1, tr("%1 allocated of %2 in file sizes (sparse files)")
-                              .arg(formatBytes(p.allocated), formatBytes(p.apparent)));
+      item->setToolTip(
+          1,
+          tr("%1 allocated of %2 in file sizes (sparse files)").arg(formatBytes(p.allocated), formatBytes(p.apparent)));
   }
   auto* total = new QTreeWidgetItem(disk_, {tr("Total"), formatBytes(u.totalAllocated()), QString()});
   QFont bold = total->font(0);

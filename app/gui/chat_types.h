@@ -16,12 +16,12 @@ struct ToolCallInfo {
 };
 
 struct ChatTurn {
-  QString role;       // "system", "user", "assistant" or "tool"
+  QString role;  // "system", "user", "assistant" or "tool"
   QString content;
-  QString reasoning;  // assistant only
+  QString reasoning;              // assistant only
   QList<ToolCallInfo> toolCalls;  // assistant only: the calls it made
-  QString toolCallId;  // tool only: the call this result answers
-  QString toolName;    // tool only: the tool that answered
+  QString toolCallId;             // tool only: the call this result answers
+  QString toolName;               // tool only: the tool that answered
 };
 
 struct GenerationRequest {
@@ -38,25 +38,25 @@ struct GenerationRequest {
 struct GenerationStats {
   int promptTokens = 0;
   int newTokens = 0;
-  double firstTokenSeconds = 0;      // request start to first token
+  double firstTokenSeconds = 0;  // request start to first token
   double decodeTokensPerSecond = 0;
   double prefillTokensPerSecond = 0;
   double totalSeconds = 0;
   bool stoppedByUser = false;
   // Speculative decoding: which drafter guessed, and how many of its guesses K3 accepted.
-  QString drafter;         // empty: plain decoding
+  QString drafter;  // empty: plain decoding
   int proposed = 0, accepted = 0;
-  QString draftFallback;   // why drafting stopped during this reply, if it did
+  QString draftFallback;  // why drafting stopped during this reply, if it did
 };
 
 // What Settings ask of the local engine; applied when the model loads (the drafter also later).
 struct EngineOptions {
   QString device = QStringLiteral("auto");  // "auto", "cpu", "cuda"
-  bool ramCache = false;       // engine-owned RAM expert cache over direct reads; else the page cache
-  quint64 ramBudgetBytes = 0;  // 0: sized from free memory
-  bool directIo = true;        // the RAM cache reads with O_DIRECT, so the page cache holds no second copy
+  bool ramCache = false;                    // engine-owned RAM expert cache over direct reads; else the page cache
+  quint64 ramBudgetBytes = 0;               // 0: sized from free memory
+  bool directIo = true;                     // the RAM cache reads with O_DIRECT, so the page cache holds no second copy
   QString policy = QStringLiteral("lfu");   // "lru", "lfu", "heat"
-  QString drafter = QStringLiteral("auto"); // "auto", "off", "dspark", "qwen", "ngram"
+  QString drafter = QStringLiteral("auto");  // "auto", "off", "dspark", "qwen", "ngram"
 
   bool sameModelSetup(const EngineOptions& o) const {
     return device == o.device && ramCache == o.ramCache && ramBudgetBytes == o.ramBudgetBytes &&
@@ -81,9 +81,9 @@ struct BackendInfo {
   QString modelName;
   QString modelRoot;
   bool isDemo = false;
-  QString expertSource;    // the engine's description of where experts are read from
-  QString drafter;         // the drafter in use ("" = plain decoding)
-  QString drafterNote;     // which drafter was picked and from where, or why none
+  QString expertSource;  // the engine's description of where experts are read from
+  QString drafter;       // the drafter in use ("" = plain decoding)
+  QString drafterNote;   // which drafter was picked and from where, or why none
 };
 
 }  // namespace deltafin::gui

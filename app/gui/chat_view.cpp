@@ -73,8 +73,10 @@ ChatView::ChatView(ConversationStore* store, QWidget* parent) : QWidget(parent),
   rename->setShortcutContext(Qt::WidgetWithChildrenShortcut);
   addAction(rename);
   menu->addSeparator();
-  QAction* exportMd = menu->addAction(tr("Export as &Markdown…"), this, [this] { exportCurrent(QStringLiteral("markdown")); });
-  QAction* exportJson = menu->addAction(tr("Export as &JSON…"), this, [this] { exportCurrent(QStringLiteral("json")); });
+  QAction* exportMd =
+      menu->addAction(tr("Export as &Markdown…"), this, [this] { exportCurrent(QStringLiteral("markdown")); });
+  QAction* exportJson =
+      menu->addAction(tr("Export as &JSON…"), this, [this] { exportCurrent(QStringLiteral("json")); });
   menu->addAction(tr("&Import…"), this, &ChatView::importWithDialog);
   more_->setMenu(menu);
   list_->addActions({rename, exportMd, exportJson});
@@ -527,7 +529,8 @@ void ChatView::updateButtons() {
 }
 
 void ChatView::scrollToBottom() {
-  QTimer::singleShot(0, this, [this] { scroll_->verticalScrollBar()->setValue(scroll_->verticalScrollBar()->maximum()); });
+  QTimer::singleShot(0, this,
+                     [this] { scroll_->verticalScrollBar()->setValue(scroll_->verticalScrollBar()->maximum()); });
 }
 
 }  // namespace deltafin::gui

@@ -86,7 +86,8 @@ QString roleHeading(const StoredMessage& m) {
 QJsonArray toolCallsToJson(const QList<ToolCallInfo>& calls) {
   QJsonArray out;
   for (const ToolCallInfo& c : calls)
-    out.push_back(QJsonObject{{"id", c.id}, {"type", "function"}, {"function", QJsonObject{{"name", c.name}, {"arguments", c.arguments}}}});
+    out.push_back(QJsonObject{
+        {"id", c.id}, {"type", "function"}, {"function", QJsonObject{{"name", c.name}, {"arguments", c.arguments}}}});
   return out;
 }
 
@@ -100,7 +101,7 @@ QList<ToolCallInfo> toolCallsFromJson(const QJsonArray& a) {
     c.name = f.value("name").toString();
     // Arguments are JSON text; a client that stored them as an object gets the same text back.
     const QJsonValue args = f.value("arguments");
-    c.arguments = args.isString() ? args.toString()
+    c.arguments = args.isString()   ? args.toString()
                   : args.isObject() ? QString::fromUtf8(QJsonDocument(args.toObject()).toJson(QJsonDocument::Compact))
                                     : QString();
     if (!c.name.isEmpty()) out.push_back(c);
@@ -113,7 +114,8 @@ QString contentText(const QJsonValue& v) {
   if (!v.isArray()) return v.toString();
   QString text;
   for (const QJsonValue& part : v.toArray())
-    if (part.toObject().value("type").toString() == QLatin1String("text")) text += part.toObject().value("text").toString();
+    if (part.toObject().value("type").toString() == QLatin1String("text"))
+      text += part.toObject().value("text").toString();
   return text;
 }
 
@@ -134,7 +136,8 @@ bool conversationFromMarkdown(const QString& text, Conversation* out) {
   c.title = lines[i].mid(2).trimmed();
   ++i;
   while (i < lines.size() && lines[i].trimmed().isEmpty()) ++i;
-  if (i >= lines.size() || !lines[i].startsWith(kMarkdownHeader) || !lines[i].endsWith(QLatin1String(" -->"))) return false;
+  if (i >= lines.size() || !lines[i].startsWith(kMarkdownHeader) || !lines[i].endsWith(QLatin1String(" -->")))
+    return false;
   const QString header = lines[i].mid(kMarkdownHeader.size(), lines[i].size() - kMarkdownHeader.size() - 4);
   const QJsonObject meta = QJsonDocument::fromJson(header.toUtf8()).object();
   c.settings = settingsFromJson(meta.value("settings").toObject());
@@ -150,7 +153,10 @@ bool conversationFromMarkdown(const QString& text, Conversation* out) {
     if (j < end && lines[j].startsWith(QLatin1String("## "))) ++j;  // the heading for readers
     while (j < end && lines[j].trimmed().isEmpty()) ++j;
     if (j < end && lines[j].startsWith(kToolResultMarker) && lines[j].endsWith(QLatin1String(" -->"))) {
-      const QJsonObject call = QJsonDocument::fromJson(lines[j].mid(kToolResultMarker.size(), lines[j].size() - kToolResultMarker.size() - 4).toUtf8()).object();
+      const QJsonObject call =
+          QJsonDocument::fromJson(
+              lines[j].mid(kToolResultMarker.size(), lines[j].size() - kToolResultMarker.size() - 4).toUtf8())
+              .object();
       m.toolCallId = call.value("tool_call_id").toString();
       m.toolName = call.value("name").toString();
       ++j;
@@ -170,7 +176,9 @@ bool conversationFromMarkdown(const QString& text, Conversation* out) {
     for (qsizetype k = j; k < contentEnd; ++k) {
       if (!lines[k].startsWith(kToolCallsMarker) || !lines[k].endsWith(QLatin1String(" -->"))) continue;
       m.toolCalls = toolCallsFromJson(
-          QJsonDocument::fromJson(lines[k].mid(kToolCallsMarker.size(), lines[k].size() - kToolCallsMarker.size() - 4).toUtf8()).array());
+          QJsonDocument::fromJson(
+              lines[k].mid(kToolCallsMarker.size(), lines[k].size() - kToolCallsMarker.size() - 4).toUtf8())
+              .array());
       contentEnd = k;
       break;
     }
@@ -238,19 +246,24 @@ QString conversationToMarkdown(const Conversation& c) {
   QString md;
   md += QStringLiteral("# %1\n\n").arg(c.title.simplified());
   const QJsonObject meta{{"version", 1}, {"settings", settingsToJson(c.settings)}};
-  md += kMarkdownHeader + QString::fromUtf8(QJsonDocument(meta).toJson(QJsonDocument::Compact)) + QStringLiteral(" -->\n");
+  md += kMarkdownHeader + QString::fromUtf8(QJsonDocument(meta).toJson(QJsonDocument::Compact)) +
+        QStringLiteral(" -->\n");
   if (!c.settings.systemPrompt.isEmpty())
-    md += QStringLiteral("\n> %1\n").arg(ConversationStore::tr("System prompt: %1").arg(c.settings.systemPrompt.simplified()));
+    md += QStringLiteral("\n> %1\n")
+              .arg(ConversationStore::tr("System prompt: %1").arg(c.settings.systemPrompt.simplified()));
   for (const StoredMessage& m : c.messages) {
     md += QStringLiteral("\n<!-- message role=\"%1\" -->\n## %2\n\n").arg(m.role, roleHeading(m));
     if (m.role == QLatin1String("tool"))
       md += kToolResultMarker +
-            QString::fromUtf8(QJsonDocument(QJsonObject{{"tool_call_id", m.toolCallId}, {"name", m.toolName}}).toJson(QJsonDocument::Compact)) +
+            QString::fromUtf8(QJsonDocument(QJsonObject{{"tool_call_id", m.toolCallId}, {"name", m.toolName}})
+                                  .toJson(QJsonDocument::Compact)) +
             QStringLiteral(" -->\n\n");
-    if (!m.reasoning.isEmpty()) md += kReasoningOpen + QStringLiteral("\n\n%1\n\n").arg(m.reasoning) + kReasoningClose + '\n' + '\n';
+    if (!m.reasoning.isEmpty())
+      md += kReasoningOpen + QStringLiteral("\n\n%1\n\n").arg(m.reasoning) + kReasoningClose + '\n' + '\n';
     md += m.content + '\n';
     if (!m.toolCalls.isEmpty()) {
-      md += '\n' + kToolCallsMarker + QString::fromUtf8(QJsonDocument(toolCallsToJson(m.toolCalls)).toJson(QJsonDocument::Compact)) +
+      md += '\n' + kToolCallsMarker +
+            QString::fromUtf8(QJsonDocument(toolCallsToJson(m.toolCalls)).toJson(QJsonDocument::Compact)) +
             QStringLiteral(" -->\n");
       for (const ToolCallInfo& call : m.toolCalls)
         md += QStringLiteral("- %1 `%2` `%3`\n").arg(ConversationStore::tr("Called"), call.name, call.arguments);
@@ -338,17 +351,18 @@ QStringList ConversationStore::search(const QString& text) const {
 
 bool ConversationStore::exportConversation(const QString& id, const QString& file, const QString& format,
                                            QString* error) const {
-  const auto it = std::find_if(conversations_.begin(), conversations_.end(), [&](const Conversation& c) { return c.id == id; });
+  const auto it =
+      std::find_if(conversations_.begin(), conversations_.end(), [&](const Conversation& c) { return c.id == id; });
   if (it == conversations_.end()) {
     if (error) *error = tr("There is no such conversation.");
     return false;
   }
   QByteArray bytes;
   if (format == QLatin1String("json"))
-    bytes = QJsonDocument(QJsonObject{{"format", kExportFormat}, {"version", 1}, {"conversation", conversationToJson(*it)}})
-                .toJson(QJsonDocument::Indented);
-  else if (format == QLatin1String("markdown"))
-    bytes = conversationToMarkdown(*it).toUtf8();
+    bytes =
+        QJsonDocument(QJsonObject{{"format", kExportFormat}, {"version", 1}, {"conversation", conversationToJson(*it)}})
+            .toJson(QJsonDocument::Indented);
+  else if (format == QLatin1String("markdown")) bytes = conversationToMarkdown(*it).toUtf8();
   else {
     if (error) *error = tr("Unknown export format '%1' (markdown or json).").arg(format);
     return false;
@@ -382,8 +396,8 @@ QStringList ConversationStore::importConversations(const QString& file, QString*
       // figures or settings (a first system message becomes the chat's system prompt).
       Conversation c = conversationFromJson(QJsonObject{{"messages", o.value("messages")}});
       c.messages.removeIf([](const StoredMessage& m) {
-        return m.role != QLatin1String("user") && m.role != QLatin1String("assistant") && m.role != QLatin1String("system") &&
-               m.role != QLatin1String("tool");
+        return m.role != QLatin1String("user") && m.role != QLatin1String("assistant") &&
+               m.role != QLatin1String("system") && m.role != QLatin1String("tool");
       });
       if (!c.messages.isEmpty() && c.messages.first().role == QLatin1String("system")) {
         c.settings.systemPrompt = c.messages.first().content;
@@ -402,7 +416,8 @@ QStringList ConversationStore::importConversations(const QString& file, QString*
   }
   if (found.isEmpty()) {
     if (error)
-      *error = tr("%1 is not a conversation exported by Deltafin Studio (Markdown or JSON).").arg(QFileInfo(file).fileName());
+      *error = tr("%1 is not a conversation exported by Deltafin Studio (Markdown or JSON).")
+                   .arg(QFileInfo(file).fileName());
     return {};
   }
   QStringList ids;

@@ -18,7 +18,7 @@ struct StoredMessage {
   QString toolCallId, toolName;   // tool: the call answered and the tool that answered
   bool hasStats = false;
   GenerationStats stats;
-  QString error;  // why the reply failed, when it did
+  QString error;                   // why the reply failed, when it did
   bool reasoningExpanded = false;  // the reasoning section was left open
 };
 
@@ -28,7 +28,7 @@ struct ChatSettings {
   double temperature = 0.0;  // 0: greedy
   double topP = 1.0;
   quint64 seed = 0;
-  QString effort;            // "", "low", "high", "max"
+  QString effort;  // "", "low", "high", "max"
 
   bool operator==(const ChatSettings&) const = default;
 };
@@ -71,13 +71,12 @@ class ConversationStore : public QObject {
   bool exportConversation(const QString& id, const QString& file, const QString& format, QString* error) const;
   // Reads a file written by exportConversation (either format), a whole conversations.json, or an
   // OpenAI-style chat request or transcript ({"messages": [...]}, tool calls and results kept:
-  // what an agent sent), and adds its conversations under new ids. Returns their ids; empty with `error` set when the file
-  // is not one of those (nothing is added then).
+  // what an agent sent), and adds its conversations under new ids. Returns their ids; empty with `error` set when the
+  // file is not one of those (nothing is added then).
   QStringList importConversations(const QString& file, QString* error);
 
   QString path() const { return path_; }
   QString loadError() const { return loadError_; }
-
 
  signals:
   void changed();

@@ -12,7 +12,9 @@ bool cudaDeviceUsable(QString* why, QString* gpuName) {
       if (why) *why = QCoreApplication::translate("DeviceChoice", "this build has no CUDA support");
       return false;
     case CudaProbe::Status::NoDevice:
-      if (why) *why = QCoreApplication::translate("DeviceChoice", "no usable NVIDIA GPU: %1").arg(QString::fromStdString(p.reason));
+      if (why)
+        *why = QCoreApplication::translate("DeviceChoice", "no usable NVIDIA GPU: %1")
+                   .arg(QString::fromStdString(p.reason));
       return false;
     case CudaProbe::Status::Usable:
       break;

@@ -34,7 +34,6 @@ void addTree(DiskUsagePart& part, const QString& dir) {
   }
 }
 
-
 }  // namespace
 
 quint64 DiskUsage::totalAllocated() const {
@@ -57,8 +56,14 @@ DiskUsage scanDiskUsage(const QString& root) {
   const QDir dir(root);
   if (!dir.exists()) return u;
 
-  DiskUsagePart shards{QStringLiteral("shards"), QCoreApplication::translate("DiskUsage", "Model shards"), root, 0, 0, 0};
-  DiskUsagePart meta{QStringLiteral("metadata"), QCoreApplication::translate("DiskUsage", "Configuration and tokenizer"), root, 0, 0, 0};
+  DiskUsagePart shards{
+      QStringLiteral("shards"), QCoreApplication::translate("DiskUsage", "Model shards"), root, 0, 0, 0};
+  DiskUsagePart meta{QStringLiteral("metadata"),
+                     QCoreApplication::translate("DiskUsage", "Configuration and tokenizer"),
+                     root,
+                     0,
+                     0,
+                     0};
   for (const QFileInfo& fi : dir.entryInfoList(QDir::Files | QDir::Hidden | QDir::NoDotAndDotDot)) {
     if (fi.suffix() == QLatin1String("safetensors")) addFile(shards, fi);
     else addFile(meta, fi);
@@ -67,14 +72,23 @@ DiskUsage scanDiskUsage(const QString& root) {
 
   const QDir addons(root + QStringLiteral("/addons"));
   for (const QFileInfo& fi : addons.entryInfoList(QDir::Dirs | QDir::NoDotAndDotDot)) {
-    DiskUsagePart p{QStringLiteral("addons/") + fi.fileName(), QCoreApplication::translate("DiskUsage", "Add-on: %1").arg(fi.fileName()),
-                    fi.absoluteFilePath(), 0, 0, 0};
+    DiskUsagePart p{QStringLiteral("addons/") + fi.fileName(),
+                    QCoreApplication::translate("DiskUsage", "Add-on: %1").arg(fi.fileName()),
+                    fi.absoluteFilePath(),
+                    0,
+                    0,
+                    0};
     addTree(p, fi.absoluteFilePath());
     u.parts << p;
   }
   const QString state = root + QStringLiteral("/.deltafin");
   if (QFileInfo(state).isDir()) {
-    DiskUsagePart p{QStringLiteral("state"), QCoreApplication::translate("DiskUsage", "Install records, cache index and heat"), state, 0, 0, 0};
+    DiskUsagePart p{QStringLiteral("state"),
+                    QCoreApplication::translate("DiskUsage", "Install records, cache index and heat"),
+                    state,
+                    0,
+                    0,
+                    0};
     addTree(p, state);
     u.parts << p;
   }

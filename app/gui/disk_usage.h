@@ -8,8 +8,8 @@
 namespace deltafin::gui {
 
 struct DiskUsagePart {
-  QString key;        // "shards", "metadata", "addons/<folder>", "state"
-  QString label;      // translated, for display
+  QString key;    // "shards", "metadata", "addons/<folder>", "state"
+  QString label;  // translated, for display
   QString path;
   quint64 allocated = 0;  // bytes on disk
   quint64 apparent = 0;   // file sizes

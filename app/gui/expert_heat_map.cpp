@@ -38,10 +38,14 @@ QVector<double> ranks(const QVector<T>& values) {
 
 QString tierName(ExpertTier tier) {
   switch (tier) {
-    case ExpertTier::Vram: return QCoreApplication::translate("deltafin::gui::ExpertHeatMap", "VRAM");
-    case ExpertTier::Ram: return QCoreApplication::translate("deltafin::gui::ExpertHeatMap", "RAM");
-    case ExpertTier::Disk: return QCoreApplication::translate("deltafin::gui::ExpertHeatMap", "disk");
-    case ExpertTier::Network: return QCoreApplication::translate("deltafin::gui::ExpertHeatMap", "not fetched");
+    case ExpertTier::Vram:
+      return QCoreApplication::translate("deltafin::gui::ExpertHeatMap", "VRAM");
+    case ExpertTier::Ram:
+      return QCoreApplication::translate("deltafin::gui::ExpertHeatMap", "RAM");
+    case ExpertTier::Disk:
+      return QCoreApplication::translate("deltafin::gui::ExpertHeatMap", "disk");
+    case ExpertTier::Network:
+      return QCoreApplication::translate("deltafin::gui::ExpertHeatMap", "not fetched");
   }
   return {};
 }
@@ -81,10 +85,14 @@ void ExpertHeatMap::setSelectedLayer(int layer) {
 QColor ExpertHeatMap::tierColor(ExpertTier tier) const {
   // Hues that stay apart for common colour blindness (blue/orange axis, green lighter).
   switch (tier) {
-    case ExpertTier::Vram: return QColor(0x2e, 0xa0, 0x43);
-    case ExpertTier::Ram: return QColor(0x1f, 0x6f, 0xd0);
-    case ExpertTier::Disk: return QColor(0xe0, 0x8a, 0x1e);
-    case ExpertTier::Network: return palette().color(QPalette::Mid);
+    case ExpertTier::Vram:
+      return QColor(0x2e, 0xa0, 0x43);
+    case ExpertTier::Ram:
+      return QColor(0x1f, 0x6f, 0xd0);
+    case ExpertTier::Disk:
+      return QColor(0xe0, 0x8a, 0x1e);
+    case ExpertTier::Network:
+      return palette().color(QPalette::Mid);
   }
   return palette().color(QPalette::Mid);
 }

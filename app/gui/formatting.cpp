@@ -17,7 +17,8 @@ QString formatDuration(double seconds) {
 }
 
 QString formatSpeed(double bytesPerSecond) {
-  return QCoreApplication::translate("Formatting", "%1/s").arg(formatBytes(static_cast<quint64>(bytesPerSecond > 0 ? bytesPerSecond : 0)));
+  return QCoreApplication::translate("Formatting", "%1/s")
+      .arg(formatBytes(static_cast<quint64>(bytesPerSecond > 0 ? bytesPerSecond : 0)));
 }
 
 QString formatPercent(double fraction) { return QLocale().toString(fraction * 100.0, 'f', 1) + QStringLiteral(" %"); }

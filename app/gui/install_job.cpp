@@ -10,7 +10,10 @@ constexpr int kLogLines = 500;  // kept in memory and in jobs.json
 }
 
 InstallJob::InstallJob(QString id, QString title, InstallRequest request, QObject* parent)
-    : QObject(parent), id_(std::move(id)), title_(std::move(title)), request_(std::move(request)),
+    : QObject(parent),
+      id_(std::move(id)),
+      title_(std::move(title)),
+      request_(std::move(request)),
       created_(QDateTime::currentDateTime()) {}
 
 InstallJob::~InstallJob() {
@@ -22,14 +25,22 @@ InstallJob::~InstallJob() {
 
 QString InstallJob::stateText() const {
   switch (state_) {
-    case State::Queued: return tr("Queued");
-    case State::Running: return tr("Running");
-    case State::Pausing: return tr("Pausing…");
-    case State::Paused: return tr("Paused");
-    case State::Cancelling: return tr("Cancelling…");
-    case State::Cancelled: return tr("Cancelled");
-    case State::Failed: return tr("Failed");
-    case State::Done: return tr("Done");
+    case State::Queued:
+      return tr("Queued");
+    case State::Running:
+      return tr("Running");
+    case State::Pausing:
+      return tr("Pausing…");
+    case State::Paused:
+      return tr("Paused");
+    case State::Cancelling:
+      return tr("Cancelling…");
+    case State::Cancelled:
+      return tr("Cancelled");
+    case State::Failed:
+      return tr("Failed");
+    case State::Done:
+      return tr("Done");
   }
   return {};
 }
@@ -60,19 +71,30 @@ void InstallJob::start() {
   // Callbacks run on the install thread; everything they touch is handed to the GUI thread.
   InstallCallbacks cb;
   cb.message = [self](const QString& text) {
-    QMetaObject::invokeMethod(self, [self, text] { if (self) self->appendLog(text); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        self,
+        [self, text] {
+          if (self) self->appendLog(text);
+        },
+        Qt::QueuedConnection);
   };
   cb.progress = [self](const InstallProgressView& p) {
-    QMetaObject::invokeMethod(self, [self, p] {
-      if (!self) return;
-      self->progress_ = p;
-      emit self->changed();
-    }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        self,
+        [self, p] {
+          if (!self) return;
+          self->progress_ = p;
+          emit self->changed();
+        },
+        Qt::QueuedConnection);
   };
   cb.error = [self](const QString& what, const QString& todo) {
-    QMetaObject::invokeMethod(self, [self, what, todo] {
-      if (self) self->appendLog(todo.isEmpty() ? what : what + QStringLiteral(" — ") + todo);
-    }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        self,
+        [self, what, todo] {
+          if (self) self->appendLog(todo.isEmpty() ? what : what + QStringLiteral(" — ") + todo);
+        },
+        Qt::QueuedConnection);
   };
   QThread* t = QThread::create([this, req, cb, self] {
     bool ok = false;
@@ -87,9 +109,12 @@ void InstallJob::start() {
     } catch (const std::exception& e) {
       what = QString::fromStdString(e.what());
     }
-    QMetaObject::invokeMethod(self, [self, ok, what, todo, outcome] {
-      if (self) self->runFinished(ok, what, todo, outcome);
-    }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        self,
+        [self, ok, what, todo, outcome] {
+          if (self) self->runFinished(ok, what, todo, outcome);
+        },
+        Qt::QueuedConnection);
   });
   t->setObjectName(QStringLiteral("deltafin-install"));
   connect(t, &QThread::finished, t, &QObject::deleteLater);
@@ -152,14 +177,26 @@ QJsonObject InstallJob::toJson() const {
   // A job that is running when the app quits is saved as running, so it resumes on next start.
   QString state;
   switch (state_) {
-    case State::Queued: state = QStringLiteral("queued"); break;
+    case State::Queued:
+      state = QStringLiteral("queued");
+      break;
     case State::Running:
     case State::Pausing:
-    case State::Cancelling: state = QStringLiteral("running"); break;
-    case State::Paused: state = QStringLiteral("paused"); break;
-    case State::Cancelled: state = QStringLiteral("cancelled"); break;
-    case State::Failed: state = QStringLiteral("failed"); break;
-    case State::Done: state = QStringLiteral("done"); break;
+    case State::Cancelling:
+      state = QStringLiteral("running");
+      break;
+    case State::Paused:
+      state = QStringLiteral("paused");
+      break;
+    case State::Cancelled:
+      state = QStringLiteral("cancelled");
+      break;
+    case State::Failed:
+      state = QStringLiteral("failed");
+      break;
+    case State::Done:
+      state = QStringLiteral("done");
+      break;
   }
   if (state_ == State::Pausing) state = QStringLiteral("paused");
   if (state_ == State::Cancelling) state = QStringLiteral("cancelled");

@@ -52,7 +52,7 @@ class InstallJob : public QObject {
   void cancel();
 
  signals:
-  void changed();                     // state, error or progress
+  void changed();  // state, error or progress
   void stateChanged(deltafin::gui::InstallJob::State state);
   void logAppended(const QString& line);
 

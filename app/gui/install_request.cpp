@@ -4,10 +4,16 @@ namespace deltafin::gui {
 
 QJsonObject InstallRequest::toJson() const {
   return QJsonObject{{"kind", kind == Kind::Upgrade ? QStringLiteral("upgrade") : QStringLiteral("install")},
-                     {"stream", stream},         {"k3", k3},                {"with_dspark", withDspark},
-                     {"with_qwen", withQwen},    {"model_root", modelRoot}, {"hub_url", hubUrl},
+                     {"stream", stream},
+                     {"k3", k3},
+                     {"with_dspark", withDspark},
+                     {"with_qwen", withQwen},
+                     {"model_root", modelRoot},
+                     {"hub_url", hubUrl},
                      {"cache_cap", static_cast<double>(cacheCap)},
-                     {"source_dir", sourceDir},  {"build_dir", buildDir},   {"dry_run", dryRun}};
+                     {"source_dir", sourceDir},
+                     {"build_dir", buildDir},
+                     {"dry_run", dryRun}};
 }
 
 InstallRequest InstallRequest::fromJson(const QJsonObject& o) {

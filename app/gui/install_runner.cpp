@@ -106,7 +106,8 @@ QString runUpgrade(const InstallRequest& request, const InstallCallbacks& callba
   auto shortId = [](const std::string& id) { return q(id.substr(0, 12)); };
   switch (r.outcome) {
     case UpgradeResult::Outcome::UpToDate:
-      return QCoreApplication::translate("InstallRunner", "Already up to date at %1 (%2)").arg(shortId(r.from), q(r.branch));
+      return QCoreApplication::translate("InstallRunner", "Already up to date at %1 (%2)")
+          .arg(shortId(r.from), q(r.branch));
     case UpgradeResult::Outcome::Upgraded:
       return QCoreApplication::translate("InstallRunner", "Upgraded %1 from %2 to %3 (%4 commits)")
           .arg(q(r.branch), shortId(r.from), shortId(r.to))
@@ -116,7 +117,8 @@ QString runUpgrade(const InstallRequest& request, const InstallCallbacks& callba
           .arg(r.commits)
           .arg(shortId(r.from), shortId(r.to));
     case UpgradeResult::Outcome::AheadOfUpstream:
-      return QCoreApplication::translate("InstallRunner", "%1 is ahead of %2: nothing to upgrade").arg(q(r.branch), q(r.upstream));
+      return QCoreApplication::translate("InstallRunner", "%1 is ahead of %2: nothing to upgrade")
+          .arg(q(r.branch), q(r.upstream));
   }
   return {};
 }

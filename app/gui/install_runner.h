@@ -13,16 +13,16 @@ namespace deltafin::gui {
 struct InstallRequest {
   enum class Kind { Install, Upgrade };
   Kind kind = Kind::Install;
-  bool stream = false;      // stream install (spine + on-demand experts) instead of full
-  bool k3 = true;           // false: add-ons only (DSpark and/or Qwen into an existing install)
+  bool stream = false;  // stream install (spine + on-demand experts) instead of full
+  bool k3 = true;       // false: add-ons only (DSpark and/or Qwen into an existing install)
   bool withDspark = true;
   bool withQwen = false;
   QString modelRoot;
-  QString hubUrl;           // empty: $DELTAFIN_HUB_URL or the public Hub
-  quint64 cacheCap = 0;     // stream: 0 picks the default from free space
+  QString hubUrl;        // empty: $DELTAFIN_HUB_URL or the public Hub
+  quint64 cacheCap = 0;  // stream: 0 picks the default from free space
   // Upgrade: the git checkout and its CMake build folder (empty: those this app was built from).
   QString sourceDir, buildDir;
-  bool dryRun = false;      // upgrade: check and report, change nothing
+  bool dryRun = false;  // upgrade: check and report, change nothing
 
   QJsonObject toJson() const;
   static InstallRequest fromJson(const QJsonObject& o);

@@ -23,7 +23,6 @@ class JobManager : public QObject {
   void resumeInterrupted();
   bool hasActiveJobs() const;
 
-
  signals:
   void jobAdded(deltafin::gui::InstallJob* job);
   void jobRemoved(const QString& id);

@@ -84,10 +84,18 @@ JobsView::JobsView(JobManager* jobs, QWidget* parent) : QWidget(parent), jobs_(j
   d->addWidget(log_, 1);
   splitter->addWidget(details);
 
-  connect(pause_, &QPushButton::clicked, this, [this] { if (auto* j = selected()) j->pause(); });
-  connect(resume_, &QPushButton::clicked, this, [this] { if (auto* j = selected()) j->resume(); });
-  connect(cancel_, &QPushButton::clicked, this, [this] { if (auto* j = selected()) j->cancel(); });
-  connect(remove_, &QPushButton::clicked, this, [this] { if (auto* j = selected()) jobs_->remove(j->id()); });
+  connect(pause_, &QPushButton::clicked, this, [this] {
+    if (auto* j = selected()) j->pause();
+  });
+  connect(resume_, &QPushButton::clicked, this, [this] {
+    if (auto* j = selected()) j->resume();
+  });
+  connect(cancel_, &QPushButton::clicked, this, [this] {
+    if (auto* j = selected()) j->cancel();
+  });
+  connect(remove_, &QPushButton::clicked, this, [this] {
+    if (auto* j = selected()) jobs_->remove(j->id());
+  });
   connect(list_, &QTreeWidget::currentItemChanged, this, &JobsView::showDetails);
   connect(jobs_, &JobManager::jobAdded, this, [this](InstallJob* j) {
     rebuild();

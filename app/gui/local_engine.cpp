@@ -49,10 +49,11 @@ LocalEngine::LocalEngine(QObject* parent) : ChatBackend(parent) {
     setBusy(false);
     emit benchResult(r);
   });
-  connect(worker_, &LocalEngineWorker::benchFailed, this, [this](const QString& arm, const QString& what, const QString& todo) {
-    setBusy(false);
-    emit benchFailed(arm, what, todo);
-  });
+  connect(worker_, &LocalEngineWorker::benchFailed, this,
+          [this](const QString& arm, const QString& what, const QString& todo) {
+            setBusy(false);
+            emit benchFailed(arm, what, todo);
+          });
   connect(worker_, &LocalEngineWorker::cacheSnapshot, this, &LocalEngine::cacheSnapshot);
   connect(worker_, &LocalEngineWorker::cacheActionDone, this, &LocalEngine::cacheActionDone);
   connect(worker_, &LocalEngineWorker::cacheActionFailed, this, &LocalEngine::cacheActionFailed);

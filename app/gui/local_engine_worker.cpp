@@ -82,7 +82,8 @@ void LocalEngineWorker::load(const QString& modelRoot, bool isDemo, const Engine
     info_.fallbackReason = device.reason;
     if (!engine_->info().gpu_error.empty())
       // Too little GPU memory, a driver problem: the CPU computes, and the status bar says why.
-      info_.fallbackReason = tr("the GPU session did not start: %1").arg(QString::fromStdString(engine_->info().gpu_error));
+      info_.fallbackReason =
+          tr("the GPU session did not start: %1").arg(QString::fromStdString(engine_->info().gpu_error));
     info_.modelRoot = modelRoot;
     info_.modelName = QFileInfo(modelRoot).fileName();
     info_.isDemo = isDemo;
@@ -214,7 +215,8 @@ void LocalEngineWorker::generate(const GenerationRequest& request) {
 
 void LocalEngineWorker::runBench(const BenchArm& arm) {
   if (!engine_) {
-    emit benchFailed(arm.name, tr("no model is loaded"), tr("run the setup wizard or choose a model folder in Settings"));
+    emit benchFailed(arm.name, tr("no model is loaded"),
+                     tr("run the setup wizard or choose a model folder in Settings"));
     return;
   }
   try {

@@ -1,7 +1,7 @@
 #pragma once
 // The engine side of the app: lives on LocalEngine's QThread, owns the engine (deltafin::Engine:
-// model, tokenizer, device, drafter) and its session, and reports through queued signals. Generated text leaves in chunks at most every
-// kChunkInterval, so a fast decoder cannot flood the GUI thread's event queue.
+// model, tokenizer, device, drafter) and its session, and reports through queued signals. Generated text leaves in
+// chunks at most every kChunkInterval, so a fast decoder cannot flood the GUI thread's event queue.
 #include <QObject>
 
 #include <atomic>

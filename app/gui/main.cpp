@@ -43,16 +43,18 @@ int main(int argc, char** argv) {
                                      QStringLiteral("DIR"));
   const QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                       QStringLiteral("Render a view to a PNG file and exit."), QStringLiteral("FILE"));
-  const QCommandLineOption view(QStringLiteral("view"), QStringLiteral("View for --screenshot: chat, setup, jobs, cache, bench, settings."),
+  const QCommandLineOption view(QStringLiteral("view"),
+                                QStringLiteral("View for --screenshot: chat, setup, jobs, cache, bench, settings."),
                                 QStringLiteral("VIEW"), QStringLiteral("chat"));
   const QCommandLineOption dataDir(QStringLiteral("data-dir"),
                                    QStringLiteral("Keep conversations, jobs and settings here (default: the user's; "
                                                   "a fresh temporary folder with --screenshot)."),
                                    QStringLiteral("DIR"));
-  const QCommandLineOption language(QStringLiteral("language"), QStringLiteral("Language for this run (de, zh_CN, en)."),
-                                    QStringLiteral("CODE"));
+  const QCommandLineOption language(QStringLiteral("language"),
+                                    QStringLiteral("Language for this run (de, zh_CN, en)."), QStringLiteral("CODE"));
   const QCommandLineOption prompt(QStringLiteral("prompt"), QStringLiteral("Message sent for --view chat."),
-                                  QStringLiteral("TEXT"), QStringLiteral("Explain in two sentences why the sky is blue."));
+                                  QStringLiteral("TEXT"),
+                                  QStringLiteral("Explain in two sentences why the sky is blue."));
   const QCommandLineOption hubUrl(QStringLiteral("hub-url"),
                                   QStringLiteral("For --view setup: plan against this hub; for --view jobs: run a real "
                                                  "install from it first."),

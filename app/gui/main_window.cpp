@@ -48,7 +48,8 @@ MainWindow::MainWindow(Studio* studio, QWidget* parent) : QMainWindow(parent), s
   // the last reply's.
   auto* plan = new PlacementBar;
   cache_->setPlacementBar(plan);
-  connect(studio_->engine(), &ChatBackend::ready, plan, [plan](const BackendInfo& info) { plan->planFor(info.modelRoot); });
+  connect(studio_->engine(), &ChatBackend::ready, plan,
+          [plan](const BackendInfo& info) { plan->planFor(info.modelRoot); });
   if (studio_->engine()->isReady()) plan->planFor(studio_->engine()->info().modelRoot);
   connect(studio_->engine(), &ChatBackend::finished, this, [this, plan](quint64, const GenerationStats& s) {
     if (s.decodeTokensPerSecond <= 0) return;
@@ -86,8 +87,7 @@ void MainWindow::restoreLayout() {
   if (s.windowGeometry.isEmpty() || !restoreGeometry(s.windowGeometry)) {
     // The first start: a comfortable size that still fits a 1280x720 screen with its panels.
     QSize size(1100, 680);
-    if (const QScreen* screen = QGuiApplication::primaryScreen())
-      size = size.boundedTo(screen->availableSize() * 0.95);
+    if (const QScreen* screen = QGuiApplication::primaryScreen()) size = size.boundedTo(screen->availableSize() * 0.95);
     resize(size);
   }
   for (QSplitter* splitter : findChildren<QSplitter*>()) {
@@ -151,8 +151,10 @@ void MainWindow::buildMenus() {
   connect(quit, &QAction::triggered, qApp, &QApplication::quit);
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
-  const QList<QPair<QString, Page>> pages = {
-      {tr("&Chat"), Page::Chat}, {tr("&Jobs"), Page::Jobs}, {tr("C&ache"), Page::Cache}, {tr("&Benchmark"), Page::Bench}};
+  const QList<QPair<QString, Page>> pages = {{tr("&Chat"), Page::Chat},
+                                             {tr("&Jobs"), Page::Jobs},
+                                             {tr("C&ache"), Page::Cache},
+                                             {tr("&Benchmark"), Page::Bench}};
   for (int i = 0; i < pages.size(); ++i) {
     QAction* a = view->addAction(pages[i].first);
     a->setShortcut(QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)));

@@ -17,13 +17,19 @@ MessageWidget::MessageWidget(const StoredMessage& message, QWidget* parent) : QF
   const bool user = message_.role == QLatin1String("user");
   const bool tool = message_.role == QLatin1String("tool");
   const bool system = message_.role == QLatin1String("system");
-  setObjectName(user ? QStringLiteral("userMessage") : tool ? QStringLiteral("toolMessage")
-                : system ? QStringLiteral("systemMessage") : QStringLiteral("assistantMessage"));
+  setObjectName(user     ? QStringLiteral("userMessage")
+                : tool   ? QStringLiteral("toolMessage")
+                : system ? QStringLiteral("systemMessage")
+                         : QStringLiteral("assistantMessage"));
   setFrameShape(QFrame::StyledPanel);
 
   auto* layout = new QVBoxLayout(this);
   auto* header = new QHBoxLayout;
-  role_ = new QLabel(user ? tr("You") : tool ? tr("Tool result · %1").arg(message_.toolName) : system ? tr("System") : tr("K3"), this);
+  role_ = new QLabel(user     ? tr("You")
+                     : tool   ? tr("Tool result · %1").arg(message_.toolName)
+                     : system ? tr("System")
+                              : tr("K3"),
+                     this);
   if (tool && !message_.toolCallId.isEmpty()) role_->setToolTip(tr("The result of call %1").arg(message_.toolCallId));
   role_->setObjectName(QStringLiteral("messageRole"));
   header->addWidget(role_);
@@ -78,7 +84,10 @@ MessageWidget::MessageWidget(const StoredMessage& message, QWidget* parent) : QF
   answer_->setTextFormat(user || tool || system ? Qt::PlainText : Qt::MarkdownText);
   answer_->setTextInteractionFlags(Qt::TextBrowserInteraction | Qt::TextSelectableByKeyboard);
   answer_->setOpenExternalLinks(true);
-  answer_->setAccessibleName(user ? tr("Your message") : tool ? tr("Tool result") : system ? tr("System message") : tr("K3's answer"));
+  answer_->setAccessibleName(user     ? tr("Your message")
+                             : tool   ? tr("Tool result")
+                             : system ? tr("System message")
+                                      : tr("K3's answer"));
   if (tool) answer_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
   layout->addWidget(answer_);
 
@@ -122,7 +131,8 @@ void MessageWidget::addToolCallLabel(const ToolCallInfo& call) {
   label->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
   // Arguments indented when they are JSON, as written otherwise.
   const QJsonDocument args = QJsonDocument::fromJson(call.arguments.toUtf8());
-  const QString shown = args.isObject() ? QString::fromUtf8(args.toJson(QJsonDocument::Indented)).trimmed() : call.arguments;
+  const QString shown =
+      args.isObject() ? QString::fromUtf8(args.toJson(QJsonDocument::Indented)).trimmed() : call.arguments;
   label->setText(tr("Called %1").arg(call.name) + (shown.isEmpty() ? QString() : QStringLiteral("\n") + shown));
   label->setAccessibleName(tr("Tool call: %1").arg(call.name));
   if (!call.id.isEmpty()) label->setToolTip(tr("Call %1").arg(call.id));

@@ -112,9 +112,7 @@ void PlacementBar::update_() {
   update();
 }
 
-QSize PlacementBar::sizeHint() const {
-  return {480, kBarHeight + fontMetrics().height() + 8};
-}
+QSize PlacementBar::sizeHint() const { return {480, kBarHeight + fontMetrics().height() + 8}; }
 
 QSize PlacementBar::minimumSizeHint() const { return {160, kBarHeight + fontMetrics().height() + 8}; }
 
@@ -125,7 +123,8 @@ void PlacementBar::paintEvent(QPaintEvent*) {
   const double total = double(shares_.vram) + double(shares_.ram) + double(shares_.disk);
   if (hasPlan_ && total > 0) {
     double x = bar.left();
-    for (const auto& [bytes, colour] : {std::pair{shares_.vram, kVram}, std::pair{shares_.ram, kRam}, std::pair{shares_.disk, kDisk}}) {
+    for (const auto& [bytes, colour] :
+         {std::pair{shares_.vram, kVram}, std::pair{shares_.ram, kRam}, std::pair{shares_.disk, kDisk}}) {
       const double w = bar.width() * double(bytes) / total;
       p.fillRect(QRectF(x, bar.top(), w, bar.height()), colour);
       x += w;

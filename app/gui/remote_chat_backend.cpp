@@ -41,8 +41,9 @@ void RemoteChatBackend::setEndpoint(const QUrl& baseUrl, const QString& model, c
     return;
   }
   if (!apiKey_.isEmpty() && !keySafeToSend(base_)) {
-    emit unavailable(tr("refusing to send the API key over plain http to %1: anyone on the way could read it").arg(base_.host()),
-                     tr("use an https address, or an SSH tunnel to 127.0.0.1"));
+    emit unavailable(
+        tr("refusing to send the API key over plain http to %1: anyone on the way could read it").arg(base_.host()),
+        tr("use an https address, or an SSH tunnel to 127.0.0.1"));
     return;
   }
   probe_ = net_.get(makeRequest(QStringLiteral("models")));
@@ -81,7 +82,9 @@ void RemoteChatBackend::start(const GenerationRequest& request) {
     if (!t.toolCalls.isEmpty()) {
       QJsonArray calls;
       for (const ToolCallInfo& c : t.toolCalls)
-        calls.push_back(QJsonObject{{"id", c.id}, {"type", "function"}, {"function", QJsonObject{{"name", c.name}, {"arguments", c.arguments}}}});
+        calls.push_back(QJsonObject{{"id", c.id},
+                                    {"type", "function"},
+                                    {"function", QJsonObject{{"name", c.name}, {"arguments", c.arguments}}}});
       m.insert("tool_calls", calls);
       if (t.content.isEmpty()) m.insert("content", QJsonValue::Null);  // as OpenAI sends a message of calls only
     }
@@ -98,7 +101,8 @@ void RemoteChatBackend::start(const GenerationRequest& request) {
                    {"stream_options", QJsonObject{{"include_usage", true}}}};
   if (!request.effort.isEmpty()) body.insert("reasoning_effort", request.effort);
   clock_.start();
-  reply_ = net_.post(makeRequest(QStringLiteral("chat/completions")), QJsonDocument(body).toJson(QJsonDocument::Compact));
+  reply_ =
+      net_.post(makeRequest(QStringLiteral("chat/completions")), QJsonDocument(body).toJson(QJsonDocument::Compact));
   connect(reply_, &QNetworkReply::readyRead, this, &RemoteChatBackend::onData);
   connect(reply_, &QNetworkReply::finished, this, &RemoteChatBackend::onFinished);
 }
@@ -194,7 +198,8 @@ void RemoteChatBackend::onFinished() {
   if (!stopped_ && (reply->error() != QNetworkReply::NoError || !errorText_.isEmpty())) {
     QString what = errorText_;
     // Qt ends a request that passed its transfer timeout as cancelled; stop() is the only other canceller.
-    if (what.isEmpty() && (reply->error() == QNetworkReply::TimeoutError || reply->error() == QNetworkReply::OperationCanceledError))
+    if (what.isEmpty() &&
+        (reply->error() == QNetworkReply::TimeoutError || reply->error() == QNetworkReply::OperationCanceledError))
       what = tr("no data for %1 s").arg(stallTimeoutMs_ / 1000);
     if (what.isEmpty()) what = reply->errorString();
     emit failed(requestId_, tr("the server answered %1: %2").arg(status).arg(what),

@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
   for (int i = 2; i < args.size(); ++i) {
     const int size = args[i].toInt();
     const QString dir = QStringLiteral("%1/%2x%2/apps").arg(args[1]).arg(size);
-    if (size <= 0 || !QDir().mkpath(dir) || !deltafin::gui::paintStudioIcon(size).save(dir + "/io.github.deltafin.Studio.png")) {
+    if (size <= 0 || !QDir().mkpath(dir) ||
+        !deltafin::gui::paintStudioIcon(size).save(dir + "/io.github.deltafin.Studio.png")) {
       QTextStream(stderr) << "deltafin_render_icons: cannot write " << dir << "/io.github.deltafin.Studio.png\n";
       return 1;
     }

@@ -115,7 +115,8 @@ int takeScreenshot(StudioApp& app, const ScreenshotOptions& options) {
       InstallRequest req;
       req.modelRoot = studio->dataPath(QStringLiteral("models/kimi-k3"));
       req.hubUrl = options.hubUrl;
-      InstallJob* job = studio->jobs()->startInstall(QCoreApplication::translate("deltafin::gui::SetupWizard", "Full install of Kimi K3"), req);
+      InstallJob* job = studio->jobs()->startInstall(
+          QCoreApplication::translate("deltafin::gui::SetupWizard", "Full install of Kimi K3"), req);
       QEventLoop loop;
       QObject::connect(job, &InstallJob::changed, &loop, [&] {
         if (!job->isActive() || (job->progress().bytesDone > 0 && job->progress().bytesPerSecond > 0 &&

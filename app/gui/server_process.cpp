@@ -23,9 +23,8 @@ ServerProcess::ServerProcess(QObject* parent) : QObject(parent) {
       }
     }
   });
-  connect(&process_, &QProcess::started, this, [this] {
-    emit stateChanged(true, tr("Server running: %1").arg(process_.arguments().join(' ')));
-  });
+  connect(&process_, &QProcess::started, this,
+          [this] { emit stateChanged(true, tr("Server running: %1").arg(process_.arguments().join(' '))); });
   connect(&process_, &QProcess::errorOccurred, this, [this](QProcess::ProcessError) {
     if (!stopping_) emit stateChanged(false, tr("The server could not run: %1").arg(process_.errorString()));
   });
@@ -62,8 +61,9 @@ void ServerProcess::start(const QString& modelRoot, int port, const QString& dev
   port_ = port;
   device_ = device;
   stopping_ = false;
-  process_.start(cliExecutable(), {QStringLiteral("serve"), QStringLiteral("--model-root"), modelRoot,
-                                   QStringLiteral("--port"), QString::number(port), QStringLiteral("--device"), device});
+  process_.start(cliExecutable(),
+                 {QStringLiteral("serve"), QStringLiteral("--model-root"), modelRoot, QStringLiteral("--port"),
+                  QString::number(port), QStringLiteral("--device"), device});
 }
 
 void ServerProcess::restart(const QString& modelRoot, int port, const QString& device) {

@@ -117,9 +117,10 @@ SettingsDialog::SettingsDialog(const StudioSettings& s, QWidget* parent) : QDial
   connect(expertReads_, &QComboBox::currentIndexChanged, this, cacheEnabled);
   cacheEnabled();
   // How the tiers apply, on the controls that choose them (the dialog must fit a 1280x720 screen).
-  const QString streamNote = tr("Streaming installs keep experts in their own capped stream cache (see the Cache "
-                                "page); the RAM cache applies to full installs. On the GPU the experts also live "
-                                "in a VRAM tier sized from the GPU's free memory (all of them when they fit).");
+  const QString streamNote =
+      tr("Streaming installs keep experts in their own capped stream cache (see the Cache "
+         "page); the RAM cache applies to full installs. On the GPU the experts also live "
+         "in a VRAM tier sized from the GPU's free memory (all of them when they fit).");
   for (QWidget* w : {static_cast<QWidget*>(expertReads_), static_cast<QWidget*>(ram_)})
     w->setToolTip(w->toolTip().isEmpty() ? streamNote : w->toolTip() + QStringLiteral("\n") + streamNote);
 
@@ -167,7 +168,8 @@ SettingsDialog::SettingsDialog(const StudioSettings& s, QWidget* parent) : QDial
   remoteKey_->setEchoMode(QLineEdit::Password);
   remoteForm->addRow(tr("API &key:"), remoteKey_);
   if (!s.remoteApiKey.isEmpty() && !s.remoteApiKeyWhere.isEmpty())
-    remoteForm->addRow(QString(), new QLabel(tr("The key is kept in %1, not in the settings file.").arg(s.remoteApiKeyWhere), remote));
+    remoteForm->addRow(
+        QString(), new QLabel(tr("The key is kept in %1, not in the settings file.").arg(s.remoteApiKeyWhere), remote));
   layout->addWidget(remote);
 
   auto* ui = new QFormLayout;

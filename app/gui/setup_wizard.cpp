@@ -229,30 +229,34 @@ void SetupWizard::startPlanning() {
     } catch (const std::exception& e) {
       error = QString::fromStdString(e.what());
     }
-    QMetaObject::invokeMethod(self, [self, plan, error, generation] {
-      if (!self || generation != self->planGeneration_) return;
-      self->planError_ = error;
-      self->plan_ = plan;
-      self->planReady_ = error.isEmpty();
-      if (!error.isEmpty()) {
-        self->planSummary_->setText(tr("The plan failed: %1").arg(error));
-      } else {
-        for (const PlannedRepoView& r : plan.repos) {
-          auto* item = new QTreeWidgetItem(self->planTable_, {r.repo, r.revision.left(12), QString::number(r.files),
-                                                              formatBytes(r.installBytes), formatBytes(r.missingBytes)});
-          item->setToolTip(1, r.revision);
-        }
-        QString text = tr("Needed: %1 to download (%2 on disk in all). Free: %3.")
-                           .arg(formatBytes(plan.missingBytes), formatBytes(plan.installBytes),
-                                formatBytes(plan.freeBytes));
-        if (plan.cacheCap) text += tr(" Expert cache cap: %1.").arg(formatBytes(plan.cacheCap));
-        if (plan.missingBytes > plan.freeBytes)
-          text += tr(" This does not fit: choose another folder or a streaming install.");
-        self->planSummary_->setText(text);
-      }
-      static_cast<PlanWizardPage*>(self->page(PlanPage))->refresh();
-      emit self->planFinished(self->planReady_);
-    }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        self,
+        [self, plan, error, generation] {
+          if (!self || generation != self->planGeneration_) return;
+          self->planError_ = error;
+          self->plan_ = plan;
+          self->planReady_ = error.isEmpty();
+          if (!error.isEmpty()) {
+            self->planSummary_->setText(tr("The plan failed: %1").arg(error));
+          } else {
+            for (const PlannedRepoView& r : plan.repos) {
+              auto* item =
+                  new QTreeWidgetItem(self->planTable_, {r.repo, r.revision.left(12), QString::number(r.files),
+                                                         formatBytes(r.installBytes), formatBytes(r.missingBytes)});
+              item->setToolTip(1, r.revision);
+            }
+            QString text =
+                tr("Needed: %1 to download (%2 on disk in all). Free: %3.")
+                    .arg(formatBytes(plan.missingBytes), formatBytes(plan.installBytes), formatBytes(plan.freeBytes));
+            if (plan.cacheCap) text += tr(" Expert cache cap: %1.").arg(formatBytes(plan.cacheCap));
+            if (plan.missingBytes > plan.freeBytes)
+              text += tr(" This does not fit: choose another folder or a streaming install.");
+            self->planSummary_->setText(text);
+          }
+          static_cast<PlanWizardPage*>(self->page(PlanPage))->refresh();
+          emit self->planFinished(self->planReady_);
+        },
+        Qt::QueuedConnection);
   });
   connect(t, &QThread::finished, t, &QObject::deleteLater);
   t->start();

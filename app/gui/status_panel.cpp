@@ -61,7 +61,8 @@ void StatusPanel::setBackend(const BackendInfo& info) {
   if (!info.drafter.isEmpty()) text += tr(" · %1").arg(info.drafter);
   backend_->setText(backend_->fontMetrics().elidedText(text, Qt::ElideMiddle, kBackendMaxWidth));
   QStringList tip;
-  tip << (info.isDemo ? tr("%1, demo model (trained on the King James Bible)").arg(info.name) : tr("%1, %2").arg(info.name, info.modelName));
+  tip << (info.isDemo ? tr("%1, demo model (trained on the King James Bible)").arg(info.name)
+                      : tr("%1, %2").arg(info.name, info.modelName));
   if (!info.modelRoot.isEmpty()) tip << info.modelRoot;
   if (!info.fallbackReason.isEmpty()) tip << tr("Not on the GPU: %1").arg(info.fallbackReason);
   if (!info.expertSource.isEmpty()) tip << tr("Experts: %1").arg(info.expertSource);
@@ -101,11 +102,11 @@ void StatusPanel::setCounters(const CacheCounters& c) {
   if (t.network > 0) parts << tr("net %1").arg(formatPercent(t.share(t.network)));
   cache_->setText(tr("Experts %1").arg(parts.join(QStringLiteral(" · "))));
   const QString vram = c.hasVram ? formatPercent(t.share(t.vram)) : tr("n/a");
-  cache_->setToolTip(tr("%1 expert lookups since the model was loaded, each counted in the fastest tier that "
-                        "served it:\nVRAM %2 · RAM %3 · disk %4 · network %5")
-                         .arg(c.requests)
-                         .arg(vram, formatPercent(t.share(t.ram)), formatPercent(t.share(t.disk)),
-                              formatPercent(t.share(t.network))));
+  cache_->setToolTip(
+      tr("%1 expert lookups since the model was loaded, each counted in the fastest tier that "
+         "served it:\nVRAM %2 · RAM %3 · disk %4 · network %5")
+          .arg(c.requests)
+          .arg(vram, formatPercent(t.share(t.ram)), formatPercent(t.share(t.disk)), formatPercent(t.share(t.network))));
 }
 
 void StatusPanel::setDiskUsage(const DiskUsage& u) {
@@ -116,7 +117,9 @@ void StatusPanel::setDiskUsage(const DiskUsage& u) {
 
 QString StatusPanel::backendText() const { return backend_->text(); }
 QString StatusPanel::backendDetails() const { return backendFull_; }
-QString StatusPanel::whyCpuReason() const { return whyCpu_->isVisibleTo(this) ? whyCpu_->accessibleDescription() : QString(); }
+QString StatusPanel::whyCpuReason() const {
+  return whyCpu_->isVisibleTo(this) ? whyCpu_->accessibleDescription() : QString();
+}
 QString StatusPanel::speedText() const { return speed_->text(); }
 QString StatusPanel::cacheText() const { return cache_->text(); }
 QString StatusPanel::diskText() const { return disk_->text(); }

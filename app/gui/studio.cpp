@@ -47,8 +47,7 @@ Studio::~Studio() {
 void Studio::saveSettings() { settings_.save(settingsFile()); }
 
 QString Studio::dataPath(const QString& name) const {
-  const QString dir =
-      dataDir_.isEmpty() ? QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) : dataDir_;
+  const QString dir = dataDir_.isEmpty() ? QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) : dataDir_;
   return dir + QLatin1Char('/') + name;
 }
 
@@ -123,8 +122,7 @@ void Studio::applyServerSetting() {
   if (server_->isRunning() && (server_->modelRoot() != activeModelRoot() || server_->port() != settings_.serverPort ||
                                server_->device() != device))
     server_->restart(activeModelRoot(), settings_.serverPort, device);
-  else if (!server_->isRunning())
-    server_->start(activeModelRoot(), settings_.serverPort, device);
+  else if (!server_->isRunning()) server_->start(activeModelRoot(), settings_.serverPort, device);
 }
 
 void Studio::refreshDiskUsage() {
@@ -134,11 +132,14 @@ void Studio::refreshDiskUsage() {
   // Walking a 1.5 TB install touches thousands of inodes: never on the GUI thread.
   QThread* t = QThread::create([this, root] {
     const DiskUsage u = scanDiskUsage(root);
-    QMetaObject::invokeMethod(this, [this, u] {
-      scanning_ = false;
-      diskUsage_ = u;
-      emit diskUsageChanged(u);
-    }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this,
+        [this, u] {
+          scanning_ = false;
+          diskUsage_ = u;
+          emit diskUsageChanged(u);
+        },
+        Qt::QueuedConnection);
   });
   connect(t, &QThread::finished, t, &QObject::deleteLater);
   scanThread_ = t;

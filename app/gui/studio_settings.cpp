@@ -26,7 +26,7 @@ StudioSettings StudioSettings::load(const QString& file) {
   out.ramCache = s.value("engine/ramCache", d.ramCache).toBool();
   // Older settings kept the budget in whole GiB.
   out.ramCacheMiB = s.contains("engine/ramCacheMiB") ? s.value("engine/ramCacheMiB").toInt()
-                                                      : s.value("engine/ramCacheGiB", 0).toInt() * 1024;
+                                                     : s.value("engine/ramCacheGiB", 0).toInt() * 1024;
   out.directIo = s.value("engine/directIo", d.directIo).toBool();
   out.cachePolicy = s.value("engine/cachePolicy", d.cachePolicy).toString();
   out.drafter = s.value("engine/drafter", d.drafter).toString();

@@ -9,14 +9,14 @@
 namespace deltafin::gui {
 
 struct StudioSettings {
-  QString modelFolder;       // empty: the default model root
-  bool useDemo = false;      // run the bundled demo model instead of K3
+  QString modelFolder;                      // empty: the default model root
+  bool useDemo = false;                     // run the bundled demo model instead of K3
   QString device = QStringLiteral("auto");  // "auto", "cpu", "cuda"
-  bool ramCache = false;     // engine RAM expert cache (full installs); else read through the page cache
-  int ramCacheMiB = 0;       // 0: sized from free memory
-  bool directIo = true;      // the RAM cache bypasses the page cache (O_DIRECT)
+  bool ramCache = false;                    // engine RAM expert cache (full installs); else read through the page cache
+  int ramCacheMiB = 0;                      // 0: sized from free memory
+  bool directIo = true;                     // the RAM cache bypasses the page cache (O_DIRECT)
   QString cachePolicy = QStringLiteral("lfu");  // "lru", "lfu", "heat"
-  QString drafter = QStringLiteral("auto");  // "auto", "off", "dspark", "qwen", "ngram"
+  QString drafter = QStringLiteral("auto");     // "auto", "off", "dspark", "qwen", "ngram"
   bool serverEnabled = false;
   int serverPort = 8080;
   bool remoteEnabled = false;
@@ -24,10 +24,10 @@ struct StudioSettings {
   QString remoteModel;
   QString remoteApiKey;       // kept by ApiKeyStore (the system keychain), not in the settings file
   QString remoteApiKeyWhere;  // where load() found it, for Settings to say
-  QString language;          // empty: follow the system
+  QString language;           // empty: follow the system
   int maxNewTokens = 256;
   bool wizardDone = false;
-  bool enterSends = true;    // Enter sends, Shift+Enter starts a new line; false: Ctrl+Enter sends
+  bool enterSends = true;  // Enter sends, Shift+Enter starts a new line; false: Ctrl+Enter sends
 
   // The window as it was left: geometry, splitter positions (by splitter name), the chat panel.
   QByteArray windowGeometry;

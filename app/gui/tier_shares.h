@@ -12,7 +12,9 @@ namespace deltafin::gui {
 struct TierShares {
   quint64 lookups = 0;
   quint64 vram = 0, ram = 0, network = 0, disk = 0;  // lookups per tier; their sum <= lookups
-  double share(quint64 count) const { return lookups ? static_cast<double>(count) / static_cast<double>(lookups) : 0.0; }
+  double share(quint64 count) const {
+    return lookups ? static_cast<double>(count) / static_cast<double>(lookups) : 0.0;
+  }
 };
 
 TierShares tierShares(const CacheCounters& counters);

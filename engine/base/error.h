@@ -9,7 +9,8 @@ class Error : public std::runtime_error {
  public:
   Error(const std::string& what_failed, const std::string& what_to_do = {})
       : std::runtime_error(what_to_do.empty() ? what_failed : what_failed + " (" + what_to_do + ")"),
-        what_failed_(what_failed), what_to_do_(what_to_do) {}
+        what_failed_(what_failed),
+        what_to_do_(what_to_do) {}
   const std::string& what_failed() const { return what_failed_; }
   const std::string& what_to_do() const { return what_to_do_; }
 

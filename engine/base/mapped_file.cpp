@@ -13,8 +13,9 @@ namespace deltafin {
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error("cannot open " + path + ": " + std::strerror(errno), "check that the file exists and is readable");
-  struct stat st{};
+  if (fd < 0)
+    throw Error("cannot open " + path + ": " + std::strerror(errno), "check that the file exists and is readable");
+  struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int e = errno;
     ::close(fd);
@@ -64,8 +65,9 @@ void read_exact(int fd, void* dst, uint64_t n, uint64_t offset, const std::strin
     ssize_t r = ::pread(fd, out, n, static_cast<off_t>(offset));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) throw Error("read failed in " + path + ": " + std::strerror(errno));
-    if (r == 0) throw Error("unexpected end of file in " + path + " at byte " + std::to_string(offset),
-                            "the file is truncated; re-download it (deltafin setup repairs it)");
+    if (r == 0)
+      throw Error("unexpected end of file in " + path + " at byte " + std::to_string(offset),
+                  "the file is truncated; re-download it (deltafin setup repairs it)");
     out += r;
     n -= static_cast<uint64_t>(r);
     offset += static_cast<uint64_t>(r);

@@ -27,13 +27,20 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 nlohmann::json counters_json(const ExpertCounters& c) {
-  return {{"requests", c.requests},           {"ram_hits", c.ram_hits},
-          {"disk_reads", c.disk_reads},       {"bytes_read", c.bytes_read},
-          {"prefetch_issued", c.prefetch_issued}, {"prefetch_used", c.prefetch_used},
-          {"prefetch_wasted", c.prefetch_wasted}, {"prefetch_cancelled", c.prefetch_cancelled},
-          {"evictions", c.evictions},         {"read_seconds", c.read_seconds},
-          {"wait_seconds", c.wait_seconds},   {"bytes_needed", c.bytes_needed},
-          {"guessed", {c.guessed[0], c.guessed[1]}}, {"guessed_right", {c.guessed_right[0], c.guessed_right[1]}},
+  return {{"requests", c.requests},
+          {"ram_hits", c.ram_hits},
+          {"disk_reads", c.disk_reads},
+          {"bytes_read", c.bytes_read},
+          {"prefetch_issued", c.prefetch_issued},
+          {"prefetch_used", c.prefetch_used},
+          {"prefetch_wasted", c.prefetch_wasted},
+          {"prefetch_cancelled", c.prefetch_cancelled},
+          {"evictions", c.evictions},
+          {"read_seconds", c.read_seconds},
+          {"wait_seconds", c.wait_seconds},
+          {"bytes_needed", c.bytes_needed},
+          {"guessed", {c.guessed[0], c.guessed[1]}},
+          {"guessed_right", {c.guessed_right[0], c.guessed_right[1]}},
           {"guessed_demand", {c.guessed_demand[0], c.guessed_demand[1]}}};
 }
 
@@ -163,7 +170,8 @@ ArmModel load_arm(const std::string& root, const BenchArm& a) {
       so.policy = EvictionPolicy::Lru;
       so.prefetch = false;
     }
-    auto t = std::make_unique<TracedExpertSource>(std::make_unique<TieredExpertSource>(*l.ck, std::move(w.experts), so));
+    auto t =
+        std::make_unique<TracedExpertSource>(std::make_unique<TieredExpertSource>(*l.ck, std::move(w.experts), so));
     l.traced = t.get();
     o.experts = std::move(t);
   }
@@ -204,7 +212,8 @@ BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
   uint32_t probe_seed = 12345;
   auto probe = [&] {
     make_experts_cold(plan.model_root);
-    const double g = measure_direct_read_gbps(plan.model_root, plan.bandwidth_experts, 16, &rep.io_engine, probe_seed++);
+    const double g =
+        measure_direct_read_gbps(plan.model_root, plan.bandwidth_experts, 16, &rep.io_engine, probe_seed++);
     probes.push_back(g);
     say("O_DIRECT expert reads: " + std::to_string(g) + " GB/s (" + rep.io_engine + ", QD 16)");
     return g;
@@ -224,7 +233,8 @@ BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
         run.probe_gbps = g;
         run.threads = a->threads;
         run.ram_tier = a->store.has_value();
-        say(a->name + " " + run.mode + " #" + std::to_string(r) + ": decode " + std::to_string(run.decode_seconds_per_token) + " s/token");
+        say(a->name + " " + run.mode + " #" + std::to_string(r) + ": decode " +
+            std::to_string(run.decode_seconds_per_token) + " s/token");
         rep.runs.push_back(std::move(run));
       };
       if (a->compute_floor) {
@@ -295,11 +305,13 @@ std::string BenchReport::json() const {
   j["compute_floors"] = nlohmann::json::array();
   for (const auto& [threads, v] : resident) {
     compute_floor[threads] = spread(v).median;
-    j["compute_floors"].push_back({{"threads", threads}, {"seconds_per_token", compute_floor[threads]}, {"runs", v.size()}});
+    j["compute_floors"].push_back(
+        {{"threads", threads}, {"seconds_per_token", compute_floor[threads]}, {"runs", v.size()}});
   }
   j["summary"] = nlohmann::json::array();
   for (const auto& [k, rs] : groups) {
-    std::vector<double> dec, pre, hit, miss_bytes, read_bytes, disk_floor, recall, vs_max, vs_sum, achieved, steal, vs_vm;
+    std::vector<double> dec, pre, hit, miss_bytes, read_bytes, disk_floor, recall, vs_max, vs_sum, achieved, steal,
+        vs_vm;
     std::vector<double> guess_precision[2], guess_recall[2];
     const int tokens = rs.front()->ids.size() > 1 ? static_cast<int>(rs.front()->ids.size()) - 1 : 1;
     for (auto* r : rs) {

@@ -19,7 +19,8 @@ struct BenchArm {
   std::string flags;  // as given, for the report
   std::optional<StoreOptions> store;
   int threads = 0;
-  std::optional<SpinePlacement> spine = std::nullopt;  // the spine as a placement plan puts it (default: mapped in place)
+  std::optional<SpinePlacement> spine =
+      std::nullopt;  // the spine as a placement plan puts it (default: mapped in place)
   // The compute floor: runs ("resident") in which, before each decode step and outside its time,
   // the step's experts (as an earlier run of the same workload asked for them) are read into a RAM
   // cache that holds one step's experts, so the step computes with every expert in RAM. The
@@ -40,8 +41,8 @@ struct BenchPlan {
 struct BenchRun {
   std::string arm, mode;  // mode: cold | warm
   int rep = 0;
-  int threads = 0;        // compute threads of the arm (0 = all cores)
-  bool ram_tier = false;  // experts through the RAM tier (its counters see disk reads; mmap's do not)
+  int threads = 0;          // compute threads of the arm (0 = all cores)
+  bool ram_tier = false;    // experts through the RAM tier (its counters see disk reads; mmap's do not)
   int compute_threads = 1;  // threads the compute actually used
   // CPU time the hypervisor took from this machine during decode (/proc/stat
   // "steal", all CPUs), per token. On a VM whose disk emulation is charged to
@@ -63,7 +64,7 @@ struct BenchReport {
   std::string io_engine;
   bool ids_identical = true;
   std::string first_difference;
-  std::string json() const;     // every run, medians with min/max per (arm, mode), floors
+  std::string json() const;  // every run, medians with min/max per (arm, mode), floors
 };
 
 // Runs every arm `reps` times in alternating order (cold then warm each time)

@@ -17,7 +17,8 @@ std::string cuda_bench_verify(const std::string& root, const std::vector<int>& r
   cuda::bench_verify(root, rows, context, reps, experts == "streamed" ? "disk" : "resident", out);
   return out.str();
 #else
-  throw Error("this deltafin was built without the CUDA backend", "rebuild with -DDELTAFIN_CUDA=ON or use --device cpu");
+  throw Error("this deltafin was built without the CUDA backend",
+              "rebuild with -DDELTAFIN_CUDA=ON or use --device cpu");
 #endif
 }
 

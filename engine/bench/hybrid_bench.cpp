@@ -117,7 +117,8 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
   const double slice_experts = double(slice.all_expert_bytes()), real_experts = double(real.all_expert_bytes());
 
   out << "| machine kept | slice budgets GB: VRAM / RAM | spine GB: VRAM / RAM / disk | expert tiers GB: VRAM / RAM | "
-         "layout | predicted decode s/token (bound) | measured | measured / predicted | predicted prefill s/token (bound) | "
+         "layout | predicted decode s/token (bound) | measured | measured / predicted | predicted prefill s/token "
+         "(bound) | "
          "measured | measured / predicted | ids |\n";
   out << "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
   out.flush();
@@ -136,19 +137,22 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
     rb.ram_budget = uint64_t(mc.ram_gb * 1e9);
     if (mc.gpu_gb > 0) rb.gpus.push_back(GpuBudget{"GPU 0", uint64_t(mc.gpu_gb * 1e9), 0});
     const Plan rp = make_plan(real, rb, assumed_desktop());
-    const double fv = double(rp.spine_in(Home::Vram)) / double(real_units), fr = double(rp.spine_in(Home::Ram)) / double(real_units);
+    const double fv = double(rp.spine_in(Home::Vram)) / double(real_units),
+                 fr = double(rp.spine_in(Home::Ram)) / double(real_units);
     const double ev = rp.experts.vram_bytes.empty() ? 0 : double(rp.experts.vram_bytes[0]) / real_experts;
     const double er = double(rp.experts.ram_bytes) / real_experts;
     // The same shares of the slice, over the slice's own working sets.
     MachineBudget sb;
     sb.ram_budget = roomy.ram_minimum + uint64_t(fr * double(slice_units) + er * slice_experts);
     if (mc.gpu_gb > 0) {
-      const uint64_t v = roomy.vram_minimum + 2 * slice.largest_unit_bytes() + uint64_t(fv * double(slice_units) + ev * slice_experts);
+      const uint64_t v =
+          roomy.vram_minimum + 2 * slice.largest_unit_bytes() + uint64_t(fv * double(slice_units) + ev * slice_experts);
       sb.gpus.push_back(GpuBudget{"GPU 0", std::min<uint64_t>(v, gpus[0].free_bytes), gpus[0].total_bytes});
     }
     const Plan p = make_plan(slice, sb, rates, po);
-    const std::string label = (mc.gpu_gb > 0 ? f2(mc.gpu_gb).substr(0, f2(mc.gpu_gb).size() - 3) + " GB GPU" : std::string("no GPU")) +
-                              " + " + f2(mc.ram_gb).substr(0, f2(mc.ram_gb).size() - 3) + " GB RAM";
+    const std::string label =
+        (mc.gpu_gb > 0 ? f2(mc.gpu_gb).substr(0, f2(mc.gpu_gb).size() - 3) + " GB GPU" : std::string("no GPU")) +
+        " + " + f2(mc.ram_gb).substr(0, f2(mc.ram_gb).size() - 3) + " GB RAM";
     std::vector<Measured> runs;
     std::string layout_text;
     for (int r = 0; r < reps; ++r) {
@@ -179,11 +183,12 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
     const std::string vram_tier = p.experts.vram_bytes.empty() ? "0.00" : f2(double(p.experts.vram_bytes[0]) / 1e9);
     out << "| " << label << " | " << (sb.gpus.empty() ? "-" : f2(double(sb.gpus[0].budget) / 1e9)) << " / "
         << f2(double(sb.ram_budget) / 1e9) << " | " << f2(double(p.spine_in(Home::Vram)) / 1e9) << " / "
-        << f2(double(p.spine_in(Home::Ram)) / 1e9) << " / " << f2(double(p.spine_in(Home::Disk)) / 1e9) << " | " << vram_tier
-        << " / " << f2(double(p.experts.ram_bytes) / 1e9) << " | " << layout_text << " | " << f3(p.decode.seconds_per_token)
-        << " (" << p.decode.bound << ") | " << f3(m.decode_s) << " | " << f2(m.decode_s / p.decode.seconds_per_token) << " | "
-        << f3(p.prefill.seconds_per_token) << " (" << p.prefill.bound << ") | " << f3(m.prefill_s) << " | "
-        << f2(m.prefill_s / p.prefill.seconds_per_token) << " | " << ids_cell(m.ids) << " |\n";
+        << f2(double(p.spine_in(Home::Ram)) / 1e9) << " / " << f2(double(p.spine_in(Home::Disk)) / 1e9) << " | "
+        << vram_tier << " / " << f2(double(p.experts.ram_bytes) / 1e9) << " | " << layout_text << " | "
+        << f3(p.decode.seconds_per_token) << " (" << p.decode.bound << ") | " << f3(m.decode_s) << " | "
+        << f2(m.decode_s / p.decode.seconds_per_token) << " | " << f3(p.prefill.seconds_per_token) << " ("
+        << p.prefill.bound << ") | " << f3(m.prefill_s) << " | " << f2(m.prefill_s / p.prefill.seconds_per_token)
+        << " | " << ids_cell(m.ids) << " |\n";
     out.flush();
   }
   if (o.references) {
@@ -200,16 +205,18 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
         runs.push_back(run_session(gs, o.prompt_len, o.new_tokens, sc.vocab));
       }
       const Measured m = summarize(runs);
-      out << "| reference: the whole slice on the GPU | - | " << f2(double(slice_units) / 1e9) << " / 0 / 0 | - | GPU only | - | "
-          << f3(m.decode_s) << " | - | - | " << f3(m.prefill_s) << " | - | " << ids_cell(m.ids) << " |\n";
+      out << "| reference: the whole slice on the GPU | - | " << f2(double(slice_units) / 1e9)
+          << " / 0 / 0 | - | GPU only | - | " << f3(m.decode_s) << " | - | - | " << f3(m.prefill_s) << " | - | "
+          << ids_cell(m.ids) << " |\n";
     }
     K3Session cs(*host);
     const Measured m = run_session(cs, o.prompt_len, o.new_tokens, sc.vocab);
     out << "| reference: the whole slice on the CPU (mapped) | - | 0 / " << f2(double(slice_units) / 1e9)
-        << " / 0 | - | CPU only | - | " << f3(m.decode_s) << " | - | - | " << f3(m.prefill_s) << " | - | " << ids_cell(m.ids)
-        << " |\n";
+        << " / 0 | - | CPU only | - | " << f3(m.decode_s) << " | - | - | " << f3(m.prefill_s) << " | - | "
+        << ids_cell(m.ids) << " |\n";
   }
-  out << "\n" << (all_same ? "Oracle: every arm produced the same ids." : "ORACLE FAILED: some arm's ids differ.") << "\n";
+  out << "\n"
+      << (all_same ? "Oracle: every arm produced the same ids." : "ORACLE FAILED: some arm's ids differ.") << "\n";
   return all_same;
 }
 
@@ -224,15 +231,17 @@ bool bench_multigpu(const MultiGpuBenchOptions& o, std::ostream& out) {
   std::vector<int> devices;
   for (int g = 0; g < n; ++g) devices.push_back(int(logical.size()) >= n ? logical[size_t(g)] : logical[0]);
   bool imitated = false;
-  for (int g = 1; g < n; ++g) imitated = imitated || std::count(devices.begin(), devices.begin() + g, devices[size_t(g)]) > 0;
+  for (int g = 1; g < n; ++g)
+    imitated = imitated || std::count(devices.begin(), devices.begin() + g, devices[size_t(g)]) > 0;
 
   Bandwidths rates;
   probe_cpu(rates);
   probe_disk(rates, o.slice_root);
   probe_gpu_rates(devices[0], rates.h2d_gbps, rates.hbm_gbps);
   rates.gpu_tflops = o.gpu_tflops > 0 ? o.gpu_tflops : assumed_desktop().gpu_tflops;
-  out << "Rates: disk " << f2(rates.disk_gbps) << " GB/s, CPU BF16 " << f2(rates.cpu_bf16_gbps) << " GB/s, PCIe " << f2(rates.h2d_gbps)
-      << " GB/s, HBM " << f2(rates.hbm_gbps) << " GB/s, GPU " << f2(rates.gpu_tflops) << " TFLOP/s (given)\n";
+  out << "Rates: disk " << f2(rates.disk_gbps) << " GB/s, CPU BF16 " << f2(rates.cpu_bf16_gbps) << " GB/s, PCIe "
+      << f2(rates.h2d_gbps) << " GB/s, HBM " << f2(rates.hbm_gbps) << " GB/s, GPU " << f2(rates.gpu_tflops)
+      << " TFLOP/s (given)\n";
   out << n << " GPUs on CUDA device(s)";
   for (int d : devices) out << " " << d;
   out << (imitated ? " (logical GPUs sharing a device: the hand-overs are copies within it)" : "") << "\n\n";
@@ -254,18 +263,18 @@ bool bench_multigpu(const MultiGpuBenchOptions& o, std::ostream& out) {
     const auto sharing = uint64_t(std::count(devices.begin(), devices.end(), d));
     const uint64_t free_b = device_free_bytes(d);
     if (each * sharing > free_b)
-      throw Error("CUDA device " + std::to_string(d) + " has " + format_gb(free_b) + " free: " + std::to_string(sharing) + " budget(s) of " +
-                  format_gb(each) + " do not fit");
+      throw Error("CUDA device " + std::to_string(d) + " has " + format_gb(free_b) +
+                  " free: " + std::to_string(sharing) + " budget(s) of " + format_gb(each) + " do not fit");
     b.gpus.push_back(GpuBudget{"GPU " + std::to_string(g), each, 0, g});
   }
   const Plan p = make_plan(slice, b, rates, po);
   MachineBudget one = b;
   one.gpus.resize(1);
   const Plan p1 = make_plan(slice, one, rates, po);
-  out << "Slice spine " << f2(double(spine) / 1e9) << " GB; each GPU's budget " << format_gb(each) << " (" << f2(100 * share)
-      << " % of the spine over the smallest working set). One GPU with that budget holds " << f2(double(p1.spine_in(Home::Vram)) / 1e9)
-      << " GB of the spine in VRAM (decode predicted " << f3(p1.decode.seconds_per_token) << " s/token, " << p1.decode.bound
-      << "-bound).\n\n```\n"
+  out << "Slice spine " << f2(double(spine) / 1e9) << " GB; each GPU's budget " << format_gb(each) << " ("
+      << f2(100 * share) << " % of the spine over the smallest working set). One GPU with that budget holds "
+      << f2(double(p1.spine_in(Home::Vram)) / 1e9) << " GB of the spine in VRAM (decode predicted "
+      << f3(p1.decode.seconds_per_token) << " s/token, " << p1.decode.bound << "-bound).\n\n```\n"
       << plan_gpus(p) << plan_summary(p) << "\n```\n\n";
 
   auto run_multi = [&](std::vector<uint64_t>* counts) {
@@ -329,15 +338,19 @@ bool bench_multigpu(const MultiGpuBenchOptions& o, std::ostream& out) {
     w = summarize(wr);
   }
   const bool same = m.ids == w.ids;
-  out << "| run | predicted decode s/token (bound) | measured | measured / predicted | predicted prefill s/token (bound) | measured | "
+  out << "| run | predicted decode s/token (bound) | measured | measured / predicted | predicted prefill s/token "
+         "(bound) | measured | "
          "measured / predicted | GPU-to-GPU hand-overs per run (within a device / peer / host) | ids |\n";
   out << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n";
-  out << "| " << n << " GPUs, plan above | " << f3(p.decode.seconds_per_token) << " (" << p.decode.bound << ") | " << f3(m.decode_s) << " | "
-      << f2(m.decode_s / p.decode.seconds_per_token) << " | " << f3(p.prefill.seconds_per_token) << " (" << p.prefill.bound << ") | "
-      << f3(m.prefill_s) << " | " << f2(m.prefill_s / p.prefill.seconds_per_token) << " | " << counts[0] << " (" << counts[1] << " / "
-      << counts[2] << " / " << counts[3] << ") | " << (same ? "identical to one GPU" : "DIFFER from one GPU") << " |\n";
-  out << "| reference: the whole slice on one GPU | - | " << f3(w.decode_s) << " | - | - | " << f3(w.prefill_s) << " | - | - | - |\n\n";
-  out << (same ? "Oracle: the ids over several GPUs are those of one GPU." : "ORACLE FAILED: the ids over several GPUs differ from one GPU's.")
+  out << "| " << n << " GPUs, plan above | " << f3(p.decode.seconds_per_token) << " (" << p.decode.bound << ") | "
+      << f3(m.decode_s) << " | " << f2(m.decode_s / p.decode.seconds_per_token) << " | "
+      << f3(p.prefill.seconds_per_token) << " (" << p.prefill.bound << ") | " << f3(m.prefill_s) << " | "
+      << f2(m.prefill_s / p.prefill.seconds_per_token) << " | " << counts[0] << " (" << counts[1] << " / " << counts[2]
+      << " / " << counts[3] << ") | " << (same ? "identical to one GPU" : "DIFFER from one GPU") << " |\n";
+  out << "| reference: the whole slice on one GPU | - | " << f3(w.decode_s) << " | - | - | " << f3(w.prefill_s)
+      << " | - | - | - |\n\n";
+  out << (same ? "Oracle: the ids over several GPUs are those of one GPU."
+               : "ORACLE FAILED: the ids over several GPUs differ from one GPU's.")
       << "\n";
   return same;
 }

@@ -14,12 +14,12 @@ struct HybridMachine {
 };
 
 struct HybridBenchOptions {
-  std::string slice_root;         // the slice (deltafin synth ... --set layers=12 ...)
-  std::string real_meta_root;     // the real K3's config (tests/fixtures/k3-real-meta)
+  std::string slice_root;      // the slice (deltafin synth ... --set layers=12 ...)
+  std::string real_meta_root;  // the real K3's config (tests/fixtures/k3-real-meta)
   std::vector<HybridMachine> machines;
   int prompt_len = 32, new_tokens = 8, reps = 2;  // timed runs per arm: the first cold, the median of the rest reported
-  double gpu_tflops = 0;          // the planner's GPU matmul rate (not probed); 0: the assumed figure
-  bool references = true;         // also run the whole slice on the GPU and on the CPU
+  double gpu_tflops = 0;                          // the planner's GPU matmul rate (not probed); 0: the assumed figure
+  bool references = true;                         // also run the whole slice on the GPU and on the CPU
 };
 
 // Writes a Markdown table (one row per machine, then the references) and returns false when some
@@ -27,11 +27,12 @@ struct HybridBenchOptions {
 bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out);
 
 struct MultiGpuBenchOptions {
-  std::string slice_root;          // a real-dimension slice (deltafin synth)
-  int gpus = 0;                    // GPUs to spread over: 0 = every logical GPU, at least 2 (one device: 2 logical GPUs on it)
-  double spine_share = 0;          // each GPU's budget holds this share of the slice's spine (0: 1.25 / GPUs, so none holds it all)
+  std::string slice_root;  // a real-dimension slice (deltafin synth)
+  int gpus = 0;            // GPUs to spread over: 0 = every logical GPU, at least 2 (one device: 2 logical GPUs on it)
+  double spine_share =
+      0;  // each GPU's budget holds this share of the slice's spine (0: 1.25 / GPUs, so none holds it all)
   int prompt_len = 16, new_tokens = 8, reps = 2;
-  double gpu_tflops = 0;           // the planner's GPU matmul rate (not probed); 0: the assumed figure
+  double gpu_tflops = 0;  // the planner's GPU matmul rate (not probed); 0: the assumed figure
 };
 
 // The slice planned over several GPUs whose budgets each hold less than its spine: the plan's

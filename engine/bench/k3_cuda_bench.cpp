@@ -42,13 +42,15 @@ uint64_t layer_spine_bytes(const LayerWeights& L) {
          m.g_proj.bytes() + (m.q_a_norm.size() + m.kv_a_norm.size()) * 4;
   } else {
     const KdaWeights& k = L.kda;
-    n += k.q_proj.bytes() + k.k_proj.bytes() + k.v_proj.bytes() + k.g_proj.bytes() + k.o_proj.bytes() + k.f_a.bytes() +
-         k.f_b.bytes() + k.b_proj.bytes() +
-         (k.q_conv.size() + k.k_conv.size() + k.v_conv.size() + k.a_log.size() + k.dt_bias.size() + k.o_norm.size()) * 4;
+    n +=
+        k.q_proj.bytes() + k.k_proj.bytes() + k.v_proj.bytes() + k.g_proj.bytes() + k.o_proj.bytes() + k.f_a.bytes() +
+        k.f_b.bytes() + k.b_proj.bytes() +
+        (k.q_conv.size() + k.k_conv.size() + k.v_conv.size() + k.a_log.size() + k.dt_bias.size() + k.o_norm.size()) * 4;
   }
   if (!L.moe) return n + L.dense.gate.bytes() + L.dense.up.bytes() + L.dense.down.bytes();
   const MoeWeights& w = L.moe_w;
-  n += w.router.bytes() + w.latent_down.bytes() + w.latent_up.bytes() + (w.router_bias.size() + w.latent_norm.size()) * 4;
+  n += w.router.bytes() + w.latent_down.bytes() + w.latent_up.bytes() +
+       (w.router_bias.size() + w.latent_norm.size()) * 4;
   if (w.has_shared) n += w.shared.gate.bytes() + w.shared.up.bytes() + w.shared.down.bytes();
   return n;
 }
@@ -171,7 +173,7 @@ void bench_layers(const std::string& root, const std::vector<int>& rows, int con
     for (int l = 0; l < c.layers; ++l) {
       const bool mla = c.is_mla[l];
       double bytes = double(layer_spine_bytes(host->weights().layers[l])) + experts[l] * double(c.expert_bytes());
-      if (mla) bytes += double(s.n_past()) * c.mla_cache_width() * 4 * 2;  // cache read; rows written
+      if (mla) bytes += double(s.n_past()) * c.mla_cache_width() * 4 * 2;     // cache read; rows written
       else bytes += 2.0 * c.kda_heads * c.kda_head_dim * c.kda_head_dim * 4;  // recurrent state in and out
       const double floor_ms = bytes / (roof.hbm_gbs * 1e9) * 1e3;
       const double med = median(ms[l]);
@@ -206,8 +208,10 @@ void bench_verify(const std::string& root, const std::vector<int>& rows, int con
   CudaK3Session s(model);
   std::mt19937_64 rng(11);
   if (context > 0) s.prefill(random_ids(rng, context, c.vocab));
-  out << "experts " << mode << " (host source: " << host->experts().describe() << "), context " << context << ", " << reps
-      << " reps\n\n| T | median ms | min ms | experts copied / pass | MB H2D / pass | c(T)/c(1) | break-even accepted / pass | break-even per-guess acceptance |\n"
+  out << "experts " << mode << " (host source: " << host->experts().describe() << "), context " << context << ", "
+      << reps
+      << " reps\n\n| T | median ms | min ms | experts copied / pass | MB H2D / pass | c(T)/c(1) | break-even accepted "
+         "/ pass | break-even per-guess acceptance |\n"
          "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   std::vector<float> logits;
   double base = 0;
@@ -285,10 +289,10 @@ void bench_stream(const std::string& root, uint64_t ram_bytes, int vram_slots, i
   const double hbm_bytes = double(spine) + double(v.requests) / tokens * double(c.expert_bytes());
   const double t_disk = disk_bytes / (roof.disk_gbs * 1e9), t_pcie = h2d_bytes / (roof.h2d_gbs * 1e9),
                t_hbm = hbm_bytes / (roof.hbm_gbs * 1e9);
-  out << std::fixed << "experts: " << c.moe_layers() << " MoE layers x " << c.experts << " of "
-      << std::setprecision(2) << c.expert_bytes() / 1e6 << " MB; VRAM tier " << vram_slots << " slots ("
-      << std::setprecision(0) << vram_slots * double(model.experts().slot_bytes()) / 1e6 << " MB), RAM tier "
-      << ram_bytes / 1e6 << " MB (" << host->experts().describe() << ")\n"
+  out << std::fixed << "experts: " << c.moe_layers() << " MoE layers x " << c.experts << " of " << std::setprecision(2)
+      << c.expert_bytes() / 1e6 << " MB; VRAM tier " << vram_slots << " slots (" << std::setprecision(0)
+      << vram_slots * double(model.experts().slot_bytes()) / 1e6 << " MB), RAM tier " << ram_bytes / 1e6 << " MB ("
+      << host->experts().describe() << ")\n"
       << "decode: " << tokens << " tokens after " << warmup << " warm-up tokens: " << std::setprecision(2)
       << tokens / dt << " tokens/s (" << std::setprecision(1) << dt / tokens * 1e3 << " ms/token)\n"
       << "VRAM tier: " << v.requests << " requests, hit rate " << std::setprecision(3)
@@ -394,14 +398,15 @@ void bench_placement(const std::string& root, const std::vector<int>& rows, int 
   }
 
   out << std::fixed << "placement of RAM-resident experts: " << n << " experts of layer " << layer << " ("
-      << std::setprecision(1) << bytes / 1e6 << " MB), RAM tier: " << src.describe() << "; CPU: "
-      << ThreadPool::global().size() << " threads, " << kernels::active().name << " kernels; PCIe roofline "
-      << roof.h2d_gbs << " GB/s\n"
+      << std::setprecision(1) << bytes / 1e6 << " MB), RAM tier: " << src.describe()
+      << "; CPU: " << ThreadPool::global().size() << " threads, " << kernels::active().name
+      << " kernels; PCIe roofline " << roof.h2d_gbs << " GB/s\n"
       << "GPU fill (host RAM -> VRAM): through staging " << std::setprecision(3) << staged_ms << " ms ("
       << std::setprecision(1) << bytes / (staged_ms * 1e6) << " GB/s), straight from the pinned RAM tier "
       << std::setprecision(3) << direct_ms << " ms (" << std::setprecision(1) << bytes / (direct_ms * 1e6) << " GB/s"
       << (direct_used ? ")" : ", NOT used: " + (note.empty() ? std::string("the source has no arena") : note) + ")")
-      << "\n\n| rows per expert | CPU ms | CPU GB/s | GPU fill + kernel ms | GPU kernel ms | faster | ratio | CPU share when both work |\n"
+      << "\n\n| rows per expert | CPU ms | CPU GB/s | GPU fill + kernel ms | GPU kernel ms | faster | ratio | CPU "
+         "share when both work |\n"
       << "| ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n";
   const double fill = std::min(staged_ms, direct_ms);
   for (size_t ri = 0; ri < rows.size(); ++ri) {

@@ -16,7 +16,9 @@ using PassRequests = std::vector<std::pair<int, std::vector<int>>>;
 // the pass runs (the bench's compute floor: the same compute with no read to wait for).
 class TracedExpertSource : public ExpertSource {
  public:
-  explicit TracedExpertSource(std::unique_ptr<ExpertSource> inner) : inner_(std::move(inner)) { passes_.emplace_back(); }
+  explicit TracedExpertSource(std::unique_ptr<ExpertSource> inner) : inner_(std::move(inner)) {
+    passes_.emplace_back();
+  }
 
   std::unique_ptr<ExpertBatch> request(int layer, std::span<const int> experts) override;
   void prefetch(int layer, std::span<const int> experts) override { inner_->prefetch(layer, experts); }

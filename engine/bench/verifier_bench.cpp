@@ -69,7 +69,7 @@ VerifyBenchResult run_verify_bench(const VerifyBenchOptions& o) {
       model->experts().acquire(l, all, views);
       const auto& locs = model->weights().experts[l];
       for (int e = 0; e < c.experts; ++e) {
-        const uint8_t* parts[6] = {views[e].w1_packed, views[e].w1_scale, views[e].w2_packed,
+        const uint8_t* parts[6] = {views[e].w1_packed, views[e].w1_scale,  views[e].w2_packed,
                                    views[e].w2_scale,  views[e].w3_packed, views[e].w3_scale};
         for (int k = 0; k < 6; ++k)
           for (uint64_t off = 0; off < locs[e].part_bytes[k]; off += 4096) sink = sink + parts[k][off];

@@ -10,8 +10,8 @@ namespace deltafin {
 struct VerifyBenchOptions {
   std::string model_root;
   std::vector<int> rows = {1, 2, 4, 8};
-  int context = 64;   // tokens prefilled before timing
-  int reps = 5;       // timed passes per T (median reported), after one warm-up pass
+  int context = 64;  // tokens prefilled before timing
+  int reps = 5;      // timed passes per T (median reported), after one warm-up pass
   bool streamed = false;
   uint64_t seed = 1;
 };
@@ -19,11 +19,11 @@ struct VerifyBenchOptions {
 struct VerifyBenchRow {
   int T = 0;
   double median_s = 0, min_s = 0;
-  double experts_per_pass = 0;     // distinct routed experts fetched per pass (all MoE layers)
+  double experts_per_pass = 0;  // distinct routed experts fetched per pass (all MoE layers)
   double expert_mb_per_pass = 0;
-  double cost_ratio = 0;           // median(T) / median(1)
-  double breakeven_tokens = 0;     // accepted guesses per pass needed to pay: cost_ratio - 1
-  double breakeven_acceptance = 0; // i.i.d. per-guess acceptance with the same expected yield (>1: never pays)
+  double cost_ratio = 0;            // median(T) / median(1)
+  double breakeven_tokens = 0;      // accepted guesses per pass needed to pay: cost_ratio - 1
+  double breakeven_acceptance = 0;  // i.i.d. per-guess acceptance with the same expected yield (>1: never pays)
 };
 
 struct VerifyBenchResult {

@@ -63,41 +63,42 @@ void DirectReadExpertSource::acquire(int layer, std::span<const int> experts, st
   std::string err;
   ThreadPool::global().parallel_for(experts.size(), [&](size_t b, size_t e) {
     for (size_t i = b; i < e; ++i) try {
-      const ExpertLocation& L = loc_.at(layer).at(experts[i]);
-      uint64_t lo = L.part_offset[0], hi = 0;
-      for (int k = 0; k < 6; ++k) {
-        lo = std::min(lo, L.part_offset[k]);
-        hi = std::max(hi, L.part_offset[k] + L.part_bytes[k]);
+        const ExpertLocation& L = loc_.at(layer).at(experts[i]);
+        uint64_t lo = L.part_offset[0], hi = 0;
+        for (int k = 0; k < 6; ++k) {
+          lo = std::min(lo, L.part_offset[k]);
+          hi = std::max(hi, L.part_offset[k] + L.part_bytes[k]);
+        }
+        // One read of the span holding all six tensors (they are back to back in the shipped layout).
+        const uint64_t a0 = lo / kAlign * kAlign, a1 = (hi + kAlign - 1) / kAlign * kAlign;
+        Buffer& buf = *buffers_[i];
+        buf.reserve(a1 - a0);
+        const int fd = fds_.at(L.shard);
+        if (!direct_) ::posix_fadvise(fd, off_t(a0), off_t(a1 - a0), POSIX_FADV_DONTNEED);
+        uint64_t done = 0;
+        while (done < a1 - a0) {
+          const ssize_t n = ::pread(fd, buf.p + done, a1 - a0 - done, off_t(a0 + done));
+          if (n < 0 && errno == EINTR) continue;
+          if (n <= 0) break;  // end of file inside the last aligned block
+          done += uint64_t(n);
+        }
+        if (done < hi - a0)
+          throw Error("short read of layer " + std::to_string(layer) + " expert " + std::to_string(experts[i]));
+        const uint8_t* base = buf.p - a0;
+        ExpertView& v = out[i];
+        v.w1_packed = base + L.part_offset[0];
+        v.w1_scale = base + L.part_offset[1];
+        v.w2_packed = base + L.part_offset[2];
+        v.w2_scale = base + L.part_offset[3];
+        v.w3_packed = base + L.part_offset[4];
+        v.w3_scale = base + L.part_offset[5];
+        validate_expert_scales(v, L.part_bytes[1], L.part_bytes[3], layer, experts[i]);
+        requests_ += 1;
+        bytes_ += hi - lo;
+      } catch (const std::exception& ex) {
+        std::lock_guard<std::mutex> lk(err_mu);
+        if (err.empty()) err = ex.what();
       }
-      // One read of the span holding all six tensors (they are back to back in the shipped layout).
-      const uint64_t a0 = lo / kAlign * kAlign, a1 = (hi + kAlign - 1) / kAlign * kAlign;
-      Buffer& buf = *buffers_[i];
-      buf.reserve(a1 - a0);
-      const int fd = fds_.at(L.shard);
-      if (!direct_) ::posix_fadvise(fd, off_t(a0), off_t(a1 - a0), POSIX_FADV_DONTNEED);
-      uint64_t done = 0;
-      while (done < a1 - a0) {
-        const ssize_t n = ::pread(fd, buf.p + done, a1 - a0 - done, off_t(a0 + done));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;  // end of file inside the last aligned block
-        done += uint64_t(n);
-      }
-      if (done < hi - a0) throw Error("short read of layer " + std::to_string(layer) + " expert " + std::to_string(experts[i]));
-      const uint8_t* base = buf.p - a0;
-      ExpertView& v = out[i];
-      v.w1_packed = base + L.part_offset[0];
-      v.w1_scale = base + L.part_offset[1];
-      v.w2_packed = base + L.part_offset[2];
-      v.w2_scale = base + L.part_offset[3];
-      v.w3_packed = base + L.part_offset[4];
-      v.w3_scale = base + L.part_offset[5];
-      validate_expert_scales(v, L.part_bytes[1], L.part_bytes[3], layer, experts[i]);
-      requests_ += 1;
-      bytes_ += hi - lo;
-    } catch (const std::exception& ex) {
-      std::lock_guard<std::mutex> lk(err_mu);
-      if (err.empty()) err = ex.what();
-    }
   });
   if (!err.empty()) throw Error(err);
 }

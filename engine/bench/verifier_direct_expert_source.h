@@ -18,7 +18,9 @@ class DirectReadExpertSource : public ExpertSource {
   ~DirectReadExpertSource() override;
   void acquire(int layer, std::span<const int> experts, std::vector<ExpertView>& out) override;
   ExpertCounters counters() const override;
-  std::string describe() const override { return direct_ ? "direct reads (O_DIRECT)" : "pread after fadvise(DONTNEED)"; }
+  std::string describe() const override {
+    return direct_ ? "direct reads (O_DIRECT)" : "pread after fadvise(DONTNEED)";
+  }
 
  private:
   struct Buffer;

@@ -51,11 +51,12 @@ class OwningSplitSession final : private SplitParts, public placement::SplitSess
 // One model and session per GPU and the CPU session, constructed before the split session that
 // refers to them (and destroyed after it).
 struct MultiParts {
-  MultiParts(const K3Model& model, int64_t max_context, const placement::DeviceLayout& layout, const std::vector<int>& devices)
+  MultiParts(const K3Model& model, int64_t max_context, const placement::DeviceLayout& layout,
+             const std::vector<int>& devices)
       : cpu_session(model) {
     if (devices.size() != layout.gpus.size())
-      throw Error("the plan places layers on " + std::to_string(layout.gpus.size()) + " GPU(s) but " + std::to_string(devices.size()) +
-                      " CUDA device(s) were given",
+      throw Error("the plan places layers on " + std::to_string(layout.gpus.size()) + " GPU(s) but " +
+                      std::to_string(devices.size()) + " CUDA device(s) were given",
                   "give one --vram-budget figure per GPU (DELTAFIN_CUDA_DEVICES chooses the devices)");
     for (size_t g = 0; g < devices.size(); ++g) {
       CudaK3Model::Options o;
@@ -75,15 +76,17 @@ struct MultiParts {
 
 class OwningMultiSession final : private MultiParts, public placement::SplitSession {
  public:
-  OwningMultiSession(const K3Model& model, int64_t max_context, placement::DeviceLayout layout, const std::vector<int>& devices,
-                     std::vector<std::string> names)
-      : MultiParts(model, max_context, layout, devices), SplitSession(cpu_session, pointers, layout, std::move(names)) {}
+  OwningMultiSession(const K3Model& model, int64_t max_context, placement::DeviceLayout layout,
+                     const std::vector<int>& devices, std::vector<std::string> names)
+      : MultiParts(model, max_context, layout, devices),
+        SplitSession(cpu_session, pointers, layout, std::move(names)) {}
 };
 
 }  // namespace
 
-std::unique_ptr<DecodeSession> make_multi_gpu_session(const K3Model& model, int64_t max_context, placement::DeviceLayout layout,
-                                                      std::vector<int> devices, std::vector<std::string> names) {
+std::unique_ptr<DecodeSession> make_multi_gpu_session(const K3Model& model, int64_t max_context,
+                                                      placement::DeviceLayout layout, std::vector<int> devices,
+                                                      std::vector<std::string> names) {
   layout.check(model.config().layers);
   if (layout.gpus.size() == 1 && devices.size() == 1 && devices[0] == 0)
     return make_split_session(model, max_context, layout.gpus[0]);
@@ -94,7 +97,8 @@ std::unique_ptr<DecodeSession> make_decode_session(const K3Model& model, int64_t
   return std::make_unique<OwningSession>(model, DeviceModel::options(max_context));
 }
 
-std::unique_ptr<DecodeSession> make_split_session(const K3Model& model, int64_t max_context, placement::SplitLayout layout) {
+std::unique_ptr<DecodeSession> make_split_session(const K3Model& model, int64_t max_context,
+                                                  placement::SplitLayout layout) {
   if (!layout.any_cpu() && layout.streamed_units() == 0) {
     // Every unit in VRAM: whole passes (CUDA graphs), with the plan's expert tier.
     CudaK3Model::Options o;

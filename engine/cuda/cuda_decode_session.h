@@ -24,7 +24,8 @@ std::unique_ptr<DecodeSession> make_decode_session(const K3Model& model, int64_t
 // units and streamed units on the GPU, the rest on the CPU, each pass split at the layer boundaries
 // (placement::SplitSession). The host model must have been loaded with
 // placement::host_spine_placement(plan). A failure of the GPU is an error, never a CPU fallback.
-std::unique_ptr<DecodeSession> make_split_session(const K3Model& model, int64_t max_context, placement::SplitLayout layout);
+std::unique_ptr<DecodeSession> make_split_session(const K3Model& model, int64_t max_context,
+                                                  placement::SplitLayout layout);
 
 // A session over several GPUs: GPU g of the layout (its VRAM layers, expert tier and, on GPU 0, the
 // units it streams) on CUDA device devices[g], one CudaK3Model and session per GPU, the CPU
@@ -32,7 +33,8 @@ std::unique_ptr<DecodeSession> make_split_session(const K3Model& model, int64_t 
 // handed from GPU to GPU device to device (peer copies where the devices allow, else through
 // pinned host memory). Several entries of `devices` may name one device (logical GPUs imitating a
 // multi-GPU machine). names[g] names GPU g in errors. Throws Error when the lists do not match the layout.
-std::unique_ptr<DecodeSession> make_multi_gpu_session(const K3Model& model, int64_t max_context, placement::DeviceLayout layout,
-                                                      std::vector<int> devices, std::vector<std::string> names = {});
+std::unique_ptr<DecodeSession> make_multi_gpu_session(const K3Model& model, int64_t max_context,
+                                                      placement::DeviceLayout layout, std::vector<int> devices,
+                                                      std::vector<std::string> names = {});
 
 }  // namespace deltafin::cuda

@@ -100,7 +100,9 @@ class OwnedEvent {
 class PinnedBuffer {
  public:
   PinnedBuffer() = default;
-  explicit PinnedBuffer(size_t bytes) : bytes_(bytes) { check_cuda(cudaMallocHost(&p_, bytes ? bytes : 1), "cudaMallocHost"); }
+  explicit PinnedBuffer(size_t bytes) : bytes_(bytes) {
+    check_cuda(cudaMallocHost(&p_, bytes ? bytes : 1), "cudaMallocHost");
+  }
   ~PinnedBuffer() {
     if (p_) cudaFreeHost(p_);
   }
@@ -112,7 +114,10 @@ class PinnedBuffer {
   }
   PinnedBuffer(const PinnedBuffer&) = delete;
   PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  template <class T = uint8_t> T* as() const { return static_cast<T*>(p_); }
+  template <class T = uint8_t>
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
   size_t size() const { return bytes_; }
 
  private:
@@ -135,7 +140,10 @@ class DeviceArena {
     used_ += n;
     return p;
   }
-  template <class T> T* take_n(size_t count) { return static_cast<T*>(take(count * sizeof(T))); }
+  template <class T>
+  T* take_n(size_t count) {
+    return static_cast<T*>(take(count * sizeof(T)));
+  }
   size_t bytes() const { return buf_.size(); }
 
  private:

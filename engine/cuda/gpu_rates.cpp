@@ -74,8 +74,10 @@ void probe_gpu_rates(int device, double& h2d_gbps, double& hbm_gbps) {
       }
       return best;
     };
-    const float h2d = best_ms([&] { check_cuda(cudaMemcpyAsync(a, host, n, cudaMemcpyHostToDevice, s.get()), "cudaMemcpyAsync"); });
-    const float d2d = best_ms([&] { check_cuda(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice, s.get()), "cudaMemcpyAsync"); });
+    const float h2d =
+        best_ms([&] { check_cuda(cudaMemcpyAsync(a, host, n, cudaMemcpyHostToDevice, s.get()), "cudaMemcpyAsync"); });
+    const float d2d =
+        best_ms([&] { check_cuda(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice, s.get()), "cudaMemcpyAsync"); });
     h2d_gbps = n / (h2d * 1e-3) / 1e9;
     hbm_gbps = 2.0 * n / (d2d * 1e-3) / 1e9;
   } catch (...) {

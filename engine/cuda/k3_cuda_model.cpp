@@ -85,10 +85,10 @@ namespace {
 struct Uploader {
   DeviceArena& arena;
   bool copy = false;
-  bool skip = false;                    // the current unit is computed on the CPU only
-  StreamUnit* unit = nullptr;           // the current unit streams
-  const LayerWeights* base = nullptr;   // its host weights (field offsets)
-  uint8_t* slot0 = nullptr;             // stream buffer 0
+  bool skip = false;                   // the current unit is computed on the CPU only
+  StreamUnit* unit = nullptr;          // the current unit streams
+  const LayerWeights* base = nullptr;  // its host weights (field offsets)
+  uint8_t* slot0 = nullptr;            // stream buffer 0
   DevMat mat(const Mat& m) {
     if (m.dtype != DType::BF16 && m.dtype != DType::F32) throw Error("CUDA K3: a spine matrix is neither BF16 nor F32");
     if (skip) return DevMat{nullptr, m.dtype == DType::BF16, m.rows, m.cols};
@@ -158,7 +158,8 @@ struct Uploader {
     }
     uint64_t off = at;
     for (const Mat* m : ms) {
-      const size_t field = base ? size_t(reinterpret_cast<const uint8_t*>(m) - reinterpret_cast<const uint8_t*>(base)) : kHeadField;
+      const size_t field =
+          base ? size_t(reinterpret_cast<const uint8_t*>(m) - reinterpret_cast<const uint8_t*>(base)) : kHeadField;
       unit->pieces.push_back(StreamPiece{field, off, m->bytes()});
       if (!unit->from_disk) std::memcpy(unit->pinned.as() + off, m->data, m->bytes());
       off += m->bytes();
@@ -181,7 +182,8 @@ void select_unit(Uploader& u, CudaK3Weights& d, const placement::SplitLayout& la
   }
 }
 
-void walk(Uploader& u, const K3Config& c, const K3Weights& w, CudaK3Weights& d, const placement::SplitLayout& lay, bool split) {
+void walk(Uploader& u, const K3Config& c, const K3Weights& w, CudaK3Weights& d, const placement::SplitLayout& lay,
+          bool split) {
   d.stream.resize(size_t(c.layers) + 1);
   // A split forward embeds on the host; the whole-spine forward gathers rows on the GPU.
   const bool head_vram = lay.lm_head.gpu == placement::GpuCopy::Vram;
@@ -205,13 +207,23 @@ void walk(Uploader& u, const K3Config& c, const K3Weights& w, CudaK3Weights& d, 
     D.mlp_res = u.vec(L.mlp_res.w);
     if (L.mla) {
       const MlaWeights& m = L.mla_w;
-      D.mla_w = DMla{u.mat(m.q_a_proj), u.mat(m.q_b_proj), u.mat(m.kv_a_proj), u.mat(m.kv_b_proj), u.mat(m.o_proj),
-                     c.mla_output_gate ? u.mat(m.g_proj) : DevMat{}, u.vec(m.q_a_norm), u.vec(m.kv_a_norm)};
+      D.mla_w = DMla{u.mat(m.q_a_proj),  u.mat(m.q_b_proj), u.mat(m.kv_a_proj),
+                     u.mat(m.kv_b_proj), u.mat(m.o_proj),   c.mla_output_gate ? u.mat(m.g_proj) : DevMat{},
+                     u.vec(m.q_a_norm),  u.vec(m.kv_a_norm)};
     } else {
       const KdaWeights& k = L.kda;
-      D.kda = DKda{u.stacked({&k.q_proj, &k.k_proj, &k.v_proj}), u.mat(k.g_proj), u.mat(k.o_proj), u.mat(k.f_a),
-                   u.mat(k.f_b),    u.mat(k.b_proj), u.vec(k.q_conv), u.vec(k.k_conv), u.vec(k.v_conv), u.vec(k.a_log),
-                   u.vec(k.dt_bias), u.vec(k.o_norm)};
+      D.kda = DKda{u.stacked({&k.q_proj, &k.k_proj, &k.v_proj}),
+                   u.mat(k.g_proj),
+                   u.mat(k.o_proj),
+                   u.mat(k.f_a),
+                   u.mat(k.f_b),
+                   u.mat(k.b_proj),
+                   u.vec(k.q_conv),
+                   u.vec(k.k_conv),
+                   u.vec(k.v_conv),
+                   u.vec(k.a_log),
+                   u.vec(k.dt_bias),
+                   u.vec(k.o_norm)};
     }
     if (!L.moe) {
       D.dense = u.mlp(L.dense);
@@ -235,9 +247,10 @@ void rebase(DevMat& m, const uint8_t* from, uint8_t* to) {
   if (m.data) m.data = to + (static_cast<const uint8_t*>(m.data) - from);
 }
 DLayer rebased(DLayer L, const uint8_t* from, uint8_t* to) {
-  for (DevMat* m : {&L.kda.qkv, &L.kda.g, &L.kda.o, &L.kda.fa, &L.kda.fb, &L.kda.b, &L.mla_w.q_a, &L.mla_w.q_b, &L.mla_w.kv_a,
-                    &L.mla_w.kv_b, &L.mla_w.o, &L.mla_w.g, &L.dense.gate_up, &L.dense.down, &L.moe_w.router,
-                    &L.moe_w.latent_down, &L.moe_w.latent_up, &L.moe_w.shared.gate_up, &L.moe_w.shared.down})
+  for (DevMat* m :
+       {&L.kda.qkv, &L.kda.g, &L.kda.o, &L.kda.fa, &L.kda.fb, &L.kda.b, &L.mla_w.q_a, &L.mla_w.q_b, &L.mla_w.kv_a,
+        &L.mla_w.kv_b, &L.mla_w.o, &L.mla_w.g, &L.dense.gate_up, &L.dense.down, &L.moe_w.router, &L.moe_w.latent_down,
+        &L.moe_w.latent_up, &L.moe_w.shared.gate_up, &L.moe_w.shared.down})
     rebase(*m, from, to);
   return L;
 }
@@ -249,8 +262,9 @@ int auto_expert_slots(const K3Config& c, const CudaK3Model::Options& o, int all,
   size_t free_b = 0, total_b = 0;
   check_cuda(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
   uint64_t session = 0;
-  const uint64_t kda_state = (uint64_t(c.kda_heads) * c.kda_head_dim * c.kda_head_dim +
-                              3ull * std::max(0, c.conv_kernel - 1) * c.kda_dim()) * 4;
+  const uint64_t kda_state =
+      (uint64_t(c.kda_heads) * c.kda_head_dim * c.kda_head_dim + 3ull * std::max(0, c.conv_kernel - 1) * c.kda_dim()) *
+      4;
   for (int l = 0; l < c.layers; ++l)
     session += c.is_mla[l] ? uint64_t(o.max_context) * c.mla_cache_width() * 4 : 2 * kda_state;
   session += uint64_t(o.max_rows) * (uint64_t(c.vocab) + 64ull * c.hidden) * 4;
@@ -275,14 +289,16 @@ int auto_expert_slots(const K3Config& c, const CudaK3Model::Options& o, int all,
 
 }  // namespace
 
-CudaK3Model::CudaK3Model(const K3Model& host, Options opts) : host_(host), opts_(opts), w_(std::make_unique<CudaK3Weights>()) {
+CudaK3Model::CudaK3Model(const K3Model& host, Options opts)
+    : host_(host), opts_(opts), w_(std::make_unique<CudaK3Weights>()) {
   std::string why;
   if (!device_available(&why)) throw Error(why, "run with --device cpu");
   int devices = 0;
   check_cuda(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
   if (opts_.device < 0 || opts_.device >= devices)
-    throw Error("CUDA device " + std::to_string(opts_.device) + " is not visible (" + std::to_string(devices) + " device(s))",
-                "check CUDA_VISIBLE_DEVICES and DELTAFIN_CUDA_DEVICES");
+    throw Error(
+        "CUDA device " + std::to_string(opts_.device) + " is not visible (" + std::to_string(devices) + " device(s))",
+        "check CUDA_VISIBLE_DEVICES and DELTAFIN_CUDA_DEVICES");
   DeviceScope on(opts_.device);
   if (opts_.max_rows < 1 || opts_.max_context < 1) throw Error("CUDA K3: max_rows and max_context must be positive");
   const K3Config& c = host.config();
@@ -363,7 +379,8 @@ uint64_t CudaK3Model::pinned_spine_bytes() const {
 }
 
 const MxExpert* CudaK3Model::resident_experts(int layer) const {
-  if (!cache_ || cache_->epoch() != w_->tables_epoch || layer < 0 || size_t(layer) >= w_->expert_tables.size()) return nullptr;
+  if (!cache_ || cache_->epoch() != w_->tables_epoch || layer < 0 || size_t(layer) >= w_->expert_tables.size())
+    return nullptr;
   return w_->expert_tables[layer].as<const MxExpert>();
 }
 
@@ -390,10 +407,10 @@ struct KdaDev {
 struct PassGraph {
   int T = 0;
   bool partial = false, all_logits = false;
-  bool timed = false;   // records the layer events (set_layer_timing)
-  bool traced = false;  // copies every MoE layer's routing to the pinned trace buffers
+  bool timed = false;    // records the layer events (set_layer_timing)
+  bool traced = false;   // copies every MoE layer's routing to the pinned trace buffers
   int eager_passes = 0;  // captured only after one eager pass (lazy kernel set-up happens outside a capture)
-  bool failed = false;    // the capture failed: this shape stays eager
+  bool failed = false;   // the capture failed: this shape stays eager
   cudaGraphExec_t exec = nullptr;
   PassGraph() = default;
   PassGraph(const PassGraph&) = delete;
@@ -470,7 +487,7 @@ struct CudaK3Session::Impl {
   std::vector<MxExpert> experts;  // moe_streamed: the tier's views of one pass's experts, by id
   std::vector<MxExpert> grouped;  // the same, in the expert kernel's group order
   size_t S_floats = 0, conv_floats = 0;
-  OwnedEvent routed;  // the routing of the current MoE layer has reached the host
+  OwnedEvent routed;                                  // the routing of the current MoE layer has reached the host
   std::vector<std::unique_ptr<OwnedEvent>> layer_ev;  // [layers + 1] when timing
   bool timed_pass = false;
   bool replayed = false;  // the last pass was a graph launch
@@ -481,7 +498,7 @@ struct CudaK3Session::Impl {
   std::vector<char> ran;          // the layers this session ran in the staged pass
   PassOptions pass;
   bool pass_routed = false;
-  OwnedStream copy_stream;        // host-to-device copies of streamed units
+  OwnedStream copy_stream;            // host-to-device copies of streamed units
   OwnedEvent copied[2], consumed[2];  // per stream buffer: its copy landed; its unit's compute ended
   std::vector<placement::StreamStep> schedule;
   size_t next_step = 0;
@@ -775,7 +792,8 @@ void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logi
       } catch (const std::exception& ex) {
         g->failed = true;
         (void)cudaGetLastError();
-        std::fprintf(stderr, "CUDA K3: capturing a %d-row pass as a CUDA graph failed (%s); it runs eagerly\n", T, ex.what());
+        std::fprintf(stderr, "CUDA K3: capturing a %d-row pass as a CUDA graph failed (%s); it runs eagerly\n", T,
+                     ex.what());
       }
     }
     d_->replayed = g && g->exec;
@@ -787,7 +805,8 @@ void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logi
     }
     for (int t = 0; t < T; ++t) m_.host().experts().end_token();
     logits.resize(size_t(T - first) * c.vocab);
-    check_cuda(cudaMemcpyAsync(logits.data(), d_->logits, logits.size() * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+    check_cuda(cudaMemcpyAsync(logits.data(), d_->logits, logits.size() * 4, cudaMemcpyDeviceToHost, s),
+               "cudaMemcpyAsync");
     d_->stream.sync();
     if (tr && tr->routing && routed) {
       const size_t n = size_t(T) * c.top_k;
@@ -821,7 +840,8 @@ void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bo
   const int H = c.hidden;
   cudaStream_t s = d_->stream.get();
   const Stream so = d_->stream.opaque();
-  check_cuda(cudaMemcpyAsync(d_->ids, d_->host_ids.as<int32_t>(), size_t(T) * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
+  check_cuda(cudaMemcpyAsync(d_->ids, d_->host_ids.as<int32_t>(), size_t(T) * 4, cudaMemcpyHostToDevice, s),
+             "cudaMemcpyAsync");
   check_cuda(cudaMemcpyAsync(d_->n_past, d_->host_n_past.as<int64_t>(), sizeof(int64_t), cudaMemcpyHostToDevice, s),
              "cudaMemcpyAsync");
   k3::gather_rows(W.embed, d_->ids, T, d_->h, so);
@@ -834,7 +854,8 @@ void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bo
   if (timing) d_->layer_ev[c.layers]->record_in_graph(s);
   if (routed && tr && tr->routing && moe_index > 0) {  // every MoE layer's routing, read after the pass
     const size_t n = size_t(moe_index) * T * c.top_k;
-    check_cuda(cudaMemcpyAsync(d_->trace_rid.as<int32_t>(), d_->rid, n * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+    check_cuda(cudaMemcpyAsync(d_->trace_rid.as<int32_t>(), d_->rid, n * 4, cudaMemcpyDeviceToHost, s),
+               "cudaMemcpyAsync");
     check_cuda(cudaMemcpyAsync(d_->trace_rw.as<float>(), d_->rw, n * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
   }
   k3::ResEntries e;
@@ -849,7 +870,8 @@ void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bo
 
 // One layer of a pass over d_->h with nb AttnRes blocks begun; moe_index counts the MoE layers
 // before it (its routing slot).
-void CudaK3Session::run_layer(int l, int T, int& nb, int& moe_index, const PassOptions& opts, ForwardTrace* tr, bool routed) {
+void CudaK3Session::run_layer(int l, int T, int& nb, int& moe_index, const PassOptions& opts, ForwardTrace* tr,
+                              bool routed) {
   const K3Config& c = m_.config();
   const DLayer& L = *d_->lw[size_t(l)];
   const int H = c.hidden;
@@ -873,7 +895,8 @@ void CudaK3Session::run_layer(int l, int T, int& nb, int& moe_index, const PassO
     attn_in = d_->mixed;
   }
   if (l % c.attn_res_block == 0) {
-    if (nb + 1 >= k3::kMaxResEntries || nb >= int(d_->blocks.size())) throw Error("CUDA K3: more AttnRes blocks than the kernel takes");
+    if (nb + 1 >= k3::kMaxResEntries || nb >= int(d_->blocks.size()))
+      throw Error("CUDA K3: more AttnRes blocks than the kernel takes");
     copy(d_->blocks[nb++], d_->h, TH);
     have_prefix = false;
   }
@@ -910,14 +933,16 @@ void CudaK3Session::check_pass(std::span<const int32_t> ids) const {
   const int T = static_cast<int>(ids.size());
   if (T == 0) throw Error("stage() called with no tokens");
   if (T > m_.options().max_rows)
-    throw Error("a CUDA pass of " + std::to_string(T) + " rows exceeds max_rows " + std::to_string(m_.options().max_rows),
-                "stage fewer rows per pass (prefill() splits long prompts)");
+    throw Error(
+        "a CUDA pass of " + std::to_string(T) + " rows exceeds max_rows " + std::to_string(m_.options().max_rows),
+        "stage fewer rows per pass (prefill() splits long prompts)");
   if (n_past_ + T > m_.options().max_context)
     throw Error("the CUDA session's context is full (" + std::to_string(m_.options().max_context) + " tokens)",
                 "start a new session or allocate a larger max_context");
   for (int32_t id : ids)
     if (id < 0 || id >= c.vocab)
-      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(c.vocab - 1) + ")");
+      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(c.vocab - 1) +
+                  ")");
 }
 
 void CudaK3Session::begin_pass(std::span<const int32_t> ids, const PassOptions& opts) {
@@ -954,13 +979,15 @@ void CudaK3Session::issue_copy(int step) {
   if (st.after >= 0) check_cuda(cudaStreamWaitEvent(cs, d_->consumed[st.slot].get(), 0), "cudaStreamWaitEvent");
   auto* dst = static_cast<uint8_t*>(W.stream_buf[st.slot].data());
   if (!u.from_disk) {
-    check_cuda(cudaMemcpyAsync(dst, u.pinned.as(), u.bytes, cudaMemcpyHostToDevice, cs), "cudaMemcpyAsync (a streamed layer)");
+    check_cuda(cudaMemcpyAsync(dst, u.pinned.as(), u.bytes, cudaMemcpyHostToDevice, cs),
+               "cudaMemcpyAsync (a streamed layer)");
   } else {
     // Read from disk by the host model's spine streamer (double-buffered there), then copied from
     // its pageable buffer; the buffer is released once the copy has finished.
     SpineStreamer* sp = m_.host().spine();
     const bool head = st.unit == m_.config().layers;
-    const void* base = head ? static_cast<const void*>(&sp->acquire_lm_head()) : static_cast<const void*>(&sp->acquire(st.unit));
+    const void* base =
+        head ? static_cast<const void*>(&sp->acquire_lm_head()) : static_cast<const void*>(&sp->acquire(st.unit));
     struct Lease {
       SpineStreamer* sp;
       int unit;
@@ -973,7 +1000,8 @@ void CudaK3Session::issue_copy(int step) {
     for (const StreamPiece& p : u.pieces) {
       const Mat& m = p.field == kHeadField ? *static_cast<const Mat*>(base)
                                            : *reinterpret_cast<const Mat*>(static_cast<const uint8_t*>(base) + p.field);
-      check_cuda(cudaMemcpyAsync(dst + p.dst, m.data, p.bytes, cudaMemcpyHostToDevice, cs), "cudaMemcpyAsync (a streamed layer)");
+      check_cuda(cudaMemcpyAsync(dst + p.dst, m.data, p.bytes, cudaMemcpyHostToDevice, cs),
+                 "cudaMemcpyAsync (a streamed layer)");
     }
     check_cuda(cudaStreamSynchronize(cs), "cudaStreamSynchronize (a streamed layer)");
   }
@@ -986,12 +1014,14 @@ void CudaK3Session::advance_schedule(int u) {
     for (; d_->next_step < sch.size(); ++d_->next_step) {
       const placement::StreamStep& st = sch[d_->next_step];
       if (st.kind == placement::StreamStep::Compute) {
-        if (st.unit != u) throw Error("CUDA K3: streamed unit " + std::to_string(u) + " computed out of the schedule's order");
+        if (st.unit != u)
+          throw Error("CUDA K3: streamed unit " + std::to_string(u) + " computed out of the schedule's order");
         break;
       }
       issue_copy(int(d_->next_step));
     }
-    if (d_->next_step == sch.size()) throw Error("CUDA K3: unit " + std::to_string(u) + " is not in this pass's stream schedule");
+    if (d_->next_step == sch.size())
+      throw Error("CUDA K3: unit " + std::to_string(u) + " is not in this pass's stream schedule");
     const placement::StreamStep& st = sch[d_->next_step++];
     check_cuda(cudaStreamWaitEvent(d_->stream.get(), d_->copied[st.slot].get(), 0), "cudaStreamWaitEvent");
     const auto& W = m_.weights();
@@ -1023,7 +1053,8 @@ void CudaK3Session::upload_stream(const ResidualStream& rs, int& nb) {
   cudaStream_t s = d_->stream.get();
   check_cuda(cudaMemcpyAsync(d_->h, rs.h.data(), TH * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (hand-over)");
   for (size_t i = 0; i < rs.blocks.size(); ++i)
-    check_cuda(cudaMemcpyAsync(d_->blocks[i], rs.blocks[i].data(), TH * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (hand-over)");
+    check_cuda(cudaMemcpyAsync(d_->blocks[i], rs.blocks[i].data(), TH * 4, cudaMemcpyHostToDevice, s),
+               "cudaMemcpyAsync (hand-over)");
 }
 
 bool CudaK3Session::takes_stream_from(const LayerRangeSession& from) const {
@@ -1059,17 +1090,20 @@ bool peer_copy(int from, int to) {
 // exact, so the layers after the boundary see the same bits as on one GPU.
 void CudaK3Session::receive_stream(const CudaK3Session& from, int T, int nb) {
   const size_t bytes = size_t(T) * m_.config().hidden * 4;
-  if (nb >= int(d_->blocks.size()) || nb >= int(from.d_->blocks.size())) throw Error("CUDA K3: the residual stream does not fit the staged pass");
+  if (nb >= int(d_->blocks.size()) || nb >= int(from.d_->blocks.size()))
+    throw Error("CUDA K3: the residual stream does not fit the staged pass");
   std::vector<std::pair<float*, const float*>> parts{{d_->h, from.d_->h}};
   for (int i = 0; i < nb; ++i) parts.emplace_back(d_->blocks[size_t(i)], from.d_->blocks[size_t(i)]);
   cudaStream_t s = d_->stream.get();
   const int src = from.m_.device(), dst = m_.device();
   const bool forced_host = m_.options().host_handover || from.m_.options().host_handover;
   if (!forced_host && src == dst) {
-    for (auto [to, fr] : parts) check_cuda(cudaMemcpyAsync(to, fr, bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync (hand-over)");
+    for (auto [to, fr] : parts)
+      check_cuda(cudaMemcpyAsync(to, fr, bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync (hand-over)");
     ++handovers_.same_device;
   } else if (!forced_host && peer_copy(src, dst)) {
-    for (auto [to, fr] : parts) check_cuda(cudaMemcpyPeerAsync(to, dst, fr, src, bytes, s), "cudaMemcpyPeerAsync (hand-over)");
+    for (auto [to, fr] : parts)
+      check_cuda(cudaMemcpyPeerAsync(to, dst, fr, src, bytes, s), "cudaMemcpyPeerAsync (hand-over)");
     ++handovers_.peer;
   } else {
     if (d_->handover.size() < bytes * parts.size()) d_->handover = PinnedBuffer(bytes * parts.size());
@@ -1077,10 +1111,12 @@ void CudaK3Session::receive_stream(const CudaK3Session& from, int T, int nb) {
     {
       DeviceScope on(src);
       for (size_t i = 0; i < parts.size(); ++i)
-        check_cuda(cudaMemcpy(staging + i * bytes, parts[i].second, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy (hand-over to the host)");
+        check_cuda(cudaMemcpy(staging + i * bytes, parts[i].second, bytes, cudaMemcpyDeviceToHost),
+                   "cudaMemcpy (hand-over to the host)");
     }
     for (size_t i = 0; i < parts.size(); ++i)
-      check_cuda(cudaMemcpyAsync(parts[i].first, staging + i * bytes, bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (hand-over)");
+      check_cuda(cudaMemcpyAsync(parts[i].first, staging + i * bytes, bytes, cudaMemcpyHostToDevice, s),
+                 "cudaMemcpyAsync (hand-over)");
     ++handovers_.host;
   }
 }
@@ -1094,7 +1130,8 @@ void CudaK3Session::stream_to_host(ResidualStream& rs) {
   check_cuda(cudaMemcpyAsync(rs.h.data(), d_->h, TH * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (hand-over)");
   for (size_t i = 0; i < rs.blocks.size(); ++i) {
     rs.blocks[i].resize(TH);
-    check_cuda(cudaMemcpyAsync(rs.blocks[i].data(), d_->blocks[i], TH * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (hand-over)");
+    check_cuda(cudaMemcpyAsync(rs.blocks[i].data(), d_->blocks[i], TH * 4, cudaMemcpyDeviceToHost, s),
+               "cudaMemcpyAsync (hand-over)");
   }
   d_->stream.sync();
   rs.held_by = nullptr;
@@ -1135,7 +1172,8 @@ void CudaK3Session::run_layers(int first, int last, ResidualStream& rs) {
   check_cuda(cudaMemcpyAsync(rs.h.data(), d_->h, TH * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (hand-over)");
   for (int i = nb0; i < nb; ++i) {
     rs.blocks.emplace_back(TH);
-    check_cuda(cudaMemcpyAsync(rs.blocks.back().data(), d_->blocks[i], TH * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (hand-over)");
+    check_cuda(cudaMemcpyAsync(rs.blocks.back().data(), d_->blocks[i], TH * 4, cudaMemcpyDeviceToHost, s),
+               "cudaMemcpyAsync (hand-over)");
   }
   rs.held_by = nullptr;
   d_->stream.sync();
@@ -1353,7 +1391,6 @@ void CudaK3Session::rollback() {
   }
   commit(0);
 }
-
 
 std::vector<int32_t> CudaK3Session::greedy(std::span<const int32_t> prompt, int max_new) {
   std::vector<int32_t> out;

@@ -23,13 +23,13 @@ struct CudaK3Weights;
 class CudaK3Model {
  public:
   struct Options {
-    int max_rows = 16;          // most rows of one pass (verify passes; prefill runs in chunks of this)
+    int max_rows = 16;           // most rows of one pass (verify passes; prefill runs in chunks of this)
     int64_t max_context = 4096;  // MLA cache rows per layer
     // VRAM expert slots; 0 = every expert of the model (resident); kAutoSlots = as many as fit in
     // the memory left after the spine, keeping room for one session (every expert when all fit).
     int expert_slots = 0;
     static constexpr int kAutoSlots = -1;
-    bool preload = true;         // resident mode: copy every expert in before the first pass
+    bool preload = true;  // resident mode: copy every expert in before the first pass
     // A placement plan's units for this GPU (placement/split_layout.h): only its VRAM units are
     // copied in at load, its streamed units are copied per pass into two stream buffers, the
     // others are left to the CPU; the embedding stays on the host. Sessions then run passes in

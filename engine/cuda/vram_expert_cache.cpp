@@ -100,11 +100,13 @@ bool VramExpertCache::pinned(const uint8_t* p, uint64_t n) {
   int8_t& st = impl_->piece_state[size_t(i)];
   if (st == 0) {
     const uint64_t len = std::min(impl_->piece, a.bytes - i * impl_->piece);
-    const cudaError_t e = cudaHostRegister(const_cast<uint8_t*>(a.base) + i * impl_->piece, len, cudaHostRegisterDefault);
+    const cudaError_t e =
+        cudaHostRegister(const_cast<uint8_t*>(a.base) + i * impl_->piece, len, cudaHostRegisterDefault);
     st = e == cudaSuccess ? 1 : -1;
     if (e != cudaSuccess) {
       cudaGetLastError();  // not sticky: clear it so later checks do not report it
-      direct_note_ = std::string("pinning the RAM tier failed (") + cudaGetErrorString(e) + "): copies go through staging";
+      direct_note_ =
+          std::string("pinning the RAM tier failed (") + cudaGetErrorString(e) + "): copies go through staging";
     }
   }
   return st == 1;
@@ -113,7 +115,8 @@ bool VramExpertCache::pinned(const uint8_t* p, uint64_t n) {
 MxExpert VramExpertCache::view(int slot) const {
   auto* b = static_cast<const uint8_t*>(impl_->pool.data()) + uint64_t(slot) * slot_bytes_;
   // MxExpert: gate = w1, up = w3, down = w2.
-  return MxExpert{b + part_off_[0], b + part_off_[1], b + part_off_[4], b + part_off_[5], b + part_off_[2], b + part_off_[3]};
+  return MxExpert{b + part_off_[0], b + part_off_[1], b + part_off_[4],
+                  b + part_off_[5], b + part_off_[2], b + part_off_[3]};
 }
 
 void VramExpertCache::repack_into(const uint8_t* scratch, uint8_t* dst, bool copy_scales) {
@@ -240,7 +243,8 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
           std::memcpy(st + part_off_[p] + o, parts[p] + o, std::min(kPiece, part_bytes_[p] - o));
         }
       });
-      check_cuda(cudaMemcpyAsync(frag ? scratch : dst, st, slot_bytes_, cudaMemcpyHostToDevice, cs), "cudaMemcpyAsync (expert)");
+      check_cuda(cudaMemcpyAsync(frag ? scratch : dst, st, slot_bytes_, cudaMemcpyHostToDevice, cs),
+                 "cudaMemcpyAsync (expert)");
       impl_->staged[sb]->record(cs);
       if (frag) repack_from(k, dst, true);
       impl_->staged_used[sb] = true;
@@ -274,7 +278,8 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
 std::vector<std::pair<int, int>> VramExpertCache::resident_experts() const {
   std::vector<std::pair<int, int>> out;
   out.reserve(where_.size());
-  for (const auto& [key, slot] : where_) out.emplace_back(static_cast<int>(key >> 32), static_cast<int>(key & 0xffffffff));
+  for (const auto& [key, slot] : where_)
+    out.emplace_back(static_cast<int>(key >> 32), static_cast<int>(key & 0xffffffff));
   return out;
 }
 
@@ -297,8 +302,8 @@ void VramExpertCache::evict_all() {
 
 void VramExpertCache::preload(const std::vector<int>& layers, int experts_per_layer) {
   if (uint64_t(layers.size()) * experts_per_layer > slot_key_.size())
-    throw Error("resident experts need " + std::to_string(layers.size() * experts_per_layer) + " VRAM slots, the tier has " +
-                std::to_string(slot_key_.size()));
+    throw Error("resident experts need " + std::to_string(layers.size() * experts_per_layer) +
+                " VRAM slots, the tier has " + std::to_string(slot_key_.size()));
   std::vector<int> all(experts_per_layer);
   for (int e = 0; e < experts_per_layer; ++e) all[e] = e;
   std::vector<MxExpert> out;

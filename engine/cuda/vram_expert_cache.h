@@ -24,9 +24,9 @@ struct ExpertLocation;
 namespace deltafin::cuda {
 
 struct VramTierCounters {
-  uint64_t requests = 0;   // expert lookups
-  uint64_t hits = 0;       // already resident in VRAM
-  uint64_t misses = 0;     // copied host -> device
+  uint64_t requests = 0;  // expert lookups
+  uint64_t hits = 0;      // already resident in VRAM
+  uint64_t misses = 0;    // copied host -> device
   uint64_t evictions = 0;
   uint64_t bytes_h2d = 0;
   uint64_t direct = 0;      // misses copied straight from the pinned RAM tier (no staging copy)
@@ -89,8 +89,8 @@ class VramExpertCache {
   int latent_, inter_;
   ExpertLayout layout_;
   uint64_t part_bytes_[6] = {}, part_off_[6] = {}, slot_bytes_ = 0;
-  std::vector<int64_t> slot_key_;      // layer * 2^32 + expert, -1 = empty
-  std::vector<uint64_t> slot_used_;    // last use tick
+  std::vector<int64_t> slot_key_;    // layer * 2^32 + expert, -1 = empty
+  std::vector<uint64_t> slot_used_;  // last use tick
   std::map<int64_t, int> where_;
   uint64_t tick_ = 0;
   uint64_t epoch_ = 0;

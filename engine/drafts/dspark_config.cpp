@@ -97,7 +97,8 @@ DSparkConfig DSparkConfig::parse(const std::string& text, const std::string& ori
       c.yarn.beta_slow = f.number(*rp, "beta_slow", 1.0);
       c.yarn.mscale = f.number(*rp, "mscale", 1.0);
       c.yarn.mscale_all_dim = f.number(*rp, "mscale_all_dim", 0.0);
-      if (c.yarn.factor < 1 || c.yarn.original_max <= 0) f.fail("rope_parameters", "has an invalid YaRN factor or original length");
+      if (c.yarn.factor < 1 || c.yarn.original_max <= 0)
+        f.fail("rope_parameters", "has an invalid YaRN factor or original length");
     } else if (type != "default") {
       f.fail("rope_parameters.rope_type", "is '" + type + "'; Deltafin supports yarn and default");
     }

@@ -14,12 +14,15 @@ std::unique_ptr<DSparkModel> DSparkModel::load(const std::string& root, const K3
   const std::string fix = "use the DSpark checkpoint made for this K3 model";
   if (c.hidden != t.hidden || c.target_hidden != t.hidden)
     throw Error("DSpark in " + root + " has hidden size " + std::to_string(c.hidden) + " but the target has " +
-                    std::to_string(t.hidden), fix);
+                    std::to_string(t.hidden),
+                fix);
   if (c.vocab != t.vocab)
-    throw Error("DSpark vocabulary " + std::to_string(c.vocab) + " differs from the target's " + std::to_string(t.vocab), fix);
+    throw Error(
+        "DSpark vocabulary " + std::to_string(c.vocab) + " differs from the target's " + std::to_string(t.vocab), fix);
   if (c.target_layers != 0 && c.target_layers != t.layers)
     throw Error("DSpark was trained on a " + std::to_string(c.target_layers) + "-layer target, this one has " +
-                    std::to_string(t.layers), fix);
+                    std::to_string(t.layers),
+                fix);
   for (int l : c.target_layer_ids)
     if (l >= t.layers) throw Error("DSpark taps target layer " + std::to_string(l) + " the target does not have", fix);
   m->ck_ = Checkpoint::open(root);

@@ -9,8 +9,10 @@
 namespace deltafin {
 
 DSparkProposer::DSparkProposer(const DSparkModel& m)
-    : m_(m), rope_(m.config().yarn, m.config().rope),
-      scale_(static_cast<float>(rope_.softmax_scale(m.config().qk_head()))), cache_(m.config().layers) {}
+    : m_(m),
+      rope_(m.config().yarn, m.config().rope),
+      scale_(static_cast<float>(rope_.softmax_scale(m.config().qk_head()))),
+      cache_(m.config().layers) {}
 
 bool DSparkProposer::begin(int64_t n_past) {
   if (n_past > n_ctx_) return false;  // context rows are missing for tokens it never saw
@@ -36,7 +38,8 @@ void DSparkProposer::add_context(int n, const std::vector<const float*>& taps) {
   const DSparkConfig& c = m_.config();
   const int Ht = c.target_hidden, H = c.hidden, nt = static_cast<int>(c.target_layer_ids.size());
   const int R = c.kv_lora, P = c.rope, W = c.cache_width();
-  if (static_cast<int>(taps.size()) != nt) throw Error("DSpark got " + std::to_string(taps.size()) + " taps, wants " + std::to_string(nt));
+  if (static_cast<int>(taps.size()) != nt)
+    throw Error("DSpark got " + std::to_string(taps.size()) + " taps, wants " + std::to_string(nt));
   if (n <= 0) return;
   std::vector<float> cat(size_t(n) * nt * Ht), ctx(size_t(n) * H), kv(size_t(n) * W);
   for (int t = 0; t < n; ++t)
@@ -67,7 +70,8 @@ void DSparkProposer::attention(int layer, const float* x, int T, int64_t pos0, f
   const int nh = c.heads, R = c.kv_lora, P = c.rope, N = c.nope, Vd = c.v_head, qh = c.qk_head(), W = c.cache_width();
   std::vector<float> qa(size_t(T) * c.q_lora), q(size_t(T) * nh * qh), kv(size_t(T) * W), block(size_t(T) * W);
   matmul(w.q_a_proj, x, T, qa.data());
-  for (int t = 0; t < T; ++t) rmsnorm(&qa[size_t(t) * c.q_lora], w.q_a_norm.data(), c.q_lora, c.rms_eps, &qa[size_t(t) * c.q_lora]);
+  for (int t = 0; t < T; ++t)
+    rmsnorm(&qa[size_t(t) * c.q_lora], w.q_a_norm.data(), c.q_lora, c.rms_eps, &qa[size_t(t) * c.q_lora]);
   matmul(w.q_b_proj, qa.data(), T, q.data());
   for (int t = 0; t < T; ++t)
     for (int h = 0; h < nh; ++h) rope_.rotate(&q[(size_t(t) * nh + h) * qh + N], pos0 + t);
@@ -80,9 +84,10 @@ void DSparkProposer::attention(int layer, const float* x, int T, int64_t pos0, f
   const auto& cache = cache_[layer];
   const size_t n_ctx = static_cast<size_t>(n_ctx_), total = n_ctx + T;
   std::vector<float> attn(size_t(T) * nh * Vd);
-  absorbed_mla_heads(w.kv_b_proj, q.data(), T, nh, N, P, R, Vd, scale_,
-                     [&](size_t r) { return r < n_ctx ? &cache[r * W] : &block[(r - n_ctx) * W]; },
-                     [&](int) { return total; }, attn.data());
+  absorbed_mla_heads(
+      w.kv_b_proj, q.data(), T, nh, N, P, R, Vd, scale_,
+      [&](size_t r) { return r < n_ctx ? &cache[r * W] : &block[(r - n_ctx) * W]; }, [&](int) { return total; },
+      attn.data());
   if (c.output_gate) {
     std::vector<float> g(size_t(T) * nh * Vd);
     matmul(w.g_proj, x, T, g.data());
@@ -95,7 +100,8 @@ void DSparkProposer::block_logits(int32_t anchor, std::vector<float>& base) {
   const DSparkConfig& c = m_.config();
   const K3Weights& tw = m_.target().weights();
   const int T = c.block_size, H = c.hidden, I = c.intermediate;
-  if (anchor < 0 || anchor >= c.vocab) throw Error("DSpark anchor id " + std::to_string(anchor) + " is outside the vocabulary");
+  if (anchor < 0 || anchor >= c.vocab)
+    throw Error("DSpark anchor id " + std::to_string(anchor) + " is outside the vocabulary");
   const size_t TH = size_t(T) * H;
   std::vector<float> h(TH), x(TH), a(TH), g(size_t(T) * I), u(size_t(T) * I);
   for (int t = 0; t < T; ++t) {

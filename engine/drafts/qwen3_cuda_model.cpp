@@ -104,7 +104,8 @@ class CudaBackend : public Qwen3Backend {
     b->cfg_ = c;
     check_shape(c);
     check_memory(c);
-    const int64_t H = c.hidden, QW = int64_t(c.heads) * c.head_dim, KW = int64_t(c.kv_heads) * c.head_dim, I = c.intermediate;
+    const int64_t H = c.hidden, QW = int64_t(c.heads) * c.head_dim, KW = int64_t(c.kv_heads) * c.head_dim,
+                  I = c.intermediate;
     uint64_t stream = seed * 1000;
     auto random = [&](int64_t rows, int64_t cols, float scale) {
       cu::DeviceBuffer d(size_t(rows * cols) * 2);
@@ -191,7 +192,8 @@ class CudaSession : public Qwen3Runner {
   int check_ids(std::span<const int32_t> ids) const {
     if (ids.empty()) throw Error("Qwen3 GPU forward with no tokens");
     for (int32_t id : ids)
-      if (id < 0 || id >= b_.cfg_.vocab) throw Error("Qwen3 token id " + std::to_string(id) + " is outside the vocabulary");
+      if (id < 0 || id >= b_.cfg_.vocab)
+        throw Error("Qwen3 token id " + std::to_string(id) + " is outside the vocabulary");
     return static_cast<int>(ids.size());
   }
 
@@ -243,7 +245,8 @@ class CudaSession : public Qwen3Runner {
       cu::rmsnorm(x, H, w.input_norm.data(), cu::WeightType::F32, H, T, c.rms_eps, r, H);
       cu::bf16_gemm(w.qkv.data(), QKV, H, r, H, T, qkv_.as<float>(), QKV);
       qk::qk_norm_rope_store(qkv_.as<float>(), T, c.heads, c.kv_heads, c.head_dim, w.q_norm.as<float>(),
-                             w.k_norm.as<float>(), c.rms_eps, n_past_, c.rope_theta, k_[l].as<float>(), v_[l].as<float>());
+                             w.k_norm.as<float>(), c.rms_eps, n_past_, c.rope_theta, k_[l].as<float>(),
+                             v_[l].as<float>());
       qk::gqa_attention(qkv_.as<float>(), T, c.heads, c.kv_heads, c.head_dim, n_past_, k_[l].as<float>(),
                         v_[l].as<float>(), scores_.as<float>(), att_.as<float>());
       cu::bf16_gemm(w.o.data(), H, QW, att_.as<float>(), QW, T, o, H);
@@ -256,7 +259,8 @@ class CudaSession : public Qwen3Runner {
     }
     if (logit_rows > 0) {
       const int first = T - logit_rows;
-      cu::rmsnorm(x + int64_t(first) * H, H, b_.final_norm_.data(), cu::WeightType::F32, H, logit_rows, c.rms_eps, r, H);
+      cu::rmsnorm(x + int64_t(first) * H, H, b_.final_norm_.data(), cu::WeightType::F32, H, logit_rows, c.rms_eps, r,
+                  H);
       cu::bf16_gemm(b_.lm_head(), c.vocab, H, r, H, logit_rows, logits_.as<float>(), c.vocab);
     }
     n_past_ += T;

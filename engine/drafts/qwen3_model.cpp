@@ -45,10 +45,12 @@ Qwen3Config Qwen3Config::parse(const std::string& text, const std::string& origi
   if (auto it = j.find("rope_theta"); it != j.end() && it->is_number()) c.rope_theta = it->get<double>();
   if (auto it = j.find("rope_parameters"); it != j.end() && it->is_object()) {
     const std::string type = it->value("rope_type", std::string("default"));
-    if (type != "default") fail("rope_parameters.rope_type", "is '" + type + "'; Deltafin's Qwen3 supports the default RoPE");
+    if (type != "default")
+      fail("rope_parameters.rope_type", "is '" + type + "'; Deltafin's Qwen3 supports the default RoPE");
     if (auto t = it->find("rope_theta"); t != it->end() && t->is_number()) c.rope_theta = t->get<double>();
   }
-  if (auto it = j.find("rope_scaling"); it != j.end() && !it->is_null()) fail("rope_scaling", "is set; Deltafin's Qwen3 supports none");
+  if (auto it = j.find("rope_scaling"); it != j.end() && !it->is_null())
+    fail("rope_scaling", "is set; Deltafin's Qwen3 supports none");
   return c;
 }
 
@@ -94,7 +96,8 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& root) {
 Qwen3Session::Qwen3Session(const Qwen3Model& m) : m_(m), k_(m.config().layers), v_(m.config().layers) {}
 
 void Qwen3Session::truncate(int64_t n) {
-  if (n < 0 || n > n_past_) throw Error("Qwen3Session::truncate(" + std::to_string(n) + ") outside 0.." + std::to_string(n_past_));
+  if (n < 0 || n > n_past_)
+    throw Error("Qwen3Session::truncate(" + std::to_string(n) + ") outside 0.." + std::to_string(n_past_));
   const size_t W = size_t(m_.config().kv_heads) * m_.config().head_dim;
   for (auto& k : k_) k.resize(size_t(n) * W);
   for (auto& v : v_) v.resize(size_t(n) * W);
@@ -188,7 +191,8 @@ void Qwen3Session::forward(std::span<const int32_t> ids, std::vector<float>& log
   }
   n_past_ += T;
   const int first = all_logits ? 0 : T - 1, rows = T - first;
-  for (int t = 0; t < rows; ++t) rmsnorm(&x[size_t(first + t) * H], m_.final_norm.data(), H, c.rms_eps, &r[size_t(t) * H]);
+  for (int t = 0; t < rows; ++t)
+    rmsnorm(&x[size_t(first + t) * H], m_.final_norm.data(), H, c.rms_eps, &r[size_t(t) * H]);
   logits.resize(size_t(rows) * c.vocab);
   matmul(m_.lm_head, r.data(), rows, logits.data());
 }

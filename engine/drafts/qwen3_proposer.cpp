@@ -12,7 +12,8 @@ namespace {
 constexpr size_t kTailIds = 24;
 }  // namespace
 
-std::vector<int32_t> k3_ids_extending(const Tokenizer& k3, std::span<const int32_t> tail, const std::string& continuation) {
+std::vector<int32_t> k3_ids_extending(const Tokenizer& k3, std::span<const int32_t> tail,
+                                      const std::string& continuation) {
   std::vector<int32_t> out;
   if (continuation.empty()) return out;
   for (int32_t id : tail)
@@ -26,11 +27,21 @@ std::vector<int32_t> k3_ids_extending(const Tokenizer& k3, std::span<const int32
 }
 
 Qwen3Proposer::Qwen3Proposer(const Qwen3Model& m, const Tokenizer& k3, const Tokenizer& qwen, int k)
-    : host_(&m), k3_(k3), qwen_(qwen), k_(k), vocab_(m.config().vocab), session_(std::make_unique<Qwen3Session>(m)),
+    : host_(&m),
+      k3_(k3),
+      qwen_(qwen),
+      k_(k),
+      vocab_(m.config().vocab),
+      session_(std::make_unique<Qwen3Session>(m)),
       device_("cpu") {}
 
 Qwen3Proposer::Qwen3Proposer(const Qwen3Backend& b, const Tokenizer& k3, const Tokenizer& qwen, int k)
-    : host_(b.host_model()), k3_(k3), qwen_(qwen), k_(k), vocab_(b.config().vocab), session_(b.session()),
+    : host_(b.host_model()),
+      k3_(k3),
+      qwen_(qwen),
+      k_(k),
+      vocab_(b.config().vocab),
+      session_(b.session()),
       device_(b.device()) {}
 
 void Qwen3Proposer::propose(std::span<const int32_t> history, int32_t pending, int max_k, std::vector<int32_t>& out) {

@@ -13,7 +13,8 @@ namespace deltafin {
 // certified history) must round-trip through text; then tail text + the
 // drafter's continuation text is re-encoded with K3's tokenizer, and only the
 // K3 ids that extend `tail` exactly are proposed (empty when they do not).
-std::vector<int32_t> k3_ids_extending(const Tokenizer& k3, std::span<const int32_t> tail, const std::string& continuation);
+std::vector<int32_t> k3_ids_extending(const Tokenizer& k3, std::span<const int32_t> tail,
+                                      const std::string& continuation);
 
 // Qwen3-Base drafting for raw completion: the K3 history as text, Qwen3 greedy
 // continuation, and back to K3 ids through k3_ids_extending(). On a GPU backend, a

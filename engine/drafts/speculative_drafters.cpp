@@ -43,11 +43,16 @@ DraftChoice parse_draft_choice(const std::string& s) {
 
 const char* draft_choice_name(DraftChoice c) {
   switch (c) {
-    case DraftChoice::Auto: return "auto";
-    case DraftChoice::Off: return "off";
-    case DraftChoice::DSpark: return "dspark";
-    case DraftChoice::Qwen: return "qwen";
-    case DraftChoice::Ngram: return "ngram";
+    case DraftChoice::Auto:
+      return "auto";
+    case DraftChoice::Off:
+      return "off";
+    case DraftChoice::DSpark:
+      return "dspark";
+    case DraftChoice::Qwen:
+      return "qwen";
+    case DraftChoice::Ngram:
+      return "ngram";
   }
   return "?";
 }
@@ -58,7 +63,8 @@ std::vector<std::string> draft_search_paths(DraftChoice c, const std::string& k3
   // Last, the bundled demo's drafter beside the demo model (<build>/demo-dspark, share/deltafin/demo-dspark):
   // a DSpark made for another target is refused when it loads, so a K3 never drafts with it.
   if (c == DraftChoice::DSpark)
-    return {k3_root + "/addons/kimi-k3-dspark", k3_root + "/dspark", parent + "/kimi-k3-dspark", parent + "/demo-dspark"};
+    return {k3_root + "/addons/kimi-k3-dspark", k3_root + "/dspark", parent + "/kimi-k3-dspark",
+            parent + "/demo-dspark"};
   if (c == DraftChoice::Qwen)
     return {k3_root + "/addons/qwen3-1.7b-base", k3_root + "/addons/qwen3-0.6b-base", parent + "/qwen3-1.7b-base",
             parent + "/qwen3-0.6b-base", k3_root + "/qwen3"};
@@ -89,11 +95,14 @@ DraftSetup::~DraftSetup() = default;
 std::unique_ptr<DraftProposer> DraftSetup::make_proposer() const {
   if (!loaded_) return nullptr;
   switch (loaded_->kind) {
-    case DraftChoice::DSpark: return std::make_unique<DSparkProposer>(*loaded_->dspark);
+    case DraftChoice::DSpark:
+      return std::make_unique<DSparkProposer>(*loaded_->dspark);
     case DraftChoice::Qwen:
       return std::make_unique<Qwen3Proposer>(*loaded_->qwen_backend, *loaded_->k3_tok, *loaded_->qwen_tok);
-    case DraftChoice::Ngram: return std::make_unique<NgramProposer>();
-    default: return nullptr;
+    case DraftChoice::Ngram:
+      return std::make_unique<NgramProposer>();
+    default:
+      return nullptr;
   }
 }
 

@@ -39,9 +39,11 @@ CudaProbe probe_cuda() {
 
 bool wants_cuda(const std::string& device) { return device == "cuda"; }
 
-std::unique_ptr<DecodeSession> make_cuda_session(const K3Model& model, int64_t max_context, const placement::Plan* plan) {
+std::unique_ptr<DecodeSession> make_cuda_session(const K3Model& model, int64_t max_context,
+                                                 const placement::Plan* plan) {
   if (!plan) return cuda::make_decode_session(model, max_context);
-  if (plan->budget.gpus.size() <= 1) return cuda::make_split_session(model, max_context, placement::split_layout(*plan));
+  if (plan->budget.gpus.size() <= 1)
+    return cuda::make_split_session(model, max_context, placement::split_layout(*plan));
   // Several GPUs: the plan's GPU g is logical GPU budget.gpus[g].device of this machine.
   const std::vector<int> logical = cuda::logical_devices();
   std::vector<int> devices;
@@ -50,8 +52,9 @@ std::unique_ptr<DecodeSession> make_cuda_session(const K3Model& model, int64_t m
     const placement::GpuBudget& b = plan->budget.gpus[g];
     const int l = b.device >= 0 ? b.device : int(g);
     if (l >= int(logical.size()))
-      throw Error("the plan places layers on " + b.name + " but this machine has " + std::to_string(logical.size()) + " GPU(s)",
-                  "plan for this machine (leave out --other-machine), or set DELTAFIN_CUDA_DEVICES");
+      throw Error(
+          "the plan places layers on " + b.name + " but this machine has " + std::to_string(logical.size()) + " GPU(s)",
+          "plan for this machine (leave out --other-machine), or set DELTAFIN_CUDA_DEVICES");
     devices.push_back(logical[size_t(l)]);
     names.push_back(b.name);
   }
@@ -76,7 +79,8 @@ std::vector<float> cuda_all_logits(const K3Model& model, const std::vector<int32
 
 std::vector<GpuFree> cuda_gpus() {
   std::vector<GpuFree> out;
-  for (const auto& g : cuda::gpu_memory()) out.push_back(GpuFree{g.name, g.free_bytes, g.total_bytes});  // logical GPUs, in order
+  for (const auto& g : cuda::gpu_memory())
+    out.push_back(GpuFree{g.name, g.free_bytes, g.total_bytes});  // logical GPUs, in order
   return out;
 }
 
@@ -93,7 +97,8 @@ CudaProbe probe_cuda() { return CudaProbe{}; }
 
 bool wants_cuda(const std::string& device) {
   if (device != "cuda") return false;
-  throw Error("this deltafin was built without the CUDA backend", "rebuild with -DDELTAFIN_CUDA=ON or use --device cpu");
+  throw Error("this deltafin was built without the CUDA backend",
+              "rebuild with -DDELTAFIN_CUDA=ON or use --device cpu");
 }
 
 std::unique_ptr<DecodeSession> make_cuda_session(const K3Model&, int64_t, const placement::Plan*) {

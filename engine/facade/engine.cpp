@@ -71,7 +71,8 @@ std::unique_ptr<Engine> Engine::load(EngineOptions options) {
   const K3Config& cfg = e->model_->config();
   if (e->tokenizer_->vocab_size() > cfg.vocab)
     throw Error("the tokenizer has " + std::to_string(e->tokenizer_->vocab_size()) + " ids but the model only " +
-                std::to_string(cfg.vocab), "tokenizer files and weights are from different models");
+                    std::to_string(cfg.vocab),
+                "tokenizer files and weights are from different models");
   e->info_.backend = e->gpu_ ? "CUDA" : "CPU";
   e->info_.synth_preset = cfg.synth_preset;
   e->info_.expert_source = e->model_->experts().describe();

@@ -18,7 +18,8 @@ placement::Plan make_placement_plan(const PlacementOptions& options, const std::
   MachineBudget budget;
   Bandwidths r;
   if (o.other_machine) {
-    if (!(o.ram_budget_gb > 0)) throw Error("--other-machine needs --ram-budget", "give the RAM of the machine to plan for, in GB");
+    if (!(o.ram_budget_gb > 0))
+      throw Error("--other-machine needs --ram-budget", "give the RAM of the machine to plan for, in GB");
     r = assumed_desktop();
   } else {
     budget = this_machine_ram();
@@ -27,7 +28,8 @@ placement::Plan make_placement_plan(const PlacementOptions& options, const std::
       for (size_t i = 0; i < gpus.size(); ++i) {
         const auto& g = gpus[i];
         const uint64_t margin = 1ull << 30;  // the driver and other processes
-        budget.gpus.push_back(GpuBudget{g.name, g.free_bytes > margin ? g.free_bytes - margin : 0, g.total_bytes, int(i)});
+        budget.gpus.push_back(
+            GpuBudget{g.name, g.free_bytes > margin ? g.free_bytes - margin : 0, g.total_bytes, int(i)});
       }
     }
     if (o.ram_budget_gb > 0) set_ram_budget(budget, o.ram_budget_gb);  // refused before any probing
@@ -36,7 +38,8 @@ placement::Plan make_placement_plan(const PlacementOptions& options, const std::
       set_vram_budgets(budget, parse_gb_list(o.vram_budget, "--vram-budget"), false);
     }
     if (!note.empty() && !o.rates.disk_gbps && !load_cached_bandwidths(root))
-      throw Error("there are no shards in " + root + " to measure the disk on", "give --disk-gbps, or plan an installed model");
+      throw Error("there are no shards in " + root + " to measure the disk on",
+                  "give --disk-gbps, or plan an installed model");
     std::optional<Bandwidths> cached;
     if (!o.reprobe) cached = load_cached_bandwidths(root);
     if (cached) {
@@ -71,7 +74,9 @@ placement::Plan make_placement_plan(const PlacementOptions& options, const std::
     const uint64_t need = po.gpu_scratch_bytes + state + std::max(bytes.largest_unit_bytes(), uint64_t(1));
     std::erase_if(budget.gpus, [&](const GpuBudget& g) {
       if (g.budget >= need) return false;
-      if (say) say(g.name + " has " + format_gb(g.budget) + " free, below the " + format_gb(need) + " one layer needs: not used");
+      if (say)
+        say(g.name + " has " + format_gb(g.budget) + " free, below the " + format_gb(need) +
+            " one layer needs: not used");
       return true;
     });
   }

@@ -20,15 +20,17 @@ uint64_t free_disk_bytes(const std::string& path) {
   std::error_code ec;
   while (!fs::exists(p, ec) && p.has_parent_path() && p != p.parent_path()) p = p.parent_path();
   struct statvfs s {};
-  if (::statvfs(p.c_str(), &s) != 0) throw Error("cannot read free space of " + p.string() + ": " + std::strerror(errno));
+  if (::statvfs(p.c_str(), &s) != 0)
+    throw Error("cannot read free space of " + p.string() + ": " + std::strerror(errno));
   return static_cast<uint64_t>(s.f_bavail) * static_cast<uint64_t>(s.f_frsize);
 }
 
 void check_disk_space(const std::string& path, uint64_t needed, uint64_t margin) {
   uint64_t free = free_disk_bytes(path);
   if (needed + margin > free)
-    throw Error("not enough disk space in " + path + ": the install needs " + format_bytes_exact(needed) + " more plus a " +
-                    format_bytes(margin) + " safety margin, but only " + format_bytes_exact(free) + " are free",
+    throw Error("not enough disk space in " + path + ": the install needs " + format_bytes_exact(needed) +
+                    " more plus a " + format_bytes(margin) + " safety margin, but only " + format_bytes_exact(free) +
+                    " are free",
                 "free " + format_bytes(needed + margin - free) + ", or choose another --model-root, or use --stream");
 }
 
@@ -84,7 +86,8 @@ uint64_t parse_size(const std::string& text) {
   else if (unit == "MIB") mult = 1024.0 * 1024;
   else if (unit == "GIB") mult = 1024.0 * 1024 * 1024;
   else if (unit == "TIB") mult = 1024.0 * 1024 * 1024 * 1024;
-  if (mult == 0 || v < 0 || !std::isfinite(v)) throw Error("'" + text + "' is not a size", "write it like 500G, 1.5T or 64GiB");
+  if (mult == 0 || v < 0 || !std::isfinite(v))
+    throw Error("'" + text + "' is not a size", "write it like 500G, 1.5T or 64GiB");
   return static_cast<uint64_t>(v * mult);
 }
 

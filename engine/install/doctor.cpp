@@ -23,11 +23,12 @@ namespace {
 
 using Level = DoctorFinding::Level;
 
-void audit_repo(const std::string& root, const InstalledRepo& r, bool verify, const std::function<void(const std::string&)>& progress,
-                std::vector<DoctorFinding>& out) {
+void audit_repo(const std::string& root, const InstalledRepo& r, bool verify,
+                const std::function<void(const std::string&)>& progress, std::vector<DoctorFinding>& out) {
   const std::string subject = role_name(r.role) + std::string(" ") + r.repo;
   const std::string dir = install_dir(root, r.role == RepoRole::K3, r.folder);
-  const std::string resume = std::string("run deltafin ") + (r.role == RepoRole::Qwen ? "setup-qwen" : "setup --" + r.mode) +
+  const std::string resume = std::string("run deltafin ") +
+                             (r.role == RepoRole::Qwen ? "setup-qwen" : "setup --" + r.mode) +
                              " again; it resumes and re-checks";
   if (!r.complete) out.push_back({Level::Problem, subject, "the install did not finish", resume});
   int bad = 0, verified = 0, sparse = 0, partials = 0;
@@ -42,8 +43,10 @@ void audit_repo(const std::string& root, const InstalledRepo& r, bool verify, co
       continue;
     }
     if (fs::file_size(p, ec) != f.size) {
-      out.push_back({Level::Problem, subject, f.path + " has " + std::to_string(fs::file_size(p, ec)) + " bytes, the Hub lists " + std::to_string(f.size),
-                     "delete it and " + resume});
+      out.push_back(
+          {Level::Problem, subject,
+           f.path + " has " + std::to_string(fs::file_size(p, ec)) + " bytes, the Hub lists " + std::to_string(f.size),
+           "delete it and " + resume});
       ++bad;
       continue;
     }
@@ -56,7 +59,8 @@ void audit_repo(const std::string& root, const InstalledRepo& r, bool verify, co
       if (progress) progress("hashing " + r.repo + "/" + f.path);
       const std::string got = hash_file(p, f.sha256 ? HashKind::Sha256 : HashKind::GitBlobSha1);
       if (got != f.hash) {
-        out.push_back({Level::Problem, subject, f.path + " does not match the Hub's hash (expected " + f.hash + ", got " + got + ")",
+        out.push_back({Level::Problem, subject,
+                       f.path + " does not match the Hub's hash (expected " + f.hash + ", got " + got + ")",
                        "delete it and " + resume});
         ++bad;
         continue;
@@ -65,12 +69,16 @@ void audit_repo(const std::string& root, const InstalledRepo& r, bool verify, co
     ++verified;
   }
   if (bad == 0 && r.complete) {
-    std::string d = r.mode + " install at " + r.revision.substr(0, 12) + ", " + std::to_string(r.files.size()) + " files, " + format_bytes(bytes) +
-                    (verify ? ", every file re-hashed just now" : ", each verified against the Hub's hash when downloaded");
+    std::string d =
+        r.mode + " install at " + r.revision.substr(0, 12) + ", " + std::to_string(r.files.size()) + " files, " +
+        format_bytes(bytes) +
+        (verify ? ", every file re-hashed just now" : ", each verified against the Hub's hash when downloaded");
     if (sparse) d += "; " + std::to_string(sparse) + " shards hold non-expert tensors, experts come on demand";
     out.push_back({Level::Ok, subject, d, ""});
   }
-  if (partials) out.push_back({Level::Note, subject, std::to_string(partials) + " interrupted download(s) waiting to resume", resume});
+  if (partials)
+    out.push_back(
+        {Level::Note, subject, std::to_string(partials) + " interrupted download(s) waiting to resume", resume});
 }
 
 void audit_stream(const std::string& root, std::vector<DoctorFinding>& out) {
@@ -80,9 +88,11 @@ void audit_stream(const std::string& root, std::vector<DoctorFinding>& out) {
   try {
     StreamPresence p = StreamPresence::load(pp);
     if (!p.all_spine_done())
-      out.push_back({Level::Problem, "stream cache", "some shards still lack their non-expert tensors", "run deltafin setup --stream again"});
-    std::string d = std::to_string(p.present_count()) + " of " + std::to_string(size_t(p.layers()) * size_t(p.experts())) +
-                    " expert slots cached, cap " + format_bytes(marker->cap_bytes) + ", fetched from " + marker->hub_url + " (" + marker->repo +
+      out.push_back({Level::Problem, "stream cache", "some shards still lack their non-expert tensors",
+                     "run deltafin setup --stream again"});
+    std::string d = std::to_string(p.present_count()) + " of " +
+                    std::to_string(size_t(p.layers()) * size_t(p.experts())) + " expert slots cached, cap " +
+                    format_bytes(marker->cap_bytes) + ", fetched from " + marker->hub_url + " (" + marker->repo +
                     "); offline runs work for cached experts only";
     out.push_back({Level::Ok, "stream cache", d, ""});
     // Bytes are checked against the Hub's SHA-256 a whole shard at a time, when its last byte arrives.
@@ -90,10 +100,12 @@ void audit_stream(const std::string& root, std::vector<DoctorFinding>& out) {
     const auto loc = expert_locations(*ck, p.layers(), p.experts());
     std::vector<uint64_t> present(static_cast<size_t>(p.shards()), 0);
     for (int s = 0; s < p.shards() && s < static_cast<int>(ck->shard_names().size()); ++s)
-      if (p.spine_done(s)) present[static_cast<size_t>(s)] = shard_spine(ck->shard_header(static_cast<uint32_t>(s))).bytes;
+      if (p.spine_done(s))
+        present[static_cast<size_t>(s)] = shard_spine(ck->shard_header(static_cast<uint32_t>(s))).bytes;
     for (size_t l = 0; l < loc.size(); ++l)
       for (size_t e = 0; e < loc[l].size(); ++e)
-        if (p.present(static_cast<int>(l), static_cast<int>(e)) && loc[l][e].shard < present.size()) present[loc[l][e].shard] += loc[l][e].bytes;
+        if (p.present(static_cast<int>(l), static_cast<int>(e)) && loc[l][e].shard < present.size())
+          present[loc[l][e].shard] += loc[l][e].bytes;
     std::string names;
     int unverified = 0, verified = 0;
     uint64_t unverified_bytes = 0;
@@ -109,11 +121,15 @@ void audit_stream(const std::string& root, std::vector<DoctorFinding>& out) {
     if (unverified > 8) names += " and " + std::to_string(unverified - 8) + " more";
     if (unverified)
       out.push_back({Level::Note, "stream cache",
-                     std::to_string(unverified) + " of " + std::to_string(p.shards()) + " shards unverified: " + format_bytes_exact(unverified_bytes) +
-                         " on disk not yet checked against the Hub's SHA-256 (" + names + "); a shard is checked when its last byte arrives",
-                     "deltafin cache verify --fetch completes and checks them (downloads the rest of each shard); --shard NAME checks one"});
+                     std::to_string(unverified) + " of " + std::to_string(p.shards()) + " shards unverified: " +
+                         format_bytes_exact(unverified_bytes) + " on disk not yet checked against the Hub's SHA-256 (" +
+                         names + "); a shard is checked when its last byte arrives",
+                     "deltafin cache verify --fetch completes and checks them (downloads the rest of each shard); "
+                     "--shard NAME checks one"});
     else
-      out.push_back({Level::Ok, "stream cache", "all " + std::to_string(verified) + " shards complete and verified against the Hub's SHA-256", ""});
+      out.push_back({Level::Ok, "stream cache",
+                     "all " + std::to_string(verified) + " shards complete and verified against the Hub's SHA-256",
+                     ""});
   } catch (const Error& e) {
     out.push_back({Level::Problem, "stream cache", e.what_failed(), e.what_to_do()});
   }
@@ -121,7 +137,8 @@ void audit_stream(const std::string& root, std::vector<DoctorFinding>& out) {
 
 void audit_backends(std::vector<DoctorFinding>& out) {
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2"), avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  const bool avx2 = __builtin_cpu_supports("avx2"),
+             avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
   if (avx512) out.push_back({Level::Ok, "backend", "CPU: AVX-512 kernels", ""});
   else if (avx2) out.push_back({Level::Ok, "backend", "CPU: AVX2 kernels (no AVX-512 on this CPU)", ""});
   else out.push_back({Level::Note, "backend", "CPU: portable kernels only (no AVX2); expect slow runs", ""});
@@ -129,10 +146,12 @@ void audit_backends(std::vector<DoctorFinding>& out) {
     if (fs::exists("/dev/nvidiactl") || fs::exists("/dev/nvidia0"))
       out.push_back({Level::Ok, "backend", "CUDA: built in, NVIDIA device nodes present", ""});
     else
-      out.push_back({Level::Note, "backend", "CUDA: built in, but no NVIDIA device is visible", "install the NVIDIA driver, or ignore this on a CPU-only machine"});
+      out.push_back({Level::Note, "backend", "CUDA: built in, but no NVIDIA device is visible",
+                     "install the NVIDIA driver, or ignore this on a CPU-only machine"});
   } else {
     out.push_back({Level::Note, "backend", "CUDA: not built in (CPU-only build)",
-                   fs::exists("/dev/nvidiactl") ? "this machine has an NVIDIA GPU: rebuild with the cuda preset (installers/bootstrap.sh picks it when nvcc is present)"
+                   fs::exists("/dev/nvidiactl") ? "this machine has an NVIDIA GPU: rebuild with the cuda preset "
+                                                  "(installers/bootstrap.sh picks it when nvcc is present)"
                                                 : ""});
   }
 }
@@ -162,8 +181,12 @@ std::string DoctorReport::json() const {
   j["healthy"] = healthy();
   j["findings"] = nlohmann::json::array();
   for (const auto& f : findings)
-    j["findings"].push_back({{"level", f.level == Level::Ok ? "ok" : f.level == Level::Note ? "note" : "problem"},
-                             {"subject", f.subject}, {"detail", f.detail}, {"fix", f.fix}});
+    j["findings"].push_back({{"level", f.level == Level::Ok     ? "ok"
+                                       : f.level == Level::Note ? "note"
+                                                                : "problem"},
+                             {"subject", f.subject},
+                             {"detail", f.detail},
+                             {"fix", f.fix}});
   return j.dump(2);
 }
 
@@ -172,7 +195,8 @@ DoctorReport run_doctor(const std::string& root, bool verify, const std::functio
   rep.model_root = root;
   auto& out = rep.findings;
   if (!fs::exists(root)) {
-    out.push_back({Level::Problem, "k3", "nothing is installed at " + root, "deltafin setup --full (1.56 TB) or deltafin setup --stream"});
+    out.push_back({Level::Problem, "k3", "nothing is installed at " + root,
+                   "deltafin setup --full (1.56 TB) or deltafin setup --stream"});
   } else {
     InstallManifest m;
     try {
@@ -182,10 +206,13 @@ DoctorReport run_doctor(const std::string& root, bool verify, const std::functio
     }
     if (m.repos.empty()) {
       if (fs::exists(root + "/config.json"))
-        out.push_back({Level::Note, "k3", "a model folder not installed by deltafin setup: its files cannot be checked against the Hub",
-                       "run deltafin setup --full --model-root " + root + " to adopt it (existing files are hashed, not re-downloaded)"});
+        out.push_back({Level::Note, "k3",
+                       "a model folder not installed by deltafin setup: its files cannot be checked against the Hub",
+                       "run deltafin setup --full --model-root " + root +
+                           " to adopt it (existing files are hashed, not re-downloaded)"});
       else
-        out.push_back({Level::Problem, "k3", "nothing is installed at " + root, "deltafin setup --full (1.56 TB) or deltafin setup --stream"});
+        out.push_back({Level::Problem, "k3", "nothing is installed at " + root,
+                       "deltafin setup --full (1.56 TB) or deltafin setup --stream"});
     }
     for (const auto& r : m.repos) audit_repo(root, r, verify, progress, out);
     if (!m.repos.empty() && !m.find_role(RepoRole::DSpark))
@@ -197,13 +224,15 @@ DoctorReport run_doctor(const std::string& root, bool verify, const std::functio
       try {
         K3Config cfg = K3Config::load(root + "/config.json");
         auto ck = Checkpoint::open(root);
-        out.push_back({Level::Ok, "k3", std::string(claims_k3_release(cfg) ? "the released Kimi K3" : "a K3-family checkpoint") + ": " +
-                                            std::to_string(cfg.layers) + " layers, " + std::to_string(cfg.experts) + " experts per layer, " +
-                                            std::to_string(ck->tensor_count()) + " tensors in " + std::to_string(ck->shard_names().size()) +
-                                            " shards",
+        out.push_back({Level::Ok, "k3",
+                       std::string(claims_k3_release(cfg) ? "the released Kimi K3" : "a K3-family checkpoint") + ": " +
+                           std::to_string(cfg.layers) + " layers, " + std::to_string(cfg.experts) +
+                           " experts per layer, " + std::to_string(ck->tensor_count()) + " tensors in " +
+                           std::to_string(ck->shard_names().size()) + " shards",
                        ""});
       } catch (const Error& e) {
-        out.push_back({Level::Problem, "k3", e.what_failed(), e.what_to_do().empty() ? "run deltafin setup again" : e.what_to_do()});
+        out.push_back({Level::Problem, "k3", e.what_failed(),
+                       e.what_to_do().empty() ? "run deltafin setup again" : e.what_to_do()});
       }
     }
     out.push_back({Level::Ok, "disk", format_bytes(free_disk_bytes(root)) + " free on the model root's disk", ""});

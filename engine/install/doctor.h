@@ -10,7 +10,7 @@ struct DoctorFinding {
   Level level = Level::Ok;
   std::string subject;  // "k3", "dspark", "backend", "disk" ...
   std::string detail;
-  std::string fix;      // what to do; empty when nothing is needed
+  std::string fix;  // what to do; empty when nothing is needed
 };
 
 struct DoctorReport {

@@ -41,7 +41,8 @@ std::vector<std::unique_ptr<Part>> load_state(const std::string& dest, const Hub
   if (fs::file_size(partial_path(dest), ec) != file.size || ec) return parts;
   try {
     auto j = nlohmann::json::parse(read_text_file(state_path(dest)));
-    if (j.at("size").get<uint64_t>() != file.size || j.at("hash").get<std::string>() != file.expected_hash()) return parts;
+    if (j.at("size").get<uint64_t>() != file.size || j.at("hash").get<std::string>() != file.expected_hash())
+      return parts;
     uint64_t expect = 0;
     for (const auto& p : j.at("parts")) {
       auto part = std::make_unique<Part>();
@@ -85,7 +86,8 @@ uint64_t partial_bytes(const std::string& dest, const HubFile& file) {
 
 void download_file(const HubClient& hub, const std::string& repo, const std::string& revision, const HubFile& file,
                    const std::string& dest, const FetchTuning& tuning, std::atomic<uint64_t>& progress,
-                   const std::function<void(FileState, const std::string&)>& on_state, const std::atomic<bool>* cancel) {
+                   const std::function<void(FileState, const std::string&)>& on_state,
+                   const std::atomic<bool>* cancel) {
   std::error_code ec;
   fs::create_directories(fs::path(dest).parent_path(), ec);
   const std::string what = repo + "/" + file.path;
@@ -114,7 +116,8 @@ void download_file(const HubClient& hub, const std::string& repo, const std::str
     uint64_t resumed = 0;
     for (auto& p : parts) resumed += p->done;
     progress += resumed;
-    on_state(FileState::Downloading, resumed ? "resuming at " + std::to_string(resumed) + " of " + std::to_string(file.size) : "");
+    on_state(FileState::Downloading,
+             resumed ? "resuming at " + std::to_string(resumed) + " of " + std::to_string(file.size) : "");
 
     // Durable order: data reaches the disk before the state that claims it.
     uint64_t recorded = 0;  // bytes the state file on disk claims: where a resume starts
@@ -122,7 +125,8 @@ void download_file(const HubClient& hub, const std::string& repo, const std::str
       std::vector<uint64_t> done;
       uint64_t sum = 0;
       for (auto& p : parts) done.push_back(p->done.load()), sum += done.back();
-      if (::fdatasync(fd) != 0) throw Error("cannot flush " + partial_path(dest) + ": " + std::strerror(errno), "check the disk");
+      if (::fdatasync(fd) != 0)
+        throw Error("cannot flush " + partial_path(dest) + ": " + std::strerror(errno), "check the disk");
       save_state(dest, file, parts, done);
       recorded = sum;
     };
@@ -141,8 +145,8 @@ void download_file(const HubClient& hub, const std::string& repo, const std::str
       ++running;
       threads.emplace_back([&, part = p.get()] {
         try {
-          fetch_range_to_fd(hub, repo, revision, file.path, part->begin, part->end - part->begin, fd, part->done, &progress,
-                            tuning, &stop, [&](const std::string& why) {
+          fetch_range_to_fd(hub, repo, revision, file.path, part->begin, part->end - part->begin, fd, part->done,
+                            &progress, tuning, &stop, [&](const std::string& why) {
                               std::lock_guard<std::mutex> g(state_mu);
                               on_state(FileState::Retrying, why);
                             });
@@ -191,10 +195,12 @@ void download_file(const HubClient& hub, const std::string& repo, const std::str
           free = free_disk_bytes(fs::path(dest).parent_path().string());
         } catch (const Error&) {
         }
-        throw Error("the disk holding " + fs::path(dest).parent_path().string() + " is full while downloading " + what + ": " +
-                        format_bytes_exact(left) + " of it still to write, " + format_bytes_exact(free) + " free (" +
-                        e.what_failed() + "); the " + format_bytes_exact(recorded) + " downloaded and recorded so far are kept",
-                    (left > free ? "free at least " + format_bytes(left - free) + " more (plus a margin)" : std::string("free some space")) +
+        throw Error("the disk holding " + fs::path(dest).parent_path().string() + " is full while downloading " + what +
+                        ": " + format_bytes_exact(left) + " of it still to write, " + format_bytes_exact(free) +
+                        " free (" + e.what_failed() + "); the " + format_bytes_exact(recorded) +
+                        " downloaded and recorded so far are kept",
+                    (left > free ? "free at least " + format_bytes(left - free) + " more (plus a margin)"
+                                 : std::string("free some space")) +
                         " and run the same command again; it resumes where it stopped");
       }
     }
@@ -203,7 +209,8 @@ void download_file(const HubClient& hub, const std::string& repo, const std::str
     on_state(FileState::Verifying, "");
     const std::string got = hash_file(partial_path(dest), file.hash_kind());
     if (got == file.expected_hash()) {
-      if (::fsync(fd) != 0) throw Error("cannot flush " + partial_path(dest) + ": " + std::strerror(errno), "check the disk");
+      if (::fsync(fd) != 0)
+        throw Error("cannot flush " + partial_path(dest) + ": " + std::strerror(errno), "check the disk");
       if (::rename(partial_path(dest).c_str(), dest.c_str()) != 0)
         throw Error("cannot publish " + dest + ": " + std::strerror(errno), "check permissions");
       fsync_dir_of(dest);
@@ -212,8 +219,8 @@ void download_file(const HubClient& hub, const std::string& repo, const std::str
       return;
     }
     const std::string detail = what + " does not match the hub listing: expected " +
-                               (file.hash_kind() == HashKind::Sha256 ? "SHA-256 " : "git blob id ") + file.expected_hash() +
-                               ", got " + got;
+                               (file.hash_kind() == HashKind::Sha256 ? "SHA-256 " : "git blob id ") +
+                               file.expected_hash() + ", got " + got;
     discard(dest);
     progress -= file.size;
     if (round >= tuning.verify_attempts)

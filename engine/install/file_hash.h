@@ -26,7 +26,6 @@ class ContentHasher {
 };
 
 // Hashes a whole file; `on_bytes` sees the running count (for progress).
-std::string hash_file(const std::string& path, HashKind kind,
-                      const std::function<void(uint64_t)>& on_bytes = {});
+std::string hash_file(const std::string& path, HashKind kind, const std::function<void(uint64_t)>& on_bytes = {});
 
 }  // namespace deltafin

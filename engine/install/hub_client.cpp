@@ -54,8 +54,9 @@ UrlParts parse_url(const std::string& url) {
 bool is_internal_address(const char* ip) {
   unsigned char a[16];
   if (::inet_pton(AF_INET, ip, a) == 1) {
-    return a[0] == 0 || a[0] == 10 || a[0] == 127 || (a[0] == 169 && a[1] == 254) || (a[0] == 172 && (a[1] & 0xF0) == 16) ||
-           (a[0] == 192 && a[1] == 168) || (a[0] == 100 && (a[1] & 0xC0) == 64) || a[0] >= 224;
+    return a[0] == 0 || a[0] == 10 || a[0] == 127 || (a[0] == 169 && a[1] == 254) ||
+           (a[0] == 172 && (a[1] & 0xF0) == 16) || (a[0] == 192 && a[1] == 168) ||
+           (a[0] == 100 && (a[1] & 0xC0) == 64) || a[0] >= 224;
   }
   if (::inet_pton(AF_INET6, ip, a) == 1) {
     static const unsigned char zero[16] = {};
@@ -228,8 +229,9 @@ long perform(const HubOptions& opt, const std::string& start_url, const std::str
     curl_easy_setopt(c.h, CURLOPT_NOPROGRESS, 0L);
     t.foreign_origin = !here.same_origin(base) && !through_proxy();
     if (!here.same_origin(base) && is_ip_literal(here.host) && is_internal_address(strip_brackets(here.host).c_str()))
-      throw HubError("refusing to follow a redirect from " + printable(start_url) + " to the internal address " + here.host,
-                     "the hub redirects into this machine or its network; check --hub-url", false, 0);
+      throw HubError(
+          "refusing to follow a redirect from " + printable(start_url) + " to the internal address " + here.host,
+          "the hub redirects into this machine or its network; check --hub-url", false, 0);
     curl_easy_setopt(c.h, CURLOPT_PREREQFUNCTION, on_connected);
     curl_easy_setopt(c.h, CURLOPT_PREREQDATA, &t);
     if (!range.empty()) c.headers = curl_slist_append(c.headers, ("Range: bytes=" + range).c_str());
@@ -242,11 +244,12 @@ long perform(const HubOptions& opt, const std::string& start_url, const std::str
     CURLcode rc = curl_easy_perform(c.h);
     if (t.callback_error) std::rethrow_exception(std::exchange(t.callback_error, nullptr));
     if (rc != CURLE_OK) {
-      if (!t.abort_reason.empty()) throw HubError(t.abort_reason + " (" + printable(url) + ")", "", t.abort_transient, t.status);
+      if (!t.abort_reason.empty())
+        throw HubError(t.abort_reason + " (" + printable(url) + ")", "", t.abort_transient, t.status);
       std::string why = curl_easy_strerror(rc);
       if (rc == CURLE_OPERATION_TIMEDOUT) why = "stalled: no data for " + std::to_string(opt.stall_timeout_s) + " s";
-      throw HubError("network error on " + printable(url) + ": " + why, "check the connection; deltafin resumes where it stopped", true,
-                     t.status);
+      throw HubError("network error on " + printable(url) + ": " + why,
+                     "check the connection; deltafin resumes where it stopped", true, t.status);
     }
     long status = 0;
     curl_easy_getinfo(c.h, CURLINFO_RESPONSE_CODE, &status);
@@ -254,7 +257,8 @@ long perform(const HubOptions& opt, const std::string& start_url, const std::str
       char* loc = nullptr;
       curl_easy_getinfo(c.h, CURLINFO_REDIRECT_URL, &loc);
       if (!loc) throw HubError("redirect without a Location from " + printable(url), "", true, status);
-      if (hop + 1 >= opt.max_redirects) throw HubError("too many redirects from " + printable(start_url), "check --hub-url", false, status);
+      if (hop + 1 >= opt.max_redirects)
+        throw HubError("too many redirects from " + printable(start_url), "check --hub-url", false, status);
       url = loc;
       continue;
     }
@@ -305,7 +309,8 @@ std::string resolve_hub_url(const std::string& flag_value) {
 }
 
 bool is_safe_repo_path(const std::string& path) {
-  if (path.empty() || path[0] == '/' || path.find('\\') != std::string::npos || path.find('\0') != std::string::npos) return false;
+  if (path.empty() || path[0] == '/' || path.find('\\') != std::string::npos || path.find('\0') != std::string::npos)
+    return false;
   size_t start = 0;
   for (;;) {
     size_t slash = path.find('/', start);
@@ -318,9 +323,12 @@ bool is_safe_repo_path(const std::string& path) {
 
 RepoPathUse repo_path_use(const std::string& path) {
   if (!is_safe_repo_path(path)) return RepoPathUse::Reserved;
-  auto ends = [&](std::string_view suffix) { return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0; };
+  auto ends = [&](std::string_view suffix) {
+    return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
   const std::string first = path.substr(0, path.find('/'));
-  if (first == ".deltafin" || first == "addons" || path == "installed.json" || ends(".partial") || ends(".partial.json") || ends(".tmp"))
+  if (first == ".deltafin" || first == "addons" || path == "installed.json" || ends(".partial") ||
+      ends(".partial.json") || ends(".tmp"))
     return RepoPathUse::Reserved;
   // Each segment a plain name: letters, digits, '.', '_', '-', not starting with '.'; at most 3 deep.
   int depth = 0;
@@ -378,8 +386,9 @@ std::vector<HubFile> HubClient::list_files(const std::string& repo, const std::s
     };
     long status = perform(opt_, url, "", t);
     if (status != 200)
-      throw HubError("cannot list " + repo + "@" + revision + " at " + opt_.base_url + ": HTTP " + std::to_string(status),
-                     status_advice(status), status_transient(status), status);
+      throw HubError(
+          "cannot list " + repo + "@" + revision + " at " + opt_.base_url + ": HTTP " + std::to_string(status),
+          status_advice(status), status_transient(status), status);
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(body);
@@ -391,7 +400,8 @@ std::vector<HubFile> HubClient::list_files(const std::string& repo, const std::s
       if (!e.is_object() || e.value("type", "") != "file") continue;
       HubFile f;
       f.path = e.value("path", "");
-      if (!is_safe_repo_path(f.path)) throw HubError(origin + " names an unsafe path '" + f.path + "'", "check --hub-url", false, 0);
+      if (!is_safe_repo_path(f.path))
+        throw HubError(origin + " names an unsafe path '" + f.path + "'", "check --hub-url", false, 0);
       if (!e.contains("size") || !e["size"].is_number_unsigned())
         throw HubError(origin + " gives no size for " + f.path, "check --hub-url", false, 0);
       f.size = e["size"].get<uint64_t>();
@@ -401,7 +411,8 @@ std::vector<HubFile> HubClient::list_files(const std::string& repo, const std::s
         if (f.sha256.rfind("sha256:", 0) == 0) f.sha256 = f.sha256.substr(7);
         if (lfs->contains("size") && (*lfs)["size"].is_number_unsigned()) f.size = (*lfs)["size"].get<uint64_t>();
       }
-      if (f.expected_hash().empty()) throw HubError(origin + " gives no hash for " + f.path, "check --hub-url", false, 0);
+      if (f.expected_hash().empty())
+        throw HubError(origin + " gives no hash for " + f.path, "check --hub-url", false, 0);
       files.push_back(std::move(f));
     }
     url = next_link(t.link);
@@ -410,8 +421,9 @@ std::vector<HubFile> HubClient::list_files(const std::string& repo, const std::s
   return files;
 }
 
-void HubClient::fetch_range(const std::string& repo, const std::string& revision, const std::string& path, uint64_t offset,
-                            uint64_t length, const ByteSink& sink, const std::atomic<bool>* cancel) const {
+void HubClient::fetch_range(const std::string& repo, const std::string& revision, const std::string& path,
+                            uint64_t offset, uint64_t length, const ByteSink& sink,
+                            const std::atomic<bool>* cancel) const {
   if (length == 0) return;
   const std::string url = file_url(repo, revision, path);
   const std::string what = repo + "/" + path;
@@ -424,9 +436,10 @@ void HubClient::fetch_range(const std::string& repo, const std::string& revision
       checked = true;
       if (t.status == 206) {
         unsigned long long a = 0, b = 0;
-        if (std::sscanf(t.content_range.c_str(), "bytes %llu-%llu", &a, &b) != 2 || a != offset || b + 1 != offset + length) {
-          t.abort_reason = "server answered " + what + " bytes " + std::to_string(offset) + "+" + std::to_string(length) +
-                           " with Content-Range '" + t.content_range + "'";
+        if (std::sscanf(t.content_range.c_str(), "bytes %llu-%llu", &a, &b) != 2 || a != offset ||
+            b + 1 != offset + length) {
+          t.abort_reason = "server answered " + what + " bytes " + std::to_string(offset) + "+" +
+                           std::to_string(length) + " with Content-Range '" + t.content_range + "'";
           return false;
         }
       } else if (offset != 0) {
@@ -450,10 +463,12 @@ void HubClient::fetch_range(const std::string& repo, const std::string& revision
   std::string range = std::to_string(offset) + "-" + std::to_string(offset + length - 1);
   long status = perform(opt_, url, range, t);
   if (status != 200 && status != 206)
-    throw HubError("cannot fetch " + what + ": HTTP " + std::to_string(status), status_advice(status), status_transient(status), status);
+    throw HubError("cannot fetch " + what + ": HTTP " + std::to_string(status), status_advice(status),
+                   status_transient(status), status);
   if (got != length)
-    throw HubError("connection ended after " + std::to_string(got) + " of " + std::to_string(length) + " bytes of " + what,
-                   "deltafin retries and resumes", true, status);
+    throw HubError(
+        "connection ended after " + std::to_string(got) + " of " + std::to_string(length) + " bytes of " + what,
+        "deltafin retries and resumes", true, status);
 }
 
 std::string HubClient::fetch_small(const std::string& repo, const std::string& revision, const HubFile& file) const {

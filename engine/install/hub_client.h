@@ -24,9 +24,9 @@ struct HubFile {
 
 struct HubOptions {
   std::string base_url = kDefaultHubUrl;
-  std::string token;             // for gated repos; sent only to the base URL's host, never logged
+  std::string token;  // for gated repos; sent only to the base URL's host, never logged
   long connect_timeout_s = 30;
-  long stall_timeout_s = 60;     // a transfer that delivers nothing for this long is stalled
+  long stall_timeout_s = 60;  // a transfer that delivers nothing for this long is stalled
   int max_redirects = 8;
 };
 

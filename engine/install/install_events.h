@@ -9,7 +9,7 @@ const char* file_state_name(FileState s);
 
 // A snapshot of the whole job, sent a few times a second.
 struct InstallProgress {
-  uint64_t bytes_done = 0;   // of this run's bytes_total (already-present bytes count as done)
+  uint64_t bytes_done = 0;  // of this run's bytes_total (already-present bytes count as done)
   uint64_t bytes_total = 0;
   double bytes_per_second = 0;  // recent speed
   double eta_seconds = -1;      // negative while unknown

@@ -19,7 +19,8 @@ InstallLock::InstallLock(const std::string& model_root) {
   std::filesystem::create_directories(dir, ec);
   const std::string path = dir + "/install.lock";
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw Error("cannot create " + path + ": " + std::strerror(errno), "check that the model folder is writable");
+  if (fd_ < 0)
+    throw Error("cannot create " + path + ": " + std::strerror(errno), "check that the model folder is writable");
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     char buf[32] = {};
     ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);

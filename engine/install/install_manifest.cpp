@@ -34,8 +34,9 @@ InstallManifest InstallManifest::load(const std::string& model_root) {
       ir.mode = r.at("mode").get<std::string>();
       ir.complete = r.at("complete").get<bool>();
       for (const auto& f : r.at("files"))
-        ir.files.push_back({f.at("path").get<std::string>(), f.at("size").get<uint64_t>(), f.at("hash").get<std::string>(),
-                            f.at("hash_kind").get<std::string>() == "sha256", f.at("state").get<std::string>()});
+        ir.files.push_back({f.at("path").get<std::string>(), f.at("size").get<uint64_t>(),
+                            f.at("hash").get<std::string>(), f.at("hash_kind").get<std::string>() == "sha256",
+                            f.at("state").get<std::string>()});
       m.repos.push_back(std::move(ir));
     }
   } catch (const nlohmann::json::exception& e) {
@@ -50,12 +51,15 @@ void InstallManifest::save(const std::string& model_root) const {
   j["hub_url"] = hub_url;
   j["repos"] = nlohmann::json::array();
   for (const auto& r : repos) {
-    nlohmann::json jr = {{"role", role_name(r.role)}, {"repo", r.repo},     {"revision", r.revision},
-                         {"folder", r.folder},        {"mode", r.mode},     {"complete", r.complete}};
+    nlohmann::json jr = {{"role", role_name(r.role)}, {"repo", r.repo}, {"revision", r.revision},
+                         {"folder", r.folder},        {"mode", r.mode}, {"complete", r.complete}};
     jr["files"] = nlohmann::json::array();
     for (const auto& f : r.files)
-      jr["files"].push_back({{"path", f.path}, {"size", f.size}, {"hash", f.hash},
-                             {"hash_kind", f.sha256 ? "sha256" : "git-sha1"}, {"state", f.state}});
+      jr["files"].push_back({{"path", f.path},
+                             {"size", f.size},
+                             {"hash", f.hash},
+                             {"hash_kind", f.sha256 ? "sha256" : "git-sha1"},
+                             {"state", f.state}});
     j["repos"].push_back(jr);
   }
   fs::create_directories(state_dir(model_root));

@@ -12,9 +12,9 @@ namespace deltafin {
 struct InstalledFile {
   std::string path;
   uint64_t size = 0;
-  std::string hash;       // the listing's SHA-256 (LFS) or git blob id
-  bool sha256 = true;     // which of the two `hash` is
-  std::string state;      // "verified" (whole file, hash checked) or "sparse" (stream shard: spine only)
+  std::string hash;    // the listing's SHA-256 (LFS) or git blob id
+  bool sha256 = true;  // which of the two `hash` is
+  std::string state;   // "verified" (whole file, hash checked) or "sparse" (stream shard: spine only)
 };
 
 struct InstalledRepo {

@@ -30,9 +30,12 @@ const PinnedRepo& pinned(RepoRole role) {
 
 const char* role_name(RepoRole role) {
   switch (role) {
-    case RepoRole::K3: return "k3";
-    case RepoRole::DSpark: return "dspark";
-    case RepoRole::Qwen: return "qwen";
+    case RepoRole::K3:
+      return "k3";
+    case RepoRole::DSpark:
+      return "dspark";
+    case RepoRole::Qwen:
+      return "qwen";
   }
   return "?";
 }
@@ -50,7 +53,8 @@ std::string folder_for_repo(const std::string& repo) {
   std::string name = repo.substr(repo.find('/') + 1);
   for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
-    throw Error("repository name '" + repo + "' is not of the form owner/name", "check --k3-repo, --dspark-repo, --qwen-repos");
+    throw Error("repository name '" + repo + "' is not of the form owner/name",
+                "check --k3-repo, --dspark-repo, --qwen-repos");
   return name;
 }
 

@@ -4,13 +4,20 @@ namespace deltafin {
 
 const char* file_state_name(FileState s) {
   switch (s) {
-    case FileState::Queued: return "queued";
-    case FileState::Downloading: return "downloading";
-    case FileState::Verifying: return "verifying";
-    case FileState::Verified: return "verified";
-    case FileState::Retrying: return "retrying";
-    case FileState::Failed: return "failed";
-    case FileState::Skipped: return "skipped";
+    case FileState::Queued:
+      return "queued";
+    case FileState::Downloading:
+      return "downloading";
+    case FileState::Verifying:
+      return "verifying";
+    case FileState::Verified:
+      return "verified";
+    case FileState::Retrying:
+      return "retrying";
+    case FileState::Failed:
+      return "failed";
+    case FileState::Skipped:
+      return "skipped";
   }
   return "?";
 }

@@ -15,8 +15,8 @@ struct FetchTuning {
   int max_attempts = 8;                   // consecutive failures without progress before giving up
   double backoff_initial_s = 0.5;
   double backoff_max_s = 30;
-  int verify_attempts = 2;                // full downloads of one file before a hash mismatch is an error
-  double checkpoint_interval_s = 1.0;     // how often partial state is made durable
+  int verify_attempts = 2;             // full downloads of one file before a hash mismatch is an error
+  double checkpoint_interval_s = 1.0;  // how often partial state is made durable
 };
 
 // Writing fetched bytes to the local file failed (a full disk, a quota, an I/O error):
@@ -26,7 +26,7 @@ class WriteError : public Error {
   WriteError(const std::string& what, const std::string& todo, int err, uint64_t unwritten)
       : Error(what, todo), errno_(err), unwritten_(unwritten) {}
   int error_number() const { return errno_; }
-  bool disk_full() const;                          // ENOSPC, EDQUOT, or EFBIG (a file size limit)
+  bool disk_full() const;                            // ENOSPC, EDQUOT, or EFBIG (a file size limit)
   uint64_t unwritten() const { return unwritten_; }  // bytes of the range still to write
 
  private:
@@ -40,9 +40,9 @@ class WriteError : public Error {
 // (resume point) and is advanced as bytes land; `progress` is a shared counter.
 // `on_retry` hears about every retried failure. A failed local write throws WriteError
 // (never through libcurl: the write callback only reports it).
-void fetch_range_to_fd(const HubClient& hub, const std::string& repo, const std::string& revision, const std::string& path,
-                       uint64_t offset, uint64_t length, int fd, std::atomic<uint64_t>& done, std::atomic<uint64_t>* progress,
-                       const FetchTuning& tuning, const std::atomic<bool>* cancel,
+void fetch_range_to_fd(const HubClient& hub, const std::string& repo, const std::string& revision,
+                       const std::string& path, uint64_t offset, uint64_t length, int fd, std::atomic<uint64_t>& done,
+                       std::atomic<uint64_t>* progress, const FetchTuning& tuning, const std::atomic<bool>* cancel,
                        const std::function<void(const std::string&)>& on_retry = {});
 
 // Runs fn, retrying transient HubErrors with exponential backoff (listings, metadata, headers).

@@ -63,12 +63,14 @@ std::vector<Target> targets(const SetupOptions& opt) {
       for (const auto* q : qwen) t.push_back({RepoRole::Qwen, q->repo, rev(q->revision)});
     } else {
       for (size_t i = 0; i < opt.qwen_repos.size(); ++i)
-        t.push_back({RepoRole::Qwen, opt.qwen_repos[i], rev(i < qwen.size() ? qwen[i]->revision : qwen.back()->revision)});
+        t.push_back(
+            {RepoRole::Qwen, opt.qwen_repos[i], rev(i < qwen.size() ? qwen[i]->revision : qwen.back()->revision)});
     }
   }
   for (const auto& x : t)
     if (x.repo.find('/') == std::string::npos || x.repo.find("..") != std::string::npos || x.repo.front() == '/')
-      throw Error("repository '" + x.repo + "' is not of the form owner/name", "check --k3-repo, --dspark-repo, --qwen-repos");
+      throw Error("repository '" + x.repo + "' is not of the form owner/name",
+                  "check --k3-repo, --dspark-repo, --qwen-repos");
   return t;
 }
 
@@ -78,7 +80,9 @@ const HubFile* find_file(const std::vector<HubFile>& files, const std::string& p
   return nullptr;
 }
 
-std::string repo_dir(const std::string& root, const PlannedRepo& r) { return install_dir(root, r.role == RepoRole::K3, r.folder); }
+std::string repo_dir(const std::string& root, const PlannedRepo& r) {
+  return install_dir(root, r.role == RepoRole::K3, r.folder);
+}
 
 std::string short_rev(const std::string& rev) { return rev.size() == 40 ? rev.substr(0, 12) : rev; }
 
@@ -89,14 +93,19 @@ std::string fetch_header_bytes(const HubClient& hub, const PlannedRepo& r, const
     std::string out;
     with_retries(tuning, cancel, [&] {
       out.clear();
-      hub.fetch_range(r.repo, r.revision, f.path, off, len, [&](const uint8_t* d, size_t n) {
-        out.append(reinterpret_cast<const char*>(d), n);
-        return true;
-      }, cancel);
+      hub.fetch_range(
+          r.repo, r.revision, f.path, off, len,
+          [&](const uint8_t* d, size_t n) {
+            out.append(reinterpret_cast<const char*>(d), n);
+            return true;
+          },
+          cancel);
     });
     return out;
   };
-  if (f.size < 8) throw Error(r.repo + "/" + f.path + " is listed with " + std::to_string(f.size) + " bytes, too small for safetensors");
+  if (f.size < 8)
+    throw Error(r.repo + "/" + f.path + " is listed with " + std::to_string(f.size) +
+                " bytes, too small for safetensors");
   std::string len8 = get(0, 8);
   uint64_t hl = 0;
   std::memcpy(&hl, len8.data(), 8);
@@ -132,8 +141,12 @@ SetupPlan plan_setup(const SetupOptions& opt, const HubClient& hub) {
     std::vector<HubFile> used;
     for (auto& f : files) {
       switch (repo_path_use(f.path)) {
-        case RepoPathUse::Model: used.push_back(std::move(f)); break;
-        case RepoPathUse::Other: r.skipped.push_back(f.path); break;
+        case RepoPathUse::Model:
+          used.push_back(std::move(f));
+          break;
+        case RepoPathUse::Other:
+          r.skipped.push_back(f.path);
+          break;
         case RepoPathUse::Reserved:
           throw Error(t.repo + "@" + t.revision + " at " + hub.options().base_url + " lists '" + f.path +
                           "', a name deltafin keeps its own install state under; refusing to install from this listing",
@@ -161,7 +174,9 @@ SetupPlan plan_setup(const SetupOptions& opt, const HubClient& hub) {
       r.experts = shape.experts;
       shard_names.insert(idx.shards.begin(), idx.shards.end());
       for (const auto& s : idx.shards)
-        if (!find_file(files, s)) throw Error(t.repo + "@" + t.revision + " does not list shard " + s, "the repository is incomplete on this hub");
+        if (!find_file(files, s))
+          throw Error(t.repo + "@" + t.revision + " does not list shard " + s,
+                      "the repository is incomplete on this hub");
       r.expert_bytes = shape.expert_bytes();
     }
     const InstalledRepo* rec = manifest.find_folder(r.folder);
@@ -190,7 +205,8 @@ SetupPlan plan_setup(const SetupOptions& opt, const HubClient& hub) {
         r.install_bytes += f.size;
         const InstalledFile* inst = rec ? rec->find(f.path) : nullptr;
         std::error_code ec;
-        bool have = inst && inst->state == "verified" && inst->hash == f.expected_hash() && fs::file_size(dest, ec) == f.size && !ec;
+        bool have = inst && inst->state == "verified" && inst->hash == f.expected_hash() &&
+                    fs::file_size(dest, ec) == f.size && !ec;
         if (!have) r.missing_bytes += f.size - std::min(f.size, partial_bytes(dest, f));
         if (f.path.size() > 12 && f.path.substr(f.path.size() - 12) == ".safetensors") ++r.shards;
       }
@@ -198,7 +214,8 @@ SetupPlan plan_setup(const SetupOptions& opt, const HubClient& hub) {
     }
     if (r.stream) {
       if (r.expert_bytes > shard_total)
-        throw Error(t.repo + ": config.json describes more expert bytes than the shards hold", "the checkpoint does not match its config");
+        throw Error(t.repo + ": config.json describes more expert bytes than the shards hold",
+                    "the checkpoint does not match its config");
       const uint64_t spine = shard_total - r.expert_bytes;
       r.install_bytes += spine;
       if (r.shards) r.missing_bytes += spine / uint64_t(r.shards) * uint64_t(shards_pending);
@@ -209,7 +226,9 @@ SetupPlan plan_setup(const SetupOptions& opt, const HubClient& hub) {
   }
   plan.free_bytes = free_disk_bytes(opt.model_root);
   if (opt.mode == SetupOptions::Mode::Stream && opt.k3) {
-    const uint64_t after = plan.free_bytes > plan.missing_bytes + opt.space_margin ? plan.free_bytes - plan.missing_bytes - opt.space_margin : 0;
+    const uint64_t after = plan.free_bytes > plan.missing_bytes + opt.space_margin
+                               ? plan.free_bytes - plan.missing_bytes - opt.space_margin
+                               : 0;
     plan.cache_cap = opt.cache_cap ? opt.cache_cap : default_stream_cap(after);
   }
   return plan;
@@ -218,13 +237,15 @@ SetupPlan plan_setup(const SetupOptions& opt, const HubClient& hub) {
 std::string SetupPlan::describe() const {
   std::string s = "Model folder: " + model_root + " (" + format_bytes(free_bytes) + " free)\n";
   for (const auto& r : repos) {
-    s += "  " + std::string(role_name(r.role)) + ": " + r.repo + "@" + short_rev(r.revision) + " -> " + (r.role == RepoRole::K3 ? std::string("./") : "addons/" + r.folder + "/") + ", " +
+    s += "  " + std::string(role_name(r.role)) + ": " + r.repo + "@" + short_rev(r.revision) + " -> " +
+         (r.role == RepoRole::K3 ? std::string("./") : "addons/" + r.folder + "/") + ", " +
          (r.stream ? "stream" : "full") + ", " + std::to_string(r.files.size()) + " files";
     if (r.shards) s += " (" + std::to_string(r.shards) + " shards)";
     s += ", listed " + format_bytes_exact(r.listed_bytes) + "\n";
     if (r.stream)
-      s += "      on disk now: about " + format_bytes(r.install_bytes) + " (metadata + non-expert tensors); routed experts (" +
-           format_bytes(r.expert_bytes) + ") are fetched on demand\n";
+      s += "      on disk now: about " + format_bytes(r.install_bytes) +
+           " (metadata + non-expert tensors); routed experts (" + format_bytes(r.expert_bytes) +
+           ") are fetched on demand\n";
     s += "      still to download: " + format_bytes_exact(r.missing_bytes) + "\n";
     if (!r.skipped.empty()) {
       s += "      not installed (not part of the model format):";
@@ -233,7 +254,8 @@ std::string SetupPlan::describe() const {
       s += "\n";
     }
   }
-  s += "Total on disk: " + format_bytes_exact(install_bytes) + "; to download: " + format_bytes_exact(missing_bytes) + "\n";
+  s += "Total on disk: " + format_bytes_exact(install_bytes) + "; to download: " + format_bytes_exact(missing_bytes) +
+       "\n";
   if (cache_cap) s += "Stream cache cap: " + format_bytes_exact(cache_cap) + "\n";
   return s;
 }
@@ -246,7 +268,8 @@ SetupPlan run_setup(const SetupOptions& opt, InstallObserver& obs, const std::at
     std::string fit = plan.missing_bytes + opt.space_margin <= plan.free_bytes
                           ? "Enough disk space.\n"
                           : "NOT enough disk space: need " + format_bytes_exact(plan.missing_bytes) + " plus a " +
-                                format_bytes(opt.space_margin) + " margin, " + format_bytes_exact(plan.free_bytes) + " free.\n";
+                                format_bytes(opt.space_margin) + " margin, " + format_bytes_exact(plan.free_bytes) +
+                                " free.\n";
     obs.on_message(plan.describe() + fit + "Dry run: nothing was downloaded.");
     obs.on_finished(true);
     return plan;
@@ -267,8 +290,9 @@ SetupPlan run_setup(const SetupOptions& opt, InstallObserver& obs, const std::at
   try {
     check_disk_space(root, plan.missing_bytes, opt.space_margin);
     if (plan.cache_cap && plan.cache_cap + plan.missing_bytes + opt.space_margin > plan.free_bytes)
-      throw Error("the stream cache cap " + format_bytes_exact(plan.cache_cap) + " does not fit next to the install: " +
-                      format_bytes_exact(plan.free_bytes) + " free, " + format_bytes_exact(plan.missing_bytes) + " still to download",
+      throw Error("the stream cache cap " + format_bytes_exact(plan.cache_cap) +
+                      " does not fit next to the install: " + format_bytes_exact(plan.free_bytes) + " free, " +
+                      format_bytes_exact(plan.missing_bytes) + " still to download",
                   "pass a smaller --cache-size");
   } catch (const Error& e) {
     obs.on_error(e.what_failed(), e.what_to_do());
@@ -289,7 +313,8 @@ SetupPlan run_setup(const SetupOptions& opt, InstallObserver& obs, const std::at
         ir = &manifest.repos.back();
         ir->folder = r.folder;
       }
-      if (ir->repo != r.repo || ir->revision != r.revision || ir->mode != (r.stream ? "stream" : "full")) ir->files.clear();
+      if (ir->repo != r.repo || ir->revision != r.revision || ir->mode != (r.stream ? "stream" : "full"))
+        ir->files.clear();
       ir->role = r.role;
       ir->repo = r.repo;
       ir->revision = r.revision;
@@ -306,7 +331,8 @@ SetupPlan run_setup(const SetupOptions& opt, InstallObserver& obs, const std::at
 
       auto record = [&](const HubFile& f, const std::string& state) {
         InstalledRepo* cur = manifest.find_folder(r.folder);
-        cur->files.erase(std::remove_if(cur->files.begin(), cur->files.end(), [&](const InstalledFile& x) { return x.path == f.path; }),
+        cur->files.erase(std::remove_if(cur->files.begin(), cur->files.end(),
+                                        [&](const InstalledFile& x) { return x.path == f.path; }),
                          cur->files.end());
         cur->files.push_back({f.path, f.size, f.expected_hash(), f.hash_kind() == HashKind::Sha256, state});
         manifest.save(root);
@@ -326,7 +352,8 @@ SetupPlan run_setup(const SetupOptions& opt, InstallObserver& obs, const std::at
         } catch (const Error&) {
           old.reset();
         }
-        if (!old || old->layers() != r.layers || old->experts() != r.experts || old->shards() != static_cast<int>(shard_order.size()))
+        if (!old || old->layers() != r.layers || old->experts() != r.experts ||
+            old->shards() != static_cast<int>(shard_order.size()))
           StreamPresence(r.layers, r.experts, static_cast<int>(shard_order.size())).save(pp);
         // From here on the table is changed in place, under its lock: engines may be using it.
         presence = std::make_unique<SharedStreamPresence>(root);
@@ -350,7 +377,8 @@ SetupPlan run_setup(const SetupOptions& opt, InstallObserver& obs, const std::at
         meter.set_current(what);
         fs::create_directories(fs::path(dest).parent_path());
         if (pf.stream_shard) {
-          const int si = static_cast<int>(std::find(shard_order.begin(), shard_order.end(), f.path) - shard_order.begin());
+          const int si =
+              static_cast<int>(std::find(shard_order.begin(), shard_order.end(), f.path) - shard_order.begin());
           bool spine_present = false;
           {
             SharedStreamPresence::Guard g(*presence);
@@ -364,7 +392,8 @@ SetupPlan run_setup(const SetupOptions& opt, InstallObserver& obs, const std::at
           }
           meter.file(r.repo, f.path, FileState::Downloading, "non-expert tensors");
           std::string head = fetch_header_bytes(hub, r, f, opt.tuning, cancel);
-          SafetensorsHeader h = SafetensorsHeader::parse(reinterpret_cast<const uint8_t*>(head.data()), head.size(), f.size, what);
+          SafetensorsHeader h =
+              SafetensorsHeader::parse(reinterpret_cast<const uint8_t*>(head.data()), head.size(), f.size, what);
           ShardSpine spine = shard_spine(h);
           int fd = ::open(dest.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
           if (fd < 0) throw Error("cannot create " + dest + ": " + std::strerror(errno), "check permissions");
@@ -390,8 +419,9 @@ SetupPlan run_setup(const SetupOptions& opt, InstallObserver& obs, const std::at
             const std::string got = hash_file(dest, f.hash_kind());
             if (got != f.expected_hash()) {
               fs::remove(dest);
-              throw Error(what + " does not match the hub listing: expected SHA-256 " + f.expected_hash() + ", got " + got,
-                          "run deltafin setup --stream again; the file is fetched anew");
+              throw Error(
+                  what + " does not match the hub listing: expected SHA-256 " + f.expected_hash() + ", got " + got,
+                  "run deltafin setup --stream again; the file is fetched anew");
             }
           }
           {
@@ -425,8 +455,9 @@ SetupPlan run_setup(const SetupOptions& opt, InstallObserver& obs, const std::at
           }
           fs::remove(dest, fec);
         }
-        download_file(hub, r.repo, r.revision, f, dest, opt.tuning, meter.bytes(),
-                      [&](FileState s, const std::string& d) { meter.file(r.repo, f.path, s, d); }, cancel);
+        download_file(
+            hub, r.repo, r.revision, f, dest, opt.tuning, meter.bytes(),
+            [&](FileState s, const std::string& d) { meter.file(r.repo, f.path, s, d); }, cancel);
         record(f, "verified");
         meter.file_done();
       }

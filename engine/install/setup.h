@@ -14,11 +14,11 @@ namespace deltafin {
 struct SetupOptions {
   enum class Mode { Full, Stream };
   Mode mode = Mode::Full;
-  bool k3 = true;             // false: add-ons only (DSpark if with_dspark, Qwen if include_qwen; neither: Qwen)
-  bool with_dspark = true;    // DSpark is part of every K3 setup unless --without-dspark
+  bool k3 = true;           // false: add-ons only (DSpark if with_dspark, Qwen if include_qwen; neither: Qwen)
+  bool with_dspark = true;  // DSpark is part of every K3 setup unless --without-dspark
   bool include_qwen = false;
   bool dry_run = false;
-  std::string model_root;     // already resolved (resolve_model_root)
+  std::string model_root;  // already resolved (resolve_model_root)
   HubOptions hub;
   std::string k3_repo, dspark_repo;     // empty: the pinned ones
   std::vector<std::string> qwen_repos;  // empty: the pinned ones
@@ -42,8 +42,8 @@ struct PlannedRepo {
   uint64_t install_bytes = 0;  // bytes that will sit on disk (stream: spine only)
   uint64_t missing_bytes = 0;  // of install_bytes, not yet on disk
   int shards = 0;
-  uint64_t expert_bytes = 0;   // stream: routed-expert bytes left to the cache
-  int layers = 0, experts = 0; // stream: presence index dimensions
+  uint64_t expert_bytes = 0;         // stream: routed-expert bytes left to the cache
+  int layers = 0, experts = 0;       // stream: presence index dimensions
   std::vector<std::string> skipped;  // listed names the model format does not use: never written
 };
 

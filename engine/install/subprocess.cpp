@@ -63,7 +63,8 @@ ProcessResult run_command(const std::vector<std::string>& argv, const std::strin
       (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
       if (echo) {
         pending.append(buf, static_cast<size_t>(n));
-        for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) echo(pending.substr(0, nl), ctx);
+        for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1))
+          echo(pending.substr(0, nl), ctx);
       }
     }
   }

@@ -31,9 +31,14 @@ void TextProgress::on_message(const std::string& text) {
 void TextProgress::on_progress(const InstallProgress& p) {
   if (json_) {
     std::fprintf(out_, "%s\n",
-                 nlohmann::json{{"event", "progress"}, {"bytes_done", p.bytes_done}, {"bytes_total", p.bytes_total},
-                                {"bytes_per_second", p.bytes_per_second}, {"eta_seconds", p.eta_seconds},
-                                {"files_done", p.files_done}, {"files_total", p.files_total}, {"current", p.current}}
+                 nlohmann::json{{"event", "progress"},
+                                {"bytes_done", p.bytes_done},
+                                {"bytes_total", p.bytes_total},
+                                {"bytes_per_second", p.bytes_per_second},
+                                {"eta_seconds", p.eta_seconds},
+                                {"files_done", p.files_done},
+                                {"files_total", p.files_total},
+                                {"current", p.current}}
                      .dump()
                      .c_str());
     std::fflush(out_);
@@ -46,8 +51,9 @@ void TextProgress::on_progress(const InstallProgress& p) {
   bar.resize(width, '.');
   char line[512];
   std::snprintf(line, sizeof line, "[%s] %5.1f%%  %s / %s  %s/s  ETA %s  %d/%d files", bar.c_str(), frac * 100,
-                format_bytes(p.bytes_done).c_str(), format_bytes(p.bytes_total).c_str(), format_bytes(uint64_t(p.bytes_per_second)).c_str(),
-                format_duration(p.eta_seconds).c_str(), p.files_done, p.files_total);
+                format_bytes(p.bytes_done).c_str(), format_bytes(p.bytes_total).c_str(),
+                format_bytes(uint64_t(p.bytes_per_second)).c_str(), format_duration(p.eta_seconds).c_str(),
+                p.files_done, p.files_total);
   if (tty_) {
     std::fprintf(out_, "\r\033[K%s", line);
     bar_shown_ = true;
@@ -61,12 +67,15 @@ void TextProgress::on_progress(const InstallProgress& p) {
   std::fflush(out_);
 }
 
-void TextProgress::on_file(const std::string& repo, const std::string& path, FileState state, const std::string& detail) {
+void TextProgress::on_file(const std::string& repo, const std::string& path, FileState state,
+                           const std::string& detail) {
   if (json_) {
-    std::fprintf(out_, "%s\n",
-                 nlohmann::json{{"event", "file"}, {"repo", repo}, {"path", path}, {"state", file_state_name(state)}, {"detail", detail}}
-                     .dump()
-                     .c_str());
+    std::fprintf(
+        out_, "%s\n",
+        nlohmann::json{
+            {"event", "file"}, {"repo", repo}, {"path", path}, {"state", file_state_name(state)}, {"detail", detail}}
+            .dump()
+            .c_str());
     std::fflush(out_);
     return;
   }
@@ -79,7 +88,9 @@ void TextProgress::on_file(const std::string& repo, const std::string& path, Fil
 
 void TextProgress::on_error(const std::string& what_failed, const std::string& what_to_do) {
   if (json_) {
-    std::fprintf(out_, "%s\n", nlohmann::json{{"event", "error"}, {"what_failed", what_failed}, {"what_to_do", what_to_do}}.dump().c_str());
+    std::fprintf(
+        out_, "%s\n",
+        nlohmann::json{{"event", "error"}, {"what_failed", what_failed}, {"what_to_do", what_to_do}}.dump().c_str());
   } else {
     clear_bar();
   }

@@ -54,7 +54,9 @@ bool truthy(const std::string& v) {
   return u == "ON" || u == "TRUE" || u == "1" || u == "YES" || u == "Y";
 }
 
-void echo_line(const std::string& line, void* ctx) { (*static_cast<const std::function<void(const std::string&)>*>(ctx))(line); }
+void echo_line(const std::string& line, void* ctx) {
+  (*static_cast<const std::function<void(const std::string&)>*>(ctx))(line);
+}
 
 }  // namespace
 
@@ -67,10 +69,12 @@ UpgradeResult run_upgrade(const UpgradeOptions& in, const std::function<void(con
 
   ProcessResult top = git.run({"rev-parse", "--show-toplevel"});
   if (top.code != 0)
-    throw Error(opt.source_dir + " is not a git checkout", "deltafin upgrade updates a source checkout; reinstall packaged builds with your package manager");
+    throw Error(opt.source_dir + " is not a git checkout",
+                "deltafin upgrade updates a source checkout; reinstall packaged builds with your package manager");
   ProcessResult branch = git.run({"symbolic-ref", "-q", "--short", "HEAD"});
   if (branch.code != 0)
-    throw Error("the checkout at " + opt.source_dir + " has a detached HEAD (at " + git.must({"rev-parse", "--short", "HEAD"}, "reading HEAD") + ")",
+    throw Error("the checkout at " + opt.source_dir + " has a detached HEAD (at " +
+                    git.must({"rev-parse", "--short", "HEAD"}, "reading HEAD") + ")",
                 "switch to a branch first (git switch main), then run deltafin upgrade again");
   res.branch = trim(branch.out);
   const std::string dirty = git.must({"status", "--porcelain", "--untracked-files=no"}, "checking for local changes");
@@ -79,7 +83,8 @@ UpgradeResult run_upgrade(const UpgradeOptions& in, const std::function<void(con
                 "commit or stash them (git stash), then run deltafin upgrade again");
   ProcessResult up = git.run({"rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}"});
   if (up.code != 0)
-    throw Error("branch " + res.branch + " has no upstream to upgrade from", "set one: git branch --set-upstream-to origin/" + res.branch);
+    throw Error("branch " + res.branch + " has no upstream to upgrade from",
+                "set one: git branch --set-upstream-to origin/" + res.branch);
   res.upstream = trim(up.out);
   const std::string remote = git.must({"config", "branch." + res.branch + ".remote"}, "finding the upstream remote");
   say("Fetching " + remote + " ...");
@@ -93,19 +98,22 @@ UpgradeResult run_upgrade(const UpgradeOptions& in, const std::function<void(con
   }
   const bool behind = git.run({"merge-base", "--is-ancestor", "HEAD", "@{upstream}"}).code == 0;
   const bool ahead = git.run({"merge-base", "--is-ancestor", "@{upstream}", "HEAD"}).code == 0;
-  const std::string counts = git.must({"rev-list", "--left-right", "--count", "HEAD...@{upstream}"}, "counting commits");
+  const std::string counts =
+      git.must({"rev-list", "--left-right", "--count", "HEAD...@{upstream}"}, "counting commits");
   int local_only = 0, upstream_only = 0;
   std::sscanf(counts.c_str(), "%d %d", &local_only, &upstream_only);
   if (ahead) {
-    say("Branch " + res.branch + " is " + std::to_string(local_only) + " commit(s) ahead of " + res.upstream + "; nothing to upgrade.");
+    say("Branch " + res.branch + " is " + std::to_string(local_only) + " commit(s) ahead of " + res.upstream +
+        "; nothing to upgrade.");
     res.outcome = UpgradeResult::Outcome::AheadOfUpstream;
     res.to = res.from;
     return res;
   }
   if (!behind)
-    throw Error("branch " + res.branch + " and " + res.upstream + " have diverged (" + std::to_string(local_only) + " local and " +
-                    std::to_string(upstream_only) + " upstream commits)",
-                "deltafin upgrade only fast-forwards; rebase your commits (git pull --rebase) or reset the branch by hand");
+    throw Error(
+        "branch " + res.branch + " and " + res.upstream + " have diverged (" + std::to_string(local_only) +
+            " local and " + std::to_string(upstream_only) + " upstream commits)",
+        "deltafin upgrade only fast-forwards; rebase your commits (git pull --rebase) or reset the branch by hand");
   res.commits = upstream_only;
 
   // The configuration this tree was built with, so that a CUDA build stays a CUDA build.
@@ -121,13 +129,15 @@ UpgradeResult run_upgrade(const UpgradeOptions& in, const std::function<void(con
                       " but this deltafin was built with " + (build_info::cuda ? "ON" : "OFF"),
                   "nothing was changed; reconfigure it by hand or pass --build-dir");
   } else if (same_build) {
-    configure.insert(configure.end(), {"-G", build_info::generator, std::string("-DCMAKE_BUILD_TYPE=") + build_info::build_type,
-                                       std::string("-DDELTAFIN_CUDA=") + (build_info::cuda ? "ON" : "OFF")});
+    configure.insert(configure.end(),
+                     {"-G", build_info::generator, std::string("-DCMAKE_BUILD_TYPE=") + build_info::build_type,
+                      std::string("-DDELTAFIN_CUDA=") + (build_info::cuda ? "ON" : "OFF")});
     if (build_info::cuda && *build_info::cuda_architectures)
       configure.push_back(std::string("-DCMAKE_CUDA_ARCHITECTURES=") + build_info::cuda_architectures);
     recorded_cuda = build_info::cuda ? "ON" : "OFF";
   } else if (opt.build) {
-    throw Error("no CMake configuration in " + opt.build_dir, "pass --build-dir with the folder you build in, or --no-build");
+    throw Error("no CMake configuration in " + opt.build_dir,
+                "pass --build-dir with the folder you build in, or --no-build");
   }
 
   if (opt.dry_run) {
@@ -136,17 +146,19 @@ UpgradeResult run_upgrade(const UpgradeOptions& in, const std::function<void(con
     res.outcome = UpgradeResult::Outcome::WouldUpgrade;
     return res;
   }
-  say("Fast-forwarding " + res.branch + " " + res.from.substr(0, 12) + " -> " + res.to.substr(0, 12) + " (" + std::to_string(res.commits) +
-      " commits)");
+  say("Fast-forwarding " + res.branch + " " + res.from.substr(0, 12) + " -> " + res.to.substr(0, 12) + " (" +
+      std::to_string(res.commits) + " commits)");
   git.must({"merge", "--ff-only", "--quiet", "@{upstream}"}, "fast-forwarding");
   res.outcome = UpgradeResult::Outcome::Upgraded;
   if (!opt.build) return res;
 
   const std::string back = "the checkout is now at " + res.to.substr(0, 12) + "; to go back: git -C " + opt.source_dir +
                            " reset --hard " + res.from.substr(0, 12);
-  say("Configuring " + opt.build_dir + " with its recorded settings (DELTAFIN_CUDA=" + (recorded_cuda.empty() ? "OFF" : recorded_cuda) + ")");
+  say("Configuring " + opt.build_dir +
+      " with its recorded settings (DELTAFIN_CUDA=" + (recorded_cuda.empty() ? "OFF" : recorded_cuda) + ")");
   ProcessResult cfg = run_command(configure, {}, echo_line, const_cast<std::function<void(const std::string&)>*>(&say));
-  if (cfg.code != 0) throw Error("CMake configuration failed after the upgrade", back + ", or fix the error above and run cmake again");
+  if (cfg.code != 0)
+    throw Error("CMake configuration failed after the upgrade", back + ", or fix the error above and run cmake again");
   auto after = read_cmake_cache(opt.build_dir);
   if (truthy(after["DELTAFIN_CUDA"]) != truthy(recorded_cuda))
     throw Error("the rebuilt configuration lost DELTAFIN_CUDA=" + recorded_cuda, back);
@@ -154,7 +166,9 @@ UpgradeResult run_upgrade(const UpgradeOptions& in, const std::function<void(con
   if (opt.jobs > 0) build.insert(build.end(), {"--parallel", std::to_string(opt.jobs)});
   say("Building ...");
   ProcessResult b = run_command(build, {}, echo_line, const_cast<std::function<void(const std::string&)>*>(&say));
-  if (b.code != 0) throw Error("the rebuild failed after the upgrade", back + ", or fix the error above and run cmake --build " + opt.build_dir);
+  if (b.code != 0)
+    throw Error("the rebuild failed after the upgrade",
+                back + ", or fix the error above and run cmake --build " + opt.build_dir);
   say("Upgraded to " + res.to.substr(0, 12) + " and rebuilt. Models and caches were not touched.");
   return res;
 }

@@ -32,7 +32,10 @@ struct IndexSax : nlohmann::json_sax<nlohmann::json> {
     return false;
   }
   bool value_at_depth2() const { return depth == 2 && !section.empty(); }
-  bool null() override { return value_at_depth2() && section == "weight_map" ? fail("weight_map['" + current + "'] is not a file name") : true; }
+  bool null() override {
+    return value_at_depth2() && section == "weight_map" ? fail("weight_map['" + current + "'] is not a file name")
+                                                        : true;
+  }
   bool boolean(bool) override { return null(); }
   bool number_integer(number_integer_t) override { return null(); }
   bool number_float(number_float_t, const string_t&) override { return null(); }
@@ -86,8 +89,9 @@ CheckpointIndex CheckpointIndex::parse(const std::string& text, const std::strin
   idx.tensor_shard.reserve(text.size() / 100);
   IndexSax sax(idx, shard_ids, origin);
   const bool ok = nlohmann::json::sax_parse(text, &sax);
-  if (!ok || !sax.error.empty()) throw Error(origin + ": " + (sax.error.empty() ? "is not valid JSON" : sax.error),
-                                             "re-download the checkpoint index");
+  if (!ok || !sax.error.empty())
+    throw Error(origin + ": " + (sax.error.empty() ? "is not valid JSON" : sax.error),
+                "re-download the checkpoint index");
   if (!sax.saw_weight_map) throw Error(origin + " has no weight_map object", "re-download the checkpoint index");
   // Renumber shards in sorted name order so indices are stable.
   std::vector<std::string> names(shard_ids.size());
@@ -153,8 +157,9 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
   if (have_index) {
     for (const auto& [name, shard] : idx.tensor_shard)
       if (!ck->entries_.count(name))
-        throw Error("tensor " + name + " is listed in the index for " + idx.shards[shard] + " but the shard does not hold it",
-                    "the shard is from another revision; re-download it");
+        throw Error(
+            "tensor " + name + " is listed in the index for " + idx.shards[shard] + " but the shard does not hold it",
+            "the shard is from another revision; re-download it");
   }
   return ck;
 }
@@ -178,7 +183,8 @@ const MappedFile& Checkpoint::mapping(uint32_t shard) const {
   if (!m) {
     m = std::make_unique<MappedFile>(shard_path(shard));
     if (m->size() != headers_[shard].file_size)
-      throw Error("shard " + shard_names_[shard] + " changed size while open", "do not modify model files while Deltafin runs");
+      throw Error("shard " + shard_names_[shard] + " changed size while open",
+                  "do not modify model files while Deltafin runs");
   }
   return *m;
 }

@@ -13,9 +13,9 @@ namespace deltafin {
 
 // model.safetensors.index.json: which shard holds each tensor.
 struct CheckpointIndex {
-  std::vector<std::string> shards;                     // shard file names, sorted
+  std::vector<std::string> shards;                         // shard file names, sorted
   std::unordered_map<std::string, uint32_t> tensor_shard;  // tensor name -> index into shards
-  uint64_t total_size = 0;                             // metadata.total_size when present
+  uint64_t total_size = 0;                                 // metadata.total_size when present
 
   static CheckpointIndex parse(const std::string& json_text, const std::string& origin);
   static CheckpointIndex load(const std::string& path);

@@ -21,7 +21,8 @@ struct Reader {
 
   std::string field(const std::string& k) const { return path.empty() ? k : path + "." + k; }
   [[noreturn]] void fail(const std::string& k, const std::string& why) const {
-    throw Error(origin + ": " + field(k) + " " + why, "this checkpoint is not a Kimi K3 model Deltafin can run exactly");
+    throw Error(origin + ": " + field(k) + " " + why,
+                "this checkpoint is not a Kimi K3 model Deltafin can run exactly");
   }
   const json& need(const std::string& k) const {
     auto it = obj.find(k);
@@ -125,7 +126,8 @@ K3Config K3Config::parse(const std::string& text, const std::string& origin) {
   c.kda_heads = la.integer("num_heads");
   c.kda_head_dim = la.integer("head_dim");
   c.conv_kernel = la.integer("short_conv_kernel_size");
-  if (!la.boolean_or("use_full_rank_gate", false)) la.fail("use_full_rank_gate", "must be true (K3's full-rank KDA gate)");
+  if (!la.boolean_or("use_full_rank_gate", false))
+    la.fail("use_full_rank_gate", "must be true (K3's full-rank KDA gate)");
   c.gate_lower_bound = la.number_or("gate_lower_bound", -5.f);
   if (!(c.gate_lower_bound < 0.f)) la.fail("gate_lower_bound", "must be negative");
   c.is_mla.assign(c.layers, false);
@@ -136,7 +138,8 @@ K3Config K3Config::parse(const std::string& text, const std::string& origin) {
     for (const auto& e : v) {
       if (!e.is_number_integer()) la.fail(key, "must hold integers");
       int l = e.get<int>();
-      if (l < 1 || l > c.layers) la.fail(key, "names layer " + std::to_string(l) + " outside 1.." + std::to_string(c.layers));
+      if (l < 1 || l > c.layers)
+        la.fail(key, "names layer " + std::to_string(l) + " outside 1.." + std::to_string(c.layers));
       if (!seen.insert(l).second) la.fail(key, "names layer " + std::to_string(l) + " twice or in both lists");
       c.is_mla[l - 1] = mla;
     }
@@ -224,15 +227,17 @@ K3Config K3Config::parse(const std::string& text, const std::string& origin) {
     for (int l = 0; l < c.layers; ++l) {
       bool want = (l + 1) % 4 == 0 || l + 1 == 93;
       if (c.is_mla[l] != want)
-        throw Error(origin + ": text_config.linear_attn_config.full_attn_layers differs from the released Kimi K3 at layer " +
-                        std::to_string(l + 1),
-                    "re-download config.json");
+        throw Error(
+            origin + ": text_config.linear_attn_config.full_attn_layers differs from the released Kimi K3 at layer " +
+                std::to_string(l + 1),
+            "re-download config.json");
       mla += want;
     }
     if (mla != 24) throw Error(origin + ": expected 24 MLA layers in the released Kimi K3");
     if (!c.mla_output_gate || !c.latent_norm || !c.renormalize || c.tie_word_embeddings)
-      throw Error(origin + ": mla_use_output_gate, latent_moe_use_norm, moe_renormalize or tie_word_embeddings differs "
-                           "from the released Kimi K3",
+      throw Error(origin +
+                      ": mla_use_output_gate, latent_moe_use_norm, moe_renormalize or tie_word_embeddings differs "
+                      "from the released Kimi K3",
                   "re-download config.json");
   }
   return c;

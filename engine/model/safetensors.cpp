@@ -39,8 +39,9 @@ SafetensorsHeader SafetensorsHeader::parse(const uint8_t* prefix, uint64_t prefi
   for (int i = 7; i >= 0; --i) n = (n << 8) | prefix[i];
   if (n < 2) bad(origin, "header length " + std::to_string(n) + " is too small");
   if (n > kMaxSafetensorsHeader) bad(origin, "header length " + std::to_string(n) + " exceeds 100 MiB");
-  if (n > file_size - 8) bad(origin, "header length " + std::to_string(n) + " runs past the end of the file (" +
-                                         std::to_string(file_size) + " bytes)");
+  if (n > file_size - 8)
+    bad(origin, "header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(file_size) +
+                    " bytes)");
   if (n > prefix_len - 8) bad(origin, "header not fully read");
   h.header_len = n;
   h.data_start = 8 + n;
@@ -71,7 +72,8 @@ SafetensorsHeader SafetensorsHeader::parse(const uint8_t* prefix, uint64_t prefi
     auto off = v.find("data_offsets");
     if (dt == v.end() || !dt->is_string()) bad(origin, "tensor '" + key + "' has no string dtype");
     if (sh == v.end() || !sh->is_array()) bad(origin, "tensor '" + key + "' has no shape array");
-    if (off == v.end() || !off->is_array() || off->size() != 2) bad(origin, "tensor '" + key + "' needs data_offsets [begin, end]");
+    if (off == v.end() || !off->is_array() || off->size() != 2)
+      bad(origin, "tensor '" + key + "' needs data_offsets [begin, end]");
     TensorInfo t;
     t.name = key;
     auto d = parse_dtype(dt->get<std::string>());
@@ -79,13 +81,15 @@ SafetensorsHeader SafetensorsHeader::parse(const uint8_t* prefix, uint64_t prefi
     t.dtype = *d;
     uint64_t numel = 1;
     for (const auto& e : *sh) {
-      if (!e.is_number_unsigned()) bad(origin, "tensor '" + key + "' has a shape entry that is not a non-negative integer");
+      if (!e.is_number_unsigned())
+        bad(origin, "tensor '" + key + "' has a shape entry that is not a non-negative integer");
       uint64_t x = e.get<uint64_t>();
       if (x > (1ull << 62) || mul_overflows(numel, x, numel)) bad(origin, "tensor '" + key + "' shape overflows");
       t.shape.push_back(static_cast<int64_t>(x));
     }
     for (const auto& e : *off)
-      if (!e.is_number_unsigned()) bad(origin, "tensor '" + key + "' has a data offset that is not a non-negative integer");
+      if (!e.is_number_unsigned())
+        bad(origin, "tensor '" + key + "' has a data offset that is not a non-negative integer");
     t.begin = (*off)[0].get<uint64_t>();
     t.end = (*off)[1].get<uint64_t>();
     if (t.begin > t.end) bad(origin, "tensor '" + key + "' has begin > end");
@@ -104,11 +108,13 @@ SafetensorsHeader SafetensorsHeader::parse(const uint8_t* prefix, uint64_t prefi
   std::vector<const TensorInfo*> order;
   order.reserve(h.tensors.size());
   for (const auto& t : h.tensors) order.push_back(&t);
-  std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->begin != b->begin ? a->begin < b->begin : a->end < b->end; });
+  std::sort(order.begin(), order.end(),
+            [](auto* a, auto* b) { return a->begin != b->begin ? a->begin < b->begin : a->end < b->end; });
   uint64_t pos = 0;
   for (auto* t : order) {
     if (t->begin < pos) bad(origin, "tensor '" + t->name + "' overlaps the previous tensor");
-    if (t->begin > pos) bad(origin, "hole of " + std::to_string(t->begin - pos) + " bytes before tensor '" + t->name + "'");
+    if (t->begin > pos)
+      bad(origin, "hole of " + std::to_string(t->begin - pos) + " bytes before tensor '" + t->name + "'");
     pos = t->end;
   }
   if (pos != data_len)
@@ -118,12 +124,13 @@ SafetensorsHeader SafetensorsHeader::parse(const uint8_t* prefix, uint64_t prefi
 
 SafetensorsHeader SafetensorsHeader::read(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error("cannot open " + path + ": " + std::strerror(errno), "check the model folder (deltafin doctor)");
+  if (fd < 0)
+    throw Error("cannot open " + path + ": " + std::strerror(errno), "check the model folder (deltafin doctor)");
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0) throw Error("cannot stat " + path + ": " + std::strerror(errno));
   uint64_t size = static_cast<uint64_t>(st.st_size);
   uint8_t len_bytes[8] = {};

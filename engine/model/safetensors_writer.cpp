@@ -19,9 +19,8 @@ void SafetensorsWriter::add(const std::string& name, DType dtype, std::vector<in
 void SafetensorsWriter::add_bytes(const std::string& name, DType dtype, std::vector<int64_t> shape,
                                   std::vector<uint8_t> bytes) {
   auto data = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
-  add(name, dtype, std::move(shape), [data](uint8_t* dst, uint64_t n, uint64_t off) {
-    std::memcpy(dst, data->data() + off, n);
-  });
+  add(name, dtype, std::move(shape),
+      [data](uint8_t* dst, uint64_t n, uint64_t off) { std::memcpy(dst, data->data() + off, n); });
   if (items_.back().bytes != data->size())
     throw Error("tensor " + name + ": " + std::to_string(data->size()) + " bytes given for a shape of " +
                 std::to_string(items_.back().bytes));
@@ -75,7 +74,8 @@ uint64_t SafetensorsWriter::write(const std::string& path, const std::map<std::s
   }
   if (std::fflush(f) != 0) fail("cannot flush");
   std::fclose(f);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw Error("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw Error("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
   return 8 + header.size() + off;
 }
 

@@ -18,7 +18,8 @@ class SafetensorsWriter {
   void add(const std::string& name, DType dtype, std::vector<int64_t> shape, Fill fill);
   void add_bytes(const std::string& name, DType dtype, std::vector<int64_t> shape, std::vector<uint8_t> bytes);
   // Writes `path` atomically (to path.tmp, then renamed). Returns the file size.
-  uint64_t write(const std::string& path, const std::map<std::string, std::string>& metadata = {{"format", "pt"}}) const;
+  uint64_t write(const std::string& path,
+                 const std::map<std::string, std::string>& metadata = {{"format", "pt"}}) const;
   uint64_t data_bytes() const;
   std::vector<std::string> names() const;
 

@@ -134,11 +134,14 @@ void probe_cpu(Bandwidths& b) {
     const uint64_t* w = static_cast<const uint64_t*>(buf.p);
     std::atomic<uint64_t> sink{0};  // keeps the reads from being optimized away
     const double s = best_seconds(3, [&] {
-      pool.parallel_for(n / 8, [&](size_t a, size_t e) {
-        uint64_t acc = 0;
-        for (size_t i = a; i < e; ++i) acc += w[i];
-        sink.fetch_add(acc, std::memory_order_relaxed);
-      }, 4096);
+      pool.parallel_for(
+          n / 8,
+          [&](size_t a, size_t e) {
+            uint64_t acc = 0;
+            for (size_t i = a; i < e; ++i) acc += w[i];
+            sink.fetch_add(acc, std::memory_order_relaxed);
+          },
+          4096);
     });
     b.ram_gbps = n / s / 1e9;
   }
@@ -161,7 +164,8 @@ void probe_cpu(Bandwidths& b) {
     for (size_t i = 0; i < packed.n; ++i) packed.bytes()[i] = uint8_t(i * 37 + 11);
     std::memset(scale.p, 120, scale.n);
     std::vector<float> x(static_cast<size_t>(cols), 0.25f), y(static_cast<size_t>(rows));
-    const double s = best_seconds(3, [&] { matmul_mxfp4(packed.bytes(), scale.bytes(), rows, cols, x.data(), 1, y.data()); });
+    const double s =
+        best_seconds(3, [&] { matmul_mxfp4(packed.bytes(), scale.bytes(), rows, cols, x.data(), 1, y.data()); });
     b.cpu_mxfp4_gbps = double(packed.n + scale.n) / s / 1e9;
   }
 }

@@ -44,7 +44,8 @@ double measure_direct_read_gbps(const std::string& root, int n, int qd, std::str
   std::vector<ReadJob> jobs;
   for (int i = 0; i < n; ++i) {
     const uint64_t a0 = all[i]->offset & ~4095ull, a1 = (all[i]->offset + all[i]->bytes + 4095) & ~4095ull;
-    for (uint64_t o = a0; o < a1; o += chunk) jobs.push_back({fds[all[i]->shard], o, std::min(chunk, a1 - o), nullptr, 0});
+    for (uint64_t o = a0; o < a1; o += chunk)
+      jobs.push_back({fds[all[i]->shard], o, std::min(chunk, a1 - o), nullptr, 0});
   }
   const size_t bufbytes = size_t(qd) * chunk;
   void* buf = ::mmap(nullptr, bufbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -58,7 +58,8 @@ std::vector<uint64_t> parse_gb_list(const std::string& text, const std::string& 
     char* end = nullptr;
     const double v = std::strtod(item.c_str(), &end);
     if (item.empty() || *end != 0 || !(v > 0) || v > 1e6)
-      throw Error(flag + " '" + text + "': '" + item + "' is not a size in GB", "write e.g. " + flag + " 24 or " + flag + " 32,32");
+      throw Error(flag + " '" + text + "': '" + item + "' is not a size in GB",
+                  "write e.g. " + flag + " 24 or " + flag + " 32,32");
     out.push_back(static_cast<uint64_t>(v * 1e9));
   }
   if (out.empty()) throw Error(flag + " is empty", "write e.g. " + flag + " 24");
@@ -85,7 +86,8 @@ std::vector<int> parse_device_list(const std::string& text, int visible) {
                   visible ? "use devices 0.." + std::to_string(visible - 1) : "leave DELTAFIN_CUDA_DEVICES unset");
     out.push_back(int(v));
   }
-  if (out.empty()) throw Error("DELTAFIN_CUDA_DEVICES is set but names no device", "write e.g. DELTAFIN_CUDA_DEVICES=0,1");
+  if (out.empty())
+    throw Error("DELTAFIN_CUDA_DEVICES is set but names no device", "write e.g. DELTAFIN_CUDA_DEVICES=0,1");
   return out;
 }
 
@@ -93,8 +95,9 @@ void set_ram_budget(MachineBudget& m, double gb) {
   if (!(gb > 0)) throw Error("--ram-budget must be above 0 GB");
   const uint64_t b = static_cast<uint64_t>(gb * 1e9);
   if (m.ram_total && b > m.ram_total)
-    throw Error("--ram-budget " + format_gb(b) + " is larger than this machine's memory (" + format_gb(m.ram_total) + ")",
-                "give at most " + format_gb(m.ram_total) + ", or --other-machine to plan for a bigger one");
+    throw Error(
+        "--ram-budget " + format_gb(b) + " is larger than this machine's memory (" + format_gb(m.ram_total) + ")",
+        "give at most " + format_gb(m.ram_total) + ", or --other-machine to plan for a bigger one");
   m.ram_budget = b;
   m.ram_source = "--ram-budget";
 }
@@ -106,8 +109,9 @@ void set_vram_budgets(MachineBudget& m, const std::vector<uint64_t>& bytes, bool
     return;
   }
   if (m.gpus.empty())
-    throw Error("--vram-budget was given but this machine has no CUDA GPU that this build can use",
-                "leave it out (the plan uses the CPU, RAM and disk), or add --other-machine to plan for a machine with GPUs");
+    throw Error(
+        "--vram-budget was given but this machine has no CUDA GPU that this build can use",
+        "leave it out (the plan uses the CPU, RAM and disk), or add --other-machine to plan for a machine with GPUs");
   if (bytes.size() != m.gpus.size())
     throw Error("--vram-budget gives " + std::to_string(bytes.size()) + " figure(s) but this machine has " +
                     std::to_string(m.gpus.size()) + " GPU(s)",

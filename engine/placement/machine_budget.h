@@ -8,17 +8,17 @@
 namespace deltafin::placement {
 
 struct GpuBudget {
-  std::string name;          // e.g. "GPU 0 (NVIDIA H200)"
-  uint64_t budget = 0;       // bytes the plan may use
-  uint64_t total = 0;        // the device's memory (0: unknown, a machine being planned for)
-  int device = -1;           // the logical CUDA device it is on this machine (-1: a machine being planned for)
+  std::string name;     // e.g. "GPU 0 (NVIDIA H200)"
+  uint64_t budget = 0;  // bytes the plan may use
+  uint64_t total = 0;   // the device's memory (0: unknown, a machine being planned for)
+  int device = -1;      // the logical CUDA device it is on this machine (-1: a machine being planned for)
 };
 
 struct MachineBudget {
   std::vector<GpuBudget> gpus;  // empty: CPU only
   uint64_t ram_budget = 0;
-  uint64_t ram_total = 0;       // 0: unknown (planning another machine)
-  std::string ram_source;       // "free memory" or "--ram-budget"
+  uint64_t ram_total = 0;  // 0: unknown (planning another machine)
+  std::string ram_source;  // "free memory" or "--ram-budget"
 };
 
 // This machine's RAM: MemAvailable minus a safety margin (10 %, at least 2 GiB) and MemTotal.

@@ -162,7 +162,9 @@ ModelByteMap ModelByteMap::from_tensors(const K3Config& c, const std::vector<Ten
         L.router_bytes += t.bytes;
         L.flops_per_row += 2 * t.numel;
         break;
-      case TensorRole::Small: L.small_bytes += t.bytes; break;
+      case TensorRole::Small:
+        L.small_bytes += t.bytes;
+        break;
       case TensorRole::Expert:
         expert_total += t.bytes;
         expert_flops_total += 2 * t.numel;  // an expert's numel counts multiply-adds (packed: 2 per byte)
@@ -177,7 +179,9 @@ ModelByteMap ModelByteMap::from_tensors(const K3Config& c, const std::vector<Ten
   return m;
 }
 
-ModelByteMap ModelByteMap::from_config(const K3Config& c) { return from_tensors(c, k3_text_tensors(c, "language_model.")); }
+ModelByteMap ModelByteMap::from_config(const K3Config& c) {
+  return from_tensors(c, k3_text_tensors(c, "language_model."));
+}
 
 std::string text_prefix(const Checkpoint& ck) {
   return ck.find("language_model.model.embed_tokens.weight") ? "language_model." : "";

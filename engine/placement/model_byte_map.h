@@ -12,7 +12,7 @@
 namespace deltafin {
 class Checkpoint;
 struct CheckpointIndex;
-}
+}  // namespace deltafin
 
 namespace deltafin::placement {
 
@@ -34,7 +34,7 @@ struct TensorBytes {
   uint64_t bytes = 0;
   uint64_t numel = 0;  // elements (a matrix's multiply-adds per row)
   TensorRole role = TensorRole::Matrix;
-  int unit = 0;      // layer index or one of the k*Unit values
+  int unit = 0;  // layer index or one of the k*Unit values
 };
 
 // Every text tensor the engine reads, with its size from the config and the dtypes Moonshot ships
@@ -45,10 +45,10 @@ std::vector<TensorBytes> k3_text_tensors(const K3Config& c, const std::string& p
 struct LayerBytes {
   int layer = 0;
   bool mla = false, moe = false;
-  uint64_t matrix_bytes = 0;  // streamed per pass when the layer is not resident
-  uint64_t router_bytes = 0;  // resident in RAM always (MoE layers)
-  uint64_t small_bytes = 0;   // resident in RAM always (as stored; widened to fp32 at load)
-  uint64_t flops_per_row = 0; // multiply-adds x 2 of the layer's matrices for one row
+  uint64_t matrix_bytes = 0;   // streamed per pass when the layer is not resident
+  uint64_t router_bytes = 0;   // resident in RAM always (MoE layers)
+  uint64_t small_bytes = 0;    // resident in RAM always (as stored; widened to fp32 at load)
+  uint64_t flops_per_row = 0;  // multiply-adds x 2 of the layer's matrices for one row
 };
 
 struct ModelByteMap {

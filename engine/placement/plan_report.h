@@ -7,7 +7,7 @@
 
 namespace deltafin::placement {
 
-std::string plan_table(const Plan& p);    // the GPUs (plan_gpus), then one line per range of like units
+std::string plan_table(const Plan& p);  // the GPUs (plan_gpus), then one line per range of like units
 // One line per GPU: its index and name, its budget, the layer range (and lm_head) in its VRAM, the
 // units it streams and its expert tier; "" without GPUs.
 std::string plan_gpus(const Plan& p);

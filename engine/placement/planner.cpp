@@ -10,9 +10,12 @@ namespace deltafin::placement {
 
 const char* home_name(Home h) {
   switch (h) {
-    case Home::Vram: return "VRAM";
-    case Home::Ram: return "RAM";
-    case Home::Disk: return "disk";
+    case Home::Vram:
+      return "VRAM";
+    case Home::Ram:
+      return "RAM";
+    case Home::Disk:
+      return "disk";
   }
   return "?";
 }
@@ -38,7 +41,6 @@ int Plan::streamed_units() const {
 }
 
 namespace {
-
 
 // Time of one unit's matrices on a device: its memory read or its arithmetic, whichever is longer.
 double cpu_time(const Bandwidths& r, double bytes, double flops) {
@@ -125,7 +127,8 @@ Plan plan_with(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
   p.rates = r;
   p.options = o;
   if (!(r.disk_gbps > 0 && r.cpu_bf16_gbps > 0 && r.cpu_mxfp4_gbps > 0 && r.cpu_gflops > 0))
-    throw Error("the planner needs the disk and CPU rates", "let it probe this machine, or give --disk-gbps and the CPU figures");
+    throw Error("the planner needs the disk and CPU rates",
+                "let it probe this machine, or give --disk-gbps and the CPU figures");
   const int ngpu = static_cast<int>(budget.gpus.size());
   if (ngpu > 0 && !r.has_gpu_figures())
     throw Error("the planner needs the GPU rates (PCIe, device memory, matmul) to place layers on a GPU",
@@ -134,8 +137,8 @@ Plan plan_with(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
   // Units: every layer in order, then lm_head (the embedding is read one row per token).
   for (const auto& L : m.layers)
     p.units.push_back(UnitPlan{L.layer, L.matrix_bytes, L.router_bytes, L.flops_per_row, Home::Ram, -1, kCpu, kCpu});
-  p.units.push_back(UnitPlan{kLmHeadUnit, m.tied_embeddings ? m.embed_bytes : m.lm_head_bytes, 0, m.lm_head_flops_per_row,
-                             Home::Ram, -1, kCpu, kCpu});
+  p.units.push_back(UnitPlan{kLmHeadUnit, m.tied_embeddings ? m.embed_bytes : m.lm_head_bytes, 0,
+                             m.lm_head_flops_per_row, Home::Ram, -1, kCpu, kCpu});
   uint64_t largest = 0, total = 0;
   for (const auto& u : p.units) largest = std::max(largest, u.bytes), total += u.bytes;
 
@@ -150,9 +153,10 @@ Plan plan_with(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
   p.ram_minimum = ram_fixed + 2 * largest;
   if (budget.ram_budget < p.ram_minimum)
     throw Error("RAM budget " + format_gb(budget.ram_budget) + " is below this model's smallest working set, " +
-                    format_gb(p.ram_minimum) + " (routers and small tensors " + format_gb(small_widened) + ", session state for " +
-                    std::to_string(o.context_tokens) + " tokens " + format_gb(state) + ", scratch " +
-                    format_gb(o.ram_scratch_bytes) + ", two stream buffers of the largest layer " + format_gb(2 * largest) + ")",
+                    format_gb(p.ram_minimum) + " (routers and small tensors " + format_gb(small_widened) +
+                    ", session state for " + std::to_string(o.context_tokens) + " tokens " + format_gb(state) +
+                    ", scratch " + format_gb(o.ram_scratch_bytes) + ", two stream buffers of the largest layer " +
+                    format_gb(2 * largest) + ")",
                 "give --ram-budget " + format_gb_at_least(p.ram_minimum) + " or more");
 
   // VRAM: every GPU holds scratch and (the upper bound) the whole session state; GPU 0 also two
@@ -170,7 +174,8 @@ Plan plan_with(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
                       format_gb(o.gpu_scratch_bytes) + ", session state " + format_gb(state) + ", the largest layer " +
                       format_gb(largest) + ")",
                   "give --vram-budget " + format_gb_at_least(p.vram_minimum) + " or more for it");
-    p.vram_reserved[g] = o.gpu_scratch_bytes + state + (g == 0 && !all_fit_vram && gpu_stream_buffers ? 2 * largest : 0);
+    p.vram_reserved[g] =
+        o.gpu_scratch_bytes + state + (g == 0 && !all_fit_vram && gpu_stream_buffers ? 2 * largest : 0);
     vram_avail[g] = budget.gpus[g].budget > p.vram_reserved[g] ? budget.gpus[g].budget - p.vram_reserved[g] : 0;
   }
   // Layers fill the GPUs in order from layer 0 (one hand-over per GPU boundary). When the whole
@@ -188,8 +193,10 @@ Plan plan_with(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
     for (int g = 0; g < ngpu && next < p.units.size(); ++g) {
       avail_before += room[size_t(g)];
       // Spread: GPU g stops once the units so far reach its cumulative share (the last takes the rest).
-      const double share = spread && g + 1 < ngpu && avail_sum ? double(all) * double(avail_before) / double(avail_sum) : 1e300;
-      while (next < p.units.size() && need(next) <= room[size_t(g)] && double(placed) + 0.5 * double(need(next)) <= share) {
+      const double share =
+          spread && g + 1 < ngpu && avail_sum ? double(all) * double(avail_before) / double(avail_sum) : 1e300;
+      while (next < p.units.size() && need(next) <= room[size_t(g)] &&
+             double(placed) + 0.5 * double(need(next)) <= share) {
         gpu_of[next] = g;
         room[size_t(g)] -= need(next);
         placed += need(next++);
@@ -289,7 +296,8 @@ Plan make_plan(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
   });
   if (!budget.gpus.empty() && !gpu_streams) p = plan_with(m, budget, r, o, false);
   if (p.streamed_units() > 0)
-    p.notes.push_back(std::to_string(p.streamed_units()) + " spine unit(s) do not fit in RAM: read per pass with direct I/O, double-buffered");
+    p.notes.push_back(std::to_string(p.streamed_units()) +
+                      " spine unit(s) do not fit in RAM: read per pass with direct I/O, double-buffered");
   p.notes.push_back("expert hit rates assume uniform routing; real routing is skewed, so the caches do better");
   return p;
 }
@@ -339,16 +347,15 @@ std::string what_would_help(const Plan& base) {
     if (p.decode.seconds_per_token >= best) continue;
     best = p.decode.seconds_per_token;
     std::string why;
-    if (o.rates.disk_gbps != base.rates.disk_gbps)
-      why = "reads twice as fast, then " + p.decode.bound + "-bound";
-    else if (base.spine_in(Home::Disk) > 0 && p.spine_in(Home::Disk) == 0 && p.spine_in(Home::Vram) <= base.spine_in(Home::Vram))
+    if (o.rates.disk_gbps != base.rates.disk_gbps) why = "reads twice as fast, then " + p.decode.bound + "-bound";
+    else if (base.spine_in(Home::Disk) > 0 && p.spine_in(Home::Disk) == 0 &&
+             p.spine_in(Home::Vram) <= base.spine_in(Home::Vram))
       why = "spine fully in RAM";
     else if (p.spine_in(Home::Vram) > base.spine_in(Home::Vram))
       why = format_gb(p.spine_in(Home::Vram) - base.spine_in(Home::Vram)) + " more spine in VRAM";
     else if (p.experts.ram_bytes > base.experts.ram_bytes)
       why = "RAM expert tier " + format_gb(base.experts.ram_bytes) + " -> " + format_gb(p.experts.ram_bytes);
-    else
-      why = "bound: " + p.decode.bound;
+    else why = "bound: " + p.decode.bound;
     char buf[256];
     std::snprintf(buf, sizeof buf, "%s: %s, predicted %.2f -> %.2f s/token", o.what.c_str(), why.c_str(), before,
                   p.decode.seconds_per_token);

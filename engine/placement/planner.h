@@ -19,12 +19,12 @@ const char* home_name(Home h);
 constexpr int kCpu = -1;  // the compute device of a unit: kCpu or a GPU index
 
 struct UnitPlan {
-  int unit = 0;          // layer index, or kLmHeadUnit
-  uint64_t bytes = 0;    // matrix bytes: what its home holds and a stream reads (lm_head: all of it)
+  int unit = 0;               // layer index, or kLmHeadUnit
+  uint64_t bytes = 0;         // matrix bytes: what its home holds and a stream reads (lm_head: all of it)
   uint64_t router_bytes = 0;  // read per pass too, but always resident in RAM (and copied with the layer to a GPU)
   uint64_t flops_per_row = 0;
   Home home = Home::Ram;
-  int gpu = -1;          // the GPU whose VRAM holds it (Home::Vram)
+  int gpu = -1;  // the GPU whose VRAM holds it (Home::Vram)
   int decode_device = kCpu, prefill_device = kCpu;
 };
 
@@ -39,17 +39,17 @@ struct ExpertTierPlan {
 
 // One phase's predicted time per token and what each resource spends on it (seconds per pass).
 struct PhasePrediction {
-  int rows = 1;                 // rows per pass (decode 1, prefill a chunk)
+  int rows = 1;  // rows per pass (decode 1, prefill a chunk)
   double seconds_per_token = 0;
   double disk_s = 0, h2d_s = 0, cpu_s = 0, gpu_s = 0;  // per pass
-  double expert_disk_bytes = 0; // per pass
-  std::string bound;            // "disk", "PCIe", "CPU", "GPU"
+  double expert_disk_bytes = 0;                        // per pass
+  std::string bound;                                   // "disk", "PCIe", "CPU", "GPU"
 };
 
 struct PlanOptions {
-  int prefill_rows = 64;         // rows of a prefill pass (the decode loop's prefill chunk)
-  int gpu_prefill_rows = 16;     // the GPU session's rows per pass
-  int64_t context_tokens = 8192; // MLA cache reserved per session
+  int prefill_rows = 64;                    // rows of a prefill pass (the decode loop's prefill chunk)
+  int gpu_prefill_rows = 16;                // the GPU session's rows per pass
+  int64_t context_tokens = 8192;            // MLA cache reserved per session
   uint64_t gpu_scratch_bytes = 1ull << 30;  // activations, routing, kernel workspace per GPU
   uint64_t ram_scratch_bytes = 1ull << 30;  // activations and expert scratch on the CPU
 };
@@ -59,23 +59,24 @@ struct Plan {
   MachineBudget budget;
   Bandwidths rates;
   PlanOptions options;
-  std::vector<UnitPlan> units;        // layers in order, then lm_head
+  std::vector<UnitPlan> units;  // layers in order, then lm_head
   ExpertTierPlan experts;
-  uint64_t ram_reserved = 0;          // small tensors, session state, scratch, stream buffers
-  uint64_t ram_stream_buffers = 0;    // 2 x the largest disk-streamed unit (0 when none streams)
+  uint64_t ram_reserved = 0;            // small tensors, session state, scratch, stream buffers
+  uint64_t ram_stream_buffers = 0;      // 2 x the largest disk-streamed unit (0 when none streams)
   std::vector<uint64_t> vram_reserved;  // per GPU: scratch, KV of its layers, stream buffers
-  uint64_t ram_minimum = 0;           // the smallest RAM budget any plan of this model needs
-  uint64_t vram_minimum = 0;          // the smallest useful VRAM budget per GPU
+  uint64_t ram_minimum = 0;             // the smallest RAM budget any plan of this model needs
+  uint64_t vram_minimum = 0;            // the smallest useful VRAM budget per GPU
   PhasePrediction decode, prefill;
   std::vector<std::string> notes;
 
-  uint64_t spine_in(Home h) const;    // bytes of units with that home
+  uint64_t spine_in(Home h) const;  // bytes of units with that home
   uint64_t spine_in_gpu(int gpu) const;
   int streamed_units() const;
 };
 
 // Throws Error when a budget is too small for one layer's working set (naming the minimum).
-Plan make_plan(const ModelByteMap& bytes, const MachineBudget& budget, const Bandwidths& rates, const PlanOptions& o = {});
+Plan make_plan(const ModelByteMap& bytes, const MachineBudget& budget, const Bandwidths& rates,
+               const PlanOptions& o = {});
 
 // The single change that would speed decode most ("+64 GB RAM: spine fully in RAM, predicted
 // 2.10 -> 1.40 s/token"), among more RAM, more VRAM or a GPU, and a second disk; "" when none helps.

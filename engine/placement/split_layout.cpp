@@ -39,7 +39,8 @@ int SplitLayout::streamed_units() const {
 
 void SplitLayout::check(int n_layers) const {
   if (int(layers.size()) != n_layers)
-    throw Error("the GPU placement names " + std::to_string(layers.size()) + " layers, the model has " + std::to_string(n_layers));
+    throw Error("the GPU placement names " + std::to_string(layers.size()) + " layers, the model has " +
+                std::to_string(n_layers));
   for (int u = 0; u < units(); ++u) {
     const SplitUnit& s = unit(u);
     const std::string name = u == int(layers.size()) ? "lm_head" : "layer " + std::to_string(u);
@@ -47,7 +48,8 @@ void SplitLayout::check(int n_layers) const {
       throw Error("the GPU placement computes " + name + " on the GPU without a copy of it there");
     if (s.gpu == GpuCopy::Vram && !(s.decode_gpu && s.prefill_gpu))
       throw Error("the GPU placement holds " + name + " in VRAM but computes it on the CPU");
-    if (s.gpu == GpuCopy::Vram && s.from_disk) throw Error("the GPU placement reads " + name + " from disk although it is in VRAM");
+    if (s.gpu == GpuCopy::Vram && s.from_disk)
+      throw Error("the GPU placement reads " + name + " from disk although it is in VRAM");
   }
 }
 
@@ -58,12 +60,13 @@ std::string SplitLayout::describe() const {
   while (i < n) {
     int j = i + 1;
     auto same = [&](const SplitUnit& a, const SplitUnit& b) {
-      return a.gpu == b.gpu && a.decode_gpu == b.decode_gpu && a.prefill_gpu == b.prefill_gpu && a.from_disk == b.from_disk;
+      return a.gpu == b.gpu && a.decode_gpu == b.decode_gpu && a.prefill_gpu == b.prefill_gpu &&
+             a.from_disk == b.from_disk;
     };
     while (j < n && same(layers[size_t(j)], layers[size_t(i)])) ++j;
     if (!out.empty()) out += ", ";
-    out += (j - i == 1 ? "layer " + std::to_string(i) : "layers " + std::to_string(i) + "-" + std::to_string(j - 1)) + " " +
-           copy_name(layers[size_t(i)]) + " (" + compute_name(layers[size_t(i)]) + ")";
+    out += (j - i == 1 ? "layer " + std::to_string(i) : "layers " + std::to_string(i) + "-" + std::to_string(j - 1)) +
+           " " + copy_name(layers[size_t(i)]) + " (" + compute_name(layers[size_t(i)]) + ")";
     i = j;
   }
   if (!out.empty()) out += ", ";
@@ -97,8 +100,8 @@ SplitLayout split_layout(const Plan& p, int gpu) {
     su.prefill_gpu = u.prefill_device == gpu;
     if (u.home == Home::Vram && u.gpu == gpu) su.gpu = GpuCopy::Vram;
     else if (u.home == Home::Vram && (su.decode_gpu || su.prefill_gpu))
-      throw Error("the plan computes unit " + std::to_string(u.unit) + " on GPU " + std::to_string(gpu) + " but holds it in GPU " +
-                  std::to_string(u.gpu) + "'s VRAM");
+      throw Error("the plan computes unit " + std::to_string(u.unit) + " on GPU " + std::to_string(gpu) +
+                  " but holds it in GPU " + std::to_string(u.gpu) + "'s VRAM");
     else if (su.decode_gpu || su.prefill_gpu) su.gpu = GpuCopy::Streamed;
     su.from_disk = u.home == Home::Disk;
     if (u.unit == kLmHeadUnit) s.lm_head = su;
@@ -112,26 +115,29 @@ SplitLayout split_layout(const Plan& p, int gpu) {
 
 void DeviceLayout::check(int n_layers) const {
   if (int(decode.size()) != n_layers + 1 || prefill.size() != decode.size())
-    throw Error("the device layout names " + std::to_string(int(decode.size()) - 1) + " layers, the model has " + std::to_string(n_layers));
+    throw Error("the device layout names " + std::to_string(int(decode.size()) - 1) + " layers, the model has " +
+                std::to_string(n_layers));
   const int ngpu = int(gpus.size());
   for (int g = 0; g < ngpu; ++g) {
     gpus[size_t(g)].check(n_layers);
     for (int u = 0; u <= n_layers; ++u) {
       const SplitUnit& s = gpus[size_t(g)].unit(u);
       if (s.decode_gpu != (decode[size_t(u)] == g) || s.prefill_gpu != (prefill[size_t(u)] == g))
-        throw Error("the device layout's GPU " + std::to_string(g) + " does not compute what the layout gives it (unit " +
-                    std::to_string(u) + ")");
+        throw Error("the device layout's GPU " + std::to_string(g) +
+                    " does not compute what the layout gives it (unit " + std::to_string(u) + ")");
     }
   }
   for (int u = 0; u <= n_layers; ++u)
     for (int d : {decode[size_t(u)], prefill[size_t(u)]})
       if (d != kCpu && (d < 0 || d >= ngpu))
-        throw Error("the device layout computes unit " + std::to_string(u) + " on GPU " + std::to_string(d) + " of " + std::to_string(ngpu));
+        throw Error("the device layout computes unit " + std::to_string(u) + " on GPU " + std::to_string(d) + " of " +
+                    std::to_string(ngpu));
 }
 
 std::string DeviceLayout::describe() const {
   std::string out;
-  for (size_t g = 0; g < gpus.size(); ++g) out += (g ? "; GPU " : "GPU ") + std::to_string(g) + ": " + gpus[g].describe();
+  for (size_t g = 0; g < gpus.size(); ++g)
+    out += (g ? "; GPU " : "GPU ") + std::to_string(g) + ": " + gpus[g].describe();
   return out;
 }
 
@@ -176,8 +182,8 @@ std::vector<GpuRange> gpu_ranges(const Plan& p) {
       }
       if (r.first < 0) r.first = u.unit;
       else if (u.unit != r.last)
-        throw Error("GPU " + std::to_string(g) + " holds layers " + std::to_string(r.first) + "-" + std::to_string(r.last - 1) + " and " +
-                    std::to_string(u.unit) + ": not one range");
+        throw Error("GPU " + std::to_string(g) + " holds layers " + std::to_string(r.first) + "-" +
+                    std::to_string(r.last - 1) + " and " + std::to_string(u.unit) + ": not one range");
       r.last = u.unit + 1;
     }
     if (r.first < 0) r.first = r.last = 0;

@@ -33,13 +33,13 @@ struct SplitLayout {
     const SplitUnit& s = unit(u);
     return T <= 1 ? s.decode_gpu : s.prefill_gpu;
   }
-  bool any_gpu() const;               // any unit computed on the GPU in some pass
-  bool any_cpu() const;               // any unit computed on the CPU in some pass
-  int streamed_units() const;         // units the GPU computes from RAM or disk
+  bool any_gpu() const;        // any unit computed on the GPU in some pass
+  bool any_cpu() const;        // any unit computed on the CPU in some pass
+  int streamed_units() const;  // units the GPU computes from RAM or disk
   // Throws Error unless every unit the GPU computes has a GPU copy, every VRAM unit is computed
   // on the GPU in both kinds of pass, and there is one entry per layer.
   void check(int layers) const;
-  std::string describe() const;       // "layers 0-5 VRAM, 6-9 RAM (CPU decode, GPU prefill), lm_head CPU"
+  std::string describe() const;  // "layers 0-5 VRAM, 6-9 RAM (CPU decode, GPU prefill), lm_head CPU"
 };
 
 // Every unit in VRAM, computed on the GPU (the whole spine on one GPU).
@@ -53,8 +53,8 @@ SplitLayout split_layout(const Plan& p, int gpu);
 // A plan over any number of GPUs (one or more): each GPU's layout and which device computes each
 // unit (kCpu or a GPU index) in passes of one row and of more rows.
 struct DeviceLayout {
-  std::vector<SplitLayout> gpus;           // what each GPU holds and computes
-  std::vector<int> decode, prefill;        // per unit (layers, then lm_head): kCpu or a GPU index
+  std::vector<SplitLayout> gpus;     // what each GPU holds and computes
+  std::vector<int> decode, prefill;  // per unit (layers, then lm_head): kCpu or a GPU index
   int layers() const { return int(decode.size()) - 1; }
   int device(int unit, int T) const { return T <= 1 ? decode.at(size_t(unit)) : prefill.at(size_t(unit)); }
   // Throws Error unless every GPU's layout is consistent (SplitLayout::check) and computes exactly

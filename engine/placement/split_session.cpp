@@ -16,8 +16,8 @@ SplitSession::SplitSession(LayerRangeSession& cpu, std::vector<LayerRangeSession
   const K3Config& c = cpu_.host_model().config();
   if (gpus_.empty()) throw Error("a split forward needs at least one GPU session");
   if (layout_.gpus.size() != gpus_.size())
-    throw Error("the device layout has " + std::to_string(layout_.gpus.size()) + " GPU(s) but " + std::to_string(gpus_.size()) +
-                " GPU session(s) were given");
+    throw Error("the device layout has " + std::to_string(layout_.gpus.size()) + " GPU(s) but " +
+                std::to_string(gpus_.size()) + " GPU session(s) were given");
   for (size_t g = gpu_names_.size(); g < gpus_.size(); ++g) gpu_names_.push_back("GPU " + std::to_string(g));
   for (const LayerRangeSession* g : gpus_) {
     if (!g) throw Error("a split forward was given no session for a GPU");
@@ -27,7 +27,8 @@ SplitSession::SplitSession(LayerRangeSession& cpu, std::vector<LayerRangeSession
   layout_.check(c.layers);
   if (cpu_.n_past() != 0) throw Error("a split forward starts from empty sessions");
   state_dev_.assign(size_t(c.layers), kCpu);
-  for (int l = 0; l < c.layers; ++l) state_dev_[size_t(l)] = layout_.device(l, 1);  // decode's device: where most passes run
+  for (int l = 0; l < c.layers; ++l)
+    state_dev_[size_t(l)] = layout_.device(l, 1);  // decode's device: where most passes run
 }
 
 int SplitSession::max_rows() const {
@@ -37,7 +38,8 @@ int SplitSession::max_rows() const {
 }
 
 void SplitSession::check_usable() const {
-  if (!broken_.empty()) throw Error("this session can no longer run: " + broken_, "start a new session (and check the GPU)");
+  if (!broken_.empty())
+    throw Error("this session can no longer run: " + broken_, "start a new session (and check the GPU)");
 }
 
 void SplitSession::rollback_all() noexcept {
@@ -56,9 +58,10 @@ void SplitSession::fail(int dev, const std::string& where, const std::exception&
   rollback_all();
   staged_ = false;
   broken_ = name(dev) + " failed " + where + ": " + e.what();
-  throw Error(broken_, dev != kCpu ? "the pass was abandoned; nothing falls back to the CPU or another GPU (its results could "
-                                     "differ): check the GPU (nvidia-smi) and start again, or run with --device cpu"
-                                   : "the pass was abandoned");
+  throw Error(broken_, dev != kCpu
+                           ? "the pass was abandoned; nothing falls back to the CPU or another GPU (its results could "
+                             "differ): check the GPU (nvidia-smi) and start again, or run with --device cpu"
+                           : "the pass was abandoned");
 }
 
 void SplitSession::move_states(int T) {
@@ -88,7 +91,8 @@ void SplitSession::move_states(int T) {
 void SplitSession::stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts) {
   check_usable();
   if (staged_) throw Error("a pass is already staged", "commit or roll back before staging another");
-  if (opts.trace) throw Error("a split forward takes no trace", "trace with --device cpu or with the whole model on the GPU");
+  if (opts.trace)
+    throw Error("a split forward takes no trace", "trace with --device cpu or with the whole model on the GPU");
   const K3Model& m = cpu_.host_model();
   const K3Config& c = m.config();
   const int T = int(ids.size());
@@ -98,7 +102,8 @@ void SplitSession::stage(std::span<const int32_t> ids, std::vector<float>& logit
                 "stage fewer rows per pass (prefill() splits long prompts)");
   for (int32_t id : ids)
     if (id < 0 || id >= c.vocab)
-      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(c.vocab - 1) + ")");
+      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(c.vocab - 1) +
+                  ")");
   move_states(T);
   cpu_.begin_pass(ids, opts);
   for (int g = 0; g < int(gpus_.size()); ++g) try {

@@ -4,11 +4,11 @@
 // per GPU over the same host model. Each pass embeds its ids on the host, runs each run of layers
 // on its device (the residual stream crosses at every boundary: the hidden state and the AttnRes
 // block inputs, kilobytes per row; from GPU to GPU it is copied device to device when the next
-// session takes it, takes_stream_from) and lm_head on its device. A layer's state (KDA recurrence, MLA cache) lives on the device that
-// computes it; when decode and prefill passes compute a layer on different devices its state
-// moves before the pass that needs it elsewhere. Both sessions compute exactly, so the ids are
-// those of either alone. A failure on either device ends the pass with an error naming it and
-// leaves the session unusable: nothing falls back to the other device.
+// session takes it, takes_stream_from) and lm_head on its device. A layer's state (KDA recurrence, MLA cache) lives on
+// the device that computes it; when decode and prefill passes compute a layer on different devices its state moves
+// before the pass that needs it elsewhere. Both sessions compute exactly, so the ids are those of either alone. A
+// failure on either device ends the pass with an error naming it and leaves the session unusable: nothing falls back to
+// the other device.
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -114,8 +114,8 @@ Vec mix(const std::vector<const Vec*>& entries, const std::vector<float>& w, dou
 
 struct K3Reference::State {
   struct Kda {
-    Vec S;        // [heads][dk][dv]
-    Vec window;   // [3][K-1][C]: the last K-1 raw q, k, v inputs, oldest first
+    Vec S;       // [heads][dk][dv]
+    Vec window;  // [3][K-1][C]: the last K-1 raw q, k, v inputs, oldest first
   };
   struct Mla {
     std::vector<Vec> k_nope, k_rope, v;  // per position: [heads][nope], [rope], [heads][v_head]
@@ -209,8 +209,8 @@ Vec kda(const K3Config& c, const KdaWeights& w, Vec& S, Vec& window, const Vec& 
 }
 
 // NoPE MLA with keys and values expanded per head (the spec's form, not the engine's absorbed one).
-Vec mla(const K3Config& c, const MlaWeights& w, std::vector<Vec>& k_nope, std::vector<Vec>& k_rope, std::vector<Vec>& vals,
-        const Vec& x) {
+Vec mla(const K3Config& c, const MlaWeights& w, std::vector<Vec>& k_nope, std::vector<Vec>& k_rope,
+        std::vector<Vec>& vals, const Vec& x) {
   const int nh = c.mla_heads, R = c.kv_lora_rank, P = c.qk_rope, N = c.qk_nope, Vd = c.v_head;
   const Vec q = matvec(w.q_b_proj, rmsnorm(matvec(w.q_a_proj, x), w.q_a_norm, c.rms_eps));
   const Vec ckv = matvec(w.kv_a_proj, x);
@@ -329,8 +329,7 @@ std::vector<double> K3Reference::step(int32_t id, std::vector<std::vector<double
     }
     if (have_prefix)
       for (int j = 0; j < H; ++j) prefix[j] += a[j];
-    else
-      prefix = a;
+    else prefix = a;
     const Vec xm = rmsnorm(mix(entries(prefix), L.mlp_res.w, eps), L.post_attn_norm, eps);
     const Vec mo = L.moe ? moe(m_, l, xm) : dense_mlp(c, L.dense, xm);
     for (int j = 0; j < H; ++j) h[j] = prefix[j] + mo[j];
@@ -340,7 +339,8 @@ std::vector<double> K3Reference::step(int32_t id, std::vector<std::vector<double
   return matvec(w.lm_head, rmsnorm(mix(entries(h), w.output_res.w, eps), w.final_norm, eps));
 }
 
-std::vector<double> forward(const K3Model& model, std::span<const int32_t> ids, std::vector<std::vector<double>>* layer_out) {
+std::vector<double> forward(const K3Model& model, std::span<const int32_t> ids,
+                            std::vector<std::vector<double>>* layer_out) {
   const K3Config& c = model.config();
   const size_t T = ids.size(), H = size_t(c.hidden);
   K3Reference r(model);

@@ -17,17 +17,17 @@ class K3Model;
 
 // Optional capture of intermediate results of a pass (goldens, drafters, stats).
 struct ForwardTrace {
-  bool layer_out = false;                          // capture each layer's returned stream
-  std::vector<std::vector<float>> layers;          // [layer][T][hidden]
+  bool layer_out = false;                  // capture each layer's returned stream
+  std::vector<std::vector<float>> layers;  // [layer][T][hidden]
   bool routing = false;
-  std::vector<std::vector<int32_t>> topk_ids;      // [moe layer][T][top_k], ascending ids
-  std::vector<std::vector<float>> topk_weights;    // same layout
+  std::vector<std::vector<int32_t>> topk_ids;    // [moe layer][T][top_k], ascending ids
+  std::vector<std::vector<float>> topk_weights;  // same layout
 };
 
 struct PassOptions {
-  bool all_logits = true;          // logits for every row, else only the last row
-  bool partial_commit = false;     // keep what commit(n < T) needs
-  bool chunked_kda = false;        // chunkwise KDA (long prefills; not bit-identical to step form)
+  bool all_logits = true;       // logits for every row, else only the last row
+  bool partial_commit = false;  // keep what commit(n < T) needs
+  bool chunked_kda = false;     // chunkwise KDA (long prefills; not bit-identical to step form)
   ForwardTrace* trace = nullptr;
 };
 

@@ -14,7 +14,8 @@ GenerateResult generate(DecodeSession& s, std::span<const int32_t> prompt, const
   r.stats.prompt_tokens = static_cast<int>(prompt.size());
   if (opts.max_new <= 0) return r;
   const int V = s.host_model().config().vocab;
-  const uint64_t bytes0 = s.host_model().experts().counters().bytes_read + s.host_model().experts().counters().bytes_fetched;
+  const uint64_t bytes0 =
+      s.host_model().experts().counters().bytes_read + s.host_model().experts().counters().bytes_fetched;
   auto t0 = clock::now();
   std::vector<float> logits = s.prefill(prompt, opts.prefill_chunk);
   auto t1 = clock::now();

@@ -13,8 +13,8 @@ namespace deltafin {
 
 struct GenerateOptions {
   int max_new = 128;
-  SamplingParams sampling;            // default greedy
-  std::vector<int32_t> stop_ids;      // generation ends after emitting one of these
+  SamplingParams sampling;        // default greedy
+  std::vector<int32_t> stop_ids;  // generation ends after emitting one of these
   int prefill_chunk = 64;
   // Speculative decoding: guesses from `drafter` are verified by the target in one
   // pass; the ids are identical to plain decoding. Null = plain decoding.
@@ -32,17 +32,19 @@ struct GenerateOptions {
 struct GenerateStats {
   int prompt_tokens = 0, new_tokens = 0;
   double prefill_seconds = 0, decode_seconds = 0, first_token_seconds = 0;
-  uint64_t expert_bytes = 0;          // routed-expert bytes requested from the expert source
+  uint64_t expert_bytes = 0;  // routed-expert bytes requested from the expert source
   // Speculative decoding (all zero without a drafter).
-  std::string drafter;                // the drafter's name ("" = none)
-  int proposed = 0, accepted = 0;     // guesses offered to / accepted by the target
+  std::string drafter;             // the drafter's name ("" = none)
+  int proposed = 0, accepted = 0;  // guesses offered to / accepted by the target
   int verify_passes = 0, plain_passes = 0;
-  std::vector<double> pass_seconds;   // [T] total seconds of decode passes of T rows (index 0 unused)
-  std::vector<int> pass_count;        // [T] number of such passes
-  double draft_seconds = 0;           // time spent by the drafter
-  std::string draft_fallback;         // why drafting stopped ("" = it did not)
+  std::vector<double> pass_seconds;  // [T] total seconds of decode passes of T rows (index 0 unused)
+  std::vector<int> pass_count;       // [T] number of such passes
+  double draft_seconds = 0;          // time spent by the drafter
+  std::string draft_fallback;        // why drafting stopped ("" = it did not)
   double acceptance_rate() const { return proposed > 0 ? double(accepted) / proposed : 0; }
-  double decode_tokens_per_second() const { return decode_seconds > 0 && new_tokens > 1 ? (new_tokens - 1) / decode_seconds : 0; }
+  double decode_tokens_per_second() const {
+    return decode_seconds > 0 && new_tokens > 1 ? (new_tokens - 1) / decode_seconds : 0;
+  }
 };
 
 struct GenerateResult {

@@ -12,8 +12,8 @@ namespace deltafin {
 namespace {
 
 // Causal depthwise conv over [K-1 old rows | T new rows], then SiLU; in fp64, one rounding.
-void short_conv(const float* window, const float* raw, int T, int C, int K, const std::vector<float>& wt, int64_t raw_stride,
-                float* out) {
+void short_conv(const float* window, const float* raw, int T, int C, int K, const std::vector<float>& wt,
+                int64_t raw_stride, float* out) {
   const int K1 = K - 1;
   for (int t = 0; t < T; ++t) {
     float* o = out + size_t(t) * C;

@@ -37,8 +37,9 @@ void K3Session::attention_mla(int layer, const float* x, int T, float* out) {
 
   std::vector<float> attn(size_t(T) * nh * Vd);
   const double scale = 1.0 / std::sqrt(double(qh));
-  absorbed_mla_heads(w.kv_b_proj, q.data(), T, nh, N, P, R, Vd, scale, [&](size_t r) { return &cache[r * width]; },
-                     [&](int t) { return base + size_t(t) + 1; }, attn.data());
+  absorbed_mla_heads(
+      w.kv_b_proj, q.data(), T, nh, N, P, R, Vd, scale, [&](size_t r) { return &cache[r * width]; },
+      [&](int t) { return base + size_t(t) + 1; }, attn.data());
   if (c.mla_output_gate) {
     std::vector<float> g(size_t(T) * nh * Vd);
     matmul(w.g_proj, x, T, g.data());

@@ -22,11 +22,13 @@ std::unique_ptr<K3Model> K3Model::load(const std::string& root, Options opts) {
   if (opts.store && opts.store->stream_slots < 0) opts.store->stream_slots = 2 * m->cfg_.top_k;
   if (opts.spine) {
     const auto& p = *opts.spine;
-    const bool all_mapped = p.lm_head == SpineHome::Mapped &&
-                            std::all_of(p.layers.begin(), p.layers.end(), [](SpineHome h) { return h == SpineHome::Mapped; });
+    const bool all_mapped =
+        p.lm_head == SpineHome::Mapped &&
+        std::all_of(p.layers.begin(), p.layers.end(), [](SpineHome h) { return h == SpineHome::Mapped; });
     if (!all_mapped) m->spine_ = std::make_unique<SpineStreamer>(*m->ck_, m->cfg_, m->w_, p);
   }
-  m->experts_ = opts.experts ? std::move(opts.experts) : make_expert_source(*m->ck_, root, m->w_.experts, opts.store ? &*opts.store : nullptr);
+  m->experts_ = opts.experts ? std::move(opts.experts)
+                             : make_expert_source(*m->ck_, root, m->w_.experts, opts.store ? &*opts.store : nullptr);
   return m;
 }
 
@@ -41,7 +43,8 @@ uint64_t K3Model::fixed_state_bytes() const {
   uint64_t n = 0;
   const uint64_t C = cfg_.kda_dim();
   for (int l = 0; l < cfg_.layers; ++l)
-    if (!cfg_.is_mla[l]) n += (uint64_t(cfg_.kda_heads) * cfg_.kda_head_dim * cfg_.kda_head_dim + 3 * (cfg_.conv_kernel - 1) * C) * 4;
+    if (!cfg_.is_mla[l])
+      n += (uint64_t(cfg_.kda_heads) * cfg_.kda_head_dim * cfg_.kda_head_dim + 3 * (cfg_.conv_kernel - 1) * C) * 4;
   return n;
 }
 
@@ -116,7 +119,8 @@ void K3Session::begin(std::span<const int32_t> ids, const PassOptions& opts) {
   if (T == 0) throw Error("stage() called with no tokens");
   for (int32_t id : ids)
     if (id < 0 || id >= c.vocab)
-      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(c.vocab - 1) + ")");
+      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(c.vocab - 1) +
+                  ")");
   if (opts.chunked_kda && opts.partial_commit)
     throw Error("chunked KDA cannot be combined with partial commits", "use the step form for verify passes");
   staged_.T = T;
@@ -159,7 +163,9 @@ void K3Session::run_layers(int first, int last, ResidualStream& rs) {
   if (staged_.T == 0) throw Error("run_layers() without a staged pass", "begin_pass first");
   if (first < 0 || last > c.layers || first > last || rs.T != staged_.T || rs.h.size() != size_t(rs.T) * c.hidden)
     throw Error("run_layers(" + std::to_string(first) + ", " + std::to_string(last) + ") does not fit the staged pass");
-  if (rs.held_by) throw Error("run_layers: the residual stream is still in a GPU's memory", "bring it to the host first (stream_to_host)");
+  if (rs.held_by)
+    throw Error("run_layers: the residual stream is still in a GPU's memory",
+                "bring it to the host first (stream_to_host)");
   layers(first, last, rs);
 }
 
@@ -206,13 +212,13 @@ void K3Session::layers(int first, int last, ResidualStream& rs) {
     rmsnorm_rows(h.data(), L.input_norm, T, H, c.rms_eps, x.data());
     // No earlier layer of this pass predicts the first MoE layer: its attention input does,
     // so that layer's reads run under its attention.
-    if (L.moe && m_.experts().prefetch_layers() > 0 && (l == 0 || !w.layers[l - 1].moe)) predict_experts(l, x.data(), T);
+    if (L.moe && m_.experts().prefetch_layers() > 0 && (l == 0 || !w.layers[l - 1].moe))
+      predict_experts(l, x.data(), T);
     if (L.mla) attention_mla(l, x.data(), T, a.data());
     else attention_kda(l, x.data(), T, a.data(), opts);
     if (have_prefix)
       for (size_t i = 0; i < TH; ++i) prefix[i] += a[i];
-    else
-      prefix = a;
+    else prefix = a;
     entries.clear();
     for (auto& b : blocks) entries.push_back(b.data());
     entries.push_back(prefix.data());
@@ -231,7 +237,9 @@ void K3Session::finish_pass(const ResidualStream& rs, std::vector<float>& logits
   const int T = rs.T, H = c.hidden;
   if (staged_.T == 0 || T != staged_.T || rs.h.size() != size_t(T) * H)
     throw Error("finish_pass() does not fit the staged pass", "begin_pass and run every layer first");
-  if (rs.held_by) throw Error("finish_pass: the residual stream is still in a GPU's memory", "bring it to the host first (stream_to_host)");
+  if (rs.held_by)
+    throw Error("finish_pass: the residual stream is still in a GPU's memory",
+                "bring it to the host first (stream_to_host)");
   const size_t TH = size_t(T) * H;
   std::vector<float> mixed(TH), x(TH);
   std::vector<const float*> entries;
@@ -277,7 +285,8 @@ void K3Session::commit(int n) {
     if (n > 0) {
       const KdaShape shape{c.kda_heads, c.kda_head_dim, c.kda_head_dim};
       std::vector<float> o(size_t(n) * C);
-      kda_recurrent(shape, s.S.data(), n, r.q.data(), r.k.data(), r.v.data(), r.log_alpha.data(), r.beta.data(), o.data());
+      kda_recurrent(shape, s.S.data(), n, r.q.data(), r.k.data(), r.v.data(), r.log_alpha.data(), r.beta.data(),
+                    o.data());
     }
     // Conv window after n rows: the last K-1 of [old window, first n raw inputs].
     s.conv = r.conv0;
@@ -321,7 +330,8 @@ K3State K3Session::save_state() const {
 
 void check_state_fits(const K3Config& c, const K3State& state) {
   auto bad = [](const std::string& what) {
-    return Error("session state does not fit this model: " + what, "discard the snapshot; it was made for another model");
+    return Error("session state does not fit this model: " + what,
+                 "discard the snapshot; it was made for another model");
   };
   if (state.n_past < 0) throw bad("negative token count");
   if (state.kda.size() != size_t(c.layers) || state.mla.size() != size_t(c.layers)) throw bad("layer count");

@@ -24,7 +24,7 @@ struct K3State {
 // What a staged (uncommitted) pass keeps so that a prefix of its rows can be
 // committed later: the KDA state before the pass and each row's recurrence inputs.
 struct KdaStagedRows {
-  std::vector<float> S0, conv0;            // state before the pass (partial-commit passes only)
+  std::vector<float> S0, conv0;                      // state before the pass (partial-commit passes only)
   std::vector<float> q, k, v, log_alpha, beta, raw;  // [T][...] raw = projected q|k|v before the conv
 };
 

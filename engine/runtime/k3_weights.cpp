@@ -138,8 +138,7 @@ K3Weights K3Weights::bind(const Checkpoint& ck, const K3Config& c) {
       k.g_proj = b.mat(a + "g_proj.weight", C, H);
       k.o_proj = b.mat(a + "o_proj.weight", H, C);
       const CatalogEntry& fa = b.need(a + "f_a_proj.weight");
-      if (fa.info->shape.size() != 2)
-        throw Error("tensor " + b.prefix + a + "f_a_proj.weight must be a matrix");
+      if (fa.info->shape.size() != 2) throw Error("tensor " + b.prefix + a + "f_a_proj.weight must be a matrix");
       const int64_t rank = fa.info->shape[0];
       k.f_a = b.mat(a + "f_a_proj.weight", rank, H);
       k.f_b = b.mat(a + "f_b_proj.weight", C, rank);
@@ -170,7 +169,7 @@ K3Weights K3Weights::bind(const Checkpoint& ck, const K3Config& c) {
     auto& locs = w.experts[l];
     locs.resize(c.experts);
     const int64_t I = c.moe_intermediate, Z = c.latent;
-    const char* parts[6] = {"w1.weight_packed", "w1.weight_scale", "w2.weight_packed",
+    const char* parts[6] = {"w1.weight_packed", "w1.weight_scale",  "w2.weight_packed",
                             "w2.weight_scale",  "w3.weight_packed", "w3.weight_scale"};
     const std::vector<int64_t> shapes[6] = {{I, Z / 2}, {I, Z / 32}, {Z, I / 2}, {Z, I / 32}, {I, Z / 2}, {I, Z / 32}};
     for (int e = 0; e < c.experts; ++e) {

@@ -30,9 +30,9 @@ void latent_attention(const float* qabs, int64_t ld_abs, const float* qrope, int
   rows.resize(total);
   for (size_t s = 0; s < total; ++s) rows[s] = row_at(s);
   scratch.resize(2 * size_t(nq) * total + R);
-  double* score = scratch.data();                  // [nq][total]
+  double* score = scratch.data();  // [nq][total]
   double* rope = scratch.data() + size_t(nq) * total;
-  double* acc = rope + size_t(nq) * total;         // [R]
+  double* acc = rope + size_t(nq) * total;  // [R]
   const int64_t ld = int64_t(total);
   k.dot_rows(qabs, ld_abs, nq, R, rows.data(), 0, int64_t(common), score, ld);
   k.dot_rows(qrope, ld_rope, nq, P, rows.data(), R, int64_t(common), rope, ld);
@@ -88,8 +88,8 @@ void absorbed_mla_heads(const Mat& kv_b, const float* q, int T, int heads, int N
         for (int j = 0; j < R; ++j) qa[j] = float(qsum[j]);
         counts[i] = visible(t0 + i);
       }
-      latent_attention(qabs.data(), R, &q[(size_t(t0) * heads + h) * qh + N], int64_t(heads) * qh, nq, R, P, scale, counts,
-                       row_at, scratch, olat.data());
+      latent_attention(qabs.data(), R, &q[(size_t(t0) * heads + h) * qh + N], int64_t(heads) * qh, nq, R, P, scale,
+                       counts, row_at, scratch, olat.data());
       const Mat wv = row_slice(kv_b, int64_t(h) * kvh + N, Vd);
       for (int i = 0; i < nq; ++i)
         matmul_rows(wv, 0, Vd, &olat[size_t(i) * R], R, 1, &out[(size_t(t0 + i) * heads + h) * Vd], Vd);

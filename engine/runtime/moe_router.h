@@ -10,7 +10,7 @@
 namespace deltafin {
 
 struct RouterChoice {
-  std::vector<int32_t> ids;   // top_k expert ids, ascending (the fixed order their outputs are summed in)
+  std::vector<int32_t> ids;    // top_k expert ids, ascending (the fixed order their outputs are summed in)
   std::vector<float> weights;  // per id: score / (sum of chosen scores + 1e-20) if renormalize, times scaling
 };
 

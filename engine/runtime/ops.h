@@ -21,7 +21,8 @@ void matmul(const Mat& w, const float* x, int T, float* y);
 // Output rows [o0, o1) only, written at y[t*ldy + o], on the calling thread.
 void matmul_rows(const Mat& w, int64_t o0, int64_t o1, const float* x, int64_t ldx, int T, float* y, int64_t ldy);
 // MXFP4 matrix [rows][cols] from packed codes and E8M0 scales.
-void matmul_mxfp4(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, const float* x, int T, float* y);
+void matmul_mxfp4(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, const float* x, int T,
+                  float* y);
 
 // out = x * rsqrt(mean(x^2) + eps) * w: the squares summed in fp64 in index order, each output
 // rounded once to fp32. out may be x.

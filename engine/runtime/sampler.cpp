@@ -22,7 +22,8 @@ uint64_t mix64(uint64_t x) {
 }  // namespace
 
 double position_uniform(uint64_t seed, int64_t position) {
-  const uint64_t h = mix64(mix64(seed ^ 0x9e3779b97f4a7c15ull) ^ static_cast<uint64_t>(position) * 0xd1b54a32d192ed03ull);
+  const uint64_t h =
+      mix64(mix64(seed ^ 0x9e3779b97f4a7c15ull) ^ static_cast<uint64_t>(position) * 0xd1b54a32d192ed03ull);
   return static_cast<double>(h >> 11) * 0x1p-53;
 }
 

@@ -37,8 +37,9 @@ GenerateResult generate_speculative(DecodeSession& s, std::span<const int32_t> p
     st.drafter = d.name();
     taps = d.tap_layers();
     for (int l : taps)
-      if (l < 0 || l >= cfg.layers) throw std::runtime_error("drafter wants tap layer " + std::to_string(l) + " of a " +
-                                                             std::to_string(cfg.layers) + "-layer target");
+      if (l < 0 || l >= cfg.layers)
+        throw std::runtime_error("drafter wants tap layer " + std::to_string(l) + " of a " +
+                                 std::to_string(cfg.layers) + "-layer target");
     if (s.max_rows() < 2) fail("the session runs one row per pass: nothing to verify guesses with");
     else if (!d.begin(s.n_past())) fail("the drafter has not seen this session's earlier tokens");
   } catch (const std::exception& e) {
@@ -58,7 +59,8 @@ GenerateResult generate_speculative(DecodeSession& s, std::span<const int32_t> p
   };
   auto pass_trace = [&]() { return drafting && trace.layer_out ? &trace : nullptr; };
 
-  const uint64_t bytes0 = s.host_model().experts().counters().bytes_read + s.host_model().experts().counters().bytes_fetched;
+  const uint64_t bytes0 =
+      s.host_model().experts().counters().bytes_read + s.host_model().experts().counters().bytes_fetched;
   const auto t0 = Clock::now();
   // Prefill in the same chunks as plain generate(), capturing the drafter's taps.
   std::vector<int32_t> history(opts.draft_context.begin(), opts.draft_context.end());
@@ -127,7 +129,8 @@ GenerateResult generate_speculative(DecodeSession& s, std::span<const int32_t> p
     // Row i holds the target's distribution for position pos0 + i + 1.
     int keep = T, accepted = 0;
     for (int i = 0; i < T; ++i) {
-      const int32_t t = sample_token(std::span<const float>(logits.data() + size_t(i) * V, V), opts.sampling, pos0 + i + 1);
+      const int32_t t =
+          sample_token(std::span<const float>(logits.data() + size_t(i) * V, V), opts.sampling, pos0 + i + 1);
       if (emit(t)) {
         done = true;
         keep = i + 1;
@@ -159,7 +162,8 @@ GenerateResult generate_speculative(DecodeSession& s, std::span<const int32_t> p
   }
   st.new_tokens = static_cast<int>(r.ids.size());
   st.decode_seconds = since(t1);
-  st.expert_bytes = s.host_model().experts().counters().bytes_read + s.host_model().experts().counters().bytes_fetched - bytes0;
+  st.expert_bytes =
+      s.host_model().experts().counters().bytes_read + s.host_model().experts().counters().bytes_fetched - bytes0;
   return r;
 }
 

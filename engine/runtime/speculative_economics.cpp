@@ -14,7 +14,10 @@ constexpr int kMaxProbeGap = 512;
 }  // namespace
 
 DraftEconomics::DraftEconomics(int max_k)
-    : max_k_(std::max(1, max_k)), cost_(max_k_ + 2, 0.0), n_(max_k_ + 2, 0), reached_(max_k_ + 1, 0),
+    : max_k_(std::max(1, max_k)),
+      cost_(max_k_ + 2, 0.0),
+      n_(max_k_ + 2, 0),
+      reached_(max_k_ + 1, 0),
       hits_(max_k_ + 1, 0) {}
 
 void DraftEconomics::record_plain(double seconds) { record_verify(1, seconds, 0, 0, 0.0); }

@@ -353,9 +353,10 @@ std::string SpineStreamer::describe() const {
   for (auto h : p_.layers) owned += h == SpineHome::Owned, streamed += h == SpineHome::Streamed;
   owned += p_.lm_head == SpineHome::Owned;
   streamed += p_.lm_head == SpineHome::Streamed;
-  std::string s = std::to_string(owned) + " unit(s) in engine RAM (" + std::to_string(owned_bytes_ / 1000000) + " MB), " +
-                  std::to_string(streamed) + " streamed through 2 x " + std::to_string(slot_bytes_ / 1000000) + " MB buffers (" +
-                  engine_->name() + ", QD " + std::to_string(engine_->depth()) + (direct_ ? ", O_DIRECT" : ", page cache") + ")";
+  std::string s = std::to_string(owned) + " unit(s) in engine RAM (" + std::to_string(owned_bytes_ / 1000000) +
+                  " MB), " + std::to_string(streamed) + " streamed through 2 x " +
+                  std::to_string(slot_bytes_ / 1000000) + " MB buffers (" + engine_->name() + ", QD " +
+                  std::to_string(engine_->depth()) + (direct_ ? ", O_DIRECT" : ", page cache") + ")";
   if (!io_note_.empty()) s += "; " + io_note_;
   return s;
 }

@@ -23,9 +23,9 @@ class Checkpoint;
 enum class SpineHome { Mapped, Owned, Streamed };
 
 struct SpinePlacement {
-  std::vector<SpineHome> layers;      // one per layer
+  std::vector<SpineHome> layers;  // one per layer
   SpineHome lm_head = SpineHome::Mapped;
-  bool direct_io = true;              // O_DIRECT for streamed and owned reads (buffered where refused)
+  bool direct_io = true;  // O_DIRECT for streamed and owned reads (buffered where refused)
   bool use_io_uring = true;
   int queue_depth = 8;
   uint64_t chunk_bytes = 4ull << 20;

@@ -17,7 +17,8 @@ const json* field(const json& obj, const char* name) {
 void only_known(const json& obj, const std::set<std::string>& known, const std::string& prefix) {
   for (auto it = obj.begin(); it != obj.end(); ++it)
     if (!known.count(it.key()))
-      throw ApiError(400, "Unrecognized field: " + prefix + it.key(), prefix + it.key(), "invalid_request_error", "unknown_parameter");
+      throw ApiError(400, "Unrecognized field: " + prefix + it.key(), prefix + it.key(), "invalid_request_error",
+                     "unknown_parameter");
 }
 
 // The text of a string or of an array of text blocks.
@@ -28,7 +29,8 @@ std::string block_text(const json& content, const std::string& param) {
   for (size_t i = 0; i < content.size(); ++i) {
     const json& b = content[i];
     if (!b.is_object() || b.value("type", "") != "text" || !b.contains("text") || !b["text"].is_string())
-      throw bad_field(param + "[" + std::to_string(i) + "]", "only text blocks are supported here (K3 is served text-only).");
+      throw bad_field(param + "[" + std::to_string(i) + "]",
+                      "only text blocks are supported here (K3 is served text-only).");
     text += b["text"].get<std::string>();
   }
   return text;
@@ -49,28 +51,35 @@ std::string stop_reason(const JobResult& r) {
 }  // namespace
 
 json anthropic_to_chat_request(const json& body) {
-  only_known(body, {"model", "max_tokens", "messages", "system", "tools", "tool_choice", "stop_sequences", "temperature",
-                    "top_p", "top_k", "stream", "thinking", "metadata", "service_tier"},
+  only_known(body,
+             {"model", "max_tokens", "messages", "system", "tools", "tool_choice", "stop_sequences", "temperature",
+              "top_p", "top_k", "stream", "thinking", "metadata", "service_tier"},
              "");
   json chat = json::object();
   for (const char* k : {"model", "temperature", "top_p", "top_k", "stream"})
     if (body.contains(k)) chat[k] = body[k];
   const json* mt = field(body, "max_tokens");
-  if (!mt) throw ApiError(400, "max_tokens: Field required", "max_tokens", "invalid_request_error", "missing_required_parameter");
+  if (!mt)
+    throw ApiError(400, "max_tokens: Field required", "max_tokens", "invalid_request_error",
+                   "missing_required_parameter");
   chat["max_tokens"] = *mt;
   if (const json* s = field(body, "stop_sequences")) chat["stop"] = *s;
   // Anthropic's default is no extended thinking; "enabled" lets K3 think (its budget is K3's own).
   chat["reasoning_effort"] = "none";
   if (const json* t = field(body, "thinking")) {
-    if (!t->is_object() || !t->contains("type") || !(*t)["type"].is_string()) throw bad_field("thinking", "'thinking' must be {\"type\": \"enabled\" | \"disabled\"}.");
+    if (!t->is_object() || !t->contains("type") || !(*t)["type"].is_string())
+      throw bad_field("thinking", "'thinking' must be {\"type\": \"enabled\" | \"disabled\"}.");
     const std::string type = (*t)["type"];
     if (type == "enabled") chat.erase("reasoning_effort");
     else if (type != "disabled") throw bad_field("thinking.type", "'thinking.type' must be 'enabled' or 'disabled'.");
   }
   json messages = json::array();
-  if (const json* sys = field(body, "system")) messages.push_back({{"role", "system"}, {"content", block_text(*sys, "system")}});
+  if (const json* sys = field(body, "system"))
+    messages.push_back({{"role", "system"}, {"content", block_text(*sys, "system")}});
   const json* msgs = field(body, "messages");
-  if (!msgs || !msgs->is_array()) throw ApiError(400, "messages: Field required (an array)", "messages", "invalid_request_error", "missing_required_parameter");
+  if (!msgs || !msgs->is_array())
+    throw ApiError(400, "messages: Field required (an array)", "messages", "invalid_request_error",
+                   "missing_required_parameter");
   for (size_t i = 0; i < msgs->size(); ++i) {
     const json& m = (*msgs)[i];
     const std::string p = "messages[" + std::to_string(i) + "]";
@@ -100,13 +109,17 @@ json anthropic_to_chat_request(const json& body) {
         if (!b.contains("id") || !b["id"].is_string() || !b.contains("name") || !b["name"].is_string())
           throw bad_field(q, "a tool_use block needs a string 'id' and 'name'.");
         const json input = b.contains("input") ? b["input"] : json::object();
-        calls.push_back({{"id", b["id"]}, {"type", "function"}, {"function", {{"name", b["name"]}, {"arguments", input.dump()}}}});
+        calls.push_back(
+            {{"id", b["id"]}, {"type", "function"}, {"function", {{"name", b["name"]}, {"arguments", input.dump()}}}});
       } else if (type == "tool_result" && role == "user") {
-        if (!b.contains("tool_use_id") || !b["tool_use_id"].is_string()) throw bad_field(q + ".tool_use_id", "a tool_result needs 'tool_use_id'.");
-        std::string result = b.contains("content") && !b["content"].is_null() ? block_text(b["content"], q + ".content") : "";
+        if (!b.contains("tool_use_id") || !b["tool_use_id"].is_string())
+          throw bad_field(q + ".tool_use_id", "a tool_result needs 'tool_use_id'.");
+        std::string result =
+            b.contains("content") && !b["content"].is_null() ? block_text(b["content"], q + ".content") : "";
         messages.push_back({{"role", "tool"}, {"tool_call_id", b["tool_use_id"]}, {"content", result}});
       } else {
-        throw bad_field(q + ".type", "content blocks of type '" + type + "' are not supported in " + role + " messages here.");
+        throw bad_field(q + ".type",
+                        "content blocks of type '" + type + "' are not supported in " + role + " messages here.");
       }
     }
     if (role == "user" && text.empty() && !content->empty()) continue;  // only tool results
@@ -122,9 +135,11 @@ json anthropic_to_chat_request(const json& body) {
     for (size_t i = 0; i < tools->size(); ++i) {
       const json& t = (*tools)[i];
       const std::string q = "tools[" + std::to_string(i) + "]";
-      if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) throw bad_field(q + ".name", "each tool needs a string 'name'.");
+      if (!t.is_object() || !t.contains("name") || !t["name"].is_string())
+        throw bad_field(q + ".name", "each tool needs a string 'name'.");
       if (t.contains("type") && t["type"] != "custom")
-        throw bad_field(q + ".type", "server tools are not available here: declare client tools with 'name' and 'input_schema'.");
+        throw bad_field(q + ".type",
+                        "server tools are not available here: declare client tools with 'name' and 'input_schema'.");
       json fn = {{"name", t["name"]}};
       if (t.contains("description")) fn["description"] = t["description"];
       if (t.contains("input_schema")) fn["parameters"] = t["input_schema"];
@@ -138,7 +153,9 @@ json anthropic_to_chat_request(const json& body) {
     else if (type == "any") chat["tool_choice"] = "required";
     else if (type == "none") chat["tool_choice"] = "none";
     else if (type == "tool")
-      throw ApiError(400, "tool_choice {\"type\": \"tool\"} is not supported: K3 cannot be told which tool to call. Use {\"type\": \"any\"}.",
+      throw ApiError(400,
+                     "tool_choice {\"type\": \"tool\"} is not supported: K3 cannot be told which tool to call. Use "
+                     "{\"type\": \"any\"}.",
                      "tool_choice", "invalid_request_error", "unsupported_parameter");
     else throw bad_field("tool_choice", "'tool_choice.type' must be 'auto', 'any' or 'none'.");
     if (tc->is_object() && tc->contains("disable_parallel_tool_use") && (*tc)["disable_parallel_tool_use"] == true)
@@ -160,7 +177,10 @@ json anthropic_message_json(const ResponseMeta& meta, const JobResult& r) {
           {"content", content},
           {"stop_reason", stop_reason(r)},
           {"stop_sequence", nullptr},
-          {"usage", {{"input_tokens", r.prompt_tokens}, {"output_tokens", r.completion_tokens}, {"cache_read_input_tokens", r.cached_tokens}}}};
+          {"usage",
+           {{"input_tokens", r.prompt_tokens},
+            {"output_tokens", r.completion_tokens},
+            {"cache_read_input_tokens", r.cached_tokens}}}};
 }
 
 json anthropic_error_json(const ApiError& e) {
@@ -178,8 +198,10 @@ class AnthropicStreamWriter final : public StreamWriter {
  public:
   AnthropicStreamWriter(ResponseMeta meta, int prompt_tokens) : meta_(std::move(meta)), prompt_tokens_(prompt_tokens) {}
   std::string begin() override {
-    const json msg = {{"id", meta_.id}, {"type", "message"}, {"role", "assistant"}, {"model", meta_.model}, {"content", json::array()},
-                      {"stop_reason", nullptr}, {"stop_sequence", nullptr}, {"usage", {{"input_tokens", prompt_tokens_}, {"output_tokens", 0}}}};
+    const json msg = {{"id", meta_.id},           {"type", "message"},
+                      {"role", "assistant"},      {"model", meta_.model},
+                      {"content", json::array()}, {"stop_reason", nullptr},
+                      {"stop_sequence", nullptr}, {"usage", {{"input_tokens", prompt_tokens_}, {"output_tokens", 0}}}};
     return sse_named_event("message_start", {{"type", "message_start"}, {"message", msg}});
   }
   std::string delta(const Delta& d) override {
@@ -188,10 +210,16 @@ class AnthropicStreamWriter final : public StreamWriter {
     if (!d.content.empty()) out += text_block("text", "text_delta", "text", d.content);
     for (const ToolCallResult& c : d.tool_calls) {
       out += close_block();
-      out += sse_named_event("content_block_start", {{"type", "content_block_start"}, {"index", index_},
-                                                      {"content_block", {{"type", "tool_use"}, {"id", c.id}, {"name", c.name}, {"input", json::object()}}}});
-      out += sse_named_event("content_block_delta", {{"type", "content_block_delta"}, {"index", index_},
-                                                      {"delta", {{"type", "input_json_delta"}, {"partial_json", tool_input(c.arguments).dump()}}}});
+      out += sse_named_event(
+          "content_block_start",
+          {{"type", "content_block_start"},
+           {"index", index_},
+           {"content_block", {{"type", "tool_use"}, {"id", c.id}, {"name", c.name}, {"input", json::object()}}}});
+      out += sse_named_event(
+          "content_block_delta",
+          {{"type", "content_block_delta"},
+           {"index", index_},
+           {"delta", {{"type", "input_json_delta"}, {"partial_json", tool_input(c.arguments).dump()}}}});
       open_ = "tool_use";
       out += close_block();
     }
@@ -199,8 +227,9 @@ class AnthropicStreamWriter final : public StreamWriter {
   }
   std::string end(const JobResult& r) override {
     std::string out = close_block();
-    out += sse_named_event("message_delta", {{"type", "message_delta"}, {"delta", {{"stop_reason", stop_reason(r)}, {"stop_sequence", nullptr}}},
-                                              {"usage", {{"output_tokens", r.completion_tokens}}}});
+    out += sse_named_event("message_delta", {{"type", "message_delta"},
+                                             {"delta", {{"stop_reason", stop_reason(r)}, {"stop_sequence", nullptr}}},
+                                             {"usage", {{"output_tokens", r.completion_tokens}}}});
     return out + sse_named_event("message_stop", {{"type", "message_stop"}});
   }
   std::string error(const ApiError& e) override { return sse_named_event("error", anthropic_error_json(e)); }
@@ -211,16 +240,20 @@ class AnthropicStreamWriter final : public StreamWriter {
     open_.clear();
     return sse_named_event("content_block_stop", {{"type", "content_block_stop"}, {"index", index_++}});
   }
-  std::string text_block(const std::string& type, const std::string& delta_type, const std::string& key, const std::string& text) {
+  std::string text_block(const std::string& type, const std::string& delta_type, const std::string& key,
+                         const std::string& text) {
     std::string out;
     if (open_ != type) {
       out += close_block();
       json block = {{"type", type}, {key, ""}};
       if (type == "thinking") block["signature"] = "";
-      out += sse_named_event("content_block_start", {{"type", "content_block_start"}, {"index", index_}, {"content_block", block}});
+      out += sse_named_event("content_block_start",
+                             {{"type", "content_block_start"}, {"index", index_}, {"content_block", block}});
       open_ = type;
     }
-    return out + sse_named_event("content_block_delta", {{"type", "content_block_delta"}, {"index", index_}, {"delta", {{"type", delta_type}, {key, text}}}});
+    return out + sse_named_event("content_block_delta", {{"type", "content_block_delta"},
+                                                         {"index", index_},
+                                                         {"delta", {{"type", delta_type}, {key, text}}}});
   }
 
   ResponseMeta meta_;

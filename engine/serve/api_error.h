@@ -12,8 +12,12 @@ class ApiError : public std::runtime_error {
  public:
   ApiError(int status, std::string message, std::string param = {}, std::string type = "invalid_request_error",
            std::string code = {})
-      : std::runtime_error(message), status_(status), message_(std::move(message)), param_(std::move(param)),
-        type_(std::move(type)), code_(std::move(code)) {}
+      : std::runtime_error(message),
+        status_(status),
+        message_(std::move(message)),
+        param_(std::move(param)),
+        type_(std::move(type)),
+        code_(std::move(code)) {}
 
   int status() const { return status_; }
   const std::string& param() const { return param_; }

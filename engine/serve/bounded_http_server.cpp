@@ -33,7 +33,8 @@ int to_ms(time_t sec, time_t usec) { return static_cast<int>(sec * 1000 + usec /
 
 void address_of(const sockaddr_storage& addr, socklen_t len, std::string& ip, int& port) {
   char host[NI_MAXHOST] = {};
-  if (::getnameinfo(reinterpret_cast<const sockaddr*>(&addr), len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) == 0) ip = host;
+  if (::getnameinfo(reinterpret_cast<const sockaddr*>(&addr), len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) == 0)
+    ip = host;
   if (addr.ss_family == AF_INET) port = ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port);
   else if (addr.ss_family == AF_INET6) port = ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port);
 }
@@ -111,7 +112,7 @@ class HeadBufferedStream final : public httplib::Stream {
   // ending in a bare LF are skipped by the library, so they do not end it either).
   Head read_head(const HeadLimits& limits) {
     drop_consumed();
-    size_t scanned = 0;       // bytes of complete lines already looked at
+    size_t scanned = 0;  // bytes of complete lines already looked at
     bool request_line = true;
     const auto deadline = steady::now() + std::chrono::milliseconds(limits.deadline_ms);
     for (;;) {
@@ -168,9 +169,12 @@ class HeadBufferedStream final : public httplib::Stream {
 
 const char* reason(int status) {
   switch (status) {
-    case 408: return "Request Timeout";
-    case 414: return "URI Too Long";
-    case 431: return "Request Header Fields Too Large";
+    case 408:
+      return "Request Timeout";
+    case 414:
+      return "URI Too Long";
+    case 431:
+      return "Request Header Fields Too Large";
   }
   return "Bad Request";
 }
@@ -187,14 +191,17 @@ BoundedHttpServer::BoundedHttpServer(HeadLimits limits) : limits_(limits) {
 }
 
 bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
-  HeadBufferedStream strm(sock, to_ms(read_timeout_sec_, read_timeout_usec_), to_ms(write_timeout_sec_, write_timeout_usec_));
+  HeadBufferedStream strm(sock, to_ms(read_timeout_sec_, read_timeout_usec_),
+                          to_ms(write_timeout_sec_, write_timeout_usec_));
   bool ret = false;
   for (size_t left = keep_alive_max_count_; left > 0; --left) {
     if (!strm.wait_for_request(static_cast<int>(keep_alive_timeout_sec_ * 1000), svr_sock_)) break;
     const auto head = strm.read_head(limits_);
     if (head == HeadBufferedStream::Head::Closed) break;
     if (head != HeadBufferedStream::Head::Complete) {
-      const int status = head == HeadBufferedStream::Head::TimedOut ? 408 : head == HeadBufferedStream::Head::LineTooLong ? 414 : 431;
+      const int status = head == HeadBufferedStream::Head::TimedOut      ? 408
+                         : head == HeadBufferedStream::Head::LineTooLong ? 414
+                                                                         : 431;
       const std::string body = refusal_body ? refusal_body(status) : std::string();
       const std::string reply = "HTTP/1.1 " + std::to_string(status) + " " + reason(status) +
                                 "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +

@@ -101,13 +101,15 @@ class OpenAiServer::Impl {
     parse_.tokenizer = &tok;
     parse_.model_id = opt.model_id;
     for (const std::string& a : opt.model_aliases)
-      if (a != opt.model_id && std::find(parse_.model_aliases.begin(), parse_.model_aliases.end(), a) == parse_.model_aliases.end())
+      if (a != opt.model_id &&
+          std::find(parse_.model_aliases.begin(), parse_.model_aliases.end(), a) == parse_.model_aliases.end())
         parse_.model_aliases.push_back(a);
     parse_.context_limit = opt.max_context > 0 ? std::min(opt.max_context, model_ctx) : model_ctx;
     parse_.max_tokens_limit = std::min(opt.max_tokens, parse_.context_limit - 1);
     const json gen = read_json_file(root / "generation_config.json");
     if (gen.is_object()) {
-      if (gen.contains("temperature") && gen["temperature"].is_number()) parse_.default_temperature = gen["temperature"].get<float>();
+      if (gen.contains("temperature") && gen["temperature"].is_number())
+        parse_.default_temperature = gen["temperature"].get<float>();
       if (gen.contains("top_p") && gen["top_p"].is_number()) parse_.default_top_p = gen["top_p"].get<float>();
     }
     const int threads = opt.http_threads > 0 ? opt.http_threads : static_cast<int>(opt.queue_size) + 16;
@@ -119,12 +121,26 @@ class OpenAiServer::Impl {
     http_.set_keep_alive_max_count(1000);
     http_.refusal_body = [](int status) {
       switch (status) {
-        case 408: return dump_json(ApiError(408, "The request head did not arrive within --read-timeout of a pause, or whole within --body-deadline.",
-                                            {}, "invalid_request_error", "request_timeout").body());
-        case 414: return dump_json(ApiError(414, "The request line is too long (at most " + std::to_string(kHeadLimits.request_line) + " bytes).",
-                                            {}, "invalid_request_error", "uri_too_long").body());
-        default: return dump_json(ApiError(431, "The request has too many or too large headers (at most " + std::to_string(kMaxHeaders) +
-                                                    " headers, " + std::to_string(kHeadLimits.head) + " bytes).", {}, "invalid_request_error", "headers_too_large").body());
+        case 408:
+          return dump_json(
+              ApiError(
+                  408,
+                  "The request head did not arrive within --read-timeout of a pause, or whole within --body-deadline.",
+                  {}, "invalid_request_error", "request_timeout")
+                  .body());
+        case 414:
+          return dump_json(
+              ApiError(414,
+                       "The request line is too long (at most " + std::to_string(kHeadLimits.request_line) + " bytes).",
+                       {}, "invalid_request_error", "uri_too_long")
+                  .body());
+        default:
+          return dump_json(ApiError(431,
+                                    "The request has too many or too large headers (at most " +
+                                        std::to_string(kMaxHeaders) + " headers, " + std::to_string(kHeadLimits.head) +
+                                        " bytes).",
+                                    {}, "invalid_request_error", "headers_too_large")
+                               .body());
       }
     };
     routes();
@@ -154,28 +170,39 @@ class OpenAiServer::Impl {
 
  private:
   void routes() {
-    http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) -> httplib::Server::HandlerResponse {
+    http_.set_pre_routing_handler([this](const httplib::Request& req,
+                                         httplib::Response& res) -> httplib::Server::HandlerResponse {
       if (req.headers.size() > kMaxHeaders) {
-        send_error(res, ApiError(431, "The request has too many or too large headers (at most " + std::to_string(kMaxHeaders) +
-                                          " headers, " + std::to_string(kHeadLimits.head) + " bytes).", {}, "invalid_request_error", "headers_too_large"));
+        send_error(res,
+                   ApiError(431,
+                            "The request has too many or too large headers (at most " + std::to_string(kMaxHeaders) +
+                                " headers, " + std::to_string(kHeadLimits.head) + " bytes).",
+                            {}, "invalid_request_error", "headers_too_large"));
         return httplib::Server::HandlerResponse::Handled;
       }
       // DNS rebinding: a page of another site whose name now points here sends its own name.
       // HTTP/1.1 requires a Host; only an HTTP/1.0 client may leave it out.
-      const bool host_ok = req.has_header("Host") ? host_header_allowed(req.get_header_value("Host"), opt_.allowed_hosts)
-                                                  : req.version == "HTTP/1.0";
+      const bool host_ok = req.has_header("Host")
+                               ? host_header_allowed(req.get_header_value("Host"), opt_.allowed_hosts)
+                               : req.version == "HTTP/1.0";
       if (!host_ok) {
-        send_error(res, ApiError(403, "This server does not answer to that Host name; use an IP address or localhost, or "
-                                      "start it with --allowed-host NAME.", {}, "invalid_request_error", "host_not_allowed"));
+        send_error(res, ApiError(403,
+                                 "This server does not answer to that Host name; use an IP address or localhost, or "
+                                 "start it with --allowed-host NAME.",
+                                 {}, "invalid_request_error", "host_not_allowed"));
         return httplib::Server::HandlerResponse::Handled;
       }
       // Browsers send Origin with cross-origin requests: only the origins given may use the API.
       if (req.has_header("Origin")) {
         const std::string origin = req.get_header_value("Origin");
-        const bool any = std::find(opt_.allowed_origins.begin(), opt_.allowed_origins.end(), "*") != opt_.allowed_origins.end();
-        if (!any && std::find(opt_.allowed_origins.begin(), opt_.allowed_origins.end(), origin) == opt_.allowed_origins.end()) {
-          send_error(res, ApiError(403, "Cross-origin requests from web pages are refused; start the server with "
-                                        "--allow-origin ORIGIN to let that page use it.", {}, "invalid_request_error", "origin_not_allowed"));
+        const bool any =
+            std::find(opt_.allowed_origins.begin(), opt_.allowed_origins.end(), "*") != opt_.allowed_origins.end();
+        if (!any &&
+            std::find(opt_.allowed_origins.begin(), opt_.allowed_origins.end(), origin) == opt_.allowed_origins.end()) {
+          send_error(res, ApiError(403,
+                                   "Cross-origin requests from web pages are refused; start the server with "
+                                   "--allow-origin ORIGIN to let that page use it.",
+                                   {}, "invalid_request_error", "origin_not_allowed"));
           return httplib::Server::HandlerResponse::Handled;
         }
         res.set_header("Access-Control-Allow-Origin", any ? "*" : origin);
@@ -199,19 +226,28 @@ class OpenAiServer::Impl {
                                {}, "invalid_request_error", "invalid_api_key"));
       return httplib::Server::HandlerResponse::Handled;
     });
-    http_.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) -> httplib::Server::HandlerResponse {
-      if (!res.body.empty() || res.is_chunked_content_provider_) return httplib::Server::HandlerResponse::Unhandled;
-      std::string msg;
-      switch (res.status) {
-        case 404: msg = "Unknown request URL: " + req.method + " " + req.path + "."; break;
-        case 413: msg = "The request body is too large for this server (--max-body-bytes)."; break;
-        case 414: msg = "The request URL is too long."; break;
-        default: msg = "The HTTP request could not be processed (status " + std::to_string(res.status) + ")."; break;
-      }
-      res.set_content(dump_json(ApiError(res.status, msg, {}, "invalid_request_error").body()), "application/json");
-      res.set_header("Connection", "close");
-      return httplib::Server::HandlerResponse::Handled;
-    }));
+    http_.set_error_handler(httplib::Server::HandlerWithResponse(
+        [](const httplib::Request& req, httplib::Response& res) -> httplib::Server::HandlerResponse {
+          if (!res.body.empty() || res.is_chunked_content_provider_) return httplib::Server::HandlerResponse::Unhandled;
+          std::string msg;
+          switch (res.status) {
+            case 404:
+              msg = "Unknown request URL: " + req.method + " " + req.path + ".";
+              break;
+            case 413:
+              msg = "The request body is too large for this server (--max-body-bytes).";
+              break;
+            case 414:
+              msg = "The request URL is too long.";
+              break;
+            default:
+              msg = "The HTTP request could not be processed (status " + std::to_string(res.status) + ").";
+              break;
+          }
+          res.set_content(dump_json(ApiError(res.status, msg, {}, "invalid_request_error").body()), "application/json");
+          res.set_header("Connection", "close");
+          return httplib::Server::HandlerResponse::Handled;
+        }));
     http_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
       std::string what = "unknown error";
       try {
@@ -222,7 +258,8 @@ class OpenAiServer::Impl {
       }
       // The details (which can name files on this machine) go to the server's log, not the client.
       std::fprintf(stderr, "deltafin serve: a request failed: %s\n", what.c_str());
-      send_error(res, ApiError(500, "The server failed while answering this request; the server's log says why.", {}, "server_error"));
+      send_error(res, ApiError(500, "The server failed while answering this request; the server's log says why.", {},
+                               "server_error"));
     });
 
     http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) { health(res); });
@@ -235,19 +272,22 @@ class OpenAiServer::Impl {
       http_.Get(base + R"(/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
         const std::string name = req.matches[1];
         if (!serves(name))
-          return send_error(res, ApiError(404, "The model '" + name + "' does not exist; this server serves " + served_names() + ".",
-                                          "model", "invalid_request_error", "model_not_found"));
+          return send_error(
+              res, ApiError(404, "The model '" + name + "' does not exist; this server serves " + served_names() + ".",
+                            "model", "invalid_request_error", "model_not_found"));
         res.set_content(dump_json(model_object(name)), "application/json");
       });
-      for (const auto& [api, route] : {std::pair{Api::Chat, "/chat/completions"}, std::pair{Api::Completions, "/completions"},
-                                        std::pair{Api::Messages, "/messages"}, std::pair{Api::Responses, "/responses"}}) {
+      for (const auto& [api, route] :
+           {std::pair{Api::Chat, "/chat/completions"}, std::pair{Api::Completions, "/completions"},
+            std::pair{Api::Messages, "/messages"}, std::pair{Api::Responses, "/responses"}}) {
         const std::string path = base + route;
-        http_.Post(path, [this, api = api](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-          generation(api, req, res, reader);
-        });
+        http_.Post(path,
+                   [this, api = api](const httplib::Request& req, httplib::Response& res,
+                                     const httplib::ContentReader& reader) { generation(api, req, res, reader); });
         http_.Get(path, [](const httplib::Request& req, httplib::Response& res) {
           res.set_header("Allow", "POST");
-          send_error(res, ApiError(405, "Use POST for " + req.path + ".", {}, "invalid_request_error", "method_not_allowed"));
+          send_error(
+              res, ApiError(405, "Use POST for " + req.path + ".", {}, "invalid_request_error", "method_not_allowed"));
         });
       }
     }
@@ -255,9 +295,11 @@ class OpenAiServer::Impl {
     // (chunked or compressed, without a limit) for a route that has no body reader.
     auto unknown = [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
       std::string body;
-      const bool has_body = req.has_header("Content-Length") || req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos;
+      const bool has_body = req.has_header("Content-Length") ||
+                            req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos;
       if (has_body && !read_body(req, res, reader, body)) return;
-      send_error(res, ApiError(404, "Unknown request URL: " + req.method + " " + req.path + ".", {}, "invalid_request_error"));
+      send_error(
+          res, ApiError(404, "Unknown request URL: " + req.method + " " + req.path + ".", {}, "invalid_request_error"));
     };
     http_.Post(".*", unknown);
     http_.Put(".*", unknown);
@@ -271,12 +313,16 @@ class OpenAiServer::Impl {
   static constexpr HeadLimits kHeadLimits{8192, 64 * 1024};
 
   json model_object(const std::string& name) const {
-    return {{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "deltafin"},
+    return {{"id", name},
+            {"object", "model"},
+            {"created", 0},
+            {"owned_by", "deltafin"},
             {"max_model_len", parse_.context_limit}};
   }
 
   bool serves(const std::string& name) const {
-    return name == opt_.model_id || std::find(parse_.model_aliases.begin(), parse_.model_aliases.end(), name) != parse_.model_aliases.end();
+    return name == opt_.model_id ||
+           std::find(parse_.model_aliases.begin(), parse_.model_aliases.end(), name) != parse_.model_aliases.end();
   }
 
   std::string served_names() const {
@@ -321,11 +367,13 @@ class OpenAiServer::Impl {
 
   // Reads a request body within --max-body-bytes (counted after decompression, chunked or not)
   // and --body-deadline; false after answering the error.
-  bool read_body(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader, std::string& body) {
+  bool read_body(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader,
+                 std::string& body) {
     const bool chunked = req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos;
     if (!req.has_header("Content-Length") && !chunked) {
       // Without a length the body would only end when the client closes: refuse at once.
-      send_error(res, ApiError(411, "Send the request body with a Content-Length (or chunked).", {}, "invalid_request_error", "length_required"));
+      send_error(res, ApiError(411, "Send the request body with a Content-Length (or chunked).", {},
+                               "invalid_request_error", "length_required"));
       return false;
     }
     bool too_big = false, too_slow = false;
@@ -344,13 +392,17 @@ class OpenAiServer::Impl {
       return true;
     });
     if (too_big || res.status == 413) {
-      send_error(res, ApiError(413, "The request body is too large for this server (--max-body-bytes = " +
-                                        std::to_string(opt_.max_body_bytes) + ").", {}, "invalid_request_error", "request_too_large"));
+      send_error(res, ApiError(413,
+                               "The request body is too large for this server (--max-body-bytes = " +
+                                   std::to_string(opt_.max_body_bytes) + ").",
+                               {}, "invalid_request_error", "request_too_large"));
       return false;
     }
     if (too_slow) {
-      send_error(res, ApiError(408, "The request body did not arrive within " + std::to_string(opt_.body_deadline_s) + " seconds.",
-                               {}, "invalid_request_error", "request_timeout"));
+      send_error(
+          res,
+          ApiError(408, "The request body did not arrive within " + std::to_string(opt_.body_deadline_s) + " seconds.",
+                   {}, "invalid_request_error", "request_timeout"));
       return false;
     }
     if (!read_ok) {
@@ -388,9 +440,11 @@ class OpenAiServer::Impl {
     // Only a request the queue has room for is tokenized: a flood costs parsing, not the tokenizer.
     if (!queue_.admit()) {
       res.set_header("Retry-After", std::to_string(retry_after_seconds()));
-      return send_api_error(api, res, ApiError(429, "The server is busy: " + std::to_string(queue_.capacity()) +
-                                                        " requests are already waiting. Retry after the time in Retry-After.",
-                                               {}, "rate_limit_error", "queue_full"));
+      return send_api_error(api, res,
+                            ApiError(429,
+                                     "The server is busy: " + std::to_string(queue_.capacity()) +
+                                         " requests are already waiting. Retry after the time in Retry-After.",
+                                     {}, "rate_limit_error", "queue_full"));
     }
     std::shared_ptr<Job> job;
     try {
@@ -406,7 +460,8 @@ class OpenAiServer::Impl {
     job->deadline = deadline;
     queue_.push_admitted(job);
     res.set_header("X-Deltafin-Seq", std::to_string(job->seq));
-    const int fd = find_connection_socket(req.remote_addr, req.remote_port, req.local_port > 0 ? req.local_port : port_);
+    const int fd =
+        find_connection_socket(req.remote_addr, req.remote_port, req.local_port > 0 ? req.local_port : port_);
     const ResponseMeta meta = new_response_meta(api_id_prefix(api), job->req.model);
     if (job->req.stream) return stream(api, meta, job, fd, res);
 
@@ -420,10 +475,14 @@ class OpenAiServer::Impl {
       }
       if (stopping_) {
         cancel(job);
-        return send_api_error(api, res, ApiError(503, "The server is shutting down.", {}, "server_error", "shutting_down"));
+        return send_api_error(api, res,
+                              ApiError(503, "The server is shutting down.", {}, "server_error", "shutting_down"));
       }
       if (job->started == 0 && now() > job->deadline && queue_.remove(job))
-        return send_api_error(api, res, ApiError(504, "The request waited in the queue past the server's time limit (--request-timeout).", {}, "timeout", "timeout"));
+        return send_api_error(
+            api, res,
+            ApiError(504, "The request waited in the queue past the server's time limit (--request-timeout).", {},
+                     "timeout", "timeout"));
     }
     if (auto e = job->error()) return send_api_error(api, res, *e);
     const JobResult r = *job->result();
@@ -432,20 +491,32 @@ class OpenAiServer::Impl {
     res.set_header("X-Deltafin-Prefilled", std::to_string(r.prefilled_tokens));
     json out;
     switch (api) {
-      case Api::Chat: out = chat_completion_json(meta, r); break;
-      case Api::Completions: out = text_completion_json(meta, r); break;
-      case Api::Messages: out = anthropic_message_json(meta, r); break;
-      case Api::Responses: out = response_json(meta, r); break;
+      case Api::Chat:
+        out = chat_completion_json(meta, r);
+        break;
+      case Api::Completions:
+        out = text_completion_json(meta, r);
+        break;
+      case Api::Messages:
+        out = anthropic_message_json(meta, r);
+        break;
+      case Api::Responses:
+        out = response_json(meta, r);
+        break;
     }
     res.set_content(dump_json(out), "application/json");
   }
 
   static std::string api_id_prefix(Api api) {
     switch (api) {
-      case Api::Chat: return "chatcmpl-";
-      case Api::Completions: return "cmpl-";
-      case Api::Messages: return "msg_";
-      case Api::Responses: return "resp_";
+      case Api::Chat:
+        return "chatcmpl-";
+      case Api::Completions:
+        return "cmpl-";
+      case Api::Messages:
+        return "msg_";
+      case Api::Responses:
+        return "resp_";
     }
     return "";
   }
@@ -460,10 +531,18 @@ class OpenAiServer::Impl {
     res.set_header("X-Accel-Buffering", "no");
     std::shared_ptr<StreamWriter> writer;
     switch (api) {
-      case Api::Chat: writer = make_chat_stream_writer(meta, job->req.include_usage); break;
-      case Api::Completions: writer = make_completion_stream_writer(meta, job->req.include_usage); break;
-      case Api::Messages: writer = make_anthropic_stream_writer(meta, static_cast<int>(job->req.prompt.size())); break;
-      case Api::Responses: writer = make_responses_stream_writer(meta); break;
+      case Api::Chat:
+        writer = make_chat_stream_writer(meta, job->req.include_usage);
+        break;
+      case Api::Completions:
+        writer = make_completion_stream_writer(meta, job->req.include_usage);
+        break;
+      case Api::Messages:
+        writer = make_anthropic_stream_writer(meta, static_cast<int>(job->req.prompt.size()));
+        break;
+      case Api::Responses:
+        writer = make_responses_stream_writer(meta);
+        break;
     }
     auto begun = std::make_shared<bool>(false);
     res.set_chunked_content_provider(
@@ -481,7 +560,9 @@ class OpenAiServer::Impl {
           if (!done) {
             if (peer_gone(fd) || stopping_) return false;
             if (job->started == 0 && now() > job->deadline && queue_.remove(job)) {
-              job->fail(ApiError(504, "The request waited in the queue past the server's time limit (--request-timeout).", {}, "timeout", "timeout"));
+              job->fail(ApiError(504,
+                                 "The request waited in the queue past the server's time limit (--request-timeout).",
+                                 {}, "timeout", "timeout"));
             }
             return true;
           }
@@ -506,7 +587,8 @@ class OpenAiServer::Impl {
   std::atomic<bool> stopping_{false};
 };
 
-OpenAiServer::OpenAiServer(ServerOptions options, const K3Model& model, const Tokenizer& tokenizer) : opt_(std::move(options)) {
+OpenAiServer::OpenAiServer(ServerOptions options, const K3Model& model, const Tokenizer& tokenizer)
+    : opt_(std::move(options)) {
   if (!is_loopback_host(opt_.host) && !opt_.allow_remote)
     throw Error("refusing to listen on " + opt_.host + ": it is reachable from other machines",
                 "pass --allow-remote (and set --api-key) to serve beyond this machine");

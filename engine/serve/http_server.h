@@ -17,24 +17,24 @@ namespace deltafin::serve {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8000;                 // 0: any free port (printed on start)
-  bool allow_remote = false;       // required to bind beyond loopback
-  std::string model_id;            // default: the model folder's name
+  int port = 8000;                                       // 0: any free port (printed on start)
+  bool allow_remote = false;                             // required to bind beyond loopback
+  std::string model_id;                                  // default: the model folder's name
   std::vector<std::string> model_aliases = {"kimi-k3"};  // other names clients may send (--served-model-name)
   // DNS rebinding: a request's Host must be an IP address, "localhost" or one of these names.
   std::vector<std::string> allowed_hosts;
   // Browser pages of these origins may call the API ("*": any); other cross-origin requests get 403.
   std::vector<std::string> allowed_origins;
-  std::string api_key;             // empty: no key required
+  std::string api_key;  // empty: no key required
   size_t max_body_bytes = size_t(4) << 20;
-  int max_tokens = 4096;           // tokens per response
-  int max_context = 0;             // prompt + response; 0: the model's own limit
-  size_t queue_size = 16;          // requests waiting behind the running one
-  int http_threads = 0;            // 0: queue_size + 16
-  int read_timeout_s = 10;         // a stalled request (slowloris) is dropped after this
-  int body_deadline_s = 60;        // a body must arrive whole within this (a trickling client is dropped)
-  int write_timeout_s = 30;        // a client that stops reading is dropped after this
-  int request_timeout_s = 1800;    // queue wait + generation
+  int max_tokens = 4096;         // tokens per response
+  int max_context = 0;           // prompt + response; 0: the model's own limit
+  size_t queue_size = 16;        // requests waiting behind the running one
+  int http_threads = 0;          // 0: queue_size + 16
+  int read_timeout_s = 10;       // a stalled request (slowloris) is dropped after this
+  int body_deadline_s = 60;      // a body must arrive whole within this (a trickling client is dropped)
+  int write_timeout_s = 30;      // a client that stops reading is dropped after this
+  int request_timeout_s = 1800;  // queue wait + generation
   WorkerOptions worker;
 };
 

@@ -31,13 +31,13 @@ struct JobResult {
   std::string finish_reason;  // "stop", "length" or "tool_calls"
   std::string reasoning, content;
   std::vector<ToolCallResult> tool_calls;
-  nlohmann::json logprobs;    // the answer tokens' entries (an array) when asked for, else null
+  nlohmann::json logprobs;  // the answer tokens' entries (an array) when asked for, else null
   int prompt_tokens = 0, completion_tokens = 0, reasoning_tokens = 0;
-  int cached_tokens = 0;      // prompt tokens not prefilled again (reused state)
-  int prefilled_tokens = 0;   // prompt tokens run through the model for this request
+  int cached_tokens = 0;     // prompt tokens not prefilled again (reused state)
+  int prefilled_tokens = 0;  // prompt tokens run through the model for this request
   bool memo_hit = false;
-  double first_token_seconds = 0;  // from the start of the job
-  std::string reuse_source;   // "none", "session", "memory", "disk", "memo"
+  double first_token_seconds = 0;              // from the start of the job
+  std::string reuse_source;                    // "none", "session", "memory", "disk", "memo"
   int draft_proposed = 0, draft_accepted = 0;  // drafter guesses verified / kept (ids unchanged)
 };
 
@@ -46,7 +46,7 @@ class Job {
   explicit Job(GenerationRequest r) : req(std::move(r)) {}
 
   const GenerationRequest req;
-  uint64_t seq = 0;      // arrival order (set by JobQueue::push)
+  uint64_t seq = 0;                  // arrival order (set by JobQueue::push)
   std::atomic<uint64_t> started{0};  // order in which the worker began it (0 = never)
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::atomic<bool> cancelled{false};

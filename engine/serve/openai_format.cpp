@@ -15,7 +15,8 @@ ResponseMeta new_response_meta(const std::string& prefix, const std::string& mod
   char id[64];
   std::snprintf(id, sizeof id, "%s%08llx%08llx", prefix.c_str(), static_cast<unsigned long long>(salt & 0xffffffffu),
                 static_cast<unsigned long long>(++counter));
-  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   return ResponseMeta{id, now, model};
 }
 
@@ -35,7 +36,9 @@ json usage_json(const JobResult& r) {
 json tool_calls_json(const std::vector<ToolCallResult>& calls, size_t first_index, bool with_index) {
   json out = json::array();
   for (size_t i = 0; i < calls.size(); ++i) {
-    json c = {{"id", calls[i].id}, {"type", "function"}, {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    json c = {{"id", calls[i].id},
+              {"type", "function"},
+              {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
     if (with_index) c["index"] = first_index + i;
     out.push_back(std::move(c));
   }
@@ -55,7 +58,8 @@ json chat_completion_json(const ResponseMeta& m, const JobResult& r) {
           {"created", m.created},
           {"model", m.model},
           {"system_fingerprint", nullptr},
-          {"choices", json::array({{{"index", 0}, {"message", msg}, {"logprobs", logprobs}, {"finish_reason", r.finish_reason}}})},
+          {"choices",
+           json::array({{{"index", 0}, {"message", msg}, {"logprobs", logprobs}, {"finish_reason", r.finish_reason}}})},
           {"usage", usage_json(r)}};
 }
 
@@ -77,38 +81,44 @@ json legacy_logprobs_json(const json& entries, size_t offset) {
 
 json text_completion_json(const ResponseMeta& m, const JobResult& r) {
   const json logprobs = r.logprobs.is_null() ? json(nullptr) : legacy_logprobs_json(r.logprobs);
-  return {{"id", m.id},
-          {"object", "text_completion"},
-          {"created", m.created},
-          {"model", m.model},
-          {"system_fingerprint", nullptr},
-          {"choices", json::array({{{"index", 0}, {"text", r.content}, {"logprobs", logprobs}, {"finish_reason", r.finish_reason}}})},
-          {"usage", usage_json(r)}};
+  return {
+      {"id", m.id},
+      {"object", "text_completion"},
+      {"created", m.created},
+      {"model", m.model},
+      {"system_fingerprint", nullptr},
+      {"choices",
+       json::array({{{"index", 0}, {"text", r.content}, {"logprobs", logprobs}, {"finish_reason", r.finish_reason}}})},
+      {"usage", usage_json(r)}};
 }
 
 static json finish_value(const std::optional<std::string>& f) { return f ? json(*f) : json(nullptr); }
 
-json chat_chunk_json(const ResponseMeta& m, const json& delta, const std::optional<std::string>& finish, bool with_usage_null,
-                     const json& logprobs) {
+json chat_chunk_json(const ResponseMeta& m, const json& delta, const std::optional<std::string>& finish,
+                     bool with_usage_null, const json& logprobs) {
   const json lp = logprobs.is_null() ? json(nullptr) : json{{"content", logprobs}, {"refusal", nullptr}};
-  json j = {{"id", m.id},
-            {"object", "chat.completion.chunk"},
-            {"created", m.created},
-            {"model", m.model},
-            {"system_fingerprint", nullptr},
-            {"choices", json::array({{{"index", 0}, {"delta", delta}, {"logprobs", lp}, {"finish_reason", finish_value(finish)}}})}};
+  json j = {
+      {"id", m.id},
+      {"object", "chat.completion.chunk"},
+      {"created", m.created},
+      {"model", m.model},
+      {"system_fingerprint", nullptr},
+      {"choices",
+       json::array({{{"index", 0}, {"delta", delta}, {"logprobs", lp}, {"finish_reason", finish_value(finish)}}})}};
   if (with_usage_null) j["usage"] = nullptr;
   return j;
 }
 
-json text_chunk_json(const ResponseMeta& m, const std::string& text, const std::optional<std::string>& finish, bool with_usage_null,
-                     const json& logprobs) {
-  json j = {{"id", m.id},
-            {"object", "text_completion"},
-            {"created", m.created},
-            {"model", m.model},
-            {"system_fingerprint", nullptr},
-            {"choices", json::array({{{"index", 0}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish_value(finish)}}})}};
+json text_chunk_json(const ResponseMeta& m, const std::string& text, const std::optional<std::string>& finish,
+                     bool with_usage_null, const json& logprobs) {
+  json j = {
+      {"id", m.id},
+      {"object", "text_completion"},
+      {"created", m.created},
+      {"model", m.model},
+      {"system_fingerprint", nullptr},
+      {"choices",
+       json::array({{{"index", 0}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish_value(finish)}}})}};
   if (with_usage_null) j["usage"] = nullptr;
   return j;
 }

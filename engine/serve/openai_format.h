@@ -27,8 +27,9 @@ nlohmann::json text_completion_json(const ResponseMeta& m, const JobResult& r);
 // One streamed chunk. `delta` is the chat delta object or the completion text; `finish` is
 // null until the last choice chunk; `with_usage_null` adds "usage": null as OpenAI does when
 // stream_options.include_usage is set.
-nlohmann::json chat_chunk_json(const ResponseMeta& m, const nlohmann::json& delta, const std::optional<std::string>& finish,
-                               bool with_usage_null, const nlohmann::json& logprobs = nullptr);
+nlohmann::json chat_chunk_json(const ResponseMeta& m, const nlohmann::json& delta,
+                               const std::optional<std::string>& finish, bool with_usage_null,
+                               const nlohmann::json& logprobs = nullptr);
 // The message's tool_calls array; `first_index` numbers them (stream deltas carry an index).
 nlohmann::json tool_calls_json(const std::vector<ToolCallResult>& calls, size_t first_index, bool with_index);
 nlohmann::json text_chunk_json(const ResponseMeta& m, const std::string& text, const std::optional<std::string>& finish,

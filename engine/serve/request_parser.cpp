@@ -80,12 +80,15 @@ void must_be_off(const json& obj, const char* name, const std::string& why, cons
   const bool off = (f->is_boolean() && !f->get<bool>()) || (f->is_number() && f->get<double>() == 0.0) ||
                    (f->is_array() && f->empty()) || (f->is_object() && f->empty());
   if (!off)
-    throw ApiError(400, "'" + prefix + name + "' is not supported: " + why, prefix + name, "invalid_request_error", "unsupported_parameter");
+    throw ApiError(400, "'" + prefix + name + "' is not supported: " + why, prefix + name, "invalid_request_error",
+                   "unsupported_parameter");
 }
 
 void check_common(const json& body, const ParseContext& ctx, GenerationRequest& r) {
   const json* model = field(body, "model");
-  if (!model) throw ApiError(400, "you must provide a model parameter", "model", "invalid_request_error", "missing_required_parameter");
+  if (!model)
+    throw ApiError(400, "you must provide a model parameter", "model", "invalid_request_error",
+                   "missing_required_parameter");
   if (!model->is_string()) throw wrong_type("model", "a string", *model);
   r.model = model->get<std::string>();
   if (r.model != ctx.model_id &&
@@ -97,7 +100,8 @@ void check_common(const json& body, const ParseContext& ctx, GenerationRequest& 
   }
 
   if (get_int(body, "n", 1, 1 << 30, 1) != 1)
-    throw ApiError(400, "'n' greater than 1 is not supported: one choice per request.", "n", "invalid_request_error", "unsupported_parameter");
+    throw ApiError(400, "'n' greater than 1 is not supported: one choice per request.", "n", "invalid_request_error",
+                   "unsupported_parameter");
   must_be_off(body, "presence_penalty", "penalties would change K3's distribution; send 0 or leave it out.");
   must_be_off(body, "frequency_penalty", "penalties would change K3's distribution; send 0 or leave it out.");
   must_be_off(body, "logit_bias", "biases would change K3's distribution; leave it out.");
@@ -105,7 +109,8 @@ void check_common(const json& body, const ParseContext& ctx, GenerationRequest& 
 
   r.stream = get_bool(body, "stream", false);
   if (const json* so = field(body, "stream_options")) {
-    if (!r.stream) throw bad_field("stream_options", "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
+    if (!r.stream)
+      throw bad_field("stream_options", "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
     if (!so->is_object()) throw wrong_type("stream_options", "an object", *so);
     only_known_keys(*so, {"include_usage"}, "stream_options.");
     if (const json* iu = field(*so, "include_usage")) {
@@ -153,8 +158,9 @@ void check_lengths(const json& body, const ParseContext& ctx, GenerationRequest&
                    int default_max) {
   const int64_t prompt = static_cast<int64_t>(r.prompt.size());
   if (prompt >= ctx.context_limit)
-    throw ApiError(400, "This model's maximum context length is " + std::to_string(ctx.context_limit) +
-                            " tokens; the prompt has " + std::to_string(prompt) + " tokens.",
+    throw ApiError(400,
+                   "This model's maximum context length is " + std::to_string(ctx.context_limit) +
+                       " tokens; the prompt has " + std::to_string(prompt) + " tokens.",
                    prompt_param, "invalid_request_error", "context_length_exceeded");
   const json* mt = field(body, "max_tokens");
   const json* mct = field(body, "max_completion_tokens");
@@ -168,9 +174,10 @@ void check_lengths(const json& body, const ParseContext& ctx, GenerationRequest&
     throw bad_field(name, "'" + std::string(name) + "' must be at most " + std::to_string(ctx.max_tokens_limit) +
                               " on this server, got " + std::to_string(asked) + ".");
   if (prompt + asked > ctx.context_limit)
-    throw ApiError(400, "This model's maximum context length is " + std::to_string(ctx.context_limit) +
-                            " tokens; the prompt (" + std::to_string(prompt) + ") plus '" + name + "' (" +
-                            std::to_string(asked) + ") exceeds it.",
+    throw ApiError(400,
+                   "This model's maximum context length is " + std::to_string(ctx.context_limit) +
+                       " tokens; the prompt (" + std::to_string(prompt) + ") plus '" + name + "' (" +
+                       std::to_string(asked) + ") exceeds it.",
                    name, "invalid_request_error", "context_length_exceeded");
   r.max_tokens = static_cast<int>(asked);
 }
@@ -277,8 +284,7 @@ void check_tools(const json& tools, const std::string& p) {
     const std::string q = p + "[" + std::to_string(i) + "]";
     if (!t.is_object()) throw wrong_type(q, "an object", t);
     const json* type = field(t, "type");
-    if (!type || *type != "function")
-      throw bad_field(q + ".type", "only tools of type 'function' are supported.");
+    if (!type || *type != "function") throw bad_field(q + ".type", "only tools of type 'function' are supported.");
     const json* fn = field(t, "function");
     if (!fn || !fn->is_object()) throw bad_field(q + ".function", "each tool needs a 'function' object.");
     const json* name = field(*fn, "name");
@@ -306,14 +312,16 @@ ResponseFormat parse_response_format(const json& rf) {
     if (!js) throw bad_field("response_format.json_schema", "a 'json_schema' response format needs 'json_schema'.");
     if (!js->is_object()) throw wrong_type("response_format.json_schema", "an object", *js);
     only_known_keys(*js, {"name", "description", "schema", "strict"}, "response_format.json_schema.");
-    if (const json* n = field(*js, "name"); n && !n->is_string()) throw wrong_type("response_format.json_schema.name", "a string", *n);
+    if (const json* n = field(*js, "name"); n && !n->is_string())
+      throw wrong_type("response_format.json_schema.name", "a string", *n);
     if (const json* sc = field(*js, "schema")) {
       if (!sc->is_object()) throw wrong_type("response_format.json_schema.schema", "an object", *sc);
       out.schema = *sc;
     }
     out.kind = ResponseFormat::Kind::JsonSchema;
   } else {
-    throw bad_field("response_format.type", "'response_format.type' must be 'text', 'json_object' or 'json_schema', got '" + type + "'.");
+    throw bad_field("response_format.type",
+                    "'response_format.type' must be 'text', 'json_object' or 'json_schema', got '" + type + "'.");
   }
   return out;
 }
@@ -328,7 +336,9 @@ ChatRequestParts parse_chat_messages(const json& body, size_t max_messages) {
     const std::string v = re->get<std::string>();
     if (v == "none") opt.thinking = false;
     else if (auto e = parse_reasoning_effort(v)) opt.effort = *e;
-    else throw bad_field("reasoning_effort", "'reasoning_effort' must be one of 'none', 'low', 'high', 'max' (K3's levels), got '" + v + "'.");
+    else
+      throw bad_field("reasoning_effort",
+                      "'reasoning_effort' must be one of 'none', 'low', 'high', 'max' (K3's levels), got '" + v + "'.");
   }
   if (const json* tools = field(body, "tools")) {
     check_tools(*tools, "tools");
@@ -344,36 +354,47 @@ ChatRequestParts parse_chat_messages(const json& body, size_t max_messages) {
     const std::string v = tc->get<std::string>();
     if (v == "required") opt.tool_choice = ToolChoice::Required;
     else if (v == "none") opt.tool_choice = ToolChoice::None;
-    else if (v != "auto") throw bad_field("tool_choice", "'tool_choice' must be 'auto', 'required' or 'none', got '" + v + "'.");
+    else if (v != "auto")
+      throw bad_field("tool_choice", "'tool_choice' must be 'auto', 'required' or 'none', got '" + v + "'.");
   }
   if (const json* rf = field(body, "response_format")) opt.response_format = parse_response_format(*rf);
 
   const json* msgs = field(body, "messages");
-  if (!msgs) throw ApiError(400, "you must provide a messages parameter", "messages", "invalid_request_error", "missing_required_parameter");
+  if (!msgs)
+    throw ApiError(400, "you must provide a messages parameter", "messages", "invalid_request_error",
+                   "missing_required_parameter");
   if (!msgs->is_array()) throw wrong_type("messages", "an array", *msgs);
   if (msgs->empty()) throw bad_field("messages", "'messages' must hold at least one message.");
-  if (msgs->size() > max_messages) throw bad_field("messages", "at most " + std::to_string(max_messages) + " messages per request.");
+  if (msgs->size() > max_messages)
+    throw bad_field("messages", "at most " + std::to_string(max_messages) + " messages per request.");
   for (size_t i = 0; i < msgs->size(); ++i) {
     const json& m = (*msgs)[i];
     const std::string p = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) throw wrong_type(p, "an object", m);
-    only_known_keys(m, {"role", "content", "name", "reasoning_content", "tool_calls", "tool_call_id", "tools", "function_call", "refusal"}, p + ".");
+    only_known_keys(m,
+                    {"role", "content", "name", "reasoning_content", "tool_calls", "tool_call_id", "tools",
+                     "function_call", "refusal"},
+                    p + ".");
     const json* role = field(m, "role");
     if (!role || !role->is_string()) throw bad_field(p + ".role", "each message needs a string 'role'.");
     std::string rl = role->get<std::string>();
     if (rl == "developer") rl = "system";
     if (rl == "function")
-      throw ApiError(400, "'function' messages (the deprecated function-call API) are not supported: use 'tool' messages.", p + ".role", "invalid_request_error", "unsupported_parameter");
+      throw ApiError(400,
+                     "'function' messages (the deprecated function-call API) are not supported: use 'tool' messages.",
+                     p + ".role", "invalid_request_error", "unsupported_parameter");
     if (rl != "system" && rl != "user" && rl != "assistant" && rl != "tool")
       throw bad_field(p + ".role", "unknown role '" + rl + "': use system, developer, user, assistant or tool.");
-    if (field(m, "function_call")) throw bad_field(p + ".function_call", "the deprecated function-call API is not supported: use 'tool_calls'.");
+    if (field(m, "function_call"))
+      throw bad_field(p + ".function_call", "the deprecated function-call API is not supported: use 'tool_calls'.");
     if (const json* rf = field(m, "refusal"); rf && !rf->is_string()) throw wrong_type(p + ".refusal", "a string", *rf);
     ChatMessage cm;
     cm.role = rl;
     if (const json* tcs = field(m, "tool_calls")) {
       if (rl != "assistant") throw bad_field(p + ".tool_calls", "only assistant messages carry 'tool_calls'.");
       if (!tcs->is_array()) throw wrong_type(p + ".tool_calls", "an array", *tcs);
-      for (size_t k = 0; k < tcs->size(); ++k) cm.tool_calls.push_back(parse_tool_call((*tcs)[k], p + ".tool_calls[" + std::to_string(k) + "]"));
+      for (size_t k = 0; k < tcs->size(); ++k)
+        cm.tool_calls.push_back(parse_tool_call((*tcs)[k], p + ".tool_calls[" + std::to_string(k) + "]"));
     }
     if (const json* id = field(m, "tool_call_id")) {
       if (rl != "tool") throw bad_field(p + ".tool_call_id", "'tool_call_id' belongs to tool messages.");
@@ -387,7 +408,8 @@ ChatRequestParts parse_chat_messages(const json& body, size_t max_messages) {
     }
     auto content = m.find("content");
     if (content == m.end()) {
-      if (rl != "assistant" && cm.tools.is_null()) throw bad_field(p + ".content", "each " + rl + " message needs 'content'.");
+      if (rl != "assistant" && cm.tools.is_null())
+        throw bad_field(p + ".content", "each " + rl + " message needs 'content'.");
     } else {
       cm.content = message_text(*content, p + ".content", rl == "assistant" || !cm.tools.is_null());
     }
@@ -407,11 +429,38 @@ ChatRequestParts parse_chat_messages(const json& body, size_t max_messages) {
 
 GenerationRequest validate_chat_request(const json& body, const ParseContext& ctx) {
   only_known_keys(body,
-                  {"model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens",
-                   "temperature", "top_p", "top_k", "seed", "stop", "n", "reasoning_effort", "user", "tools",
-                   "tool_choice", "parallel_tool_calls", "functions", "function_call", "response_format", "logprobs",
-                   "top_logprobs", "logit_bias", "presence_penalty", "frequency_penalty", "store", "metadata",
-                   "modalities", "audio", "prediction", "service_tier", "web_search_options"},
+                  {"model",
+                   "messages",
+                   "stream",
+                   "stream_options",
+                   "max_tokens",
+                   "max_completion_tokens",
+                   "temperature",
+                   "top_p",
+                   "top_k",
+                   "seed",
+                   "stop",
+                   "n",
+                   "reasoning_effort",
+                   "user",
+                   "tools",
+                   "tool_choice",
+                   "parallel_tool_calls",
+                   "functions",
+                   "function_call",
+                   "response_format",
+                   "logprobs",
+                   "top_logprobs",
+                   "logit_bias",
+                   "presence_penalty",
+                   "frequency_penalty",
+                   "store",
+                   "metadata",
+                   "modalities",
+                   "audio",
+                   "prediction",
+                   "service_tier",
+                   "web_search_options"},
                   "");
   GenerationRequest r;
   r.kind = GenerationRequest::Kind::Chat;
@@ -419,15 +468,24 @@ GenerationRequest validate_chat_request(const json& body, const ParseContext& ct
 
   r.parallel_tool_calls = get_bool(body, "parallel_tool_calls", true);
   must_be_off(body, "functions", "the deprecated function-call API is not supported: use 'tools'.");
-  if (field(body, "function_call")) throw ApiError(400, "'function_call' is not supported: use 'tool_choice'.", "function_call", "invalid_request_error", "unsupported_parameter");
+  if (field(body, "function_call"))
+    throw ApiError(400, "'function_call' is not supported: use 'tool_choice'.", "function_call",
+                   "invalid_request_error", "unsupported_parameter");
   r.logprobs = get_bool(body, "logprobs", false);
   r.top_logprobs = static_cast<int>(get_int(body, "top_logprobs", 0, 20, 0));
-  if (r.top_logprobs > 0 && !r.logprobs) throw bad_field("top_logprobs", "'top_logprobs' needs 'logprobs' set to true.");
+  if (r.top_logprobs > 0 && !r.logprobs)
+    throw bad_field("top_logprobs", "'top_logprobs' needs 'logprobs' set to true.");
   must_be_off(body, "store", "this server stores nothing.");
   if (const json* m = field(body, "metadata"); m && !m->is_object()) throw wrong_type("metadata", "an object", *m);
-  if (field(body, "audio")) throw ApiError(400, "'audio' is not supported: K3 is served text-only.", "audio", "invalid_request_error", "unsupported_parameter");
-  if (field(body, "prediction")) throw ApiError(400, "'prediction' is not supported.", "prediction", "invalid_request_error", "unsupported_parameter");
-  if (field(body, "web_search_options")) throw ApiError(400, "'web_search_options' is not supported.", "web_search_options", "invalid_request_error", "unsupported_parameter");
+  if (field(body, "audio"))
+    throw ApiError(400, "'audio' is not supported: K3 is served text-only.", "audio", "invalid_request_error",
+                   "unsupported_parameter");
+  if (field(body, "prediction"))
+    throw ApiError(400, "'prediction' is not supported.", "prediction", "invalid_request_error",
+                   "unsupported_parameter");
+  if (field(body, "web_search_options"))
+    throw ApiError(400, "'web_search_options' is not supported.", "web_search_options", "invalid_request_error",
+                   "unsupported_parameter");
   if (const json* st = field(body, "service_tier")) {
     if (!st->is_string()) throw wrong_type("service_tier", "a string", *st);
     if (st->get<std::string>() != "auto" && st->get<std::string>() != "default")
@@ -487,31 +545,38 @@ void tokenize_request(GenerationRequest& r, const ParseContext& ctx) {
 }
 
 GenerationRequest validate_completion_request(const json& body, const ParseContext& ctx) {
-  only_known_keys(body,
-                  {"model", "prompt", "suffix", "max_tokens", "temperature", "top_p", "top_k", "n", "stream",
-                   "stream_options", "logprobs", "echo", "stop", "presence_penalty", "frequency_penalty", "best_of",
-                   "logit_bias", "user", "seed"},
-                  "");
+  only_known_keys(
+      body,
+      {"model", "prompt", "suffix", "max_tokens", "temperature", "top_p", "top_k", "n", "stream", "stream_options",
+       "logprobs", "echo", "stop", "presence_penalty", "frequency_penalty", "best_of", "logit_bias", "user", "seed"},
+      "");
   GenerationRequest r;
   r.kind = GenerationRequest::Kind::Completion;
   check_common(body, ctx, r);
   if (const json* s = field(body, "suffix"); s && !(s->is_string() && s->get<std::string>().empty()))
-    throw ApiError(400, "'suffix' is not supported: K3 has no fill-in-the-middle mode.", "suffix", "invalid_request_error", "unsupported_parameter");
+    throw ApiError(400, "'suffix' is not supported: K3 has no fill-in-the-middle mode.", "suffix",
+                   "invalid_request_error", "unsupported_parameter");
   // The legacy form: an integer, the number of most likely alternatives per token (0..5).
   if (field(body, "logprobs")) {
     r.logprobs = true;
     r.top_logprobs = static_cast<int>(get_int(body, "logprobs", 0, 5, 0));
   }
-  if (get_bool(body, "echo", false)) throw ApiError(400, "'echo' is not supported.", "echo", "invalid_request_error", "unsupported_parameter");
+  if (get_bool(body, "echo", false))
+    throw ApiError(400, "'echo' is not supported.", "echo", "invalid_request_error", "unsupported_parameter");
   if (get_int(body, "best_of", 1, 1 << 30, 1) != 1)
-    throw ApiError(400, "'best_of' greater than 1 is not supported.", "best_of", "invalid_request_error", "unsupported_parameter");
+    throw ApiError(400, "'best_of' greater than 1 is not supported.", "best_of", "invalid_request_error",
+                   "unsupported_parameter");
 
   const json* prompt = field(body, "prompt");
-  if (!prompt) throw ApiError(400, "you must provide a prompt parameter", "prompt", "invalid_request_error", "missing_required_parameter");
+  if (!prompt)
+    throw ApiError(400, "you must provide a prompt parameter", "prompt", "invalid_request_error",
+                   "missing_required_parameter");
   const json* one = prompt;
   if (prompt->is_array() && !prompt->empty() && ((*prompt)[0].is_string() || (*prompt)[0].is_array())) {
     if (prompt->size() != 1)
-      throw ApiError(400, "batched prompts (an array of " + std::to_string(prompt->size()) + ") are not supported: send one prompt per request.",
+      throw ApiError(400,
+                     "batched prompts (an array of " + std::to_string(prompt->size()) +
+                         ") are not supported: send one prompt per request.",
                      "prompt", "invalid_request_error", "unsupported_parameter");
     one = &(*prompt)[0];
   }
@@ -519,13 +584,17 @@ GenerationRequest validate_completion_request(const json& body, const ParseConte
     r.prompt_text = one->get<std::string>();
   } else if (one->is_array()) {
     if (one->empty()) throw bad_field("prompt", "a token prompt must hold at least one id.");
-    if (one->size() > size_t(ctx.context_limit)) throw ApiError(400, "This model's maximum context length is " + std::to_string(ctx.context_limit) + " tokens.", "prompt", "invalid_request_error", "context_length_exceeded");
+    if (one->size() > size_t(ctx.context_limit))
+      throw ApiError(400, "This model's maximum context length is " + std::to_string(ctx.context_limit) + " tokens.",
+                     "prompt", "invalid_request_error", "context_length_exceeded");
     for (size_t i = 0; i < one->size(); ++i) {
       const json& id = (*one)[i];
       if (!id.is_number_integer()) throw wrong_type("prompt[" + std::to_string(i) + "]", "an integer token id", id);
       const int64_t v = id.is_number_unsigned() && id.get<uint64_t>() > uint64_t(INT64_MAX) ? -1 : id.get<int64_t>();
       if (v < 0 || v >= ctx.tokenizer->vocab_size())
-        throw bad_field("prompt[" + std::to_string(i) + "]", "token id " + id.dump() + " is outside the vocabulary (0.." + std::to_string(ctx.tokenizer->vocab_size() - 1) + ").");
+        throw bad_field("prompt[" + std::to_string(i) + "]",
+                        "token id " + id.dump() + " is outside the vocabulary (0.." +
+                            std::to_string(ctx.tokenizer->vocab_size() - 1) + ").");
       r.prompt.push_back(static_cast<int32_t>(v));
     }
   } else {

@@ -51,10 +51,10 @@ struct GenerationRequest {
 
 struct ParseContext {
   const Tokenizer* tokenizer = nullptr;
-  std::string model_id;                  // the name served (the model folder's, or --model-id)
+  std::string model_id;                    // the name served (the model folder's, or --model-id)
   std::vector<std::string> model_aliases;  // other names accepted for it
-  int max_tokens_limit = 4096;  // tokens per response
-  int context_limit = 4096;     // prompt + response tokens
+  int max_tokens_limit = 4096;             // tokens per response
+  int context_limit = 4096;                // prompt + response tokens
   float default_temperature = 1.f, default_top_p = 1.f;
   size_t max_messages = 4096;
 };

@@ -54,9 +54,10 @@ nlohmann::json logprob_entry(const Tokenizer& tok, std::span<const float> logits
     for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
     const size_t k = std::min(order.size(), size_t(top));
     // Ties go to the lower id, so the list is a pure function of the logits.
-    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(), [&](int32_t a, int32_t b) {
-      return logits[size_t(a)] > logits[size_t(b)] || (logits[size_t(a)] == logits[size_t(b)] && a < b);
-    });
+    std::partial_sort(
+        order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(), [&](int32_t a, int32_t b) {
+          return logits[size_t(a)] > logits[size_t(b)] || (logits[size_t(a)] == logits[size_t(b)] && a < b);
+        });
     for (size_t i = 0; i < k; ++i) alts.push_back(entry(order[i]));
   }
   e["top_logprobs"] = alts;
@@ -66,11 +67,16 @@ nlohmann::json logprob_entry(const Tokenizer& tok, std::span<const float> logits
 }  // namespace
 
 RequestWorker::RequestWorker(const K3Model& model, const Tokenizer& tokenizer, JobQueue& queue, WorkerOptions options)
-    : model_(model), tok_(tokenizer), queue_(queue), opt_(std::move(options)),
+    : model_(model),
+      tok_(tokenizer),
+      queue_(queue),
+      opt_(std::move(options)),
       session_(opt_.make_session ? opt_.make_session(model) : std::make_unique<K3Session>(model)),
-      cache_(opt_.state_cache_bytes), memo_(opt_.memo_entries, opt_.memo_bytes) {
+      cache_(opt_.state_cache_bytes),
+      memo_(opt_.memo_entries, opt_.memo_bytes) {
   if (!opt_.snapshot_dir.empty())
-    store_ = std::make_unique<SnapshotStore>(opt_.snapshot_dir, model_fingerprint(model.root()), opt_.snapshot_max_bytes);
+    store_ =
+        std::make_unique<SnapshotStore>(opt_.snapshot_dir, model_fingerprint(model.root()), opt_.snapshot_max_bytes);
   const K3Config& c = model.config();
   if (c.eos_token_id >= 0) end_ids_.push_back(static_cast<int32_t>(c.eos_token_id));
   for (const char* name : {"<|end_of_msg|>", "[EOS]"})
@@ -84,7 +90,9 @@ RequestWorker::RequestWorker(const K3Model& model, const Tokenizer& tokenizer, J
 
 RequestWorker::~RequestWorker() { stop(); }
 
-void RequestWorker::start() { thread_ = std::thread([this] { loop(); }); }
+void RequestWorker::start() {
+  thread_ = std::thread([this] { loop(); });
+}
 
 void RequestWorker::stop() {
   if (thread_.joinable()) thread_.join();
@@ -349,8 +357,8 @@ void RequestWorker::run(Job& job) {
       if (chat) {
         if (parser->phase() == ChatStreamParser::Phase::Reasoning) r.reasoning_tokens++;
         // Log probabilities cover the answer's own tokens, not reasoning or structure.
-        if (q.logprobs && parser->phase() == ChatStreamParser::Phase::Answer && !parser->in_tag() && !tok_.is_special(id) &&
-            !last_logits.empty())
+        if (q.logprobs && parser->phase() == ChatStreamParser::Phase::Answer && !parser->in_tag() &&
+            !tok_.is_special(id) && !last_logits.empty())
           pending_logprob = logprob_entry(tok_, last_logits, id, q.top_logprobs);
         on_events(parser->push(id));
         if (parser->done()) ended = true;
@@ -361,7 +369,8 @@ void RequestWorker::run(Job& job) {
           ended = true;
         } else {
           Delta d = text_delta({}, matcher.push(decoder->push(id)));
-          if (q.logprobs && !last_logits.empty()) d.logprobs.push_back(logprob_entry(tok_, last_logits, id, q.top_logprobs));
+          if (q.logprobs && !last_logits.empty())
+            d.logprobs.push_back(logprob_entry(tok_, last_logits, id, q.top_logprobs));
           deliver(std::move(d));
         }
       }
@@ -413,22 +422,25 @@ void RequestWorker::run(Job& job) {
       job.fail(ApiError(499, "the client went away", {}, "cancelled"));
     } else {
       if (!key.empty() && !timed_out)
-        memo_.put(key, MemoAnswer{r.reasoning, r.content, r.tool_calls, r.finish_reason, r.completion_tokens, r.reasoning_tokens});
+        memo_.put(key, MemoAnswer{r.reasoning, r.content, r.tool_calls, r.finish_reason, r.completion_tokens,
+                                  r.reasoning_tokens});
       note(r.finish_reason, r.completion_tokens, false, false);
       job.finish(std::move(r));
     }
   } catch (const JobAbandoned& a) {
     note(a.timed_out ? "timeout" : "cancelled", 0, !a.timed_out, a.timed_out);
-    job.fail(a.timed_out ? ApiError(504, "The request ran past the server's time limit (--request-timeout) during prefill.",
-                                    {}, "timeout", "timeout")
-                         : ApiError(499, "the client went away", {}, "cancelled"));
+    job.fail(a.timed_out
+                 ? ApiError(504, "The request ran past the server's time limit (--request-timeout) during prefill.", {},
+                            "timeout", "timeout")
+                 : ApiError(499, "the client went away", {}, "cancelled"));
   } catch (const std::exception& e) {
     session_->reset();
     session_ids_.clear();
     note("error", 0, false, true);
     // The details (which can name files on this machine) go to the server's log, not the client.
     std::fprintf(stderr, "deltafin serve: the engine failed: %s\n", e.what());
-    job.fail(ApiError(500, "The engine failed while answering this request; the server's log says why.", {}, "server_error"));
+    job.fail(ApiError(500, "The engine failed while answering this request; the server's log says why.", {},
+                      "server_error"));
   }
   // After the answer went out: the disk write does not delay the client.
   if (to_disk) {

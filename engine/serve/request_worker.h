@@ -27,7 +27,7 @@ namespace deltafin::serve {
 struct WorkerOptions {
   int prefill_chunk = 64;
   uint64_t state_cache_bytes = uint64_t(2) << 30;
-  std::string snapshot_dir;          // empty: no disk snapshots
+  std::string snapshot_dir;  // empty: no disk snapshots
   uint64_t snapshot_max_bytes = uint64_t(16) << 30;
   size_t snapshot_min_tokens = 512;  // shorter prefixes are cheap to prefill again
   size_t memo_entries = 256;
@@ -50,7 +50,7 @@ struct WorkerStats {
   double mean_job_seconds = 0;
   uint64_t state_cache_entries = 0, state_cache_bytes = 0, snapshot_files = 0, snapshot_bytes = 0;
   uint64_t memo_entries = 0;
-  std::string drafter;               // the drafter's name, "" = plain decoding
+  std::string drafter;  // the drafter's name, "" = plain decoding
   uint64_t draft_proposed = 0, draft_accepted = 0, draft_fallbacks = 0;
 };
 
@@ -72,7 +72,6 @@ class RequestWorker {
   std::string memo_key(const GenerationRequest& req) const;
   void prefill_chunk(std::span<const int32_t> ids);
   bool drafter_follows_session();
-
 
   const K3Model& model_;
   const Tokenizer& tok_;

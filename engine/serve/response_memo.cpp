@@ -5,7 +5,8 @@ namespace deltafin::serve {
 uint64_t ResponseMemo::size_of(const Item& i) {
   uint64_t calls = 0;
   for (const ToolCallResult& c : i.second.tool_calls) calls += c.id.size() + c.name.size() + c.arguments.size() + 32;
-  return i.first.size() + i.second.reasoning.size() + i.second.content.size() + i.second.finish_reason.size() + calls + 64;
+  return i.first.size() + i.second.reasoning.size() + i.second.content.size() + i.second.finish_reason.size() + calls +
+         64;
 }
 
 std::optional<MemoAnswer> ResponseMemo::find(const std::string& key) {

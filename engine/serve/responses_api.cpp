@@ -23,8 +23,10 @@ std::string content_text(const json& content, const std::string& param) {
   for (size_t i = 0; i < content.size(); ++i) {
     const json& part = content[i];
     const std::string type = part.is_object() ? part.value("type", "") : "";
-    if ((type != "input_text" && type != "output_text" && type != "text") || !part.contains("text") || !part["text"].is_string())
-      throw bad_field(param + "[" + std::to_string(i) + "].type", "only text parts are supported (K3 is served text-only).");
+    if ((type != "input_text" && type != "output_text" && type != "text") || !part.contains("text") ||
+        !part["text"].is_string())
+      throw bad_field(param + "[" + std::to_string(i) + "].type",
+                      "only text parts are supported (K3 is served text-only).");
     text += part["text"].get<std::string>();
   }
   return text;
@@ -39,42 +41,73 @@ json usage(const JobResult& r) {
 }
 
 json reasoning_item(const std::string& id, const std::string& text) {
-  return {{"type", "reasoning"}, {"id", id}, {"summary", json::array()}, {"content", json::array({{{"type", "reasoning_text"}, {"text", text}}})}};
+  return {{"type", "reasoning"},
+          {"id", id},
+          {"summary", json::array()},
+          {"content", json::array({{{"type", "reasoning_text"}, {"text", text}}})}};
 }
 json message_item(const std::string& id, const std::string& text, const std::string& status) {
-  return {{"type", "message"}, {"id", id}, {"status", status}, {"role", "assistant"},
+  return {{"type", "message"},
+          {"id", id},
+          {"status", status},
+          {"role", "assistant"},
           {"content", json::array({{{"type", "output_text"}, {"text", text}, {"annotations", json::array()}}})}};
 }
 json call_item(const ToolCallResult& c, const std::string& status) {
-  return {{"type", "function_call"}, {"id", "fc_" + c.id.substr(c.id.find('_') + 1)}, {"call_id", c.id}, {"name", c.name},
-          {"arguments", status == "completed" ? c.arguments : std::string()}, {"status", status}};
+  return {{"type", "function_call"},
+          {"id", "fc_" + c.id.substr(c.id.find('_') + 1)},
+          {"call_id", c.id},
+          {"name", c.name},
+          {"arguments", status == "completed" ? c.arguments : std::string()},
+          {"status", status}};
 }
 
 json response_shell(const ResponseMeta& meta, const std::string& status) {
-  return {{"id", meta.id}, {"object", "response"}, {"created_at", meta.created}, {"status", status}, {"model", meta.model},
-          {"output", json::array()}, {"error", nullptr}, {"incomplete_details", nullptr}};
+  return {{"id", meta.id},    {"object", "response"},         {"created_at", meta.created},
+          {"status", status}, {"model", meta.model},          {"output", json::array()},
+          {"error", nullptr}, {"incomplete_details", nullptr}};
 }
 
 }  // namespace
 
 json responses_to_chat_request(const json& body) {
-  static const std::set<std::string> known = {"model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls",
-                                              "text", "reasoning", "max_output_tokens", "temperature", "top_p", "stream",
-                                              "store", "previous_response_id", "include", "metadata", "user",
-                                              "prompt_cache_key", "service_tier", "truncation"};
+  static const std::set<std::string> known = {"model",
+                                              "input",
+                                              "instructions",
+                                              "tools",
+                                              "tool_choice",
+                                              "parallel_tool_calls",
+                                              "text",
+                                              "reasoning",
+                                              "max_output_tokens",
+                                              "temperature",
+                                              "top_p",
+                                              "stream",
+                                              "store",
+                                              "previous_response_id",
+                                              "include",
+                                              "metadata",
+                                              "user",
+                                              "prompt_cache_key",
+                                              "service_tier",
+                                              "truncation"};
   for (auto it = body.begin(); it != body.end(); ++it)
     if (!known.count(it.key()))
-      throw ApiError(400, "Unrecognized request argument supplied: " + it.key(), it.key(), "invalid_request_error", "unknown_parameter");
+      throw ApiError(400, "Unrecognized request argument supplied: " + it.key(), it.key(), "invalid_request_error",
+                     "unknown_parameter");
   if (field(body, "previous_response_id"))
-    throw ApiError(400, "'previous_response_id' is not supported: this server stores no responses; send the whole input.",
+    throw ApiError(400,
+                   "'previous_response_id' is not supported: this server stores no responses; send the whole input.",
                    "previous_response_id", "invalid_request_error", "unsupported_parameter");
   if (const json* st = field(body, "store"); st && *st != false)
-    throw ApiError(400, "'store' must be false: this server stores no responses.", "store", "invalid_request_error", "unsupported_parameter");
+    throw ApiError(400, "'store' must be false: this server stores no responses.", "store", "invalid_request_error",
+                   "unsupported_parameter");
   if (const json* tr = field(body, "truncation"); tr && *tr != "disabled")
     throw bad_field("truncation", "only 'disabled' truncation is supported: a prompt that does not fit is refused.");
 
   json chat = json::object();
-  for (const char* k : {"model", "temperature", "top_p", "stream", "parallel_tool_calls", "tool_choice", "user", "metadata"})
+  for (const char* k :
+       {"model", "temperature", "top_p", "stream", "parallel_tool_calls", "tool_choice", "user", "metadata"})
     if (body.contains(k)) chat[k] = body[k];
   if (const json* m = field(body, "max_output_tokens")) chat["max_tokens"] = *m;
   if (const json* r = field(body, "reasoning")) {
@@ -121,12 +154,16 @@ json responses_to_chat_request(const json& body) {
     chat["tools"] = out;
   }
   if (const json* tc = field(body, "tool_choice"); tc && tc->is_object() && tc->value("type", "") == "function")
-    chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", tc->value("name", "")}}}};  // refused by the chat parser
+    chat["tool_choice"] = {{"type", "function"},
+                           {"function", {{"name", tc->value("name", "")}}}};  // refused by the chat parser
 
   json messages = json::array();
-  if (const json* ins = field(body, "instructions")) messages.push_back({{"role", "system"}, {"content", content_text(*ins, "instructions")}});
+  if (const json* ins = field(body, "instructions"))
+    messages.push_back({{"role", "system"}, {"content", content_text(*ins, "instructions")}});
   const json* input = field(body, "input");
-  if (!input) throw ApiError(400, "you must provide an input parameter", "input", "invalid_request_error", "missing_required_parameter");
+  if (!input)
+    throw ApiError(400, "you must provide an input parameter", "input", "invalid_request_error",
+                   "missing_required_parameter");
   if (input->is_string()) {
     messages.push_back({{"role", "user"}, {"content", *input}});
   } else if (input->is_array()) {
@@ -161,19 +198,23 @@ json responses_to_chat_request(const json& body) {
           throw bad_field(p, "a function_call item needs 'call_id', 'name' and 'arguments'.");
         json& a = assistant();
         if (!a.contains("tool_calls")) a["tool_calls"] = json::array();
-        a["tool_calls"].push_back({{"id", item["call_id"]}, {"type", "function"},
-                                   {"function", {{"name", item["name"]}, {"arguments", item.value("arguments", std::string("{}"))}}}});
+        a["tool_calls"].push_back(
+            {{"id", item["call_id"]},
+             {"type", "function"},
+             {"function", {{"name", item["name"]}, {"arguments", item.value("arguments", std::string("{}"))}}}});
       } else if (type == "function_call_output") {
         if (!item.contains("call_id")) throw bad_field(p + ".call_id", "a function_call_output item needs 'call_id'.");
         const json out = item.contains("output") ? item["output"] : json("");
-        messages.push_back({{"role", "tool"}, {"tool_call_id", item["call_id"]},
+        messages.push_back({{"role", "tool"},
+                            {"tool_call_id", item["call_id"]},
                             {"content", out.is_string() ? out.get<std::string>() : content_text(out, p + ".output")}});
       } else if (type == "reasoning") {
         std::string text;
         for (const char* k : {"content", "summary"})
           if (item.contains(k) && item[k].is_array() && text.empty())
             for (const json& part : item[k])
-              if (part.is_object() && part.contains("text") && part["text"].is_string()) text += part["text"].get<std::string>();
+              if (part.is_object() && part.contains("text") && part["text"].is_string())
+                text += part["text"].get<std::string>();
         pending_reasoning += text;
       } else {
         throw bad_field(p + ".type", "input items of type '" + type + "' are not supported.");
@@ -191,7 +232,8 @@ json response_json(const ResponseMeta& meta, const JobResult& r) {
   if (r.finish_reason == "length") out["incomplete_details"] = {{"reason", "max_output_tokens"}};
   const std::string base = meta.id.substr(meta.id.find('_') + 1);
   if (!r.reasoning.empty()) out["output"].push_back(reasoning_item("rs_" + base, r.reasoning));
-  if (!r.content.empty() || r.tool_calls.empty()) out["output"].push_back(message_item("msg_" + base, r.content, "completed"));
+  if (!r.content.empty() || r.tool_calls.empty())
+    out["output"].push_back(message_item("msg_" + base, r.content, "completed"));
   for (const ToolCallResult& c : r.tool_calls) out["output"].push_back(call_item(c, "completed"));
   out["output_text"] = r.content;
   out["usage"] = usage(r);
@@ -202,7 +244,8 @@ namespace {
 
 class ResponsesStreamWriter final : public StreamWriter {
  public:
-  explicit ResponsesStreamWriter(ResponseMeta meta) : meta_(std::move(meta)), base_(meta_.id.substr(meta_.id.find('_') + 1)) {}
+  explicit ResponsesStreamWriter(ResponseMeta meta)
+      : meta_(std::move(meta)), base_(meta_.id.substr(meta_.id.find('_') + 1)) {}
   std::string begin() override {
     return event("response.created", {{"response", response_shell(meta_, "in_progress")}}) +
            event("response.in_progress", {{"response", response_shell(meta_, "in_progress")}});
@@ -216,7 +259,8 @@ class ResponsesStreamWriter final : public StreamWriter {
         open_ = "reasoning";
       }
       text_ += d.reasoning;
-      out += event("response.reasoning_text.delta", {{"item_id", item_id()}, {"output_index", index_}, {"content_index", 0}, {"delta", d.reasoning}});
+      out += event("response.reasoning_text.delta",
+                   {{"item_id", item_id()}, {"output_index", index_}, {"content_index", 0}, {"delta", d.reasoning}});
     }
     if (!d.content.empty()) {
       if (open_ != "message") {
@@ -224,19 +268,26 @@ class ResponsesStreamWriter final : public StreamWriter {
         json item = message_item(item_id("msg_"), "", "in_progress");
         item["content"] = json::array();
         out += event("response.output_item.added", {{"output_index", index_}, {"item", item}});
-        out += event("response.content_part.added", {{"item_id", item_id("msg_")}, {"output_index", index_}, {"content_index", 0},
-                                                      {"part", {{"type", "output_text"}, {"text", ""}, {"annotations", json::array()}}}});
+        out += event("response.content_part.added",
+                     {{"item_id", item_id("msg_")},
+                      {"output_index", index_},
+                      {"content_index", 0},
+                      {"part", {{"type", "output_text"}, {"text", ""}, {"annotations", json::array()}}}});
         open_ = "message";
       }
       text_ += d.content;
-      out += event("response.output_text.delta", {{"item_id", item_id("msg_")}, {"output_index", index_}, {"content_index", 0}, {"delta", d.content}});
+      out +=
+          event("response.output_text.delta",
+                {{"item_id", item_id("msg_")}, {"output_index", index_}, {"content_index", 0}, {"delta", d.content}});
     }
     for (const ToolCallResult& c : d.tool_calls) {
       out += close_item();
       const json added = call_item(c, "in_progress");
       out += event("response.output_item.added", {{"output_index", index_}, {"item", added}});
-      out += event("response.function_call_arguments.delta", {{"item_id", added["id"]}, {"output_index", index_}, {"delta", c.arguments}});
-      out += event("response.function_call_arguments.done", {{"item_id", added["id"]}, {"output_index", index_}, {"arguments", c.arguments}});
+      out += event("response.function_call_arguments.delta",
+                   {{"item_id", added["id"]}, {"output_index", index_}, {"delta", c.arguments}});
+      out += event("response.function_call_arguments.done",
+                   {{"item_id", added["id"]}, {"output_index", index_}, {"arguments", c.arguments}});
       out += event("response.output_item.done", {{"output_index", index_}, {"item", call_item(c, "completed")}});
       ++index_;
     }
@@ -245,7 +296,8 @@ class ResponsesStreamWriter final : public StreamWriter {
   std::string end(const JobResult& r) override {
     std::string out = close_item();
     const json full = response_json(meta_, r);
-    return out + event(full["status"] == "completed" ? "response.completed" : "response.incomplete", {{"response", full}});
+    return out +
+           event(full["status"] == "completed" ? "response.completed" : "response.incomplete", {{"response", full}});
   }
   std::string error(const ApiError& e) override {
     json failed = response_shell(meta_, "failed");
@@ -263,13 +315,17 @@ class ResponsesStreamWriter final : public StreamWriter {
   std::string close_item() {
     std::string out;
     if (open_ == "reasoning") {
-      out += event("response.reasoning_text.done", {{"item_id", item_id()}, {"output_index", index_}, {"content_index", 0}, {"text", text_}});
+      out += event("response.reasoning_text.done",
+                   {{"item_id", item_id()}, {"output_index", index_}, {"content_index", 0}, {"text", text_}});
       out += event("response.output_item.done", {{"output_index", index_}, {"item", reasoning_item(item_id(), text_)}});
     } else if (open_ == "message") {
       const json part = {{"type", "output_text"}, {"text", text_}, {"annotations", json::array()}};
-      out += event("response.output_text.done", {{"item_id", item_id("msg_")}, {"output_index", index_}, {"content_index", 0}, {"text", text_}});
-      out += event("response.content_part.done", {{"item_id", item_id("msg_")}, {"output_index", index_}, {"content_index", 0}, {"part", part}});
-      out += event("response.output_item.done", {{"output_index", index_}, {"item", message_item(item_id("msg_"), text_, "completed")}});
+      out += event("response.output_text.done",
+                   {{"item_id", item_id("msg_")}, {"output_index", index_}, {"content_index", 0}, {"text", text_}});
+      out += event("response.content_part.done",
+                   {{"item_id", item_id("msg_")}, {"output_index", index_}, {"content_index", 0}, {"part", part}});
+      out += event("response.output_item.done",
+                   {{"output_index", index_}, {"item", message_item(item_id("msg_"), text_, "completed")}});
     } else {
       return out;
     }

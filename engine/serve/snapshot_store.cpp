@@ -18,9 +18,11 @@ namespace {
 // write_state_snapshot's temporary for path_for()'s names: "<16 hex digits>-<count>.dfsnap.tmp".
 bool is_own_temporary(const std::string& name) {
   constexpr std::string_view suffix = ".dfsnap.tmp";
-  if (name.size() <= 17 + suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) return false;
+  if (name.size() <= 17 + suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return false;
   for (size_t i = 0; i < 16; ++i)
-    if (!std::isxdigit(static_cast<unsigned char>(name[i])) || std::isupper(static_cast<unsigned char>(name[i]))) return false;
+    if (!std::isxdigit(static_cast<unsigned char>(name[i])) || std::isupper(static_cast<unsigned char>(name[i])))
+      return false;
   if (name[16] != '-') return false;
   for (size_t i = 17; i < name.size() - suffix.size(); ++i)
     if (!std::isdigit(static_cast<unsigned char>(name[i]))) return false;
@@ -32,7 +34,8 @@ SnapshotStore::SnapshotStore(std::string dir, uint64_t fingerprint, uint64_t max
     : dir_(std::move(dir)), fingerprint_(fingerprint), max_bytes_(max_bytes) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
-  if (!fs::is_directory(dir_)) throw Error("could not create the snapshot folder " + dir_, "pass a writable --snapshot-dir");
+  if (!fs::is_directory(dir_))
+    throw Error("could not create the snapshot folder " + dir_, "pass a writable --snapshot-dir");
   // Oldest first, so that their order becomes the initial recency.
   std::vector<std::pair<fs::file_time_type, Entry>> found;
   for (const auto& e : fs::directory_iterator(dir_, ec)) {
@@ -89,8 +92,8 @@ std::optional<K3State> SnapshotStore::load(std::span<const int32_t> ids, size_t 
   try {
     SnapshotHeader h;
     K3State st = read_state_snapshot(path, cfg, h);
-    if (h.model_fingerprint != fingerprint_ || !std::equal(h.ids.begin(), h.ids.end(), ids.begin(), ids.begin() + len) ||
-        h.ids.size() != len)
+    if (h.model_fingerprint != fingerprint_ ||
+        !std::equal(h.ids.begin(), h.ids.end(), ids.begin(), ids.begin() + len) || h.ids.size() != len)
       return std::nullopt;  // a hash collision: not this prefix
     std::error_code ec;
     fs::last_write_time(path, fs::file_time_type::clock::now(), ec);

@@ -25,7 +25,9 @@ constexpr char kMagic[8] = {'D', 'F', 'S', 'N', 'A', 'P', '0', '1'};
 constexpr uint64_t kMaxIds = uint64_t(1) << 31;
 
 struct FileCloser {
-  void operator()(std::FILE* f) const { if (f) std::fclose(f); }
+  void operator()(std::FILE* f) const {
+    if (f) std::fclose(f);
+  }
 };
 using File = std::unique_ptr<std::FILE, FileCloser>;
 
@@ -73,7 +75,8 @@ class ZstdReader {
         if (in_.size == 0) throw Error("state snapshot is truncated", "delete it; it will be rebuilt");
       }
       const size_t r = ZSTD_decompressStream(dctx_, &out, &in_);
-      if (ZSTD_isError(r)) throw Error(std::string("state snapshot is corrupt: ") + ZSTD_getErrorName(r), "delete it; it will be rebuilt");
+      if (ZSTD_isError(r))
+        throw Error(std::string("state snapshot is corrupt: ") + ZSTD_getErrorName(r), "delete it; it will be rebuilt");
     }
   }
   template <class T>
@@ -98,7 +101,8 @@ void write_floats(ZstdWriter& w, const std::vector<float>& v) {
 
 void read_floats(ZstdReader& r, std::vector<float>& v, uint64_t expected, const std::string& what) {
   const uint64_t n = r.value<uint64_t>();
-  if (n != expected) throw Error("state snapshot does not fit this model (" + what + ")", "delete it; it will be rebuilt");
+  if (n != expected)
+    throw Error("state snapshot does not fit this model (" + what + ")", "delete it; it will be rebuilt");
   v.resize(n);
   r.read(v.data(), n * sizeof(float));
 }
@@ -175,7 +179,8 @@ bool read_snapshot_header(const std::string& path, SnapshotHeader& out) {
 K3State read_state_snapshot(const std::string& path, const K3Config& c, SnapshotHeader& header) {
   File f(std::fopen(path.c_str(), "rb"));
   if (!f) throw Error("could not open state snapshot " + path);
-  if (!read_header(f.get(), header)) throw Error("state snapshot " + path + " has a bad header", "delete it; it will be rebuilt");
+  if (!read_header(f.get(), header))
+    throw Error("state snapshot " + path + " has a bad header", "delete it; it will be rebuilt");
   ZstdReader r(f.get());
   const uint32_t layers = r.value<uint32_t>();
   if (layers != uint32_t(c.layers)) throw Error("state snapshot does not fit this model (layer count)");

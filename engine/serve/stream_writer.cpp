@@ -11,17 +11,22 @@ const std::string kDone = "data: [DONE]\n\n";
 class ChatStreamWriter final : public StreamWriter {
  public:
   ChatStreamWriter(ResponseMeta meta, bool usage) : meta_(std::move(meta)), usage_(usage) {}
-  std::string begin() override { return sse_event(chat_chunk_json(meta_, {{"role", "assistant"}, {"content", ""}}, std::nullopt, usage_)); }
+  std::string begin() override {
+    return sse_event(chat_chunk_json(meta_, {{"role", "assistant"}, {"content", ""}}, std::nullopt, usage_));
+  }
   std::string delta(const Delta& d) override {
     std::string out;
-    if (!d.reasoning.empty()) out += sse_event(chat_chunk_json(meta_, {{"reasoning_content", d.reasoning}}, std::nullopt, usage_));
+    if (!d.reasoning.empty())
+      out += sse_event(chat_chunk_json(meta_, {{"reasoning_content", d.reasoning}}, std::nullopt, usage_));
     // An answer token's log probabilities travel with its text (a token whose text is still held
     // back, mid-character or mid-stop-sequence, sends an empty content).
     if (!d.content.empty() || !d.logprobs.empty())
-      out += sse_event(chat_chunk_json(meta_, {{"content", d.content}}, std::nullopt, usage_, d.logprobs.empty() ? json(nullptr) : d.logprobs));
+      out += sse_event(chat_chunk_json(meta_, {{"content", d.content}}, std::nullopt, usage_,
+                                       d.logprobs.empty() ? json(nullptr) : d.logprobs));
     // One delta per completed call, whole: K3 writes a call's arguments before it closes.
     if (!d.tool_calls.empty()) {
-      out += sse_event(chat_chunk_json(meta_, {{"tool_calls", tool_calls_json(d.tool_calls, calls_sent_, true)}}, std::nullopt, usage_));
+      out += sse_event(chat_chunk_json(meta_, {{"tool_calls", tool_calls_json(d.tool_calls, calls_sent_, true)}},
+                                       std::nullopt, usage_));
       calls_sent_ += d.tool_calls.size();
     }
     return out;
@@ -75,6 +80,8 @@ std::unique_ptr<StreamWriter> make_completion_stream_writer(const ResponseMeta& 
   return std::make_unique<CompletionStreamWriter>(meta, include_usage);
 }
 
-std::string sse_named_event(const std::string& name, const json& data) { return "event: " + name + "\n" + sse_event(data); }
+std::string sse_named_event(const std::string& name, const json& data) {
+  return "event: " + name + "\n" + sse_event(data);
+}
 
 }  // namespace deltafin::serve

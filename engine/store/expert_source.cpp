@@ -5,7 +5,8 @@
 namespace deltafin {
 
 std::pair<int, ExpertView> ReadyBatch::next() {
-  if (next_ >= static_cast<int>(views_.size())) throw Error("ExpertBatch::next() called more often than experts requested");
+  if (next_ >= static_cast<int>(views_.size()))
+    throw Error("ExpertBatch::next() called more often than experts requested");
   const int i = next_++;
   return {i, views_[i]};
 }

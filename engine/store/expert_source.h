@@ -22,11 +22,11 @@ struct ExpertView {
 };
 
 struct ExpertCounters {
-  uint64_t requests = 0;      // expert lookups
-  uint64_t ram_hits = 0;      // served from the engine's RAM tier
-  uint64_t disk_reads = 0;    // experts read from local disk (or page cache)
-  uint64_t bytes_read = 0;    // bytes read from disk for experts
-  uint64_t net_fetches = 0;   // experts fetched over the network (stream installs)
+  uint64_t requests = 0;     // expert lookups
+  uint64_t ram_hits = 0;     // served from the engine's RAM tier
+  uint64_t disk_reads = 0;   // experts read from local disk (or page cache)
+  uint64_t bytes_read = 0;   // bytes read from disk for experts
+  uint64_t net_fetches = 0;  // experts fetched over the network (stream installs)
   uint64_t bytes_fetched = 0;
   uint64_t prefetch_issued = 0, prefetch_used = 0, prefetch_wasted = 0, prefetch_cancelled = 0;
   uint64_t evictions = 0;
@@ -36,8 +36,8 @@ struct ExpertCounters {
   // The next-layer expert prediction, per distance ([0]: one layer ahead, [1]: two): experts
   // guessed, guesses the layer then asked for, and what those layers asked for in all.
   uint64_t guessed[2] = {}, guessed_right[2] = {}, guessed_demand[2] = {};
-  double read_seconds = 0;    // wall time with at least one read in flight
-  double wait_seconds = 0;    // compute time spent waiting for a miss
+  double read_seconds = 0;  // wall time with at least one read in flight
+  double wait_seconds = 0;  // compute time spent waiting for a miss
 };
 
 // What happened between two readings of the counters (later - earlier).

@@ -25,7 +25,8 @@ std::vector<std::pair<int, int>> HeatMap::hottest() const {
   for (int l = 0; l < layers_; ++l)
     for (int e = 0; e < experts_; ++e)
       if (count(l, e)) v.emplace_back(l, e);
-  std::stable_sort(v.begin(), v.end(), [&](auto a, auto b) { return count(a.first, a.second) > count(b.first, b.second); });
+  std::stable_sort(v.begin(), v.end(),
+                   [&](auto a, auto b) { return count(a.first, a.second) > count(b.first, b.second); });
   return v;
 }
 

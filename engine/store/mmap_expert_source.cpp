@@ -13,7 +13,8 @@ MmapExpertSource::MmapExpertSource(const Checkpoint& ck, std::vector<std::vector
   for (size_t l = 0; l < loc_.size(); ++l) checked_[l].assign(loc_[l].size(), 0);
 }
 
-void validate_expert_scales(const ExpertView& v, uint64_t w13_scale_bytes, uint64_t w2_scale_bytes, int layer, int expert) {
+void validate_expert_scales(const ExpertView& v, uint64_t w13_scale_bytes, uint64_t w2_scale_bytes, int layer,
+                            int expert) {
   auto check = [&](const uint8_t* p, uint64_t n, const char* which) {
     if (std::memchr(p, 0xFF, n))
       throw Error("layer " + std::to_string(layer) + " expert " + std::to_string(expert) + " " + which +

@@ -26,6 +26,7 @@ class MmapExpertSource : public ExpertSource {
 };
 
 // Checks an expert's E8M0 scales: 255 encodes NaN and is refused.
-void validate_expert_scales(const ExpertView& v, uint64_t w13_scale_bytes, uint64_t w2_scale_bytes, int layer, int expert);
+void validate_expert_scales(const ExpertView& v, uint64_t w13_scale_bytes, uint64_t w2_scale_bytes, int layer,
+                            int expert);
 
 }  // namespace deltafin

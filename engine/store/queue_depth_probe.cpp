@@ -21,8 +21,8 @@ std::string QueueDepthProbe::describe() const {
   return s + " GB/s";
 }
 
-QueueDepthProbe probe_queue_depth(const std::vector<ReadJob>& chunks, uint64_t chunk_bytes, bool use_io_uring, int max_depth,
-                                  int per_depth) {
+QueueDepthProbe probe_queue_depth(const std::vector<ReadJob>& chunks, uint64_t chunk_bytes, bool use_io_uring,
+                                  int max_depth, int per_depth) {
   QueueDepthProbe p;
   size_t next = 0;
   for (int depth = 1; depth <= max_depth; depth *= 2) {

@@ -11,9 +11,9 @@ namespace deltafin {
 // The read queue depth a disk wants: bandwidth rises with reads in flight until the device is
 // saturated, and more in flight after that only adds latency to the read the compute waits for.
 struct QueueDepthProbe {
-  int best = 16;                               // the smallest depth within 5 % of the fastest
-  std::vector<std::pair<int, double>> gbps;    // (depth, GB/s) as measured
-  std::string describe() const;                // "QD 1 0.41, 2 0.80, ... GB/s"
+  int best = 16;                             // the smallest depth within 5 % of the fastest
+  std::vector<std::pair<int, double>> gbps;  // (depth, GB/s) as measured
+  std::string describe() const;              // "QD 1 0.41, 2 0.80, ... GB/s"
 };
 
 // Reads distinct aligned chunks from `chunks` (their dst ignored) at depths 1, 2, 4 ... max_depth,

@@ -50,20 +50,22 @@ StreamExpertSource::StreamExpertSource(const Checkpoint& ck, std::vector<std::ve
   marker_ = StreamMarker::load(root_);
   const auto& names = ck_.shard_names();
   if (names.size() != marker_.shards.size())
-    throw Error("the stream install at " + root_ + " records " + std::to_string(marker_.shards.size()) + " shards but the checkpoint has " +
-                    std::to_string(names.size()),
+    throw Error("the stream install at " + root_ + " records " + std::to_string(marker_.shards.size()) +
+                    " shards but the checkpoint has " + std::to_string(names.size()),
                 "run deltafin setup --stream again");
   for (size_t s = 0; s < names.size(); ++s)
     if (names[s] != marker_.shards[s].name)
-      throw Error("the stream install records shard " + marker_.shards[s].name + " where the checkpoint has " + names[s],
-                  "run deltafin setup --stream again");
+      throw Error(
+          "the stream install records shard " + marker_.shards[s].name + " where the checkpoint has " + names[s],
+          "run deltafin setup --stream again");
   presence_ = std::make_unique<SharedStreamPresence>(root_);
   int experts = 0;
   for (const auto& row : loc_) experts = std::max(experts, static_cast<int>(row.size()));
   if (presence_->layers() != static_cast<int>(loc_.size()) || presence_->experts() != experts ||
       presence_->shards() != static_cast<int>(names.size()))
-    throw Error("the stream cache index " + StreamMarker::presence_path(root_) + " does not match the checkpoint's layout",
-                "run deltafin setup --stream again");
+    throw Error(
+        "the stream cache index " + StreamMarker::presence_path(root_) + " does not match the checkpoint's layout",
+        "run deltafin setup --stream again");
   {
     SharedStreamPresence::Guard g(*presence_);
     if (!presence_->all_spine_done())
@@ -99,7 +101,8 @@ StreamExpertSource::~StreamExpertSource() {
 }
 
 const ExpertLocation& StreamExpertSource::loc(int layer, int expert) const {
-  if (layer < 0 || layer >= static_cast<int>(loc_.size()) || expert < 0 || expert >= static_cast<int>(loc_[layer].size()))
+  if (layer < 0 || layer >= static_cast<int>(loc_.size()) || expert < 0 ||
+      expert >= static_cast<int>(loc_[layer].size()))
     throw Error("layer " + std::to_string(layer) + " has no routed expert " + std::to_string(expert));
   return loc_[static_cast<size_t>(layer)][static_cast<size_t>(expert)];
 }
@@ -169,7 +172,8 @@ void StreamExpertSource::drop_locked(const std::vector<Slot>& victims) {
   evictions_ += victims.size();
 }
 
-uint64_t StreamExpertSource::make_room_locked(uint64_t limit, uint64_t need, int layer, std::span<const int> keep, size_t* kept_in_use) {
+uint64_t StreamExpertSource::make_room_locked(uint64_t limit, uint64_t need, int layer, std::span<const int> keep,
+                                              size_t* kept_in_use) {
   if (kept_in_use) *kept_in_use = 0;
   uint64_t cached = cached_bytes_locked();
   if (cached + need <= limit) return 0;
@@ -224,7 +228,8 @@ void StreamExpertSource::fetch(int layer, const std::vector<int>& missing) {
       try {
         auto one = [&](uint64_t off, uint64_t len) {
           std::atomic<uint64_t> done{0};
-          fetch_range_to_fd(*hub_, marker_.repo, marker_.revision, shard, off, len, fds[i], done, &bytes_fetched_, opt_.tuning, &stop);
+          fetch_range_to_fd(*hub_, marker_.repo, marker_.revision, shard, off, len, fds[i], done, &bytes_fetched_,
+                            opt_.tuning, &stop);
         };
         if (L.contiguous) one(L.offset, L.bytes);
         else
@@ -245,11 +250,13 @@ void StreamExpertSource::fetch(int layer, const std::vector<int>& missing) {
   std::set<uint32_t> touched;
   for (int e : missing) touched.insert(loc(layer, e).shard);
   for (uint32_t s : touched)
-    if (::fdatasync(shard_fd(s)) != 0) throw Error("cannot flush " + ck_.shard_path(s) + ": " + std::strerror(errno), "check the disk");
+    if (::fdatasync(shard_fd(s)) != 0)
+      throw Error("cannot flush " + ck_.shard_path(s) + ": " + std::strerror(errno), "check the disk");
   fetches_ += missing.size();
 }
 
-std::vector<ExpertView> StreamExpertSource::serve(int layer, std::span<const int> experts, std::vector<Slot>& pinned, bool want_views) {
+std::vector<ExpertView> StreamExpertSource::serve(int layer, std::span<const int> experts, std::vector<Slot>& pinned,
+                                                  bool want_views) {
   std::lock_guard<std::mutex> g(mu_);
   std::vector<int> unique, missing;
   for (int e : experts) {
@@ -280,11 +287,12 @@ std::vector<ExpertView> StreamExpertSource::serve(int layer, std::span<const int
         uint64_t need = 0;
         for (int e : missing) need += loc(layer, e).bytes;
         if (opt_.offline || !hub_)
-          throw Error("offline, and the stream cache at " + root_ + " lacks " + expert_list(layer, missing) + " (" + format_bytes(need) + ")",
+          throw Error("offline, and the stream cache at " + root_ + " lacks " + expert_list(layer, missing) + " (" +
+                          format_bytes(need) + ")",
                       "run once with the network (without --offline) or fetch them first with deltafin cache warm");
         if (wanted > cap_)
-          throw Error("the stream cache cap " + format_bytes(cap_) + " is smaller than the " + format_bytes(wanted) + " that " +
-                          expert_list(layer, experts) + " need at once",
+          throw Error("the stream cache cap " + format_bytes(cap_) + " is smaller than the " + format_bytes(wanted) +
+                          " that " + expert_list(layer, experts) + " need at once",
                       "raise the cap: deltafin setup --stream --cache-size SIZE");
         // Coldest first; experts of this request are never evicted to make room for themselves.
         make_room_locked(cap_, need, layer, unique, nullptr);
@@ -344,7 +352,9 @@ void StreamExpertSource::check_completed_shards(const std::vector<uint32_t>& sha
     std::vector<Slot> pins;
     {
       SharedStreamPresence::Guard lk(*presence_);
-      if (!shard_complete_locked(s) || presence_->shard_state(static_cast<int>(s)) == 2 || marker_.shards[s].sha256.empty()) continue;
+      if (!shard_complete_locked(s) || presence_->shard_state(static_cast<int>(s)) == 2 ||
+          marker_.shards[s].sha256.empty())
+        continue;
       for (const auto& [l, e] : shard_slots_[s]) {
         presence_->pin(l, e);
         pins.push_back({l, e});
@@ -380,8 +390,9 @@ void StreamExpertSource::check_completed_shards(const std::vector<uint32_t>& sha
       throw;
     }
     for (const auto& [l, e] : victims) presence_->release_claim(l, e);
-    throw Error("stream shard " + marker_.shards[s].name + " is complete but does not match its SHA-256 from the hub (expected " +
-                    marker_.shards[s].sha256 + ", got " + got + ")",
+    throw Error("stream shard " + marker_.shards[s].name +
+                    " is complete but does not match its SHA-256 from the hub (expected " + marker_.shards[s].sha256 +
+                    ", got " + got + ")",
                 "its cached bytes were dropped; run deltafin setup --stream again to re-fetch its non-expert part");
   }
 }
@@ -478,7 +489,8 @@ std::vector<std::string> StreamExpertSource::verify(bool fetch_missing) {
     for (int l = 0; l < presence_->layers(); ++l)
       for (int e = 0; e < presence_->experts(); ++e)
         if (presence_->present(l, e) && bytes_missing(loc(l, e)))
-          problems.push_back("layer " + std::to_string(l) + " expert " + std::to_string(e) + " is marked cached but its bytes are a hole");
+          problems.push_back("layer " + std::to_string(l) + " expert " + std::to_string(e) +
+                             " is marked cached but its bytes are a hole");
     if (!fetch_missing)  // those were just checked
       for (uint32_t s = 0; s < ck_.shard_names().size(); ++s)
         if (shard_complete_locked(s) && !marker_.shards[s].sha256.empty()) complete.push_back(s);
@@ -505,7 +517,8 @@ std::vector<std::string> StreamExpertSource::verify(bool fetch_missing) {
       SharedStreamPresence::Guard lk(*presence_);
       if (shard_complete_locked(s)) presence_->set_shard_state(static_cast<int>(s), 2);
     } else
-      problems.push_back("shard " + marker_.shards[s].name + " is complete but its SHA-256 is " + got + ", not " + marker_.shards[s].sha256);
+      problems.push_back("shard " + marker_.shards[s].name + " is complete but its SHA-256 is " + got + ", not " +
+                         marker_.shards[s].sha256);
   }
   return problems;
 }
@@ -535,7 +548,8 @@ void StreamExpertSource::verify_shard(uint32_t shard) {
   for (const auto& [l, e] : shard_slots_[shard]) by_layer[l].push_back(e);
   std::vector<Slot> pins;
   try {
-    for (const auto& [l, experts] : by_layer) serve(l, experts, pins, false);  // pins accumulate: nothing of it is evicted meanwhile
+    for (const auto& [l, experts] : by_layer)
+      serve(l, experts, pins, false);  // pins accumulate: nothing of it is evicted meanwhile
     {
       std::lock_guard<std::mutex> g(mu_);
       SharedStreamPresence::Guard lk(*presence_);
@@ -568,19 +582,20 @@ ExpertCounters StreamExpertSource::counters() const {
 }
 
 std::string StreamExpertSource::describe() const {
-  return std::string("stream cache (") + (opt_.offline ? "offline, " : "") + format_bytes(cached_bytes()) + " of " + format_bytes(cap_) +
-         " cap, from " + marker_.repo + "@" + marker_.revision + ")";
+  return std::string("stream cache (") + (opt_.offline ? "offline, " : "") + format_bytes(cached_bytes()) + " of " +
+         format_bytes(cap_) + " cap, from " + marker_.repo + "@" + marker_.revision + ")";
 }
 
 StreamCache open_stream_cache(const std::string& model_root, StreamCacheOptions options) {
   if (!StreamMarker::find(model_root))
-    throw Error(model_root + " is not a stream install (no " + StreamMarker::path(model_root) + ")",
-                "the expert cache exists only for deltafin setup --stream installs; a full install reads experts in place");
+    throw Error(
+        model_root + " is not a stream install (no " + StreamMarker::path(model_root) + ")",
+        "the expert cache exists only for deltafin setup --stream installs; a full install reads experts in place");
   StreamCache c;
   c.checkpoint = Checkpoint::open(model_root);
   const StreamPresence p = StreamPresence::load(StreamMarker::presence_path(model_root));
-  c.source = std::make_unique<StreamExpertSource>(*c.checkpoint, expert_locations(*c.checkpoint, p.layers(), p.experts()), model_root,
-                                                  std::move(options));
+  c.source = std::make_unique<StreamExpertSource>(
+      *c.checkpoint, expert_locations(*c.checkpoint, p.layers(), p.experts()), model_root, std::move(options));
   return c;
 }
 

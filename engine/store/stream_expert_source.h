@@ -41,8 +41,8 @@ struct StreamCacheOptions {
 // batch is destroyed, or for acquire(), until the next acquire() begins or the source ends.
 class StreamExpertSource : public ExpertSource {
  public:
-  StreamExpertSource(const Checkpoint& ck, std::vector<std::vector<ExpertLocation>> locations, const std::string& model_root,
-                     StreamCacheOptions options);
+  StreamExpertSource(const Checkpoint& ck, std::vector<std::vector<ExpertLocation>> locations,
+                     const std::string& model_root, StreamCacheOptions options);
   ~StreamExpertSource() override;
 
   std::unique_ptr<ExpertBatch> request(int layer, std::span<const int> experts) override;
@@ -112,7 +112,8 @@ class StreamExpertSource : public ExpertSource {
   std::vector<std::vector<uint8_t>> checked_;
   std::vector<Slot> held_;  // pins of the last acquire()
   mutable std::mutex mu_;
-  std::atomic<uint64_t> requests_{0}, hits_{0}, fetches_{0}, bytes_fetched_{0}, bytes_read_{0}, evictions_{0}, holes_caught_{0};
+  std::atomic<uint64_t> requests_{0}, hits_{0}, fetches_{0}, bytes_fetched_{0}, bytes_read_{0}, evictions_{0},
+      holes_caught_{0};
 };
 
 // A stream install's checkpoint together with its cache, for tools that work on

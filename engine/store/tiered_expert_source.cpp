@@ -46,9 +46,12 @@ uint64_t superset_bytes(const ExpertLocation& L) {
 
 const char* policy_name(EvictionPolicy p) {
   switch (p) {
-    case EvictionPolicy::Lru: return "lru";
-    case EvictionPolicy::LfuDecay: return "lfu";
-    case EvictionPolicy::HeatSeeded: return "heat";
+    case EvictionPolicy::Lru:
+      return "lru";
+    case EvictionPolicy::LfuDecay:
+      return "lfu";
+    case EvictionPolicy::HeatSeeded:
+      return "heat";
   }
   return "?";
 }
@@ -57,7 +60,8 @@ EvictionPolicy parse_policy(const std::string& s) {
   if (s == "lru") return EvictionPolicy::Lru;
   if (s == "lfu") return EvictionPolicy::LfuDecay;
   if (s == "heat") return EvictionPolicy::HeatSeeded;
-  throw Error("unknown cache policy '" + s + "'", "choose lru, lfu (frequency with decay) or heat (lfu seeded from the saved heat map)");
+  throw Error("unknown cache policy '" + s + "'",
+              "choose lru, lfu (frequency with decay) or heat (lfu seeded from the saved heat map)");
 }
 
 int best_queue_depth(const Checkpoint& ck, const std::vector<std::vector<ExpertLocation>>& locations, bool direct_io,
@@ -84,7 +88,8 @@ int best_queue_depth(const Checkpoint& ck, const std::vector<std::vector<ExpertL
       for (const auto& L : row) {
         if (fds[L.shard] < 0) continue;
         const uint64_t a0 = align_down(L.offset), a1 = align_down(L.offset + L.bytes);
-        for (uint64_t o = a0; o + chunk_bytes <= a1; o += chunk_bytes) chunks.push_back({fds[L.shard], o, chunk_bytes, nullptr, 0});
+        for (uint64_t o = a0; o + chunk_bytes <= a1; o += chunk_bytes)
+          chunks.push_back({fds[L.shard], o, chunk_bytes, nullptr, 0});
       }
     std::mt19937_64 rng{std::random_device{}()};
     std::shuffle(chunks.begin(), chunks.end(), rng);
@@ -108,7 +113,8 @@ uint64_t default_ram_budget(uint64_t slot_bytes) {
   return avail > margin + 2 * slot_bytes ? avail - margin : 2 * slot_bytes;
 }
 
-TieredExpertSource::TieredExpertSource(const Checkpoint& ck, std::vector<std::vector<ExpertLocation>> locations, StoreOptions opts)
+TieredExpertSource::TieredExpertSource(const Checkpoint& ck, std::vector<std::vector<ExpertLocation>> locations,
+                                       StoreOptions opts)
     : ck_(ck), loc_(std::move(locations)), opts_(opts) {
   uint64_t total_experts = 0;
   for (const auto& row : loc_) {
@@ -133,7 +139,9 @@ TieredExpertSource::TieredExpertSource(const Checkpoint& ck, std::vector<std::ve
                 "raise --ram-cache");
   arena_bytes_ = nslots * slot_bytes_;
   void* p = ::mmap(nullptr, arena_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw Error("cannot reserve " + std::to_string(arena_bytes_ >> 20) + " MiB for the expert cache", "lower --ram-cache");
+  if (p == MAP_FAILED)
+    throw Error("cannot reserve " + std::to_string(arena_bytes_ >> 20) + " MiB for the expert cache",
+                "lower --ram-cache");
   arena_ = static_cast<uint8_t*>(p);
   if (opts_.lock_memory) locked_ = ::mlock(arena_, arena_bytes_) == 0;
   slots_.resize(nslots);
@@ -196,10 +204,10 @@ std::string TieredExpertSource::describe() const {
   // Slots of a small model are a few KiB; shown in MiB they would read "0 MiB".
   const std::string slot = slot_bytes_ >= (1u << 20) ? std::to_string(slot_bytes_ >> 20) + " MiB"
                                                      : std::to_string((slot_bytes_ + 1023) >> 10) + " KiB";
-  std::string s = "RAM cache " + std::to_string(n_cache_) + " x " + slot + " (" +
-                  policy_name(opts_.policy) + (locked_ ? ", locked" : "") + ") + streaming buffer " +
-                  std::to_string(n_stream_) + " slots over " + engine_->name() + " QD " +
-                  std::to_string(engine_->depth()) + (direct_ ? ", O_DIRECT" : ", page cache");
+  std::string s = "RAM cache " + std::to_string(n_cache_) + " x " + slot + " (" + policy_name(opts_.policy) +
+                  (locked_ ? ", locked" : "") + ") + streaming buffer " + std::to_string(n_stream_) + " slots over " +
+                  engine_->name() + " QD " + std::to_string(engine_->depth()) +
+                  (direct_ ? ", O_DIRECT" : ", page cache");
   if (!io_note_.empty()) s += "; " + io_note_;
   return s;
 }
@@ -323,7 +331,8 @@ void TieredExpertSource::start_load_locked(int i, int layer, int expert, bool de
   for (const auto& r : regions_of(L)) {
     const uint64_t a0 = align_down(r.offset), a1 = align_up(r.offset + r.bytes);
     for (int k = 0; k < 6; ++k)
-      if (L.part_offset[k] >= r.offset && L.part_offset[k] < r.offset + r.bytes) part_ptr[k] = base + at + (L.part_offset[k] - a0);
+      if (L.part_offset[k] >= r.offset && L.part_offset[k] < r.offset + r.bytes)
+        part_ptr[k] = base + at + (L.part_offset[k] - a0);
     for (uint64_t o = a0; o < a1; o += opts_.chunk_bytes) {
       Chunk c;
       c.slot = i;
@@ -427,7 +436,8 @@ void TieredExpertSource::io_loop() {
   std::unordered_map<uint64_t, Chunk> flying;
   uint64_t serial = 0;
   for (;;) {
-    io_cv_.wait(lk, [&] { return stop_ || in_flight_ > 0 || (!paused_ && (!demand_q_.empty() || !prefetch_q_.empty())); });
+    io_cv_.wait(lk,
+                [&] { return stop_ || in_flight_ > 0 || (!paused_ && (!demand_q_.empty() || !prefetch_q_.empty())); });
     if (stop_ && in_flight_ == 0) return;
     while (!stop_ && !paused_ && in_flight_ < engine_->depth() && (!demand_q_.empty() || !prefetch_q_.empty())) {
       auto& q = !demand_q_.empty() ? demand_q_ : prefetch_q_;
@@ -455,7 +465,8 @@ void TieredExpertSource::io_loop() {
     Slot& s = slots_[c.slot];
     if (d.result < 0) s.error = std::string("read failed: ") + std::strerror(static_cast<int>(-d.result));
     else if (static_cast<uint64_t>(d.result) < c.need)
-      s.error = "short read (" + std::to_string(d.result) + " of " + std::to_string(c.need) + " bytes): shard truncated?";
+      s.error =
+          "short read (" + std::to_string(d.result) + " of " + std::to_string(c.need) + " bytes): shard truncated?";
     if (--s.chunks_left == 0) {
       if (s.error.empty()) {
         const ExpertLocation& L = loc_[s.layer][s.expert];
@@ -476,7 +487,11 @@ void TieredExpertSource::io_loop() {
 class TieredBatch : public ExpertBatch {
  public:
   TieredBatch(TieredExpertSource& src, int layer, std::vector<int> experts, std::vector<int> slots)
-      : src_(src), layer_(layer), experts_(std::move(experts)), slot_(std::move(slots)), returned_(experts_.size(), 0) {}
+      : src_(src),
+        layer_(layer),
+        experts_(std::move(experts)),
+        slot_(std::move(slots)),
+        returned_(experts_.size(), 0) {}
   ~TieredBatch() override {
     std::lock_guard<std::mutex> lk(src_.mu_);
     for (size_t i = 0; i < experts_.size(); ++i)
@@ -603,7 +618,8 @@ void TieredExpertSource::prefetch(int layer, std::span<const int> experts) {
   // This guess replaces the layer's earlier one: what it no longer names and is not read yet goes.
   for (int i = 0; i < static_cast<int>(slots_.size()); ++i) {
     const Slot& s = slots_[i];
-    if (s.prefetched && s.layer == layer && s.state == Slot::Queued && s.pins == 0 && !named(s.expert)) cancel_guess_locked(i);
+    if (s.prefetched && s.layer == layer && s.state == Slot::Queued && s.pins == 0 && !named(s.expert))
+      cancel_guess_locked(i);
   }
   std::erase_if(pending_, [&](const Guess& g) { return g.layer == layer && !named(g.expert); });
   for (int e : experts) {
@@ -611,7 +627,8 @@ void TieredExpertSource::prefetch(int layer, std::span<const int> experts) {
       slots_[it->second].last_use = ++tick_;  // present already: the streaming buffer reuses it last
       continue;
     }
-    if (std::none_of(pending_.begin(), pending_.end(), [&](const Guess& g) { return g.layer == layer && g.expert == e; }))
+    if (std::none_of(pending_.begin(), pending_.end(),
+                     [&](const Guess& g) { return g.layer == layer && g.expert == e; }))
       pending_.push_back({layer, e});
   }
   fill_guesses_locked();

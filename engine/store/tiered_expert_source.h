@@ -23,22 +23,22 @@ const char* policy_name(EvictionPolicy p);
 EvictionPolicy parse_policy(const std::string& s);  // throws Error listing the choices
 
 struct StoreOptions {
-  uint64_t ram_budget = 0;      // bytes for the RAM expert cache; 0 = from measured free memory
+  uint64_t ram_budget = 0;  // bytes for the RAM expert cache; 0 = from measured free memory
   EvictionPolicy policy = EvictionPolicy::LfuDecay;
-  bool direct_io = true;        // O_DIRECT: bypass the page cache (it would hold a second copy)
-  bool use_io_uring = true;     // else a pread thread pool
-  int queue_depth = 0;          // reads in flight (chunks of `chunk_bytes`); 0 = the probed best depth
+  bool direct_io = true;     // O_DIRECT: bypass the page cache (it would hold a second copy)
+  bool use_io_uring = true;  // else a pread thread pool
+  int queue_depth = 0;       // reads in flight (chunks of `chunk_bytes`); 0 = the probed best depth
   uint64_t chunk_bytes = 2ull << 20;
-  bool prefetch = true;         // router-lookahead prefetch of the next layers' experts
-  int lookahead_layers = 2;     // how many layers ahead prefetch predicts
+  bool prefetch = true;      // router-lookahead prefetch of the next layers' experts
+  int lookahead_layers = 2;  // how many layers ahead prefetch predicts
   // Slots of the streaming buffer, reserved beside the cache budget for reads not yet kept (the
   // next layers' predicted experts, misses on their way to the compute). -1 = two layers' working
   // sets, which K3Model fills in from top-k; a source built directly with -1 gets none.
   int stream_slots = -1;
-  bool lock_memory = true;      // mlock the cache when the limit allows
-  std::string heat_path;        // persistent heat histogram ("" = none)
+  bool lock_memory = true;  // mlock the cache when the limit allows
+  std::string heat_path;    // persistent heat histogram ("" = none)
   double lfu_half_life_tokens = 64;
-  size_t max_slots = 0;         // cap on cache slots besides the byte budget (0 = none)
+  size_t max_slots = 0;  // cap on cache slots besides the byte budget (0 = none)
 };
 
 // The queue depth the disk under `path` wants with these options, probed once per device and
@@ -100,7 +100,7 @@ class TieredExpertSource : public ExpertSource {
     bool prefetched = false;  // loaded by prefetch and not yet used
     bool kept = false;        // a cache slot (else a streaming slot)
     uint64_t last_use = 0;
-    double score = 0;         // LFU count, decayed
+    double score = 0;  // LFU count, decayed
     double score_tick = 0;
     int chunks_left = 0;
     std::string error;
@@ -147,11 +147,11 @@ class TieredExpertSource : public ExpertSource {
   std::deque<Chunk> demand_q_, prefetch_q_;
   int in_flight_ = 0;
   int demand_waiting_ = 0;  // requested experts of live batches still without a slot: they go before guesses
-  int cur_layer_ = -1;  // the layer last requested: guesses are for the layers after it
+  int cur_layer_ = -1;      // the layer last requested: guesses are for the layers after it
   struct Guess {
     int layer, expert;
   };
-  std::vector<Guess> pending_;  // guessed, not yet given a slot (the buffer is full)
+  std::vector<Guess> pending_;              // guessed, not yet given a slot (the buffer is full)
   std::vector<std::vector<int>> guess_[2];  // per layer: the latest guess made 1 / 2 layers ahead
   bool stop_ = false, paused_ = false;
   uint64_t tick_ = 0;

@@ -32,7 +32,8 @@ std::string fix() { return "run deltafin setup --stream again to rebuild it (cac
 
 int open_or_throw(const std::string& path, int flags) {
   int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error("cannot open " + path + ": " + std::strerror(errno), "check that the model folder is writable");
+  if (fd < 0)
+    throw Error("cannot open " + path + ": " + std::strerror(errno), "check that the model folder is writable");
   return fd;
 }
 }  // namespace
@@ -66,7 +67,8 @@ SharedStreamPresence::~SharedStreamPresence() {
 
 void SharedStreamPresence::map_table() {
   if (!std::filesystem::exists(table_path_))
-    throw Error("the stream install at " + root_ + " has no cache index (" + table_path_ + ")", "run deltafin setup --stream again");
+    throw Error("the stream install at " + root_ + " has no cache index (" + table_path_ + ")",
+                "run deltafin setup --stream again");
   table_fd_ = open_or_throw(table_path_, O_RDWR);
   struct stat st {};
   if (::fstat(table_fd_, &st) != 0) throw Error("cannot read " + table_path_ + ": " + std::strerror(errno));
@@ -112,7 +114,8 @@ void SharedStreamPresence::remap_if_replaced() {
 
 SharedStreamPresence::Guard::Guard(SharedStreamPresence& p) : p_(p), local_(p.mu_) {
   while (::flock(p_.lock_fd_, LOCK_EX) != 0)
-    if (errno != EINTR) throw Error("cannot lock " + stream_table_lock_path(p_.table_path_) + ": " + std::strerror(errno));
+    if (errno != EINTR)
+      throw Error("cannot lock " + stream_table_lock_path(p_.table_path_) + ": " + std::strerror(errno));
   try {
     p_.remap_if_replaced();
   } catch (...) {
@@ -125,7 +128,8 @@ SharedStreamPresence::Guard::~Guard() { ::flock(p_.lock_fd_, LOCK_UN); }
 
 size_t SharedStreamPresence::idx(int layer, int expert) const {
   if (layer < 0 || layer >= layers_ || expert < 0 || expert >= experts_)
-    throw Error("stream cache: layer " + std::to_string(layer) + " expert " + std::to_string(expert) + " is out of range");
+    throw Error("stream cache: layer " + std::to_string(layer) + " expert " + std::to_string(expert) +
+                " is out of range");
   return static_cast<size_t>(layer) * static_cast<size_t>(experts_) + static_cast<size_t>(expert);
 }
 
@@ -177,7 +181,8 @@ void SharedStreamPresence::byte_lock(int fd, size_t at, short type, bool wait) {
   fl.l_len = 1;
   while (::fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) != 0) {
     if (errno == EINTR) continue;
-    throw Error("cannot lock expert slot " + std::to_string(at) + " of " + root_ + "/.deltafin/stream-pins.lock: " + std::strerror(errno));
+    throw Error("cannot lock expert slot " + std::to_string(at) + " of " + root_ +
+                "/.deltafin/stream-pins.lock: " + std::strerror(errno));
   }
 }
 
@@ -221,7 +226,8 @@ bool SharedStreamPresence::claim(int layer, int expert) {
   fl.l_len = 1;
   if (::fcntl(claim_fd_, F_OFD_SETLK, &fl) == 0) return true;
   if (errno == EAGAIN || errno == EACCES) return false;
-  throw Error("cannot lock expert slot " + std::to_string(i) + " of " + root_ + "/.deltafin/stream-pins.lock: " + std::strerror(errno));
+  throw Error("cannot lock expert slot " + std::to_string(i) + " of " + root_ +
+              "/.deltafin/stream-pins.lock: " + std::strerror(errno));
 }
 
 void SharedStreamPresence::release_claim(int layer, int expert) {

@@ -86,8 +86,8 @@ class SharedStreamPresence {
   uint8_t* map_ = nullptr;
   size_t map_bytes_ = 0;
   int layers_ = 0, experts_ = 0, shards_ = 0;
-  std::mutex mu_;       // threads of this instance take the table lock one at a time
-  std::mutex pin_mu_;   // pin_count_
+  std::mutex mu_;      // threads of this instance take the table lock one at a time
+  std::mutex pin_mu_;  // pin_count_
   std::vector<uint32_t> pin_count_;
 };
 

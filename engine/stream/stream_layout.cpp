@@ -35,7 +35,8 @@ std::optional<ExpertTensorName> parse_expert_tensor_name(std::string_view name) 
   if (at == std::string_view::npos) return std::nullopt;
   std::string_view s = name.substr(at + 7);
   ExpertTensorName t;
-  if (!take_int(s, t.layer) || !take(s, ".block_sparse_moe.experts.") || !take_int(s, t.expert) || !take(s, ".w")) return std::nullopt;
+  if (!take_int(s, t.layer) || !take(s, ".block_sparse_moe.experts.") || !take_int(s, t.expert) || !take(s, ".w"))
+    return std::nullopt;
   int w = 0;
   if (!take_int(s, w) || w < 1 || w > 3) return std::nullopt;
   int kind;
@@ -47,7 +48,8 @@ std::optional<ExpertTensorName> parse_expert_tensor_name(std::string_view name) 
   return t;
 }
 
-StreamShape stream_shape(const std::string& config_json, const std::vector<std::string>& tensor_names, const std::string& origin) {
+StreamShape stream_shape(const std::string& config_json, const std::vector<std::string>& tensor_names,
+                         const std::string& origin) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(config_json);
@@ -56,7 +58,8 @@ StreamShape stream_shape(const std::string& config_json, const std::vector<std::
   }
   const nlohmann::json& t = j.contains("text_config") ? j["text_config"] : j;
   auto get = [&](const char* key) -> int64_t {
-    if (!t.contains(key) || !t[key].is_number_integer() || t[key].get<int64_t>() <= 0 || t[key].get<int64_t>() > (1 << 24))
+    if (!t.contains(key) || !t[key].is_number_integer() || t[key].get<int64_t>() <= 0 ||
+        t[key].get<int64_t>() > (1 << 24))
       throw Error(origin + ": " + key + " is missing or not a positive integer", "re-download config.json");
     return t[key].get<int64_t>();
   };
@@ -67,7 +70,8 @@ StreamShape stream_shape(const std::string& config_json, const std::vector<std::
   check_stream_table_shape(uint64_t(s.layers), uint64_t(s.experts), 0, origin);
   const uint64_t inter = static_cast<uint64_t>(get("moe_intermediate_size"));
   const uint64_t latent = static_cast<uint64_t>(get("routed_expert_hidden_size"));
-  if (inter % 32 || latent % 32) throw Error(origin + ": expert sizes are not multiples of the MXFP4 group (32)", "re-download config.json");
+  if (inter % 32 || latent % 32)
+    throw Error(origin + ": expert sizes are not multiples of the MXFP4 group (32)", "re-download config.json");
   auto mat = [](uint64_t out, uint64_t in) { return out * in / 2 + out * in / 32; };
   s.bytes_per_expert = 2 * mat(inter, latent) + mat(latent, inter);
   std::set<std::pair<int, int>> seen;
@@ -75,7 +79,8 @@ StreamShape stream_shape(const std::string& config_json, const std::vector<std::
     auto e = parse_expert_tensor_name(name);
     if (!e) continue;
     if (e->layer >= s.layers || e->expert >= s.experts)
-      throw Error(origin + ": tensor " + name + " lies outside " + std::to_string(s.layers) + " layers x " + std::to_string(s.experts) + " experts",
+      throw Error(origin + ": tensor " + name + " lies outside " + std::to_string(s.layers) + " layers x " +
+                      std::to_string(s.experts) + " experts",
                   "the checkpoint does not match its config");
     seen.insert({e->layer, e->expert});
   }
@@ -96,7 +101,8 @@ ShardSpine shard_spine(const SafetensorsHeader& h) {
   }
   std::sort(r.begin(), r.end());
   for (const auto& x : r) {
-    if (!sp.ranges.empty() && x.first <= sp.ranges.back().second) sp.ranges.back().second = std::max(sp.ranges.back().second, x.second);
+    if (!sp.ranges.empty() && x.first <= sp.ranges.back().second)
+      sp.ranges.back().second = std::max(sp.ranges.back().second, x.second);
     else sp.ranges.push_back(x);
   }
   for (const auto& x : sp.ranges) sp.bytes += x.second - x.first;
@@ -112,8 +118,8 @@ std::vector<std::vector<ExpertLocation>> expert_locations(const Checkpoint& ck, 
       auto e = parse_expert_tensor_name(t.name);
       if (!e) continue;
       if (e->layer >= layers || e->expert >= experts)
-        throw Error("shard " + ck.shard_names()[s] + " holds " + t.name + ", outside the configured " + std::to_string(layers) +
-                        " layers x " + std::to_string(experts) + " experts",
+        throw Error("shard " + ck.shard_names()[s] + " holds " + t.name + ", outside the configured " +
+                        std::to_string(layers) + " layers x " + std::to_string(experts) + " experts",
                     "the checkpoint does not match its config.json; re-download it");
       auto& row = loc[static_cast<size_t>(e->layer)];
       if (row.empty()) {
@@ -122,7 +128,8 @@ std::vector<std::vector<ExpertLocation>> expert_locations(const Checkpoint& ck, 
       }
       ExpertLocation& L = row[static_cast<size_t>(e->expert)];
       uint8_t& mask = seen[static_cast<size_t>(e->layer)][static_cast<size_t>(e->expert)];
-      if (mask && L.shard != s) throw Error("expert " + t.name + " is split across shards", "the checkpoint layout is not supported");
+      if (mask && L.shard != s)
+        throw Error("expert " + t.name + " is split across shards", "the checkpoint layout is not supported");
       L.shard = s;
       L.part_offset[e->part] = h.data_start + t.begin;
       L.part_bytes[e->part] = t.end - t.begin;

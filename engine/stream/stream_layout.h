@@ -34,12 +34,13 @@ ShardSpine shard_spine(const SafetensorsHeader& header);
 // The routed-expert geometry a stream install needs, from config.json and the
 // checkpoint index alone (planning happens before any shard is downloaded).
 struct StreamShape {
-  int layers = 0, experts = 0;       // presence index dimensions
-  uint64_t expert_count = 0;         // experts actually stored in the checkpoint
-  uint64_t bytes_per_expert = 0;     // six MXFP4 tensors
+  int layers = 0, experts = 0;    // presence index dimensions
+  uint64_t expert_count = 0;      // experts actually stored in the checkpoint
+  uint64_t bytes_per_expert = 0;  // six MXFP4 tensors
   uint64_t expert_bytes() const { return expert_count * bytes_per_expert; }
 };
-StreamShape stream_shape(const std::string& config_json, const std::vector<std::string>& tensor_names, const std::string& origin);
+StreamShape stream_shape(const std::string& config_json, const std::vector<std::string>& tensor_names,
+                         const std::string& origin);
 
 // locations[layer][expert] from the shard headers; rows of layers without
 // routed experts are empty. Throws Error when an expert lacks one of its six tensors.

@@ -11,7 +11,9 @@ namespace fs = std::filesystem;
 namespace deltafin {
 
 std::string StreamMarker::path(const std::string& model_root) { return state_dir(model_root) + "/stream.json"; }
-std::string StreamMarker::presence_path(const std::string& model_root) { return state_dir(model_root) + "/stream-presence.bin"; }
+std::string StreamMarker::presence_path(const std::string& model_root) {
+  return state_dir(model_root) + "/stream-presence.bin";
+}
 
 void StreamMarker::save(const std::string& model_root) const {
   nlohmann::json j;
@@ -36,7 +38,8 @@ StreamMarker StreamMarker::load(const std::string& model_root) {
     m.revision = j.at("revision").get<std::string>();
     m.cap_bytes = j.at("cap_bytes").get<uint64_t>();
     for (const auto& s : j.at("shards"))
-      m.shards.push_back({s.at("name").get<std::string>(), s.at("size").get<uint64_t>(), s.at("sha256").get<std::string>()});
+      m.shards.push_back(
+          {s.at("name").get<std::string>(), s.at("size").get<uint64_t>(), s.at("sha256").get<std::string>()});
     return m;
   } catch (const nlohmann::json::exception& e) {
     throw Error(p + " is damaged: " + e.what(), "run deltafin setup --stream again");

@@ -15,8 +15,8 @@ struct StreamMarker {
     std::string sha256;
   };
   std::string hub_url, repo, revision;
-  uint64_t cap_bytes = 0;    // expert cache size cap
-  std::vector<Shard> shards; // in checkpoint order
+  uint64_t cap_bytes = 0;     // expert cache size cap
+  std::vector<Shard> shards;  // in checkpoint order
 
   static std::string path(const std::string& model_root);
   static std::string presence_path(const std::string& model_root);

@@ -24,11 +24,12 @@ void put(std::string& s, T v) {
 }  // namespace
 
 void check_stream_table_shape(uint64_t layers, uint64_t experts, uint64_t shards, const std::string& origin) {
-  if (layers == 0 || experts == 0 || layers > kMaxStreamLayers || experts > kMaxStreamExperts || layers * experts > kMaxStreamSlots ||
-      shards > 1000000)
-    throw Error(origin + " asks for a stream cache of " + std::to_string(layers) + " layers x " + std::to_string(experts) + " experts (" +
-                    std::to_string(shards) + " shards); at most " + std::to_string(kMaxStreamLayers) + " layers, " +
-                    std::to_string(kMaxStreamExperts) + " experts and " + std::to_string(kMaxStreamSlots) + " slots in all are supported",
+  if (layers == 0 || experts == 0 || layers > kMaxStreamLayers || experts > kMaxStreamExperts ||
+      layers * experts > kMaxStreamSlots || shards > 1000000)
+    throw Error(origin + " asks for a stream cache of " + std::to_string(layers) + " layers x " +
+                    std::to_string(experts) + " experts (" + std::to_string(shards) + " shards); at most " +
+                    std::to_string(kMaxStreamLayers) + " layers, " + std::to_string(kMaxStreamExperts) +
+                    " experts and " + std::to_string(kMaxStreamSlots) + " slots in all are supported",
                 "this is not a Kimi K3 checkpoint; check --hub-url and the repository");
 }
 
@@ -41,7 +42,8 @@ StreamPresence::StreamPresence(int layers, int experts, int shards) : layers_(la
 
 size_t StreamPresence::idx(int layer, int expert) const {
   if (layer < 0 || layer >= layers_ || expert < 0 || expert >= experts_)
-    throw Error("stream cache: layer " + std::to_string(layer) + " expert " + std::to_string(expert) + " is out of range");
+    throw Error("stream cache: layer " + std::to_string(layer) + " expert " + std::to_string(expert) +
+                " is out of range");
   return static_cast<size_t>(layer) * static_cast<size_t>(experts_) + static_cast<size_t>(expert);
 }
 
@@ -63,7 +65,8 @@ void StreamPresence::save(const std::string& path) const {
   s.append(reinterpret_cast<const char*>(tick_.data()), tick_.size() * sizeof(uint64_t));
   const std::string lock_path = stream_table_lock_path(path);
   int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error("cannot open " + lock_path + ": " + std::strerror(errno), "check that the model folder is writable");
+  if (fd < 0)
+    throw Error("cannot open " + lock_path + ": " + std::strerror(errno), "check that the model folder is writable");
   struct Unlock {
     int fd;
     ~Unlock() { ::close(fd); }  // closing drops the flock
@@ -82,7 +85,8 @@ void StreamPresence::check_header(const uint8_t* data, size_t size, const std::s
   std::memcpy(&layers, data + 8, 4);
   std::memcpy(&experts, data + 12, 4);
   std::memcpy(&shards, data + 16, 4);
-  if (layers > kMaxStreamLayers || experts > kMaxStreamExperts || uint64_t(layers) * experts > kMaxStreamSlots || shards > 1000000)
+  if (layers > kMaxStreamLayers || experts > kMaxStreamExperts || uint64_t(layers) * experts > kMaxStreamSlots ||
+      shards > 1000000)
     throw Error(damaged, fix);
   const uint64_t n = uint64_t(layers) * experts;
   if (size != head + shards + n * sizeof(uint64_t)) throw Error(damaged, fix);

@@ -55,11 +55,21 @@ struct Builder {
         const uint64_t i = (off + b) / 4;
         float v = 0.f;
         switch (init) {
-          case Init::Alog: v = int(i) < used ? std::log(1.f + 15.f * uniform01(key, i)) : 0.f; break;  // zero padding
-          case Init::Conv: v = 0.5f * normal(key, i); break;
-          case Init::Small: v = 0.1f * normal(key, i); break;
-          case Init::NormWeight: v = 1.f + 0.1f * normal(key, i); break;
-          case Init::Normal: v = normal(key, i); break;
+          case Init::Alog:
+            v = int(i) < used ? std::log(1.f + 15.f * uniform01(key, i)) : 0.f;
+            break;  // zero padding
+          case Init::Conv:
+            v = 0.5f * normal(key, i);
+            break;
+          case Init::Small:
+            v = 0.1f * normal(key, i);
+            break;
+          case Init::NormWeight:
+            v = 1.f + 0.1f * normal(key, i);
+            break;
+          case Init::Normal:
+            v = normal(key, i);
+            break;
         }
         std::memcpy(dst + b, &v, 4);
       }
@@ -69,16 +79,19 @@ struct Builder {
   // MXFP4 codes uniform over all 16; E8M0 scales near 1/sqrt(fan_in)/2.
   void mxfp4(int shard, const std::string& base, int64_t out, int64_t in) {
     const uint64_t key = spec.seed * 0x100000001b3ull ^ hash_name(base);
-    shards[shard].add(prefix + base + ".weight_packed", DType::U8, {out, in / 2}, [=](uint8_t* dst, uint64_t n, uint64_t off) {
-      for (uint64_t b = 0; b < n; b += 8) {
-        uint64_t r = splitmix(key ^ splitmix((off + b) / 8));
-        std::memcpy(dst + b, &r, std::min<uint64_t>(8, n - b));
-      }
-    });
+    shards[shard].add(prefix + base + ".weight_packed", DType::U8, {out, in / 2},
+                      [=](uint8_t* dst, uint64_t n, uint64_t off) {
+                        for (uint64_t b = 0; b < n; b += 8) {
+                          uint64_t r = splitmix(key ^ splitmix((off + b) / 8));
+                          std::memcpy(dst + b, &r, std::min<uint64_t>(8, n - b));
+                        }
+                      });
     const int centre = 127 - static_cast<int>(std::lround(std::log2(std::sqrt(double(in))))) - 1;
-    shards[shard].add(prefix + base + ".weight_scale", DType::U8, {out, in / 32}, [=](uint8_t* dst, uint64_t n, uint64_t off) {
-      for (uint64_t b = 0; b < n; ++b) dst[b] = static_cast<uint8_t>(centre - int(splitmix(key ^ 0x5ca1e ^ (off + b)) % 2));
-    });
+    shards[shard].add(prefix + base + ".weight_scale", DType::U8, {out, in / 32},
+                      [=](uint8_t* dst, uint64_t n, uint64_t off) {
+                        for (uint64_t b = 0; b < n; ++b)
+                          dst[b] = static_cast<uint8_t>(centre - int(splitmix(key ^ 0x5ca1e ^ (off + b)) % 2));
+                      });
     where[prefix + base + ".weight_packed"] = shard;
     where[prefix + base + ".weight_scale"] = shard;
   }
@@ -176,17 +189,26 @@ void apply_synth_override(K3SynthSpec& s, const std::string& a) {
   auto eq = a.find('=');
   if (eq == std::string::npos) throw Error("override '" + a + "' is not field=value");
   const std::string k = a.substr(0, eq), v = a.substr(eq + 1);
-  std::map<std::string, int*> ints = {
-      {"hidden", &s.hidden},         {"layers", &s.layers},
-      {"attn_res_block", &s.attn_res_block}, {"kda_heads", &s.kda_heads},
-      {"kda_head_dim", &s.kda_head_dim}, {"mla_heads", &s.mla_heads},
-      {"q_lora", &s.q_lora},         {"kv_lora", &s.kv_lora},
-      {"nope", &s.nope},             {"rope", &s.rope},
-      {"v_head", &s.v_head},         {"first_k_dense", &s.first_k_dense},
-      {"dense_intermediate", &s.dense_intermediate}, {"experts", &s.experts},
-      {"top_k", &s.top_k},           {"shared_experts", &s.shared_experts},
-      {"moe_intermediate", &s.moe_intermediate}, {"latent", &s.latent},
-      {"bpe_ranks", &s.bpe_ranks},   {"shards", &s.shards}};
+  std::map<std::string, int*> ints = {{"hidden", &s.hidden},
+                                      {"layers", &s.layers},
+                                      {"attn_res_block", &s.attn_res_block},
+                                      {"kda_heads", &s.kda_heads},
+                                      {"kda_head_dim", &s.kda_head_dim},
+                                      {"mla_heads", &s.mla_heads},
+                                      {"q_lora", &s.q_lora},
+                                      {"kv_lora", &s.kv_lora},
+                                      {"nope", &s.nope},
+                                      {"rope", &s.rope},
+                                      {"v_head", &s.v_head},
+                                      {"first_k_dense", &s.first_k_dense},
+                                      {"dense_intermediate", &s.dense_intermediate},
+                                      {"experts", &s.experts},
+                                      {"top_k", &s.top_k},
+                                      {"shared_experts", &s.shared_experts},
+                                      {"moe_intermediate", &s.moe_intermediate},
+                                      {"latent", &s.latent},
+                                      {"bpe_ranks", &s.bpe_ranks},
+                                      {"shards", &s.shards}};
   try {
     if (k == "mla_layers") s.mla_layers = parse_list(v);
     else if (auto it = ints.find(k); it != ints.end()) *it->second = std::stoi(v);
@@ -206,7 +228,8 @@ void write_k3_synth(const K3SynthSpec& s, const std::string& out, const SynthPro
   const int H = s.hidden, C = s.kda_heads * s.kda_head_dim, V = s.vocab();
   std::vector<bool> is_mla(s.layers, false);
   for (int l : s.mla_layers) {
-    if (l < 1 || l > s.layers) throw Error("synth: mla layer " + std::to_string(l) + " outside 1.." + std::to_string(s.layers));
+    if (l < 1 || l > s.layers)
+      throw Error("synth: mla layer " + std::to_string(l) + " outside 1.." + std::to_string(s.layers));
     is_mla[l - 1] = true;
   }
   // Layers spread evenly over all but the last shard; the last holds embeddings and head.
@@ -231,12 +254,14 @@ void write_k3_synth(const K3SynthSpec& s, const std::string& out, const SynthPro
       b.bf16(sh, a + "o_proj.weight", {H, int64_t(s.mla_heads) * s.v_head}, Init::Normal);
       b.bf16(sh, a + "g_proj.weight", {int64_t(s.mla_heads) * s.v_head, H}, Init::Normal);
     } else {
-      for (const char* m : {"q_proj", "k_proj", "v_proj", "g_proj"}) b.bf16(sh, a + m + ".weight", {C, H}, Init::Normal);
+      for (const char* m : {"q_proj", "k_proj", "v_proj", "g_proj"})
+        b.bf16(sh, a + m + ".weight", {C, H}, Init::Normal);
       b.bf16(sh, a + "o_proj.weight", {H, C}, Init::Normal);
       b.bf16(sh, a + "f_a_proj.weight", {s.kda_head_dim, H}, Init::Normal);
       b.bf16(sh, a + "f_b_proj.weight", {C, s.kda_head_dim}, Init::Normal);
       b.bf16(sh, a + "b_proj.weight", {s.kda_heads, H}, Init::Normal);
-      for (const char* cv : {"q_conv1d", "k_conv1d", "v_conv1d"}) b.f32(sh, a + cv + ".weight", {C, 1, s.conv_kernel}, Init::Conv);
+      for (const char* cv : {"q_conv1d", "k_conv1d", "v_conv1d"})
+        b.f32(sh, a + cv + ".weight", {C, 1, s.conv_kernel}, Init::Conv);
       b.f32(sh, a + "A_log", {s.kda_head_dim}, Init::Alog, s.kda_heads);
       b.f32(sh, a + "dt_bias", {C}, Init::Small);
       b.f32(sh, a + "o_norm.weight", {s.kda_head_dim}, Init::NormWeight);
@@ -262,7 +287,8 @@ void write_k3_synth(const K3SynthSpec& s, const std::string& out, const SynthPro
     // Expert names in lexicographic order put each expert's six tensors back to back.
     std::vector<std::string> enames;
     for (int e = 0; e < s.experts; ++e) enames.push_back(std::to_string(e));
-    std::sort(enames.begin(), enames.end(), [](const std::string& x, const std::string& y) { return x + "." < y + "."; });
+    std::sort(enames.begin(), enames.end(),
+              [](const std::string& x, const std::string& y) { return x + "." < y + "."; });
     for (const auto& e : enames) {
       const std::string base = m + "experts." + e + ".";
       b.mxfp4(sh, base + "w1", s.moe_intermediate, s.latent);
@@ -307,63 +333,67 @@ void write_k3_synth(const K3SynthSpec& s, const std::string& out, const SynthPro
           {"output_activations", nullptr},
           {"targets", {"Linear"}},
           {"weights",
-           {{"group_size", 32}, {"num_bits", 4}, {"strategy", "group"}, {"symmetric", true}, {"type", "float"},
+           {{"group_size", 32},
+            {"num_bits", 4},
+            {"strategy", "group"},
+            {"symmetric", true},
+            {"type", "float"},
             {"scale_dtype", "torch.uint8"}}}}}}},
       {"format", "mxfp4-pack-quantized"},
-      {"ignore", {"re:.*self_attn.*", "re:.*shared_experts.*", "re:.*mlp\\.(gate|up|gate_up|down)_proj.*", "re:.*lm_head.*",
-                  "re:.*vision_tower.*", "re:.*mm_projector.*"}},
+      {"ignore",
+       {"re:.*self_attn.*", "re:.*shared_experts.*", "re:.*mlp\\.(gate|up|gate_up|down)_proj.*", "re:.*lm_head.*",
+        "re:.*vision_tower.*", "re:.*mm_projector.*"}},
       {"quant_method", "compressed-tensors"},
       {"quantization_status", "compressed"}};
-  nlohmann::ordered_json text = {
-      {"model_type", "kimi_linear"},
-      {"architectures", {"KimiLinearForCausalLM"}},
-      {"hidden_size", H},
-      {"num_hidden_layers", s.layers},
-      {"vocab_size", V},
-      {"max_position_embeddings", 1048576},
-      {"rms_norm_eps", 1e-5},
-      {"hidden_act", "situ"},
-      {"activation_situ_beta", 4.0},
-      {"activation_situ_linear_beta", 25.0},
-      {"attn_res_block_size", s.attn_res_block},
-      {"num_attention_heads", s.mla_heads},
-      {"num_key_value_heads", s.mla_heads},
-      {"q_lora_rank", s.q_lora},
-      {"kv_lora_rank", s.kv_lora},
-      {"qk_nope_head_dim", s.nope},
-      {"qk_rope_head_dim", s.rope},
-      {"v_head_dim", s.v_head},
-      {"mla_use_nope", true},
-      {"mla_use_output_gate", true},
-      {"first_k_dense_replace", s.first_k_dense},
-      {"intermediate_size", s.dense_intermediate},
-      {"num_experts", s.experts},
-      {"num_experts_per_token", s.top_k},
-      {"num_shared_experts", s.shared_experts},
-      {"moe_intermediate_size", s.moe_intermediate},
-      {"routed_expert_hidden_size", s.latent},
-      {"latent_moe_use_norm", true},
-      {"moe_layer_freq", 1},
-      {"moe_router_activation_func", "sigmoid"},
-      {"moe_renormalize", true},
-      {"routed_scaling_factor", 1.0},
-      {"num_expert_group", 1},
-      {"topk_group", 1},
-      {"topk_method", "noaux_tc"},
-      {"num_nextn_predict_layers", 0},
-      {"tie_word_embeddings", false},
-      {"bos_token_id", n},
-      {"eos_token_id", n + 2},
-      {"pad_token_id", n + 255},
-      {"linear_attn_config",
-       {{"num_heads", s.kda_heads},
-        {"head_dim", s.kda_head_dim},
-        {"short_conv_kernel_size", s.conv_kernel},
-        {"use_full_rank_gate", true},
-        {"gate_lower_bound", -5.0},
-        {"kda_layers", kda_layers},
-        {"full_attn_layers", full_layers}}},
-      {"quantization_config", quant}};
+  nlohmann::ordered_json text = {{"model_type", "kimi_linear"},
+                                 {"architectures", {"KimiLinearForCausalLM"}},
+                                 {"hidden_size", H},
+                                 {"num_hidden_layers", s.layers},
+                                 {"vocab_size", V},
+                                 {"max_position_embeddings", 1048576},
+                                 {"rms_norm_eps", 1e-5},
+                                 {"hidden_act", "situ"},
+                                 {"activation_situ_beta", 4.0},
+                                 {"activation_situ_linear_beta", 25.0},
+                                 {"attn_res_block_size", s.attn_res_block},
+                                 {"num_attention_heads", s.mla_heads},
+                                 {"num_key_value_heads", s.mla_heads},
+                                 {"q_lora_rank", s.q_lora},
+                                 {"kv_lora_rank", s.kv_lora},
+                                 {"qk_nope_head_dim", s.nope},
+                                 {"qk_rope_head_dim", s.rope},
+                                 {"v_head_dim", s.v_head},
+                                 {"mla_use_nope", true},
+                                 {"mla_use_output_gate", true},
+                                 {"first_k_dense_replace", s.first_k_dense},
+                                 {"intermediate_size", s.dense_intermediate},
+                                 {"num_experts", s.experts},
+                                 {"num_experts_per_token", s.top_k},
+                                 {"num_shared_experts", s.shared_experts},
+                                 {"moe_intermediate_size", s.moe_intermediate},
+                                 {"routed_expert_hidden_size", s.latent},
+                                 {"latent_moe_use_norm", true},
+                                 {"moe_layer_freq", 1},
+                                 {"moe_router_activation_func", "sigmoid"},
+                                 {"moe_renormalize", true},
+                                 {"routed_scaling_factor", 1.0},
+                                 {"num_expert_group", 1},
+                                 {"topk_group", 1},
+                                 {"topk_method", "noaux_tc"},
+                                 {"num_nextn_predict_layers", 0},
+                                 {"tie_word_embeddings", false},
+                                 {"bos_token_id", n},
+                                 {"eos_token_id", n + 2},
+                                 {"pad_token_id", n + 255},
+                                 {"linear_attn_config",
+                                  {{"num_heads", s.kda_heads},
+                                   {"head_dim", s.kda_head_dim},
+                                   {"short_conv_kernel_size", s.conv_kernel},
+                                   {"use_full_rank_gate", true},
+                                   {"gate_lower_bound", -5.0},
+                                   {"kda_layers", kda_layers},
+                                   {"full_attn_layers", full_layers}}},
+                                 {"quantization_config", quant}};
   nlohmann::ordered_json cfg = {{"architectures", {"KimiK3ForConditionalGeneration"}},
                                 {"model_type", "kimi_k3"},
                                 {"bos_token_id", n},
@@ -377,7 +407,8 @@ void write_k3_synth(const K3SynthSpec& s, const std::string& out, const SynthPro
                                 {"text_config", text},
                                 {"vision_config", {{"mm_hidden_size", 16}}}};
   std::ofstream(out + "/config.json") << cfg.dump(2) << "\n";
-  std::ofstream(out + "/generation_config.json") << R"({"temperature": 1.0, "top_p": 1.0})" << "\n";
+  std::ofstream(out + "/generation_config.json") << R"({"temperature": 1.0, "top_p": 1.0})"
+                                                 << "\n";
   write_synth_tokenizer(out, s.bpe_ranks);
 }
 

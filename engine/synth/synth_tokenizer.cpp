@@ -108,7 +108,8 @@ void write_synth_tokenizer(const std::string& out, int ranks) {
       std::string m = vocab[a] + vocab[b];
       if (m.size() <= 8 && have.insert(m).second) vocab.push_back(m);
     }
-  if (static_cast<int>(vocab.size()) != ranks) throw Error("synth tokenizer: could not build " + std::to_string(ranks) + " ranks");
+  if (static_cast<int>(vocab.size()) != ranks)
+    throw Error("synth tokenizer: could not build " + std::to_string(ranks) + " ranks");
 
   std::ofstream tk(out + "/tiktoken.model", std::ios::binary);
   for (size_t r = 0; r < vocab.size(); ++r) tk << b64(vocab[r]) << " " << r << "\n";
@@ -132,11 +133,15 @@ void write_synth_tokenizer(const std::string& out, int ranks) {
   for (int i = 0; i < 256; ++i) {
     auto it = named.find(i);
     const std::string content = it != named.end() ? it->second : "<|reserved_token_" + std::to_string(ranks + i) + "|>";
-    added[std::to_string(ranks + i)] = {{"content", content}, {"lstrip", false}, {"normalized", false},
+    added[std::to_string(ranks + i)] = {{"content", content}, {"lstrip", false},      {"normalized", false},
                                         {"rstrip", false},    {"single_word", false}, {"special", true}};
   }
-  nlohmann::ordered_json cfg = {{"added_tokens_decoder", added}, {"bos_token", "[BOS]"}, {"eos_token", "[EOS]"},
-                                {"pad_token", "[PAD]"},          {"unk_token", "[UNK]"}, {"model_max_length", 1048576},
+  nlohmann::ordered_json cfg = {{"added_tokens_decoder", added},
+                                {"bos_token", "[BOS]"},
+                                {"eos_token", "[EOS]"},
+                                {"pad_token", "[PAD]"},
+                                {"unk_token", "[UNK]"},
+                                {"model_max_length", 1048576},
                                 {"tokenizer_class", "TikTokenTokenizer"}};
   std::ofstream(out + "/tokenizer_config.json") << cfg.dump(2) << "\n";
 }

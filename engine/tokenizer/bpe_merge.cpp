@@ -40,8 +40,8 @@ class Merger {
       const Candidate c = heap_.top();
       heap_.pop();
       // Stale if either side merged since this candidate was made.
-      if (dead(c.left_pos) || next_[c.left_pos] != c.right_pos || id_[c.left_pos] != c.left_id || id_[c.right_pos] != c.right_id ||
-          dead(c.right_pos))
+      if (dead(c.left_pos) || next_[c.left_pos] != c.right_pos || id_[c.left_pos] != c.left_id ||
+          id_[c.right_pos] != c.right_id || dead(c.right_pos))
         continue;
       id_[c.left_pos] = c.merged;
       const uint32_t after = next_[c.right_pos];

@@ -23,8 +23,8 @@ struct BpeVocab {
     MergeList,          // tokenizer.json: a pair merges if listed in `merges`; priority = list position
   };
   Rule rule = Rule::ConcatenationRank;
-  std::vector<std::string> token_bytes;  // regular tokens by id (specials are kept elsewhere)
-  BytesToId ids_by_bytes;                // inverse of token_bytes
+  std::vector<std::string> token_bytes;   // regular tokens by id (specials are kept elsewhere)
+  BytesToId ids_by_bytes;                 // inverse of token_bytes
   std::array<int32_t, 256> byte_token{};  // id of each single byte
   struct Merge {
     int32_t priority;

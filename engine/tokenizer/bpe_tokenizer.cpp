@@ -14,7 +14,8 @@ std::string nfc(std::string_view text) {
   UErrorCode status = U_ZERO_ERROR;
   const icu::Normalizer2* normalizer = icu::Normalizer2::getNFCInstance(status);
   if (U_FAILURE(status)) throw Error("ICU has no NFC normalizer", "reinstall libicu");
-  const icu::UnicodeString s = icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
+  const icu::UnicodeString s =
+      icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
   // Leave already-normalized text byte for byte, so bytes that are not valid UTF-8 survive.
   if (normalizer->isNormalized(s, status) && U_SUCCESS(status)) return std::string(text);
   status = U_ZERO_ERROR;
@@ -34,8 +35,10 @@ int32_t Tokenizer::require_special_id(std::string_view name) const {
 }
 
 BpeTokenizer::BpeTokenizer(BpeTokenizerSpec spec)
-    : format_(std::move(spec.format)), vocab_(std::move(spec.vocab)),
-      splitter_(std::make_unique<RegexSplitter>(spec.pattern)), nfc_(spec.nfc) {
+    : format_(std::move(spec.format)),
+      vocab_(std::move(spec.vocab)),
+      splitter_(std::make_unique<RegexSplitter>(spec.pattern)),
+      nfc_(spec.nfc) {
   size_t size = vocab_.token_bytes.size();
   for (const auto& s : spec.specials) {
     if (s.id < 0) throw Error("special token " + s.text + " has a negative id", "the tokenizer files are damaged");

@@ -12,15 +12,15 @@ namespace deltafin {
 
 // Everything a byte-level BPE tokenizer is made of, whichever file it was read from.
 struct BpeTokenizerSpec {
-  std::string format;                 // "tiktoken" or "tokenizer.json"
+  std::string format;  // "tiktoken" or "tokenizer.json"
   BpeVocab vocab;
   struct Special {
     std::string text;
     int32_t id;
   };
-  std::vector<Special> specials;      // added tokens; ids must not collide with vocab ids
-  std::string pattern;                // pre-tokenizer regex
-  bool nfc = false;                   // NFC-normalize ordinary text first (tokenizer.json "NFC")
+  std::vector<Special> specials;  // added tokens; ids must not collide with vocab ids
+  std::string pattern;            // pre-tokenizer regex
+  bool nfc = false;               // NFC-normalize ordinary text first (tokenizer.json "NFC")
 };
 
 // The one implementation behind both K3's tiktoken tokenizer and Qwen3's tokenizer.json:

@@ -27,7 +27,8 @@ std::string attribute(const std::string& body, std::string_view key) {
     if (eq == std::string::npos) break;
     const size_t end = body.find('"', eq + 2);
     if (end == std::string::npos) break;
-    if (std::string_view(body).substr(pos, eq - pos) == key) return unescape_xtml_attribute(body.substr(eq + 2, end - eq - 2));
+    if (std::string_view(body).substr(pos, eq - pos) == key)
+      return unescape_xtml_attribute(body.substr(eq + 2, end - eq - 2));
     pos = end + 1;
   }
   return {};

@@ -14,7 +14,8 @@ constexpr std::string_view kBos = "[BOS]", kOpen = "<|open|>", kClose = "<|close
                            kEndOfMsg = "<|end_of_msg|>";
 
 // The fixed texts of K3's internal system messages (Moonshot's encoding_k3; K3-SPEC section 4).
-constexpr std::string_view kToolsHeader = "# Tools\nHere are the available tools, described in JSONSchema.\n\n```json\n";
+constexpr std::string_view kToolsHeader =
+    "# Tools\nHere are the available tools, described in JSONSchema.\n\n```json\n";
 constexpr std::string_view kNewToolsHeader =
     "## New Tools Available\nThe system dynamically extends the toolset via lazy-loading.\nYou have access to all "
     "existing and extended tools.\nHere are the specs for the extended tools.\n\n```json\n";
@@ -120,8 +121,9 @@ void tool_calls(Sink& sink, const std::vector<ToolCall>& calls) {
         sink.text(call.arguments);
         close_tag(sink, "json");
       } else if (!args.is_object()) {
-        throw Error("the arguments of tool call " + std::to_string(i + 1) + " ('" + call.name + "') are JSON but not an object",
-                    "send the arguments as a JSON object, e.g. {\"city\": \"Paris\"}");
+        throw Error(
+            "the arguments of tool call " + std::to_string(i + 1) + " ('" + call.name + "') are JSON but not an object",
+            "send the arguments as a JSON object, e.g. {\"city\": \"Paris\"}");
       } else {
         for (auto it = args.begin(); it != args.end(); ++it) {
           open_tag(sink, "argument", {{"key", it.key()}, {"type", std::string(value_type(it.value()))}});
@@ -183,10 +185,12 @@ void render(Sink& sink, std::span<const ChatMessage> input, const ChatOptions& o
   if (options.add_bos) sink.special(kBos);
   if (options.tools.is_array() && !options.tools.empty()) tool_declaration(sink, options.tools, false);
   if (options.thinking && options.effort != ReasoningEffort::Unset)
-    internal_message(sink, "thinking-effort",
-                     "`thinking_effort` guides on how much to think in your thinking channel (not including the response "
-                     "channel), supported values include `low`, `medium`, `high`, and `max`.\nNow the system is invoked "
-                     "with `thinking_effort=" + std::string(reasoning_effort_name(options.effort)) + "`.");
+    internal_message(
+        sink, "thinking-effort",
+        "`thinking_effort` guides on how much to think in your thinking channel (not including the response "
+        "channel), supported values include `low`, `medium`, `high`, and `max`.\nNow the system is invoked "
+        "with `thinking_effort=" +
+            std::string(reasoning_effort_name(options.effort)) + "`.");
 
   const std::vector<ToolCall>* last_calls = nullptr;
   size_t tool_index = 0;  // counts tool results from 1 after each assistant message
@@ -200,8 +204,9 @@ void render(Sink& sink, std::span<const ChatMessage> input, const ChatOptions& o
       std::string tool = m.name;
       if (tool.empty() && last_calls && tool_index <= last_calls->size()) tool = (*last_calls)[tool_index - 1].name;
       if (tool.empty())
-        throw Error("tool result " + std::to_string(tool_index) + " names no tool and answers no call of the message before it",
-                    "send it after the assistant message with its tool_calls, with the matching tool_call_id");
+        throw Error(
+            "tool result " + std::to_string(tool_index) + " names no tool and answers no call of the message before it",
+            "send it after the assistant message with its tool_calls, with the matching tool_call_id");
       whole_message(sink, {{"role", "tool"}, {"tool", tool}, {"index", std::to_string(tool_index)}}, m.content);
       continue;
     }
@@ -232,8 +237,9 @@ void render(Sink& sink, std::span<const ChatMessage> input, const ChatOptions& o
     internal_message(sink, "tool-choice",
                      "The system is invoked with `tool_choice=required`.\nYou MUST call tools in the next message.");
   else if (options.tool_choice == ToolChoice::None)
-    internal_message(sink, "tool-choice",
-                     "The system is invoked with `tool_choice=none`.\nYou MUST NOT call any tools in the next message.");
+    internal_message(
+        sink, "tool-choice",
+        "The system is invoked with `tool_choice=none`.\nYou MUST NOT call any tools in the next message.");
   const ResponseFormat& rf = options.response_format;
   if (rf.kind == ResponseFormat::Kind::JsonObject) {
     internal_message(sink, "response-format",
@@ -338,10 +344,14 @@ std::optional<ReasoningEffort> parse_reasoning_effort(std::string_view text) {
 
 std::string_view reasoning_effort_name(ReasoningEffort effort) {
   switch (effort) {
-    case ReasoningEffort::Low: return "low";
-    case ReasoningEffort::High: return "high";
-    case ReasoningEffort::Max: return "max";
-    case ReasoningEffort::Unset: break;
+    case ReasoningEffort::Low:
+      return "low";
+    case ReasoningEffort::High:
+      return "high";
+    case ReasoningEffort::Max:
+      return "max";
+    case ReasoningEffort::Unset:
+      break;
   }
   return "";
 }

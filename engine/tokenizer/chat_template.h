@@ -40,14 +40,17 @@ struct ToolCall {
 struct ChatMessage {
   ChatMessage() = default;
   ChatMessage(std::string role_, std::string content_, std::string name_ = {}, std::string reasoning_ = {})
-      : role(std::move(role_)), content(std::move(content_)), name(std::move(name_)), reasoning(std::move(reasoning_)) {}
+      : role(std::move(role_)),
+        content(std::move(content_)),
+        name(std::move(name_)),
+        reasoning(std::move(reasoning_)) {}
 
-  std::string role;       // "system", "user", "assistant" or "tool"
+  std::string role;  // "system", "user", "assistant" or "tool"
   std::string content;
   // system/user/assistant: the optional name="..." attribute. tool: the tool that answered
   // (else the name of the call at the same position in the last assistant message).
   std::string name;
-  std::string reasoning;  // assistant only: earlier reasoning, replayed in the think block
+  std::string reasoning;             // assistant only: earlier reasoning, replayed in the think block
   std::vector<ToolCall> tool_calls;  // assistant only
   std::string tool_call_id;          // tool only: the call this answers
   // system only: tools declared mid-conversation (an array); the message then becomes a
@@ -65,11 +68,11 @@ struct ResponseFormat {
 };
 
 struct ChatOptions {
-  bool thinking = true;                               // prompt opens a think block (else response)
-  ReasoningEffort effort = ReasoningEffort::Unset;    // Unset: no effort message (thinking only)
-  bool add_bos = true;                                // start with [BOS], as raw prompts do
-  bool add_generation_prompt = true;                  // end with the assistant's opening
-  nlohmann::json tools;                               // the request's tools (an array; null/empty: none)
+  bool thinking = true;                             // prompt opens a think block (else response)
+  ReasoningEffort effort = ReasoningEffort::Unset;  // Unset: no effort message (thinking only)
+  bool add_bos = true;                              // start with [BOS], as raw prompts do
+  bool add_generation_prompt = true;                // end with the assistant's opening
+  nlohmann::json tools;                             // the request's tools (an array; null/empty: none)
   ToolChoice tool_choice = ToolChoice::Auto;
   ResponseFormat response_format;
 };

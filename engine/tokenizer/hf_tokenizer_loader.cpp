@@ -15,7 +15,8 @@ namespace {
 using nlohmann::json;
 
 // The built-in regex of a ByteLevel pre-tokenizer with use_regex (GPT-2's).
-constexpr std::string_view kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+constexpr std::string_view kGpt2Pattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 // GPT-2's byte-to-character table: printable Latin-1 bytes stand for themselves, the other
 // bytes for U+0100 onwards in byte order. Vocabulary strings are spelled in these characters.
@@ -58,7 +59,9 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-std::string type_of(const json& j) { return j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : ""; }
+std::string type_of(const json& j) {
+  return j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : "";
+}
 
 }  // namespace
 
@@ -92,8 +95,9 @@ std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& path) {
                type_of(pre["pretokenizers"][0]) == "Split" && type_of(pre["pretokenizers"][1]) == "ByteLevel") {
       const json& split = pre["pretokenizers"][0];
       const json& byte_level = pre["pretokenizers"][1];
-      if (split.value("behavior", "") != "Isolated" || split.value("invert", false) || !split.at("pattern").contains("Regex") ||
-          byte_level.value("use_regex", true) || byte_level.value("add_prefix_space", false))
+      if (split.value("behavior", "") != "Isolated" || split.value("invert", false) ||
+          !split.at("pattern").contains("Regex") || byte_level.value("use_regex", true) ||
+          byte_level.value("add_prefix_space", false))
         throw Error(path + ": pre-tokenizer options other than Split(Regex, Isolated) + ByteLevel", unsupported);
       spec.pattern = split["pattern"]["Regex"].get<std::string>();
     } else {
@@ -143,7 +147,8 @@ std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& path) {
     }
     for (const json& added : doc.value("added_tokens", json::array())) {
       if (added.value("lstrip", false) || added.value("rstrip", false) || added.value("single_word", false))
-        throw Error(path + ": added token '" + added.value("content", "") + "' strips or matches single words", unsupported);
+        throw Error(path + ": added token '" + added.value("content", "") + "' strips or matches single words",
+                    unsupported);
       spec.specials.push_back({added.at("content").get<std::string>(), added.at("id").get<int32_t>()});
     }
     return std::make_unique<BpeTokenizer>(std::move(spec));

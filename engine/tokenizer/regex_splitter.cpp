@@ -75,8 +75,7 @@ void RegexSplitter::split(std::string_view text, std::vector<std::pair<size_t, s
     pieces.emplace_back(begin, end);
     covered = end;
   }
-  if (U_FAILURE(status))
-    throw Error(std::string("the pre-tokenizer failed on this text: ") + u_errorName(status));
+  if (U_FAILURE(status)) throw Error(std::string("the pre-tokenizer failed on this text: ") + u_errorName(status));
   if (covered < text.size()) pieces.emplace_back(covered, text.size());
 }
 

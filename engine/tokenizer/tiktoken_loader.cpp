@@ -132,7 +132,8 @@ std::unique_ptr<Tokenizer> load_tiktoken_tokenizer(const std::string& tiktoken_m
   for (int32_t id = n_ranks; id < n_ranks + kK3SpecialCount; ++id) {
     auto it = named.find(id);
     std::string name = it != named.end() ? it->second : "<|reserved_token_" + std::to_string(id) + "|>";
-    if (name.empty()) throw Error(tokenizer_config_path + ": special token " + std::to_string(id) + " has empty text", damaged);
+    if (name.empty())
+      throw Error(tokenizer_config_path + ": special token " + std::to_string(id) + " has empty text", damaged);
     spec.specials.push_back({std::move(name), id});
   }
   return std::make_unique<BpeTokenizer>(std::move(spec));

@@ -37,11 +37,12 @@ inline void transpose8(__m256 (&v)[8]) {
 template <int NQ>
 void dot8(const float* q, int64_t ldq, int64_t n, const float* const (&r)[8], double* out, int64_t ldo) {
   __m256d lo[NQ], hi[NQ];
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int i = 0; i < NQ; ++i) lo[i] = hi[i] = _mm256_setzero_pd();
   auto add_column = [&](int64_t j, __m256 col) {
-    const __m256d cl = _mm256_cvtps_pd(_mm256_castps256_ps128(col)), ch = _mm256_cvtps_pd(_mm256_extractf128_ps(col, 1));
-    #pragma GCC unroll 4
+    const __m256d cl = _mm256_cvtps_pd(_mm256_castps256_ps128(col)),
+                  ch = _mm256_cvtps_pd(_mm256_extractf128_ps(col, 1));
+#pragma GCC unroll 4
     for (int i = 0; i < NQ; ++i) {
       const __m256d qv = _mm256_set1_pd(double(q[i * ldq + j]));
       lo[i] = _mm256_add_pd(lo[i], _mm256_mul_pd(qv, cl));
@@ -53,11 +54,12 @@ void dot8(const float* q, int64_t ldq, int64_t n, const float* const (&r)[8], do
     __m256 v[8];
     for (int k = 0; k < 8; ++k) v[k] = _mm256_loadu_ps(r[k] + j);
     transpose8(v);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int c = 0; c < 8; ++c) add_column(j + c, v[c]);
   }
-  for (; j < n; ++j) add_column(j, _mm256_setr_ps(r[0][j], r[1][j], r[2][j], r[3][j], r[4][j], r[5][j], r[6][j], r[7][j]));
-  #pragma GCC unroll 4
+  for (; j < n; ++j)
+    add_column(j, _mm256_setr_ps(r[0][j], r[1][j], r[2][j], r[3][j], r[4][j], r[5][j], r[6][j], r[7][j]));
+#pragma GCC unroll 4
   for (int i = 0; i < NQ; ++i) {
     _mm256_storeu_pd(out + i * ldo, lo[i]);
     _mm256_storeu_pd(out + i * ldo + 4, hi[i]);
@@ -79,10 +81,18 @@ void dot_rows(const float* q, int64_t ldq, int nq, int64_t n, const float* const
       const float* qi = q + i * ldq;
       double* oi = out + i * ldo + k0;
       switch (std::min(4, nq - i)) {
-        case 4: dot8<4>(qi, ldq, n, r, oi, ldo); break;
-        case 3: dot8<3>(qi, ldq, n, r, oi, ldo); break;
-        case 2: dot8<2>(qi, ldq, n, r, oi, ldo); break;
-        default: dot8<1>(qi, ldq, n, r, oi, ldo); break;
+        case 4:
+          dot8<4>(qi, ldq, n, r, oi, ldo);
+          break;
+        case 3:
+          dot8<3>(qi, ldq, n, r, oi, ldo);
+          break;
+        case 2:
+          dot8<2>(qi, ldq, n, r, oi, ldo);
+          break;
+        default:
+          dot8<1>(qi, ldq, n, r, oi, ldo);
+          break;
       }
     }
   }
@@ -100,7 +110,8 @@ void axpy(double a, const float* x, int64_t n, double* y) {
   const __m256d av = _mm256_set1_pd(a);
   int64_t j = 0;
   for (; j + 4 <= n; j += 4)
-    _mm256_storeu_pd(y + j, _mm256_add_pd(_mm256_loadu_pd(y + j), _mm256_mul_pd(av, _mm256_cvtps_pd(_mm_loadu_ps(x + j)))));
+    _mm256_storeu_pd(y + j,
+                     _mm256_add_pd(_mm256_loadu_pd(y + j), _mm256_mul_pd(av, _mm256_cvtps_pd(_mm_loadu_ps(x + j)))));
   for (; j < n; ++j) y[j] += a * double(x[j]);
 }
 

@@ -18,9 +18,11 @@ float e8m0_to_float(uint8_t s) {
 }
 
 static const KernelTable kTables[3] = {
-    {Isa::Scalar, "scalar", scalar::bf16_rows, scalar::f32_rows, scalar::mxfp4_rows, scalar::dot_rows, scalar::axpy, scalar::axpy_bf16},
+    {Isa::Scalar, "scalar", scalar::bf16_rows, scalar::f32_rows, scalar::mxfp4_rows, scalar::dot_rows, scalar::axpy,
+     scalar::axpy_bf16},
     {Isa::Avx2, "avx2", avx2::bf16_rows, avx2::f32_rows, avx2::mxfp4_rows, avx2::dot_rows, avx2::axpy, avx2::axpy_bf16},
-    {Isa::Avx512, "avx512", avx512::bf16_rows, avx512::f32_rows, avx512::mxfp4_rows, avx2::dot_rows, avx2::axpy, avx2::axpy_bf16},
+    {Isa::Avx512, "avx512", avx512::bf16_rows, avx512::f32_rows, avx512::mxfp4_rows, avx2::dot_rows, avx2::axpy,
+     avx2::axpy_bf16},
 };
 
 const KernelTable& table_for(Isa isa) { return kTables[static_cast<int>(isa)]; }
@@ -29,11 +31,13 @@ const char* isa_name(Isa isa) { return kTables[static_cast<int>(isa)].name; }
 bool isa_supported(Isa isa) {
   __builtin_cpu_init();
   switch (isa) {
-    case Isa::Scalar: return true;
-    case Isa::Avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Isa::Scalar:
+      return true;
+    case Isa::Avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case Isa::Avx512:
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-             __builtin_cpu_supports("fma");
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
   }
   return false;
 }

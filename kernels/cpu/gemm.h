@@ -16,14 +16,14 @@ namespace deltafin::kernels {
 enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
 
 struct RowsArgs {
-  const void* w;        // weights, row-major [rows][in], possibly unaligned
-  const uint8_t* scale; // MXFP4 only: E8M0 scales [rows][in/32]
-  int64_t in;           // input width (MXFP4: multiple of 32)
-  int64_t o0, o1;       // output rows to produce
-  const float* x;       // inputs [T][ldx]
+  const void* w;         // weights, row-major [rows][in], possibly unaligned
+  const uint8_t* scale;  // MXFP4 only: E8M0 scales [rows][in/32]
+  int64_t in;            // input width (MXFP4: multiple of 32)
+  int64_t o0, o1;        // output rows to produce
+  const float* x;        // inputs [T][ldx]
   int64_t ldx;
   int T;
-  float* y;             // outputs [T][ldy], column o written at y[t*ldy + o]
+  float* y;  // outputs [T][ldy], column o written at y[t*ldy + o]
   int64_t ldy;
 };
 
@@ -74,9 +74,21 @@ inline constexpr std::array<double, 256> kHalfE8M0d = [] {
   return t;
 }();
 
-namespace scalar { void bf16_rows(const RowsArgs&); void f32_rows(const RowsArgs&); void mxfp4_rows(const RowsArgs&); }
-namespace avx2 { void bf16_rows(const RowsArgs&); void f32_rows(const RowsArgs&); void mxfp4_rows(const RowsArgs&); }
-namespace avx512 { void bf16_rows(const RowsArgs&); void f32_rows(const RowsArgs&); void mxfp4_rows(const RowsArgs&); }
+namespace scalar {
+void bf16_rows(const RowsArgs&);
+void f32_rows(const RowsArgs&);
+void mxfp4_rows(const RowsArgs&);
+}  // namespace scalar
+namespace avx2 {
+void bf16_rows(const RowsArgs&);
+void f32_rows(const RowsArgs&);
+void mxfp4_rows(const RowsArgs&);
+}  // namespace avx2
+namespace avx512 {
+void bf16_rows(const RowsArgs&);
+void f32_rows(const RowsArgs&);
+void mxfp4_rows(const RowsArgs&);
+}  // namespace avx512
 namespace scalar {
 void dot_rows(const float* q, int64_t ldq, int nq, int64_t n, const float* const* rows, int64_t offset, int64_t count,
               double* out, int64_t ldo);

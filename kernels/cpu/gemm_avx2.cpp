@@ -57,23 +57,23 @@ inline float bf16_at(const uint8_t* p) {
 template <int O, int R, bool BF16>
 void dense_tile(const uint8_t* w, int64_t row_bytes, int64_t in, const double* x, int64_t ldx, float* y, int64_t ldy) {
   __m256d a0[O][R], a1[O][R];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int o = 0; o < O; ++o)
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) a0[o][r] = a1[o][r] = _mm256_setzero_pd();
   // One step: 8 columns from i, lanes 0-3 into a0 and 4-7 into a1 of every (output, row).
   auto step = [&](int64_t i) __attribute__((always_inline)) {
     __m256d w0[O], w1[O];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int o = 0; o < O; ++o) {
       const uint8_t* row = w + o * row_bytes;
       if constexpr (BF16) widen_bf16(row + 2 * i, w0[o], w1[o]);
       else widen_f32(row + 4 * i, w0[o], w1[o]);
     }
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m256d x0 = _mm256_loadu_pd(x + r * ldx + i), x1 = _mm256_loadu_pd(x + r * ldx + i + 4);
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int o = 0; o < O; ++o) {
         a0[o][r] = _mm256_fmadd_pd(w0[o], x0, a0[o][r]);
         a1[o][r] = _mm256_fmadd_pd(w1[o], x1, a1[o][r]);
@@ -84,7 +84,7 @@ void dense_tile(const uint8_t* w, int64_t row_bytes, int64_t in, const double* x
   // first (the fp64 work per byte leaves too few loads in flight otherwise).
   int64_t i = 0;
   for (; i + 32 <= in; i += 32) {
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int o = 0; o < O; ++o) {
       const char* line = reinterpret_cast<const char*>(w + o * row_bytes + (BF16 ? 2 : 4) * i) + kPrefetchBytes;
       _mm_prefetch(line, _MM_HINT_T0);
@@ -96,10 +96,10 @@ void dense_tile(const uint8_t* w, int64_t row_bytes, int64_t in, const double* x
     step(i + 24);
   }
   for (; i + 8 <= in; i += 8) step(i);
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int o = 0; o < O; ++o) {
     const uint8_t* row = w + o * row_bytes;
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       double s = hsum(_mm256_add_pd(a0[o][r], a1[o][r]));
       for (int64_t j = i; j < in; ++j) {
@@ -144,7 +144,8 @@ inline __m256d quad(__m128i v) {
 // O consecutive output rows for R input rows (each input load serves O outputs); each output's
 // products and sums are as with O = R = 1.
 template <int O, int R>
-void mxfp4_tile(const uint8_t* w, const uint8_t* scale, int64_t in, const double* xp, int64_t ldxp, float* y, int64_t ldy) {
+void mxfp4_tile(const uint8_t* w, const uint8_t* scale, int64_t in, const double* xp, int64_t ldxp, float* y,
+                int64_t ldy) {
   // Codes decode to twice their E2M1 value as int8 (one byte shuffle per 16 codes, then an exact
   // int -> double conversion); the halving moves into the block scale, a power of two. A block's
   // products are exact in fp64 and its sum is scaled exactly.
@@ -152,13 +153,13 @@ void mxfp4_tile(const uint8_t* w, const uint8_t* scale, int64_t in, const double
   const __m128i nib = _mm_set1_epi8(15);
   const int64_t blocks = in / 32;
   __m256d acc[O][R];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int o = 0; o < O; ++o)
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) acc[o][r] = _mm256_setzero_pd();
   for (int64_t b = 0; b < blocks; ++b) {
     __m256d d[O][8], s[O];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int o = 0; o < O; ++o) {
       const uint8_t* p = w + o * (in / 2) + 16 * b;
       // Once per 64-byte line of codes (4 blocks): the line 2 KB ahead, as in the dense tiles.
@@ -177,21 +178,21 @@ void mxfp4_tile(const uint8_t* w, const uint8_t* scale, int64_t in, const double
       d[o][7] = quad<3>(hi);
       s[o] = _mm256_set1_pd(kHalfE8M0d[scale[o * blocks + b]]);
     }
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const double* xb = xp + r * ldxp + 32 * b;
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int o = 0; o < O; ++o) {
         __m256d p = _mm256_mul_pd(d[o][0], _mm256_load_pd(xb));
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int k = 1; k < 8; ++k) p = _mm256_fmadd_pd(d[o][k], _mm256_load_pd(xb + 4 * k), p);
         acc[o][r] = _mm256_fmadd_pd(p, s[o], acc[o][r]);
       }
     }
   }
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int o = 0; o < O; ++o)
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) y[r * ldy + o] = float(hsum(acc[o][r]));
 }
 

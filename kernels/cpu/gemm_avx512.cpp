@@ -57,23 +57,23 @@ inline double hsum(__m512d v) {
 template <int O, int R, bool BF16>
 void dense_tile(const uint8_t* w, int64_t row_bytes, int64_t in, const double* x, int64_t ldx, float* y, int64_t ldy) {
   __m512d a0[O][R], a1[O][R];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int o = 0; o < O; ++o)
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) a0[o][r] = a1[o][r] = _mm512_setzero_pd();
   // One step: 16 columns from i, lanes 0-7 into a0 and 8-15 into a1 of every (output, row).
   auto step = [&](int64_t i) __attribute__((always_inline)) {
     __m512d w0[O], w1[O];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int o = 0; o < O; ++o) {
       const uint8_t* row = w + o * row_bytes;
       if constexpr (BF16) widen_bf16(row + 2 * i, w0[o], w1[o]);
       else widen_f32(row + 4 * i, w0[o], w1[o]);
     }
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m512d x0 = _mm512_loadu_pd(x + r * ldx + i), x1 = _mm512_loadu_pd(x + r * ldx + i + 8);
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int o = 0; o < O; ++o) {
         a0[o][r] = _mm512_fmadd_pd(w0[o], x0, a0[o][r]);
         a1[o][r] = _mm512_fmadd_pd(w1[o], x1, a1[o][r]);
@@ -85,7 +85,7 @@ void dense_tile(const uint8_t* w, int64_t row_bytes, int64_t in, const double* x
   // (without it a T=1 pass from DRAM took twice as long: PERFORMANCE.md, "Precision").
   int64_t i = 0;
   for (; i + 32 <= in; i += 32) {
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int o = 0; o < O; ++o) {
       const char* line = reinterpret_cast<const char*>(w + o * row_bytes + (BF16 ? 2 : 4) * i) + kPrefetchBytes;
       _mm_prefetch(line, _MM_HINT_T0);
@@ -98,10 +98,10 @@ void dense_tile(const uint8_t* w, int64_t row_bytes, int64_t in, const double* x
     step(i);
     i += 16;
   }
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int o = 0; o < O; ++o) {
     const uint8_t* row = w + o * row_bytes;
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       double s = hsum(_mm512_add_pd(a0[o][r], a1[o][r]));
       for (int64_t j = i; j < in; ++j) {
@@ -147,7 +147,8 @@ void widen_permuted(const float* x, int64_t in, double* xp) {
 // O consecutive output rows for R input rows: each input load serves O outputs, and their
 // accumulator chains run side by side. Each output's products and sums are as with O = R = 1.
 template <int O, int R>
-void mxfp4_tile(const uint8_t* w, const uint8_t* scale, int64_t in, const double* xp, int64_t ldxp, float* y, int64_t ldy) {
+void mxfp4_tile(const uint8_t* w, const uint8_t* scale, int64_t in, const double* xp, int64_t ldxp, float* y,
+                int64_t ldy) {
   // Codes look up twice their value in a 16-entry table (the index's low four bits pick the entry,
   // so a byte indexes its low nibble as it is); the block scale comes halved. A block's products
   // are exact in fp64 and its sum is scaled by a power of two, exactly.
@@ -155,13 +156,13 @@ void mxfp4_tile(const uint8_t* w, const uint8_t* scale, int64_t in, const double
   const __m512d lut_neg = _mm512_setr_pd(-0., -1., -2., -3., -4., -6., -8., -12.);
   const int64_t blocks = in / 32;
   __m512d acc[O][R];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int o = 0; o < O; ++o)
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) acc[o][r] = _mm512_setzero_pd();
   for (int64_t b = 0; b < blocks; ++b) {
     __m512d d0[O], d1[O], d2[O], d3[O], s[O];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int o = 0; o < O; ++o) {
       const uint8_t* p = w + o * (in / 2) + 16 * b;
       // Once per 64-byte line of codes (4 blocks): the line 2 KB ahead, as in the dense tiles.
@@ -174,12 +175,12 @@ void mxfp4_tile(const uint8_t* w, const uint8_t* scale, int64_t in, const double
       d3[o] = _mm512_permutex2var_pd(lut_pos, _mm512_srli_epi64(v1, 4), lut_neg);
       s[o] = _mm512_set1_pd(kHalfE8M0d[scale[o * blocks + b]]);
     }
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const double* xb = xp + r * ldxp + 32 * b;
       const __m512d x0 = _mm512_load_pd(xb), x1 = _mm512_load_pd(xb + 8), x2 = _mm512_load_pd(xb + 16),
                     x3 = _mm512_load_pd(xb + 24);
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int o = 0; o < O; ++o) {
         __m512d p = _mm512_mul_pd(d0[o], x0);
         p = _mm512_fmadd_pd(d1[o], x1, p);
@@ -189,9 +190,9 @@ void mxfp4_tile(const uint8_t* w, const uint8_t* scale, int64_t in, const double
       }
     }
   }
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int o = 0; o < O; ++o)
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) y[r * ldy + o] = float(hsum(acc[o][r]));
 }
 

@@ -17,10 +17,17 @@ inline void for_each_tile(int64_t o0, int64_t o1, int T, Tile&& tile) {
     int t = 0;
     for (; t + kR <= T; t += kR) tile.template operator()<O, kR>(o, t);
     switch (T - t) {
-      case 3: if constexpr (kR > 3) tile.template operator()<O, 3>(o, t); break;
-      case 2: if constexpr (kR > 2) tile.template operator()<O, 2>(o, t); break;
-      case 1: tile.template operator()<O, 1>(o, t); break;
-      default: break;
+      case 3:
+        if constexpr (kR > 3) tile.template operator()<O, 3>(o, t);
+        break;
+      case 2:
+        if constexpr (kR > 2) tile.template operator()<O, 2>(o, t);
+        break;
+      case 1:
+        tile.template operator()<O, 1>(o, t);
+        break;
+      default:
+        break;
     }
   };
   int64_t o = o0;

@@ -41,14 +41,14 @@ namespace {
 
 // ---- v1: FFMA ----------------------------------------------------------------------------------
 
-constexpr int kWarps = 8;   // warps per block
+constexpr int kWarps = 8;        // warps per block
 constexpr int kRowsPerWarp = 4;  // weight rows one warp reduces together (sharing each x load)
-constexpr int kUnroll = 4;  // chunks per lane in flight before the first use
+constexpr int kUnroll = 4;       // chunks per lane in flight before the first use
 
 template <int TT>
-__global__ void __launch_bounds__(kWarps * 32) bf16_rows_kernel(const uint4* __restrict__ w, int64_t out, int64_t in,
-                                                               const float* __restrict__ x, int64_t ldx, int T,
-                                                               float* __restrict__ y, int64_t ldy) {
+__global__ void __launch_bounds__(kWarps * 32)
+    bf16_rows_kernel(const uint4* __restrict__ w, int64_t out, int64_t in, const float* __restrict__ x, int64_t ldx,
+                     int T, float* __restrict__ y, int64_t ldy) {
   pdl_enter();
   const int lane = threadIdx.x & 31;
   const int64_t nch = in / 8;  // 16-byte chunks per row
@@ -121,14 +121,16 @@ void launch_v1(const void* w, int64_t out, int64_t in, const float* x, int64_t l
     int dev = 0;
     DELTAFIN_CUDA_CHECK(cudaGetDevice(&dev));
     DELTAFIN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    DELTAFIN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, bf16_rows_kernel<TT>, kWarps * 32, 0));
+    DELTAFIN_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, bf16_rows_kernel<TT>, kWarps * 32, 0));
     if (blocks_per_sm < 1) blocks_per_sm = 1;
   }
   const int64_t groups = (out + kRowsPerWarp - 1) / kRowsPerWarp;
   const int64_t need = (groups + kWarps - 1) / kWarps;
   const int64_t cap = static_cast<int64_t>(sms) * blocks_per_sm * 4;
   const int grid = static_cast<int>(need < cap ? need : cap);
-  DELTAFIN_CUDA_CHECK(launch(bf16_rows_kernel<TT>, grid, kWarps * 32, 0, s, static_cast<const uint4*>(w), out, in, x, ldx, T, y, ldy));
+  DELTAFIN_CUDA_CHECK(
+      launch(bf16_rows_kernel<TT>, grid, kWarps * 32, 0, s, static_cast<const uint4*>(w), out, in, x, ldx, T, y, ldy));
 }
 
 void run_v1(const void* w, int64_t out, int64_t in, const float* x, int64_t ldx, int T, float* y, int64_t ldy,
@@ -208,9 +210,7 @@ __device__ __forceinline__ uint4 load_w(const uint4* p) {
   }
 }
 
-__device__ __forceinline__ void prefetch_l2(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-}
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
 // A block (or a cluster of CL blocks) owns MT m16 tiles of weight rows over the whole width; its
 // W * CL warps take k32-steps in groups of U: warp v (= rank * W + warp) the groups v, v + W*CL, ...
@@ -344,7 +344,8 @@ void launch_mma(const void* w, int64_t out, int64_t in, const float* x, int64_t 
   const int64_t tiles = (out + MT * 16 - 1) / (MT * 16);
   const auto* wv = static_cast<const uint4*>(w);
   if constexpr (CL == 1) {
-    DELTAFIN_CUDA_CHECK(launch(bf16_mma_kernel<MT, W, U, 1, HINT>, static_cast<unsigned>(tiles), W * 32, 0, s, wv, out, in, x, ldx, T, y, ldy));
+    DELTAFIN_CUDA_CHECK(launch(bf16_mma_kernel<MT, W, U, 1, HINT>, static_cast<unsigned>(tiles), W * 32, 0, s, wv, out,
+                               in, x, ldx, T, y, ldy));
   } else {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(static_cast<unsigned>(tiles * CL));

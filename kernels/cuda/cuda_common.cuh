@@ -12,9 +12,9 @@ namespace deltafin::cuda {
 
 [[noreturn]] void throw_cuda(cudaError_t err, const char* what, const char* file, int line);
 
-#define DELTAFIN_CUDA_CHECK(expr)                                                       \
-  do {                                                                                  \
-    cudaError_t deltafin_err_ = (expr);                                                 \
+#define DELTAFIN_CUDA_CHECK(expr)                                                                             \
+  do {                                                                                                        \
+    cudaError_t deltafin_err_ = (expr);                                                                       \
     if (deltafin_err_ != cudaSuccess) ::deltafin::cuda::throw_cuda(deltafin_err_, #expr, __FILE__, __LINE__); \
   } while (0)
 

@@ -44,7 +44,10 @@ class DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
   void* data() const { return ptr_; }
-  template <class T> T* as() const { return static_cast<T*>(ptr_); }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
   size_t size() const { return bytes_; }
   // Synchronous copies (they return when the bytes have arrived).
   void upload(const void* src, size_t bytes, size_t offset = 0);
@@ -99,11 +102,10 @@ struct MxExpert {
 // overlap `packed`. Scales stay as they are.
 void repack_mx_fragments(const void* packed, void* out, int rows, int cols, Stream stream = nullptr);
 
-// Diagnostics: where the traced expert versions (lab/, deltafin-cuda-bench --trace) write five 64-bit words per task of each
-// launch, indexed by task number: (kind << 62) | (SM << 32) | block (kind 0 gate/up, 1 down, 2
-// combine), then %globaltimer (ns) at the task's start,
-// after its waits, when its first pass is ready to stream, and at its end. `dev_records` must hold
-// 5 x the launch's task count; nullptr stops the writes. Other versions never write.
+// Diagnostics: where the traced expert versions (lab/, deltafin-cuda-bench --trace) write five 64-bit words per task of
+// each launch, indexed by task number: (kind << 62) | (SM << 32) | block (kind 0 gate/up, 1 down, 2 combine), then
+// %globaltimer (ns) at the task's start, after its waits, when its first pass is ready to stream, and at its end.
+// `dev_records` must hold 5 x the launch's task count; nullptr stops the writes. Other versions never write.
 void set_expert_trace(unsigned long long* dev_records);
 
 // The expert kernel's grid: 0 (the default) lets each call choose (fewer blocks for calls of a few

@@ -78,7 +78,8 @@ DeviceBuffer::~DeviceBuffer() {
   if (ptr_) cudaFree(ptr_);
 }
 
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
+    : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   if (this != &o) {
@@ -92,7 +93,8 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 static void check_range(size_t offset, size_t bytes, size_t size) {
   if (offset > size || bytes > size - offset)
     throw CudaError("device buffer access of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
-                    " is outside the buffer of " + std::to_string(size) + " bytes (a caller bug: size the buffer first)");
+                    " is outside the buffer of " + std::to_string(size) +
+                    " bytes (a caller bug: size the buffer first)");
 }
 
 void DeviceBuffer::upload(const void* src, size_t bytes, size_t offset) {
@@ -102,7 +104,8 @@ void DeviceBuffer::upload(const void* src, size_t bytes, size_t offset) {
 
 void DeviceBuffer::download(void* dst, size_t bytes, size_t offset) const {
   check_range(offset, bytes, bytes_);
-  if (bytes) DELTAFIN_CUDA_CHECK(cudaMemcpy(dst, static_cast<const char*>(ptr_) + offset, bytes, cudaMemcpyDeviceToHost));
+  if (bytes)
+    DELTAFIN_CUDA_CHECK(cudaMemcpy(dst, static_cast<const char*>(ptr_) + offset, bytes, cudaMemcpyDeviceToHost));
 }
 
 void DeviceBuffer::fill_byte(int value) {

@@ -22,13 +22,17 @@ namespace direct {
 // 4-7 the matching up tiles (A task: 64 intermediate rows), or one 16-row down tile each (B task: 128
 // latent rows): half the bytes per task, so at T = 1 the last tasks leave fewer SMs idle.
 template <int NT>
-constexpr int tile_a() { return NT == 2 ? kWarps * 16 : kWarps / 2 * 16; }
+constexpr int tile_a() {
+  return NT == 2 ? kWarps * 16 : kWarps / 2 * 16;
+}
 template <int NT>
-constexpr int tile_b() { return kWarps * 16 * NT; }
-constexpr int kFragLanes = 24;  // activation fragments of columns 0-5 (two vectors x three parts)
-constexpr int kHeader = 128;    // reduction scratch of stage_frags
+constexpr int tile_b() {
+  return kWarps * 16 * NT;
+}
+constexpr int kFragLanes = 24;                  // activation fragments of columns 0-5 (two vectors x three parts)
+constexpr int kHeader = 128;                    // reduction scratch of stage_frags
 constexpr int kSwap = kWarps / 2 * 32 * 2 * 4;  // NT = 1: the up tiles' sums, handed to the gate warps
-constexpr int kRing = 4;        // chunk slots per tile: the one in use and up to three in flight
+constexpr int kRing = 4;                        // chunk slots per tile: the one in use and up to three in flight
 
 // One buffer of activation fragments for the wider of the two K (lanes per 32-column block: 24, or
 // 32 with zeros for columns 6 and 7, so that every lane reads its fragments unconditionally).

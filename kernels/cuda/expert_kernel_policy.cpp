@@ -14,25 +14,37 @@ namespace direct = geometry::direct;
 
 const char* expert_kernel_id(ExpertKernel k) {
   switch (k) {
-    case ExpertKernel::v6: return "v6";
-    case ExpertKernel::v134: return "v134";
-    case ExpertKernel::v212: return "v212";
-    case ExpertKernel::v183: return "v183";
-    case ExpertKernel::v138: return "v138";
-    case ExpertKernel::v194: return "v194";
+    case ExpertKernel::v6:
+      return "v6";
+    case ExpertKernel::v134:
+      return "v134";
+    case ExpertKernel::v212:
+      return "v212";
+    case ExpertKernel::v183:
+      return "v183";
+    case ExpertKernel::v138:
+      return "v138";
+    case ExpertKernel::v194:
+      return "v194";
   }
   return "?";
 }
 
 size_t expert_kernel_smem(ExpertKernel k, int latent, int inter) {
   switch (k) {
-    case ExpertKernel::v6: return 0;
+    case ExpertKernel::v6:
+      return 0;
     // Fragment order: pairs of vectors per pass, fragment lanes, scale tables.
-    case ExpertKernel::v134: return direct::smem_bytes(latent, inter, 1, direct::kFragLanes, false);
-    case ExpertKernel::v212: return direct::smem_bytes(latent, inter, 1, 32, true);
-    case ExpertKernel::v183: return direct::smem_bytes(latent, inter, 1, 32, false);
-    case ExpertKernel::v138: return direct::smem_bytes(latent, inter, 1, direct::kFragLanes, false);
-    case ExpertKernel::v194: return direct::smem_bytes(latent, inter, 2, direct::kFragLanes, true);
+    case ExpertKernel::v134:
+      return direct::smem_bytes(latent, inter, 1, direct::kFragLanes, false);
+    case ExpertKernel::v212:
+      return direct::smem_bytes(latent, inter, 1, 32, true);
+    case ExpertKernel::v183:
+      return direct::smem_bytes(latent, inter, 1, 32, false);
+    case ExpertKernel::v138:
+      return direct::smem_bytes(latent, inter, 1, direct::kFragLanes, false);
+    case ExpertKernel::v194:
+      return direct::smem_bytes(latent, inter, 2, direct::kFragLanes, true);
   }
   return 0;
 }

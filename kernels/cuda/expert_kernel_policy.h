@@ -53,10 +53,10 @@ std::optional<ExpertKernel> default_expert_kernel(int latent, int inter, ExpertL
 
 // One call of the kernel.
 struct ExpertCall {
-  int rows = 1;                  // T
-  double rows_per_expert = 1.0;  // assignments (T x top_k) per distinct expert, or its expectation
-  bool aligned16 = true;         // every expert tensor 16-byte aligned (run(); run_routed requires it)
-  bool tables_fit_shared = true; // at most 128 distinct experts and 128 assignments (MetaTables)
+  int rows = 1;                   // T
+  double rows_per_expert = 1.0;   // assignments (T x top_k) per distinct expert, or its expectation
+  bool aligned16 = true;          // every expert tensor 16-byte aligned (run(); run_routed requires it)
+  bool tables_fit_shared = true;  // at most 128 distinct experts and 128 assignments (MetaTables)
 };
 
 // Blocks per SM a version runs at these widths (the occupancy calculator's answer, asked on demand).

@@ -28,11 +28,11 @@ __global__ void __launch_bounds__(kThreads)
                           RoutingTables out) {
   pdl_enter();
   extern __shared__ int sm[];
-  int* cnt = sm;           // [n] slots naming each expert
-  int* off = sm + n;       // [n] where the expert's assignments start in assign_list
-  int* group = sm + 2 * n; // [n] the expert's group
-  int* ids = sm + 3 * n;   // [A] the routing, staged
-  int* first = ids + A;    // [A] 1 where slot a is its expert's first slot
+  int* cnt = sm;            // [n] slots naming each expert
+  int* off = sm + n;        // [n] where the expert's assignments start in assign_list
+  int* group = sm + 2 * n;  // [n] the expert's group
+  int* ids = sm + 3 * n;    // [A] the routing, staged
+  int* first = ids + A;     // [A] 1 where slot a is its expert's first slot
   __shared__ int part_c[kThreads], part_u[kThreads];
   const int tid = threadIdx.x;
   for (int e = tid; e < n; e += kThreads) cnt[e] = 0;
@@ -114,14 +114,15 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 void build_routing_tables(const MxExpert* dev_table, int n_experts, const int32_t* dev_idx, const float* dev_weight,
-                          int T, int K, int n_groups, int a_tiles, int align, const RoutingTables& out, cudaStream_t s) {
+                          int T, int K, int n_groups, int a_tiles, int align, const RoutingTables& out,
+                          cudaStream_t s) {
   const int A = T * K;
   const size_t smem = (3 * static_cast<size_t>(n_experts) + 2 * static_cast<size_t>(A)) * sizeof(int);
   if (smem > 48 * 1024)
     throw CudaError("ExpertMlp::run_routed: " + std::to_string(n_experts) + " experts and " + std::to_string(A) +
                     " slots exceed the table builder's shared memory");
-  DELTAFIN_CUDA_CHECK(launch(routing_tables_kernel, 1, kThreads, smem, s, dev_table, n_experts, dev_idx, dev_weight, A, n_groups, a_tiles, align,
-                                                  out));
+  DELTAFIN_CUDA_CHECK(launch(routing_tables_kernel, 1, kThreads, smem, s, dev_table, n_experts, dev_idx, dev_weight, A,
+                             n_groups, a_tiles, align, out));
 }
 
 }  // namespace deltafin::cuda

@@ -8,14 +8,14 @@ namespace deltafin::cuda {
 // Device memory the expert kernel reads its routing from; ExpertMlp::run uploads the same layout
 // from the host.
 struct RoutingTables {
-  MxExpert* experts;    // [n_groups]
-  int* grp_begin;       // [n_groups + 1] into assign_list
-  int* assign_list;     // [T * K] assignments (t * K + j) grouped by distinct expert, ascending within a group
-  int* slot_group;      // [T * K] group of each slot
-  float* slot_weight;   // [T * K]
-  unsigned* ticket;     // the expert kernel's counters, reset here: the ticket,
-  unsigned* doneA;      // [n_groups] gate/up tiles done per group,
-  unsigned* doneB;      // [n_groups] down tiles done per group
+  MxExpert* experts;   // [n_groups]
+  int* grp_begin;      // [n_groups + 1] into assign_list
+  int* assign_list;    // [T * K] assignments (t * K + j) grouped by distinct expert, ascending within a group
+  int* slot_group;     // [T * K] group of each slot
+  float* slot_weight;  // [T * K]
+  unsigned* ticket;    // the expert kernel's counters, reset here: the ticket,
+  unsigned* doneA;     // [n_groups] gate/up tiles done per group,
+  unsigned* doneB;     // [n_groups] down tiles done per group
 };
 
 // One small launch. The host cannot know how many distinct experts the routing names, so the

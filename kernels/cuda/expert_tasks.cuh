@@ -36,10 +36,9 @@
 namespace deltafin::cuda {
 namespace {
 
-
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
-constexpr int kTileC = 1024;  // latent columns per C task
+constexpr int kTileC = 1024;       // latent columns per C task
 constexpr unsigned kFewWaves = 5;  // expert_grid: the most waves of tasks a call may have to take fewer blocks
 
 struct Params {
@@ -57,7 +56,7 @@ struct Params {
   unsigned* ticket;
   unsigned* doneA;
   unsigned* doneB;
-  unsigned ticket_base;      // ticket value when this call starts
+  unsigned ticket_base;        // ticket value when this call starts
   const unsigned* doneA_base;  // [nG] doneA / doneB values when this call starts
   const unsigned* doneB_base;
   int nG, T, K, latent, inter;
@@ -101,7 +100,9 @@ __device__ __forceinline__ void trace_at(unsigned task, int i, unsigned kind = 0
   }
 }
 
-__device__ __forceinline__ float e8m0(uint32_t s) { return s ? __uint_as_float(s << 23) : __uint_as_float(0x00400000u); }
+__device__ __forceinline__ float e8m0(uint32_t s) {
+  return s ? __uint_as_float(s << 23) : __uint_as_float(0x00400000u);
+}
 
 __device__ __forceinline__ float2 h2f(uint32_t v) {
   __half2 h;
@@ -154,11 +155,11 @@ __constant__ uint32_t kMadMul[3] = {2u, 512u, 32u};
 // pipe instructions (two nibble masks, four half2 masks) and 4 multiply-adds, against 8-9 and 2-3.
 // Callers stage the activations in the matching column order (stage_split kMadOrder).
 __device__ __forceinline__ void e2m1_half2_mad(uint32_t w, uint32_t (&h)[4]) {
-  const uint32_t lo = w & 0x0F0F0F0Fu;  // [c0 c2 c4 c6]
-  const uint32_t hi = w & 0xF0F0F0F0u;  // [16c1 16c3 16c5 16c7]
-  h[0] = (lo * kMadMul[1] + 0x70707000u) & 0x8E008E00u;  // (c0, c4)
-  h[1] = (lo * kMadMul[0] + 0x70707070u) & 0x8E008E00u;  // (c2, c6)
-  h[2] = (hi * kMadMul[2] + 0x70707000u) & 0x8E008E00u;  // (c1, c5)
+  const uint32_t lo = w & 0x0F0F0F0Fu;                          // [c0 c2 c4 c6]
+  const uint32_t hi = w & 0xF0F0F0F0u;                          // [16c1 16c3 16c5 16c7]
+  h[0] = (lo * kMadMul[1] + 0x70707000u) & 0x8E008E00u;         // (c0, c4)
+  h[1] = (lo * kMadMul[0] + 0x70707070u) & 0x8E008E00u;         // (c2, c6)
+  h[2] = (hi * kMadMul[2] + 0x70707000u) & 0x8E008E00u;         // (c1, c5)
   h[3] = (__umulhi(hi, 1u << 29) + 0x70707070u) & 0x8E008E00u;  // (c3, c7): hi / 8 = 2c per byte
 }
 
@@ -245,8 +246,8 @@ struct Step {
 
 template <int RO>
 __device__ __forceinline__ Step<2 * RO> load_gate_up_step(const uint2* gp, const uint2* up, const uint8_t* gs,
-                                                         const uint8_t* us, int nch, int nblk, const float* zr, int first,
-                                                         int stride, int o_end, int lane, int p, int k) {
+                                                          const uint8_t* us, int nch, int nblk, const float* zr,
+                                                          int first, int stride, int o_end, int lane, int p, int k) {
   Step<2 * RO> st;
   const int c = lane + 32 * k;
 #pragma unroll
@@ -322,8 +323,9 @@ __device__ __forceinline__ void task_gate_up_streamed(const Params& P, int g, in
 }
 
 template <int RB>
-__device__ __forceinline__ Step<RB> load_down_step(const uint2* dp, const uint8_t* ds, int nch, int nblk, const float* hr,
-                                                   int first, int stride, int o_end, int lane, int p, int k) {
+__device__ __forceinline__ Step<RB> load_down_step(const uint2* dp, const uint8_t* ds, int nch, int nblk,
+                                                   const float* hr, int first, int stride, int o_end, int lane, int p,
+                                                   int k) {
   Step<RB> st;
   const int c = lane + 32 * k;
 #pragma unroll
@@ -400,7 +402,9 @@ __device__ __forceinline__ uint4 ld_stream16(const uint4* p) {
         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
         : "l"(p));
   else
-    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
   return v;
 }
 
@@ -480,7 +484,8 @@ __device__ __forceinline__ void task_combine(const Params& P, int t, int tile) {
 // expert g clears its assignments' maxima (every down task that read them is done).
 template <bool kHmax>
 __device__ __forceinline__ void finish_down_fused(const Params& P, int g, int tile) {
-  static_assert(kMetaA <= kThreads, "a group's rows (at most kMetaA assignments with the tables in shared memory) fit s_rows");
+  static_assert(kMetaA <= kThreads,
+                "a group's rows (at most kMetaA assignments with the tables in shared memory) fit s_rows");
   __shared__ int s_rows[kThreads];
   __shared__ int s_n;
   __shared__ int s_last_of_g;
@@ -557,8 +562,7 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
     } else {
       const int c = static_cast<int>(task - P.nA - P.nB);
       const int t = c / P.c_tiles;
-      if (threadIdx.x == 0)
-        wait_row_experts(P, t);
+      if (threadIdx.x == 0) wait_row_experts(P, t);
       __syncthreads();
       if constexpr (kTrace) {
         if (threadIdx.x == 0) {
@@ -594,11 +598,12 @@ using KernelFn = void (*)(Params);
 
 // Launches kernel fn (of this file's KernelFn type) with a Params passed through void pointers, so
 // that ExpertMlp can launch the versions of another file (the lab's), whose Params is this struct.
-inline int launch_expert_kernel(const void* fn, unsigned grid, int threads, size_t smem, void* stream, const void* params) {
+inline int launch_expert_kernel(const void* fn, unsigned grid, int threads, size_t smem, void* stream,
+                                const void* params) {
   Params P;
   std::memcpy(&P, params, sizeof P);
-  return static_cast<int>(::deltafin::cuda::launch(reinterpret_cast<KernelFn>(const_cast<void*>(fn)), grid, threads, smem,
-                                static_cast<cudaStream_t>(stream), P));
+  return static_cast<int>(::deltafin::cuda::launch(reinterpret_cast<KernelFn>(const_cast<void*>(fn)), grid, threads,
+                                                   smem, static_cast<cudaStream_t>(stream), P));
 }
 
 }  // namespace

@@ -38,42 +38,72 @@ ExpertVariant product(ExpertVariant v) {
 const ExpertVariant kProduct[kExpertKernels] = {
     product<ExpertKernel::v6>({.name = "v6 streamed RO=4 RB=8 tiles 64/64",
                                .fn = reinterpret_cast<const void*>(expert_mlp_kernel<4, 8, 1, 1, 2, 1>),
-                               .tile_a = 64, .tile_b = 64, .order = 0}),
+                               .tile_a = 64,
+                               .tile_b = 64,
+                               .order = 0}),
     product<ExpertKernel::v134>(
         {.name = "v134 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from "
                  "gate/up decode by multiply-add and mask",
          .fn = reinterpret_cast<const void*>(
              expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true>),
-         .tile_a = direct::tile_a<1>(), .tile_b = direct::tile_b<1>(), .order = 1, .fragments = true, .aligned16 = true,
-         .tables_in_shared = true, .hmax = true}),
+         .tile_a = direct::tile_a<1>(),
+         .tile_b = direct::tile_b<1>(),
+         .order = 1,
+         .fragments = true,
+         .aligned16 = true,
+         .tables_in_shared = true,
+         .hmax = true}),
     product<ExpertKernel::v212>(
         {.name = "v212 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from "
                  "gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scale tables two "
                  "groups per loop step",
          .fn = reinterpret_cast<const void*>(
              expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true>),
-         .tile_a = direct::tile_a<1>(), .tile_b = direct::tile_b<1>(), .order = 1, .fragments = true, .aligned16 = true,
-         .tables_in_shared = true, .hmax = true, .fused_combine = true}),
+         .tile_a = direct::tile_a<1>(),
+         .tile_b = direct::tile_b<1>(),
+         .order = 1,
+         .fragments = true,
+         .aligned16 = true,
+         .tables_in_shared = true,
+         .hmax = true,
+         .fused_combine = true}),
     product<ExpertKernel::v183>(
         {.name = "v183 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from "
-                 "gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scales without a vote",
+                 "gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scales without a "
+                 "vote",
          .fn = reinterpret_cast<const void*>(
              expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true>),
-         .tile_a = direct::tile_a<1>(), .tile_b = direct::tile_b<1>(), .order = 1, .fragments = true, .aligned16 = true,
-         .tables_in_shared = true, .hmax = true, .fused_combine = true}),
+         .tile_a = direct::tile_a<1>(),
+         .tile_b = direct::tile_b<1>(),
+         .order = 1,
+         .fragments = true,
+         .aligned16 = true,
+         .tables_in_shared = true,
+         .hmax = true,
+         .fused_combine = true}),
     product<ExpertKernel::v138>(
         {.name = "v138 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from "
                  "gate/up decode by multiply-add and mask combine in the down tasks",
          .fn = reinterpret_cast<const void*>(
              expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true, true>),
-         .tile_a = direct::tile_a<1>(), .tile_b = direct::tile_b<1>(), .order = 1, .fragments = true, .aligned16 = true,
-         .tables_in_shared = true, .hmax = true, .fused_combine = true}),
+         .tile_a = direct::tile_a<1>(),
+         .tile_b = direct::tile_b<1>(),
+         .order = 1,
+         .fragments = true,
+         .aligned16 = true,
+         .tables_in_shared = true,
+         .hmax = true,
+         .fused_combine = true}),
     product<ExpertKernel::v194>(
         {.name = "v194 mma fp16x3 fragment order one tile per warp 2 chunks ahead four vectors per pass decode by "
                  "multiply-add and mask scale tables",
-         .fn = reinterpret_cast<const void*>(expert_mlp_direct_kernel<2, 1, 2, 2, false, false, false, false,
-                                                                      direct::kFragLanes, true, false, true>),
-         .tile_a = direct::tile_a<1>(), .tile_b = direct::tile_b<1>(), .order = 1, .fragments = true, .aligned16 = true}),
+         .fn = reinterpret_cast<const void*>(
+             expert_mlp_direct_kernel<2, 1, 2, 2, false, false, false, false, direct::kFragLanes, true, false, true>),
+         .tile_a = direct::tile_a<1>(),
+         .tile_b = direct::tile_b<1>(),
+         .order = 1,
+         .fragments = true,
+         .aligned16 = true}),
 };
 
 // Every version ExpertMlp can run: the product's, indexed by ExpertKernel, then any registered.
@@ -111,7 +141,8 @@ struct ExpertMlp::Impl {
     return static_cast<int>(choose_expert_kernel(m.latent_, m.inter_, m.layout_, limits, bps,
                                                  ExpertCall{T, rows_per_expert, aligned16, tables_fit_shared}));
   }
-  std::vector<int> blocks_per_sm = std::vector<int>(all_variants().size());  // per version, from the occupancy calculator
+  std::vector<int> blocks_per_sm =
+      std::vector<int>(all_variants().size());  // per version, from the occupancy calculator
   // Blocks per SM of version vi at these widths (asked once, after allowing its shared memory).
   int blocks(int vi, int latent, int inter) {
     int& bps = blocks_per_sm[vi];
@@ -122,7 +153,8 @@ struct ExpertMlp::Impl {
       cudaFuncAttributes fa{};
       DELTAFIN_CUDA_CHECK(cudaFuncGetAttributes(&fa, v.fn));
       if (smem + fa.sharedSizeBytes > 48 * 1024)
-        DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+        DELTAFIN_CUDA_CHECK(
+            cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
       DELTAFIN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, v.fn, v.threads, smem));
       if (bps < 1) bps = 1;
     }
@@ -187,8 +219,8 @@ struct ExpertMlp::Impl {
   // The expert kernel over tables at dt (layout L) whose counters start at ticket_base and, per
   // group, at doneA_base / doneB_base.
   Counts launch(const ExpertMlp& m, int vi, int nG, int T, const char* dt, const Layout& L, unsigned ticket_base,
-                  const unsigned* doneA_base, const unsigned* doneB_base, const float* dev_z, float* dev_y,
-                  cudaStream_t s);
+                const unsigned* doneA_base, const unsigned* doneB_base, const float* dev_z, float* dev_y,
+                cudaStream_t s);
 };
 
 namespace {
@@ -251,7 +283,8 @@ int env_version(int latent, int inter, const ExpertDevice& dl) {
 }  // namespace
 
 ExpertLayout ExpertMlp::preferred_layout(int latent, int inter) {
-  if (const char* e = std::getenv("DELTAFIN_CUDA_EXPERT_LAYOUT"); e && std::string(e) == "rows") return ExpertLayout::rows;
+  if (const char* e = std::getenv("DELTAFIN_CUDA_EXPERT_LAYOUT"); e && std::string(e) == "rows")
+    return ExpertLayout::rows;
   const ExpertDevice dl = current_limits();
   if (const int v = env_version(latent, inter, dl); v != -1)
     return v >= 0 && all_variants()[v].fragments ? ExpertLayout::fragments : ExpertLayout::rows;
@@ -287,8 +320,9 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows, ExpertLayou
     impl_->h = DeviceBuffer(static_cast<size_t>(A) * inter * sizeof(float));
     impl_->d = DeviceBuffer(static_cast<size_t>(A) * latent * sizeof(float));
     impl_->counters = DeviceBuffer((1 + 2 * static_cast<size_t>(A)) * sizeof(unsigned));
-    impl_->staging_bytes = (static_cast<size_t>(A) * sizeof(MxExpert) + (A + 1 + A + A) * sizeof(int) + A * sizeof(float) +
-                            2 * A * sizeof(unsigned) + 128 + 255) & ~size_t(255);
+    impl_->staging_bytes = (static_cast<size_t>(A) * sizeof(MxExpert) + (A + 1 + A + A) * sizeof(int) +
+                            A * sizeof(float) + 2 * A * sizeof(unsigned) + 128 + 255) &
+                           ~size_t(255);
     impl_->tables = DeviceBuffer(impl_->staging_bytes * Impl::kSlots);
     DELTAFIN_CUDA_CHECK(cudaMallocHost(&impl_->staging, impl_->staging_bytes * Impl::kSlots));
     for (cudaEvent_t& e : impl_->staged) DELTAFIN_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -423,9 +457,9 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
   char* dt = impl_->tables.as<char>() + impl_->staging_bytes * slot;
   DELTAFIN_CUDA_CHECK(cudaMemcpyAsync(dt, st, L.end, cudaMemcpyHostToDevice, s));
   DELTAFIN_CUDA_CHECK(cudaEventRecord(impl_->staged[slot], s));
-  const Impl::Counts added = impl_->launch(*this, vi, nG, T, dt, L, impl_->ticket_base,
-                                           reinterpret_cast<const unsigned*>(dt + L.ab),
-                                           reinterpret_cast<const unsigned*>(dt + L.bb), dev_z, dev_y, s);
+  const Impl::Counts added =
+      impl_->launch(*this, vi, nG, T, dt, L, impl_->ticket_base, reinterpret_cast<const unsigned*>(dt + L.ab),
+                    reinterpret_cast<const unsigned*>(dt + L.bb), dev_z, dev_y, s);
   impl_->ticket_base += added.tickets;
   for (int g = 0; g < nG; ++g) {
     impl_->doneA_base[g] += added.a_tiles;
@@ -465,9 +499,14 @@ void ExpertMlp::plan_routed(const MxExpert* dev_table, int n_experts, const int3
   impl_->next_slot = (slot + 1) % Impl::kSlots;
   char* dt = impl_->tables.as<char>() + impl_->staging_bytes * slot;
   unsigned* ctr = impl_->counters.as<unsigned>();
-  RoutingTables out{reinterpret_cast<MxExpert*>(dt + L.exp), reinterpret_cast<int*>(dt + L.beg),
-                    reinterpret_cast<int*>(dt + L.list), reinterpret_cast<int*>(dt + L.sg),
-                    reinterpret_cast<float*>(dt + L.w), ctr, ctr + 1, ctr + 1 + impl_->max_assign};
+  RoutingTables out{reinterpret_cast<MxExpert*>(dt + L.exp),
+                    reinterpret_cast<int*>(dt + L.beg),
+                    reinterpret_cast<int*>(dt + L.list),
+                    reinterpret_cast<int*>(dt + L.sg),
+                    reinterpret_cast<float*>(dt + L.w),
+                    ctr,
+                    ctr + 1,
+                    ctr + 1 + impl_->max_assign};
   // The warp-specialised versions skip unused groups themselves (they cut chunks by cost, and
   // unused groups cost nothing), so their ticket and counters start at 0.
   build_routing_tables(dev_table, n_experts, dev_idx, dev_weight, T, top_k_, nG,
@@ -490,9 +529,10 @@ void ExpertMlp::run_planned(int T, const float* dev_z, float* dev_y, Stream stre
   impl_->counters_known = false;
 }
 
-ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int nG, int T, const char* dt, const Layout& L,
-                                 unsigned ticket_base, const unsigned* doneA_base, const unsigned* doneB_base,
-                                 const float* dev_z, float* dev_y, cudaStream_t s) {
+ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int nG, int T, const char* dt,
+                                                const Layout& L, unsigned ticket_base, const unsigned* doneA_base,
+                                                const unsigned* doneB_base, const float* dev_z, float* dev_y,
+                                                cudaStream_t s) {
   // A version selected by name whose tables do not fit shared memory: the fragment-order version
   // without that copy (every such version is fragment-order, the same bits).
   if (all_variants()[vi].tables_in_shared && !meta_fits(nG, T * m.top_k_)) vi = static_cast<int>(kTablesFallback);
@@ -536,7 +576,9 @@ ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int 
   const unsigned cap = static_cast<unsigned>(sms * bps);
   // Warp-specialised versions: one block per SM, each taking one chunk of each phase (every block
   // takes the tickets of its chunks and tasks plus the one that ends its loop).
-  const unsigned grid = v.warp_specialised ? cap : expert_grid(total, static_cast<unsigned>(sms), static_cast<unsigned>(bps), few_wave_grid);
+  const unsigned grid = v.warp_specialised
+                            ? cap
+                            : expert_grid(total, static_cast<unsigned>(sms), static_cast<unsigned>(bps), few_wave_grid);
   P.chunks = static_cast<int>(grid);
   P.hmax = v.hmax ? hmax.as<unsigned>() : nullptr;
   DELTAFIN_CUDA_CHECK(static_cast<cudaError_t>(v.launch(v.fn, grid, threads, smem, s, &P)));
@@ -560,11 +602,12 @@ void repack_mx_fragments(const void* packed, void* out, int rows, int cols, Stre
   const size_t bytes = static_cast<size_t>(rows) * cols / 2;
   const char* a = static_cast<const char*>(packed);
   const char* b = static_cast<const char*>(out);
-  if (a < b + bytes && b < a + bytes) throw CudaError("repack_mx_fragments: source and destination overlap (no in-place repack)");
+  if (a < b + bytes && b < a + bytes)
+    throw CudaError("repack_mx_fragments: source and destination overlap (no in-place repack)");
   const int64_t n = static_cast<int64_t>(bytes / 16);
   const int blocks = static_cast<int>(std::min<int64_t>((n + 255) / 256, 4096));
-  direct::repack_kernel<<<blocks, 256, 0, as_stream(stream)>>>(static_cast<const uint32_t*>(packed), static_cast<uint4*>(out),
-                                                              rows, cols);
+  direct::repack_kernel<<<blocks, 256, 0, as_stream(stream)>>>(static_cast<const uint32_t*>(packed),
+                                                               static_cast<uint4*>(out), rows, cols);
   DELTAFIN_CUDA_LAUNCHED("repack_mx_fragments");
 }
 

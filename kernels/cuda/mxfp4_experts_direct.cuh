@@ -125,9 +125,9 @@ __device__ __forceinline__ void put_scales(float* dst, uint32_t word) {
   const uint32_t e1 = max((word << 15) & 0x7F800000u, 0x00400000u);
   const uint32_t e2 = max((word << 7) & 0x7F800000u, 0x00400000u);
   const uint32_t e3 = max((word >> 1) & 0x7F800000u, 0x00400000u);
-  dst[0] = __uint_as_float(e0);       // block 4h: chunk 2h, first block
-  dst[2] = __uint_as_float(e1);       // block 4h + 1: chunk 2h, second block
-  dst[32] = __uint_as_float(e2);      // block 4h + 2: chunk 2h + 1
+  dst[0] = __uint_as_float(e0);   // block 4h: chunk 2h, first block
+  dst[2] = __uint_as_float(e1);   // block 4h + 1: chunk 2h, second block
+  dst[32] = __uint_as_float(e2);  // block 4h + 2: chunk 2h + 1
   dst[34] = __uint_as_float(e3);
 }
 
@@ -151,8 +151,8 @@ __device__ __forceinline__ void chunk_two_scaled(const uint4& w, uint4 f0, uint4
 // (Templated on NT only so that the NT = 2 tasks compile the pass that never calls it.)
 // kMad: decoded through e2m1_half2_mad (the fragments are staged in its column order).
 template <int NT, bool kMad = false>
-__device__ __forceinline__ void chunk_two(uint4 w, uint4 f0, uint4 f1, uint4 g0, uint4 g1, const uint2 (&s)[NT][2], int jj,
-                                          float (&acc)[NT][4], float (&acc2)[4]) {
+__device__ __forceinline__ void chunk_two(uint4 w, uint4 f0, uint4 f1, uint4 g0, uint4 g1, const uint2 (&s)[NT][2],
+                                          int jj, float (&acc)[NT][4], float (&acc2)[4]) {
 #pragma unroll
   for (int hb = 0; hb < 2; ++hb) {
     uint32_t ra[4], rb[4];
@@ -169,8 +169,8 @@ __device__ __forceinline__ void chunk_two(uint4 w, uint4 f0, uint4 f1, uint4 g0,
 // a non-negative float: the order of the updates cannot change the result), so the down tasks know
 // each vector's largest magnitude without a pass over it.
 template <bool kGateUp, bool kMax = false>
-__device__ __forceinline__ void finish_tile(const Params& P, const float (&acc)[4], const float (&back)[2], int aA, int aB,
-                                            int o0, int warp, int lane, float* swap) {
+__device__ __forceinline__ void finish_tile(const Params& P, const float (&acc)[4], const float (&back)[2], int aA,
+                                            int aB, int o0, int warp, int lane, float* swap) {
   const int q = lane & 3, gr = lane >> 2;
   float v[2];
   mma16::slot_sums(acc, q, v);
@@ -336,10 +336,12 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
       if (stage1) {
         if constexpr (kHmax && !kGateUp) {
           // Written by this launch's gate/up tasks before they signalled: L2 only.
-          const float mA = __uint_as_float(__ldcg(P.hmax + aA)), mB = aB >= 0 ? __uint_as_float(__ldcg(P.hmax + aB)) : 0.f;
+          const float mA = __uint_as_float(__ldcg(P.hmax + aA)),
+                      mB = aB >= 0 ? __uint_as_float(__ldcg(P.hmax + aB)) : 0.f;
           mma16::stage_split<true, kL, kMad>(frag, xA, xB, K, mA, mB, st.back);
         } else {
-          mma16::stage_frags<!kGateUp, kL, kMad>(frag, red, xA, xB, K, st.back);  // h was written by this launch: L2 only
+          mma16::stage_frags<!kGateUp, kL, kMad>(frag, red, xA, xB, K,
+                                                 st.back);  // h was written by this launch: L2 only
         }
         st.xa = xA;
         st.xb = xB;
@@ -372,9 +374,9 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
         const float4* sget = reinterpret_cast<const float4*>(stab) + g;
         put_scales(sdst, sw0);
         __syncwarp();
-        const uint4* wq = wp[0] + kAhead * 32;  // the load 3 chunks ahead of the group's first chunk
-        const uint32_t* sq = sword + 2;          // the next group's scale word
-        const uint4* fq = fr + lane;             // the group's first activation fragment
+        const uint4* wq = wp[0] + kAhead * 32;           // the load 3 chunks ahead of the group's first chunk
+        const uint32_t* sq = sword + 2;                  // the next group's scale word
+        const uint4* fq = fr + lane;                     // the group's first activation fragment
         [[maybe_unused]] const uint4* fq2 = fr2 + lane;  // kTwo: the second pair's
         auto group = [&](int G, auto last_c) {
           constexpr bool kLast = decltype(last_c)::value;  // the tile's last group: no loads beyond it

@@ -68,7 +68,8 @@ __device__ __forceinline__ float e8m0_max(uint32_t s) { return __uint_as_float(m
 // x * 2^k exactly for k in [-128, 160] (two steps so that each factor is a normal float).
 __device__ __forceinline__ float scale_pow2(float x, int k) {
   const int k1 = k / 2, k2 = k - k1;
-  return x * __uint_as_float(static_cast<uint32_t>(k1 + 127) << 23) * __uint_as_float(static_cast<uint32_t>(k2 + 127) << 23);
+  return x * __uint_as_float(static_cast<uint32_t>(k1 + 127) << 23) *
+         __uint_as_float(static_cast<uint32_t>(k2 + 127) << 23);
 }
 
 template <bool kCoherent>
@@ -100,8 +101,14 @@ __device__ __forceinline__ void stage_split(char* frag, const float* x0, const f
       uint32_t parts[3][4];
       if (x) {
         const float4 lo = ld4<kCoherent>(x + 8 * i), hi = ld4<kCoherent>(x + 8 * i + 4);
-        const float v[8] = {lo.x, kMadOrder ? hi.x : lo.z, kMadOrder ? lo.z : hi.x, hi.z,
-                            lo.y, kMadOrder ? hi.y : lo.w, kMadOrder ? lo.w : hi.y, hi.w};  // columns 0,2,4,6,1,3,5,7 (kMadOrder: 0,4,2,6,1,5,3,7)
+        const float v[8] = {lo.x,
+                            kMadOrder ? hi.x : lo.z,
+                            kMadOrder ? lo.z : hi.x,
+                            hi.z,
+                            lo.y,
+                            kMadOrder ? hi.y : lo.w,
+                            kMadOrder ? lo.w : hi.y,
+                            hi.w};  // columns 0,2,4,6,1,3,5,7 (kMadOrder: 0,4,2,6,1,5,3,7)
         __half p[3][8];
 #pragma unroll
         for (int j = 0; j < 8; ++j) {

@@ -14,8 +14,9 @@ __device__ __forceinline__ float inv_rms(float ss, int64_t n, float eps, float* 
 }
 
 template <bool kBf16>
-__global__ void __launch_bounds__(kThreads) rmsnorm_kernel(const float* __restrict__ x, int64_t ldx, const void* __restrict__ w,
-                                                           int64_t n, float eps, float* __restrict__ y, int64_t ldy) {
+__global__ void __launch_bounds__(kThreads)
+    rmsnorm_kernel(const float* __restrict__ x, int64_t ldx, const void* __restrict__ w, int64_t n, float eps,
+                   float* __restrict__ y, int64_t ldy) {
   pdl_enter();
   __shared__ float warp_tot[kThreads / 32];
   const float* xr = x + blockIdx.x * ldx;
@@ -30,8 +31,9 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(const float* __restri
 // weights at once into registers (one memory round trip instead of one per unrolled group of the
 // loops above), then sums and scales them in the same element order.
 template <bool kBf16, int kPer>
-__global__ void __launch_bounds__(kThreads) rmsnorm_regs_kernel(const float* __restrict__ x, int64_t ldx, const void* __restrict__ w,
-                                                                int64_t n, float eps, float* __restrict__ y, int64_t ldy) {
+__global__ void __launch_bounds__(kThreads)
+    rmsnorm_regs_kernel(const float* __restrict__ x, int64_t ldx, const void* __restrict__ w, int64_t n, float eps,
+                        float* __restrict__ y, int64_t ldy) {
   pdl_enter();
   __shared__ float warp_tot[kThreads / 32];
   const float* xr = x + blockIdx.x * ldx;
@@ -62,8 +64,7 @@ void launch_rmsnorm(const float* x, int64_t ldx, const void* w, int64_t n, int T
     DELTAFIN_CUDA_CHECK(launch(rmsnorm_regs_kernel<kBf16, 8>, T, kThreads, 0, s, x, ldx, w, n, eps, y, ldy));
   else if (n <= kThreads * 32)
     DELTAFIN_CUDA_CHECK(launch(rmsnorm_regs_kernel<kBf16, 32>, T, kThreads, 0, s, x, ldx, w, n, eps, y, ldy));
-  else
-    DELTAFIN_CUDA_CHECK(launch(rmsnorm_kernel<kBf16>, T, kThreads, 0, s, x, ldx, w, n, eps, y, ldy));
+  else DELTAFIN_CUDA_CHECK(launch(rmsnorm_kernel<kBf16>, T, kThreads, 0, s, x, ldx, w, n, eps, y, ldy));
 }
 
 }  // namespace

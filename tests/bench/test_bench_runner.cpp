@@ -40,7 +40,8 @@ class TestBenchRunner : public QObject {
     BenchArm tight_arm{"tight", "--ram-cache 1 (3 slots)", tight, 1};
 
     std::vector<std::string> said;
-    const BenchReport rep = run_bench(plan, {mmap_arm, roomy_arm, tight_arm}, [&](const std::string& s) { said.push_back(s); });
+    const BenchReport rep =
+        run_bench(plan, {mmap_arm, roomy_arm, tight_arm}, [&](const std::string& s) { said.push_back(s); });
 
     // Every arm ran cold then warm in every repetition, with the same ids.
     QCOMPARE(rep.runs.size(), size_t(3 * 2 * 2));
@@ -84,7 +85,8 @@ class TestBenchRunner : public QObject {
       QCOMPARE(s.contains("decode_vs_max_floor"), arm != "tight");
       QCOMPARE(s["threads"].get<int>(), arm == "tight" ? 1 : 0);
       if (arm != "tight")
-        QVERIFY(s["decode_vs_max_floor"]["median"].get<double>() >= s["decode_vs_sum_of_floors"]["median"].get<double>());
+        QVERIFY(s["decode_vs_max_floor"]["median"].get<double>() >=
+                s["decode_vs_sum_of_floors"]["median"].get<double>());
       if (arm == "tight") {
         QVERIFY(s["decode_disk_bytes_per_token"]["median"].get<double>() > 0);
         QVERIFY(s["decode_disk_floor_seconds"]["median"].get<double>() > 0);

@@ -44,8 +44,8 @@ class TestCli : public QObject {
     auto p = g.i64("greedy.0.prompt_ids");
     auto want = g.i64("greedy.0.ids");
     std::vector<int32_t> prompt(p.begin(), p.end());
-    auto r = test::run_process({deltafin_bin(), "generate-ids", "--model-root", test::fixtures_dir() + "/k3-tiny", "--ids",
-                                join(prompt), "--max-new", std::to_string(want.size())});
+    auto r = test::run_process({deltafin_bin(), "generate-ids", "--model-root", test::fixtures_dir() + "/k3-tiny",
+                                "--ids", join(prompt), "--max-new", std::to_string(want.size())});
     QCOMPARE(r.code, 0);
     auto ids = json_ids(r.out);
     QCOMPARE(ids.size(), want.size());
@@ -61,9 +61,9 @@ class TestCli : public QObject {
     auto want = g.i64("greedy.0.ids");
     std::vector<int32_t> prompt(p.begin(), p.end());
     for (const char* draft : {"off", "ngram"}) {
-      auto r = test::run_process({deltafin_bin(), "generate-ids", "--model-root", test::fixtures_dir() + "/k3-tiny", "--ids",
-                                  join(prompt), "--max-new", std::to_string(want.size()), "--device", "cuda", "--draft",
-                                  draft});
+      auto r = test::run_process({deltafin_bin(), "generate-ids", "--model-root", test::fixtures_dir() + "/k3-tiny",
+                                  "--ids", join(prompt), "--max-new", std::to_string(want.size()), "--device", "cuda",
+                                  "--draft", draft});
       if (r.code == 0) {
         auto ids = json_ids(r.out);
         QCOMPARE(ids.size(), want.size());
@@ -75,8 +75,8 @@ class TestCli : public QObject {
         QVERIFY(r.out.empty());
       }
     }
-    auto run = test::run_process({deltafin_bin(), "run", "--model-root", test::fixtures_dir() + "/k3-tiny", "--prompt", "hi",
-                                  "--max-new", "2", "--device", "gpu"});
+    auto run = test::run_process({deltafin_bin(), "run", "--model-root", test::fixtures_dir() + "/k3-tiny", "--prompt",
+                                  "hi", "--max-new", "2", "--device", "gpu"});
     QCOMPARE(run.code, 105);  // CLI11's validation error: cpu or cuda only
     QVERIFY2(run.err.find("--device") != std::string::npos, run.err.c_str());
   }
@@ -86,8 +86,8 @@ class TestCli : public QObject {
     auto p = g.i64("prompt.2.ids");
     std::vector<int32_t> ids(p.begin(), p.end());
     const std::string out = test::temp_dir("logits") + "/l.safetensors";
-    auto r = test::run_process({deltafin_bin(), "logits", "--model-root", test::fixtures_dir() + "/k3-tiny", "--ids", join(ids),
-                                "--out", out});
+    auto r = test::run_process({deltafin_bin(), "logits", "--model-root", test::fixtures_dir() + "/k3-tiny", "--ids",
+                                join(ids), "--out", out});
     QCOMPARE(r.code, 0);
     auto got = test::load_tensors(out);
     QCOMPARE(got.shape("logits"), std::vector<int64_t>({int64_t(ids.size()), 1024}));
@@ -99,12 +99,15 @@ class TestCli : public QObject {
   void otherShapesWorkUnchanged_data() {
     QTest::addColumn<QStringList>("args");
     QTest::newRow("tiny-alt") << QStringList{"--preset", "tiny-alt"};
-    QTest::newRow("all KDA but last, block 1") << QStringList{"--preset", "tiny-alt", "--set", "layers=4", "--set", "mla_layers=4",
-                                                              "--set", "attn_res_block=1", "--set", "first_k_dense=0"};
-    QTest::newRow("all MLA, one shard") << QStringList{"--preset", "tiny-alt", "--set", "layers=3", "--set", "mla_layers=1+2+3",
-                                                       "--set", "shards=1", "--set", "top_k=12"};
-    QTest::newRow("wide latent, big block") << QStringList{"--preset", "demo", "--set", "latent=256", "--set", "attn_res_block=5",
-                                                           "--set", "kda_heads=2", "--set", "kda_head_dim=128"};
+    QTest::newRow("all KDA but last, block 1")
+        << QStringList{"--preset", "tiny-alt",         "--set", "layers=4",       "--set", "mla_layers=4",
+                       "--set",    "attn_res_block=1", "--set", "first_k_dense=0"};
+    QTest::newRow("all MLA, one shard") << QStringList{"--preset", "tiny-alt",         "--set", "layers=3",
+                                                       "--set",    "mla_layers=1+2+3", "--set", "shards=1",
+                                                       "--set",    "top_k=12"};
+    QTest::newRow("wide latent, big block")
+        << QStringList{"--preset",         "demo",  "--set",       "latent=256", "--set",
+                       "attn_res_block=5", "--set", "kda_heads=2", "--set",      "kda_head_dim=128"};
   }
 
   void otherShapesWorkUnchanged() {
@@ -121,7 +124,8 @@ class TestCli : public QObject {
     GenerateOptions o;
     o.max_new = 6;
     auto lib = generate(s, prompt, o);
-    auto cli = test::run_process({deltafin_bin(), "generate-ids", "--model-root", dir, "--ids", join(prompt), "--max-new", "6"});
+    auto cli = test::run_process(
+        {deltafin_bin(), "generate-ids", "--model-root", dir, "--ids", join(prompt), "--max-new", "6"});
     QVERIFY2(cli.code == 0, cli.err.c_str());
     QCOMPARE(json_ids(cli.out), lib.ids);
 
@@ -137,13 +141,16 @@ class TestCli : public QObject {
   }
 
   void badInputGivesClearErrors() {
-    auto missing = test::run_process({deltafin_bin(), "generate-ids", "--model-root", "/nonexistent/k3", "--ids", "1,2"});
+    auto missing =
+        test::run_process({deltafin_bin(), "generate-ids", "--model-root", "/nonexistent/k3", "--ids", "1,2"});
     QCOMPARE(missing.code, 1);
     QVERIFY2(missing.err.find("/nonexistent/k3") != std::string::npos, missing.err.c_str());
-    auto bad = test::run_process({deltafin_bin(), "generate-ids", "--model-root", test::fixtures_dir() + "/k3-tiny", "--ids", "1,x"});
+    auto bad = test::run_process(
+        {deltafin_bin(), "generate-ids", "--model-root", test::fixtures_dir() + "/k3-tiny", "--ids", "1,x"});
     QCOMPARE(bad.code, 1);
     QVERIFY2(bad.err.find("'x'") != std::string::npos, bad.err.c_str());
-    auto range = test::run_process({deltafin_bin(), "generate-ids", "--model-root", test::fixtures_dir() + "/k3-tiny", "--ids", "5000"});
+    auto range = test::run_process(
+        {deltafin_bin(), "generate-ids", "--model-root", test::fixtures_dir() + "/k3-tiny", "--ids", "5000"});
     QCOMPARE(range.code, 1);
     QVERIFY2(range.err.find("outside the vocabulary") != std::string::npos, range.err.c_str());
     auto preset = test::run_process({deltafin_bin(), "synth", "--preset", "nope", "--out", test::temp_dir("x")});

@@ -72,7 +72,8 @@ Result invariance_result(const std::string& name, int mismatched_rows, int rows_
   Result r;
   r.name = name;
   r.ok = mismatched_rows == 0 && rows_checked > 0;
-  r.detail = std::to_string(rows_checked) + " rows compared bit for bit, " + std::to_string(mismatched_rows) + " differ";
+  r.detail =
+      std::to_string(rows_checked) + " rows compared bit for bit, " + std::to_string(mismatched_rows) + " differ";
   return r;
 }
 
@@ -175,7 +176,8 @@ std::vector<Result> bf16_gemm(uint64_t seed) {
         bool finite = true;
         for (size_t i = 0; i < ref.size(); ++i) {
           if (!std::isfinite(y[i])) finite = false;
-          worst = deltafin::test::worst_of(worst, std::fabs(static_cast<double>(y[i]) - ref[i]) / (2 * gamma * mag[i] + 1e-30));
+          worst = deltafin::test::worst_of(
+              worst, std::fabs(static_cast<double>(y[i]) - ref[i]) / (2 * gamma * mag[i] + 1e-30));
         }
         const double rl = rel_l2(y.data(), ref.data(), ref.size());
         Result r;
@@ -189,7 +191,9 @@ std::vector<Result> bf16_gemm(uint64_t seed) {
         r.detail = "rel L2 error " + fmt(rl) + " (limit 1e-5); worst |err| / (2 gamma_n sum|wx|) = " + fmt(worst) +
                    " (limit 1)";
         if (first.empty()) first = y;
-        else r.detail += "; rel L2 vs v" + std::to_string(versions.front()) + " " + fmt(rel_l2(y.data(), first.data(), ref.size()));
+        else
+          r.detail += "; rel L2 vs v" + std::to_string(versions.front()) + " " +
+                      fmt(rel_l2(y.data(), first.data(), ref.size()));
         out.push_back(r);
 
         // Batch invariance: row p alone vs inside T-row passes.
@@ -237,8 +241,8 @@ std::vector<Result> bf16_gemm(uint64_t seed) {
     auto x = randn(rng, static_cast<size_t>(T * I));
     x[0 * I + 5] = INFINITY;
     x[1 * I + 9] = NAN;
-    x[2 * I + 17] = 3.0e38f;   // rounds to +inf as bf16 to nearest; w * x stays finite
-    x[3 * I + 33] = -1.0e-30f; // small normal value: parts far below 1
+    x[2 * I + 17] = 3.0e38f;    // rounds to +inf as bf16 to nearest; w * x stays finite
+    x[3 * I + 33] = -1.0e-30f;  // small normal value: parts far below 1
     std::vector<float> ref(static_cast<size_t>(T * O));
     kernels::RowsArgs a{};
     a.w = w.data();
@@ -350,7 +354,8 @@ std::vector<Result> rmsnorm(uint64_t seed) {
       eold.fill_byte(0);
       deltafin::cuda::rmsnorm(ex.as<float>(), ld, wt, type, w, T, eps, enew.as<float>(), ld);
       previous::rmsnorm(ex.as<float>(), ld, wt, type, w, T, eps, eold.as<float>(), ld);
-      const auto yn = from_device<float>(enew, static_cast<size_t>(T * ld)), yo = from_device<float>(eold, static_cast<size_t>(T * ld));
+      const auto yn = from_device<float>(enew, static_cast<size_t>(T * ld)),
+                 yo = from_device<float>(eold, static_cast<size_t>(T * ld));
       for (int t = 0; t < T; ++t, ++rows) {
         if (!bits_equal(yn.data() + t * ld, yo.data() + t * ld, static_cast<size_t>(w))) {
           ++differ;
@@ -365,7 +370,8 @@ std::vector<Result> rmsnorm(uint64_t seed) {
   out.push_back({"rmsnorm == previous kernel, bit for bit (n=100..9000, bf16/f32, T=8)", differ == 0 && rows > 0,
                  std::to_string(rows) + " rows compared, " + std::to_string(differ) + " differ" +
                      (where.empty() ? "" : " (last at " + where + ")")});
-  out.push_back(invariance_result("rmsnorm batch invariance, every width class (row alone == row of T=8)", variant, rows));
+  out.push_back(
+      invariance_result("rmsnorm batch invariance, every width class (row alone == row of T=8)", variant, rows));
   return out;
 }
 
@@ -379,7 +385,9 @@ struct ExpertSet {
   // The same experts with the packed codes in fragment order (the fragment-order versions), scales shared.
   DeviceBuffer frag_dev;
   std::vector<MxExpert> frag_ptrs;
-  const std::vector<MxExpert>& for_version(const ExpertMlp& mlp) const { return mlp.fragment_layout() ? frag_ptrs : ptrs; }
+  const std::vector<MxExpert>& for_version(const ExpertMlp& mlp) const {
+    return mlp.fragment_layout() ? frag_ptrs : ptrs;
+  }
 };
 
 // Fills es.frag_ptrs, where the shapes allow fragment order.
@@ -466,8 +474,8 @@ Routing make_routing(std::mt19937_64& rng, int T, int K, int n) {
 }
 
 // Runs rows [r0, r0 + T) of a routing: the distinct-expert table is built the way an engine would.
-std::vector<float> run_rows(ExpertMlp& mlp, const ExpertSet& es, const Routing& rt, int r0, int T, const DeviceBuffer& dz,
-                            DeviceBuffer& dy) {
+std::vector<float> run_rows(ExpertMlp& mlp, const ExpertSet& es, const Routing& rt, int r0, int T,
+                            const DeviceBuffer& dz, DeviceBuffer& dy) {
   const int K = mlp.top_k();
   std::vector<int> local(es.n, -1);
   std::vector<MxExpert> table;
@@ -488,15 +496,16 @@ std::vector<float> run_rows(ExpertMlp& mlp, const ExpertSet& es, const Routing& 
 
 // Rows 0..T-1 each run alone, then inside passes of the first 2, 4 and 8 rows: {rows that differ
 // from their run alone, rows compared}.
-std::pair<int, int> alone_vs_passes(ExpertMlp& mlp, const ExpertSet& es, const Routing& rt, int T, const DeviceBuffer& dz,
-                                    DeviceBuffer& dy, std::vector<std::vector<float>>& alone) {
+std::pair<int, int> alone_vs_passes(ExpertMlp& mlp, const ExpertSet& es, const Routing& rt, int T,
+                                    const DeviceBuffer& dz, DeviceBuffer& dy, std::vector<std::vector<float>>& alone) {
   alone.assign(T, {});
   for (int p = 0; p < T; ++p) alone[p] = run_rows(mlp, es, rt, p, 1, dz, dy);
   int bad = 0, checked = 0;
   for (int Tn : {2, 4, 8}) {
     const auto y = run_rows(mlp, es, rt, 0, Tn, dz, dy);
     for (int p = 0; p < Tn; ++p, ++checked)
-      if (!bits_equal(y.data() + static_cast<size_t>(p) * es.latent, alone[p].data(), static_cast<size_t>(es.latent))) ++bad;
+      if (!bits_equal(y.data() + static_cast<size_t>(p) * es.latent, alone[p].data(), static_cast<size_t>(es.latent)))
+        ++bad;
   }
   return {bad, checked};
 }
@@ -581,9 +590,11 @@ void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts
     {
       const auto y = run_rows(mlp, es, rt, 3, 4, dz, dy);
       for (int p = 0; p < 4; ++p, ++checked)
-        if (!bits_equal(y.data() + static_cast<size_t>(p) * latent, alone[3 + p].data(), static_cast<size_t>(latent))) ++bad;
+        if (!bits_equal(y.data() + static_cast<size_t>(p) * latent, alone[3 + p].data(), static_cast<size_t>(latent)))
+          ++bad;
     }
-    out.push_back(invariance_result(tag + " [" + variants[v] + "] batch invariance (T=2,4,8 and rows 3..6)", bad, checked));
+    out.push_back(
+        invariance_result(tag + " [" + variants[v] + "] batch invariance (T=2,4,8 and rows 3..6)", bad, checked));
   }
 
   // run_routed (tables built on the device from the global ids) against run() with the same
@@ -635,11 +646,13 @@ void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts
     const std::string name = fresh.variant();
     std::vector<std::vector<float>> alone;
     const auto [bad, checked] = alone_vs_passes(fresh, es, rt, T, dz, dy, alone);
-    out.push_back(invariance_result(tag + " [fragments-layout default " + name + "] batch invariance (T=2,4,8)", bad, checked));
+    out.push_back(
+        invariance_result(tag + " [fragments-layout default " + name + "] batch invariance (T=2,4,8)", bad, checked));
     const size_t at = static_cast<size_t>(std::find(variants.begin(), variants.end(), name) - variants.begin());
     Result r;
     r.name = tag + " [fragments-layout default] bit-identical to [" + name + "] selected by name, T=8";
-    r.ok = at < outputs.size() && bits_equal(run_rows(fresh, es, rt, 0, T, dz, dy).data(), outputs[at].data(), outputs[at].size());
+    r.ok = at < outputs.size() &&
+           bits_equal(run_rows(fresh, es, rt, 0, T, dz, dy).data(), outputs[at].data(), outputs[at].size());
     r.detail = r.ok ? "same bits" : "outputs differ";
     out.push_back(r);
 
@@ -648,11 +661,13 @@ void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts
     // 12-row pass equals the row alone (which runs the default itself), for run() and run_routed().
     const int T12 = 12;
     const Routing rt12 = make_routing(rng, T12, K, n_experts);
-    DeviceBuffer dz12 = to_device(randn(rng, static_cast<size_t>(T12) * latent)), dy12(static_cast<size_t>(T12) * latent * 4);
+    DeviceBuffer dz12 = to_device(randn(rng, static_cast<size_t>(T12) * latent)),
+                 dy12(static_cast<size_t>(T12) * latent * 4);
     ExpertMlp wide(latent, inter, K, T12, ExpertLayout::fragments);
     const auto y12 = run_rows(wide, es, rt12, 0, T12, dz12, dy12);
     const DeviceBuffer dtable = to_device(es.frag_ptrs), didx = to_device(rt12.expert), dw = to_device(rt12.weight);
-    wide.run_routed(dtable.as<MxExpert>(), n_experts, didx.as<int32_t>(), dw.as<float>(), T12, dz12.as<float>(), dy12.as<float>());
+    wide.run_routed(dtable.as<MxExpert>(), n_experts, didx.as<int32_t>(), dw.as<float>(), T12, dz12.as<float>(),
+                    dy12.as<float>());
     const auto yr12 = from_device<float>(dy12, static_cast<size_t>(T12) * latent);
     int bad12 = 0, checked12 = 0;
     for (int p = 0; p < T12; ++p) {
@@ -662,9 +677,9 @@ void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts
         if (!bits_equal(y->data() + static_cast<size_t>(p) * latent, one.data(), static_cast<size_t>(latent))) ++bad12;
       }
     }
-    out.push_back(invariance_result(tag + " [fragments-layout default " + name +
-                                        "] 12-row passes (run and run_routed) vs rows alone",
-                                    bad12, checked12));
+    out.push_back(invariance_result(
+        tag + " [fragments-layout default " + name + "] 12-row passes (run and run_routed) vs rows alone", bad12,
+        checked12));
   }
 }
 
@@ -746,7 +761,8 @@ Result check_expert_grid(std::mt19937_64& rng) {
   r.name = "expert_mlp latent=512 inter=512 " + std::to_string(n_experts) + " experts top-16 T=8 [" + names +
            "] default grid vs full grid vs 7 blocks";
   r.ok = bad == 0 && checked >= 4;
-  r.detail = std::to_string(checked - bad) + " of " + std::to_string(checked) + " runs bit-identical to the default grid's";
+  r.detail =
+      std::to_string(checked - bad) + " of " + std::to_string(checked) + " runs bit-identical to the default grid's";
   return r;
 }
 

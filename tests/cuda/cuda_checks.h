@@ -24,8 +24,13 @@ struct Result {
   Result() = default;
   Result(std::string name_, bool ok_, std::string detail_, std::string op_ = {}, std::string shape_ = {},
          double max_abs_ = NAN, double max_rel_ = NAN)
-      : name(std::move(name_)), ok(ok_), detail(std::move(detail_)), op(std::move(op_)), shape(std::move(shape_)),
-        max_abs(max_abs_), max_rel(max_rel_) {}
+      : name(std::move(name_)),
+        ok(ok_),
+        detail(std::move(detail_)),
+        op(std::move(op_)),
+        shape(std::move(shape_)),
+        max_abs(max_abs_),
+        max_rel(max_rel_) {}
 };
 
 // max |gpu - ref| and max |gpu - ref| / max |ref| over n elements; a NaN or infinity on either side

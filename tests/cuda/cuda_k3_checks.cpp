@@ -21,7 +21,6 @@
 namespace deltafin::cuda::check {
 namespace {
 
-
 std::string read_all(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error("cannot read " + path);
@@ -191,7 +190,8 @@ std::vector<Result> k3_transactions(const std::string& dir, uint64_t seed) {
   ref.stage(next, lr, all);
   ref.commit(1);
   out.push_back({"partial commit", la == lr && a.n_past() == ref.n_past(),
-                 "commit(3) of an 8-row pass then one token: logits " + std::string(la == lr ? "bit-identical" : "DIFFER") +
+                 "commit(3) of an 8-row pass then one token: logits " +
+                     std::string(la == lr ? "bit-identical" : "DIFFER") +
                      " to a session that staged only those 3 rows"});
 
   // rollback == never staged.
@@ -201,8 +201,9 @@ std::vector<Result> k3_transactions(const std::string& dir, uint64_t seed) {
   a.commit(1);
   ref.stage(next, lr, all);
   ref.commit(1);
-  out.push_back({"rollback", la == lr, std::string("after rollback the next token's logits are ") +
-                                          (la == lr ? "bit-identical" : "DIFFERENT") + " to a session that never staged"});
+  out.push_back({"rollback", la == lr,
+                 std::string("after rollback the next token's logits are ") +
+                     (la == lr ? "bit-identical" : "DIFFERENT") + " to a session that never staged"});
 
   // Resident experts (routing tables built on the device, passes replayed as CUDA graphs) against
   // the host-routed path (routing read back, experts gathered through the VRAM tier): same bits.
@@ -221,9 +222,9 @@ std::vector<Result> k3_transactions(const std::string& dir, uint64_t seed) {
       t.commit(1);
       equal = lr2 == lt;
     }
-    out.push_back({"resident (device routing, graphs) == host-routed", equal,
-                   equal ? "prefill and 4 one-row passes bit-identical"
-                         : "logits differ at pass " + std::to_string(passes)});
+    out.push_back(
+        {"resident (device routing, graphs) == host-routed", equal,
+         equal ? "prefill and 4 one-row passes bit-identical" : "logits differ at pass " + std::to_string(passes)});
   }
 
   // Timed passes with a routing trace (the `layers` benchmark) replay graphs too: the layer events
@@ -253,8 +254,10 @@ std::vector<Result> k3_transactions(const std::string& dir, uint64_t seed) {
     }
     const bool ok = equal && replayed && timed;
     out.push_back({"timed, traced passes replay graphs == host-routed", ok,
-                   ok ? "3 one-row passes: logits and routing bit-identical, the last replayed, every layer timed"
-                      : !equal ? what : !replayed ? "the timed pass ran eagerly" : "layer times missing or not positive"});
+                   ok       ? "3 one-row passes: logits and routing bit-identical, the last replayed, every layer timed"
+                   : !equal ? what
+                   : !replayed ? "the timed pass ran eagerly"
+                               : "layer times missing or not positive"});
   }
 
   // The GPU session matches the CPU session on this random prompt within fp32 rounding.
@@ -284,12 +287,14 @@ std::vector<Result> k3_transactions(const std::string& dir, uint64_t seed) {
     from_cpu.load_state(cpu.save_state());
     const auto lc1 = step(cpu), lg1 = step(from_cpu);
     const double rc = rel(lg1.data(), lc1.data(), lc1.size());
-    out.push_back({"CPU state loaded on the GPU", rc <= 5e-4, "next token's logits vs the CPU session: rel_l2 " + fmt(rc) + " (<= 5e-4)"});
+    out.push_back({"CPU state loaded on the GPU", rc <= 5e-4,
+                   "next token's logits vs the CPU session: rel_l2 " + fmt(rc) + " (<= 5e-4)"});
     K3Session to_cpu(*host);
     to_cpu.load_state(g.save_state());
     const auto lc2 = step(to_cpu), lg2 = step(g);
     const double rg = rel(lc2.data(), lg2.data(), lg2.size());
-    out.push_back({"GPU state loaded on the CPU", rg <= 5e-4, "next token's logits vs the GPU session: rel_l2 " + fmt(rg) + " (<= 5e-4)"});
+    out.push_back({"GPU state loaded on the CPU", rg <= 5e-4,
+                   "next token's logits vs the GPU session: rel_l2 " + fmt(rg) + " (<= 5e-4)"});
     K3State bad = g.save_state();
     bad.n_past += 1;  // the MLA caches no longer match it
     bool refused = false;
@@ -307,7 +312,8 @@ std::vector<Result> k3_transactions(const std::string& dir, uint64_t seed) {
   } catch (const Error&) {
     threw = true;
   }
-  out.push_back({"pass above max_rows is refused", threw && !a.staged(), threw ? "Error thrown, nothing staged" : "no error"});
+  out.push_back(
+      {"pass above max_rows is refused", threw && !a.staged(), threw ? "Error thrown, nothing staged" : "no error"});
   return out;
 }
 
@@ -341,14 +347,15 @@ std::vector<Result> k3_kernels(uint64_t seed) {
     for (auto& x : beta) x = 1.f / (1.f + std::exp(-nd(rng)));
     auto dS = up(S), dq = up(q), dk_ = up(k), dv_ = up(v), dla = up(la), db = up(beta);
     DeviceBuffer dout(v.size() * 4);
-    k3::kda_recurrent(dS.as<float>(), heads, dk, dv, T, dq.as<float>(), dk_.as<float>(), dv_.as<float>(), dla.as<float>(),
-                      db.as<float>(), dout.as<float>(), st.opaque());
+    k3::kda_recurrent(dS.as<float>(), heads, dk, dv, T, dq.as<float>(), dk_.as<float>(), dv_.as<float>(),
+                      dla.as<float>(), db.as<float>(), dout.as<float>(), st.opaque());
     const auto go = down(dout, v.size()), gS = down(dS, S.size());
     std::vector<float> o(v.size());
     deltafin::kda_recurrent(KdaShape{heads, dk, dv}, S.data(), T, q.data(), k.data(), v.data(), la.data(), beta.data(),
                             o.data());
     const double ro = rel(go.data(), o.data(), o.size()), rs = rel(gS.data(), S.data(), S.size());
-    out.push_back({"KDA recurrence vs CPU", ro <= 1e-5 && rs <= 1e-5, "outputs rel_l2 " + fmt(ro) + ", state " + fmt(rs) + " (<= 1e-5)"});
+    out.push_back({"KDA recurrence vs CPU", ro <= 1e-5 && rs <= 1e-5,
+                   "outputs rel_l2 " + fmt(ro) + ", state " + fmt(rs) + " (<= 1e-5)"});
   }
   {  // Router: sigmoid + bias top-k, ascending ids, renormalised weights
     const int T = 6, E = 96, K = 8;
@@ -358,7 +365,8 @@ std::vector<Result> k3_kernels(uint64_t seed) {
     for (int e = 0; e < 4; ++e) logits[e] = logits[E + e] = 0.5f;  // exact ties: the lower id wins
     auto dl = up(logits), db = up(bias);
     DeviceBuffer di(size_t(T) * K * 4), dw(size_t(T) * K * 4);
-    k3::router_select(dl.as<float>(), db.as<float>(), T, E, K, true, 2.5f, di.as<int32_t>(), dw.as<float>(), st.opaque());
+    k3::router_select(dl.as<float>(), db.as<float>(), T, E, K, true, 2.5f, di.as<int32_t>(), dw.as<float>(),
+                      st.opaque());
     std::vector<int32_t> gi(size_t(T) * K);
     const auto gw = down(dw, size_t(T) * K);
     di.download(gi.data(), gi.size() * 4);
@@ -379,7 +387,8 @@ std::vector<Result> k3_kernels(uint64_t seed) {
       for (int i = 0; i < K; ++i) sum += s[order[i]];
       for (int i = 0; i < K; ++i) {
         ids_ok = ids_ok && gi[size_t(t) * K + i] == order[i];
-        wdiff = deltafin::test::worst_of(wdiff, std::fabs(double(gw[size_t(t) * K + i]) - s[order[i]] / (sum + 1e-20f) * 2.5f));
+        wdiff = deltafin::test::worst_of(
+            wdiff, std::fabs(double(gw[size_t(t) * K + i]) - s[order[i]] / (sum + 1e-20f) * 2.5f));
       }
     }
     out.push_back({"router top-k vs CPU", ids_ok && wdiff <= 1e-6,

@@ -8,10 +8,12 @@
 //   deltafin-cuda-k3 split <k3-tiny dir>   (the forward split between the GPU and the CPU: ids at every split point)
 //   deltafin-cuda-k3 hybrid <slice> <k3-real-meta> <prompt len> <new tokens> <reps> <gpu TFLOP/s> GPU_GB:RAM_GB...
 //       (plans keeping the real machines' proportions, predicted vs measured; exit 1 when ids differ)
-//   deltafin-cuda-k3 multi <k3-tiny dir>   (the forward over two GPUs, or two logical GPUs on one: ids at every split point)
-//   deltafin-cuda-k3 multigpu <slice> <prompt len> <new tokens> <reps> <gpu TFLOP/s> [GPUs] [spine share per GPU]
+//   deltafin-cuda-k3 multi <k3-tiny dir>   (the forward over two GPUs, or two logical GPUs on one: ids at every split
+//   point) deltafin-cuda-k3 multigpu <slice> <prompt len> <new tokens> <reps> <gpu TFLOP/s> [GPUs] [spine share per
+//   GPU]
 //       (the slice over several GPUs whose budgets each hold less than its spine; exit 1 when ids differ from one GPU)
-//   deltafin-cuda-k3 synth <preset> <out dir> [key=value...]   (deltafin synth's checkpoints, for machines without the CLI)
+//   deltafin-cuda-k3 synth <preset> <out dir> [key=value...]   (deltafin synth's checkpoints, for machines without the
+//   CLI)
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -95,8 +97,10 @@ int main(int argc, char** argv) {
       for (int i = 8; i < argc; ++i) {
         const std::string a = argv[i];
         const auto colon = a.find(':');
-        if (colon == std::string::npos) throw Error("machine '" + a + "' is not GPU_GB:RAM_GB", "e.g. 24:64, or 0:512 for no GPU");
-        o.machines.push_back(cuda::HybridMachine{std::atof(a.substr(0, colon).c_str()), std::atof(a.substr(colon + 1).c_str())});
+        if (colon == std::string::npos)
+          throw Error("machine '" + a + "' is not GPU_GB:RAM_GB", "e.g. 24:64, or 0:512 for no GPU");
+        o.machines.push_back(
+            cuda::HybridMachine{std::atof(a.substr(0, colon).c_str()), std::atof(a.substr(colon + 1).c_str())});
       }
       return cuda::bench_hybrid(o, std::cout) ? 0 : 1;
     }

@@ -52,19 +52,19 @@ DeviceLayout two_gpus(int L, int k, int head) {
 }
 
 struct Reference {
-  std::vector<std::vector<int32_t>> whole;      // one GPU, whole passes
+  std::vector<std::vector<int32_t>> whole;       // one GPU, whole passes
   std::vector<std::vector<float>> parts_logits;  // one GPU in parts: the prompt's prefill logits
 };
 
 std::string hand_overs(const CudaK3Session& s) {
   const auto& h = s.handovers();
-  return std::to_string(h.same_device) + " within a device, " + std::to_string(h.peer) + " peer, " + std::to_string(h.host) +
-         " through the host";
+  return std::to_string(h.same_device) + " within a device, " + std::to_string(h.peer) + " peer, " +
+         std::to_string(h.host) + " through the host";
 }
 
 // One arm: the goldens' greedy ids and prefill logits with GPU g of `d` on devices[g].
-Result arm(const K3Model& host, const std::string& name, const DeviceLayout& d, const std::vector<int>& devices, bool host_handover,
-           const std::vector<Greedy>& gs, const Reference& ref) {
+Result arm(const K3Model& host, const std::string& name, const DeviceLayout& d, const std::vector<int>& devices,
+           bool host_handover, const std::vector<Greedy>& gs, const Reference& ref) {
   std::vector<std::unique_ptr<CudaK3Model>> models;
   for (size_t g = 0; g < d.gpus.size(); ++g) {
     CudaK3Model::Options o;
@@ -92,10 +92,12 @@ Result arm(const K3Model& host, const std::string& name, const DeviceLayout& d, 
     for (size_t t = 0; t < gs[i].clear && golden; ++t) golden = ids[t] == gs[i].want[t];
     const bool same = ids == ref.whole[i];
     r.ok = r.ok && golden && same && bits;
-    r.detail += "; prompt " + std::to_string(i) + ": golden " + (golden ? "equal" : "DIFFERS") + " over " + std::to_string(gs[i].clear) +
-                " clear steps, ids " + (same ? "identical to" : "DIFFER from") + " one GPU, prefill logits " +
-                (bits ? "bit-identical" : "DIFFER") + " (" + std::to_string(s.stats().device_handovers) + " GPU-to-GPU hand-overs: ";
-    for (size_t g = 0; g < sessions.size(); ++g) r.detail += (g ? "; GPU " : "GPU ") + std::to_string(g) + " took " + hand_overs(*sessions[g]);
+    r.detail += "; prompt " + std::to_string(i) + ": golden " + (golden ? "equal" : "DIFFERS") + " over " +
+                std::to_string(gs[i].clear) + " clear steps, ids " + (same ? "identical to" : "DIFFER from") +
+                " one GPU, prefill logits " + (bits ? "bit-identical" : "DIFFER") + " (" +
+                std::to_string(s.stats().device_handovers) + " GPU-to-GPU hand-overs: ";
+    for (size_t g = 0; g < sessions.size(); ++g)
+      r.detail += (g ? "; GPU " : "GPU ") + std::to_string(g) + " took " + hand_overs(*sessions[g]);
     r.detail += ")";
   }
   return r;
@@ -110,8 +112,9 @@ std::vector<Result> k3_multi(const std::string& dir) {
   if (logical.empty()) throw Error("k3_multi needs a CUDA device");
   // Two GPUs: the first two logical GPUs, or the only one twice (an imitation on one device).
   const std::vector<int> devices = {logical[0], logical.size() > 1 ? logical[1] : logical[0]};
-  const std::string on = devices[0] == devices[1] ? " (two logical GPUs on device " + std::to_string(devices[0]) + ")"
-                                                  : " (devices " + std::to_string(devices[0]) + " and " + std::to_string(devices[1]) + ")";
+  const std::string on = devices[0] == devices[1]
+                             ? " (two logical GPUs on device " + std::to_string(devices[0]) + ")"
+                             : " (devices " + std::to_string(devices[0]) + " and " + std::to_string(devices[1]) + ")";
   auto host = K3Model::load(dir);
   const int L = host->config().layers;
   Reference ref;
@@ -132,10 +135,11 @@ std::vector<Result> k3_multi(const std::string& dir) {
   for (int k = 0; k <= L; ++k) {
     const std::string at = "split at layer " + std::to_string(k);
     out.push_back(arm(*host, at + ", lm_head on GPU 1" + on, two_gpus(L, k, 1), devices, false, gs, ref));
-    if (k == L || k == L / 2) out.push_back(arm(*host, at + ", lm_head on GPU 0" + on, two_gpus(L, k, 0), devices, false, gs, ref));
+    if (k == L || k == L / 2)
+      out.push_back(arm(*host, at + ", lm_head on GPU 0" + on, two_gpus(L, k, 0), devices, false, gs, ref));
   }
-  out.push_back(arm(*host, "split at layer " + std::to_string(L / 2) + ", hand-over through pinned host memory" + on, two_gpus(L, L / 2, 1),
-                    devices, true, gs, ref));
+  out.push_back(arm(*host, "split at layer " + std::to_string(L / 2) + ", hand-over through pinned host memory" + on,
+                    two_gpus(L, L / 2, 1), devices, true, gs, ref));
 
   // A planner's plan for two GPUs whose budgets each hold about 60 % of the spine, run by the
   // engine's factory (the CPU computes nothing; the VRAM expert tiers are per GPU).
@@ -157,9 +161,8 @@ std::vector<Result> k3_multi(const std::string& dir) {
     const Plan p = make_plan(bytes, b, assumed_desktop(), o);
     const DeviceLayout d = device_layout(p);
     const auto ranges = gpu_ranges(p);
-    Result r{"multi-GPU planned: two budgets of " + format_gb(each) + on, ranges.size() == 2 && ranges[1].last > ranges[1].first &&
-                                                                             ranges[0].last > ranges[0].first,
-             d.describe()};
+    Result r{"multi-GPU planned: two budgets of " + format_gb(each) + on,
+             ranges.size() == 2 && ranges[1].last > ranges[1].first && ranges[0].last > ranges[0].first, d.describe()};
     for (size_t i = 0; i < gs.size(); ++i) {
       auto s = make_multi_gpu_session(*host, 256, d, devices, {"GPU 0", "GPU 1"});
       const bool same = ids_of(*s, gs[i]) == ref.whole[i];
@@ -177,14 +180,16 @@ std::vector<Result> k3_multi(const std::string& dir) {
     } catch (const Error& e) {
       said = e.what();
     }
-    out.push_back({"a device list shorter than the plan's GPUs is refused", said.find("2 GPU(s) but 1 CUDA device") != std::string::npos, said});
+    out.push_back({"a device list shorter than the plan's GPUs is refused",
+                   said.find("2 GPU(s) but 1 CUDA device") != std::string::npos, said});
     said.clear();
     try {
       make_multi_gpu_session(*host, 256, two_gpus(L, L / 2, 1), {devices[0], 999});
     } catch (const Error& e) {
       said = e.what();
     }
-    out.push_back({"a CUDA device that is not visible is refused", said.find("999 is not visible") != std::string::npos, said});
+    out.push_back(
+        {"a CUDA device that is not visible is refused", said.find("999 is not visible") != std::string::npos, said});
   }
   return out;
 }

@@ -172,8 +172,7 @@ void matrices(Io& io, vector<Result>& out) {
       for (int64_t j = 0; j < C; ++j) ref.push_back(tf[size_t(ids[t]) * C + j]);
     for (const bool bf : {true, false}) {
       auto y = io.out(size_t(T * C));
-      k3::gather_rows(k3::DevMat{bf ? dtb.data() : dtf.data(), bf, V, C}, dids.as<int32_t>(), T, y.as<float>(),
-                      io.s);
+      k3::gather_rows(k3::DevMat{bf ? dtb.data() : dtf.data(), bf, V, C}, dids.as<int32_t>(), T, y.as<float>(), io.s);
       out.push_back(row(std::string("k3::gather_rows ") + (bf ? "bf16" : "f32"), "1000x640 T=7",
                         io.down(y, size_t(T * C)), ref, 0, "vs the table's rows, widened exactly"));
     }
@@ -202,15 +201,16 @@ void kda(Io& io, vector<Result>& out) {
                alog = io.randn(heads, 0.5f), braw = io.randn(size_t(T) * heads, 2.f);
     auto dfb = io.up(fb), ddt = io.up(dtb), dal = io.up(alog), dbr = io.up(braw);
     auto la = io.out(fb.size()), beta = io.out(braw.size());
-    k3::kda_gates(dfb.as<float>(), ddt.as<float>(), dal.as<float>(), dbr.as<float>(), T, heads, d, lower, la.as<float>(),
-                  beta.as<float>(), io.s);
+    k3::kda_gates(dfb.as<float>(), ddt.as<float>(), dal.as<float>(), dbr.as<float>(), T, heads, d, lower,
+                  la.as<float>(), beta.as<float>(), io.s);
     vector<double> rla(fb.size()), rb(braw.size());
     for (int t = 0; t < T; ++t)
       for (int h = 0; h < heads; ++h) {
         rb[t * heads + h] = sigmoid(braw[t * heads + h]);
         for (int i = 0; i < d; ++i) {
           const size_t c = size_t(h) * d + i;
-          rla[size_t(t) * heads * d + c] = lower * sigmoid(std::exp(double(alog[h])) * (double(fb[size_t(t) * heads * d + c]) + dtb[c]));
+          rla[size_t(t) * heads * d + c] =
+              lower * sigmoid(std::exp(double(alog[h])) * (double(fb[size_t(t) * heads * d + c]) + dtb[c]));
         }
       }
     out.push_back(row("k3::kda_gates log_alpha", "T=3 heads=4 d=128", io.down(la, fb.size()), rla, 2e-6));
@@ -219,7 +219,8 @@ void kda(Io& io, vector<Result>& out) {
   {  // causal depthwise conv + SiLU over [window | raw], and the window after n rows
     const int T = 4, C = 300, K = 4, K1 = K - 1;
     const auto win = io.randn(size_t(3) * K1 * C), raw = io.randn(size_t(T) * 3 * C);
-    const auto tq = io.randn(size_t(C) * K, 0.5f), tk = io.randn(size_t(C) * K, 0.5f), tv = io.randn(size_t(C) * K, 0.5f);
+    const auto tq = io.randn(size_t(C) * K, 0.5f), tk = io.randn(size_t(C) * K, 0.5f),
+               tv = io.randn(size_t(C) * K, 0.5f);
     auto dwin = io.up(win), draw = io.up(raw), dtq = io.up(tq), dtk = io.up(tk), dtv = io.up(tv);
     auto q = io.out(size_t(T) * C), k = io.out(size_t(T) * C), v = io.out(size_t(T) * C);
     k3::kda_conv(dwin.as<float>(), draw.as<float>(), T, C, K, dtq.as<float>(), dtk.as<float>(), dtv.as<float>(),
@@ -236,7 +237,8 @@ void kda(Io& io, vector<Result>& out) {
           double acc = 0;
           for (int j = 0; j < K; ++j) {
             const int src = t + j;
-            const double xv = src < K1 ? win[(size_t(which) * K1 + src) * C + ch] : raw[(size_t(src - K1) * 3 + which) * C + ch];
+            const double xv =
+                src < K1 ? win[(size_t(which) * K1 + src) * C + ch] : raw[(size_t(src - K1) * 3 + which) * C + ch];
             acc += double((*taps[which])[size_t(ch) * K + j]) * xv;
           }
           ref.push_back(acc * sigmoid(acc));
@@ -259,14 +261,15 @@ void kda(Io& io, vector<Result>& out) {
   {  // the recurrence: per head and value column, decay, delta rule, read out (K3's head shape)
     const int heads = 2, dk = 128, dv = 128, T = 5;
     auto S = io.randn(size_t(heads) * dk * dv, 0.1f);
-    const auto q = io.randn(size_t(T) * heads * dk, 0.09f), k = io.randn(q.size(), 0.09f), v = io.randn(size_t(T) * heads * dv);
+    const auto q = io.randn(size_t(T) * heads * dk, 0.09f), k = io.randn(q.size(), 0.09f),
+               v = io.randn(size_t(T) * heads * dv);
     vector<float> la(q.size()), beta(size_t(T) * heads);
     for (auto& x : la) x = float(-5 * sigmoid(io.randn(1)[0]));
     for (auto& x : beta) x = float(sigmoid(io.randn(1)[0]));
     auto dS = io.up(S), dq = io.up(q), dk_ = io.up(k), dv_ = io.up(v), dla = io.up(la), db = io.up(beta);
     auto o = io.out(v.size());
-    k3::kda_recurrent(dS.as<float>(), heads, dk, dv, T, dq.as<float>(), dk_.as<float>(), dv_.as<float>(), dla.as<float>(),
-                      db.as<float>(), o.as<float>(), io.s);
+    k3::kda_recurrent(dS.as<float>(), heads, dk, dv, T, dq.as<float>(), dk_.as<float>(), dv_.as<float>(),
+                      dla.as<float>(), db.as<float>(), o.as<float>(), io.s);
     vector<double> Sd = widen(S), ro(v.size());
     for (int t = 0; t < T; ++t)
       for (int h = 0; h < heads; ++h)
@@ -391,7 +394,8 @@ void mla(Io& io, vector<Result>& out) {
       for (int64_t s = 0; s < ctx; ++s) {
         double d = 0;
         for (int j = 0; j < R; ++j) d += double(gq[(size_t(t) * nh + h) * R + j]) * cache[size_t(s) * (R + P) + j];
-        for (int j = 0; j < P; ++j) d += double(q[(size_t(t) * nh + h) * (N + P) + N + j]) * cache[size_t(s) * (R + P) + R + j];
+        for (int j = 0; j < P; ++j)
+          d += double(q[(size_t(t) * nh + h) * (N + P) + N + j]) * cache[size_t(s) * (R + P) + R + j];
         p[s] = d * scale;
       }
       const double mx = *std::max_element(p.begin(), p.end());
@@ -451,8 +455,7 @@ void router(Io& io, vector<Result>& out) {
   for (int e = 0; e < 4; ++e) logits[e] = logits[E + e] = 3.f;  // exact ties: the lower id wins
   auto dl = io.up(logits), db = io.up(bias);
   auto di = io.out(size_t(T) * K), dw = io.out(size_t(T) * K);
-  k3::router_select(dl.as<float>(), db.as<float>(), T, E, K, true, scaling, di.as<int32_t>(), dw.as<float>(),
-                    io.s);
+  k3::router_select(dl.as<float>(), db.as<float>(), T, E, K, true, scaling, di.as<int32_t>(), dw.as<float>(), io.s);
   const auto gi = io.down<int32_t>(di, size_t(T) * K);
   const auto gw = io.down(dw, size_t(T) * K);
   int id_diff = 0, near_ties = 0;
@@ -504,12 +507,12 @@ void router(Io& io, vector<Result>& out) {
     aw[p] = io.down(dw, K);
   }
   for (int Tn : {2, 4, 8}) {
-    k3::router_select(dl.as<float>(), db.as<float>(), Tn, E, K, true, scaling, di.as<int32_t>(), dw.as<float>(),
-                      io.s);
+    k3::router_select(dl.as<float>(), db.as<float>(), Tn, E, K, true, scaling, di.as<int32_t>(), dw.as<float>(), io.s);
     const auto bi = io.down<int32_t>(di, size_t(Tn) * K);
     const auto bw = io.down(dw, size_t(Tn) * K);
     for (int p = 0; p < Tn; ++p, ++checked)
-      if (std::memcmp(bi.data() + size_t(p) * K, ai[p].data(), K * 4) || std::memcmp(bw.data() + size_t(p) * K, aw[p].data(), K * 4))
+      if (std::memcmp(bi.data() + size_t(p) * K, ai[p].data(), K * 4) ||
+          std::memcmp(bw.data() + size_t(p) * K, aw[p].data(), K * 4))
         ++bad;
   }
   Result inv("k3::router_select batch invariance (T=2,4,8)", bad == 0 && checked > 0,

@@ -106,9 +106,11 @@ void router_checks(std::mt19937_64& rng, const OwnedStream& st, std::vector<Resu
     dw.fill_byte(0xff);
     const float* bias = db ? db->as<float>() : nullptr;
     if (previous_kernel)
-      previous::router_select(dl.as<float>(), bias, c.T, c.E, c.k, c.renorm, scaling, di.as<int32_t>(), dw.as<float>(), st.opaque());
+      previous::router_select(dl.as<float>(), bias, c.T, c.E, c.k, c.renorm, scaling, di.as<int32_t>(), dw.as<float>(),
+                              st.opaque());
     else
-      k3::router_select(dl.as<float>(), bias, c.T, c.E, c.k, c.renorm, scaling, di.as<int32_t>(), dw.as<float>(), st.opaque());
+      k3::router_select(dl.as<float>(), bias, c.T, c.E, c.k, c.renorm, scaling, di.as<int32_t>(), dw.as<float>(),
+                        st.opaque());
     ids = download<int32_t>(di, size_t(c.T) * c.k, st);
     wts = download<float>(dw, size_t(c.T) * c.k, st);
   };
@@ -129,7 +131,8 @@ void router_checks(std::mt19937_64& rng, const OwnedStream& st, std::vector<Resu
         router_on_cpu(s, with_bias ? &bias : nullptr, T, c.E, c.k, renorm, scaling, ci, cw);
         const bool ids_ok = gi == ci, w_ok = same_bits(gw, cw);
         out.push_back({"router K3 shape vs CPU, bit for bit: " + router_name(c), ids_ok && w_ok,
-                       std::string(ids_ok ? "ids identical" : "ids DIFFER") + ", weights " + (w_ok ? "bit-identical" : "DIFFER")});
+                       std::string(ids_ok ? "ids identical" : "ids DIFFER") + ", weights " +
+                           (w_ok ? "bit-identical" : "DIFFER")});
       }
 
   // Against the kernel as it was: small, K3 and nearly the largest expert count (the previous kernel's
@@ -228,7 +231,8 @@ void mla_checks(std::mt19937_64& rng, const OwnedStream& st, std::vector<Result>
           vn.fill_byte(0xff);
           vo.fill_byte(0);
           k3::mla_absorb_q(dq.as<float>(), kvb, T, sh.nh, sh.N, sh.P, sh.Vd, an.as<float>(), st.opaque());
-          previous::mla_absorb_q(dq.as<float>(), wdata, bf16, sh.R, T, sh.nh, sh.N, sh.P, sh.Vd, ao.as<float>(), st.opaque());
+          previous::mla_absorb_q(dq.as<float>(), wdata, bf16, sh.R, T, sh.nh, sh.N, sh.P, sh.Vd, ao.as<float>(),
+                                 st.opaque());
           k3::mla_value(dol.as<float>(), kvb, T, sh.nh, sh.N, sh.R, sh.Vd, vn.as<float>(), st.opaque());
           previous::mla_value(dol.as<float>(), wdata, bf16, T, sh.nh, sh.N, sh.R, sh.Vd, vo.as<float>(), st.opaque());
           const auto a_new = download<float>(an, na, st), a_old = download<float>(ao, na, st);
@@ -238,16 +242,18 @@ void mla_checks(std::mt19937_64& rng, const OwnedStream& st, std::vector<Result>
           absorb_bad += a_ok ? 0 : 1;
           value_bad += v_ok ? 0 : 1;
           if ((!a_ok || !v_ok) && first_bad.empty())
-            first_bad = std::string(sh.name) + (offset ? " offset" : "") + " T=" + std::to_string(T) + (a_ok ? "" : " absorb") +
-                        (v_ok ? "" : " value");
+            first_bad = std::string(sh.name) + (offset ? " offset" : "") + " T=" + std::to_string(T) +
+                        (a_ok ? "" : " absorb") + (v_ok ? "" : " value");
           if (T != 8) continue;
           // Each row alone == the same row of the 8-row pass.
           for (int t = 0; t < T; ++t, ++rows) {
             DeviceBuffer a1(size_t(sh.nh) * sh.R * 4), v1(size_t(sh.nh) * sh.Vd * 4);
-            k3::mla_absorb_q(dq.as<float>() + size_t(t) * sh.nh * (sh.N + sh.P), kvb, 1, sh.nh, sh.N, sh.P, sh.Vd, a1.as<float>(),
-                             st.opaque());
-            k3::mla_value(dol.as<float>() + size_t(t) * sh.nh * sh.R, kvb, 1, sh.nh, sh.N, sh.R, sh.Vd, v1.as<float>(), st.opaque());
-            const auto ar = download<float>(a1, size_t(sh.nh) * sh.R, st), vr = download<float>(v1, size_t(sh.nh) * sh.Vd, st);
+            k3::mla_absorb_q(dq.as<float>() + size_t(t) * sh.nh * (sh.N + sh.P), kvb, 1, sh.nh, sh.N, sh.P, sh.Vd,
+                             a1.as<float>(), st.opaque());
+            k3::mla_value(dol.as<float>() + size_t(t) * sh.nh * sh.R, kvb, 1, sh.nh, sh.N, sh.R, sh.Vd, v1.as<float>(),
+                          st.opaque());
+            const auto ar = download<float>(a1, size_t(sh.nh) * sh.R, st),
+                       vr = download<float>(v1, size_t(sh.nh) * sh.Vd, st);
             absorb_var += std::memcmp(ar.data(), a_new.data() + size_t(t) * sh.nh * sh.R, ar.size() * 4) == 0 ? 0 : 1;
             value_var += std::memcmp(vr.data(), v_new.data() + size_t(t) * sh.nh * sh.Vd, vr.size() * 4) == 0 ? 0 : 1;
           }
@@ -255,14 +261,15 @@ void mla_checks(std::mt19937_64& rng, const OwnedStream& st, std::vector<Result>
       }
     const std::string type = bf16 ? "bf16" : "f32";
     const std::string tail = first_bad.empty() ? "" : " (first: " + first_bad + ")";
-    out.push_back({"mla_absorb_q == previous kernel, bit for bit (" + type + ", K3 and odd shapes, T=1..13)", absorb_bad == 0,
+    out.push_back({"mla_absorb_q == previous kernel, bit for bit (" + type + ", K3 and odd shapes, T=1..13)",
+                   absorb_bad == 0,
                    std::to_string(cases) + " cases, " + std::to_string(absorb_bad) + " differ" + tail});
-    out.push_back({"mla_value == previous kernel, bit for bit (" + type + ", K3 and odd shapes, T=1..13)", value_bad == 0,
-                   std::to_string(cases) + " cases, " + std::to_string(value_bad) + " differ" + tail});
+    out.push_back({"mla_value == previous kernel, bit for bit (" + type + ", K3 and odd shapes, T=1..13)",
+                   value_bad == 0, std::to_string(cases) + " cases, " + std::to_string(value_bad) + " differ" + tail});
     out.push_back({"mla_absorb_q / mla_value batch invariance (" + type + ": row alone == row of T=8)",
                    absorb_var == 0 && value_var == 0 && rows > 0,
-                   std::to_string(rows) + " rows compared bit for bit, absorb " + std::to_string(absorb_var) + " and value " +
-                       std::to_string(value_var) + " differ"});
+                   std::to_string(rows) + " rows compared bit for bit, absorb " + std::to_string(absorb_var) +
+                       " and value " + std::to_string(value_var) + " differ"});
   }
 }
 
@@ -278,11 +285,15 @@ void attend_checks(std::mt19937_64& rng, const OwnedStream& st, std::vector<Resu
     const char* name;
   };
   const Case cases[] = {
-      {96, 128, 512, 64, 0, "K3, context 1"},        {96, 128, 512, 64, 63, "K3, context 64"},
-      {96, 128, 512, 64, 1000, "K3, context 1001"},  {16, 128, 512, 64, 4100, "K3 (16 heads), context 4101"},
+      {96, 128, 512, 64, 0, "K3, context 1"},
+      {96, 128, 512, 64, 63, "K3, context 64"},
+      {96, 128, 512, 64, 1000, "K3, context 1001"},
+      {16, 128, 512, 64, 4100, "K3 (16 heads), context 4101"},
       {4, 128, 512, 64, 9000, "K3 (4 heads), context 9001: scores past shared memory"},
-      {3, 37, 100, 5, 70, "R=100, P=5"},             {2, 40, 600, 8, 33, "R=600 (3 columns per thread)"},
-      {4, 16, 1024, 64, 17, "R=1024 (4 columns)"},    {5, 24, 256, 0, 9, "R=256, no rope part"},
+      {3, 37, 100, 5, 70, "R=100, P=5"},
+      {2, 40, 600, 8, 33, "R=600 (3 columns per thread)"},
+      {4, 16, 1024, 64, 17, "R=1024 (4 columns)"},
+      {5, 24, 256, 0, 9, "R=256, no rope part"},
   };
   int compared = 0, bad = 0, rows = 0, var = 0;
   std::string first_bad;
@@ -300,8 +311,8 @@ void attend_checks(std::mt19937_64& rng, const OwnedStream& st, std::vector<Resu
       on.fill_byte(0xff);
       oo.fill_byte(0);
       const float scale = 1.f / std::sqrt(static_cast<float>(c.N + c.P));
-      k3::mla_attend(dqa.as<float>(), dq.as<float>(), dc.as<float>(), c.base, T, c.nh, c.N, c.R, c.P, scale, sn.as<float>(),
-                     max_ctx, on.as<float>(), st.opaque());
+      k3::mla_attend(dqa.as<float>(), dq.as<float>(), dc.as<float>(), c.base, T, c.nh, c.N, c.R, c.P, scale,
+                     sn.as<float>(), max_ctx, on.as<float>(), st.opaque());
       previous::mla_attend(dqa.as<float>(), dq.as<float>(), dc.as<float>(), c.base, T, c.nh, c.N, c.R, c.P, scale,
                            so.as<float>(), max_ctx, oo.as<float>(), st.opaque());
       const auto o_new = download<float>(on, no, st), o_old = download<float>(oo, no, st);
@@ -314,8 +325,9 @@ void attend_checks(std::mt19937_64& rng, const OwnedStream& st, std::vector<Resu
       for (int t = 0; t < T; ++t, ++rows) {
         const size_t n1 = size_t(c.nh) * c.R;
         DeviceBuffer o1(n1 * 4);
-        k3::mla_attend(dqa.as<float>() + size_t(t) * n1, dq.as<float>() + size_t(t) * c.nh * (c.N + c.P), dc.as<float>(),
-                       c.base + t, 1, c.nh, c.N, c.R, c.P, scale, sn.as<float>(), max_ctx, o1.as<float>(), st.opaque());
+        k3::mla_attend(dqa.as<float>() + size_t(t) * n1, dq.as<float>() + size_t(t) * c.nh * (c.N + c.P),
+                       dc.as<float>(), c.base + t, 1, c.nh, c.N, c.R, c.P, scale, sn.as<float>(), max_ctx,
+                       o1.as<float>(), st.opaque());
         const auto r1 = download<float>(o1, n1, st);
         var += std::memcmp(r1.data(), o_new.data() + size_t(t) * n1, n1 * 4) == 0 ? 0 : 1;
       }

@@ -68,9 +68,9 @@ size_t agree(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
 }
 
 // One arm: the goldens' greedy ids under `layout` on a host model loaded with `spine`.
-Result arm(const std::string& dir, const std::string& name, const SplitLayout& layout, std::optional<SpinePlacement> spine,
-           const std::vector<Greedy>& gs, const std::vector<std::vector<int32_t>>& gpu_ids,
-           const std::vector<std::vector<int32_t>>& cpu_ids) {
+Result arm(const std::string& dir, const std::string& name, const SplitLayout& layout,
+           std::optional<SpinePlacement> spine, const std::vector<Greedy>& gs,
+           const std::vector<std::vector<int32_t>>& gpu_ids, const std::vector<std::vector<int32_t>>& cpu_ids) {
   K3Model::Options ho;
   ho.spine = std::move(spine);
   auto host = K3Model::load(dir, std::move(ho));
@@ -91,8 +91,10 @@ Result arm(const std::string& dir, const std::string& name, const SplitLayout& l
     r.ok = r.ok && golden && same;
     r.detail += "; prompt " + std::to_string(i) + ": golden " + (golden ? "equal" : "DIFFERS") + " over " +
                 std::to_string(gs[i].clear) + " clear steps, " + std::to_string(agree(ids, gpu_ids[i])) + "/" +
-                std::to_string(ids.size()) + " equal to GPU-only, " + std::to_string(agree(ids, cpu_ids[i])) + " to CPU-only";
-    r.detail += " (" + std::to_string(s.stats().handovers) + " hand-overs, " + std::to_string(s.stats().state_moves) + " state moves)";
+                std::to_string(ids.size()) + " equal to GPU-only, " + std::to_string(agree(ids, cpu_ids[i])) +
+                " to CPU-only";
+    r.detail += " (" + std::to_string(s.stats().handovers) + " hand-overs, " + std::to_string(s.stats().state_moves) +
+                " state moves)";
   }
   return r;
 }
@@ -125,7 +127,9 @@ std::vector<Result> k3_split(const std::string& dir) {
       const SplitUnit tail = kind == 0 ? cpu : kind == 1 ? streamed : prefill_only;
       for (int l = 0; l < L; ++l) s.layers.push_back(l < k ? vram : tail);
       s.lm_head = kind == 0 ? (k == L ? vram : cpu) : tail;
-      const char* what = kind == 0 ? "GPU | CPU" : kind == 1 ? "GPU | streamed to the GPU" : "GPU | CPU decode, GPU prefill";
+      const char* what = kind == 0   ? "GPU | CPU"
+                         : kind == 1 ? "GPU | streamed to the GPU"
+                                     : "GPU | CPU decode, GPU prefill";
       out.push_back(arm(dir, std::string(what) + at, s, std::nullopt, gs, gpu_ids, cpu_ids));
       if (kind == 0) {  // lm_head on the other side of the last layer
         s.lm_head = k == L ? streamed : vram;
@@ -151,8 +155,8 @@ std::vector<Result> k3_split(const std::string& dir) {
     b.gpus[0].budget = vlo + (vhi - vlo) * uint64_t(i) / 5;
     b.ram_budget = i % 2 ? 1ull << 40 : full.ram_minimum + bytes.largest_unit_bytes();
     const Plan plan = make_plan(bytes, b, deltafin::test::split_test_rates(), o);
-    out.push_back(arm(dir, "plan for VRAM " + format_gb(b.gpus[0].budget) + ", RAM " + format_gb(b.ram_budget), split_layout(plan),
-                      host_spine_placement(plan), gs, gpu_ids, cpu_ids));
+    out.push_back(arm(dir, "plan for VRAM " + format_gb(b.gpus[0].budget) + ", RAM " + format_gb(b.ram_budget),
+                      split_layout(plan), host_spine_placement(plan), gs, gpu_ids, cpu_ids));
   }
 
   // A VRAM budget above the device's memory, and one below a layer's working set: errors that say so.

@@ -14,11 +14,11 @@
 
 // QSKIP returns from the function it is written in, so this has to be a macro. A skip unless
 // DELTAFIN_REQUIRE_GPU=1 declares this machine has a GPU: then a failure.
-#define REQUIRE_GPU()                                                                                      \
-  do {                                                                                                     \
-    std::string gpu_why_;                                                                                  \
-    if (!deltafin::cuda::device_available(&gpu_why_))                                                      \
-      DELTAFIN_SKIP_WITHOUT_GPU("needs an NVIDIA GPU with a working driver: " + gpu_why_);                \
+#define REQUIRE_GPU()                                                                      \
+  do {                                                                                     \
+    std::string gpu_why_;                                                                  \
+    if (!deltafin::cuda::device_available(&gpu_why_))                                      \
+      DELTAFIN_SKIP_WITHOUT_GPU("needs an NVIDIA GPU with a working driver: " + gpu_why_); \
   } while (0)
 
 namespace deltafin::cuda::test {
@@ -42,8 +42,9 @@ inline bool verify_results(const std::vector<check::Result>& results, uint64_t s
   for (const auto& r : results) {
     qInfo("%s %s: %s", r.ok ? "PASS" : "FAIL", r.name.c_str(), r.detail.c_str());
     if (!r.ok) {
-      QTest::qFail(qPrintable(QString::fromStdString(r.name + ": " + r.detail + " (seed " + std::to_string(seed) + ")")),
-                   __FILE__, __LINE__);
+      QTest::qFail(
+          qPrintable(QString::fromStdString(r.name + ": " + r.detail + " (seed " + std::to_string(seed) + ")")),
+          __FILE__, __LINE__);
       return false;
     }
   }

@@ -122,10 +122,10 @@ __global__ void sigmoid_kernel(const float* x, float* s, int64_t n) {
 // sum waiting for every load.
 
 constexpr int kAttThreads = 256;
-__global__ void __launch_bounds__(kAttThreads) mla_attend_kernel(const float* __restrict__ qabs, const float* __restrict__ q,
-                                                                 const float* __restrict__ cache, int64_t base, int nh, int N,
-                                                                 int R, int P, float scale, float* scores, int64_t max_ctx,
-                                                                 float* olat) {
+__global__ void __launch_bounds__(kAttThreads)
+    mla_attend_kernel(const float* __restrict__ qabs, const float* __restrict__ q, const float* __restrict__ cache,
+                      int64_t base, int nh, int N, int R, int P, float scale, float* scores, int64_t max_ctx,
+                      float* olat) {
   pdl_enter();
   __shared__ float sh[kAttThreads / 32];
   const int th = blockIdx.x;
@@ -169,20 +169,23 @@ void router_select(const float* logits, const float* bias, int T, int E, int k, 
                    int32_t* ids, float* weights, Stream s) {
   if (T <= 0) return;
   const size_t smem = size_t(2) * E * sizeof(float);
-  DELTAFIN_CUDA_CHECK(launch(router_kernel, T, kRouterThreads, smem, as_stream(s), logits, bias, E, k, renormalize, scaling, ids, weights));
+  DELTAFIN_CUDA_CHECK(launch(router_kernel, T, kRouterThreads, smem, as_stream(s), logits, bias, E, k, renormalize,
+                             scaling, ids, weights));
 }
 
 void mla_absorb_q(const float* q, const void* kv_b, bool bf16, int R, int T, int nh, int N, int P, int Vd, float* qabs,
                   Stream s) {
   if (T <= 0) return;
-  DELTAFIN_CUDA_CHECK(launch(mla_absorb_kernel, dim3(blocks_for(R, 128), T * nh), 128, 0, as_stream(s), q, kv_b, bf16, nh, N, P, Vd,
-                             R, qabs));
+  DELTAFIN_CUDA_CHECK(launch(mla_absorb_kernel, dim3(blocks_for(R, 128), T * nh), 128, 0, as_stream(s), q, kv_b, bf16,
+                             nh, N, P, Vd, R, qabs));
 }
 
-void mla_value(const float* olat, const void* kv_b, bool bf16, int T, int nh, int N, int R, int Vd, float* attn, Stream s) {
+void mla_value(const float* olat, const void* kv_b, bool bf16, int T, int nh, int N, int R, int Vd, float* attn,
+               Stream s) {
   if (T <= 0) return;
   const int64_t total = int64_t(T) * nh * Vd;
-  DELTAFIN_CUDA_CHECK(launch(mla_value_kernel, blocks_for(total, 8), 256, 0, as_stream(s), olat, kv_b, bf16, nh, N, R, Vd, attn, total));
+  DELTAFIN_CUDA_CHECK(launch(mla_value_kernel, blocks_for(total, 8), 256, 0, as_stream(s), olat, kv_b, bf16, nh, N, R,
+                             Vd, attn, total));
 }
 
 void router_sigmoid(const float* x, float* s, int64_t n, Stream s_) {
@@ -193,8 +196,8 @@ void router_sigmoid(const float* x, float* s, int64_t n, Stream s_) {
 void mla_attend(const float* qabs, const float* q, const float* cache, int64_t base, int T, int nh, int N, int R, int P,
                 float scale, float* scores, int64_t max_ctx, float* olat, Stream s) {
   if (T <= 0) return;
-  DELTAFIN_CUDA_CHECK(launch(mla_attend_kernel, T * nh, kAttThreads, 0, as_stream(s), qabs, q, cache, base, nh, N, R, P, scale,
-                             scores, max_ctx, olat));
+  DELTAFIN_CUDA_CHECK(launch(mla_attend_kernel, T * nh, kAttThreads, 0, as_stream(s), qabs, q, cache, base, nh, N, R, P,
+                             scale, scores, max_ctx, olat));
 }
 
 }  // namespace deltafin::cuda::check::previous

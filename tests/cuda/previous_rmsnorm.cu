@@ -8,8 +8,9 @@ namespace {
 constexpr int kThreads = 256;
 
 template <bool kBf16>
-__global__ void __launch_bounds__(kThreads) rmsnorm_kernel(const float* __restrict__ x, int64_t ldx, const void* __restrict__ w,
-                                                           int64_t n, float eps, float* __restrict__ y, int64_t ldy) {
+__global__ void __launch_bounds__(kThreads)
+    rmsnorm_kernel(const float* __restrict__ x, int64_t ldx, const void* __restrict__ w, int64_t n, float eps,
+                   float* __restrict__ y, int64_t ldy) {
   pdl_enter();
   __shared__ float warp_tot[kThreads / 32];
   const float* xr = x + blockIdx.x * ldx;

@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
     else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
     else if (a == "--json" && i + 1 < argc) json = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s --fixture QWEN3_TINY_DIR [--bench [--no-synthetic] [--reps N] [--json FILE]]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s --fixture QWEN3_TINY_DIR [--bench [--no-synthetic] [--reps N] [--json FILE]]\n",
+                   argv[0]);
       return 64;
     }
   }

@@ -131,8 +131,9 @@ Outcome golden(const std::string& dir) {
         if (x != y) throw Error("prompt " + std::to_string(p) + ": logits after truncate(2) differ from the first run");
       }
     }
-    o.detail = fmt("top-32 max abs diff %.3g (limit 2e-4), last-row rel-L2 %.3g (limit 1e-5), ", worst_top, worst_last) +
-               std::to_string(greedy_ok) + " greedy ids equal";
+    o.detail =
+        fmt("top-32 max abs diff %.3g (limit 2e-4), last-row rel-L2 %.3g (limit 1e-5), ", worst_top, worst_last) +
+        std::to_string(greedy_ok) + " greedy ids equal";
     o.ok = worst_top < 2e-4 && worst_last < 1e-5;
   } catch (const std::exception& e) {
     o.detail += e.what();
@@ -163,7 +164,8 @@ Outcome gpu_matches_cpu(const std::string& dir, uint64_t seed) {
         if (a.size() != b.size()) throw Error("logit counts differ");
         for (size_t t = 0; t < ids.size(); ++t) {
           worst_rel = test::worst_of(worst_rel, rel_l2(&b[t * V], &a[t * V], V));
-          for (int j = 0; j < V; ++j) worst_abs = test::worst_of(worst_abs, double(std::abs(b[t * V + j] - a[t * V + j])));
+          for (int j = 0; j < V; ++j)
+            worst_abs = test::worst_of(worst_abs, double(std::abs(b[t * V + j] - a[t * V + j])));
           ++rows;
         }
         if (pi == 3) {  // cut both back to a random earlier point
@@ -181,7 +183,8 @@ Outcome gpu_matches_cpu(const std::string& dir, uint64_t seed) {
       for (int i = 0; i < 16; ++i) {
         if (margin(a.data(), V) < 1e-3) break;
         const int32_t c = static_cast<int32_t>(argmax(a.data(), V));
-        if (c != g) throw Error("greedy step " + std::to_string(i) + ": CPU " + std::to_string(c) + ", GPU " + std::to_string(g));
+        if (c != g)
+          throw Error("greedy step " + std::to_string(i) + ": CPU " + std::to_string(c) + ", GPU " + std::to_string(g));
         ++greedy_compared;
         const int32_t one[1] = {c};
         cpu.forward(one, a);
@@ -220,7 +223,8 @@ BenchRow time_backend(const Qwen3Backend& b, const std::string& name, int contex
   for (int r = 0; r < reps; ++r) {
     auto s = b.session();
     auto t0 = Clock::now();
-    for (int i = 0; i < context; i += 64) s->forward(std::span<const int32_t>(ids).subspan(i, std::min(64, context - i)), logits);
+    for (int i = 0; i < context; i += 64)
+      s->forward(std::span<const int32_t>(ids).subspan(i, std::min(64, context - i)), logits);
     prefill.push_back(context / seconds_since(t0));
     const int steps = 32;
     int32_t next = static_cast<int32_t>(argmax(logits.data(), V));

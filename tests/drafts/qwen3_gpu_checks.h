@@ -27,7 +27,7 @@ Outcome gpu_matches_cpu(const std::string& qwen3_tiny_dir, uint64_t seed);
 // Throughput of the drafter (no assertions; deltafin-qwen3-gpu-check --bench prints it).
 struct BenchRow {
   std::string model, device;
-  int context = 0;         // tokens in the cache before the measured steps
+  int context = 0;           // tokens in the cache before the measured steps
   double prefill_tok_s = 0;  // 64-row passes
   double decode_tok_s = 0;   // one-row forward_greedy steps
   double draft4_ms = 0;      // one proposal of 4 tokens: 4 greedy steps, then truncate back

@@ -26,7 +26,8 @@ class TestDraftCli : public QObject {
  private slots:
   void k3TinyEveryDrafter() {
     const std::string k3 = test::fixtures_dir() + "/k3-tiny", ds = test::fixtures_dir() + "/dspark-tiny";
-    for (const std::string ids : {"768,100,200,300,100,200,300,100", "768,5,6", "768,400,401,402,403,404,405,406,407,408"}) {
+    for (const std::string ids :
+         {"768,100,200,300,100,200,300,100", "768,5,6", "768,400,401,402,403,404,405,406,407,408"}) {
       const auto off = gen(k3, ids, {"--draft", "off", "--threads", "1"});
       QCOMPARE(off.code, 0);
       for (const std::string d : {"auto", "ngram", "dspark", "qwen"}) {
@@ -49,8 +50,8 @@ class TestDraftCli : public QObject {
 
   void synthesizedTargetWithSynthesizedDSpark() {
     const std::string t = test::temp_dir("demo-k3"), d = test::temp_dir("demo-dspark");
-    auto r = test::run_process({bin(), "synth", "--preset", "demo", "--out", t, "--set", "layers=3", "--set", "mla_layers=3",
-                                "--force", "--quiet"});
+    auto r = test::run_process({bin(), "synth", "--preset", "demo", "--out", t, "--set", "layers=3", "--set",
+                                "mla_layers=3", "--force", "--quiet"});
     QVERIFY2(r.code == 0, r.err.c_str());
     // dspark-demo was made for the 6-layer demo target: a 3-layer one is refused (plain decoding).
     r = test::run_process({bin(), "synth", "--preset", "dspark-demo", "--out", d, "--force"});
@@ -63,7 +64,8 @@ class TestDraftCli : public QObject {
     auto refused = gen(t, ids, {"--draft", "dspark", "--draft-model", d, "--stats"});
     QCOMPARE(refused.code, 0);
     QCOMPARE(refused.out, off.out);
-    QVERIFY(nlohmann::json::parse(refused.err)["draft_note"].get<std::string>().rfind("plain decoding: dspark", 0) == 0);
+    QVERIFY(nlohmann::json::parse(refused.err)["draft_note"].get<std::string>().rfind("plain decoding: dspark", 0) ==
+            0);
     // The full demo target it was made for.
     const std::string full = test::temp_dir("demo-k3-full");
     r = test::run_process({bin(), "synth", "--preset", "demo", "--out", full, "--force", "--quiet"});

@@ -22,7 +22,8 @@ namespace {
 std::vector<double> spec_inv_freq(const YarnParams& p, int d) {
   const double pi = std::acos(-1.0);
   auto corr = [&](double r) { return d * std::log(p.original_max / (2 * pi * r)) / (2 * std::log(p.theta)); };
-  const double low = std::max(std::floor(corr(p.beta_fast)), 0.0), high = std::min(std::ceil(corr(p.beta_slow)), d - 1.0);
+  const double low = std::max(std::floor(corr(p.beta_fast)), 0.0),
+               high = std::min(std::ceil(corr(p.beta_slow)), d - 1.0);
   std::vector<double> out;
   for (int i = 0; i < d / 2; ++i) {
     const double ramp = std::clamp((i - low) / (high - low), 0.0, 1.0);
@@ -59,7 +60,8 @@ std::vector<double> mv(const Mat& m, const std::vector<double>& x) {
 
 // An independent double-precision DSpark block pass: expanded keys and values
 // per head (no absorption), rope straight from the formula.
-std::vector<double> reference_block(const DSparkModel& m, const std::vector<std::vector<double>>& taps_concat, int32_t anchor) {
+std::vector<double> reference_block(const DSparkModel& m, const std::vector<std::vector<double>>& taps_concat,
+                                    int32_t anchor) {
   const DSparkConfig& c = m.config();
   const int H = c.hidden, T = c.block_size, N = c.nope, P = c.rope, R = c.kv_lora, Vd = c.v_head, nh = c.heads;
   const auto f = spec_inv_freq(c.yarn, P);
@@ -265,9 +267,10 @@ class TestDSpark : public QObject {
       for (size_t i = 0; i < want.size(); ++i) QVERIFY(std::abs(rope.inv_freq()[i] - want[i]) <= 1e-15 * want[0]);
       // The real lane: low = floor(corr(32)) and high = ceil(corr(1)) with d 64, base 5e4, 32768 original.
       if (d == 64) {
-        QCOMPARE(want.front(), 1.0);             // below `low`: original frequency
+        QCOMPARE(want.front(), 1.0);                                // below `low`: original frequency
         QCOMPARE(want.back(), std::pow(50000.0, -62.0 / 64) / 32);  // above `high`: interpolated by the factor
-        QVERIFY(std::abs(rope.softmax_scale(192) - std::pow(192.0, -0.5) * std::pow(0.1 * std::log(32.0) + 1, 2)) < 1e-15);
+        QVERIFY(std::abs(rope.softmax_scale(192) - std::pow(192.0, -0.5) * std::pow(0.1 * std::log(32.0) + 1, 2)) <
+                1e-15);
       }
       std::mt19937 rng(5);
       std::normal_distribution<float> nd;
@@ -279,7 +282,9 @@ class TestDSpark : public QObject {
         rope.rotate(x.data(), pos);
         // fp32 angle products are formed in double by the engine; the tolerance covers
         // float rounding of cos/sin and of the products.
-        for (int i = 0; i < d; ++i) QVERIFY2(std::abs(x[i] - ref[i]) < 2e-5 * (1 + std::abs(ref[i])), qPrintable(QString("pos %1 i %2").arg(pos).arg(i)));
+        for (int i = 0; i < d; ++i)
+          QVERIFY2(std::abs(x[i] - ref[i]) < 2e-5 * (1 + std::abs(ref[i])),
+                   qPrintable(QString("pos %1 i %2").arg(pos).arg(i)));
       }
     }
   }
@@ -309,7 +314,8 @@ class TestDSpark : public QObject {
       std::vector<const float*> taps;
       for (int l : ds->config().target_layer_ids) {
         taps.push_back(layers[l].data());
-        for (size_t t = 0; t < ids.size(); ++t) cat[t].insert(cat[t].end(), &layers[l][t * Ht], &layers[l][(t + 1) * Ht]);
+        for (size_t t = 0; t < ids.size(); ++t)
+          cat[t].insert(cat[t].end(), &layers[l][t * Ht], &layers[l][(t + 1) * Ht]);
       }
       DSparkProposer prop(*ds);
       prop.add_context(static_cast<int>(ids.size()), taps);

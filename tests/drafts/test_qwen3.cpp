@@ -114,10 +114,12 @@ class TestQwen3 : public QObject {
 
   void crossTokenizerExtendsHistory() {
     const Tokenizer& k3 = *k3tok_;
-    const std::vector<std::pair<std::string, std::string>> cases = {
-        {"The quick brown", " fox jumps over"}, {"def f(x):\n    return", " x + 1\n"},
-        {"Hello wor", "ld, hello world"},       {"你好，", "世界！ The end."},
-        {"1234", "5678 and more"},              {"", "text"}};
+    const std::vector<std::pair<std::string, std::string>> cases = {{"The quick brown", " fox jumps over"},
+                                                                    {"def f(x):\n    return", " x + 1\n"},
+                                                                    {"Hello wor", "ld, hello world"},
+                                                                    {"你好，", "世界！ The end."},
+                                                                    {"1234", "5678 and more"},
+                                                                    {"", "text"}};
     int extended = 0;
     for (const auto& [head, cont] : cases) {
       const auto hist = k3.encode(head);

@@ -111,12 +111,13 @@ class TestVerifier : public QObject {
           gd.draft_always = true;
           K3Session s(m);
           const auto got = generate(s, prompts[p], gd);
-          QVERIFY2(got.ids == ref.ids, qPrintable(QString("%1 %2 prompt %3 drafter %4 k %5: %6 vs plain %7")
-                                                      .arg(QString::fromStdString(name), sampling ? "sampled" : "greedy")
-                                                      .arg(p)
-                                                      .arg(QString::fromStdString(d->name()))
-                                                      .arg(kmax)
-                                                      .arg(ids_str(got.ids), ids_str(ref.ids))));
+          QVERIFY2(got.ids == ref.ids,
+                   qPrintable(QString("%1 %2 prompt %3 drafter %4 k %5: %6 vs plain %7")
+                                  .arg(QString::fromStdString(name), sampling ? "sampled" : "greedy")
+                                  .arg(p)
+                                  .arg(QString::fromStdString(d->name()))
+                                  .arg(kmax)
+                                  .arg(ids_str(got.ids), ids_str(ref.ids))));
           QVERIFY(got.stats.draft_fallback.empty());
           QVERIFY(got.stats.accepted <= got.stats.proposed);
           proposed += got.stats.proposed;
@@ -184,10 +185,10 @@ class TestVerifier : public QObject {
         gd.draft_always = true;
         RowLimitedSession s(m, rows);
         const auto got = generate(s, prompts[p], gd);
-        QVERIFY2(got.ids == ref.ids, qPrintable(QString("prompt %1 rows %2: %3 vs plain %4")
-                                                    .arg(p)
-                                                    .arg(rows)
-                                                    .arg(ids_str(got.ids), ids_str(ref.ids))));
+        QVERIFY2(
+            got.ids == ref.ids,
+            qPrintable(
+                QString("prompt %1 rows %2: %3 vs plain %4").arg(p).arg(rows).arg(ids_str(got.ids), ids_str(ref.ids))));
         QVERIFY(s.widest() <= rows);
         if (rows == 1) {
           QCOMPARE(got.stats.proposed, 0);

@@ -20,7 +20,8 @@
 namespace {
 
 const deltafin::Tokenizer& k3() {
-  static const std::unique_ptr<deltafin::Tokenizer> tok = deltafin::load_tokenizer(deltafin::fuzz::fixtures_dir() + "/k3-tiny");
+  static const std::unique_ptr<deltafin::Tokenizer> tok =
+      deltafin::load_tokenizer(deltafin::fuzz::fixtures_dir() + "/k3-tiny");
   return *tok;
 }
 
@@ -69,8 +70,8 @@ void render_mode(const deltafin::Tokenizer& tok, uint8_t flags, const std::strin
 
 void parse_mode(const deltafin::Tokenizer& tok, uint8_t flags, const std::string& rest) {
   const int32_t structural[] = {tok.require_special_id("<|open|>"), tok.require_special_id("<|close|>"),
-                                tok.require_special_id("<|sep|>"), tok.require_special_id("<|end_of_msg|>"),
-                                tok.require_special_id("[EOS]"), tok.require_special_id("[BOS]")};
+                                tok.require_special_id("<|sep|>"),  tok.require_special_id("<|end_of_msg|>"),
+                                tok.require_special_id("[EOS]"),    tok.require_special_id("[BOS]")};
   const int32_t regular = tok.vocab_size() - 256;
   deltafin::ChatStreamParser parser(tok, flags & 1);
   bool ended = false;

@@ -17,7 +17,8 @@
 namespace {
 
 const deltafin::Tokenizer& k3() {
-  static const std::unique_ptr<deltafin::Tokenizer> tok = deltafin::load_tokenizer(deltafin::fuzz::fixtures_dir() + "/k3-tiny");
+  static const std::unique_ptr<deltafin::Tokenizer> tok =
+      deltafin::load_tokenizer(deltafin::fuzz::fixtures_dir() + "/k3-tiny");
   return *tok;
 }
 

@@ -320,7 +320,8 @@ class TestGui : public QObject {
     for (int i = 0; i < tiers->topLevelItemCount(); ++i)
       shares += tiers->topLevelItem(i)->text(2).section(' ', 0, 0).replace(',', '.').toDouble();
     QVERIFY2(shares > 0 && shares <= 100.05, qPrintable(QString::number(shares)));
-    QRegularExpressionMatchIterator it = QRegularExpression("(\\d+(?:[.,]\\d+)?) %").globalMatch(window.statusPanel()->cacheText());
+    QRegularExpressionMatchIterator it =
+        QRegularExpression("(\\d+(?:[.,]\\d+)?) %").globalMatch(window.statusPanel()->cacheText());
     double status = 0;
     while (it.hasNext()) status += it.next().captured(1).replace(',', '.').toDouble();
     QVERIFY2(status > 0 && status <= 100.05, qPrintable(window.statusPanel()->cacheText()));
@@ -452,8 +453,8 @@ class TestGui : public QObject {
       QVERIFY2(!img.isNull(), file.c_str());
       QVERIFY(img.width() >= 600 && img.height() >= 400);
     }
-    const T::RunResult bad = T::run_process({T::bin_dir() + "/deltafin-studio", "--screenshot",
-                                             (out + "/x.png").toStdString(), "--view", "nonsense"});
+    const T::RunResult bad = T::run_process(
+        {T::bin_dir() + "/deltafin-studio", "--screenshot", (out + "/x.png").toStdString(), "--view", "nonsense"});
     QCOMPARE(bad.code, 2);
     QVERIFY(QString::fromStdString(bad.err).contains("unknown view"));
   }

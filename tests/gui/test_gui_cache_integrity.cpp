@@ -106,7 +106,9 @@ class TestGuiCacheIntegrity : public QObject {
     const CacheSnapshot& s = cache->snapshot();
     QCOMPARE(s.verifiedShards, shards);
     QCOMPARE(s.unverifiedBytes, quint64(0));
-    const QString want = QStringLiteral("Verified against the Hub: %1 of %1 shards; unverified: %2 on disk").arg(shards).arg(formatBytes(0));
+    const QString want = QStringLiteral("Verified against the Hub: %1 of %1 shards; unverified: %2 on disk")
+                             .arg(shards)
+                             .arg(formatBytes(0));
     QVERIFY2(cache->summary()->text().contains(want), qPrintable(cache->summary()->text()));
     qInfo("after warming every layer: %s", qPrintable(want));
   }

@@ -198,7 +198,8 @@ class TestGuiChat : public QObject {
 
     // Anything else is refused with a reason, and nothing is added.
     const qsizetype before = store.conversations().size();
-    for (const QByteArray& junk : {QByteArray("{\"hello\": 1}"), QByteArray("# Just notes\n\nno markers"), QByteArray("\x00\x01", 2)}) {
+    for (const QByteArray& junk :
+         {QByteArray("{\"hello\": 1}"), QByteArray("# Just notes\n\nno markers"), QByteArray("\x00\x01", 2)}) {
       const QString file = data + "/junk.txt";
       QFile f(file);
       QVERIFY(f.open(QIODevice::WriteOnly));
@@ -221,9 +222,9 @@ class TestGuiChat : public QObject {
   void renameAndSearch() {
     const QString data = QString::fromStdString(T::temp_dir("gui-rename"));
     ConversationStore store(data + "/conversations.json");
-    for (const auto& [title, text] : {std::pair{"Weekend plans", "Hiking in the Alps"},
-                                      std::pair{"Recipes", "A soup with leeks"},
-                                      std::pair{"Boats", "Sailing to the islands"}}) {
+    for (const auto& [title, text] :
+         {std::pair{"Weekend plans", "Hiking in the Alps"}, std::pair{"Recipes", "A soup with leeks"},
+          std::pair{"Boats", "Sailing to the islands"}}) {
       Conversation c;
       c.id = store.create();
       c.title = title;
@@ -244,7 +245,8 @@ class TestGuiChat : public QObject {
     // Rename by keyboard: F2 opens the title for editing, Enter keeps it.
     chat.conversationList()->setFocus();
     QTest::keyClick(chat.conversationList(), Qt::Key_F2);
-    QTRY_VERIFY(chat.conversationList()->findChild<QLineEdit*>() && chat.conversationList()->findChild<QLineEdit*>()->isVisible());
+    QTRY_VERIFY(chat.conversationList()->findChild<QLineEdit*>() &&
+                chat.conversationList()->findChild<QLineEdit*>()->isVisible());
     QLineEdit* editor = chat.conversationList()->findChild<QLineEdit*>();
     editor->selectAll();
     QTest::keyClicks(editor, "Sea voyages");

@@ -58,8 +58,15 @@ void spit(const QString& path, const QByteArray& bytes) {
 
 // git with a fixed identity, so commits work on a machine without a git config.
 QString git(const QString& dir, const QStringList& args) {
-  std::vector<std::string> argv = {"git", "-C", dir.toStdString(), "-c", "user.name=Deltafin Test",
-                                   "-c", "user.email=test@deltafin.invalid", "-c", "init.defaultBranch=main"};
+  std::vector<std::string> argv = {"git",
+                                   "-C",
+                                   dir.toStdString(),
+                                   "-c",
+                                   "user.name=Deltafin Test",
+                                   "-c",
+                                   "user.email=test@deltafin.invalid",
+                                   "-c",
+                                   "init.defaultBranch=main"};
   for (const QString& a : args) argv.push_back(a.toStdString());
   const T::RunResult r = T::run_process(argv);
   if (r.code != 0) qWarning("git %s failed: %s", qPrintable(args.join(' ')), r.err.c_str());
@@ -279,7 +286,8 @@ class TestGuiJobs : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!job->isActive(), 120000);
     QVERIFY2(job->state() == InstallJob::State::Done, qPrintable(job->errorWhat() + " " + job->errorTodo()));
     for (const char* f : {"config.json", "model.safetensors"})
-      QCOMPARE(slurp(root + "/addons/kimi-k3-dspark/" + f), slurp(QString::fromStdString(T::fixtures_dir()) + "/dspark-tiny/" + f));
+      QCOMPARE(slurp(root + "/addons/kimi-k3-dspark/" + f),
+               slurp(QString::fromStdString(T::fixtures_dir()) + "/dspark-tiny/" + f));
     QCOMPARE(slurp(root + "/addons/qwen3-0.6b-base/model.safetensors"),
              slurp(QString::fromStdString(T::fixtures_dir()) + "/qwen3-tiny/model.safetensors"));
     QCOMPARE(slurp(root + "/model-00001-of-000003.safetensors"), shard);  // K3 untouched

@@ -62,9 +62,8 @@ QStringList cutOff(QWidget* top) {
     const QRect r(w->mapTo(top, QPoint(0, 0)), w->size());
     if (!frame.contains(r))
       out << QStringLiteral("%1 '%2' at %3,%4 %5x%6")
-                 .arg(QString::fromLatin1(w->metaObject()->className()), w->objectName().isEmpty()
-                                                                           ? w->property("text").toString()
-                                                                           : w->objectName())
+                 .arg(QString::fromLatin1(w->metaObject()->className()),
+                      w->objectName().isEmpty() ? w->property("text").toString() : w->objectName())
                  .arg(r.x())
                  .arg(r.y())
                  .arg(r.width())
@@ -102,7 +101,8 @@ void settle() {
 void checkFits(QWidget* top, QSize screen, const QString& name, bool fillScreen) {
   const QSize min = minimumOf(top);
   QVERIFY2(min.width() <= screen.width() && min.height() <= screen.height(),
-           qPrintable(QStringLiteral("%1: minimum size %2 exceeds the %3 screen").arg(name, sizeText(min), sizeText(screen))));
+           qPrintable(
+               QStringLiteral("%1: minimum size %2 exceeds the %3 screen").arg(name, sizeText(min), sizeText(screen))));
   top->resize(fillScreen ? screen : top->sizeHint().boundedTo(screen).expandedTo(min));
   settle();
   QVERIFY2(top->width() <= screen.width() && top->height() <= screen.height(),
@@ -166,7 +166,8 @@ class TestGuiLayout : public QObject {
     info.fallbackReason = QStringLiteral(
         "no usable NVIDIA GPU: no usable CUDA device: CUDA driver version is insufficient for CUDA runtime version");
     info.drafter = QStringLiteral("ngram");
-    info.drafterNote = QStringLiteral("n-gram: no DSpark or Qwen3 drafter is installed in %1/addons").arg(info.modelRoot);
+    info.drafterNote =
+        QStringLiteral("n-gram: no DSpark or Qwen3 drafter is installed in %1/addons").arg(info.modelRoot);
     window.statusPanel()->setBackend(info);
     CacheCounters counters;
     counters.requests = 123456;
@@ -192,7 +193,8 @@ class TestGuiLayout : public QObject {
         if (QTest::currentTestFailed()) return;
       }
       const QStringList nameless = unnamed(&window);
-      QVERIFY2(nameless.isEmpty(), qPrintable(pages[i] + QStringLiteral(": no accessible name: ") + nameless.join(QStringLiteral("; "))));
+      QVERIFY2(nameless.isEmpty(),
+               qPrintable(pages[i] + QStringLiteral(": no accessible name: ") + nameless.join(QStringLiteral("; "))));
     }
 
     for (const QSize& screen : kScreens) {
@@ -209,8 +211,8 @@ class TestGuiLayout : public QObject {
       for (SetupWizard::Purpose purpose : {SetupWizard::Purpose::Setup, SetupWizard::Purpose::Addons}) {
         SetupWizard wizard(&studio, &window, purpose);
         wizard.show();
-        const QString name = language + (purpose == SetupWizard::Purpose::Setup ? QStringLiteral("-setup")
-                                                                                 : QStringLiteral("-addons"));
+        const QString name =
+            language + (purpose == SetupWizard::Purpose::Setup ? QStringLiteral("-setup") : QStringLiteral("-addons"));
         // Every page before the plan (which asks a hub; never the real one from a test).
         for (;;) {
           checkFits(&wizard, screen, name + QString::number(wizard.currentId()), false);
@@ -259,7 +261,8 @@ class TestGuiLayout : public QObject {
         if (!reached.contains(proxy) && !reached.contains(w))
           missed << QStringLiteral("%1 '%2'").arg(QString::fromLatin1(w->metaObject()->className()), w->objectName());
       }
-      QVERIFY2(missed.isEmpty(), qPrintable(QStringLiteral("page %1: Tab never reaches %2").arg(page).arg(missed.join(", "))));
+      QVERIFY2(missed.isEmpty(),
+               qPrintable(QStringLiteral("page %1: Tab never reaches %2").arg(page).arg(missed.join(", "))));
     }
   }
 };

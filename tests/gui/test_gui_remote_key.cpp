@@ -32,8 +32,8 @@ class BadEndpoint : public QObject {
           request_.clear();
           if (models) {
             const QByteArray body = R"({"object":"list","data":[{"id":"k3"}]})";
-            s->write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + QByteArray::number(body.size()) +
-                     "\r\n\r\n" + body);
+            s->write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                     QByteArray::number(body.size()) + "\r\n\r\n" + body);
             return;
           }
           s->write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n");

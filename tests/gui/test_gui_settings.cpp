@@ -134,9 +134,11 @@ class TestGuiSettings : public QObject {
     QVERIFY(budget->isEnabled());
     // 2 and 4 MiB: both below all of the demo model's routed experts, so the cache is sized by the
     // budget (it never takes more slots than there are experts) and twice the budget is twice the slots.
-    const quint64 expertBytes = deltafin::placement::ModelByteMap::for_model_root(demoModel().toStdString()).all_expert_bytes();
-    QVERIFY2(expertBytes > (quint64(4) << 20) + (quint64(4) << 20) / 4,
-             qPrintable(QString("the demo's experts (%1 bytes) must exceed the 4 MiB budget with room").arg(expertBytes)));
+    const quint64 expertBytes =
+        deltafin::placement::ModelByteMap::for_model_root(demoModel().toStdString()).all_expert_bytes();
+    QVERIFY2(
+        expertBytes > (quint64(4) << 20) + (quint64(4) << 20) / 4,
+        qPrintable(QString("the demo's experts (%1 bytes) must exceed the 4 MiB budget with room").arg(expertBytes)));
     budget->setValue(0.002);
     choose(dialog, "cachePolicy", "lru");
     clickOk(dialog);
@@ -194,9 +196,8 @@ class TestGuiSettings : public QObject {
     if (!gpu) QCOMPARE(items->item(cudaItem)->toolTip(), whyNot);
     choose(dialog, "deviceCombo", "cpu");
     clickOk(dialog);
-    QTRY_VERIFY_WITH_TIMEOUT(studio.engine()->isReady() && studio.engine()->info().fallbackReason ==
-                                                               resolveDevice("cpu").reason,
-                             120000);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        studio.engine()->isReady() && studio.engine()->info().fallbackReason == resolveDevice("cpu").reason, 120000);
     QCOMPARE(studio.engine()->info().name, resolveDevice("cpu").name);
     // The short field says CPU; the reason is in its tooltip and behind the "Why CPU?" link.
     QVERIFY(window.statusPanel()->backendText().startsWith(resolveDevice("cpu").name));

@@ -57,7 +57,8 @@ class TestGuiTiers : public QObject {
     window.show();
     studio.startEngine();
     waitReady(studio.engine());
-    QVERIFY2(studio.engine()->info().expertSource.startsWith("RAM cache"), qPrintable(studio.engine()->info().expertSource));
+    QVERIFY2(studio.engine()->info().expertSource.startsWith("RAM cache"),
+             qPrintable(studio.engine()->info().expertSource));
 
     CacheView* cache = window.cacheView();
     window.showPage(MainWindow::Page::Cache);
@@ -112,7 +113,8 @@ class TestGuiTiers : public QObject {
     for (int l = 0; l < during.layers && layerWithRam < 0; ++l)
       if (during.count(l, ExpertTier::Ram) > 0) layerWithRam = l;
     QVERIFY(layerWithRam >= 0);
-    QVERIFY(map->describeLayer(layerWithRam).contains(QString("RAM %1").arg(map->snapshot().count(layerWithRam, ExpertTier::Ram))));
+    QVERIFY(map->describeLayer(layerWithRam)
+                .contains(QString("RAM %1").arg(map->snapshot().count(layerWithRam, ExpertTier::Ram))));
     const QImage shot = map->grab().toImage();
     QVERIFY(!shot.isNull());
   }
@@ -176,7 +178,8 @@ class TestGuiTiers : public QObject {
     MainWindow window(&studio);
     CacheView* cache = window.cacheView();
     emit studio.engine()->cacheSnapshot(s);
-    QVERIFY2(cache->legend()->text().contains(QString("%1&nbsp;4").arg(tierName(ExpertTier::Vram))), qPrintable(cache->legend()->text()));
+    QVERIFY2(cache->legend()->text().contains(QString("%1&nbsp;4").arg(tierName(ExpertTier::Vram))),
+             qPrintable(cache->legend()->text()));
     QCOMPARE(cache->heatMap()->snapshot().count(ExpertTier::Vram), 4);
   }
 
@@ -191,7 +194,8 @@ class TestGuiTiers : public QObject {
     const PlacementShares a = placementShares(all);
     QCOMPARE(a.vram, quint64(0));  // no GPU in the budget
     QCOMPARE(a.ram + a.disk, all.spine_in(Home::Ram) + all.spine_in(Home::Disk) + bytes.all_expert_bytes());
-    QCOMPARE(a.disk, all.spine_in(Home::Disk) + bytes.all_expert_bytes() - std::min<quint64>(all.experts.ram_bytes, bytes.all_expert_bytes()));
+    QCOMPARE(a.disk, all.spine_in(Home::Disk) + bytes.all_expert_bytes() -
+                         std::min<quint64>(all.experts.ram_bytes, bytes.all_expert_bytes()));
     QVERIFY(std::abs(a.predictedTokensPerSecond - 1.0 / all.decode.seconds_per_token) < 1e-9);
     // The smallest budget: more is read from disk.
     MachineBudget tight;
@@ -222,7 +226,8 @@ class TestGuiTiers : public QObject {
     auto* cacheBar = qobject_cast<PlacementBar*>(window.cacheView()->placementBar());
     QVERIFY(cacheBar);
     QTRY_VERIFY_WITH_TIMEOUT(cacheBar->hasPlan(), 10000);
-    QVERIFY2(cacheBar->shares().ram + cacheBar->shares().disk >= bytes.all_expert_bytes(), qPrintable(cacheBar->caption()));
+    QVERIFY2(cacheBar->shares().ram + cacheBar->shares().disk >= bytes.all_expert_bytes(),
+             qPrintable(cacheBar->caption()));
     QVERIFY(cacheBar->measured() == 0);
     auto* benchBar = window.benchView()->placementBar();
     QTRY_VERIFY_WITH_TIMEOUT(benchBar->hasPlan(), 10000);

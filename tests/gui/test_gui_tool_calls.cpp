@@ -54,26 +54,30 @@ class ToolEndpoint : public QObject {
           got->remove(0, end + 4 + length);
           if (head.startsWith("GET") && head.contains("/models")) {
             const QByteArray list = R"({"object":"list","data":[{"id":"k3"}]})";
-            s->write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + QByteArray::number(list.size()) +
-                     "\r\n\r\n" + list);
+            s->write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                     QByteArray::number(list.size()) + "\r\n\r\n" + list);
             return;
           }
           bodies.push_back(QJsonDocument::fromJson(body).object());
           QByteArray sse;
           auto event = [&](const QJsonObject& delta, const QJsonValue& finish = QJsonValue::Null) {
-            const QJsonObject chunk{{"object", "chat.completion.chunk"},
-                                    {"choices", QJsonArray{QJsonObject{{"index", 0}, {"delta", delta}, {"finish_reason", finish}}}}};
+            const QJsonObject chunk{
+                {"object", "chat.completion.chunk"},
+                {"choices", QJsonArray{QJsonObject{{"index", 0}, {"delta", delta}, {"finish_reason", finish}}}}};
             sse += "data: " + QJsonDocument(chunk).toJson(QJsonDocument::Compact) + "\n\n";
           };
           event(QJsonObject{{"role", "assistant"}, {"content", ""}});
           event(QJsonObject{{"reasoning_content", "The user wants weather."}});
           event(QJsonObject{{"content", "Let me check."}});
-          event(QJsonObject{{"tool_calls", QJsonArray{QJsonObject{
-                                               {"index", 0},
-                                               {"id", "call_7f3a"},
-                                               {"type", "function"},
-                                               {"function", QJsonObject{{"name", "get_weather"}, {"arguments", "{\"city\": \"Pa"}}}}}}});
-          event(QJsonObject{{"tool_calls", QJsonArray{QJsonObject{{"index", 0}, {"function", QJsonObject{{"arguments", "ris\", \"days\": 2}"}}}}}}});
+          event(QJsonObject{
+              {"tool_calls", QJsonArray{QJsonObject{{"index", 0},
+                                                    {"id", "call_7f3a"},
+                                                    {"type", "function"},
+                                                    {"function", QJsonObject{{"name", "get_weather"},
+                                                                             {"arguments", "{\"city\": \"Pa"}}}}}}});
+          event(QJsonObject{
+              {"tool_calls", QJsonArray{QJsonObject{
+                                 {"index", 0}, {"function", QJsonObject{{"arguments", "ris\", \"days\": 2}"}}}}}}});
           event(QJsonObject{}, QStringLiteral("tool_calls"));
           sse += "data: [DONE]\n\n";
           s->write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" + sse);
@@ -100,10 +104,13 @@ const char* kAgentTranscript =
     "    {\"role\": \"user\", \"content\": \"Weather and time in Paris?\"},\n"
     "    {\"role\": \"assistant\", \"content\": null, \"reasoning_content\": \"Two tools.\",\n"
     "     \"tool_calls\": [\n"
-    "       {\"id\": \"call_a\", \"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\":\\\"Paris\\\"}\"}},\n"
-    "       {\"id\": \"call_b\", \"type\": \"function\", \"function\": {\"name\": \"get_time\", \"arguments\": \"{\\\"tz\\\":\\\"CET\\\"}\"}}]},\n"
+    "       {\"id\": \"call_a\", \"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"arguments\": "
+    "\"{\\\"city\\\":\\\"Paris\\\"}\"}},\n"
+    "       {\"id\": \"call_b\", \"type\": \"function\", \"function\": {\"name\": \"get_time\", \"arguments\": "
+    "\"{\\\"tz\\\":\\\"CET\\\"}\"}}]},\n"
     "    {\"role\": \"tool\", \"tool_call_id\": \"call_b\", \"name\": \"get_time\", \"content\": \"14:05\"},\n"
-    "    {\"role\": \"tool\", \"tool_call_id\": \"call_a\", \"name\": \"get_weather\", \"content\": \"{\\\"temp_c\\\": 21, \\\"sky\\\": \\\"sunny\\\"}\"},\n"
+    "    {\"role\": \"tool\", \"tool_call_id\": \"call_a\", \"name\": \"get_weather\", \"content\": \"{\\\"temp_c\\\": "
+    "21, \\\"sky\\\": \\\"sunny\\\"}\"},\n"
     "    {\"role\": \"assistant\", \"content\": \"Sunny, 21 °C; it is 14:05.\"}\n"
     "  ]\n"
     "}\n";
@@ -143,7 +150,8 @@ class TestGuiToolCalls : public QObject {
     QCOMPARE(reply->message().toolCalls, want);
     QCOMPARE(reply->toolCallLabels().size(), 1);
     const QString shown = reply->toolCallLabels().first()->text();
-    QVERIFY2(shown.contains("get_weather") && shown.contains("\"city\": \"Paris\"") && shown.contains("\"days\": 2"), qPrintable(shown));
+    QVERIFY2(shown.contains("get_weather") && shown.contains("\"city\": \"Paris\"") && shown.contains("\"days\": 2"),
+             qPrintable(shown));
     QVERIFY(reply->toolCallLabels().first()->isVisibleTo(reply));
     // Kept with the conversation (a restart shows it again).
     ConversationStore reread(data + "/conversations.json");
@@ -195,7 +203,8 @@ class TestGuiToolCalls : public QObject {
     QVERIFY(calls.value("content").isNull());
     QCOMPARE(calls.value("tool_calls").toArray().size(), 2);
     QCOMPARE(calls.value("tool_calls")[1].toObject().value("id").toString(), QString("call_b"));
-    QCOMPARE(calls.value("tool_calls")[1].toObject().value("function").toObject().value("name").toString(), QString("get_time"));
+    QCOMPARE(calls.value("tool_calls")[1].toObject().value("function").toObject().value("name").toString(),
+             QString("get_time"));
     QCOMPARE(calls.value("tool_calls")[0].toObject().value("function").toObject().value("arguments").toString(),
              QString("{\"city\":\"Paris\"}"));
     QCOMPARE(sent[3].toObject().value("role").toString(), QString("tool"));
@@ -236,7 +245,13 @@ class TestGuiToolCalls : public QObject {
     const auto tok = deltafin::load_tokenizer(T::fixtures_dir() + "/k3-tiny");
     QList<ChatTurn> turns;
     turns.push_back(ChatTurn{"user", "Weather and time in Paris?", {}, {}, {}, {}});
-    turns.push_back(ChatTurn{"assistant", "", "", {{"call_a", "get_weather", "{\"city\":\"Paris\"}"}, {"call_b", "get_time", "{\"tz\":\"CET\"}"}}, {}, {}});
+    turns.push_back(
+        ChatTurn{"assistant",
+                 "",
+                 "",
+                 {{"call_a", "get_weather", "{\"city\":\"Paris\"}"}, {"call_b", "get_time", "{\"tz\":\"CET\"}"}},
+                 {},
+                 {}});
     turns.push_back(ChatTurn{"tool", "14:05", {}, {}, "call_b", "get_time"});
     turns.push_back(ChatTurn{"tool", "21C", {}, {}, "call_a", "get_weather"});
     deltafin::ChatOptions opt;
@@ -247,7 +262,8 @@ class TestGuiToolCalls : public QObject {
         "<|open|>tools<|sep|><|open|>call tool=\"get_weather\" index=\"1\"<|sep|>"
         "<|open|>argument key=\"city\" type=\"string\"<|sep|>Paris<|close|>argument<|sep|><|close|>call<|sep|>"
         "<|open|>call tool=\"get_time\" index=\"2\"<|sep|>"
-        "<|open|>argument key=\"tz\" type=\"string\"<|sep|>CET<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>";
+        "<|open|>argument key=\"tz\" "
+        "type=\"string\"<|sep|>CET<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>";
     const std::string results =
         "<|open|>message role=\"tool\" tool=\"get_weather\" index=\"1\"<|sep|>21C<|close|>message<|sep|><|end_of_msg|>"
         "<|open|>message role=\"tool\" tool=\"get_time\" index=\"2\"<|sep|>14:05<|close|>message<|sep|><|end_of_msg|>";
@@ -268,7 +284,8 @@ class TestGuiToolCalls : public QObject {
         if (ev.kind == deltafin::ChatEvent::Kind::ToolCall) got.push_back(toolCallFromEvent(ev));
     QCOMPARE(got.size(), 1);
     QCOMPARE(got[0].name, QString("get_weather"));
-    QCOMPARE(QJsonDocument::fromJson(got[0].arguments.toUtf8()).object(), (QJsonObject{{"city", "Paris"}, {"days", 2}}));
+    QCOMPARE(QJsonDocument::fromJson(got[0].arguments.toUtf8()).object(),
+             (QJsonObject{{"city", "Paris"}, {"days", 2}}));
     QVERIFY(QRegularExpression("^call_[0-9a-f]{24}$").match(got[0].id).hasMatch());
     QVERIFY(toolCallFromEvent(deltafin::ChatEvent(deltafin::ChatEvent::Kind::ToolCall, "f", "{}")).id != got[0].id);
   }

@@ -42,13 +42,20 @@ bool send_str(int fd, const std::string& s) { return send_all(fd, s.data(), s.si
 
 std::string status_text(int s) {
   switch (s) {
-    case 200: return "OK";
-    case 206: return "Partial Content";
-    case 302: return "Found";
-    case 404: return "Not Found";
-    case 416: return "Range Not Satisfiable";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
+    case 200:
+      return "OK";
+    case 206:
+      return "Partial Content";
+    case 302:
+      return "Found";
+    case 404:
+      return "Not Found";
+    case 416:
+      return "Range Not Satisfiable";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
   }
   return "Status";
 }
@@ -113,8 +120,8 @@ void TestHub::add_repo(const std::string& repo, const std::string& revision, con
   for (auto& f : files) v.push_back(std::move(f));
 }
 
-void TestHub::add_listed_only(const std::string& repo, const std::string& revision, const std::string& path, uint64_t size,
-                              const std::string& sha256) {
+void TestHub::add_listed_only(const std::string& repo, const std::string& revision, const std::string& path,
+                              uint64_t size, const std::string& sha256) {
   File f;
   f.path = path;
   f.size = size;
@@ -126,7 +133,8 @@ void TestHub::add_listed_only(const std::string& repo, const std::string& revisi
   repos_[repo + "@" + revision].push_back(std::move(f));
 }
 
-void TestHub::add_bytes(const std::string& repo, const std::string& revision, const std::string& path, const std::string& bytes) {
+void TestHub::add_bytes(const std::string& repo, const std::string& revision, const std::string& path,
+                        const std::string& bytes) {
   File f;
   f.path = path;
   f.bytes = bytes;
@@ -155,7 +163,8 @@ void TestHub::set_redirect_to(const std::string& prefix) {
 
 int TestHub::requests_matching(const std::string& needle) const {
   std::lock_guard<std::mutex> g(mu_);
-  return static_cast<int>(std::count_if(log_.begin(), log_.end(), [&](const std::string& l) { return l.find(needle) != std::string::npos; }));
+  return static_cast<int>(std::count_if(log_.begin(), log_.end(),
+                                        [&](const std::string& l) { return l.find(needle) != std::string::npos; }));
 }
 
 bool TestHub::take_fault(const std::string& path, HubFault& out) {
@@ -250,7 +259,8 @@ void TestHub::handle(int fd) {
         nlohmann::json e = {{"type", "file"}, {"oid", f.git_oid}, {"size", f.size}, {"path", f.path}};
         if (f.lfs) e["lfs"] = {{"oid", f.sha256}, {"size", f.size}, {"pointerSize", 134}};
         arr.push_back(e);
-        for (auto s = f.path.find('/'); s != std::string::npos; s = f.path.find('/', s + 1)) dirs.push_back(f.path.substr(0, s));
+        for (auto s = f.path.find('/'); s != std::string::npos; s = f.path.find('/', s + 1))
+          dirs.push_back(f.path.substr(0, s));
       }
       std::sort(dirs.begin(), dirs.end());
       dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
@@ -283,7 +293,9 @@ void TestHub::handle(int fd) {
       std::lock_guard<std::mutex> g(mu_);
       redirect = redirect_prefix_;
     }
-    if (!redirect.empty()) return send_simple(fd, 302, "", "Location: " + redirect + "/" + repo + "/" + rev + "/" + file_path + "?sig=secret\r\n");
+    if (!redirect.empty())
+      return send_simple(fd, 302, "",
+                         "Location: " + redirect + "/" + repo + "/" + rev + "/" + file_path + "?sig=secret\r\n");
   }
   File f;
   {
@@ -313,8 +325,9 @@ void TestHub::handle(int fd) {
   std::string body = f.bytes.substr(begin, end - begin);
   if (faulty && fault.kind == HubFault::WrongBytes && !body.empty()) body[body.size() / 2] ^= 0x5A;
   if (faulty && fault.kind == HubFault::WrongLength) body += std::string(1000, 'x');
-  std::string head = "HTTP/1.1 " + std::string(ranged ? "206 Partial Content" : "200 OK") + "\r\nContent-Length: " +
-                     std::to_string(body.size()) + "\r\nConnection: close\r\nAccept-Ranges: bytes\r\n";
+  std::string head = "HTTP/1.1 " + std::string(ranged ? "206 Partial Content" : "200 OK") +
+                     "\r\nContent-Length: " + std::to_string(body.size()) +
+                     "\r\nConnection: close\r\nAccept-Ranges: bytes\r\n";
   if (ranged)
     head += "Content-Range: bytes " + std::to_string(begin) + "-" + std::to_string(begin + body.size() - 1) + "/" +
             std::to_string(f.size) + "\r\n";

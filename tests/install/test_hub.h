@@ -13,14 +13,14 @@ namespace deltafin::test {
 // What the test hub does wrong, for requests whose path contains `match`.
 struct HubFault {
   enum Kind {
-    DropMidBody,   // sends half the body, then closes the connection
+    DropMidBody,  // sends half the body, then closes the connection
     Status500,
     Status503,
-    Stall,         // sends half the body, then goes silent for stall_ms
-    WrongBytes,    // flips one byte in the body
-    WrongLength,   // appends bytes beyond what was asked (headers agree with the longer body)
-    Missing,       // 404 although the listing names the file
-    IgnoreRange,   // answers a ranged request with the whole file (200)
+    Stall,        // sends half the body, then goes silent for stall_ms
+    WrongBytes,   // flips one byte in the body
+    WrongLength,  // appends bytes beyond what was asked (headers agree with the longer body)
+    Missing,      // 404 although the listing names the file
+    IgnoreRange,  // answers a ranged request with the whole file (200)
   };
   Kind kind;
   std::string match;
@@ -45,12 +45,13 @@ class TestHub {
   void add_listed_only(const std::string& repo, const std::string& revision, const std::string& path, uint64_t size,
                        const std::string& sha256);
   // A file served from memory.
-  void add_bytes(const std::string& repo, const std::string& revision, const std::string& path, const std::string& bytes);
+  void add_bytes(const std::string& repo, const std::string& revision, const std::string& path,
+                 const std::string& bytes);
 
   void add_fault(const HubFault& f);
   void clear_faults();
-  void set_bytes_per_second(uint64_t bps) { bps_ = bps; }     // 0: unthrottled
-  void set_redirect_to(const std::string& prefix);            // resolve/ answers 302 to prefix + /{repo}/{rev}/{path}
+  void set_bytes_per_second(uint64_t bps) { bps_ = bps; }  // 0: unthrottled
+  void set_redirect_to(const std::string& prefix);         // resolve/ answers 302 to prefix + /{repo}/{rev}/{path}
   // Requests whose log line contains needle: "METHOD target range", plus " [authorization]"
   // when the request carried an Authorization header.
   int requests_matching(const std::string& needle) const;

@@ -33,7 +33,6 @@ RunResult run(const std::vector<std::string>& args) {
   return r;
 }
 
-
 }  // namespace
 
 class TestInstallCli : public QObject {
@@ -89,8 +88,9 @@ class TestInstallCli : public QObject {
     }
     QVERIFY(progress);
     QVERIFY(finished_ok);
-    QCOMPARE(verified, int(std::distance(fs::directory_iterator(fixtures_dir() + "/k3-tiny"), fs::directory_iterator{}) +
-                           std::distance(fs::directory_iterator(fixtures_dir() + "/dspark-tiny"), fs::directory_iterator{})));
+    QCOMPARE(verified,
+             int(std::distance(fs::directory_iterator(fixtures_dir() + "/k3-tiny"), fs::directory_iterator{}) +
+                 std::distance(fs::directory_iterator(fixtures_dir() + "/dspark-tiny"), fs::directory_iterator{})));
 
     RunResult doc = run({"doctor", "--model-root", root, "--json"});
     QVERIFY2(doc.code == 0, doc.out.c_str());
@@ -123,7 +123,8 @@ class TestInstallCli : public QObject {
     const std::string root = temp_dir("qwen");
     RunResult r = run(cmd({"setup-qwen"}, root));
     QVERIFY2(r.code == 0, r.err.c_str());
-    QVERIFY(read_file(root + "/addons/qwen3-0.6b-base/model.safetensors") == read_file(fixtures_dir() + "/qwen3-tiny/model.safetensors"));
+    QVERIFY(read_file(root + "/addons/qwen3-0.6b-base/model.safetensors") ==
+            read_file(fixtures_dir() + "/qwen3-tiny/model.safetensors"));
     QVERIFY(fs::exists(root + "/addons/qwen3-1.7b-base/config.json"));
     QVERIFY(!fs::exists(root + "/config.json"));
   }
@@ -150,7 +151,9 @@ class TestInstallCli : public QObject {
 
     RunResult ev = run({"cache", "evict", "--model-root", root, "--all"});
     QVERIFY2(ev.code == 0, ev.err.c_str());
-    QCOMPARE(nlohmann::json::parse(run({"cache", "size", "--model-root", root, "--json"}).out)["cached_experts"].get<int>(), 0);
+    QCOMPARE(
+        nlohmann::json::parse(run({"cache", "size", "--model-root", root, "--json"}).out)["cached_experts"].get<int>(),
+        0);
 
     // A whole layer does not fit in a cap of 12 experts: a clear error.
     RunResult big = run({"cache", "warm", "--model-root", root, "--layer", "3"});

@@ -73,7 +73,8 @@ class TestInstallDiskFull : public QObject {
     {
       std::ofstream out(filler, std::ios::binary);
       std::string chunk(64 * 1024, 'x');
-      while (free_bytes(mnt.dir) > (3u << 20) / 2 + chunk.size()) out.write(chunk.data(), std::streamsize(chunk.size())), out.flush();
+      while (free_bytes(mnt.dir) > (3u << 20) / 2 + chunk.size())
+        out.write(chunk.data(), std::streamsize(chunk.size())), out.flush();
     }
     const uint64_t free_before = free_bytes(mnt.dir);
     QVERIFY(free_before < file.size);
@@ -87,7 +88,8 @@ class TestInstallDiskFull : public QObject {
     std::atomic<uint64_t> progress{0};
     std::string error, todo;
     try {
-      download_file(client, "org/big", "main", file, dest, t, progress, [](FileState, const std::string&) {}, nullptr);
+      download_file(
+          client, "org/big", "main", file, dest, t, progress, [](FileState, const std::string&) {}, nullptr);
     } catch (const Error& e) {
       error = e.what_failed();
       todo = e.what_to_do();
@@ -95,7 +97,8 @@ class TestInstallDiskFull : public QObject {
     QVERIFY2(!error.empty(), "a download larger than the free space succeeded");
     QVERIFY2(error.find("is full") != std::string::npos, error.c_str());
     QVERIFY2(error.find("still to write") != std::string::npos, error.c_str());
-    QVERIFY2(todo.find("free at least") != std::string::npos && todo.find("resumes") != std::string::npos, todo.c_str());
+    QVERIFY2(todo.find("free at least") != std::string::npos && todo.find("resumes") != std::string::npos,
+             todo.c_str());
 
     // Nothing corrupt: no file at the destination, and the kept state claims only the Hub's bytes.
     QVERIFY(!fs::exists(dest));
@@ -110,24 +113,29 @@ class TestInstallDiskFull : public QObject {
     }
     QCOMPARE(partial_bytes(dest, file), kept);
     // The message counts from that state: what is kept, and what the resume still has to write.
-    QVERIFY2(error.find("the " + format_bytes_exact(kept) + " downloaded and recorded so far are kept") != std::string::npos, error.c_str());
-    QVERIFY2(error.find(format_bytes_exact(file.size - kept) + " of it still to write") != std::string::npos, error.c_str());
+    QVERIFY2(
+        error.find("the " + format_bytes_exact(kept) + " downloaded and recorded so far are kept") != std::string::npos,
+        error.c_str());
+    QVERIFY2(error.find(format_bytes_exact(file.size - kept) + " of it still to write") != std::string::npos,
+             error.c_str());
     qInfo("%s", error.c_str());
 
     // Space freed: the same call resumes where the state says and verifies the whole file.
     fs::remove(filler);
     std::string resumed;
     std::atomic<uint64_t> progress2{0};
-    download_file(client, "org/big", "main", file, dest, t, progress2,
-                  [&](FileState s, const std::string& d) {
-                    if (s == FileState::Downloading) resumed = d;
-                  },
-                  nullptr);
+    download_file(
+        client, "org/big", "main", file, dest, t, progress2,
+        [&](FileState s, const std::string& d) {
+          if (s == FileState::Downloading) resumed = d;
+        },
+        nullptr);
     QVERIFY(read_file(dest) == bytes);
     QVERIFY(!fs::exists(dest + ".partial") && !fs::exists(dest + ".partial.json"));
     if (kept) QVERIFY2(resumed.find("resuming at " + std::to_string(kept)) != std::string::npos, resumed.c_str());
     qInfo("tmpfs of 4 MiB, %llu bytes free for a %llu-byte file: stopped with %llu bytes kept, resumed and verified",
-          static_cast<unsigned long long>(free_before), static_cast<unsigned long long>(file.size), static_cast<unsigned long long>(kept));
+          static_cast<unsigned long long>(free_before), static_cast<unsigned long long>(file.size),
+          static_cast<unsigned long long>(kept));
   }
 };
 

@@ -25,7 +25,6 @@ using namespace deltafin::test;
 
 namespace {
 
-
 struct Recorder : InstallObserver {
   std::vector<std::string> lines;
   std::vector<InstallProgress> progress;
@@ -85,14 +84,15 @@ class TestInstallHub : public QObject {
     std::atomic<int> inside{0};
     std::atomic<bool> overlapped{false};
     try {
-      download_file(client(), "moonshotai/Kimi-K3", "main", listed(kShard), dest, tuning(), progress,
-                    [&](FileState s, const std::string& d) {
-                      if (inside.fetch_add(1) != 0) overlapped = true;
-                      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-                      if (states) states->push_back(std::string(file_state_name(s)) + " " + d);
-                      inside.fetch_sub(1);
-                    },
-                    nullptr);
+      download_file(
+          client(), "moonshotai/Kimi-K3", "main", listed(kShard), dest, tuning(), progress,
+          [&](FileState s, const std::string& d) {
+            if (inside.fetch_add(1) != 0) overlapped = true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            if (states) states->push_back(std::string(file_state_name(s)) + " " + d);
+            inside.fetch_sub(1);
+          },
+          nullptr);
     } catch (const Error& e) {
       return e.what();
     }
@@ -115,7 +115,10 @@ class TestInstallHub : public QObject {
     hub_->add_repo("Qwen/Qwen3-0.6B-Base", "main", fixtures_dir() + "/qwen3-tiny");
     hub_->add_repo("Qwen/Qwen3-1.7B-Base", "main", fixtures_dir() + "/qwen3-tiny");
   }
-  void init() { hub_->clear_faults(); hub_->set_redirect_to(""); }
+  void init() {
+    hub_->clear_faults();
+    hub_->set_redirect_to("");
+  }
 
   void listingHasSizesAndHashes() {
     auto files = client().list_files("moonshotai/Kimi-K3", "main");
@@ -163,7 +166,8 @@ class TestInstallHub : public QObject {
     QVERIFY(retried);
     if (kind == HubFault::WrongBytes) {
       bool named = false;
-      for (const auto& s : states) named |= s.find(std::string("moonshotai/Kimi-K3/") + kShard + " does not match") != std::string::npos;
+      for (const auto& s : states)
+        named |= s.find(std::string("moonshotai/Kimi-K3/") + kShard + " does not match") != std::string::npos;
       QVERIFY(named);
     }
   }
@@ -222,8 +226,9 @@ class TestInstallHub : public QObject {
     hub_->add_fault({HubFault::Missing, kShard, -1});
     std::atomic<uint64_t> progress{0};
     try {
-      download_file(client(1, "hf_s3cr3t_token"), "moonshotai/Kimi-K3", "main", listed(kShard), temp_dir("tok") + "/x", tuning(),
-                    progress, [](FileState, const std::string&) {}, nullptr);
+      download_file(
+          client(1, "hf_s3cr3t_token"), "moonshotai/Kimi-K3", "main", listed(kShard), temp_dir("tok") + "/x", tuning(),
+          progress, [](FileState, const std::string&) {}, nullptr);
       QFAIL("a missing file downloaded");
     } catch (const Error& e) {
       QVERIFY(std::string(e.what()).find("hf_s3cr3t_token") == std::string::npos);
@@ -286,7 +291,9 @@ class TestInstallHub : public QObject {
     s.tuning = tuning();
     SetupPlan plan = plan_setup(s, client());
     QCOMPARE(plan.repos.size(), size_t(2));
-    QCOMPARE(std::count_if(plan.repos[0].files.begin(), plan.repos[0].files.end(), [](const PlannedFile& f) { return f.stream_shard; }), 3);
+    QCOMPARE(std::count_if(plan.repos[0].files.begin(), plan.repos[0].files.end(),
+                           [](const PlannedFile& f) { return f.stream_shard; }),
+             3);
     QVERIFY(plan.repos[0].expert_bytes > 0);
   }
 
@@ -398,8 +405,9 @@ class TestInstallHub : public QObject {
     std::atomic<uint64_t> progress{0};
     std::string err;
     try {
-      download_file(client(1, "hf_s3cr3t_token"), "moonshotai/Kimi-K3", "main", listed(kShard), temp_dir("internal") + "/x", tuning(),
-                    progress, [](FileState, const std::string&) {}, nullptr);
+      download_file(
+          client(1, "hf_s3cr3t_token"), "moonshotai/Kimi-K3", "main", listed(kShard), temp_dir("internal") + "/x",
+          tuning(), progress, [](FileState, const std::string&) {}, nullptr);
     } catch (const Error& e) {
       err = e.what();
     }
@@ -412,8 +420,9 @@ class TestInstallHub : public QObject {
     // The hub's own origin may redirect to itself; the token goes along only there.
     hub_->set_redirect_to(hub_->url() + "/cdn");
     const int before = hub_->requests_matching("[authorization]");
-    download_file(client(1, "hf_s3cr3t_token"), "moonshotai/Kimi-K3", "main", listed(kShard), temp_dir("own") + "/x", tuning(), progress,
-                  [](FileState, const std::string&) {}, nullptr);
+    download_file(
+        client(1, "hf_s3cr3t_token"), "moonshotai/Kimi-K3", "main", listed(kShard), temp_dir("own") + "/x", tuning(),
+        progress, [](FileState, const std::string&) {}, nullptr);
     QVERIFY(hub_->requests_matching("[authorization]") > before);
   }
 
@@ -423,7 +432,7 @@ class TestInstallHub : public QObject {
     const std::string hub = "https://huggingface.co";
     QVERIFY(token_goes_to(hub, hub + "/moonshotai/Kimi-K3/resolve/main/config.json"));
     QVERIFY(token_goes_to(hub, "https://huggingface.co:443/api/models/x"));  // the default port written out
-    QVERIFY(token_goes_to(hub, "https://HuggingFace.co/api/models/x"));       // host names ignore case
+    QVERIFY(token_goes_to(hub, "https://HuggingFace.co/api/models/x"));      // host names ignore case
     QVERIFY(!token_goes_to(hub, "https://huggingface.co:8443/api/models/x"));
     QVERIFY(!token_goes_to(hub, "http://huggingface.co/api/models/x"));
     QVERIFY(!token_goes_to(hub, "https://cdn-lfs.huggingface.co/repos/ab/cd"));

@@ -17,7 +17,6 @@ namespace fs = std::filesystem;
 using namespace deltafin;
 using namespace deltafin::test;
 
-
 class TestInstallKill : public QObject {
   Q_OBJECT
 
@@ -31,8 +30,12 @@ class TestInstallKill : public QObject {
     hub.set_bytes_per_second(100 * 1000);
     const std::string root = temp_dir("kill");
     const QString exe = QString::fromStdString(bin_dir() + "/deltafin");
-    const QStringList args = {"setup", "--full", "--hub-url", QString::fromStdString(hub.url()), "--model-root",
-                              QString::fromStdString(root), "--revision", "main", "--parts", "3", "--part-size", "64KiB",
+    const QStringList args = {"setup",           "--full",
+                              "--hub-url",       QString::fromStdString(hub.url()),
+                              "--model-root",    QString::fromStdString(root),
+                              "--revision",      "main",
+                              "--parts",         "3",
+                              "--part-size",     "64KiB",
                               "--stall-timeout", "5"};
     const quint32 seed = QRandomGenerator::global()->generate();
     qInfo("kill points seeded with %u", seed);

@@ -36,7 +36,6 @@ using namespace deltafin::test;
 
 namespace {
 
-
 struct Quiet : InstallObserver {};
 
 std::vector<int32_t> greedy(K3Session& s, const std::vector<int32_t>& prompt) {
@@ -105,7 +104,8 @@ class TestInstallStream : public QObject {
     QCOMPARE(m->cap_bytes, 40 * expert_bytes_);
     QCOMPARE(m->repo, std::string("moonshotai/Kimi-K3"));
     QCOMPARE(m->shards.size(), size_t(3));
-    QVERIFY(read_file(root + "/addons/kimi-k3-dspark/model.safetensors") == read_file(fixtures_dir() + "/dspark-tiny/model.safetensors"));
+    QVERIFY(read_file(root + "/addons/kimi-k3-dspark/model.safetensors") ==
+            read_file(fixtures_dir() + "/dspark-tiny/model.safetensors"));
     auto ck = Checkpoint::open(root);
     auto full = Checkpoint::open(k3_);
     for (uint32_t s = 0; s < ck->shard_names().size(); ++s) {
@@ -239,7 +239,7 @@ class TestInstallStream : public QObject {
     QVERIFY(!is_hole(ck->shard_path(loc[2][6].shard), loc[2][6]));
     batch.reset();
     QCOMPARE(evictor.source->evict_to(0), 2 * expert_bytes_);  // released: now they go
-    QCOMPARE(evictor.source->cached_experts(), size_t(1));      // the last acquire's expert is still held
+    QCOMPARE(evictor.source->cached_experts(), size_t(1));     // the last acquire's expert is still held
   }
 
   // Bytes punched behind the table's back (a tool that ignores the lock) are caught, not served.
@@ -256,11 +256,14 @@ class TestInstallStream : public QObject {
     const int fd = ::open(ck->shard_path(L.shard).c_str(), O_RDWR);
     QVERIFY(fd >= 0);
     for (int p = 0; p < 6; ++p)
-      QCOMPARE(::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off_t(L.part_offset[p]), off_t(L.part_bytes[p])), 0);
+      QCOMPARE(
+          ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off_t(L.part_offset[p]), off_t(L.part_bytes[p])),
+          0);
     ::close(fd);
     const uint64_t fetched = engine.counters().net_fetches;
     engine.acquire(1, std::vector<int>{7}, views);
-    QVERIFY2(std::memcmp(views[0].w1_scale, full->mapping(L.shard).data() + L.part_offset[1], L.part_bytes[1]) == 0, "a hole was served");
+    QVERIFY2(std::memcmp(views[0].w1_scale, full->mapping(L.shard).data() + L.part_offset[1], L.part_bytes[1]) == 0,
+             "a hole was served");
     QVERIFY(std::memcmp(views[0].w2_packed, full->mapping(L.shard).data() + L.part_offset[2], L.part_bytes[2]) == 0);
     QCOMPARE(engine.counters().net_fetches, fetched + 1);
   }
@@ -289,12 +292,13 @@ class TestInstallStream : public QObject {
     QVERIFY(!unverified.empty());
     auto note = [&](const DoctorReport& rep) {
       for (const auto& f : rep.findings)
-        if (f.subject == "stream cache" && f.detail.find("shards") != std::string::npos) return f.detail + " -> " + f.fix;
+        if (f.subject == "stream cache" && f.detail.find("shards") != std::string::npos)
+          return f.detail + " -> " + f.fix;
       return std::string();
     };
     const std::string before = note(run_doctor(root, false));
-    QVERIFY2(before.find(std::to_string(unverified.size()) + " of " + std::to_string(ck->shard_names().size()) + " shards unverified") !=
-                 std::string::npos,
+    QVERIFY2(before.find(std::to_string(unverified.size()) + " of " + std::to_string(ck->shard_names().size()) +
+                         " shards unverified") != std::string::npos,
              before.c_str());
     QVERIFY2(before.find(format_bytes_exact(bytes)) != std::string::npos, before.c_str());
     for (const auto& n : unverified) QVERIFY2(before.find(n) != std::string::npos, before.c_str());
@@ -304,10 +308,11 @@ class TestInstallStream : public QObject {
     RunResult r = run_process({bin_dir() + "/deltafin", "cache", "verify", "--fetch", "--model-root", root});
     ::unsetenv("DELTAFIN_HUB_URL");
     QVERIFY2(r.code == 0, (r.out + r.err).c_str());
-    QVERIFY2(r.out.find(std::to_string(ck->shard_names().size()) + " of " + std::to_string(ck->shard_names().size()) + " shards verified") !=
-                 std::string::npos,
+    QVERIFY2(r.out.find(std::to_string(ck->shard_names().size()) + " of " + std::to_string(ck->shard_names().size()) +
+                        " shards verified") != std::string::npos,
              r.out.c_str());
-    for (uint32_t s = 0; s < ck->shard_names().size(); ++s) QVERIFY(read_file(ck->shard_path(s)) == read_file(k3_ + "/" + ck->shard_names()[s]));
+    for (uint32_t s = 0; s < ck->shard_names().size(); ++s)
+      QVERIFY(read_file(ck->shard_path(s)) == read_file(k3_ + "/" + ck->shard_names()[s]));
     const std::string after = note(run_doctor(root, false));
     QVERIFY2(after.find("complete and verified") != std::string::npos, after.c_str());
   }
@@ -325,17 +330,20 @@ class TestInstallStream : public QObject {
     const std::string name = ck->shard_names()[with_experts[0]];
     ::setenv("DELTAFIN_HUB_URL", hub_->url().c_str(), 1);
     RunResult r = run_process({bin_dir() + "/deltafin", "cache", "verify", "--shard", name, "--model-root", root});
-    RunResult wrong = run_process({bin_dir() + "/deltafin", "cache", "verify", "--shard", "model-99.safetensors", "--model-root", root});
+    RunResult wrong = run_process(
+        {bin_dir() + "/deltafin", "cache", "verify", "--shard", "model-99.safetensors", "--model-root", root});
     ::unsetenv("DELTAFIN_HUB_URL");
     QVERIFY2(r.code == 0, (r.out + r.err).c_str());
-    QVERIFY2(r.out.find(name + ": complete and verified against the Hub's SHA-256") != std::string::npos, r.out.c_str());
+    QVERIFY2(r.out.find(name + ": complete and verified against the Hub's SHA-256") != std::string::npos,
+             r.out.c_str());
     QVERIFY(read_file(ck->shard_path(with_experts[0])) == read_file(k3_ + "/" + name));
     for (size_t i = 1; i < with_experts.size(); ++i)
       QVERIFY(read_file(ck->shard_path(with_experts[i])) != read_file(k3_ + "/" + ck->shard_names()[with_experts[i]]));
     std::string note;
     for (const auto& f : run_doctor(root, false).findings)
       if (f.subject == "stream cache" && f.detail.find("shards") != std::string::npos) note = f.detail;
-    const std::string want = std::to_string(with_experts.size() - 1) + " of " + std::to_string(ck->shard_names().size()) + " shards unverified";
+    const std::string want = std::to_string(with_experts.size() - 1) + " of " +
+                             std::to_string(ck->shard_names().size()) + " shards unverified";
     QVERIFY2(note.find(want) != std::string::npos, note.c_str());
     QVERIFY(note.find(name) == std::string::npos);
     QVERIFY(wrong.code != 0);
@@ -353,7 +361,8 @@ class TestInstallStream : public QObject {
     std::vector<ExpertView> views;
     for (int l = 0; l < cfg_.layers; ++l)
       if (!loc[static_cast<size_t>(l)].empty()) src.acquire(l, all, views);
-    for (uint32_t s = 0; s < ck->shard_names().size(); ++s) QVERIFY(read_file(ck->shard_path(s)) == read_file(k3_ + "/" + ck->shard_names()[s]));
+    for (uint32_t s = 0; s < ck->shard_names().size(); ++s)
+      QVERIFY(read_file(ck->shard_path(s)) == read_file(k3_ + "/" + ck->shard_names()[s]));
     QVERIFY(src.verify().empty());
   }
 
@@ -376,9 +385,11 @@ class TestInstallStream : public QObject {
         error = e.what();
       }
     }
-    QVERIFY2(error.find("does not match its SHA-256") != std::string::npos || error.find("NaN") != std::string::npos, error.c_str());
+    QVERIFY2(error.find("does not match its SHA-256") != std::string::npos || error.find("NaN") != std::string::npos,
+             error.c_str());
     // The damaged shard's cached experts were dropped: nothing wrong is left to serve.
-    for (const auto& c : src.list()) QVERIFY(loc[static_cast<size_t>(c.layer)][static_cast<size_t>(c.expert)].shard != target);
+    for (const auto& c : src.list())
+      QVERIFY(loc[static_cast<size_t>(c.layer)][static_cast<size_t>(c.expert)].shard != target);
   }
 
   void fullSetupReplacesAStreamInstall() {

@@ -17,15 +17,15 @@ using namespace deltafin::test;
 
 namespace {
 
-
 void write(const std::string& p, const std::string& text) {
   std::ofstream f(p, std::ios::binary | std::ios::trunc);
   f << text;
 }
 
 std::string git(const std::string& dir, std::vector<std::string> args) {
-  args.insert(args.begin(), {"git", "-C", dir, "-c", "user.name=Deltafin Test", "-c", "user.email=test@deltafin.invalid", "-c",
-                             "init.defaultBranch=main", "-c", "advice.detachedHead=false"});
+  args.insert(args.begin(),
+              {"git", "-C", dir, "-c", "user.name=Deltafin Test", "-c", "user.email=test@deltafin.invalid", "-c",
+               "init.defaultBranch=main", "-c", "advice.detachedHead=false"});
   ProcessResult r = run_command(args);
   if (r.code != 0) throw Error("git " + args[9] + " failed: " + r.err);
   std::string out = r.out;

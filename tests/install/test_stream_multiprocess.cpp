@@ -82,7 +82,8 @@ Spawned spawn_and_wait(const std::vector<std::string>& argv, const std::string& 
 
 // The completion's text; empty with `error` set when the server did not answer with one.
 std::string completion(int port, const std::string& prompt, std::string& error) {
-  HttpReply r = post_json(port, "/v1/completions", {{"model", "k3"}, {"prompt", prompt}, {"max_tokens", 6}, {"temperature", 0}});
+  HttpReply r =
+      post_json(port, "/v1/completions", {{"model", "k3"}, {"prompt", prompt}, {"max_tokens", 6}, {"temperature", 0}});
   auto j = r.json();
   if (r.status != 200 || !j.is_object() || !j.contains("choices") || !j["choices"][0].contains("text")) {
     error = "HTTP " + std::to_string(r.status) + ": " + r.body;
@@ -128,7 +129,8 @@ class TestStreamMultiprocess : public QObject {
     // References from the full install.
     std::map<std::string, std::string> want_serve, want_run;
     {
-      ServerProcess ref({"--model-root", full, "--draft", "off", "--memo-entries", "0", "--no-snapshots", "--model-id", "k3"});
+      ServerProcess ref(
+          {"--model-root", full, "--draft", "off", "--memo-entries", "0", "--no-snapshots", "--model-id", "k3"});
       QVERIFY2(ref.ok(), ref.output().c_str());
       for (const auto& p : prompts) {
         std::string err;
@@ -138,13 +140,15 @@ class TestStreamMultiprocess : public QObject {
       }
     }
     for (const auto& p : prompts) {
-      Spawned r = spawn_and_wait({bin, "run", "--model-root", full, "--prompt", p, "--max-new", "6", "--draft", "off"}, errs + "/ref");
+      Spawned r = spawn_and_wait({bin, "run", "--model-root", full, "--prompt", p, "--max-new", "6", "--draft", "off"},
+                                 errs + "/ref");
       QVERIFY2(r.code == 0, r.err.c_str());
       want_run[p] = r.out;
       QVERIFY(!r.out.empty());
     }
 
-    ServerProcess server({"--model-root", stream, "--draft", "off", "--memo-entries", "0", "--state-cache-mb", "0", "--no-snapshots", "--model-id", "k3"});
+    ServerProcess server({"--model-root", stream, "--draft", "off", "--memo-entries", "0", "--state-cache-mb", "0",
+                          "--no-snapshots", "--model-id", "k3"});
     QVERIFY2(server.ok(), server.output().c_str());
 
     const char* env = std::getenv("DELTAFIN_STREAM_STRESS_SECONDS");
@@ -165,7 +169,8 @@ class TestStreamMultiprocess : public QObject {
         std::string err;
         const std::string got = completion(server.port(), p, err);
         if (!err.empty()) fail("serve failed on '" + p + "': " + err);
-        else if (got != want_serve[p]) fail("serve answered '" + got + "' to '" + p + "', the full install '" + want_serve[p] + "'");
+        else if (got != want_serve[p])
+          fail("serve answered '" + got + "' to '" + p + "', the full install '" + want_serve[p] + "'");
         ++answers;
       }
     });
@@ -181,9 +186,11 @@ class TestStreamMultiprocess : public QObject {
     std::thread second([&] {
       for (size_t i = 0; running(); ++i) {
         const std::string& p = prompts[(i + 1) % prompts.size()];
-        Spawned r = spawn_and_wait({bin, "run", "--model-root", stream, "--prompt", p, "--max-new", "6", "--draft", "off"}, errs + "/run");
+        Spawned r = spawn_and_wait(
+            {bin, "run", "--model-root", stream, "--prompt", p, "--max-new", "6", "--draft", "off"}, errs + "/run");
         if (r.code != 0) fail("run failed: " + r.err);
-        else if (r.out != want_run[p]) fail("run printed '" + r.out + "' for '" + p + "', the full install '" + want_run[p] + "'");
+        else if (r.out != want_run[p])
+          fail("run printed '" + r.out + "' for '" + p + "', the full install '" + want_run[p] + "'");
         ++runs;
       }
     });
@@ -216,8 +223,8 @@ class TestStreamMultiprocess : public QObject {
             const uint8_t* parts[6] = {v.w1_packed, v.w1_scale, v.w2_packed, v.w2_scale, v.w3_packed, v.w3_scale};
             for (int p = 0; p < 6; ++p)
               if (std::memcmp(parts[p], orig + L.part_offset[p], L.part_bytes[p]) != 0)
-                fail("layer " + std::to_string(l) + " expert " + std::to_string(want[static_cast<size_t>(i)]) + " part " +
-                     std::to_string(p) + " was served with bytes that are not the checkpoint's");
+                fail("layer " + std::to_string(l) + " expert " + std::to_string(want[static_cast<size_t>(i)]) +
+                     " part " + std::to_string(p) + " was served with bytes that are not the checkpoint's");
           }
           std::this_thread::sleep_for(std::chrono::milliseconds(2));  // computing with them
           ++probes;
@@ -229,8 +236,9 @@ class TestStreamMultiprocess : public QObject {
     });
     for (std::thread* t : {&client, &evictor, &second, &prober}) t->join();
 
-    qInfo("%d s: %d server answers, %d second-engine runs, %d evictions (%d of them freed bytes), %d probes of 4 experts",
-          seconds, answers.load(), runs.load(), evicts.load(), evicts_freeing.load(), probes.load());
+    qInfo(
+        "%d s: %d server answers, %d second-engine runs, %d evictions (%d of them freed bytes), %d probes of 4 experts",
+        seconds, answers.load(), runs.load(), evicts.load(), evicts_freeing.load(), probes.load());
     for (const auto& f : failures) qWarning("%s", f.c_str());
     QVERIFY2(failures.empty(), failures.empty() ? "" : failures.front().c_str());
     QCOMPARE(holes_caught, uint64_t(0));  // the shared table never called a hole present

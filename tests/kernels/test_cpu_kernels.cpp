@@ -133,8 +133,10 @@ class TestCpuKernels : public QObject {
           const float value = (code & 8 ? -1.f : 1.f) * e2m1[code & 7];
           // A one-hot dot product starts from +0, so a -0 weight comes out as +0.
           const float want = value * std::ldexp(1.f, sc[r * in / 32 + col / 32] - 127) + 0.f;
-          QVERIFY2(test::same_bits(y[r], want), qPrintable(QString("%1 row %2 col %3: %4, want %5")
-                                                               .arg(isa_name(isa)).arg(r).arg(col).arg(y[r]).arg(want)));
+          QVERIFY2(
+              test::same_bits(y[r], want),
+              qPrintable(
+                  QString("%1 row %2 col %3: %4, want %5").arg(isa_name(isa)).arg(r).arg(col).arg(y[r]).arg(want)));
         }
       }
     }
@@ -173,8 +175,13 @@ class TestCpuKernels : public QObject {
           auto got = run(table_for(isa), kind, w, sc, x, c, 0, c.rows, c.T);
           for (size_t i = 0; i < ref.size(); ++i)
             QVERIFY2(std::fabs(double(got[i]) - ref[i]) <= bound(absdot, ref, i, c.in),
-                     qPrintable(QString("%1 kind %2 rows %3 in %4: %5 vs %6").arg(isa_name(isa)).arg(int(kind)).arg(c.rows)
-                                    .arg(c.in).arg(got[i]).arg(ref[i])));
+                     qPrintable(QString("%1 kind %2 rows %3 in %4: %5 vs %6")
+                                    .arg(isa_name(isa))
+                                    .arg(int(kind))
+                                    .arg(c.rows)
+                                    .arg(c.in)
+                                    .arg(got[i])
+                                    .arg(ref[i])));
         }
       }
     }
@@ -243,7 +250,8 @@ class TestCpuKernels : public QObject {
             std::vector<double> got(want.size(), -1.0);
             table_for(isa).dot_rows(q.data(), ldq, nq, n, rows.data(), offset, count, got.data(), ldo);
             QVERIFY2(std::memcmp(got.data(), want.data(), size_t(nq * ldo) * 8) == 0,
-                     qPrintable(QString("%1 dot_rows n %2 count %3 queries %4").arg(isa_name(isa)).arg(n).arg(count).arg(nq)));
+                     qPrintable(
+                         QString("%1 dot_rows n %2 count %3 queries %4").arg(isa_name(isa)).arg(n).arg(count).arg(nq)));
           }
           std::vector<double> y(data.begin(), data.begin() + n), yw = y;
           const double a = 1.0 / 3.0 * q[0];  // not an fp32 value: the product rounds in fp64
@@ -252,7 +260,8 @@ class TestCpuKernels : public QObject {
             yw[j] = yw[j] + p;
           }
           table_for(isa).axpy(a, rows[0], n, y.data());
-          QVERIFY2(std::memcmp(y.data(), yw.data(), size_t(n) * 8) == 0, qPrintable(QString("%1 axpy n %2").arg(isa_name(isa)).arg(n)));
+          QVERIFY2(std::memcmp(y.data(), yw.data(), size_t(n) * 8) == 0,
+                   qPrintable(QString("%1 axpy n %2").arg(isa_name(isa)).arg(n)));
           // BF16 weights, from an odd address as in a shard.
           auto wb = random_bf16(size_t(n), rng);
           std::vector<uint8_t> odd(wb.size() + 1);
@@ -310,8 +319,10 @@ class TestCpuKernels : public QObject {
         wm[size_t(r * in / 2 + b)] = codes[size_t(b)];
         wm[size_t(r * in / 2 + half / 2 + b)] = codes[size_t(b)] ^ 0x88;
       }
-      for (int64_t b = 0; b < half / 32; ++b) sm[size_t(r * in / 32 + b)] = sm[size_t(r * in / 32 + half / 32 + b)] = scales[size_t(b)];
-      for (int64_t b = 0; b < 16; ++b) wm[size_t(r * in / 2 + half + b)] = b == 0 ? 0x02 : 0x00;  // code 2 = 1.0 at column 2 half
+      for (int64_t b = 0; b < half / 32; ++b)
+        sm[size_t(r * in / 32 + b)] = sm[size_t(r * in / 32 + half / 32 + b)] = scales[size_t(b)];
+      for (int64_t b = 0; b < 16; ++b)
+        wm[size_t(r * in / 2 + half + b)] = b == 0 ? 0x02 : 0x00;  // code 2 = 1.0 at column 2 half
       sm[size_t(r * in / 32 + 2 * half / 32)] = 127;
     }
     for (Isa isa : isas()) {
@@ -322,8 +333,12 @@ class TestCpuKernels : public QObject {
           xr[size_t(2 * half)] = small[r];
           Case c{rows, in, 1};
           auto y = run(table_for(isa), kind, w, sm, xr, c, r, r + 1, 1);
-          QVERIFY2(y[r] == small[r], qPrintable(QString("%1 kind %2 row %3: %4, want %5").arg(isa_name(isa)).arg(int(kind)).arg(r)
-                                                    .arg(double(y[r]), 0, 'g', 9).arg(double(small[r]), 0, 'g', 9)));
+          QVERIFY2(y[r] == small[r], qPrintable(QString("%1 kind %2 row %3: %4, want %5")
+                                                    .arg(isa_name(isa))
+                                                    .arg(int(kind))
+                                                    .arg(r)
+                                                    .arg(double(y[r]), 0, 'g', 9)
+                                                    .arg(double(small[r]), 0, 'g', 9)));
         }
       }
     }
@@ -333,7 +348,8 @@ class TestCpuKernels : public QObject {
     // What deltafin-cpu-bench writes, not how fast anything ran: a row per kernel version this CPU
     // has, per shape and per T, each with a positive time and rates.
     const std::string json = test::temp_dir("cpu-bench") + "/bench.json";
-    const auto r = test::run_process({test::bin_dir() + "/deltafin-cpu-bench", "--reps", "1", "--no-scalar", "--json", json});
+    const auto r =
+        test::run_process({test::bin_dir() + "/deltafin-cpu-bench", "--reps", "1", "--no-scalar", "--json", json});
     QVERIFY2(r.code == 0, r.err.c_str());
     QFile f(QString::fromStdString(json));
     QVERIFY(f.open(QIODevice::ReadOnly));
@@ -344,7 +360,8 @@ class TestCpuKernels : public QObject {
       const QJsonObject o = v.toObject();
       QVERIFY(o.value("ms").toDouble() > 0);
       QVERIFY(o.value("weight_gbs").toDouble() > 0 && o.value("gflops").toDouble() > 0);
-      seen.insert(o.value("isa").toString() + "/" + o.value("shape").toString() + "/" + QString::number(o.value("T").toInt()));
+      seen.insert(o.value("isa").toString() + "/" + o.value("shape").toString() + "/" +
+                  QString::number(o.value("T").toInt()));
     }
     int want = 0;
     for (Isa isa : {Isa::Avx2, Isa::Avx512})

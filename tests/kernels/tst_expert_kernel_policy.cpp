@@ -27,7 +27,7 @@ struct Call {
   int latent, inter;
   ExpertLayout layout;
   int cc_major;
-  size_t smem_optin;  // H200/H100 232448, A100 166912, RTX 30-50 101376, 49152
+  size_t smem_optin;         // H200/H100 232448, A100 166912, RTX 30-50 101376, 49152
   const char* fewer_blocks;  // versions whose occupancy is a block per SM below v134's
   int rows;
   double rows_per_expert;
@@ -177,14 +177,8 @@ struct Layout {
 };
 
 const Layout kLayouts[] = {
-    {3584, 3072, 9, 232448, F},
-    {3584, 3072, 7, 49152, R},
-    {3584, 3072, 12, 101376, F},
-    {384, 256, 9, 232448, R},
-    {256, 256, 8, 49152, F},
-    {32768, 256, 9, 232448, R},
-    {16384, 256, 9, 232448, F},
-    {12800, 128, 8, 101376, R},
+    {3584, 3072, 9, 232448, F}, {3584, 3072, 7, 49152, R},  {3584, 3072, 12, 101376, F}, {384, 256, 9, 232448, R},
+    {256, 256, 8, 49152, F},    {32768, 256, 9, 232448, R}, {16384, 256, 9, 232448, F},  {12800, 128, 8, 101376, R},
 };
 
 }  // namespace
@@ -196,13 +190,23 @@ class TestExpertKernelPolicy : public QObject {
     for (const Call& c : kCalls) {
       const ExpertDevice d{c.cc_major, c.smem_optin};
       const std::string fewer = c.fewer_blocks;
-      const BlocksPerSm blocks = [&](ExpertKernel k) { return fewer.find(expert_kernel_id(k)) != std::string::npos ? 1 : 2; };
-      const ExpertKernel k = choose_expert_kernel(c.latent, c.inter, c.layout, d, blocks,
-                                                  ExpertCall{c.rows, c.rows_per_expert, c.aligned16, c.tables_fit_shared});
+      const BlocksPerSm blocks = [&](ExpertKernel k) {
+        return fewer.find(expert_kernel_id(k)) != std::string::npos ? 1 : 2;
+      };
+      const ExpertKernel k =
+          choose_expert_kernel(c.latent, c.inter, c.layout, d, blocks,
+                               ExpertCall{c.rows, c.rows_per_expert, c.aligned16, c.tables_fit_shared});
       const QString where = QStringLiteral("%1x%2 %3 sm_%4x smem %5 fewer '%6' T=%7 rpe=%8 aligned=%9 tables=%10")
-                                .arg(c.latent).arg(c.inter).arg(c.layout == F ? "fragments" : "rows").arg(c.cc_major)
-                                .arg(c.smem_optin).arg(c.fewer_blocks).arg(c.rows).arg(c.rows_per_expert)
-                                .arg(c.aligned16).arg(c.tables_fit_shared);
+                                .arg(c.latent)
+                                .arg(c.inter)
+                                .arg(c.layout == F ? "fragments" : "rows")
+                                .arg(c.cc_major)
+                                .arg(c.smem_optin)
+                                .arg(c.fewer_blocks)
+                                .arg(c.rows)
+                                .arg(c.rows_per_expert)
+                                .arg(c.aligned16)
+                                .arg(c.tables_fit_shared);
       QVERIFY2(std::string(expert_kernel_id(k)) == c.expected,
                qPrintable(where + ": chose " + expert_kernel_id(k) + ", expected " + c.expected));
     }

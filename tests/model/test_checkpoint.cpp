@@ -31,7 +31,8 @@ std::string gunzip(const std::string& path) {
 }
 
 // Rewrites one shard of `dir`, letting `edit` drop (return false) or alter a tensor.
-using Edit = std::function<bool(const std::string& name, DType& dt, std::vector<int64_t>& shape, std::vector<uint8_t>& bytes)>;
+using Edit =
+    std::function<bool(const std::string& name, DType& dt, std::vector<int64_t>& shape, std::vector<uint8_t>& bytes)>;
 void rewrite_shard(const std::string& dir, const std::string& shard, const Edit& edit) {
   auto t = test::load_tensors(dir + "/" + shard);
   SafetensorsWriter w;
@@ -94,7 +95,8 @@ class TestCheckpoint : public QObject {
     // Text layer L lives in shard L+1; the head in shard 94.
     QCOMPARE(idx.shards[idx.tensor_shard.at("language_model.model.layers.5.input_layernorm.weight")],
              std::string("model-00006-of-000096.safetensors"));
-    QCOMPARE(idx.shards[idx.tensor_shard.at("language_model.lm_head.weight")], std::string("model-00094-of-000096.safetensors"));
+    QCOMPARE(idx.shards[idx.tensor_shard.at("language_model.lm_head.weight")],
+             std::string("model-00094-of-000096.safetensors"));
     int experts = 0;
     for (const auto& [name, shard] : idx.tensor_shard)
       if (name.find(".experts.") != std::string::npos && name.ends_with("w1.weight_packed")) ++experts;
@@ -113,31 +115,33 @@ class TestCheckpoint : public QObject {
   void missingTensorIsNamed() {
     const std::string dir = fresh_synth("missing");
     const std::string victim = "language_model.model.layers.2.block_sparse_moe.routed_expert_norm.weight";
-    rewrite_shard(dir, shard_of(dir, victim), [&](const std::string& n, DType&, std::vector<int64_t>&, std::vector<uint8_t>&) {
-      return n != victim;
-    });
+    rewrite_shard(
+        dir, shard_of(dir, victim),
+        [&](const std::string& n, DType&, std::vector<int64_t>&, std::vector<uint8_t>&) { return n != victim; });
     expect_load_error(dir, victim);
   }
 
   void wrongShapeIsNamed() {
     const std::string dir = fresh_synth("shape");
     const std::string victim = "language_model.model.layers.1.self_attn.f_a_proj.weight";
-    rewrite_shard(dir, shard_of(dir, victim), [&](const std::string& n, DType&, std::vector<int64_t>& shape, std::vector<uint8_t>&) {
-      if (n == victim) std::swap(shape[0], shape[1]);
-      return true;
-    });
+    rewrite_shard(dir, shard_of(dir, victim),
+                  [&](const std::string& n, DType&, std::vector<int64_t>& shape, std::vector<uint8_t>&) {
+                    if (n == victim) std::swap(shape[0], shape[1]);
+                    return true;
+                  });
     expect_load_error(dir, victim);
   }
 
   void wrongExpertDtypeIsNamed() {
     const std::string dir = fresh_synth("dtype");
     const std::string victim = "language_model.model.layers.3.block_sparse_moe.experts.5.w2.weight_packed";
-    rewrite_shard(dir, shard_of(dir, victim), [&](const std::string& n, DType& dt, std::vector<int64_t>& shape, std::vector<uint8_t>&) {
-      if (n == victim) {
-        dt = DType::I8;
-      }
-      return true;
-    });
+    rewrite_shard(dir, shard_of(dir, victim),
+                  [&](const std::string& n, DType& dt, std::vector<int64_t>& shape, std::vector<uint8_t>&) {
+                    if (n == victim) {
+                      dt = DType::I8;
+                    }
+                    return true;
+                  });
     expect_load_error(dir, victim);
   }
 
@@ -148,7 +152,8 @@ class TestCheckpoint : public QObject {
     const std::string shard = shard_of(dir, "language_model.model.layers.2.block_sparse_moe.experts.0.w1.weight_scale");
     ck.reset();
     rewrite_shard(dir, shard, [&](const std::string& n, DType&, std::vector<int64_t>&, std::vector<uint8_t>& bytes) {
-      if (n.find("layers.2.block_sparse_moe.experts.") != std::string::npos && n.ends_with("w2.weight_scale")) bytes[0] = 255;
+      if (n.find("layers.2.block_sparse_moe.experts.") != std::string::npos && n.ends_with("w2.weight_scale"))
+        bytes[0] = 255;
       return true;
     });
     auto model = K3Model::load(dir);

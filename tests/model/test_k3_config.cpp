@@ -71,13 +71,17 @@ class TestK3Config : public QObject {
     expect_refused(with([](json& j) { j["text_config"]["num_experts_per_token"] = 17; }), "num_experts_per_token");
     expect_refused(with([](json& j) { j["text_config"]["quantization_config"]["format"] = "int4"; }),
                    "quantization_config.format");
-    expect_refused(with([](json& j) { j["text_config"]["quantization_config"]["config_groups"]["group_0"]["weights"]["group_size"] = 64; }),
+    expect_refused(with([](json& j) {
+                     j["text_config"]["quantization_config"]["config_groups"]["group_0"]["weights"]["group_size"] = 64;
+                   }),
                    "group_size");
     expect_refused(with([](json& j) { j["text_config"]["moe_router_activation_func"] = "softmax"; }),
                    "moe_router_activation_func");
     expect_refused(with([](json& j) { j["text_config"].erase("hidden_size"); }), "text_config.hidden_size is missing");
     expect_refused(with([](json& j) { j["text_config"]["hidden_size"] = "64"; }), "must be an integer");
-    expect_refused(with([](json& j) { j["text_config"]["linear_attn_config"]["full_attn_layers"] = {4, 8}; }),
+    expect_refused(with([](json& j) {
+                     j["text_config"]["linear_attn_config"]["full_attn_layers"] = {4, 8};
+                   }),
                    "cover 8 of 9");
     expect_refused(with([](json& j) { j["text_config"]["linear_attn_config"]["kda_layers"].push_back(4); }), "twice");
     expect_refused(with([](json& j) { j["text_config"]["mla_use_nope"] = false; }), "mla_use_nope");

@@ -45,7 +45,9 @@ class TestSafetensors : public QObject {
   }
 
   void parsesMinimal() {
-    auto f = make_file(R"({"a":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,12]},"b":{"dtype":"U8","shape":[4],"data_offsets":[12,16]}})", 16);
+    auto f = make_file(
+        R"({"a":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,12]},"b":{"dtype":"U8","shape":[4],"data_offsets":[12,16]}})",
+        16);
     auto h = SafetensorsHeader::parse(f.data(), f.size(), f.size(), "t");
     QCOMPARE(h.tensors.size(), size_t(2));
     QCOMPARE(h.find("b")->begin, uint64_t(12));
@@ -67,10 +69,15 @@ class TestSafetensors : public QObject {
     expect_error(make_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 4), "shape needs 8");
     expect_error(make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,0]}})", 4), "begin > end");
     expect_error(make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 2), "past the data region");
-    expect_error(make_file(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}})", 6), "overlaps");
+    expect_error(
+        make_file(
+            R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}})",
+            6),
+        "overlaps");
     expect_error(make_file(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}})", 6), "hole");
     expect_error(make_file(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", 6), "cover 4");
-    expect_error(make_file(R"({"a":{"dtype":"U8","shape":[4294967296,4294967296,16],"data_offsets":[0,4]}})", 4), "overflows");
+    expect_error(make_file(R"({"a":{"dtype":"U8","shape":[4294967296,4294967296,16],"data_offsets":[0,4]}})", 4),
+                 "overflows");
     expect_error(make_file(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0]}})", 4), "data_offsets");
     expect_error(make_file(R"({"__metadata__":{"x":1}})", 0), "not a string");
   }
@@ -81,8 +88,8 @@ class TestSafetensors : public QObject {
     auto t = test::load_tensors(path);
     const auto& bytes = t.bytes;
     int rejected = 0;
-    for (uint64_t cut : {uint64_t(0), uint64_t(4), uint64_t(8), uint64_t(100), t.header.data_start - 1, t.header.data_start,
-                         uint64_t(bytes.size() - 1)}) {
+    for (uint64_t cut : {uint64_t(0), uint64_t(4), uint64_t(8), uint64_t(100), t.header.data_start - 1,
+                         t.header.data_start, uint64_t(bytes.size() - 1)}) {
       try {
         SafetensorsHeader::parse(bytes.data(), cut, cut, "cut");
       } catch (const Error&) {

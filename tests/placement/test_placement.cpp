@@ -47,7 +47,8 @@ Bandwidths some_rates() {
 MachineBudget machine(double ram_gb, std::vector<double> gpus_gb) {
   MachineBudget m;
   m.ram_budget = uint64_t(ram_gb * 1e9);
-  for (size_t i = 0; i < gpus_gb.size(); ++i) m.gpus.push_back(GpuBudget{"GPU " + std::to_string(i), uint64_t(gpus_gb[i] * 1e9), 0});
+  for (size_t i = 0; i < gpus_gb.size(); ++i)
+    m.gpus.push_back(GpuBudget{"GPU " + std::to_string(i), uint64_t(gpus_gb[i] * 1e9), 0});
   return m;
 }
 
@@ -151,8 +152,9 @@ class TestPlacement : public QObject {
       double ram;
       std::vector<double> gpus;
     };
-    const M machines[] = {{24, {}},      {64, {24}},     {128, {32}},  {192, {48}},      {256, {96}},
-                          {512, {}},     {64, {32, 32}}, {256, {48, 48, 48, 48}}, {1000, {141}}, {16, {}}};
+    const M machines[] = {{24, {}},      {64, {24}}, {128, {32}},    {192, {48}},
+                          {256, {96}},   {512, {}},  {64, {32, 32}}, {256, {48, 48, 48, 48}},
+                          {1000, {141}}, {16, {}}};
     for (const auto& x : machines) {
       const Plan p = make_plan(m, machine(x.ram, x.gpus), r);
       check_accounting(p);
@@ -202,7 +204,8 @@ class TestPlacement : public QObject {
       QFAIL("a 2 GB VRAM budget was accepted");
     } catch (const Error& e) {
       const std::string s = e.what();
-      QVERIFY2(s.find("VRAM budget") != std::string::npos && s.find(format_gb(ok.vram_minimum)) != std::string::npos, s.c_str());
+      QVERIFY2(s.find("VRAM budget") != std::string::npos && s.find(format_gb(ok.vram_minimum)) != std::string::npos,
+               s.c_str());
     }
   }
 
@@ -256,8 +259,8 @@ class TestPlacement : public QObject {
     const std::string bin = test::bin_dir() + "/deltafin";
     if (!QFile::exists(QString::fromStdString(bin))) QSKIP("the deltafin executable is not built");
     const std::string meta = test::fixtures_dir() + "/k3-real-meta";
-    auto ok = test::run_process({bin, "plan", "--model-root", meta, "--other-machine", "--ram-budget", "64", "--vram-budget", "24",
-                                 "--disk-gbps", "7"});
+    auto ok = test::run_process({bin, "plan", "--model-root", meta, "--other-machine", "--ram-budget", "64",
+                                 "--vram-budget", "24", "--disk-gbps", "7"});
     QCOMPARE(ok.code, 0);
     QVERIFY2(ok.out.find("what would help most: ") != std::string::npos, ok.out.c_str());
     QVERIFY2(ok.out.find("VRAM (GPU 0)") != std::string::npos, ok.out.c_str());
@@ -269,7 +272,8 @@ class TestPlacement : public QObject {
     const Plan p = make_plan(ModelByteMap::from_config(cfg), big, assumed_desktop());
     auto small = test::run_process({bin, "plan", "--model-root", meta, "--other-machine", "--ram-budget", "5"});
     QCOMPARE(small.code, 1);
-    QVERIFY2(small.err.find("give --ram-budget " + format_gb_at_least(p.ram_minimum) + " or more") != std::string::npos, small.err.c_str());
+    QVERIFY2(small.err.find("give --ram-budget " + format_gb_at_least(p.ram_minimum) + " or more") != std::string::npos,
+             small.err.c_str());
     // A VRAM budget on this machine, which the test takes to have no GPU this build can use.
     auto nogpu = test::run_process({bin, "plan", "--model-root", meta, "--vram-budget", "24", "--disk-gbps", "7"});
 #ifndef DELTAFIN_HAVE_CUDA_K3
@@ -277,15 +281,16 @@ class TestPlacement : public QObject {
     QVERIFY2(nogpu.err.find("no CUDA GPU") != std::string::npos, nogpu.err.c_str());
 #endif
     // Two GPUs of another machine: both named in the table.
-    auto two = test::run_process({bin, "plan", "--model-root", meta, "--other-machine", "--ram-budget", "128", "--vram-budget",
-                                  "32,32", "--disk-gbps", "14"});
+    auto two = test::run_process({bin, "plan", "--model-root", meta, "--other-machine", "--ram-budget", "128",
+                                  "--vram-budget", "32,32", "--disk-gbps", "14"});
     QCOMPARE(two.code, 0);
     QVERIFY2(two.out.find("VRAM (GPU 1)") != std::string::npos, two.out.c_str());
     // Each GPU named with its budget and the layer range in its VRAM, before the table.
     QVERIFY2(two.out.rfind("GPU 0: budget 32.0 GB, layers 0-", 0) == 0, two.out.c_str());
     QVERIFY2(two.out.find("\nGPU 1: budget 32.0 GB, layers ") != std::string::npos, two.out.c_str());
     // A budget list on this machine must give one figure per GPU (none here, or as many as it has).
-    auto three = test::run_process({bin, "plan", "--model-root", meta, "--vram-budget", "32,32,32", "--disk-gbps", "7"});
+    auto three =
+        test::run_process({bin, "plan", "--model-root", meta, "--vram-budget", "32,32,32", "--disk-gbps", "7"});
     QCOMPARE(three.code, 1);
   }
 };

@@ -15,8 +15,8 @@ using namespace deltafin;
 
 namespace {
 
-std::vector<int32_t> greedy(const std::string& dir, std::optional<SpinePlacement> spine, SpineStreamStats* stats = nullptr,
-                            std::optional<StoreOptions> store = std::nullopt) {
+std::vector<int32_t> greedy(const std::string& dir, std::optional<SpinePlacement> spine,
+                            SpineStreamStats* stats = nullptr, std::optional<StoreOptions> store = std::nullopt) {
   K3Model::Options o;
   o.spine = std::move(spine);
   o.store = store;
@@ -72,14 +72,16 @@ class TestSpineStreaming : public QObject {
       QCOMPARE(greedy(dir_, p, &st), want_);
       // Every pass reads the streamed units again once there are more of them than buffers.
       const int streamed = cfg_.layers - k + 1;
-      if (streamed > 2) QVERIFY2(st.units_streamed >= uint64_t(streamed) * 10, std::to_string(st.units_streamed).c_str());
+      if (streamed > 2)
+        QVERIFY2(st.units_streamed >= uint64_t(streamed) * 10, std::to_string(st.units_streamed).c_str());
       QVERIFY(st.units_streamed > 0);
     }
   }
 
   void mixed_homes_and_page_cache_reads() {
     SpinePlacement p;
-    for (int l = 0; l < cfg_.layers; ++l) p.layers.push_back(l % 3 == 0 ? SpineHome::Streamed : l % 3 == 1 ? SpineHome::Mapped : SpineHome::Owned);
+    for (int l = 0; l < cfg_.layers; ++l)
+      p.layers.push_back(l % 3 == 0 ? SpineHome::Streamed : l % 3 == 1 ? SpineHome::Mapped : SpineHome::Owned);
     p.lm_head = SpineHome::Owned;
     QCOMPARE(greedy(dir_, p), want_);
     p.direct_io = false;

@@ -2,9 +2,9 @@
 // CPU: every side is a CPU K3Session, so the ids and logits must equal one session's bit for bit at
 // every split point, with states moving between the sides, partial commits, plans of many budgets
 // and a side that fails mid-pass; and over several "GPUs" (more K3Sessions, some of them keeping
-// the residual stream to themselves between ranges as GPU sessions do) at every pair of split points. The GPU side (CudaK3Session) is checked by tst_cuda_k3 on a GPU.
-// Also the plain logic the CUDA forward follows: the plan's layout, the pass segments and the
-// order of the stream buffers' copies. Nothing here is timed.
+// the residual stream to themselves between ranges as GPU sessions do) at every pair of split points. The GPU side
+// (CudaK3Session) is checked by tst_cuda_k3 on a GPU. Also the plain logic the CUDA forward follows: the plan's layout,
+// the pass segments and the order of the stream buffers' copies. Nothing here is timed.
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
@@ -58,7 +58,9 @@ class FailingSession : public LayerRangeSession {
     s_.run_layers(first, last, rs);
   }
   void finish_pass(const ResidualStream& rs, std::vector<float>& logits) override { s_.finish_pass(rs, logits); }
-  void stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& o) override { s_.stage(ids, logits, o); }
+  void stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& o) override {
+    s_.stage(ids, logits, o);
+  }
   void commit(int n) override { s_.commit(n); }
   void rollback() override { s_.rollback(); }
   void reset() override { s_.reset(); }
@@ -106,7 +108,9 @@ class HoldingSession : public LayerRangeSession {
     take(mine);
     s_.finish_pass(mine, logits);
   }
-  void stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& o) override { s_.stage(ids, logits, o); }
+  void stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& o) override {
+    s_.stage(ids, logits, o);
+  }
   void commit(int n) override { s_.commit(n); }
   void rollback() override { s_.rollback(); }
   void reset() override { s_.reset(); }
@@ -514,7 +518,8 @@ class TestSplitSession : public QObject {
     QVERIFY(r[1].last > r[1].first);
     const std::string text = plan_gpus(p);
     const std::string want0 = "GPU 0: budget 32.0 GB, layers 0-" + std::to_string(r[0].last - 1) + " ";
-    const std::string want1 = "GPU 1: budget 32.0 GB, layers " + std::to_string(r[1].first) + "-" + std::to_string(r[1].last - 1);
+    const std::string want1 =
+        "GPU 1: budget 32.0 GB, layers " + std::to_string(r[1].first) + "-" + std::to_string(r[1].last - 1);
     QVERIFY2(text.find(want0) != std::string::npos, text.c_str());
     QVERIFY2(text.find(want1) != std::string::npos, text.c_str());
     QVERIFY2(plan_table(p).rfind(text, 0) == 0, "the table begins with the GPUs");
@@ -548,8 +553,8 @@ class TestSplitSession : public QObject {
     QVERIFY(s.layers[1].gpu == GpuCopy::Streamed && !s.layers[1].decode_gpu && s.layers[1].prefill_gpu);
     QVERIFY(s.layers[2].gpu == GpuCopy::None && s.layers[2].from_disk);
     QVERIFY(s.lm_head.gpu == GpuCopy::Streamed && s.lm_head.decode_gpu);
-    QCOMPARE(QString::fromStdString(s.describe()),
-             QString("layer 0 VRAM (GPU), layer 1 RAM (CPU decode, GPU prefill), layer 2 disk (CPU), lm_head RAM (GPU, streamed)"));
+    QCOMPARE(QString::fromStdString(s.describe()), QString("layer 0 VRAM (GPU), layer 1 RAM (CPU decode, GPU prefill), "
+                                                           "layer 2 disk (CPU), lm_head RAM (GPU, streamed)"));
     // Inconsistent layouts are refused.
     SplitLayout bad = s;
     bad.layers[2].decode_gpu = true;
@@ -577,7 +582,8 @@ class TestSplitSession : public QObject {
     // Units 0-1 in VRAM, 2-7 streamed from RAM except 5 (from disk), lm_head streamed.
     SplitLayout s;
     for (int l = 0; l < 8; ++l)
-      s.layers.push_back(l < 2 ? SplitUnit{GpuCopy::Vram, true, true, false} : SplitUnit{GpuCopy::Streamed, true, true, l == 5});
+      s.layers.push_back(l < 2 ? SplitUnit{GpuCopy::Vram, true, true, false}
+                               : SplitUnit{GpuCopy::Streamed, true, true, l == 5});
     s.lm_head = SplitUnit{GpuCopy::Streamed, true, true, false};
     s.check(8);
     const auto steps = stream_schedule(s, 1);

@@ -56,7 +56,8 @@ class TestBatchInvariance : public QObject {
     for (size_t i = 0; i < models_.size(); ++i) {
       const auto one = logits_in_chunks(*models_[i], prompts_[i], 1);
       for (int chunk : {2, 7, 16, int(prompts_[i].size())})
-        QVERIFY2(same_bits(one, logits_in_chunks(*models_[i], prompts_[i], chunk)), qPrintable(QString("chunk %1").arg(chunk)));
+        QVERIFY2(same_bits(one, logits_in_chunks(*models_[i], prompts_[i], chunk)),
+                 qPrintable(QString("chunk %1").arg(chunk)));
     }
   }
 

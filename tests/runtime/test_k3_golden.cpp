@@ -27,7 +27,8 @@ class TestK3Golden : public QObject {
 
   void logitsLayersAndRouting_data() {
     QTest::addColumn<int>("prompt");
-    for (const auto& p : meta_["prompts"]) QTest::newRow(p["text"].get<std::string>().substr(0, 20).c_str()) << p["index"].get<int>();
+    for (const auto& p : meta_["prompts"])
+      QTest::newRow(p["text"].get<std::string>().substr(0, 20).c_str()) << p["index"].get<int>();
   }
 
   void logitsLayersAndRouting() {
@@ -88,7 +89,8 @@ class TestK3Golden : public QObject {
 
   void greedyThroughIncrementalDecode_data() {
     QTest::addColumn<int>("index");
-    for (const auto& g : meta_["greedy"]) QTest::newRow(("greedy " + std::to_string(g["index"].get<int>())).c_str()) << g["index"].get<int>();
+    for (const auto& g : meta_["greedy"])
+      QTest::newRow(("greedy " + std::to_string(g["index"].get<int>())).c_str()) << g["index"].get<int>();
   }
 
   void greedyThroughIncrementalDecode() {

@@ -128,8 +128,8 @@ class TestReference : public QObject {
       s.commit(int(ids.size()));
       const double rel = reference::rel_l2(logits.data(), ref.data(), ref.size());
       const double moonshot = p["rel_l2_vs_f64"].get<double>();
-      qInfo("k3-tiny prompt %d: engine vs float64 rel-L2 %.3g (numpy fp32 %.3g: %.2fx, Moonshot fp32 %.3g: %.2fx)", index, rel,
-            kNumpyFp32RelTiny[index], rel / kNumpyFp32RelTiny[index], moonshot, rel / moonshot);
+      qInfo("k3-tiny prompt %d: engine vs float64 rel-L2 %.3g (numpy fp32 %.3g: %.2fx, Moonshot fp32 %.3g: %.2fx)",
+            index, rel, kNumpyFp32RelTiny[index], rel / kNumpyFp32RelTiny[index], moonshot, rel / moonshot);
       // Closer than both fp32 programs. (A quarter of numpy's is not reached on every prompt: with
       // 64-wide dot products the fp32 storage of the values between ops, not the sums, dominates.)
       QVERIFY2(rel < kNumpyFp32RelTiny[index] && rel < moonshot, qPrintable(QString::number(rel)));
@@ -189,7 +189,8 @@ class TestReference : public QObject {
       ++checked;
     }
     const double smallest = *std::min_element(margin.begin(), margin.begin() + std::max(checked, 1));
-    qInfo("48 layers: %d of %d greedy steps equal float64's (smallest float64 margin among them %.3g)", checked, kSteps, smallest);
+    qInfo("48 layers: %d of %d greedy steps equal float64's (smallest float64 margin among them %.3g)", checked, kSteps,
+          smallest);
     QVERIFY(checked > 0);
   }
 };

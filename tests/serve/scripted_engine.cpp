@@ -69,8 +69,9 @@ class ScriptedSession final : public DecodeSession {
 ScriptedEngine::ScriptedEngine(const Tokenizer& tokenizer)
     : tok_(tokenizer), end_of_msg_(tokenizer.require_special_id("<|end_of_msg|>")) {
   for (const char* channel : {"think", "response"})
-    openings_.push_back(tok_.encode(std::string("<|open|>message role=\"assistant\"<|sep|><|open|>") + channel + "<|sep|>",
-                                    /*allow_special=*/true));
+    openings_.push_back(
+        tok_.encode(std::string("<|open|>message role=\"assistant\"<|sep|><|open|>") + channel + "<|sep|>",
+                    /*allow_special=*/true));
 }
 
 void ScriptedEngine::on(const std::string& trigger, const std::string& reply, bool repeat, int hold_at) {
@@ -140,7 +141,9 @@ int32_t ScriptedEngine::next_token(const std::vector<int32_t>& context, bool* ho
 }
 
 std::function<std::unique_ptr<DecodeSession>(const K3Model&)> ScriptedEngine::session_factory() {
-  return [this](const K3Model& model) -> std::unique_ptr<DecodeSession> { return std::make_unique<ScriptedSession>(*this, model); };
+  return [this](const K3Model& model) -> std::unique_ptr<DecodeSession> {
+    return std::make_unique<ScriptedSession>(*this, model);
+  };
 }
 
 }  // namespace deltafin::test

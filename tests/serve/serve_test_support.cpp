@@ -118,7 +118,8 @@ bool read_some(int fd, std::string& got, int timeout_ms, Stop stop) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   char buf[65536];
   while (!stop(got)) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0) return false;
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
@@ -189,7 +190,8 @@ HttpReply http_request(int port, const std::string& method, const std::string& p
   return http_raw(port, raw, timeout_ms);
 }
 
-HttpReply post_json(int port, const std::string& path, const nlohmann::json& body, const std::vector<std::string>& headers) {
+HttpReply post_json(int port, const std::string& path, const nlohmann::json& body,
+                    const std::vector<std::string>& headers) {
   return http_request(port, "POST", path, body.dump(), headers);
 }
 
@@ -198,7 +200,8 @@ RawConnection::~RawConnection() { close(); }
 bool RawConnection::send(const std::string& bytes) { return fd_ >= 0 && send_all(fd_, bytes); }
 
 std::string RawConnection::read_until(const std::string& needle, int timeout_ms) {
-  if (fd_ >= 0) read_some(fd_, got_, timeout_ms, [&](const std::string& g) { return g.find(needle) != std::string::npos; });
+  if (fd_ >= 0)
+    read_some(fd_, got_, timeout_ms, [&](const std::string& g) { return g.find(needle) != std::string::npos; });
   return got_;
 }
 

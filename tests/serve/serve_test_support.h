@@ -27,11 +27,11 @@ class ServerProcess {
   bool ok() const { return port_ > 0; }
   int port() const { return port_; }
   qint64 pid() const { return proc_.processId(); }
-  long rss_kb() const;             // VmRSS from /proc
-  long peak_rss_kb() const;        // VmHWM from /proc: the most it ever held
-  std::string output();            // what it printed so far (stdout + stderr)
+  long rss_kb() const;       // VmRSS from /proc
+  long peak_rss_kb() const;  // VmHWM from /proc: the most it ever held
+  std::string output();      // what it printed so far (stdout + stderr)
   bool running() const { return proc_.state() == QProcess::Running; }
-  int stop();                      // SIGTERM, wait, exit code
+  int stop();  // SIGTERM, wait, exit code
 
  private:
   mutable QProcess proc_;
@@ -40,11 +40,11 @@ class ServerProcess {
 };
 
 struct HttpReply {
-  int status = 0;                  // 0: no reply (connection closed or timed out)
+  int status = 0;                              // 0: no reply (connection closed or timed out)
   std::map<std::string, std::string> headers;  // lower-case names
-  std::string body;                // de-chunked
+  std::string body;                            // de-chunked
   bool closed_by_server = false;
-  nlohmann::json json() const;     // the body as JSON (discarded on failure)
+  nlohmann::json json() const;                // the body as JSON (discarded on failure)
   std::vector<std::string> sse_data() const;  // the data: payloads of an event stream
 };
 

@@ -18,7 +18,8 @@ class TestServeApiKeyFile : public QObject {
     const std::string key = "sk-file-only-7f3a9c";
     const std::string file = temp_dir("key") + "/api.key";
     std::ofstream(file) << key << "\n";
-    ServerProcess server({"--model-root", fixtures_dir() + "/k3-tiny", "--draft", "off", "--no-snapshots", "--api-key-file", file});
+    ServerProcess server(
+        {"--model-root", fixtures_dir() + "/k3-tiny", "--draft", "off", "--no-snapshots", "--api-key-file", file});
     QVERIFY2(server.ok(), server.output().c_str());
     QVERIFY(server.output().find("API key required") != std::string::npos);
     QCOMPARE(http_request(server.port(), "GET", "/v1/models").status, 401);
@@ -49,18 +50,21 @@ class TestServeApiKeyFile : public QObject {
     const std::string file = temp_dir("key") + "/api.key";
     std::ofstream(file) << "sk-from-file-5e1b\n";
     ::setenv("DELTAFIN_API_KEY", "sk-from-env-0c7d", 1);
-    ServerProcess server({"--model-root", fixtures_dir() + "/k3-tiny", "--draft", "off", "--no-snapshots", "--api-key-file", file});
+    ServerProcess server(
+        {"--model-root", fixtures_dir() + "/k3-tiny", "--draft", "off", "--no-snapshots", "--api-key-file", file});
     ::unsetenv("DELTAFIN_API_KEY");
     QVERIFY2(server.ok(), server.output().c_str());
-    QCOMPARE(http_request(server.port(), "GET", "/v1/models", {}, {"Authorization: Bearer sk-from-file-5e1b"}).status, 200);
-    QCOMPARE(http_request(server.port(), "GET", "/v1/models", {}, {"Authorization: Bearer sk-from-env-0c7d"}).status, 401);
+    QCOMPARE(http_request(server.port(), "GET", "/v1/models", {}, {"Authorization: Bearer sk-from-file-5e1b"}).status,
+             200);
+    QCOMPARE(http_request(server.port(), "GET", "/v1/models", {}, {"Authorization: Bearer sk-from-env-0c7d"}).status,
+             401);
   }
 
   void bothKeyOptionsAreRefused() {
     const std::string file = temp_dir("key") + "/api.key";
     std::ofstream(file) << "sk-a\n";
-    RunResult r = run_process({bin_dir() + "/deltafin", "serve", "--model-root", fixtures_dir() + "/k3-tiny", "--port", "0",
-                               "--api-key", "sk-b", "--api-key-file", file});
+    RunResult r = run_process({bin_dir() + "/deltafin", "serve", "--model-root", fixtures_dir() + "/k3-tiny", "--port",
+                               "0", "--api-key", "sk-b", "--api-key-file", file});
     QVERIFY(r.code != 0);
     QVERIFY2(r.err.find("excludes") != std::string::npos, r.err.c_str());
   }
@@ -68,8 +72,8 @@ class TestServeApiKeyFile : public QObject {
   void anEmptyKeyFileIsRefused() {
     const std::string file = temp_dir("key") + "/empty.key";
     std::ofstream(file) << "\n";
-    RunResult r = run_process({bin_dir() + "/deltafin", "serve", "--model-root", fixtures_dir() + "/k3-tiny", "--port", "0",
-                               "--api-key-file", file});
+    RunResult r = run_process({bin_dir() + "/deltafin", "serve", "--model-root", fixtures_dir() + "/k3-tiny", "--port",
+                               "0", "--api-key-file", file});
     QVERIFY(r.code != 0);
     QVERIFY2(r.err.find("is empty") != std::string::npos, r.err.c_str());
   }

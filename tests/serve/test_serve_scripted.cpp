@@ -29,14 +29,17 @@ const std::string kModel = "k3-tiny";
 
 // The weather tool call: reasoning, a short answer, then two calls (typed arguments, a json block).
 const std::string kCallReply =
-    "Need the forecast.<|close|>think<|sep|><|open|>response<|sep|>Let me look.<|close|>response<|sep|><|open|>tools<|sep|>"
+    "Need the forecast.<|close|>think<|sep|><|open|>response<|sep|>Let me "
+    "look.<|close|>response<|sep|><|open|>tools<|sep|>"
     "<|open|>call tool=\"get_weather\" index=\"1\"<|sep|>"
     "<|open|>argument key=\"city\" type=\"string\"<|sep|>Paris \"centre\"<|close|>argument<|sep|>"
     "<|open|>argument key=\"days\" type=\"number\"<|sep|>3<|close|>argument<|sep|><|close|>call<|sep|>"
-    "<|open|>call tool=\"get_time\" index=\"2\"<|sep|><|open|>json type=\"object\"<|sep|>{\"tz\": \"CET\"}<|close|>json<|sep|><|close|>call<|sep|>"
+    "<|open|>call tool=\"get_time\" index=\"2\"<|sep|><|open|>json type=\"object\"<|sep|>{\"tz\": "
+    "\"CET\"}<|close|>json<|sep|><|close|>call<|sep|>"
     "<|close|>tools<|sep|><|close|>message<|sep|><|end_of_msg|>";
 const std::string kAnswerReply =
-    "Both known.<|close|>think<|sep|><|open|>response<|sep|>Sunny, 21 degrees at 14:05.<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>";
+    "Both known.<|close|>think<|sep|><|open|>response<|sep|>Sunny, 21 degrees at "
+    "14:05.<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>";
 
 const json kTools = json::parse(R"([{"type":"function","function":{"name":"get_weather","description":"Weather",
   "parameters":{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"number"}}}}},
@@ -151,7 +154,8 @@ void TestServeScripted::tool_calls_come_back_parsed() {
   QCOMPARE(calls.size(), size_t(2));
   QCOMPARE(calls[0]["type"], json("function"));
   QCOMPARE(calls[0]["function"]["name"], json("get_weather"));
-  QCOMPARE(json::parse(calls[0]["function"]["arguments"].get<std::string>()), json({{"city", "Paris \"centre\""}, {"days", 3}}));
+  QCOMPARE(json::parse(calls[0]["function"]["arguments"].get<std::string>()),
+           json({{"city", "Paris \"centre\""}, {"days", 3}}));
   QCOMPARE(calls[1]["function"]["name"], json("get_time"));
   QCOMPARE(calls[1]["function"]["arguments"], json("{\"tz\": \"CET\"}"));
   QVERIFY(calls[0]["id"].get<std::string>().starts_with("call_"));
@@ -173,7 +177,8 @@ void TestServeScripted::tool_calls_come_back_parsed() {
   // parallel_tool_calls=false: the first call only.
   json one = weather_request(false);
   one["parallel_tool_calls"] = false;
-  QCOMPARE(post_json(s.port, "/v1/chat/completions", one).json()["choices"][0]["message"]["tool_calls"].size(), size_t(1));
+  QCOMPARE(post_json(s.port, "/v1/chat/completions", one).json()["choices"][0]["message"]["tool_calls"].size(),
+           size_t(1));
 }
 
 void TestServeScripted::tool_results_go_back_to_the_model_in_call_order() {
@@ -186,7 +191,8 @@ void TestServeScripted::tool_results_go_back_to_the_model_in_call_order() {
   b["messages"].push_back(first);
   // The results in the other order: tool_call_id puts them back.
   b["messages"].push_back({{"role", "tool"}, {"tool_call_id", first["tool_calls"][1]["id"]}, {"content", "14:05"}});
-  b["messages"].push_back({{"role", "tool"}, {"tool_call_id", first["tool_calls"][0]["id"]}, {"content", "21C, sunny"}});
+  b["messages"].push_back(
+      {{"role", "tool"}, {"tool_call_id", first["tool_calls"][0]["id"]}, {"content", "21C, sunny"}});
   const HttpReply r = post_json(s.port, "/v1/chat/completions", b);
   QCOMPARE(r.status, 200);
   QCOMPARE(r.json()["choices"][0]["message"]["content"], json("Sunny, 21 degrees at 14:05."));
@@ -194,18 +200,24 @@ void TestServeScripted::tool_results_go_back_to_the_model_in_call_order() {
   QVERIFY(!r.json()["choices"][0]["message"].contains("tool_calls"));
   // What the model read (K3-SPEC section 4), written out from the spec.
   const std::string want =
-      "[BOS]<|open|>message role=\"system\" type=\"tool-declare\"<|sep|># Tools\nHere are the available tools, described in JSONSchema.\n\n```json\n"
-      "[{\"function\":{\"description\":\"Weather\",\"name\":\"get_weather\",\"parameters\":{\"properties\":{\"city\":{\"type\":\"string\"},\"days\":{\"type\":\"number\"}},\"type\":\"object\"}},\"type\":\"function\"},"
-      "{\"function\":{\"name\":\"get_time\",\"parameters\":{\"properties\":{\"tz\":{\"type\":\"string\"}},\"type\":\"object\"}},\"type\":\"function\"}]\n```"
+      "[BOS]<|open|>message role=\"system\" type=\"tool-declare\"<|sep|># Tools\nHere are the available tools, "
+      "described in JSONSchema.\n\n```json\n"
+      "[{\"function\":{\"description\":\"Weather\",\"name\":\"get_weather\",\"parameters\":{\"properties\":{\"city\":{"
+      "\"type\":\"string\"},\"days\":{\"type\":\"number\"}},\"type\":\"object\"}},\"type\":\"function\"},"
+      "{\"function\":{\"name\":\"get_time\",\"parameters\":{\"properties\":{\"tz\":{\"type\":\"string\"}},\"type\":"
+      "\"object\"}},\"type\":\"function\"}]\n```"
       "<|close|>message<|sep|><|end_of_msg|>"
       "<|open|>message role=\"user\"<|sep|>What is the weather in Paris?<|close|>message<|sep|><|end_of_msg|>"
-      "<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|>Need the forecast.<|close|>think<|sep|><|open|>response<|sep|>Let me look.<|close|>response<|sep|>"
+      "<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|>Need the "
+      "forecast.<|close|>think<|sep|><|open|>response<|sep|>Let me look.<|close|>response<|sep|>"
       "<|open|>tools<|sep|><|open|>call tool=\"get_weather\" index=\"1\"<|sep|>"
       "<|open|>argument key=\"city\" type=\"string\"<|sep|>Paris \"centre\"<|close|>argument<|sep|>"
       "<|open|>argument key=\"days\" type=\"number\"<|sep|>3<|close|>argument<|sep|><|close|>call<|sep|>"
-      "<|open|>call tool=\"get_time\" index=\"2\"<|sep|><|open|>argument key=\"tz\" type=\"string\"<|sep|>CET<|close|>argument<|sep|><|close|>call<|sep|>"
+      "<|open|>call tool=\"get_time\" index=\"2\"<|sep|><|open|>argument key=\"tz\" "
+      "type=\"string\"<|sep|>CET<|close|>argument<|sep|><|close|>call<|sep|>"
       "<|close|>tools<|sep|><|close|>message<|sep|><|end_of_msg|>"
-      "<|open|>message role=\"tool\" tool=\"get_weather\" index=\"1\"<|sep|>21C, sunny<|close|>message<|sep|><|end_of_msg|>"
+      "<|open|>message role=\"tool\" tool=\"get_weather\" index=\"1\"<|sep|>21C, "
+      "sunny<|close|>message<|sep|><|end_of_msg|>"
       "<|open|>message role=\"tool\" tool=\"get_time\" index=\"2\"<|sep|>14:05<|close|>message<|sep|><|end_of_msg|>"
       "<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|>";
   QCOMPARE(s.engine->last_prompt_text(), want);
@@ -214,10 +226,12 @@ void TestServeScripted::tool_results_go_back_to_the_model_in_call_order() {
 void TestServeScripted::logprobs_come_from_the_logits() {
   const std::string answer = "Hello there";
   ScriptedServer s([&](serve::ServerOptions&, ScriptedEngine& e) {
-    e.on("Greet", "<|close|>think<|sep|><|open|>response<|sep|>" + answer + "<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>");
+    e.on("Greet", "<|close|>think<|sep|><|open|>response<|sep|>" + answer +
+                      "<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>");
   });
-  json b = {{"model", "kimi-k3"}, {"messages", json::array({{{"role", "user"}, {"content", "Greet me"}}})}, {"temperature", 0},
-            {"logprobs", true}, {"top_logprobs", 3}, {"max_tokens", 50}};
+  json b = {{"model", "kimi-k3"}, {"messages", json::array({{{"role", "user"}, {"content", "Greet me"}}})},
+            {"temperature", 0},   {"logprobs", true},
+            {"top_logprobs", 3},  {"max_tokens", 50}};
   const HttpReply r = post_json(s.port, "/v1/chat/completions", b);
   QCOMPARE(r.status, 200);
   const json reply = r.json();
@@ -311,15 +325,22 @@ void TestServeScripted::response_format_reaches_the_prompt() {
   ScriptedServer s([](serve::ServerOptions&, ScriptedEngine& e) {
     e.on("JSON please", "<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>");
   });
-  json b = {{"model", kModel}, {"messages", json::array({{{"role", "user"}, {"content", "JSON please"}}})}, {"reasoning_effort", "none"},
-            {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "n"}, {"schema", {{"type", "object"}}}}}}},
+  json b = {{"model", kModel},
+            {"messages", json::array({{{"role", "user"}, {"content", "JSON please"}}})},
+            {"reasoning_effort", "none"},
+            {"response_format",
+             {{"type", "json_schema"}, {"json_schema", {{"name", "n"}, {"schema", {{"type", "object"}}}}}}},
             {"tool_choice", "none"}};
   const HttpReply r = post_json(s.port, "/v1/chat/completions", b);
   QCOMPARE(r.status, 200);
   QVERIFY(s.engine->last_prompt_text().ends_with(
-      "<|open|>message role=\"system\" type=\"tool-choice\"<|sep|>The system is invoked with `tool_choice=none`.\nYou MUST NOT call any tools in the next message.<|close|>message<|sep|><|end_of_msg|>"
-      "<|open|>message role=\"system\" type=\"response-format\"<|sep|>The system is invoked with `response_format=json_schema`.\nYour response must be raw JSON data without markdown code blocks (```json) or any additional formatting."
-      "\nThe JSON data must match the following schema:\n```json\n{\"type\":\"object\"}\n```<|close|>message<|sep|><|end_of_msg|>"
+      "<|open|>message role=\"system\" type=\"tool-choice\"<|sep|>The system is invoked with `tool_choice=none`.\nYou "
+      "MUST NOT call any tools in the next message.<|close|>message<|sep|><|end_of_msg|>"
+      "<|open|>message role=\"system\" type=\"response-format\"<|sep|>The system is invoked with "
+      "`response_format=json_schema`.\nYour response must be raw JSON data without markdown code blocks (```json) or "
+      "any additional formatting."
+      "\nThe JSON data must match the following "
+      "schema:\n```json\n{\"type\":\"object\"}\n```<|close|>message<|sep|><|end_of_msg|>"
       "<|open|>message role=\"assistant\"<|sep|><|open|>response<|sep|>"));
 }
 
@@ -331,8 +352,9 @@ void TestServeScripted::request_timeout_ends_a_long_answer() {
     o.max_tokens = 4000;
     e.on("Long", "<|close|>think<|sep|><|open|>response<|sep|>tick tock ", /*repeat=*/true, /*hold_at=*/5);
   });
-  json b = {{"model", kModel}, {"messages", json::array({{{"role", "user"}, {"content", "Long answer"}}})}, {"max_tokens", 4000},
-            {"temperature", 0}, {"stream", true}, {"stream_options", {{"include_usage", true}}}};
+  json b = {{"model", kModel},    {"messages", json::array({{{"role", "user"}, {"content", "Long answer"}}})},
+            {"max_tokens", 4000}, {"temperature", 0},
+            {"stream", true},     {"stream_options", {{"include_usage", true}}}};
   std::atomic<bool> finished{false};
   HttpReply reply;
   std::thread client([&] {
@@ -355,11 +377,14 @@ void TestServeScripted::request_timeout_ends_a_long_answer() {
 void TestServeScripted::queued_request_times_out() {
   ScriptedServer s([](serve::ServerOptions& o, ScriptedEngine& e) {
     o.request_timeout_s = 60;
-    e.on("Block", "<|close|>think<|sep|><|open|>response<|sep|>ok<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>", false, 1);
+    e.on("Block",
+         "<|close|>think<|sep|><|open|>response<|sep|>ok<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>",
+         false, 1);
   });
   auto ask = [&](const std::string& text) {
-    return post_json(s.port, "/v1/chat/completions",
-                     {{"model", kModel}, {"messages", json::array({{{"role", "user"}, {"content", text}}})}, {"temperature", 0}});
+    return post_json(
+        s.port, "/v1/chat/completions",
+        {{"model", kModel}, {"messages", json::array({{{"role", "user"}, {"content", text}}})}, {"temperature", 0}});
   };
   HttpReply blocker, waiter;
   std::thread a([&] { blocker = ask("Block"); });
@@ -385,11 +410,17 @@ void TestServeScripted::queue_refuses_with_429_and_serves_in_order() {
   for (const int capacity : {4, 16}) {
     ScriptedServer s([&](serve::ServerOptions& o, ScriptedEngine& e) {
       o.queue_size = static_cast<size_t>(capacity);
-      e.on("Busy", "<|close|>think<|sep|><|open|>response<|sep|>done<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>", false, 2);
-      e.on("Client", "<|close|>think<|sep|><|open|>response<|sep|>hi<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>");
+      e.on("Busy",
+           "<|close|>think<|sep|><|open|>response<|sep|>done<|close|>response<|sep|><|close|>message<|sep|><|end_of_"
+           "msg|>",
+           false, 2);
+      e.on("Client",
+           "<|close|>think<|sep|><|open|>response<|sep|>hi<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|"
+           ">");
     });
     auto body = [](const std::string& text) {
-      return json{{"model", kModel}, {"messages", json::array({{{"role", "user"}, {"content", text}}})}, {"temperature", 0}};
+      return json{
+          {"model", kModel}, {"messages", json::array({{{"role", "user"}, {"content", text}}})}, {"temperature", 0}};
     };
     HttpReply blocker_reply;
     std::thread blocker([&] { blocker_reply = post_json(s.port, "/v1/chat/completions", body("Busy")); });
@@ -423,7 +454,8 @@ void TestServeScripted::queue_refuses_with_429_and_serves_in_order() {
       if (r.status == 200) {
         ++ok;
         QCOMPARE(r.json()["choices"][0]["message"]["content"], json("hi"));
-        order.emplace_back(std::stoull(r.headers.at("x-deltafin-seq")), std::stoull(r.headers.at("x-deltafin-started")));
+        order.emplace_back(std::stoull(r.headers.at("x-deltafin-seq")),
+                           std::stoull(r.headers.at("x-deltafin-started")));
         QVERIFY(i < capacity);  // the first `capacity` clients got the places
       } else {
         QCOMPARE(r.status, 429);
@@ -445,10 +477,16 @@ void TestServeScripted::messages_api_round_trip() {
     e.on("weather in Paris", kCallReply);
     e.on("role=\"tool\"", kAnswerReply);
   });
-  const json tools = json::array({{{"name", "get_weather"}, {"description", "Weather"}, {"input_schema", kTools[0]["function"]["parameters"]}},
-                                  {{"name", "get_time"}, {"input_schema", kTools[1]["function"]["parameters"]}}});
-  json b = {{"model", "kimi-k3"}, {"max_tokens", 300}, {"temperature", 0}, {"thinking", {{"type", "enabled"}, {"budget_tokens", 1024}}}, {"tools", tools},
-            {"system", "Be brief."}, {"messages", json::array({{{"role", "user"}, {"content", "What is the weather in Paris?"}}})}};
+  const json tools = json::array(
+      {{{"name", "get_weather"}, {"description", "Weather"}, {"input_schema", kTools[0]["function"]["parameters"]}},
+       {{"name", "get_time"}, {"input_schema", kTools[1]["function"]["parameters"]}}});
+  json b = {{"model", "kimi-k3"},
+            {"max_tokens", 300},
+            {"temperature", 0},
+            {"thinking", {{"type", "enabled"}, {"budget_tokens", 1024}}},
+            {"tools", tools},
+            {"system", "Be brief."},
+            {"messages", json::array({{{"role", "user"}, {"content", "What is the weather in Paris?"}}})}};
   const HttpReply r = post_json(s.port, "/v1/messages", b);
   QCOMPARE(r.status, 200);
   const json m = r.json();
@@ -464,9 +502,12 @@ void TestServeScripted::messages_api_round_trip() {
 
   json next = b;
   next["messages"].push_back({{"role", "assistant"}, {"content", m["content"]}});
-  next["messages"].push_back({{"role", "user"}, {"content", json::array({
-      {{"type", "tool_result"}, {"tool_use_id", m["content"][3]["id"]}, {"content", "14:05"}},
-      {{"type", "tool_result"}, {"tool_use_id", m["content"][2]["id"]}, {"content", json::array({{{"type", "text"}, {"text", "21C, sunny"}}})}}})}});
+  next["messages"].push_back(
+      {{"role", "user"},
+       {"content", json::array({{{"type", "tool_result"}, {"tool_use_id", m["content"][3]["id"]}, {"content", "14:05"}},
+                                {{"type", "tool_result"},
+                                 {"tool_use_id", m["content"][2]["id"]},
+                                 {"content", json::array({{{"type", "text"}, {"text", "21C, sunny"}}})}}})}});
   next["stream"] = true;
   const HttpReply st = post_json(s.port, "/v1/messages", next);
   QCOMPARE(st.status, 200);
@@ -475,13 +516,15 @@ void TestServeScripted::messages_api_round_trip() {
   for (const std::string& d : st.sse_data()) {
     const json ev = json::parse(d);
     types.push_back(ev["type"]);
-    if (ev["type"] == "content_block_delta" && ev["delta"]["type"] == "text_delta") text += ev["delta"]["text"].get<std::string>();
+    if (ev["type"] == "content_block_delta" && ev["delta"]["type"] == "text_delta")
+      text += ev["delta"]["text"].get<std::string>();
     if (ev["type"] == "message_delta") QCOMPARE(ev["delta"]["stop_reason"], json("end_turn"));
   }
   QCOMPARE(text, std::string("Sunny, 21 degrees at 14:05."));
   QCOMPARE(types.front(), std::string("message_start"));
   QCOMPARE(types.back(), std::string("message_stop"));
-  QVERIFY(s.engine->last_prompt_text().find("<|open|>message role=\"tool\" tool=\"get_weather\" index=\"1\"<|sep|>21C, sunny") != std::string::npos);
+  QVERIFY(s.engine->last_prompt_text().find(
+              "<|open|>message role=\"tool\" tool=\"get_weather\" index=\"1\"<|sep|>21C, sunny") != std::string::npos);
   // Anthropic-shaped errors.
   const HttpReply bad = post_json(s.port, "/v1/messages", {{"model", kModel}, {"messages", json::array()}});
   QCOMPARE(bad.status, 400);
@@ -496,9 +539,16 @@ void TestServeScripted::responses_api_round_trip() {
     e.on("role=\"tool\"", kAnswerReply);
   });
   json tools = json::array();
-  for (const json& t : kTools) tools.push_back({{"type", "function"}, {"name", t["function"]["name"]}, {"parameters", t["function"]["parameters"]}});
-  json b = {{"model", kModel}, {"input", "What is the weather in Paris?"}, {"tools", tools}, {"instructions", "Be brief."},
-            {"reasoning", {{"effort", "medium"}}}, {"store", false}, {"temperature", 0}};
+  for (const json& t : kTools)
+    tools.push_back(
+        {{"type", "function"}, {"name", t["function"]["name"]}, {"parameters", t["function"]["parameters"]}});
+  json b = {{"model", kModel},
+            {"input", "What is the weather in Paris?"},
+            {"tools", tools},
+            {"instructions", "Be brief."},
+            {"reasoning", {{"effort", "medium"}}},
+            {"store", false},
+            {"temperature", 0}};
   const HttpReply r = post_json(s.port, "/v1/responses", b);
   QCOMPARE(r.status, 200);
   const json out = r.json();
@@ -534,9 +584,13 @@ void TestServeScripted::responses_api_round_trip() {
   QCOMPARE(completed["output_text"], json(text));
   // The history went back as K3 renders it: reasoning kept, calls in order, results in call order.
   const std::string prompt = s.engine->last_prompt_text();
-  QVERIFY(prompt.find("<|open|>think<|sep|>Need the forecast.<|close|>think<|sep|><|open|>response<|sep|>Let me look.<|close|>response<|sep|><|open|>tools<|sep|>") != std::string::npos);
-  QVERIFY(prompt.find("tool=\"get_weather\" index=\"1\"<|sep|>21C, sunny<|close|>message<|sep|><|end_of_msg|><|open|>message role=\"tool\" tool=\"get_time\" index=\"2\"<|sep|>14:05") != std::string::npos);
-  const HttpReply stored = post_json(s.port, "/v1/responses", {{"model", kModel}, {"input", "x"}, {"previous_response_id", "resp_1"}});
+  QVERIFY(prompt.find("<|open|>think<|sep|>Need the forecast.<|close|>think<|sep|><|open|>response<|sep|>Let me "
+                      "look.<|close|>response<|sep|><|open|>tools<|sep|>") != std::string::npos);
+  QVERIFY(prompt.find(
+              "tool=\"get_weather\" index=\"1\"<|sep|>21C, sunny<|close|>message<|sep|><|end_of_msg|><|open|>message "
+              "role=\"tool\" tool=\"get_time\" index=\"2\"<|sep|>14:05") != std::string::npos);
+  const HttpReply stored =
+      post_json(s.port, "/v1/responses", {{"model", kModel}, {"input", "x"}, {"previous_response_id", "resp_1"}});
   QCOMPARE(stored.status, 400);
   QCOMPARE(stored.json()["error"]["param"], json("previous_response_id"));
 }
@@ -548,17 +602,22 @@ void TestServeScripted::model_names_and_refusals() {
   for (const json& m : models["data"]) ids.push_back(m["id"]);
   QCOMPARE(ids, (std::vector<std::string>{kModel, "kimi-k3", "my-name"}));
   QCOMPARE(http_request(s.port, "GET", "/v1/models/my-name").status, 200);
-  const HttpReply missing = post_json(s.port, "/v1/chat/completions", {{"model", "gpt-4"}, {"messages", json::array({{{"role", "user"}, {"content", "x"}}})}});
+  const HttpReply missing =
+      post_json(s.port, "/v1/chat/completions",
+                {{"model", "gpt-4"}, {"messages", json::array({{{"role", "user"}, {"content", "x"}}})}});
   QCOMPARE(missing.status, 404);
   const std::string msg = missing.json()["error"]["message"];
   QVERIFY2(msg.find("'k3-tiny', 'kimi-k3', 'my-name'") != std::string::npos, msg.c_str());
   const HttpReply named = post_json(s.port, "/v1/chat/completions",
-                                    {{"model", kModel}, {"messages", json::array({{{"role", "user"}, {"content", "x"}}})}, {"tools", kTools},
+                                    {{"model", kModel},
+                                     {"messages", json::array({{{"role", "user"}, {"content", "x"}}})},
+                                     {"tools", kTools},
                                      {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_time"}}}}}});
   QCOMPARE(named.status, 400);
   QCOMPARE(named.json()["error"]["param"], json("tool_choice"));
-  const HttpReply orphan = post_json(s.port, "/v1/chat/completions",
-                                     {{"model", kModel}, {"messages", json::array({{{"role", "tool"}, {"content", "x"}}})}});
+  const HttpReply orphan =
+      post_json(s.port, "/v1/chat/completions",
+                {{"model", kModel}, {"messages", json::array({{{"role", "tool"}, {"content", "x"}}})}});
   QCOMPARE(orphan.status, 400);
 }
 
@@ -569,7 +628,9 @@ void TestServeScripted::openai_client_tool_round_trip() {
   const std::string node = QStandardPaths::findExecutable("node").toStdString();
   if (node.empty()) QSKIP("node is not installed: the openai client tests need it");
   if (!std::filesystem::exists(tools + "/node_modules/openai/package.json"))
-    QSKIP("the openai npm package is not installed (run `npm ci --prefix tests/node-serve`; npm may have been unreachable)");
+    QSKIP(
+        "the openai npm package is not installed (run `npm ci --prefix tests/node-serve`; npm may have been "
+        "unreachable)");
   ScriptedServer s([](serve::ServerOptions& o, ScriptedEngine& e) {
     o.api_key = "k-test";
     e.on("weather in Paris", kCallReply);

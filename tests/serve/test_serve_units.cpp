@@ -96,18 +96,21 @@ class TestServeUnits : public QObject {
       b[key] = v;
       return refusal([&] { parse_chat_request(b, ctx_); });
     };
-    QCOMPARE(chat_with("tools", json::array({{{"type", "function"}}})), std::make_pair(400, std::string("tools[0].function")));
+    QCOMPARE(chat_with("tools", json::array({{{"type", "function"}}})),
+             std::make_pair(400, std::string("tools[0].function")));
     QCOMPARE(chat_with("n", 2), std::make_pair(400, std::string("n")));
     QCOMPARE(chat_with("logprobs", 1), std::make_pair(400, std::string("logprobs")));
     QCOMPARE(chat_with("bogus", 1), std::make_pair(400, std::string("bogus")));
     QCOMPARE(chat_with("max_tokens", 101), std::make_pair(400, std::string("max_tokens")));
     QCOMPARE(chat_with("temperature", "hot"), std::make_pair(400, std::string("temperature")));
     QCOMPARE(chat_with("reasoning_effort", "medium"), std::make_pair(400, std::string("reasoning_effort")));
-    QCOMPARE(chat_with("stream_options", json{{"include_usage", true}}), std::make_pair(400, std::string("stream_options")));
+    QCOMPARE(chat_with("stream_options", json{{"include_usage", true}}),
+             std::make_pair(400, std::string("stream_options")));
     QCOMPARE(chat_with("model", "other"), std::make_pair(404, std::string("model")));
     json img = chat_body();
     img["messages"][0]["content"] = json::array({{{"type", "image_url"}, {"image_url", {{"url", "x"}}}}});
-    QCOMPARE(refusal([&] { parse_chat_request(img, ctx_); }), std::make_pair(400, std::string("messages[0].content[0].type")));
+    QCOMPARE(refusal([&] { parse_chat_request(img, ctx_); }),
+             std::make_pair(400, std::string("messages[0].content[0].type")));
     json longp = chat_body();
     longp["messages"][0]["content"] = std::string(5000, 'a');
     QCOMPARE(refusal([&] { parse_chat_request(longp, ctx_); }).first, 400);

@@ -148,7 +148,7 @@ class TestTieredStore : public QObject {
     QCOMPARE(a.piece_bytes(250), uint64_t(200));  // whole units, rounded down
     QCOMPARE(a.piece_bytes(50), uint64_t(100));   // at least one unit
     QCOMPARE(a.pieces(200), uint64_t(5));
-    QCOMPARE(a.pieces(300), uint64_t(4));         // the last piece is shorter
+    QCOMPARE(a.pieces(300), uint64_t(4));  // the last piece is shorter
     QCOMPARE(a.piece_of(mem.data(), 200, 200), int64_t(0));
     QCOMPARE(a.piece_of(mem.data() + 199, 1, 200), int64_t(0));
     QCOMPARE(a.piece_of(mem.data() + 199, 2, 200), int64_t(-1));  // crosses into piece 1
@@ -265,7 +265,7 @@ class TestTieredStore : public QObject {
     QVERIFY(t.cached(1, 1));
     take(t, 1, {2});
     take(t, 1, {3});
-    QVERIFY(t.cached(1, 3));  // the last one released is kept
+    QVERIFY(t.cached(1, 3));   // the last one released is kept
     QVERIFY(!t.cached(1, 0));  // the oldest copy gave its slot first
     const auto c = t.counters();
     QCOMPARE(c.requests, uint64_t(4));
@@ -428,10 +428,12 @@ class TestTieredStore : public QObject {
       K3Session s(*m);
       QCOMPARE(generate(s, prompt, g).ids, want);
       const auto c = m->experts().counters();
-      qInfo("%s prefetch=%d: %llu requests, %llu RAM hits, %llu reads, prefetch %llu issued / %llu used / %llu wasted / %llu cancelled",
-            a.name, int(a.o.prefetch), (unsigned long long)c.requests, (unsigned long long)c.ram_hits,
-            (unsigned long long)c.disk_reads, (unsigned long long)c.prefetch_issued, (unsigned long long)c.prefetch_used,
-            (unsigned long long)c.prefetch_wasted, (unsigned long long)c.prefetch_cancelled);
+      qInfo(
+          "%s prefetch=%d: %llu requests, %llu RAM hits, %llu reads, prefetch %llu issued / %llu used / %llu wasted / "
+          "%llu cancelled",
+          a.name, int(a.o.prefetch), (unsigned long long)c.requests, (unsigned long long)c.ram_hits,
+          (unsigned long long)c.disk_reads, (unsigned long long)c.prefetch_issued, (unsigned long long)c.prefetch_used,
+          (unsigned long long)c.prefetch_wasted, (unsigned long long)c.prefetch_cancelled);
       if (a.o.prefetch) QVERIFY(c.prefetch_issued > 0);
     }
   }

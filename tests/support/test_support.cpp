@@ -21,7 +21,8 @@ std::string source_dir() { return DELTAFIN_SOURCE_DIR; }
 
 std::string temp_dir(const std::string& tag) {
   static std::vector<std::unique_ptr<QTemporaryDir>> dirs;
-  dirs.push_back(std::make_unique<QTemporaryDir>(QDir::tempPath() + "/deltafin-" + QString::fromStdString(tag) + "-XXXXXX"));
+  dirs.push_back(
+      std::make_unique<QTemporaryDir>(QDir::tempPath() + "/deltafin-" + QString::fromStdString(tag) + "-XXXXXX"));
   return dirs.back()->path().toStdString();
 }
 

@@ -43,11 +43,11 @@ std::string forbidden_skip_message(const std::string& reason, const char* variab
 }  // namespace deltafin::test
 
 // QSKIP and QFAIL return from the function they are written in, so these are macros.
-#define DELTAFIN_SKIP_OR_FAIL_IF(forbidden, variable, reason)                                        \
-  do {                                                                                             \
-    const std::string deltafin_skip_reason_ = (reason);                                            \
+#define DELTAFIN_SKIP_OR_FAIL_IF(forbidden, variable, reason)                                              \
+  do {                                                                                                     \
+    const std::string deltafin_skip_reason_ = (reason);                                                    \
     if (forbidden) QFAIL(deltafin::test::forbidden_skip_message(deltafin_skip_reason_, variable).c_str()); \
-    QSKIP(deltafin_skip_reason_.c_str());                                                          \
+    QSKIP(deltafin_skip_reason_.c_str());                                                                  \
   } while (0)
 // A missing test-only tool (node, an npm package): skip locally, fail in CI.
 #define DELTAFIN_SKIP_UNLESS_CI(reason) \

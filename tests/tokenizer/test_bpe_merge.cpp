@@ -101,9 +101,9 @@ class TestBpeMerge : public QObject {
       bpe_encode_piece(v, s, out);
       return out;
     };
-    QCOMPARE(enc("abc"), (std::vector<int32_t>{0, 3}));      // bc before ab
+    QCOMPARE(enc("abc"), (std::vector<int32_t>{0, 3}));  // bc before ab
     QCOMPARE(enc("abab"), (std::vector<int32_t>{4, 4}));
-    QCOMPARE(enc("aaa"), (std::vector<int32_t>{5, 0}));      // leftmost pair first
+    QCOMPARE(enc("aaa"), (std::vector<int32_t>{5, 0}));  // leftmost pair first
     QCOMPARE(enc("aaaaa"), (std::vector<int32_t>{5, 5, 0}));
     QCOMPARE(enc(""), (std::vector<int32_t>{}));
   }

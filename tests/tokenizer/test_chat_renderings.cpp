@@ -50,13 +50,9 @@ class TestChatRenderings : public QObject {
   void initTestCase() { tok_ = load_tokenizer(test::fixtures_dir() + "/k3-tiny"); }
 
   void reasoning_is_kept_for_every_earlier_turn() {
-    const std::vector<ChatMessage> chat = {
-        {"system", "You are terse."},
-        {"user", "What is 2+2?"},
-        assistant("4", "Add two and two."),
-        {"user", "And 3+3?"},
-        assistant("6", "Three and three."),
-        {"user", "Thanks!"}};
+    const std::vector<ChatMessage> chat = {{"system", "You are terse."},       {"user", "What is 2+2?"},
+                                           assistant("4", "Add two and two."), {"user", "And 3+3?"},
+                                           assistant("6", "Three and three."), {"user", "Thanks!"}};
     expect(chat, options(true),
            "<|open|>message role=\"system\"<|sep|>You are terse.<|close|>message<|sep|><|end_of_msg|>"
            "<|open|>message role=\"user\"<|sep|>What is 2+2?<|close|>message<|sep|><|end_of_msg|>"
@@ -98,8 +94,9 @@ class TestChatRenderings : public QObject {
     const std::vector<ChatMessage> chat = {{"tool", "{\"temp\": 21}", "get_weather"}};
     const std::string text = render_chat_text(chat, options(true));
     const std::string open = "<|open|>message role=\"tool\"";
-    const std::string body = "<|sep|>{\"temp\": 21}<|close|>message<|sep|><|end_of_msg|>"
-                             "<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|>";
+    const std::string body =
+        "<|sep|>{\"temp\": 21}<|close|>message<|sep|><|end_of_msg|>"
+        "<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|>";
     QVERIFY2(text.starts_with(open), text.c_str());
     QVERIFY2(text.ends_with(body), text.c_str());
     // Between them only the attributes: one structural piece (the <|sep|> above) ends the tag.
@@ -120,32 +117,34 @@ class TestChatRenderings : public QObject {
 
   void thinking_off_drops_earlier_reasoning() {
     const std::vector<ChatMessage> chat = {{"user", "Hi"}, assistant("Hello!", "Greet back."), {"user", "Bye"}};
-    QCOMPARE(render_chat_text(chat, options(false)),
-             std::string("<|open|>message role=\"user\"<|sep|>Hi<|close|>message<|sep|><|end_of_msg|>"
-                         "<|open|>message role=\"assistant\"<|sep|><|open|>response<|sep|>Hello!<|close|>response<|sep|>"
-                         "<|close|>message<|sep|><|end_of_msg|>"
-                         "<|open|>message role=\"user\"<|sep|>Bye<|close|>message<|sep|><|end_of_msg|>"
-                         "<|open|>message role=\"assistant\"<|sep|><|open|>response<|sep|>"));
+    QCOMPARE(
+        render_chat_text(chat, options(false)),
+        std::string("<|open|>message role=\"user\"<|sep|>Hi<|close|>message<|sep|><|end_of_msg|>"
+                    "<|open|>message role=\"assistant\"<|sep|><|open|>response<|sep|>Hello!<|close|>response<|sep|>"
+                    "<|close|>message<|sep|><|end_of_msg|>"
+                    "<|open|>message role=\"user\"<|sep|>Bye<|close|>message<|sep|><|end_of_msg|>"
+                    "<|open|>message role=\"assistant\"<|sep|><|open|>response<|sep|>"));
   }
 
   void tool_results_are_named_and_indexed_per_assistant_turn() {
-    const std::vector<ChatMessage> chat = {{"user", "Weather in Paris and Rome?"},
-                                           assistant("", ""),
-                                           {"tool", "18", "get_weather"},
-                                           {"tool", "24", "get_weather"},
-                                           assistant("", ""),
-                                           {"tool", "ok", "log"}};
+    const std::vector<ChatMessage> chat = {
+        {"user", "Weather in Paris and Rome?"}, assistant("", ""), {"tool", "18", "get_weather"},
+        {"tool", "24", "get_weather"},          assistant("", ""), {"tool", "ok", "log"}};
     ChatOptions opt = options(false);
     opt.add_generation_prompt = false;
-    QCOMPARE(render_chat_text(chat, opt),
-             std::string("<|open|>message role=\"user\"<|sep|>Weather in Paris and Rome?<|close|>message<|sep|><|end_of_msg|>"
-                         "<|open|>message role=\"assistant\"<|sep|><|open|>response<|sep|><|close|>response<|sep|>"
-                         "<|close|>message<|sep|><|end_of_msg|>"
-                         "<|open|>message role=\"tool\" tool=\"get_weather\" index=\"1\"<|sep|>18<|close|>message<|sep|><|end_of_msg|>"
-                         "<|open|>message role=\"tool\" tool=\"get_weather\" index=\"2\"<|sep|>24<|close|>message<|sep|><|end_of_msg|>"
-                         "<|open|>message role=\"assistant\"<|sep|><|open|>response<|sep|><|close|>response<|sep|>"
-                         "<|close|>message<|sep|><|end_of_msg|>"
-                         "<|open|>message role=\"tool\" tool=\"log\" index=\"1\"<|sep|>ok<|close|>message<|sep|><|end_of_msg|>"));
+    QCOMPARE(
+        render_chat_text(chat, opt),
+        std::string(
+            "<|open|>message role=\"user\"<|sep|>Weather in Paris and Rome?<|close|>message<|sep|><|end_of_msg|>"
+            "<|open|>message role=\"assistant\"<|sep|><|open|>response<|sep|><|close|>response<|sep|>"
+            "<|close|>message<|sep|><|end_of_msg|>"
+            "<|open|>message role=\"tool\" tool=\"get_weather\" "
+            "index=\"1\"<|sep|>18<|close|>message<|sep|><|end_of_msg|>"
+            "<|open|>message role=\"tool\" tool=\"get_weather\" "
+            "index=\"2\"<|sep|>24<|close|>message<|sep|><|end_of_msg|>"
+            "<|open|>message role=\"assistant\"<|sep|><|open|>response<|sep|><|close|>response<|sep|>"
+            "<|close|>message<|sep|><|end_of_msg|>"
+            "<|open|>message role=\"tool\" tool=\"log\" index=\"1\"<|sep|>ok<|close|>message<|sep|><|end_of_msg|>"));
   }
 };
 

@@ -21,11 +21,21 @@ void collect(const std::vector<ChatEvent>& events, Collected& c) {
   for (const auto& e : events) {
     if (e.kind != ChatEvent::Kind::End && !utf8::is_valid(e.text)) qFatal("event text is not valid UTF-8");
     switch (e.kind) {
-      case ChatEvent::Kind::Reasoning: c.reasoning += e.text; break;
-      case ChatEvent::Kind::Answer: c.answer += e.text; break;
-      case ChatEvent::Kind::Tag: c.tags.push_back(e.text); break;
-      case ChatEvent::Kind::ToolCall: c.calls.emplace_back(e.text, e.arguments); break;
-      case ChatEvent::Kind::End: ++c.ends; break;
+      case ChatEvent::Kind::Reasoning:
+        c.reasoning += e.text;
+        break;
+      case ChatEvent::Kind::Answer:
+        c.answer += e.text;
+        break;
+      case ChatEvent::Kind::Tag:
+        c.tags.push_back(e.text);
+        break;
+      case ChatEvent::Kind::ToolCall:
+        c.calls.emplace_back(e.text, e.arguments);
+        break;
+      case ChatEvent::Kind::End:
+        ++c.ends;
+        break;
     }
   }
 }
@@ -63,7 +73,8 @@ class TestChatStreamParser : public QObject {
         "<|open|>argument key=\"a&quot;b\" type=\"object\"<|sep|>{\"k\": [1, 2]}<|close|>argument<|sep|>"
         "<|open|>argument key=\"bad\" type=\"number\"<|sep|>three<|close|>argument<|sep|>"
         "<|close|>call<|sep|>"
-        "<|open|>call tool=\"t&amp;z\" index=\"2\"<|sep|><|open|>json type=\"object\"<|sep|>{tz: CET<|close|>json<|sep|><|close|>call<|sep|>"
+        "<|open|>call tool=\"t&amp;z\" index=\"2\"<|sep|><|open|>json type=\"object\"<|sep|>{tz: "
+        "CET<|close|>json<|sep|><|close|>call<|sep|>"
         "<|close|>tools<|sep|><|close|>message<|sep|><|end_of_msg|>",
         true);
     QCOMPARE(c.reasoning, std::string("Need data."));
@@ -72,29 +83,35 @@ class TestChatStreamParser : public QObject {
     QVERIFY(c.tags.empty());
     QCOMPARE(c.calls.size(), size_t(2));
     QCOMPARE(c.calls[0].first, std::string("get_weather"));
-    QCOMPARE(c.calls[0].second, std::string(R"({"city":"Paris \"centre\"","days":3,"a\"b":{"k":[1,2]},"bad":"three"})"));
+    QCOMPARE(c.calls[0].second,
+             std::string(R"({"city":"Paris \"centre\"","days":3,"a\"b":{"k":[1,2]},"bad":"three"})"));
     QCOMPARE(c.calls[1].first, std::string("t&z"));
     QCOMPARE(c.calls[1].second, std::string("{tz: CET"));
   }
 
   void a_call_cut_off_never_comes_out() {
-    const auto c = run("<|close|>think<|sep|><|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|>"
-                       "<|open|>call tool=\"f\" index=\"1\"<|sep|><|open|>argument key=\"x\" type=\"string\"<|sep|>unfinished",
-                       true, /*call_finish=*/true);
+    const auto c =
+        run("<|close|>think<|sep|><|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|>"
+            "<|open|>call tool=\"f\" index=\"1\"<|sep|><|open|>argument key=\"x\" type=\"string\"<|sep|>unfinished",
+            true, /*call_finish=*/true);
     QVERIFY(c.calls.empty());
     QCOMPARE(c.answer, std::string());
   }
 
   void thinking_reply() {
     const std::string tail = "<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>";
-    const auto c = run("Let me think: 2+2.<|close|>think<|sep|><|open|>response<|sep|>It is 4 \xF0\x9F\x98\x80." + tail +
-                           "ignored after the end",
+    const auto c = run("Let me think: 2+2.<|close|>think<|sep|><|open|>response<|sep|>It is 4 \xF0\x9F\x98\x80." +
+                           tail + "ignored after the end",
                        true);
     QCOMPARE(c.reasoning, std::string("Let me think: 2+2."));
     QCOMPARE(c.answer, std::string("It is 4 \xF0\x9F\x98\x80."));
     QCOMPARE(c.ends, 1);
     QVERIFY(c.tags.empty());
-    QCOMPARE(c.ids_used, tok_->encode("Let me think: 2+2.<|close|>think<|sep|><|open|>response<|sep|>It is 4 \xF0\x9F\x98\x80." + tail, true).size());
+    QCOMPARE(
+        c.ids_used,
+        tok_->encode("Let me think: 2+2.<|close|>think<|sep|><|open|>response<|sep|>It is 4 \xF0\x9F\x98\x80." + tail,
+                     true)
+            .size());
   }
 
   void answer_only_reply() {

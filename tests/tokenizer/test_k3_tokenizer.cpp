@@ -44,7 +44,9 @@ class TestK3Tokenizer : public QObject {
     QVERIFY_THROWS_EXCEPTION(Error, tok_->token_bytes(-1));
   }
 
-  void pattern_is_the_golden_one() { QCOMPARE(std::string(kK3PreTokenizerPattern), golden_["pattern"].get<std::string>()); }
+  void pattern_is_the_golden_one() {
+    QCOMPARE(std::string(kK3PreTokenizerPattern), golden_["pattern"].get<std::string>());
+  }
 
   void golden_cases_data() {
     QTest::addColumn<int>("index");
@@ -93,10 +95,18 @@ class TestK3Tokenizer : public QObject {
       for (size_t i = 0; i < n; ++i) {
         // Mix raw bytes with ASCII and pieces of specials so every pattern branch is hit.
         switch (rng() % 4) {
-          case 0: s.push_back(static_cast<char>(rng() & 0xFF)); break;
-          case 1: s.push_back(static_cast<char>(' ' + rng() % 95)); break;
-          case 2: s += "<|open|>"; break;
-          default: s += "\xE4\xB8\xAD"; break;  // a Han character
+          case 0:
+            s.push_back(static_cast<char>(rng() & 0xFF));
+            break;
+          case 1:
+            s.push_back(static_cast<char>(' ' + rng() % 95));
+            break;
+          case 2:
+            s += "<|open|>";
+            break;
+          default:
+            s += "\xE4\xB8\xAD";
+            break;  // a Han character
         }
       }
       for (bool allow : {false, true}) {
@@ -110,8 +120,10 @@ class TestK3Tokenizer : public QObject {
 
   void long_single_class_runs() {
     const std::vector<std::pair<const char*, std::string>> units = {
-        {"lowercase", "x"}, {"lowercase pairs", "ab"}, {"lowercase word", "the"}, {"uppercase", "X"}, {"digits", "7"}, {"spaces", " "}, {"newlines", "\n"},
-        {"punctuation", "!"}, {"han", "\xE4\xB8\xAD"}, {"hiragana", "\xE3\x81\x82"}, {"combining", "\xCC\x81"}};
+        {"lowercase", "x"},           {"lowercase pairs", "ab"}, {"lowercase word", "the"},
+        {"uppercase", "X"},           {"digits", "7"},           {"spaces", " "},
+        {"newlines", "\n"},           {"punctuation", "!"},      {"han", "\xE4\xB8\xAD"},
+        {"hiragana", "\xE3\x81\x82"}, {"combining", "\xCC\x81"}};
     for (const auto& [name, unit] : units) {
       std::string text;
       for (int i = 0; i < 100000; ++i) text += unit;

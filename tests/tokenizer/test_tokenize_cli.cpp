@@ -55,7 +55,8 @@ class TestTokenizeCli : public QObject {
   }
 
   void errors_are_reported_not_crashes() {
-    const auto no_model = test::run_process({exe_, "tokenize", "--model-root", test::temp_dir("cli-empty"), "--text", "x"});
+    const auto no_model =
+        test::run_process({exe_, "tokenize", "--model-root", test::temp_dir("cli-empty"), "--text", "x"});
     QCOMPARE(no_model.code, 1);
     QVERIFY(no_model.err.find("no tokenizer") != std::string::npos);
     const auto bad_ids = test::run_process({exe_, "detokenize", "--model-root", k3_, "--ids", "1 two 3"});

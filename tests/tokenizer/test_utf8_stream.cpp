@@ -19,12 +19,12 @@ class TestUtf8Stream : public QObject {
   void sanitize_follows_maximal_subparts() {
     QCOMPARE(utf8::sanitize("abc"), std::string("abc"));
     QCOMPARE(utf8::sanitize("\xE4\xB8\xAD"), std::string("\xE4\xB8\xAD"));
-    QCOMPARE(utf8::sanitize("\xE4\xB8"), std::string(utf8::kReplacement));          // unfinished
-    QCOMPARE(utf8::sanitize("\xE4\xB8x"), std::string(utf8::kReplacement) + "x");    // one subpart
+    QCOMPARE(utf8::sanitize("\xE4\xB8"), std::string(utf8::kReplacement));         // unfinished
+    QCOMPARE(utf8::sanitize("\xE4\xB8x"), std::string(utf8::kReplacement) + "x");  // one subpart
     QCOMPARE(utf8::sanitize("\xC0\xAF"), std::string(utf8::kReplacement) + std::string(utf8::kReplacement));
     QCOMPARE(utf8::sanitize("\xED\xA0\x80"), std::string(utf8::kReplacement) + std::string(utf8::kReplacement) +
                                                  std::string(utf8::kReplacement));  // surrogate
-    QCOMPARE(utf8::sanitize("\xF4\x90\x80\x80").size(), size_t(12));               // above U+10FFFF
+    QCOMPARE(utf8::sanitize("\xF4\x90\x80\x80").size(), size_t(12));                // above U+10FFFF
     QVERIFY(utf8::is_valid("\xF0\x9F\x98\x80"));
     QVERIFY(!utf8::is_valid("\xF0\x9F\x98"));
   }

@@ -91,7 +91,8 @@ class TestTrainExport : public QObject {
       double worst = 0;
       for (int l = 0; l < L; ++l)
         worst = test::worst_of(worst, test::rel_l2(tr.layers[l].data(), &layers[size_t(l) * T * H], size_t(T) * H));
-      qInfo("%s: argmax agrees at %d of %d clear positions, worst layer stream rel_l2 %.3g", P.c_str(), agree, clear, worst);
+      qInfo("%s: argmax agrees at %d of %d clear positions, worst layer stream rel_l2 %.3g", P.c_str(), agree, clear,
+            worst);
       QVERIFY2(worst <= 5e-4, qPrintable(QString::number(worst)));
     }
   }
@@ -204,16 +205,35 @@ class TestTrainExport : public QObject {
     QCOMPARE(run({"all", "--config", "test", "--seed", "7", "--threads", "1", "--text",
                   test::fixtures_dir() + "/README.md", "--work", tmp + "/work", "--out", tmp + "/model"}),
              0);
-    QCOMPARE(run({"logits", "--model", tmp + "/model", "--prompt", "The golden fixtures are small checkpoints.",
-                  "--prompt", "Hello", "--chat", "What is a \"tiny\" model & why?", "--out", tmp + "/golden.safetensors"}),
-             0);
+    QCOMPARE(
+        run({"logits", "--model", tmp + "/model", "--prompt", "The golden fixtures are small checkpoints.", "--prompt",
+             "Hello", "--chat", "What is a \"tiny\" model & why?", "--out", tmp + "/golden.safetensors"}),
+        0);
     compareLogits(tmp + "/model", tmp + "/golden.safetensors");
     if (QTest::currentTestFailed()) return;
     compareTokens(tmp + "/model", tmp + "/golden.safetensors");
     if (QTest::currentTestFailed()) return;
-    QCOMPARE(run({"dspark", "--target", tmp + "/model", "--data", tmp + "/work/data", "--out", tmp + "/draft", "--steps",
-                  "6", "--batch", "2", "--seq", "48", "--anchors", "3", "--threads", "1", "--set", "intermediate=96",
-                  "--set", "markov_rank=8"}),
+    QCOMPARE(run({"dspark",
+                  "--target",
+                  tmp + "/model",
+                  "--data",
+                  tmp + "/work/data",
+                  "--out",
+                  tmp + "/draft",
+                  "--steps",
+                  "6",
+                  "--batch",
+                  "2",
+                  "--seq",
+                  "48",
+                  "--anchors",
+                  "3",
+                  "--threads",
+                  "1",
+                  "--set",
+                  "intermediate=96",
+                  "--set",
+                  "markov_rank=8"}),
              0);
     QCOMPARE(run({"dspark-logits", "--target", tmp + "/model", "--draft", tmp + "/draft", "--prompt",
                   "The golden fixtures are small checkpoints in the exact on-disk format.", "--out",

@@ -49,7 +49,7 @@ struct EngineOptions {
   PlacementOptions placement;
   bool report_plan = false;  // make a plan without a budget too (for statistics), when it can be made
   DraftOptions draft;
-  bool offline = false;      // stream installs: only cached experts, never the network
+  bool offline = false;  // stream installs: only cached experts, never the network
   // Notes while loading (the plan's progress), one line each; empty: none.
   std::function<void(const std::string&)> say;
 };
@@ -66,8 +66,8 @@ struct EngineInfo {
 
 // How one turn's output is read as it is generated.
 struct StreamOptions {
-  bool chat = false;      // K3 chat format (reasoning, answer, tool calls); else raw text as Answer events
-  bool thinking = true;   // chat: the prompt opened a reasoning block
+  bool chat = false;     // K3 chat format (reasoning, answer, tool calls); else raw text as Answer events
+  bool thinking = true;  // chat: the prompt opened a reasoning block
   // The text of each token as soon as it is complete (UTF-8 whole); empty events are not sent.
   std::function<void(const std::vector<ChatEvent>&)> on_events;
   // After each token's text: false stops the turn (cancellation). A chat turn also stops at its end.

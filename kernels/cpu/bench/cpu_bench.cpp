@@ -64,8 +64,10 @@ int main(int argc, char** argv) {
   }
   std::mt19937_64 rng(11);
   std::vector<Result> results;
-  std::printf("| shape | ISA | T | threads | ms (best of %d) | weight GB/s | GFLOP/s |\n| --- | --- | ---: | ---: | ---: | ---: | ---: |\n",
-              reps);
+  std::printf(
+      "| shape | ISA | T | threads | ms (best of %d) | weight GB/s | GFLOP/s |\n| --- | --- | ---: | ---: | ---: | "
+      "---: | ---: |\n",
+      reps);
   for (const Shape& s : kShapes) {
     // Random weights with moderate values: E8M0 scales near 2^0, BF16 exponents near 2^0.
     std::vector<uint8_t> w(s.kind == Kind::Mxfp4 ? size_t(s.rows * s.in / 2) : size_t(s.rows * s.in * 2));
@@ -93,14 +95,17 @@ int main(int argc, char** argv) {
             run_part(0, s.rows);
           } else {
             std::vector<std::thread> th;
-            for (int i = 0; i < threads; ++i) th.emplace_back(run_part, s.rows * i / threads, s.rows * (i + 1) / threads);
+            for (int i = 0; i < threads; ++i)
+              th.emplace_back(run_part, s.rows * i / threads, s.rows * (i + 1) / threads);
             for (auto& t : th) t.join();
           }
           const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           if (r) best = std::min(best, dt);
         }
-        Result res{s.name, k.name, T, threads, best * 1e3, weight_bytes(s) / best / 1e9, 2.0 * s.rows * s.in * T / best / 1e9};
-        std::printf("| %s | %s | %d | %d | %.3f | %.2f | %.1f |\n", s.name, k.name, T, threads, res.ms, res.gbs, res.gflops);
+        Result res{
+            s.name, k.name, T, threads, best * 1e3, weight_bytes(s) / best / 1e9, 2.0 * s.rows * s.in * T / best / 1e9};
+        std::printf("| %s | %s | %d | %d | %.3f | %.2f | %.1f |\n", s.name, k.name, T, threads, res.ms, res.gbs,
+                    res.gflops);
         std::fflush(stdout);
         results.push_back(res);
       }
@@ -111,9 +116,9 @@ int main(int argc, char** argv) {
     f << "{\"bench\": \"cpu-kernels\", \"best_isa\": \"" << isa_name(best_isa()) << "\", \"results\": [\n";
     for (size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];
-      f << "  {\"shape\": \"" << r.shape << "\", \"isa\": \"" << r.isa << "\", \"T\": " << r.T << ", \"threads\": " << r.threads
-        << ", \"ms\": " << r.ms << ", \"weight_gbs\": " << r.gbs << ", \"gflops\": " << r.gflops << "}"
-        << (i + 1 < results.size() ? ",\n" : "\n");
+      f << "  {\"shape\": \"" << r.shape << "\", \"isa\": \"" << r.isa << "\", \"T\": " << r.T
+        << ", \"threads\": " << r.threads << ", \"ms\": " << r.ms << ", \"weight_gbs\": " << r.gbs
+        << ", \"gflops\": " << r.gflops << "}" << (i + 1 < results.size() ? ",\n" : "\n");
     }
     f << "]}\n";
     if (!f) {

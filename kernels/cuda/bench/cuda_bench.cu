@@ -26,7 +26,8 @@ using namespace deltafin::cuda::bench;
 namespace {
 
 __global__ void fill_random(uint64_t* p, size_t n, uint64_t seed) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
     uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;  // splitmix64
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -36,13 +37,15 @@ __global__ void fill_random(uint64_t* p, size_t n, uint64_t seed) {
 
 // E8M0 scales near 2^-5..2^1 so the random MLP stays finite (timing does not depend on values).
 __global__ void fix_scales(uint8_t* p, size_t n) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
     p[i] = static_cast<uint8_t>(122 + p[i] % 7);
 }
 
 // bf16 weights: keep sign and mantissa bits, force a moderate exponent (no NaN or Inf).
 __global__ void fix_bf16(uint16_t* p, size_t n) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
     p[i] = static_cast<uint16_t>((p[i] & 0x807f) | (0x3c00 + ((p[i] >> 7) & 0x7f)));
 }
 
@@ -134,7 +137,8 @@ float read_only_ms(const Routings& r, size_t packed, size_t scales, int sms) {
     S.n = 0;
     unsigned long long sum = 0;
     auto add = [&](const void* p, size_t bytes) {
-      if (S.n == kMaxSegs) throw CudaError("read_only_ms: more than " + std::to_string(kMaxSegs / 6) + " experts per call");
+      if (S.n == kMaxSegs)
+        throw CudaError("read_only_ms: more than " + std::to_string(kMaxSegs / 6) + " experts per call");
       S.p[S.n] = static_cast<const uint4*>(p);
       sum += bytes / 16;
       S.end[S.n++] = sum;
@@ -162,15 +166,16 @@ float read_only_ms(const Routings& r, size_t packed, size_t scales, int sms) {
 float kernel_only_ms(ExpertMlp& mlp, const std::vector<MxExpert>& pool, const std::vector<int32_t>& ids,
                      const std::vector<float>& weights, int T, int sets, const float* dz, float* dy) {
   const int K = mlp.top_k();
-  DeviceBuffer table(pool.size() * sizeof(MxExpert)), idx(ids.size() * sizeof(int32_t)), wt(weights.size() * sizeof(float));
+  DeviceBuffer table(pool.size() * sizeof(MxExpert)), idx(ids.size() * sizeof(int32_t)),
+      wt(weights.size() * sizeof(float));
   table.upload(pool.data(), table.size());
   idx.upload(ids.data(), idx.size());
   wt.upload(weights.data(), wt.size());
   return events_ms(
       sets,
       [&](int s) {
-        mlp.plan_routed(table.as<MxExpert>(), static_cast<int>(pool.size()), idx.as<int32_t>() + static_cast<size_t>(s) * T * K,
-                        wt.as<float>(), T);
+        mlp.plan_routed(table.as<MxExpert>(), static_cast<int>(pool.size()),
+                        idx.as<int32_t>() + static_cast<size_t>(s) * T * K, wt.as<float>(), T);
       },
       [&](int) { mlp.run_planned(T, dz, dy); });
 }
@@ -192,9 +197,9 @@ bool matches_any(const std::string& name, const std::string& alternatives) {
 int main(int argc, char** argv) {
   deltafin::cuda::register_lab_expert_kernels();  // the expert part measures every version
   std::string json_path = "cuda-bench.json";
-  std::string only_variant;   // run only expert variants whose name contains this
-  bool experts_only = false;  // skip the copy and GEMV parts (for profiling one kernel)
-  bool gemm_only = false;     // skip the expert part
+  std::string only_variant;       // run only expert variants whose name contains this
+  bool experts_only = false;      // skip the copy and GEMV parts (for profiling one kernel)
+  bool gemm_only = false;         // skip the expert part
   std::string only_gemm_version;  // run only this BF16 GEMM version number
   std::string trace_path;         // per-task times of the traced expert versions (v122, v143, v184, v193), as CSV
   std::vector<int> only_rows;     // expert rows: run only these row counts T (profiling one launch shape)
@@ -226,7 +231,9 @@ int main(int argc, char** argv) {
         p = *end == ',' ? end + 1 : end;
       }
     } else {
-      std::fprintf(stderr, "usage: %s [--json PATH] [--variant SUBSTRING[|SUBSTRING...]] [--experts-only] [--gemm-only] [--gemm-version N] [--trace CSV] [--patterns] [--rows T,T...] [--top-k K]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--json PATH] [--variant SUBSTRING[|SUBSTRING...]] [--experts-only] [--gemm-only] "
+                   "[--gemm-version N] [--trace CSV] [--patterns] [--rows T,T...] [--top-k K]\n",
                    argv[0]);
       return 3;
     }
@@ -238,8 +245,9 @@ int main(int argc, char** argv) {
   }
   try {
     const DeviceInfo dev = device_info();
-    std::printf("device: %s, sm_%d%d, %d SMs, L2 %zu MiB, %zu GiB, driver %d, runtime %d\n", dev.name.c_str(), dev.cc_major,
-                dev.cc_minor, dev.sm_count, dev.l2_bytes >> 20, dev.total_bytes >> 30, dev.driver_version, dev.runtime_version);
+    std::printf("device: %s, sm_%d%d, %d SMs, L2 %zu MiB, %zu GiB, driver %d, runtime %d\n", dev.name.c_str(),
+                dev.cc_major, dev.cc_minor, dev.sm_count, dev.l2_bytes >> 20, dev.total_bytes >> 30, dev.driver_version,
+                dev.runtime_version);
     Timer timer;
     std::vector<Row> rows;
     std::mt19937_64 rng(12345);
@@ -251,9 +259,8 @@ int main(int argc, char** argv) {
       const size_t n = size_t(2) << 30;
       DeviceBuffer a(n), b(n);
       randomize(a.data(), n, 1);
-      const float ms = timer.per_call_ms(10, 5, [&](int) {
-        DELTAFIN_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), n, cudaMemcpyDeviceToDevice));
-      });
+      const float ms = timer.per_call_ms(
+          10, 5, [&](int) { DELTAFIN_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), n, cudaMemcpyDeviceToDevice)); });
       d2d_gbs = 2.0 * n / (ms * 1e-3) / 1e9;
       rows.push_back({"cudaMemcpy D2D", "2 GiB", 2.0 * n, ms, d2d_gbs, 100.0, "bytes = read + write"});
     }
@@ -271,9 +278,11 @@ int main(int argc, char** argv) {
       for (int e = 0; e < E; ++e) {
         char* base = w.as<char>() + per * e;
         // w1 (gate), w2 (down), w3 (up), each packed then scale: the shard's order.
-        const size_t offs[6] = {0, packed, packed + scales, 2 * packed + scales, 2 * packed + 2 * scales, 3 * packed + 2 * scales};
+        const size_t offs[6] = {
+            0, packed, packed + scales, 2 * packed + scales, 2 * packed + 2 * scales, 3 * packed + 2 * scales};
         for (int k : {1, 3, 5}) fix_scales<<<64, 256>>>(reinterpret_cast<uint8_t*>(base + offs[k]), scales);
-        all[e] = MxExpert{base + offs[0], base + offs[1], base + offs[4], base + offs[5], base + offs[2], base + offs[3]};
+        all[e] =
+            MxExpert{base + offs[0], base + offs[1], base + offs[4], base + offs[5], base + offs[2], base + offs[3]};
       }
       DELTAFIN_CUDA_LAUNCHED("fix_scales");
       std::vector<float> z(8 * latent);
@@ -347,11 +356,13 @@ int main(int argc, char** argv) {
           // The kernel alone: the same routings with the tables built on the device (run_routed's
           // builder, which the engine runs on the router's branch beside other work), each expert
           // launch timed by its own pair of events. What the launch itself does, nothing else.
-          const float kms = kernel_only_ms(mlp, pool_experts, global_ids, weights, T, sets, dz.as<float>(), dy.as<float>());
+          const float kms =
+              kernel_only_ms(mlp, pool_experts, global_ids, weights, T, sets, dz.as<float>(), dy.as<float>());
           const double kgbs = distinct_sum / sets * per / (kms * 1e-3) / 1e9;
           rows.push_back({"MXFP4 expert MLP [" + variant + "] kernel only", shape, distinct_sum / sets * per, kms, kgbs,
                           d2d_gbs > 0 ? 100.0 * kgbs / d2d_gbs : 0.0,
-                          "bytes as above; time of the expert kernel alone (tables built on the device, events around each launch)"});
+                          "bytes as above; time of the expert kernel alone (tables built on the device, events around "
+                          "each launch)"});
         }
       }
       // The same bytes read by one plain launch (no tasks, no arithmetic): what a single call can
@@ -363,15 +374,16 @@ int main(int argc, char** argv) {
         const float ms = read_only_ms(rt, packed, scales, dev.sm_count);
         const double gbs = rt.distinct_avg * per / (ms * 1e-3) / 1e9;
         char shape[160];
-        std::snprintf(shape, sizeof shape, "T=%d, %.1f distinct experts avg (of %d)%s, 3584->3072->3584", T, rt.distinct_avg, E,
-                      k_note.c_str());
+        std::snprintf(shape, sizeof shape, "T=%d, %.1f distinct experts avg (of %d)%s, 3584->3072->3584", T,
+                      rt.distinct_avg, E, k_note.c_str());
         rows.push_back({"MXFP4 expert bytes, read only (one launch)", shape, rt.distinct_avg * per, ms, gbs,
                         d2d_gbs > 0 ? 100.0 * gbs / d2d_gbs : 0.0,
                         "the same bytes as the expert rows, read once by a plain kernel; events around each launch"});
       }
       if (!trace_path.empty()) {
         make_frag();
-        for (const char* traced : {"v122", "v143", "v184", "v193"}) trace_expert_tasks(mlp, traced, all_frag, K, trace_path + "." + traced);
+        for (const char* traced : {"v122", "v143", "v184", "v193"})
+          trace_expert_tasks(mlp, traced, all_frag, K, trace_path + "." + traced);
       }
     }
 
@@ -381,8 +393,8 @@ int main(int argc, char** argv) {
       int64_t out;
       int copies;  // rotate copies of a small matrix so no call finds its weights in the 60 MB L2
     };
-    for (const GemmShape gs : {GemmShape{7168, 12}, GemmShape{163840, 1}, GemmShape{896, 12}, GemmShape{1536, 8},
-                              GemmShape{3584, 4}}) {
+    for (const GemmShape gs :
+         {GemmShape{7168, 12}, GemmShape{163840, 1}, GemmShape{896, 12}, GemmShape{1536, 8}, GemmShape{3584, 4}}) {
       if (experts_only) break;
       const int64_t out = gs.out, in = 7168;
       const int copies = gs.copies;
@@ -403,11 +415,12 @@ int main(int argc, char** argv) {
           float ms = 0;
           try {
             ms = timer.per_call_ms(copies > 1 ? 4 * copies : 10, 5, [&](int i) {
-            bf16_gemm_version(version, w.as<char>() + wbytes * (i % copies), out, in, x.as<float>(), in, T, y.as<float>(),
-                              out);
+              bf16_gemm_version(version, w.as<char>() + wbytes * (i % copies), out, in, x.as<float>(), in, T,
+                                y.as<float>(), out);
             });
           } catch (const CudaError& e) {
-            std::printf("v%d %lldx%lld T=%d: %s\n", version, static_cast<long long>(out), static_cast<long long>(in), T, e.what());
+            std::printf("v%d %lldx%lld T=%d: %s\n", version, static_cast<long long>(out), static_cast<long long>(in), T,
+                        e.what());
             continue;
           }
           const double gbs = wbytes / (ms * 1e-3) / 1e9;
@@ -422,16 +435,16 @@ int main(int argc, char** argv) {
 
     std::printf("\n%-44s %-48s %12s %10s %10s %8s\n", "kernel", "shape", "MB", "ms (med)", "GB/s", "% D2D");
     for (const Row& r : rows)
-      std::printf("%-44s %-48s %12.1f %10.4f %10.1f %7.1f%%\n", r.what.c_str(), r.shape.c_str(), r.bytes / 1e6, r.ms, r.gbs,
-                  r.pct_d2d);
+      std::printf("%-44s %-48s %12.1f %10.4f %10.1f %7.1f%%\n", r.what.c_str(), r.shape.c_str(), r.bytes / 1e6, r.ms,
+                  r.gbs, r.pct_d2d);
     std::ofstream js(json_path);
-    js << "{\n  \"device\": \"" << dev.name << "\",\n  \"sm\": \"" << dev.cc_major << dev.cc_minor << "\",\n  \"sms\": " << dev.sm_count
-       << ",\n  \"d2d_gbs\": " << d2d_gbs << ",\n  \"rows\": [\n";
+    js << "{\n  \"device\": \"" << dev.name << "\",\n  \"sm\": \"" << dev.cc_major << dev.cc_minor
+       << "\",\n  \"sms\": " << dev.sm_count << ",\n  \"d2d_gbs\": " << d2d_gbs << ",\n  \"rows\": [\n";
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
-      js << "    {\"kernel\": \"" << r.what << "\", \"shape\": \"" << r.shape << "\", \"bytes\": " << r.bytes << ", \"median_ms\": " << r.ms
-         << ", \"gbs\": " << r.gbs << ", \"pct_of_d2d\": " << r.pct_d2d << ", \"note\": \"" << r.note << "\"}"
-         << (i + 1 < rows.size() ? ",\n" : "\n");
+      js << "    {\"kernel\": \"" << r.what << "\", \"shape\": \"" << r.shape << "\", \"bytes\": " << r.bytes
+         << ", \"median_ms\": " << r.ms << ", \"gbs\": " << r.gbs << ", \"pct_of_d2d\": " << r.pct_d2d
+         << ", \"note\": \"" << r.note << "\"}" << (i + 1 < rows.size() ? ",\n" : "\n");
     }
     js << "  ]\n}\n";
     std::printf("\nJSON written to %s\n", json_path.c_str());

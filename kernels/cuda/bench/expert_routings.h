@@ -17,7 +17,8 @@ struct Routings {
   std::vector<int32_t> global_ids;
   double distinct_avg = 0;
 };
-inline Routings make_routings(std::mt19937_64& rng, const std::vector<MxExpert>& experts, int T, int K, int pool, int sets) {
+inline Routings make_routings(std::mt19937_64& rng, const std::vector<MxExpert>& experts, int T, int K, int pool,
+                              int sets) {
   const int E = static_cast<int>(experts.size());
   Routings r;
   r.tables.resize(sets);

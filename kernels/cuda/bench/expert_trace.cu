@@ -26,8 +26,8 @@ void trace_expert_tasks(ExpertMlp& mlp, const std::string& version, const std::v
   DeviceBuffer dz(z.size() * 4), dy(z.size() * 4);
   dz.upload(z.data(), z.size() * 4);
   std::printf("\n%s: where each block's time goes, %% of blocks x span (6 calls each)\n", mlp.variant());
-  std::printf("%-4s %8s %7s %7s %7s %7s %7s %7s %7s %9s %9s\n", "T", "span us", "start", "wait", "prep", "stream", "gaps",
-              "tail", "tasks", "A task us", "B task us");
+  std::printf("%-4s %8s %7s %7s %7s %7s %7s %7s %7s %9s %9s\n", "T", "span us", "start", "wait", "prep", "stream",
+              "gaps", "tail", "tasks", "A task us", "B task us");
   for (const int T : {1, 8}) {
     const Routings rt = make_routings(rng, frag_experts, T, K, static_cast<int>(frag_experts.size()), 8);
     std::vector<float> weights(size_t(T) * K, 1.0f / K);
@@ -49,8 +49,10 @@ void trace_expert_tasks(ExpertMlp& mlp, const std::string& version, const std::v
       for (size_t i = 0; i < cap; ++i) {
         const unsigned long long* r = &h[i * W];
         if (!r[1]) continue;
-        tasks.push_back({static_cast<unsigned>(i), static_cast<unsigned>(r[0] >> 62),
-                         static_cast<unsigned>((r[0] >> 32) & 0x3fffffffu), static_cast<unsigned>(r[0] & 0xffffffffu),
+        tasks.push_back({static_cast<unsigned>(i),
+                         static_cast<unsigned>(r[0] >> 62),
+                         static_cast<unsigned>((r[0] >> 32) & 0x3fffffffu),
+                         static_cast<unsigned>(r[0] & 0xffffffffu),
                          {r[1], r[2], r[3], r[4]}});
       }
       if (tasks.empty()) throw CudaError("trace: " + version + " wrote no records");
@@ -95,22 +97,22 @@ void trace_expert_tasks(ExpertMlp& mlp, const std::string& version, const std::v
           b_us += static_cast<double>(k.t[3] - k.t[0]) / 1e3;
           ++nb;
         }
-        csv << version << ',' << T << ',' << call << ',' << k.id << ',' << kind << ',' << k.sm << ',' << k.block << ',' << (k.t[0] - t0) << ','
-            << (k.t[1] - t0) << ',' << (k.t[2] - t0) << ',' << (k.t[3] - t0) << '\n';
+        csv << version << ',' << T << ',' << call << ',' << k.id << ',' << kind << ',' << k.sm << ',' << k.block << ','
+            << (k.t[0] - t0) << ',' << (k.t[1] - t0) << ',' << (k.t[2] - t0) << ',' << (k.t[3] - t0) << '\n';
       }
     }
     const int n = 6;
-    std::printf("%-4d %8.1f %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%% %7ld %9.2f %9.2f\n", T, span_sum / n, 100 * sum[0] / n,
-                100 * sum[1] / n, 100 * sum[2] / n, 100 * sum[3] / n, 100 * sum[4] / n, 100 * sum[5] / n, ntasks / n,
-                na ? a_us / na : 0.0, nb ? b_us / nb : 0.0);
+    std::printf("%-4d %8.1f %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%% %7ld %9.2f %9.2f\n", T, span_sum / n,
+                100 * sum[0] / n, 100 * sum[1] / n, 100 * sum[2] / n, 100 * sum[3] / n, 100 * sum[4] / n,
+                100 * sum[5] / n, ntasks / n, na ? a_us / na : 0.0, nb ? b_us / nb : 0.0);
   }
   set_expert_trace(nullptr);
-  std::printf("columns: start = before a block's first task, wait = B/C tasks waiting for their inputs, prep = from the\n"
-              "wait to the first pass streaming (staging the activation fragments), stream = the passes over the weights\n"
-              "and the task's finish, gaps = between a block's tasks (tickets, signalling), tail = after a block's last task.\n"
-              "Per-task CSV: %s\n",
-              path.c_str());
+  std::printf(
+      "columns: start = before a block's first task, wait = B/C tasks waiting for their inputs, prep = from the\n"
+      "wait to the first pass streaming (staging the activation fragments), stream = the passes over the weights\n"
+      "and the task's finish, gaps = between a block's tasks (tickets, signalling), tail = after a block's last task.\n"
+      "Per-task CSV: %s\n",
+      path.c_str());
 }
-
 
 }  // namespace deltafin::cuda::bench

@@ -8,13 +8,13 @@
 namespace deltafin::cuda::bench {
 namespace {
 
-constexpr int kTilesPerTask = 8;   // one per warp
-constexpr int kChunks = 56;        // 512-byte chunks per 28 KB tile (16 rows x 3584 codes)
+constexpr int kTilesPerTask = 8;  // one per warp
+constexpr int kChunks = 56;       // 512-byte chunks per 28 KB tile (16 rows x 3584 codes)
 
 // kLayout 0: tile t at [t * kChunks * 512, ...); 1: task k's tiles interleaved per chunk.
 template <int U, int kLayout>
-__global__ void __launch_bounds__(256, 2) stream_tiles(const uint4* __restrict__ base, unsigned tasks, unsigned* ticket,
-                                                        unsigned* sink) {
+__global__ void __launch_bounds__(256, 2)
+    stream_tiles(const uint4* __restrict__ base, unsigned tasks, unsigned* ticket, unsigned* sink) {
   __shared__ unsigned s_task;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   uint32_t acc = 0;
@@ -52,12 +52,13 @@ void run_one(int sms, double d2d_gbs, const char* what) {
   const float med = events_ms(
       regions, [&](int) { DELTAFIN_CUDA_CHECK(cudaMemsetAsync(ctr.data(), 0, 16)); },
       [&](int r) {
-        stream_tiles<U, kLayout><<<sms * 2, 256>>>(buf.as<uint4>() + r * (bytes / 16), tasks, ctr.as<unsigned>(),
-                                                   sink.as<unsigned>());
+        stream_tiles<U, kLayout>
+            <<<sms * 2, 256>>>(buf.as<uint4>() + r * (bytes / 16), tasks, ctr.as<unsigned>(), sink.as<unsigned>());
       });
   DELTAFIN_CUDA_LAUNCHED("stream_tiles");
   const double gbs = bytes / (med * 1e-3) / 1e9;
-  std::printf("%-44s U=%d  %8.1f MB %9.4f ms %9.1f GB/s %6.1f%%\n", what, U, bytes / 1e6, med, gbs, 100.0 * gbs / d2d_gbs);
+  std::printf("%-44s U=%d  %8.1f MB %9.4f ms %9.1f GB/s %6.1f%%\n", what, U, bytes / 1e6, med, gbs,
+              100.0 * gbs / d2d_gbs);
 }
 
 }  // namespace

@@ -14,8 +14,8 @@ constexpr int kResThreads = 256;
 constexpr int kResMixCols = 4 * kResThreads;  // output columns per mixing block
 constexpr int kResPer = 32;                   // a row's values per thread held in registers (H <= 8192)
 constexpr int kResGroup = 8;                  // entries whose values a mixing thread loads at once
-__global__ void __launch_bounds__(kResThreads) attn_res_score_kernel(ResEntries e, const float* __restrict__ w, int H,
-                                                                     float eps, float* __restrict__ scores) {
+__global__ void __launch_bounds__(kResThreads)
+    attn_res_score_kernel(ResEntries e, const float* __restrict__ w, int H, float eps, float* __restrict__ scores) {
   pdl_enter();
   __shared__ float sh[kResThreads / 32];
   const int i = blockIdx.x;
@@ -46,8 +46,8 @@ __global__ void __launch_bounds__(kResThreads) attn_res_score_kernel(ResEntries 
   if (threadIdx.x == 0) scores[t * kMaxResEntries + i] = d;
 }
 
-__global__ void __launch_bounds__(kResThreads) attn_res_kernel(ResEntries e, const float* __restrict__ scores, int H,
-                                                               float* __restrict__ out) {
+__global__ void __launch_bounds__(kResThreads)
+    attn_res_kernel(ResEntries e, const float* __restrict__ scores, int H, float* __restrict__ out) {
   pdl_enter();
   __shared__ float prob[kMaxResEntries];
   const int64_t t = blockIdx.y;
@@ -92,10 +92,12 @@ __global__ void __launch_bounds__(kResThreads) attn_res_kernel(ResEntries e, con
 }  // namespace
 
 void attn_res_mix(const ResEntries& e, const float* w, int T, int H, float eps, float* scratch, float* out, Stream s) {
-  if (e.n < 1 || e.n > kMaxResEntries) throw CudaError("attn_res_mix: 1.." + std::to_string(kMaxResEntries) + " entries");
+  if (e.n < 1 || e.n > kMaxResEntries)
+    throw CudaError("attn_res_mix: 1.." + std::to_string(kMaxResEntries) + " entries");
   if (T <= 0) return;
   DELTAFIN_CUDA_CHECK(launch(attn_res_score_kernel, dim3(e.n, T), kResThreads, 0, as_stream(s), e, w, H, eps, scratch));
-  DELTAFIN_CUDA_CHECK(launch(attn_res_kernel, dim3((H + kResMixCols - 1) / kResMixCols, T), kResThreads, 0, as_stream(s), e, scratch, H, out));
+  DELTAFIN_CUDA_CHECK(launch(attn_res_kernel, dim3((H + kResMixCols - 1) / kResMixCols, T), kResThreads, 0,
+                             as_stream(s), e, scratch, H, out));
 }
 
 }  // namespace deltafin::cuda::k3

@@ -21,16 +21,15 @@ __global__ void f32_rows_kernel(const float* __restrict__ w, int64_t out, int64_
   }
 }
 
-
 // One block per weight row (BF16): each thread takes fixed 16-byte chunks of the row, warps meet in
 // butterflies, warp totals are added in warp order. The order of every (row, t) sum depends on the
 // width only, so the result is the same for any T (batch invariant). Gives narrow matrices (router,
 // f_a, b_proj, q_a, kv_a) one block per row instead of a handful of warps for the whole matrix.
 constexpr int kRowThreads = 256, kRowUnroll = 4;
 template <int TT>
-__global__ void __launch_bounds__(kRowThreads) bf16_row_block_kernel(const uint4* __restrict__ w, int64_t in,
-                                                                   const float* __restrict__ x, int64_t ldx, int T,
-                                                                   float* __restrict__ y, int64_t ldy) {
+__global__ void __launch_bounds__(kRowThreads)
+    bf16_row_block_kernel(const uint4* __restrict__ w, int64_t in, const float* __restrict__ x, int64_t ldx, int T,
+                          float* __restrict__ y, int64_t ldy) {
   pdl_enter();
   __shared__ float sh[kRowThreads / 32][TT];
   const int64_t o = blockIdx.x;
@@ -122,21 +121,29 @@ void gemm(const DevMat& w, const float* x, int64_t ldx, int T, float* y, int64_t
     if (!rows_kernel || w.cols % 8 != 0 || ldx % 4 != 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0 ||
         reinterpret_cast<uintptr_t>(w.data) % 16 != 0) {
       if (w.version_rows > 0)
-        bf16_gemm_version(bf16_gemm_default_version(w.version_rows, w.cols), w.data, w.rows, w.cols, x, ldx, T, y, ldy, s);
-      else
-        bf16_gemm(w.data, w.rows, w.cols, x, ldx, T, y, ldy, s);
+        bf16_gemm_version(bf16_gemm_default_version(w.version_rows, w.cols), w.data, w.rows, w.cols, x, ldx, T, y, ldy,
+                          s);
+      else bf16_gemm(w.data, w.rows, w.cols, x, ldx, T, y, ldy, s);
       return;
     }
     const auto* wv = static_cast<const uint4*>(w.data);
     const unsigned grid = static_cast<unsigned>(w.rows);
-    if (T == 1) DELTAFIN_CUDA_CHECK(launch(bf16_row_block_kernel<1>, grid, kRowThreads, 0, as_stream(s), wv, w.cols, x, ldx, T, y, ldy));
-    else if (T == 2) DELTAFIN_CUDA_CHECK(launch(bf16_row_block_kernel<2>, grid, kRowThreads, 0, as_stream(s), wv, w.cols, x, ldx, T, y, ldy));
-    else if (T <= 4) DELTAFIN_CUDA_CHECK(launch(bf16_row_block_kernel<4>, grid, kRowThreads, 0, as_stream(s), wv, w.cols, x, ldx, T, y, ldy));
-    else DELTAFIN_CUDA_CHECK(launch(bf16_row_block_kernel<8>, grid, kRowThreads, 0, as_stream(s), wv, w.cols, x, ldx, T, y, ldy));
+    if (T == 1)
+      DELTAFIN_CUDA_CHECK(
+          launch(bf16_row_block_kernel<1>, grid, kRowThreads, 0, as_stream(s), wv, w.cols, x, ldx, T, y, ldy));
+    else if (T == 2)
+      DELTAFIN_CUDA_CHECK(
+          launch(bf16_row_block_kernel<2>, grid, kRowThreads, 0, as_stream(s), wv, w.cols, x, ldx, T, y, ldy));
+    else if (T <= 4)
+      DELTAFIN_CUDA_CHECK(
+          launch(bf16_row_block_kernel<4>, grid, kRowThreads, 0, as_stream(s), wv, w.cols, x, ldx, T, y, ldy));
+    else
+      DELTAFIN_CUDA_CHECK(
+          launch(bf16_row_block_kernel<8>, grid, kRowThreads, 0, as_stream(s), wv, w.cols, x, ldx, T, y, ldy));
     return;
   }
-  DELTAFIN_CUDA_CHECK(launch(f32_rows_kernel, blocks_for(w.rows, 8), 256, 0, as_stream(s), static_cast<const float*>(w.data), w.rows, w.cols, x,
-                                                                  ldx, T, y, ldy));
+  DELTAFIN_CUDA_CHECK(launch(f32_rows_kernel, blocks_for(w.rows, 8), 256, 0, as_stream(s),
+                             static_cast<const float*>(w.data), w.rows, w.cols, x, ldx, T, y, ldy));
 }
 
 void gather_rows(const DevMat& table, const int32_t* ids, int T, float* y, Stream s) {

@@ -70,14 +70,13 @@ __global__ void kda_gates_kernel(const float* fb, const float* dt_bias, const fl
 // head: reading the state in and out is most of the work at small T, and this spreads it over
 // every SM with all of a thread's loads in flight at once.
 constexpr int kStepCols = 32;
-__global__ void __launch_bounds__(kStepCols) kda_step_kernel(float* S, int heads, int dk, int dv, int T,
-                                                           const float* __restrict__ q, const float* __restrict__ k,
-                                                           const float* __restrict__ v,
-                                                           const float* __restrict__ log_alpha,
-                                                           const float* __restrict__ beta, float* o) {
+__global__ void __launch_bounds__(kStepCols)
+    kda_step_kernel(float* S, int heads, int dk, int dv, int T, const float* __restrict__ q,
+                    const float* __restrict__ k, const float* __restrict__ v, const float* __restrict__ log_alpha,
+                    const float* __restrict__ beta, float* o) {
   pdl_enter();
   extern __shared__ float smem[];
-  float* Ss = smem;                         // [dk][kStepCols]
+  float* Ss = smem;                          // [dk][kStepCols]
   float* ea = Ss + int64_t(dk) * kStepCols;  // [dk]
   float* ks = ea + dk;                       // [dk]
   float* qs = ks + dk;                       // [dk]
@@ -119,7 +118,8 @@ __global__ void __launch_bounds__(kStepCols) kda_step_kernel(float* S, int heads
 }
 
 constexpr int kHeadThreads = 128;
-__global__ void __launch_bounds__(kHeadThreads) kda_out_kernel(float* o, const float* gate, const float* w, int d, float eps) {
+__global__ void __launch_bounds__(kHeadThreads)
+    kda_out_kernel(float* o, const float* gate, const float* w, int d, float eps) {
   pdl_enter();
   __shared__ float sh[kHeadThreads / 32];
   float* v = o + int64_t(blockIdx.x) * d;
@@ -135,11 +135,13 @@ __global__ void __launch_bounds__(kHeadThreads) kda_out_kernel(float* o, const f
 void kda_conv(const float* window, const float* raw, int T, int C, int K, const float* tq, const float* tk,
               const float* tv, float* q, float* k, float* v, Stream s) {
   if (T <= 0) return;
-  DELTAFIN_CUDA_CHECK(launch(kda_conv_kernel, dim3(blocks_for(C, 128), 3), 128, 0, as_stream(s), window, raw, T, C, K, tq, tk, tv, q, k, v));
+  DELTAFIN_CUDA_CHECK(launch(kda_conv_kernel, dim3(blocks_for(C, 128), 3), 128, 0, as_stream(s), window, raw, T, C, K,
+                             tq, tk, tv, q, k, v));
 }
 
 void kda_window_after(const float* window, const float* raw, int n, int C, int K, float* nw, Stream s) {
-  DELTAFIN_CUDA_CHECK(launch(kda_window_kernel, dim3(blocks_for(C, 128), 3), 128, 0, as_stream(s), window, raw, n, C, K, nw));
+  DELTAFIN_CUDA_CHECK(
+      launch(kda_window_kernel, dim3(blocks_for(C, 128), 3), 128, 0, as_stream(s), window, raw, n, C, K, nw));
 }
 
 void l2norm_heads(float* x, int T, int heads, int d, float scale, Stream s) {
@@ -150,8 +152,8 @@ void l2norm_heads(float* x, int T, int heads, int d, float scale, Stream s) {
 void kda_gates(const float* fb, const float* dt_bias, const float* a_log, const float* braw, int T, int heads, int d,
                float lower, float* la, float* beta, Stream s) {
   if (T <= 0) return;
-  DELTAFIN_CUDA_CHECK(launch(kda_gates_kernel, grid_1d(int64_t(T) * heads * d), 256, 0, as_stream(s), fb, dt_bias, a_log, braw, T, heads, d,
-                                                                             lower, la, beta));
+  DELTAFIN_CUDA_CHECK(launch(kda_gates_kernel, grid_1d(int64_t(T) * heads * d), 256, 0, as_stream(s), fb, dt_bias,
+                             a_log, braw, T, heads, d, lower, la, beta));
 }
 
 void kda_recurrent(float* S, int heads, int dk, int dv, int T, const float* q, const float* k, const float* v,
@@ -164,7 +166,8 @@ void kda_recurrent(float* S, int heads, int dk, int dv, int T, const float* q, c
     opted = smem;
   }
   const dim3 grid(static_cast<unsigned>(heads), static_cast<unsigned>((dv + kStepCols - 1) / kStepCols));
-  DELTAFIN_CUDA_CHECK(launch(kda_step_kernel, grid, kStepCols, smem, as_stream(s), S, heads, dk, dv, T, q, k, v, log_alpha, beta, o));
+  DELTAFIN_CUDA_CHECK(
+      launch(kda_step_kernel, grid, kStepCols, smem, as_stream(s), S, heads, dk, dv, T, q, k, v, log_alpha, beta, o));
 }
 
 void kda_out_norm_gate(float* o, const float* gate, const float* w, int T, int heads, int d, float eps, Stream s) {

@@ -9,17 +9,22 @@ __device__ __forceinline__ float widen(uint16_t b) { return __uint_as_float(uint
 __device__ __forceinline__ float widen(float f) { return f; }
 
 // Four consecutive weights of a row in one load: element c of the vector, widened.
-template <typename W> struct Quad;
-template <> struct Quad<uint16_t> {
+template <typename W>
+struct Quad;
+template <>
+struct Quad<uint16_t> {
   using Vec = uint2;
   static __device__ __forceinline__ float at(const Vec& v, int c) {
     const uint32_t w = c < 2 ? v.x : v.y;
     return (c & 1) ? bf16_hi(w) : bf16_lo(w);
   }
 };
-template <> struct Quad<float> {
+template <>
+struct Quad<float> {
   using Vec = float4;
-  static __device__ __forceinline__ float at(const Vec& v, int c) { return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w; }
+  static __device__ __forceinline__ float at(const Vec& v, int c) {
+    return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w;
+  }
 };
 
 constexpr int kStageLoads = 8;  // loads per thread in flight while staging
@@ -50,9 +55,9 @@ __device__ __forceinline__ void stage_block(int n, L load, S store) {
 constexpr int kAbsorbThreads = 64;
 constexpr int kAbsorbCols = 4;
 template <typename W, int kRows>
-__global__ void __launch_bounds__(kAbsorbThreads, 1) mla_absorb_kernel(const float* __restrict__ q, const W* __restrict__ kvb,
-                                                                    int nh, int N, int P, int Vd, int R, int T,
-                                                                    float* __restrict__ qabs) {
+__global__ void __launch_bounds__(kAbsorbThreads, 1)
+    mla_absorb_kernel(const float* __restrict__ q, const W* __restrict__ kvb, int nh, int N, int P, int Vd, int R,
+                      int T, float* __restrict__ qabs) {
   pdl_enter();
   extern __shared__ float qs[];  // [kRows][N], zero past row T
   using Vec = typename Quad<W>::Vec;
@@ -96,7 +101,8 @@ __global__ void __launch_bounds__(kAbsorbThreads, 1) mla_absorb_kernel(const flo
 
 // The same sums one column per thread, for shapes the vector loads do not fit.
 template <typename W>
-__global__ void mla_absorb_column_kernel(const float* q, const W* kvb, int nh, int N, int P, int Vd, int R, float* qabs) {
+__global__ void mla_absorb_column_kernel(const float* q, const W* kvb, int nh, int N, int P, int Vd, int R,
+                                         float* qabs) {
   pdl_enter();
   const int th = blockIdx.y;  // t * nh + h
   const int h = th % nh;
@@ -125,26 +131,26 @@ __global__ void mla_absorb_column_kernel(const float* q, const W* kvb, int nh, i
 // the queries and probabilities, the score and mix loops), and each warp scores one step of
 // positions, so a block's warps wait on one round of loads at a time instead of several in turn
 // (nsys on the H200). The order of every chain is unchanged.
-constexpr int kAttHeads = 8;        // heads per block in the score and mix launches
+constexpr int kAttHeads = 8;  // heads per block in the score and mix launches
 constexpr int kScoreWarps = 8;
-constexpr int kScorePos = 2;        // positions a warp scores at once
+constexpr int kScorePos = 2;                          // positions a warp scores at once
 constexpr int kScoreChunk = kScoreWarps * kScorePos;  // positions per block and step: one per warp
-constexpr int kScoreBlocks = 16;    // blocks per (row, head group): chunks are dealt round-robin
-constexpr int kScoreBatch = 8;      // column steps (of 32) whose loads a lane issues together
-constexpr int kSoftThreads = 256;   // fixes the softmax's summation order
-constexpr int kMixThreads = 128;    // output columns per mix block
-constexpr int kMixTile = 256;       // probabilities per head staged at once
-constexpr int kMixBatch = 16;       // positions whose cached values a thread loads together (32: as fast at
-                                    // context 64, 18-19% slower MLA layers at context 4096 and T=8)
+constexpr int kScoreBlocks = 16;                      // blocks per (row, head group): chunks are dealt round-robin
+constexpr int kScoreBatch = 8;                        // column steps (of 32) whose loads a lane issues together
+constexpr int kSoftThreads = 256;                     // fixes the softmax's summation order
+constexpr int kMixThreads = 128;                      // output columns per mix block
+constexpr int kMixTile = 256;                         // probabilities per head staged at once
+constexpr int kMixBatch = 16;  // positions whose cached values a thread loads together (32: as fast at
+                               // context 64, 18-19% slower MLA layers at context 4096 and T=8)
 
 __device__ __forceinline__ int64_t att_context(int64_t base, const int64_t* dev_base, int t) {
   return (dev_base ? *dev_base : base) + t + 1;
 }
 
-__global__ void __launch_bounds__(kScoreWarps * 32) mla_scores_kernel(const float* __restrict__ qabs, const float* __restrict__ q,
-                                                                     const float* __restrict__ cache, int64_t base,
-                                                                     const int64_t* dev_base, int nh, int N, int R, int P,
-                                                                     float scale, float* __restrict__ scores, int64_t max_ctx) {
+__global__ void __launch_bounds__(kScoreWarps * 32)
+    mla_scores_kernel(const float* __restrict__ qabs, const float* __restrict__ q, const float* __restrict__ cache,
+                      int64_t base, const int64_t* dev_base, int nh, int N, int R, int P, float scale,
+                      float* __restrict__ scores, int64_t max_ctx) {
   pdl_enter();
   extern __shared__ float qs[];  // [kAttHeads][R + P]: absorbed query | rope query
   const int groups = (nh + kAttHeads - 1) / kAttHeads;
@@ -164,7 +170,7 @@ __global__ void __launch_bounds__(kScoreWarps * 32) mla_scores_kernel(const floa
   __syncthreads();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   // acc[p][hh] += q[hh][j] * row_p[j] for j = j0 + lane, j0 + lane + 32, ... < j1, in that order.
-  auto dots = [&](const float* row, int np, int j0, int j1, float (&acc)[kScorePos][kAttHeads]) {
+  auto dots = [&](const float* row, int np, int j0, int j1, float(&acc)[kScorePos][kAttHeads]) {
     for (int jb = j0 + lane; jb < j1; jb += 32 * kScoreBatch) {
       float c[kScoreBatch][kScorePos];
 #pragma unroll
@@ -200,15 +206,16 @@ __global__ void __launch_bounds__(kScoreWarps * 32) mla_scores_kernel(const floa
 #pragma unroll
         for (int hh = 0; hh < kAttHeads; ++hh) {
           const float ap = warp_sum(a[p][hh]), rp = warp_sum(r[p][hh]);
-          if (lane == 0 && p < np && hh < hn) scores[(int64_t(t) * nh + h0 + hh) * max_ctx + s0 + p] = (ap + rp) * scale;
+          if (lane == 0 && p < np && hh < hn)
+            scores[(int64_t(t) * nh + h0 + hh) * max_ctx + s0 + p] = (ap + rp) * scale;
         }
     }
   }
 }
 
 // One block per (row, head): the scores of positions 0 .. ctx-1 become probabilities in place.
-__global__ void __launch_bounds__(kSoftThreads) mla_softmax_kernel(int64_t base, const int64_t* dev_base, int nh,
-                                                                  float* __restrict__ scores, int64_t max_ctx) {
+__global__ void __launch_bounds__(kSoftThreads)
+    mla_softmax_kernel(int64_t base, const int64_t* dev_base, int nh, float* __restrict__ scores, int64_t max_ctx) {
   pdl_enter();
   __shared__ float sh[kSoftThreads / 32];
   const int th = blockIdx.x;
@@ -228,10 +235,9 @@ __global__ void __launch_bounds__(kSoftThreads) mla_softmax_kernel(int64_t base,
 }
 
 // Column j of kAttHeads heads per thread: each cached value loaded once feeds every head's chain.
-__global__ void __launch_bounds__(kMixThreads) mla_mix_kernel(const float* __restrict__ cache, int64_t base,
-                                                             const int64_t* dev_base, int nh, int R, int P,
-                                                             const float* __restrict__ probs, int64_t max_ctx,
-                                                             float* __restrict__ olat) {
+__global__ void __launch_bounds__(kMixThreads)
+    mla_mix_kernel(const float* __restrict__ cache, int64_t base, const int64_t* dev_base, int nh, int R, int P,
+                   const float* __restrict__ probs, int64_t max_ctx, float* __restrict__ olat) {
   pdl_enter();
   __shared__ float ps[kMixTile][kAttHeads];
   const int groups = (nh + kAttHeads - 1) / kAttHeads;
@@ -285,9 +291,9 @@ __global__ void rows_to_kernel(const float* __restrict__ src, int64_t width, flo
 // the warp's butterfly.
 constexpr int kValueWarps = 8;
 template <typename W, int kRows>
-__global__ void __launch_bounds__(kValueWarps * 32) mla_value_kernel(const float* __restrict__ olat, const W* __restrict__ kvb,
-                                                                     int nh, int N, int R, int Vd, int T,
-                                                                     float* __restrict__ attn) {
+__global__ void __launch_bounds__(kValueWarps * 32)
+    mla_value_kernel(const float* __restrict__ olat, const W* __restrict__ kvb, int nh, int N, int R, int Vd, int T,
+                     float* __restrict__ attn) {
   pdl_enter();
   constexpr int kValueLoads = 16;
   const int64_t hv = int64_t(blockIdx.x) * kValueWarps + (threadIdx.x >> 5);  // h * Vd + v
@@ -298,7 +304,8 @@ __global__ void __launch_bounds__(kValueWarps * 32) mla_value_kernel(const float
   const W* w = kvb + (int64_t(h) * (N + Vd) + N + vv) * R;
   const float* x[kRows];
 #pragma unroll
-  for (int r = 0; r < kRows; ++r) x[r] = olat + (int64_t(min(t0 + r, T - 1)) * nh + h) * R;  // rows past T: never stored
+  for (int r = 0; r < kRows; ++r)
+    x[r] = olat + (int64_t(min(t0 + r, T - 1)) * nh + h) * R;  // rows past T: never stored
   float a[kRows] = {};
   int j0 = 0;
   for (; j0 + 32 * kValueLoads <= R; j0 += 32 * kValueLoads) {
@@ -321,20 +328,24 @@ __global__ void __launch_bounds__(kValueWarps * 32) mla_value_kernel(const float
 }
 
 template <typename W, int kRows>
-void launch_absorb(const float* q, const W* w, int T, int nh, int N, int P, int Vd, int R, float* qabs, cudaStream_t s) {
+void launch_absorb(const float* q, const W* w, int T, int nh, int N, int P, int Vd, int R, float* qabs,
+                   cudaStream_t s) {
   const dim3 grid(blocks_for(R, kAbsorbThreads * kAbsorbCols), nh, (T + kRows - 1) / kRows);
   const size_t smem = size_t(kRows) * N * sizeof(float);
-  DELTAFIN_CUDA_CHECK(launch(mla_absorb_kernel<W, kRows>, grid, kAbsorbThreads, smem, s, q, w, nh, N, P, Vd, R, T, qabs));
+  DELTAFIN_CUDA_CHECK(
+      launch(mla_absorb_kernel<W, kRows>, grid, kAbsorbThreads, smem, s, q, w, nh, N, P, Vd, R, T, qabs));
 }
 
 // Rows per block by T, as the BF16 row kernels pick theirs; a row's sums are the same in each.
 template <typename W>
-void absorb_rows(const float* q, const void* data, int T, int nh, int N, int P, int Vd, int R, float* qabs, cudaStream_t s) {
+void absorb_rows(const float* q, const void* data, int T, int nh, int N, int P, int Vd, int R, float* qabs,
+                 cudaStream_t s) {
   const W* w = static_cast<const W*>(data);
   const bool vectors = R % kAbsorbCols == 0 && reinterpret_cast<uintptr_t>(data) % (kAbsorbCols * sizeof(W)) == 0 &&
                        size_t(8) * N * sizeof(float) <= 48 * 1024;
   if (!vectors) {
-    DELTAFIN_CUDA_CHECK(launch(mla_absorb_column_kernel<W>, dim3(blocks_for(R, 128), T * nh), 128, 0, s, q, w, nh, N, P, Vd, R, qabs));
+    DELTAFIN_CUDA_CHECK(
+        launch(mla_absorb_column_kernel<W>, dim3(blocks_for(R, 128), T * nh), 128, 0, s, q, w, nh, N, P, Vd, R, qabs));
     return;
   }
   if (T == 1) launch_absorb<W, 1>(q, w, T, nh, N, P, Vd, R, qabs, s);
@@ -368,21 +379,23 @@ void mla_absorb_q(const float* q, const DevMat& kv_b, int T, int nh, int N, int 
 }
 
 namespace {
-void attend(const float* qabs, const float* q, const float* cache, int64_t base, const int64_t* dev_base, int T, int nh, int N,
-            int R, int P, float scale, float* scores, int64_t max_ctx, float* olat, cudaStream_t s) {
+void attend(const float* qabs, const float* q, const float* cache, int64_t base, const int64_t* dev_base, int T, int nh,
+            int N, int R, int P, float scale, float* scores, int64_t max_ctx, float* olat, cudaStream_t s) {
   const int groups = (nh + kAttHeads - 1) / kAttHeads;
   const size_t smem = size_t(kAttHeads) * (R + P) * sizeof(float);
   static size_t opted = 48 * 1024;
   if (smem > opted) {
-    DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(mla_scores_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    DELTAFIN_CUDA_CHECK(
+        cudaFuncSetAttribute(mla_scores_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     opted = smem;
   }
-  const unsigned chunks = static_cast<unsigned>(std::min<int64_t>(kScoreBlocks, (max_ctx + kScoreChunk - 1) / kScoreChunk));
-  DELTAFIN_CUDA_CHECK(launch(mla_scores_kernel, dim3(chunks, T * groups), kScoreWarps * 32, smem, s, qabs, q, cache, base,
-                             dev_base, nh, N, R, P, scale, scores, max_ctx));
+  const unsigned chunks =
+      static_cast<unsigned>(std::min<int64_t>(kScoreBlocks, (max_ctx + kScoreChunk - 1) / kScoreChunk));
+  DELTAFIN_CUDA_CHECK(launch(mla_scores_kernel, dim3(chunks, T * groups), kScoreWarps * 32, smem, s, qabs, q, cache,
+                             base, dev_base, nh, N, R, P, scale, scores, max_ctx));
   DELTAFIN_CUDA_CHECK(launch(mla_softmax_kernel, T * nh, kSoftThreads, 0, s, base, dev_base, nh, scores, max_ctx));
-  DELTAFIN_CUDA_CHECK(launch(mla_mix_kernel, dim3(blocks_for(R, kMixThreads), T * groups), kMixThreads, 0, s, cache, base,
-                             dev_base, nh, R, P, static_cast<const float*>(scores), max_ctx, olat));
+  DELTAFIN_CUDA_CHECK(launch(mla_mix_kernel, dim3(blocks_for(R, kMixThreads), T * groups), kMixThreads, 0, s, cache,
+                             base, dev_base, nh, R, P, static_cast<const float*>(scores), max_ctx, olat));
 }
 }  // namespace
 
@@ -401,7 +414,8 @@ void mla_attend_at(const float* qabs, const float* q, const float* cache, const 
 
 void rows_to_at(const float* src, int T, int64_t width, float* dst, const int64_t* dev_row, Stream s) {
   if (T <= 0) return;
-  DELTAFIN_CUDA_CHECK(launch(rows_to_kernel, dim3(blocks_for(width, 256), T), 256, 0, as_stream(s), src, width, dst, dev_row));
+  DELTAFIN_CUDA_CHECK(
+      launch(rows_to_kernel, dim3(blocks_for(width, 256), T), 256, 0, as_stream(s), src, width, dst, dev_row));
 }
 
 void mla_value(const float* olat, const DevMat& kv_b, int T, int nh, int N, int R, int Vd, float* attn, Stream s) {

@@ -139,7 +139,8 @@ void router_select(const float* logits, const float* bias, int T, int E, int k, 
   if (T <= 0) return;
   if (k < 1 || k > 64 || k > E) throw CudaError("router_select: top_k must be 1..64 and at most the expert count");
   if (size_t(2) * E * sizeof(float) > 48 * 1024) throw CudaError("router_select: too many experts for shared memory");
-  DELTAFIN_CUDA_CHECK(launch(router_kernel, T, kRouterThreads, size_t(E) * sizeof(float), as_stream(s), logits, bias, E, k, renormalize, scaling, ids, weights));
+  DELTAFIN_CUDA_CHECK(launch(router_kernel, T, kRouterThreads, size_t(E) * sizeof(float), as_stream(s), logits, bias, E,
+                             k, renormalize, scaling, ids, weights));
 }
 
 }  // namespace deltafin::cuda::k3

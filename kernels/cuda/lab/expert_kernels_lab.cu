@@ -29,90 +29,193 @@ struct Spec {
   int tile_a, tile_b;
   int nk1 = 0, nk2 = 0;  // exact versions: the chunks per lane they are built for (0: any shape)
   int order = 0;         // versions with the same order compute the same bits
-  int mma = 0;           // tensor-core version (mxfp4_experts_mma.cuh; 2: float-scale buffers, 3: small stages): 16-byte alignment
-  int imma = 0;          // integer tensor-core version (mxfp4_experts_imma.cuh): activation vectors per pass; 16-byte alignment
-  int ring = 0;          // imma versions: ring stages per warp (0: register prefetch)
-  int ws = 0;            // warp-specialised version (mxfp4_experts_ws.cuh): ring stages per block; imma = vectors per pass
-  int rs = 0, nq = 0, nr = 0;  // warp-specialised versions: row sets per task, column splits, row sets per warp (ws::Shape)
-  int nv = 1;    // exact FFMA versions: activation vectors per pass over the weights
-  int shared = 0;  // > 0: replaces the default when experts are shared by at least shared/100 rows each
-                   // on average (and it shares the default's order)
-  int frag = 0;    // reads the packed weights in fragment order (mxfp4_experts_direct.cuh), this many 16-row
-                   // tiles per warp; 16-byte alignment
-  int meta = 0;    // copies the routing tables into shared memory (MetaTables): calls whose tables do not
-                   // fit run the first version of the same order and layout without it
-  int hmax = 0;    // gate/up tasks record max |h| per assignment for the down tasks' staging (Params::hmax)
-  int lanes = 0;   // fragment-order versions: activation-fragment lanes per 32-column block (0: 24)
-  int fuse = 0;    // no combine tasks: down tasks combine the rows they complete (finish_down_fused); needs meta
-  int few = 0;     // > 0: replaces the default for calls of at most `few` rows (and it shares the default's
-                   // order); a `shared` version that applies comes first
-  int stab = 0;    // fragment-order versions: per-warp scale tables in shared memory (direct::put_scales)
+  int mma =
+      0;  // tensor-core version (mxfp4_experts_mma.cuh; 2: float-scale buffers, 3: small stages): 16-byte alignment
+  int imma = 0;  // integer tensor-core version (mxfp4_experts_imma.cuh): activation vectors per pass; 16-byte alignment
+  int ring = 0;  // imma versions: ring stages per warp (0: register prefetch)
+  int ws = 0;    // warp-specialised version (mxfp4_experts_ws.cuh): ring stages per block; imma = vectors per pass
+  int rs = 0, nq = 0,
+      nr = 0;         // warp-specialised versions: row sets per task, column splits, row sets per warp (ws::Shape)
+  int nv = 1;         // exact FFMA versions: activation vectors per pass over the weights
+  int shared = 0;     // > 0: replaces the default when experts are shared by at least shared/100 rows each
+                      // on average (and it shares the default's order)
+  int frag = 0;       // reads the packed weights in fragment order (mxfp4_experts_direct.cuh), this many 16-row
+                      // tiles per warp; 16-byte alignment
+  int meta = 0;       // copies the routing tables into shared memory (MetaTables): calls whose tables do not
+                      // fit run the first version of the same order and layout without it
+  int hmax = 0;       // gate/up tasks record max |h| per assignment for the down tasks' staging (Params::hmax)
+  int lanes = 0;      // fragment-order versions: activation-fragment lanes per 32-column block (0: 24)
+  int fuse = 0;       // no combine tasks: down tasks combine the rows they complete (finish_down_fused); needs meta
+  int few = 0;        // > 0: replaces the default for calls of at most `few` rows (and it shares the default's
+                      // order); a `shared` version that applies comes first
+  int stab = 0;       // fragment-order versions: per-warp scale tables in shared memory (direct::put_scales)
   int few_share = 0;  // a `few` version: it also comes before the `shared` versions while the call's rows
                       // per expert stay below few_share/100 (0: the `shared` versions always come first)
 };
 
 const Spec kLab[] = {
     {"v9 k3-exact RO=2 RB=4 tiles 64/64", expert_mlp_lab_kernel<2, 4, 1, 1, 2, 2, 7, 6>, 64, 64, 7, 6},
-    {"v62 k3-exact RO=1 RB=2 tiles 64/64 2 vectors per pass 3 blocks/SM", expert_mlp_lab_kernel<1, 2, 2, 1, 3, 2, 7, 6>, 64,
-     64, 7, 6, 0, 0, 0, 0, 0, 0, 0, 0, 2},
+    {"v62 k3-exact RO=1 RB=2 tiles 64/64 2 vectors per pass 3 blocks/SM", expert_mlp_lab_kernel<1, 2, 2, 1, 3, 2, 7, 6>,
+     64, 64, 7, 6, 0, 0, 0, 0, 0, 0, 0, 0, 2},
     {"v68 k3-exact RO=1 RB=2 tiles 64/64 4 vectors per pass one decode 3 blocks/SM",
      expert_mlp_lab_kernel<1, 2, 4, 1, 3, 3, 7, 6>, 64, 64, 7, 6, 0, 0, 0, 0, 0, 0, 0, 0, 4},
     {"v11 k3-exact RO=2 RB=4 tiles 64/64 3 blocks/SM", expert_mlp_lab_kernel<2, 4, 1, 1, 3, 2, 7, 6>, 64, 64, 7, 6},
-    {"v60 k3-exact RO=2 RB=4 tiles 64/64 2 vectors per pass", expert_mlp_lab_kernel<2, 4, 2, 1, 2, 2, 7, 6>, 64, 64, 7, 6,
-     0, 0, 0, 0, 0, 0, 0, 0, 2},
-    {"v61 k3-exact RO=1 RB=2 tiles 64/64 4 vectors per pass", expert_mlp_lab_kernel<1, 2, 4, 1, 2, 2, 7, 6>, 64, 64, 7, 6,
-     0, 0, 0, 0, 0, 0, 0, 0, 4},
-    {"v63 k3-exact RO=1 RB=2 tiles 64/64 2 vectors per pass", expert_mlp_lab_kernel<1, 2, 2, 1, 2, 2, 7, 6>, 64, 64, 7, 6,
-     0, 0, 0, 0, 0, 0, 0, 0, 2},
+    {"v60 k3-exact RO=2 RB=4 tiles 64/64 2 vectors per pass", expert_mlp_lab_kernel<2, 4, 2, 1, 2, 2, 7, 6>, 64, 64, 7,
+     6, 0, 0, 0, 0, 0, 0, 0, 0, 2},
+    {"v61 k3-exact RO=1 RB=2 tiles 64/64 4 vectors per pass", expert_mlp_lab_kernel<1, 2, 4, 1, 2, 2, 7, 6>, 64, 64, 7,
+     6, 0, 0, 0, 0, 0, 0, 0, 0, 4},
+    {"v63 k3-exact RO=1 RB=2 tiles 64/64 2 vectors per pass", expert_mlp_lab_kernel<1, 2, 2, 1, 2, 2, 7, 6>, 64, 64, 7,
+     6, 0, 0, 0, 0, 0, 0, 0, 0, 2},
     {"v39 imma ring 4 stages tiles 64/128", expert_mlp_imma_kernel<1, 2, 3, 4>, imma::kTileA, 128, 0, 0, 2, 0, 1, 4},
     {"v38 imma tiles 64/128 3 blocks/SM", expert_mlp_imma_kernel<1, 2, 3>, imma::kTileA, 128, 0, 0, 2, 0, 1},
     {"v41 imma 2 vectors per pass tiles 64/128", expert_mlp_imma_kernel<2, 2, 2>, imma::kTileA, 128, 0, 0, 2, 0, 2},
-    {"v51 ws imma 2 vectors 3 stages tiles 16/32", expert_mlp_ws_kernel<2, 3, 4, 4>, 16, 32, 0, 0, 3, 0, 2, 0, 3, 4, 4, 2},
-    {"v55 ws imma 1 vector 3 stages tiles 16/32 16 warps", expert_mlp_ws_kernel<1, 3, 4, 8>, 16, 32, 0, 0, 4, 0, 1, 0, 3, 4, 8, 2},
-    {"v20 mma fp16x3 cp.async", expert_mlp_mma_kernel<mma16::Big, false, true>, mma16::kTileA, mma16::kTileB, 0, 0, 1, 1},
+    {"v51 ws imma 2 vectors 3 stages tiles 16/32", expert_mlp_ws_kernel<2, 3, 4, 4>, 16, 32, 0, 0, 3, 0, 2, 0, 3, 4, 4,
+     2},
+    {"v55 ws imma 1 vector 3 stages tiles 16/32 16 warps", expert_mlp_ws_kernel<1, 3, 4, 8>, 16, 32, 0, 0, 4, 0, 1, 0,
+     3, 4, 8, 2},
+    {"v20 mma fp16x3 cp.async", expert_mlp_mma_kernel<mma16::Big, false, true>, mma16::kTileA, mma16::kTileB, 0, 0, 1,
+     1},
     {"v22 mma fp16x3 cp.async 128-column stages 2 blocks/SM", expert_mlp_mma_kernel<mma16::Small, false, true, 2>,
      mma16::kTileA, mma16::kTileB, 0, 0, 1, 3},
-    {"v21 mma fp16x3 cp.async float scales", expert_mlp_mma_kernel<mma16::Big, true, true>, mma16::kTileA, mma16::kTileB, 0,
-     0, 1, 2},
-    {"v16 mma fp16x3 tiles 128/256", expert_mlp_mma_kernel<mma16::Big, false, false>, mma16::kTileA, mma16::kTileB, 0, 0, 1,
+    {"v21 mma fp16x3 cp.async float scales", expert_mlp_mma_kernel<mma16::Big, true, true>, mma16::kTileA,
+     mma16::kTileB, 0, 0, 1, 2},
+    {"v16 mma fp16x3 tiles 128/256", expert_mlp_mma_kernel<mma16::Big, false, false>, mma16::kTileA, mma16::kTileB, 0,
+     0, 1, 1},
+    {"v192 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up "
+     "decode by multiply-add and mask combine in the down tasks 32 fragment lanes scale tables",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true>,
+     direct::tile_a<1>(),
+     direct::tile_b<1>(),
+     0,
+     0,
+     1,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     1,
+     0,
+     1,
+     1,
+     1,
+     32,
+     1,
+     0,
      1},
-    {"v192 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scale tables",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
     {"v193 traced (v192's code with per-task times, set_expert_trace: diagnostics)",
-     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, false, 32, true, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1, 0, 1},
+     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, false, 32, true, true, true>,
+     direct::tile_a<1>(),
+     direct::tile_b<1>(),
+     0,
+     0,
+     1,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     1,
+     0,
+     1,
+     1,
+     1,
+     32,
+     1,
+     0,
+     1},
     {"v184 traced (v183's code with per-task times, set_expert_trace: diagnostics)",
-     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, false, 32, true, true>, direct::tile_a<1>(), direct::tile_b<1>(),
-     0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32, 1},
+     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, false, 32, true, true>,
+     direct::tile_a<1>(),
+     direct::tile_b<1>(),
+     0,
+     0,
+     1,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     1,
+     0,
+     1,
+     1,
+     1,
+     32,
+     1},
     {"v143 traced (v138's code with per-task times, set_expert_trace: diagnostics)",
-     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, true, direct::kFragLanes, true, true>, direct::tile_a<1>(),
-     direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 1},
-    {"v126 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode on the FMA pipe",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0,
-     0, 0, 0, 0, 1, 0, 1, 1, 1},
+     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true, true, direct::kFragLanes, true, true>,
+     direct::tile_a<1>(),
+     direct::tile_b<1>(),
+     0,
+     0,
+     1,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     1,
+     0,
+     1,
+     1,
+     1,
+     0,
+     1},
+    {"v126 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up "
+     "decode on the FMA pipe",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1,
+     0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1},
     {"v121 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0,
-     0, 0, 0, 1, 0, 1, 1, 1},
-    {"v131 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up decode on the FMA pipe 32 fragment lanes",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, 32>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0,
-     0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 32},
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0,
+     0, 0, 0, 0, 0, 1, 0, 1, 1, 1},
+    {"v131 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from gate/up "
+     "decode on the FMA pipe 32 fragment lanes",
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, 32>,
+     direct::tile_a<1>(),
+     direct::tile_b<1>(),
+     0,
+     0,
+     1,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     1,
+     0,
+     1,
+     1,
+     1,
+     32},
     {"v135 mma fp16x3 fragment order one tile per warp 3 chunks ahead decode by multiply-add and mask",
      expert_mlp_direct_kernel<3, 1, 2, 1, false, false, false, true, direct::kFragLanes, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
     {"v130 mma fp16x3 fragment order one tile per warp 3 chunks ahead decode on the FMA pipe",
-     expert_mlp_direct_kernel<3, 1, 2, 1, false, false, false, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0,
-     0, 0, 0, 0, 0, 1, 0, 1},
+     expert_mlp_direct_kernel<3, 1, 2, 1, false, false, false, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1,
+     0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
     {"v96 mma fp16x3 fragment order one tile per warp 3 chunks ahead", expert_mlp_direct_kernel<3, 1, 2>,
      direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1},
-    {"v136 mma fp16x3 fragment order one tile per warp 2 chunks ahead four vectors per pass decode by multiply-add and mask",
+    {"v136 mma fp16x3 fragment order one tile per warp 2 chunks ahead four vectors per pass decode by multiply-add and "
+     "mask",
      expert_mlp_direct_kernel<2, 1, 2, 2, false, false, false, false, direct::kFragLanes, true>, direct::tile_a<1>(),
      direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 0, 1},
-    {"v108 mma fp16x3 fragment order one tile per warp 2 chunks ahead four vectors per pass", expert_mlp_direct_kernel<2, 1, 2, 2>,
-     direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 0, 1},
+    {"v108 mma fp16x3 fragment order one tile per warp 2 chunks ahead four vectors per pass",
+     expert_mlp_direct_kernel<2, 1, 2, 2>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 0,
+     1},
     {"v122 traced (v121's code with per-task times, set_expert_trace: diagnostics)",
-     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0, 0,
-     0, 0, 0, 1, 0, 1, 1, 1},
+     expert_mlp_direct_kernel<3, 1, 2, 1, true, true, true>, direct::tile_a<1>(), direct::tile_b<1>(), 0, 0, 1, 0, 0, 0,
+     0, 0, 0, 0, 1, 0, 1, 1, 1},
     {"v91 mma fp16x3 fragment order 3 chunks ahead", expert_mlp_direct_kernel<3, 2, 2>, direct::tile_a<2>(),
      direct::tile_b<2>(), 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2},
     {"v12 k3-exact RO=1 RB=2 tiles 64/64 4 blocks/SM", expert_mlp_lab_kernel<1, 2, 1, 1, 4, 2, 7, 6>, 64, 64, 7, 6},
@@ -138,12 +241,13 @@ bool fits(const Spec& v, int latent, int inter, const ExpertDevice& dl) {
   if (v.imma)
     return dl.cc_major >= 8 && imma::fits(latent, inter, v.tile_b) && smem_bytes(v, latent, inter) <= dl.smem_optin;
   if (v.mma == 3)
-    return dl.cc_major >= 9 && mma16::fits<mma16::Small>(latent, inter, false) && smem_bytes(v, latent, inter) <= dl.smem_optin;
+    return dl.cc_major >= 9 && mma16::fits<mma16::Small>(latent, inter, false) &&
+           smem_bytes(v, latent, inter) <= dl.smem_optin;
   if (v.mma)
-    return dl.cc_major >= 9 && mma16::fits<mma16::Big>(latent, inter, v.mma == 2) && smem_bytes(v, latent, inter) <= dl.smem_optin;
+    return dl.cc_major >= 9 && mma16::fits<mma16::Big>(latent, inter, v.mma == 2) &&
+           smem_bytes(v, latent, inter) <= dl.smem_optin;
   return v.nk1 == 0 || (latent == v.nk1 * 512 && inter == v.nk2 * 512);
 }
-
 
 template <int I>
 size_t lab_smem(int latent, int inter) {

@@ -241,7 +241,7 @@ __device__ __forceinline__ void task_gate_up_exact(const Params& P, int g, int t
       stage_x<false>(xs + v * xstride, P.z + static_cast<int64_t>(P.assign_list[ab + v] / P.K) * P.latent, P.latent);
     __syncthreads();
     if (first >= o_end) continue;
-    auto row_ptrs = [&](int o0, const uint2* (&w)[R], const uint8_t* (&sc)[R]) {
+    auto row_ptrs = [&](int o0, const uint2*(&w)[R], const uint8_t*(&sc)[R]) {
 #pragma unroll
       for (int r = 0; r < RO; ++r) {
         const int o = min(o0 + r, o_end - 1);  // a short last pass recomputes a valid row, unstored
@@ -308,7 +308,7 @@ __device__ __forceinline__ void task_down_exact(const Params& P, int g, int tile
       stage_x<true>(xs + v * xstride, P.h + static_cast<int64_t>(P.assign_list[ab + v]) * P.inter, P.inter);
     __syncthreads();
     if (first >= o_end) continue;
-    auto row_ptrs = [&](int o0, const uint2* (&w)[RB], const uint8_t* (&sc)[RB]) {
+    auto row_ptrs = [&](int o0, const uint2*(&w)[RB], const uint8_t*(&sc)[RB]) {
 #pragma unroll
       for (int r = 0; r < RB; ++r) {
         const int o = min(o0 + r, o_end - 1);

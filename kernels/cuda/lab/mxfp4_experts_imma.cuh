@@ -48,9 +48,9 @@
 namespace imma {
 
 // Tiles, digit planes, shared memory and the widths handled (the lab's host code uses them too).
-constexpr int kRowsA = 8;                 // gate and up rows per warp and A task (16 weight rows)
-constexpr int kTileA = kWarps * kRowsA;   // intermediate rows per A task
-constexpr int kPad = 16;                  // bytes between digit planes: the 8 reading lanes hit distinct banks
+constexpr int kRowsA = 8;                // gate and up rows per warp and A task (16 weight rows)
+constexpr int kTileA = kWarps * kRowsA;  // intermediate rows per A task
+constexpr int kPad = 16;                 // bytes between digit planes: the 8 reading lanes hit distinct banks
 
 DELTAFIN_HOST_DEVICE inline size_t plane_stride(int latent, int inter) {
   return static_cast<size_t>(latent > inter ? latent : inter) + kPad;
@@ -113,8 +113,8 @@ __device__ __forceinline__ float block_scale(uint32_t e) { return __uint_as_floa
 // c[.][2..3] negative rows); the running values stay below 2^31 for any K3 row (at most 2^25 per
 // block), and the differences are exact anyway in wrapping int32 arithmetic.
 struct RowSums {
-  int c[2][4];    // mma accumulators for digits 0-1 and 2-3
-  int lo, hi;     // their combination after the previous block
+  int c[2][4];  // mma accumulators for digits 0-1 and 2-3
+  int lo, hi;   // their combination after the previous block
 };
 
 // The block's exact integer sum_p 2^(8p) (pos_p - neg_p), rounded to fp32 once.
@@ -228,13 +228,15 @@ __device__ __forceinline__ BSource b_source(uint32_t xs, uint32_t zero, uint32_t
 
 // One block (4 k steps of 8 codes) of each of the NR row sets of this lane against NA vectors.
 template <int NR, int NA>
-__device__ __forceinline__ void block_step(const uint4 (&cur)[NR], const uint32_t (&sc)[NR], uint32_t bj, const BSource& bs,
-                                           int na, uint32_t lut_lo, RowSums (&rs)[NR][NA], float (&acc)[NR][NA]) {
+__device__ __forceinline__ void block_step(const uint4 (&cur)[NR], const uint32_t (&sc)[NR], uint32_t bj,
+                                           const BSource& bs, int na, uint32_t lut_lo, RowSums (&rs)[NR][NA],
+                                           float (&acc)[NR][NA]) {
 #pragma unroll
   for (int s = 0; s < 4; ++s) {
     uint32_t a[NR][4];
 #pragma unroll
-    for (int r = 0; r < NR; ++r) decode(s == 0 ? cur[r].x : s == 1 ? cur[r].y : s == 2 ? cur[r].z : cur[r].w, lut_lo, a[r]);
+    for (int r = 0; r < NR; ++r)
+      decode(s == 0 ? cur[r].x : s == 1 ? cur[r].y : s == 2 ? cur[r].z : cur[r].w, lut_lo, a[r]);
 #pragma unroll
     for (int i = 0; i < NA; ++i) {
       if (NA > 1 && i >= na) break;
@@ -359,7 +361,8 @@ __device__ __forceinline__ float class_sum(float v) {
 template <int NA, int S>
 __device__ __forceinline__ uint32_t ring_base(const Params& P, uint8_t* xs) {
   const int warp = threadIdx.x >> 5;
-  return static_cast<uint32_t>(__cvta_generic_to_shared(xs + digits_bytes(P.latent, P.inter, NA) + warp * S * stage_bytes(2)));
+  return static_cast<uint32_t>(
+      __cvta_generic_to_shared(xs + digits_bytes(P.latent, P.inter, NA) + warp * S * stage_bytes(2)));
 }
 
 template <int NA>
@@ -370,7 +373,8 @@ __device__ __forceinline__ BSource b_source(const Params& P, uint8_t* xs) {
 }
 
 template <int NA, int S>
-__device__ __forceinline__ void task_gate_up(const Params& P, int g, int tile, uint8_t* xs, float* s_red, Staged* staged) {
+__device__ __forceinline__ void task_gate_up(const Params& P, int g, int tile, uint8_t* xs, float* s_red,
+                                             Staged* staged) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, q = lane & 3;
   const MxExpert e = P.experts[g];
   const int nblk = P.latent / 32;
@@ -391,8 +395,9 @@ __device__ __forceinline__ void task_gate_up(const Params& P, int g, int tile, u
 #pragma unroll
     for (int i = 0; i < NA; ++i)
       if (i < na)
-        k[i] = stage_digits<false>(xs + i * 4 * stride, stride, P.z + static_cast<int64_t>(P.assign_list[ab + i] / P.K) * P.latent,
-                                   P.latent, s_red, staged + i, P.assign_list[ab + i] / P.K);
+        k[i] = stage_digits<false>(xs + i * 4 * stride, stride,
+                                   P.z + static_cast<int64_t>(P.assign_list[ab + i] / P.K) * P.latent, P.latent, s_red,
+                                   staged + i, P.assign_list[ab + i] / P.K);
     float acc[2][NA];
 #pragma unroll
     for (int i = 0; i < NA; ++i) acc[0][i] = acc[1][i] = 0.f;
@@ -436,8 +441,9 @@ __device__ __forceinline__ void task_down(const Params& P, int g, int tile, uint
 #pragma unroll
     for (int i = 0; i < NA; ++i)
       if (i < na)  // h was written by this launch: read through L2 only
-        k[i] = stage_digits<true>(xs + i * 4 * stride, stride, P.h + static_cast<int64_t>(P.assign_list[ab + i]) * P.inter,
-                                  P.inter, s_red, staged + i, -2 - P.assign_list[ab + i]);
+        k[i] =
+            stage_digits<true>(xs + i * 4 * stride, stride, P.h + static_cast<int64_t>(P.assign_list[ab + i]) * P.inter,
+                               P.inter, s_red, staged + i, -2 - P.assign_list[ab + i]);
     float acc[RB8][NA];
 #pragma unroll
     for (int r = 0; r < RB8; ++r)

@@ -17,11 +17,11 @@ namespace mma16 {
 // 32-column block (32: all eight columns; 24: columns 0-5, the readers use zeros for 6 and 7).
 template <int C, int S, int L>
 struct Geo {
-  static constexpr int kChunkCols = C;                           // weight columns per stage
-  static constexpr int kChunkBytes = C / 2;                      // packed bytes per row and stage
-  static constexpr int kRowStride = kChunkBytes + 16;            // padded: ldmatrix rows hit distinct banks
-  static constexpr int kRows = 32;                               // weight rows per warp: two 16-row tiles
-  static constexpr int kScaleBytes = C / 32;                     // E8M0 scales per row and stage
+  static constexpr int kChunkCols = C;                 // weight columns per stage
+  static constexpr int kChunkBytes = C / 2;            // packed bytes per row and stage
+  static constexpr int kRowStride = kChunkBytes + 16;  // padded: ldmatrix rows hit distinct banks
+  static constexpr int kRows = 32;                     // weight rows per warp: two 16-row tiles
+  static constexpr int kScaleBytes = C / 32;           // E8M0 scales per row and stage
   static constexpr int kScaleOff = kRows * kRowStride;
   static constexpr int kStageBytes = kScaleOff + kRows * kScaleBytes;
   static constexpr int kStages = S;
@@ -34,9 +34,9 @@ using Big = Geo<512, 2, 32>;
 // v22: 128-column stages, three per warp, compact fragments (about 108 KB: two blocks per SM).
 using Small = Geo<128, 3, 24>;
 
-constexpr int kHeader = 256;            // mbarriers (128 B), then reduction scratch (64 B)
-constexpr int kTileA = kWarps * 16;     // intermediate rows per A task
-constexpr int kTileB = kWarps * 32;     // latent rows per B task
+constexpr int kHeader = 256;         // mbarriers (128 B), then reduction scratch (64 B)
+constexpr int kTileA = kWarps * 16;  // intermediate rows per A task
+constexpr int kTileB = kWarps * 32;  // latent rows per B task
 
 template <class G>
 inline size_t smem_bytes(int latent, int inter, bool float_scales) {
@@ -51,7 +51,9 @@ inline bool fits(int latent, int inter, bool float_scales) {
          smem_bytes<G>(latent, inter, float_scales) <= 227 * 1024;
 }
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
 
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count = 1) {
   DELTAFIN_SM90_ASM("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
@@ -79,9 +81,10 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 }
 
 __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-  DELTAFIN_SM90_ASM("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
-               "l"(__cvta_generic_to_global(src)), "r"(bytes), "r"(bar)
-               : "memory");
+  DELTAFIN_SM90_ASM(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+      "l"(__cvta_generic_to_global(src)), "r"(bytes), "r"(bar)
+      : "memory");
 }
 
 __device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t (&r)[4]) {
@@ -164,12 +167,14 @@ __device__ __forceinline__ void issue(Pipe& p, const Rows& rw, int chunk, int la
 // lane and stage instead of two bulk copies, for when many small bulk copies queue in the copy engine.
 // Lanes 0-15 copy one row's 256 bytes and lanes 16-31 the next row's, 16 rows per instruction pair.
 __device__ __forceinline__ void cp16(uint32_t dst, const void* src) {
-  DELTAFIN_SM80_ASM("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(__cvta_generic_to_global(src)) : "memory");
+  DELTAFIN_SM80_ASM("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(__cvta_generic_to_global(src))
+                    : "memory");
 }
 
 // 4-byte copies (a row's scales in 128-column stages) go through L1 (cp.async.cg takes 16 only).
 __device__ __forceinline__ void cp4(uint32_t dst, const void* src) {
-  DELTAFIN_SM80_ASM("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(__cvta_generic_to_global(src)) : "memory");
+  DELTAFIN_SM80_ASM("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(__cvta_generic_to_global(src))
+                    : "memory");
 }
 
 template <class G>
@@ -251,7 +256,6 @@ __device__ __forceinline__ void compute_stage(uint32_t st, const char* stage_gen
   }
 }
 
-
 // Rows of one task for every assignment of its expert, two assignments per pass over the weights.
 // kGateUp: A task (gate and up rows o0..o0+15, writes h = SiTU(gate, up)); otherwise B task (down
 // rows o0..o0+31, writes d). kFS: float scale buffers; kCp: stages filled by cp.async instead of
@@ -294,7 +298,8 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
       else mbar_wait(pipe.bars + s * 8, (pipe.used / kStages) & 1);
       compute_stage<G, kFS>(
           pipe.stages + s * kStageBytes, stage0 + s * kStageBytes,
-          reinterpret_cast<const uint4*>(frag + static_cast<size_t>(c) * (G::kChunkCols / 32) * G::kFragBytes), fs, lane, acc);
+          reinterpret_cast<const uint4*>(frag + static_cast<size_t>(c) * (G::kChunkCols / 32) * G::kFragBytes), fs,
+          lane, acc);
       __syncwarp();  // every lane's ldmatrix of this stage is done before it is refilled
       ++pipe.used;
       const int n = pr * nchunks + c;

@@ -26,8 +26,8 @@
 // Arithmetic and reduction order (Variant::order 3 for NQ = 4 column splits, 4 for NQ = 8): the
 // same exact block integers as the imma versions (imma::block_step), but a row's 32-column blocks
 // are split into NQ ranges by NQ warps: each lane sums its blocks of a range in order, the four
-// lanes of a row meet in the fixed butterfly (imma::class_sum), and the ranges are added in order. Nothing depends on the
-// other rows or assignments in the batch, so every row is bit-identical alone or in a batch.
+// lanes of a row meet in the fixed butterfly (imma::class_sum), and the ranges are added in order. Nothing depends on
+// the other rows or assignments in the batch, so every row is bit-identical alone or in a batch.
 namespace ws {
 
 // Shapes of one version: RS sets of 8 weight rows per task (gate/up tasks: RS / 2 sets of gate and
@@ -60,7 +60,7 @@ struct Desc {
   int id[4];  // assign_list[a0 ..], as far as the group has them
   int pad[3];
 };
-constexpr int kSums = 2;  // split-sum buffers between the consumers and the finishing warp
+constexpr int kSums = 2;                       // split-sum buffers between the consumers and the finishing warp
 constexpr long long kFlushAfterCycles = 4000;  // ~2 us: the finishing warp publishes its counts after waiting this long
 // What the finishing warp needs of one pass, besides its split sums.
 struct PassHdr {
@@ -127,7 +127,8 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
 __device__ __forceinline__ void bulk_copy_stream(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar,
                                                  uint64_t policy) {
   DELTAFIN_SM90_ASM(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(dst),
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::
+          "r"(dst),
       "l"(__cvta_generic_to_global(src)), "r"(bytes), "r"(bar), "l"(policy)
       : "memory");
 }
@@ -210,23 +211,24 @@ __device__ void produce(const Params& P, uint8_t* smem, const Layout& L) {
     if (kind == kTaskA) {  // rows 0 .. kHalf - 1: gate, kHalf .. kRows - 1: up, same intermediate rows
       for (int r = lane; r < kRows; r += 32) {
         const int half = r / kHalf, o = tile * kHalf + r % kHalf;
-        const uint8_t* w = static_cast<const uint8_t*>(half ? e.up_packed : e.gate_packed) + static_cast<int64_t>(o) * rb;
+        const uint8_t* w =
+            static_cast<const uint8_t*>(half ? e.up_packed : e.gate_packed) + static_cast<int64_t>(o) * rb;
         bulk_copy_stream(st + r * row_pitch(width), w, rb, bar, policy);
       }
       if (lane < 2) {
-        const uint8_t* sc = static_cast<const uint8_t*>(lane ? e.up_scale : e.gate_scale) +
-                            static_cast<int64_t>(tile) * kHalf * nb;
+        const uint8_t* sc =
+            static_cast<const uint8_t*>(lane ? e.up_scale : e.gate_scale) + static_cast<int64_t>(tile) * kHalf * nb;
         bulk_copy_stream(st + static_cast<uint32_t>(soff) + lane * kHalf * nb, sc, kHalf * nb, bar, policy);
       }
     } else if (kind == kTaskB) {
       for (int r = lane; r < kRows; r += 32)
         bulk_copy_stream(st + r * row_pitch(width),
-                         static_cast<const uint8_t*>(e.down_packed) + static_cast<int64_t>(tile * kRows + r) * rb, rb, bar,
-                         policy);
+                         static_cast<const uint8_t*>(e.down_packed) + static_cast<int64_t>(tile * kRows + r) * rb, rb,
+                         bar, policy);
       if (lane == 0)
         bulk_copy_stream(st + static_cast<uint32_t>(soff),
-                         static_cast<const uint8_t*>(e.down_scale) + static_cast<int64_t>(tile) * kRows * nb, kRows * nb,
-                         bar, policy);
+                         static_cast<const uint8_t*>(e.down_scale) + static_cast<int64_t>(tile) * kRows * nb,
+                         kRows * nb, bar, policy);
     }
     ++n;
   };
@@ -269,7 +271,7 @@ __device__ __forceinline__ void split_pass(uint32_t st, size_t soff, int pitch, 
     wa[r] = st + row * pitch + q * 16;
     sa[r] = st + static_cast<uint32_t>(soff) + row * nblk + q;
   }
-  auto load = [&](int j, uint4 (&w)[NR], uint32_t (&sc)[NR]) {  // block step j of every row set
+  auto load = [&](int j, uint4(&w)[NR], uint32_t(&sc)[NR]) {  // block step j of every row set
 #pragma unroll
     for (int r = 0; r < NR; ++r) {
       w[r] = imma::lds128(wa[r] + j * 64);
@@ -360,17 +362,18 @@ __device__ void consume(const Params& P, uint8_t* smem, const Layout& L, imma::S
       const bool last = ab + NA >= a1;
       int ids[NA];
 #pragma unroll
-      for (int i = 0; i < NA; ++i) ids[i] = i >= na ? 0 : ab + i - a0 < 4 ? desc[s].id[ab + i - a0] : P.assign_list[ab + i];
+      for (int i = 0; i < NA; ++i)
+        ids[i] = i >= na ? 0 : ab + i - a0 < 4 ? desc[s].id[ab + i - a0] : P.assign_list[ab + i];
 #pragma unroll
       for (int i = 0; i < NA; ++i) {
         if (i >= na) break;
         const int a = ids[i];
         if (is_a)
-          imma::stage_digits<false>(smem + i * 4 * stride, stride, P.z + static_cast<int64_t>(a / P.K) * P.latent, P.latent,
-                                    wmax, staged + i, a / P.K, sync);
+          imma::stage_digits<false>(smem + i * 4 * stride, stride, P.z + static_cast<int64_t>(a / P.K) * P.latent,
+                                    P.latent, wmax, staged + i, a / P.K, sync);
         else  // h was written by this launch: read through L2 only
-          imma::stage_digits<true>(smem + i * 4 * stride, stride, P.h + static_cast<int64_t>(a) * P.inter, P.inter, wmax,
-                                   staged + i, -2 - a, sync);
+          imma::stage_digits<true>(smem + i * 4 * stride, stride, P.h + static_cast<int64_t>(a) * P.inter, P.inter,
+                                   wmax, staged + i, -2 - a, sync);
       }
       float acc[NR][NA];
 #pragma unroll
@@ -460,9 +463,9 @@ __device__ void finish(const Params& P, uint8_t* smem, const Layout& L) {
       const int kk = h.k[i];
       const int64_t a = h.a[i];
       if (is_a)
-        P.h[a * P.inter + h.tile * rows + r] = situ_act(ldexpf(total(r, i), -kk - 1), ldexpf(total(rows + r, i), -kk - 1));
-      else
-        P.d[a * P.latent + h.tile * rows + r] = ldexpf(total(r, i), -kk - 1);
+        P.h[a * P.inter + h.tile * rows + r] =
+            situ_act(ldexpf(total(r, i), -kk - 1), ldexpf(total(rows + r, i), -kk - 1));
+      else P.d[a * P.latent + h.tile * rows + r] = ldexpf(total(r, i), -kk - 1);
     }
     __syncwarp();
     if (lane == 0) mbar_arrive(red_empty + 8 * b);

@@ -135,7 +135,8 @@ __global__ void silu_gate_kernel(const float* __restrict__ gu, int T, int64_t I,
 }
 
 __global__ void add_kernel(float* __restrict__ x, const float* __restrict__ y, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) x[i] += y[i];
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    x[i] += y[i];
 }
 
 // One block: each thread keeps its first maximum, then pairs meet by (larger value, lower index).
@@ -184,7 +185,8 @@ __global__ void fill_random_kernel(uint16_t* __restrict__ w, int64_t n, uint64_t
 }
 
 __global__ void fill_f32_kernel(float* __restrict__ x, int64_t n, float v) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) x[i] = v;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    x[i] = v;
 }
 
 }  // namespace
@@ -211,7 +213,8 @@ void qk_norm_rope_store(float* dev_qkv, int T, int heads, int kv_heads, int head
 }
 
 void gqa_attention(const float* dev_qkv, int T, int heads, int kv_heads, int head_dim, int64_t pos0,
-                   const float* dev_k_cache, const float* dev_v_cache, float* dev_scores, float* dev_out, Stream stream) {
+                   const float* dev_k_cache, const float* dev_v_cache, float* dev_scores, float* dev_out,
+                   Stream stream) {
   if (T < 0 || heads <= 0 || kv_heads <= 0 || heads % kv_heads || head_dim <= 0 || pos0 < 0)
     throw CudaError("qwen3::gqa_attention: bad shape");
   if (T == 0) return;
@@ -246,7 +249,8 @@ void copy_device(void* dev_dst, const void* dev_src, size_t bytes, Stream stream
 
 void fill_random_bf16(void* dev_w, int64_t count, uint64_t seed, float scale, Stream stream) {
   if (count <= 0) return;
-  fill_random_kernel<<<blocks_for(count), kThreads, 0, as_stream(stream)>>>(static_cast<uint16_t*>(dev_w), count, seed, scale);
+  fill_random_kernel<<<blocks_for(count), kThreads, 0, as_stream(stream)>>>(static_cast<uint16_t*>(dev_w), count, seed,
+                                                                            scale);
   DELTAFIN_CUDA_LAUNCHED("qwen3 fill_random_kernel");
 }
 
