@@ -6,8 +6,8 @@
 //   T=1, but every weight value is converted and FMA'd once per row of x, so at T=8 it is bound by
 //   the FFMA pipe (22-29% of the copy bandwidth on the H200).
 //
-// v2, v3, v5 and v10..v12 (the same three with an L2 prefetch hint on the weight loads; tensor
-//   cores, mma.sync.m16n8k16 bf16 x bf16 -> fp32): the weights are the A operand as
+// v10..v12 (tensor cores, mma.sync.m16n8k16 bf16 x bf16 -> fp32; the lab's v2, v3, v5 are the same
+//   three without the L2 prefetch hint on the weight loads): the weights are the A operand as
 //   they are (exact). Each fp32 x value is split exactly into three bf16 parts x = p1 + p2 + p3
 //   (split8 below) and the parts are separate B columns: n-tile p holds part p of the 8 rows of x of
 //   one group, so a row's three partial sums S1, S2, S3 land in the same lane's accumulators and are
@@ -18,7 +18,7 @@
 //   the 16 contiguous bytes (8 weights) of chunk q = 4 s + tig of rows g and g+8 straight from global
 //   memory into its A registers for the two mma of k32-step s, and loads x[g][8q .. 8q+7] for its B
 //   registers, so neither needs shared memory or a shuffle. Each x element is split once per warp.
-//   The k32-steps are dealt to the W warps of a block (and to the CL blocks of a cluster, v5/v12) in a
+//   The k32-steps are dealt to the W warps of a block (and to the CL blocks of a cluster, v12) in a
 //   fixed interleaving that depends on `in` only; the warps' partial sums meet in shared memory and
 //   are added in warp order (then in block-rank order through distributed shared memory).
 //
@@ -30,6 +30,7 @@
 // their bits differ from each other; each is checked to be bit-identical to itself across T.
 #include <cooperative_groups.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -134,7 +135,8 @@ void launch_v1(const void* w, int64_t out, int64_t in, const float* x, int64_t l
 }
 
 void run_v1(const void* w, int64_t out, int64_t in, const float* x, int64_t ldx, int T, float* y, int64_t ldy,
-            cudaStream_t s) {
+            Stream st) {
+  const cudaStream_t s = as_stream(st);
   // The per-row arithmetic is the same in every instantiation; TT only sets how many rows share
   // one pass over the weights.
   if (T == 1) launch_v1<1>(w, out, in, x, ldx, T, y, ldy, s);
@@ -143,7 +145,7 @@ void run_v1(const void* w, int64_t out, int64_t in, const float* x, int64_t ldx,
   else launch_v1<8>(w, out, in, x, ldx, T, y, ldy, s);
 }
 
-// ---- v2..v5: tensor cores ----------------------------------------------------------------------
+// ---- v10..v12: tensor cores --------------------------------------------------------------------
 
 // Eight fp32 values -> three bf16 parts each, packed as mma B registers f[part][j] = (v[2j], v[2j+1])
 // (low half = lower k). Each part is the bf16 truncation of what the previous parts left:
@@ -188,33 +190,28 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1
 #endif
 }
 
-// Weight loads: read once, so they should not displace x or other data in L1/L2 (v1..v5: __ldcs,
-// evict-first). HINT: ld.global.nc with L1::no_allocate and the L2::256B prefetch-size hint, so each
-// DRAM request fetches the 256 bytes around the 64 a lane quad asks for; the warps after it (the
-// next k32-steps of the same rows) then find them in L2: more bytes in flight per SM without more
-// registers (v2 -> v10 on the H200: lm_head 97% -> 100% of the copy figure, 7168x7168 81% -> 83%).
-template <bool HINT>
+// Weight loads: read once, so they should not displace x or other data in L1/L2: ld.global.nc with
+// L1::no_allocate and the L2::256B prefetch-size hint, so each DRAM request fetches the 256 bytes
+// around the 64 a lane quad asks for; the warps after it (the next k32-steps of the same rows) then
+// find them in L2: more bytes in flight per SM without more registers (on the H200 than __ldcs:
+// lm_head 97% -> 100% of the copy figure, 7168x7168 81% -> 83%).
 __device__ __forceinline__ uint4 load_w(const uint4* p) {
-  if constexpr (HINT) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
 #else
-    return __ldcs(p);
+  return __ldcs(p);
 #endif
-  } else {
-    return __ldcs(p);
-  }
 }
 
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
 // A block (or a cluster of CL blocks) owns MT m16 tiles of weight rows over the whole width; its
 // W * CL warps take k32-steps in groups of U: warp v (= rank * W + warp) the groups v, v + W*CL, ...
-template <int MT, int W, int U, int CL, bool HINT>
+template <int MT, int W, int U, int CL>
 __global__ void __launch_bounds__(W * 32, (W <= 8 ? 2 : 1))
     bf16_mma_kernel(const uint4* __restrict__ w, int64_t out, int64_t in, const float* __restrict__ x, int64_t ldx,
                     int T, float* __restrict__ y, int64_t ldy) {
@@ -276,8 +273,7 @@ __global__ void __launch_bounds__(W * 32, (W <= 8 ? 2 : 1))
 #pragma unroll
         for (int m = 0; m < MT; ++m)
 #pragma unroll
-          for (int h = 0; h < 2; ++h)
-            wa[u][m][h] = ok && rok[m][h] ? load_w<HINT>(wr[m][h] + q) : make_uint4(0, 0, 0, 0);
+          for (int h = 0; h < 2; ++h) wa[u][m][h] = ok && rok[m][h] ? load_w(wr[m][h] + q) : make_uint4(0, 0, 0, 0);
         const float4* xp = reinterpret_cast<const float4*>(xr + q * 8);
         xa[u][0] = ok && xok ? __ldg(xp) : make_float4(0.f, 0.f, 0.f, 0.f);
         xa[u][1] = ok && xok ? __ldg(xp + 1) : make_float4(0.f, 0.f, 0.f, 0.f);
@@ -338,14 +334,15 @@ __global__ void __launch_bounds__(W * 32, (W <= 8 ? 2 : 1))
   }
 }
 
-template <int MT, int W, int U, int CL, bool HINT>
+template <int MT, int W, int U, int CL>
 void launch_mma(const void* w, int64_t out, int64_t in, const float* x, int64_t ldx, int T, float* y, int64_t ldy,
-                cudaStream_t s) {
+                Stream st) {
+  const cudaStream_t s = as_stream(st);
   const int64_t tiles = (out + MT * 16 - 1) / (MT * 16);
   const auto* wv = static_cast<const uint4*>(w);
   if constexpr (CL == 1) {
-    DELTAFIN_CUDA_CHECK(launch(bf16_mma_kernel<MT, W, U, 1, HINT>, static_cast<unsigned>(tiles), W * 32, 0, s, wv, out,
-                               in, x, ldx, T, y, ldy));
+    DELTAFIN_CUDA_CHECK(launch(bf16_mma_kernel<MT, W, U, 1>, static_cast<unsigned>(tiles), W * 32, 0, s, wv, out, in, x,
+                               ldx, T, y, ldy));
   } else {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(static_cast<unsigned>(tiles * CL));
@@ -358,7 +355,7 @@ void launch_mma(const void* w, int64_t out, int64_t in, const float* x, int64_t 
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1 + static_cast<unsigned>(pdl_attributes(attr + 1));
-    DELTAFIN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, bf16_mma_kernel<MT, W, U, CL, HINT>, wv, out, in, x, ldx, T, y, ldy));
+    DELTAFIN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, bf16_mma_kernel<MT, W, U, CL>, wv, out, in, x, ldx, T, y, ldy));
   }
   DELTAFIN_CUDA_LAUNCHED("bf16_mma_kernel");
 }
@@ -377,28 +374,21 @@ const DeviceCaps& caps() {
   return c;
 }
 
-struct Version {
-  int number;
-  const char* what;
-  int min_cc_major;
-  void (*run)(const void*, int64_t, int64_t, const float*, int64_t, int, float*, int64_t, cudaStream_t);
-};
+using Version = Bf16GemmVersion;
 
-// Numbers of dropped versions are not reused: v4 (16 rows x 16 warps per block, below v3 at every
-// shape) and v6..v9 (weights through a cp.async shared-memory ring, 7-28 points of the copy
-// bandwidth below the best of v2/v3/v5 at every shape; docs/history/PERFORMANCE-LOG.md).
-const Version kVersions[] = {
-    {1, "FFMA, warp per 4 rows", 0, run_v1},
-    {2, "mma, 32 rows x 8 warps per block", 8, launch_mma<2, 8, 2, 1, false>},
-    {3, "mma, 16 rows x 8 warps per block", 8, launch_mma<1, 8, 4, 1, false>},
-    {5, "mma, 16 rows x 4 blocks x 8 warps per cluster", 9, launch_mma<1, 8, 2, 4, false>},
-    {10, "v2 + L2::256B prefetch hint", 8, launch_mma<2, 8, 2, 1, true>},
-    {11, "v3 + L2::256B prefetch hint", 8, launch_mma<1, 8, 4, 1, true>},
-    {12, "v5 + L2::256B prefetch hint", 9, launch_mma<1, 8, 2, 4, true>},
-};
+// The product's versions, then any registered (add_bf16_gemm_versions), in number order.
+std::vector<Version>& versions() {
+  static std::vector<Version> v = {
+      {1, "FFMA, warp per 4 rows", 0, run_v1},
+      {10, "v2 + L2::256B prefetch hint", 8, launch_mma<2, 8, 2, 1>},
+      {11, "v3 + L2::256B prefetch hint", 8, launch_mma<1, 8, 4, 1>},
+      {12, "v5 + L2::256B prefetch hint", 9, launch_mma<1, 8, 2, 4>},
+  };
+  return v;
+}
 
 const Version* find_version(int number) {
-  for (const Version& v : kVersions)
+  for (const Version& v : versions())
     if (v.number == number) return &v;
   return nullptr;
 }
@@ -415,9 +405,16 @@ void check_args(const char* who, const void* dev_w, int64_t out, int64_t in, con
 
 }  // namespace
 
+void add_bf16_gemm_versions(const Bf16GemmVersion* add, int count) {
+  std::vector<Version>& all = versions();
+  for (int i = 0; i < count; ++i)
+    if (!find_version(add[i].number)) all.push_back(add[i]);
+  std::sort(all.begin(), all.end(), [](const Version& a, const Version& b) { return a.number < b.number; });
+}
+
 std::vector<int> bf16_gemm_versions() {
   std::vector<int> v;
-  for (const Version& k : kVersions)
+  for (const Version& k : versions())
     if (caps().cc_major >= k.min_cc_major) v.push_back(k.number);
   return v;
 }
@@ -463,14 +460,14 @@ void bf16_gemm_version(int version, const void* dev_w, int64_t out, int64_t in, 
   if (!v || caps().cc_major < v->min_cc_major)
     throw CudaError("bf16_gemm: version " + std::to_string(version) + " is not available on this device");
   if (T == 0) return;
-  v->run(dev_w, out, in, dev_x, ldx, T, dev_y, ldy, as_stream(stream));
+  v->run(dev_w, out, in, dev_x, ldx, T, dev_y, ldy, stream);
 }
 
 void bf16_gemm(const void* dev_w, int64_t out, int64_t in, const float* dev_x, int64_t ldx, int T, float* dev_y,
                int64_t ldy, Stream stream) {
   check_args("bf16_gemm", dev_w, out, in, dev_x, ldx, T);
   if (T == 0) return;
-  find_version(bf16_gemm_default_version(out, in))->run(dev_w, out, in, dev_x, ldx, T, dev_y, ldy, as_stream(stream));
+  find_version(bf16_gemm_default_version(out, in))->run(dev_w, out, in, dev_x, ldx, T, dev_y, ldy, stream);
 }
 
 }  // namespace deltafin::cuda

@@ -72,11 +72,21 @@ void bf16_gemm(const void* dev_w, int64_t out, int64_t in, const float* dev_x, i
 // Numbered versions of bf16_gemm (for checks and benchmarks): 1 = FFMA, 2.. = tensor cores with x
 // split exactly into three bf16 parts. Each version is batch invariant on its own; different
 // versions sum in different orders and so give different (equally accurate) bits.
-std::vector<int> bf16_gemm_versions();  // those this device can run
+std::vector<int> bf16_gemm_versions();  // those this device can run, the registered ones included
 std::string bf16_gemm_version_name(int version);
 int bf16_gemm_default_version(int64_t out, int64_t in);
 void bf16_gemm_version(int version, const void* dev_w, int64_t out, int64_t in, const float* dev_x, int64_t ldx, int T,
                        float* dev_y, int64_t ldy, Stream stream = nullptr);
+// A version another library offers (the lab's, lab/bf16_gemm_lab.h): bf16_gemm_versions() and
+// bf16_gemm_version() offer it after add_bf16_gemm_versions; numbers already known are skipped.
+struct Bf16GemmVersion {
+  int number;
+  const char* what;
+  int min_cc_major;
+  void (*run)(const void* w, int64_t out, int64_t in, const float* x, int64_t ldx, int T, float* y, int64_t ldy,
+              Stream s);
+};
+void add_bf16_gemm_versions(const Bf16GemmVersion* versions, int count);
 
 // y[t] = x[t] * (1 / sqrt(mean(x[t]^2) + eps)) * w, per row of n. w is BF16 bits or fp32.
 enum class WeightType { BF16, F32 };
@@ -101,12 +111,6 @@ struct MxExpert {
 // rows % 16 == 0, cols % 64 == 0; `out` holds rows * cols / 2 bytes, 16-byte aligned, and does not
 // overlap `packed`. Scales stay as they are.
 void repack_mx_fragments(const void* packed, void* out, int rows, int cols, Stream stream = nullptr);
-
-// Diagnostics: where the traced expert versions (lab/, deltafin-cuda-bench --trace) write five 64-bit words per task of
-// each launch, indexed by task number: (kind << 62) | (SM << 32) | block (kind 0 gate/up, 1 down, 2 combine), then
-// %globaltimer (ns) at the task's start, after its waits, when its first pass is ready to stream, and at its end.
-// `dev_records` must hold 5 x the launch's task count; nullptr stops the writes. Other versions never write.
-void set_expert_trace(unsigned long long* dev_records);
 
 // The expert kernel's grid: 0 (the default) lets each call choose (fewer blocks for calls of a few
 // waves of tasks, see expert_grid in mxfp4_experts.cu); n > 0 caps every call at n blocks, for

@@ -63,7 +63,7 @@ struct Params {
   int tile_a, tile_b;  // intermediate rows per A task, latent rows per B task
   int a_tiles, b_tiles, c_tiles;
   unsigned nA, nB, nC;
-  int chunks;  // warp-specialised versions: chunks per phase (one per block)
+  int chunks;  // the lab's warp-specialised versions: chunks per phase (one per block)
   // hmax versions (ExpertVariant::hmax): per assignment, the bits of max |h| (0
   // between calls: the combine tasks of each row, or in fused versions each expert's last down task,
   // clear its entries after every down task that read them); null for the others.
@@ -73,32 +73,6 @@ struct Params {
   // every count is 0 between calls). Null for the others.
   unsigned* rowdone;
 };
-
-// Diagnostics (set_expert_trace): where a traced version writes, per task, five words: (SM << 32) |
-// block, then %globaltimer at the task's start, after its waits, once its first pass is ready to
-// stream (activation fragments staged), and at its end. Null: nothing is written.
-__device__ unsigned long long* g_expert_trace = nullptr;
-constexpr int kTraceWords = 5;
-
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-// Word i of task `task`'s record (thread 0 of the block only).
-// kind (word 0, with i == 1): 0 gate/up, 1 down, 2 combine, so the reader needs no tile sizes.
-__device__ __forceinline__ void trace_at(unsigned task, int i, unsigned kind = 0) {
-  unsigned long long* r = g_expert_trace;
-  if (r) {
-    if (i == 1) {
-      unsigned smid;
-      asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-      r[static_cast<size_t>(task) * kTraceWords] =
-          (static_cast<unsigned long long>(kind) << 62) | (static_cast<unsigned long long>(smid) << 32) | blockIdx.x;
-    }
-    r[static_cast<size_t>(task) * kTraceWords + i] = global_ns();
-  }
-}
 
 __device__ __forceinline__ float e8m0(uint32_t s) {
   return s ? __uint_as_float(s << 23) : __uint_as_float(0x00400000u);
@@ -114,28 +88,10 @@ __device__ __forceinline__ float2 h2f(uint32_t v) {
 // (c1,c3) (c5,c7). An E2M1 code s|e1 e0 m becomes the fp16 whose high byte is s000 e1 e0 m 0: that
 // fp16 is exactly the E2M1 value times 2^-14 (codes with e = 0 land on fp16 subnormals, which is
 // what makes 0 and 0.5 come out right). Pairs go to half2 words with one byte permute each; users
-// restore 2^14. Every exact version (FFMA and tensor-core) decodes through this.
+// restore 2^14.
 __device__ __forceinline__ void e2m1_half2(uint32_t w, uint32_t (&h)[4]) {
   const uint32_t ev = ((w << 1) & 0x0E0E0E0Eu) | ((w << 4) & 0x80808080u);  // even columns (low nibbles)
   const uint32_t od = ((w >> 3) & 0x0E0E0E0Eu) | (w & 0x80808080u);         // odd columns (high nibbles)
-  h[0] = __byte_perm(ev, 0u, 0x1404);
-  h[1] = __byte_perm(ev, 0u, 0x3424);
-  h[2] = __byte_perm(od, 0u, 0x1404);
-  h[3] = __byte_perm(od, 0u, 0x3424);
-}
-
-// e2m1_half2's words, bit for bit, with less integer-pipe work. Why: at K3's shapes the fragment-
-// order kernels issue about 60 integer-pipe instructions per 512 bytes of weights, and that pipe
-// (half the FMA pipe's rate) was the busiest one, 62-70% of cycles, with DRAM at 53% (ncu on the
-// H200). Here the shifts are multiplies (the FMA pipe) and each
-// nibble's sign reaches bit 7 of its byte by a carry: for a byte holding 2c (c = s|e1 e0 m),
-// 2c + 0x70 has bit 7 = s and bits 1-3 = e1 e0 m, and the mask drops bits 4-6 (2c + 0x70 <= 0x8E:
-// never a carry out of the byte). ptxas makes 8-9 integer-pipe instructions of it per word, not 11.
-__device__ __forceinline__ void e2m1_half2_fma(uint32_t w, uint32_t (&h)[4]) {
-  const uint32_t lo = w & 0x0F0F0F0Fu;  // even columns, one code per byte
-  const uint32_t hi = w - lo;           // odd columns, code x 16 per byte
-  const uint32_t ev = (lo * 2u + 0x70707070u) & 0x8E8E8E8Eu;
-  const uint32_t od = (__umulhi(hi, 1u << 29) + 0x70707070u) & 0x8E8E8E8Eu;  // hi / 8: code x 2 per byte
   h[0] = __byte_perm(ev, 0u, 0x1404);
   h[1] = __byte_perm(ev, 0u, 0x3424);
   h[2] = __byte_perm(od, 0u, 0x1404);
@@ -148,11 +104,13 @@ __device__ __forceinline__ void e2m1_half2_fma(uint32_t w, uint32_t (&h)[4]) {
 __constant__ uint32_t kMadMul[3] = {2u, 512u, 32u};
 
 // e2m1_half2's fp16 codes with the columns paired differently: (c0,c4) (c2,c6) (c1,c5) (c3,c7). Why:
-// each half2 is then one multiply-add and one mask of a whole word, with no byte permute: the low
-// nibbles' bytes [c0 c2 c4 c6] become 2c + 0x70 in place (bit 7 = s, bits 1-3 = e1 e0 m, as in
-// e2m1_half2_fma) and, shifted up one byte, [. c0 c2 c4]; the mask 0x8E008E00 keeps bytes 1 and 3:
-// (c2, c6) and (c0, c4). The high nibbles the same way: (c3, c7) and (c1, c5). Per word: 6 integer-
-// pipe instructions (two nibble masks, four half2 masks) and 4 multiply-adds, against 8-9 and 2-3.
+// at K3's shapes the fragment-order kernels were bound by the integer pipe (half the FMA pipe's
+// rate), and here each half2 is one multiply-add and one mask of a whole word, with no byte permute.
+// For a byte holding 2c (c = s|e1 e0 m), 2c + 0x70 has bit 7 = s and bits 1-3 = e1 e0 m (2c + 0x70
+// <= 0x8E: never a carry out of the byte): the low nibbles' bytes [c0 c2 c4 c6] become that in place
+// and, shifted up one byte, [. c0 c2 c4]; the mask 0x8E008E00 keeps bytes 1 and 3: (c2, c6) and
+// (c0, c4). The high nibbles the same way: (c3, c7) and (c1, c5). Per word: 6 integer-pipe
+// instructions (two nibble masks, four half2 masks) and 4 multiply-adds, against 11 for e2m1_half2.
 // Callers stage the activations in the matching column order (stage_split kMadOrder).
 __device__ __forceinline__ void e2m1_half2_mad(uint32_t w, uint32_t (&h)[4]) {
   const uint32_t lo = w & 0x0F0F0F0Fu;                          // [c0 c2 c4 c6]
@@ -392,19 +350,12 @@ __device__ __forceinline__ void task_down_streamed(const Params& P, int g, int t
   }
 }
 
-// 16 bytes of weights, bypassing L1 (read once); kL2Prefetch: ask L2 for the whole 256-byte
-// segment around them.
-template <bool kL2Prefetch>
+// 16 bytes of weights, bypassing L1 (read once).
 __device__ __forceinline__ uint4 ld_stream16(const uint4* p) {
   uint4 v;
-  if constexpr (kL2Prefetch)
-    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(p));
-  else
-    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(p));
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
   return v;
 }
 
@@ -524,10 +475,9 @@ __device__ __forceinline__ void finish_down_fused(const Params& P, int g, int ti
 // only for the row's experts. gate_up(task, g, tile) and down(task, g, tile) are called by every
 // thread of the block. The next ticket is taken while a task runs; a block takes exactly one ticket
 // past the last task (the host counts them).
-// kTrace: thread 0 writes each task's start, wait and end times (trace_at; the task itself writes
-// when it is ready to stream). kHmax: the combine tasks clear P.hmax (finish_tile kMax).
+// kHmax: the combine tasks clear P.hmax (finish_tile kMax).
 // kFuse (ExpertVariant::fused_combine): no combine tasks (P.nC = 0); each down task ends in finish_down_fused.
-template <bool kTrace = false, bool kHmax = false, bool kFuse = false, class GateUp, class Down>
+template <bool kHmax = false, bool kFuse = false, class GateUp, class Down>
 __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, Down&& down) {
   __shared__ unsigned s_task;
   const unsigned total = P.nA + P.nB + P.nC;
@@ -538,14 +488,8 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
     __syncthreads();  // everyone has read s_task
     unsigned after = 0u;
     if (threadIdx.x == 0) after = take_ticket(P);
-    if constexpr (kTrace) {
-      if (threadIdx.x == 0) trace_at(task, 1, task < P.nA ? 0u : task < P.nA + P.nB ? 1u : 2u);
-    }
     if (task < P.nA) {
       const int g = static_cast<int>(task) / P.a_tiles;
-      if constexpr (kTrace) {
-        if (threadIdx.x == 0) trace_at(task, 2);
-      }
       gate_up(task, g, static_cast<int>(task) % P.a_tiles);
       signal_done(P.doneA + g);
     } else if (task < P.nA + P.nB) {
@@ -553,9 +497,6 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
       const int g = b / P.b_tiles;
       if (threadIdx.x == 0) wait_expert_a(P, g);
       __syncthreads();
-      if constexpr (kTrace) {
-        if (threadIdx.x == 0) trace_at(task, 2);
-      }
       down(task, g, b % P.b_tiles);
       if constexpr (kFuse) finish_down_fused<kHmax>(P, g, b % P.b_tiles);
       else signal_done(P.doneB + g);
@@ -564,16 +505,7 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
       const int t = c / P.c_tiles;
       if (threadIdx.x == 0) wait_row_experts(P, t);
       __syncthreads();
-      if constexpr (kTrace) {
-        if (threadIdx.x == 0) {
-          trace_at(task, 2);
-          trace_at(task, 3);
-        }
-      }
       task_combine<kThreads, kHmax>(P, t, c % P.c_tiles);
-    }
-    if constexpr (kTrace) {
-      if (threadIdx.x == 0) trace_at(task, 4);
     }
     if (threadIdx.x == 0) s_task = after;
     __syncthreads();
@@ -582,12 +514,10 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
 }
 
 // The streamed FFMA version (v6: any widths, multiples of 32): the row-layout default. The other
-// FFMA task forms (plain, exact-shape) are the lab's (lab/expert_tasks_lab.cuh). The template
-// arguments keep the registry's form: RO / RB gate-up / down rows per warp pass, min blocks per SM,
-// kMode 1 (streamed); NA, U, NK1, NK2 are the lab forms' and unused here.
-template <int RO, int RB, int NA, int U, int kMinBlocks, int kMode, int NK1 = 0, int NK2 = 0>
+// FFMA task forms (plain, exact-shape) are the lab's (lab/expert_tasks_lab.cuh). RO / RB: gate-up /
+// down rows per warp pass.
+template <int RO, int RB, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const Params P) {
-  static_assert(kMode == 1, "the product's FFMA version is the streamed one");
   pdl_enter();
   run_tickets(
       P, [&](unsigned, int g, int tile) { task_gate_up_streamed<RO>(P, g, tile); },

@@ -26,7 +26,7 @@ struct ExpertVariant {
 };
 
 // Makes ExpertMlp offer these versions too (by name: variants(), select_variant,
-// DELTAFIN_CUDA_EXPERT_VERSION), after the product's. set_trace: their file's set_expert_trace.
-void add_expert_variants(const ExpertVariant* variants, int count, void (*set_trace)(unsigned long long*));
+// DELTAFIN_CUDA_EXPERT_VERSION), after the product's.
+void add_expert_variants(const ExpertVariant* variants, int count);
 
 }  // namespace deltafin::cuda

@@ -33,11 +33,10 @@ ExpertVariant product(ExpertVariant v) {
 }
 
 // The product versions, indexed by ExpertKernel. Template arguments: expert_mlp_kernel<rows per warp
-// pass (gate/up, down), vectors per pass, unroll, min blocks per SM, mode 1 (streamed)>;
-// expert_mlp_direct_kernel: see mxfp4_experts_direct.cuh.
+// pass (gate/up, down), min blocks per SM>; expert_mlp_direct_kernel: see mxfp4_experts_direct.cuh.
 const ExpertVariant kProduct[kExpertKernels] = {
     product<ExpertKernel::v6>({.name = "v6 streamed RO=4 RB=8 tiles 64/64",
-                               .fn = reinterpret_cast<const void*>(expert_mlp_kernel<4, 8, 1, 1, 2, 1>),
+                               .fn = reinterpret_cast<const void*>(expert_mlp_kernel<4, 8, 2>),
                                .tile_a = 64,
                                .tile_b = 64,
                                .order = 0}),
@@ -45,7 +44,7 @@ const ExpertVariant kProduct[kExpertKernels] = {
         {.name = "v134 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from "
                  "gate/up decode by multiply-add and mask",
          .fn = reinterpret_cast<const void*>(
-             expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true>),
+             expert_mlp_direct_kernel<3, 1, true, true, true, direct::kFragLanes, false, false, false>),
          .tile_a = direct::tile_a<1>(),
          .tile_b = direct::tile_b<1>(),
          .order = 1,
@@ -57,8 +56,7 @@ const ExpertVariant kProduct[kExpertKernels] = {
         {.name = "v212 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from "
                  "gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scale tables two "
                  "groups per loop step",
-         .fn = reinterpret_cast<const void*>(
-             expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true, true, true>),
+         .fn = reinterpret_cast<const void*>(expert_mlp_direct_kernel<3, 1, true, true, false, 32, true, true, true>),
          .tile_a = direct::tile_a<1>(),
          .tile_b = direct::tile_b<1>(),
          .order = 1,
@@ -71,8 +69,7 @@ const ExpertVariant kProduct[kExpertKernels] = {
         {.name = "v183 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from "
                  "gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scales without a "
                  "vote",
-         .fn = reinterpret_cast<const void*>(
-             expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, false, 32, true, true>),
+         .fn = reinterpret_cast<const void*>(expert_mlp_direct_kernel<3, 1, true, true, false, 32, true, false, false>),
          .tile_a = direct::tile_a<1>(),
          .tile_b = direct::tile_b<1>(),
          .order = 1,
@@ -85,7 +82,7 @@ const ExpertVariant kProduct[kExpertKernels] = {
         {.name = "v138 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from "
                  "gate/up decode by multiply-add and mask combine in the down tasks",
          .fn = reinterpret_cast<const void*>(
-             expert_mlp_direct_kernel<3, 1, 2, 1, false, true, true, true, direct::kFragLanes, true, true>),
+             expert_mlp_direct_kernel<3, 1, true, true, true, direct::kFragLanes, true, false, false>),
          .tile_a = direct::tile_a<1>(),
          .tile_b = direct::tile_b<1>(),
          .order = 1,
@@ -98,7 +95,7 @@ const ExpertVariant kProduct[kExpertKernels] = {
         {.name = "v194 mma fp16x3 fragment order one tile per warp 2 chunks ahead four vectors per pass decode by "
                  "multiply-add and mask scale tables",
          .fn = reinterpret_cast<const void*>(
-             expert_mlp_direct_kernel<2, 1, 2, 2, false, false, false, false, direct::kFragLanes, true, false, true>),
+             expert_mlp_direct_kernel<2, 2, false, false, false, direct::kFragLanes, false, true, false>),
          .tile_a = direct::tile_a<1>(),
          .tile_b = direct::tile_b<1>(),
          .order = 1,
@@ -109,7 +106,6 @@ const ExpertVariant kProduct[kExpertKernels] = {
 // Every version ExpertMlp can run: the product's, indexed by ExpertKernel, then any registered.
 struct Registry {
   std::vector<ExpertVariant> all{std::begin(kProduct), std::end(kProduct)};
-  std::vector<void (*)(unsigned long long*)> set_trace;
 };
 Registry& registry() {
   static Registry r;
@@ -119,15 +115,13 @@ const std::vector<ExpertVariant>& all_variants() { return registry().all; }
 
 }  // namespace
 
-void add_expert_variants(const ExpertVariant* variants, int count, void (*set_trace)(unsigned long long*)) {
+void add_expert_variants(const ExpertVariant* variants, int count) {
   Registry& r = registry();
   for (int i = 0; i < count; ++i) {
     bool known = false;
     for (const ExpertVariant& v : r.all) known = known || v.fn == variants[i].fn;
     if (!known) r.all.push_back(variants[i]);
   }
-  if (set_trace && std::find(r.set_trace.begin(), r.set_trace.end(), set_trace) == r.set_trace.end())
-    r.set_trace.push_back(set_trace);
 }
 
 struct ExpertMlp::Impl {
@@ -587,11 +581,6 @@ ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int 
 }
 
 void set_expert_grid(unsigned blocks) { g_grid_cap.store(blocks, std::memory_order_relaxed); }
-
-void set_expert_trace(unsigned long long* dev_records) {
-  DELTAFIN_CUDA_CHECK(cudaMemcpyToSymbol(g_expert_trace, &dev_records, sizeof dev_records));
-  for (auto set : registry().set_trace) set(dev_records);
-}
 
 void repack_mx_fragments(const void* packed, void* out, int rows, int cols, Stream stream) {
   if (rows <= 0 || cols <= 0 || rows % 16 || cols % 64)

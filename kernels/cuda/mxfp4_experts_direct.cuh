@@ -1,7 +1,7 @@
 // Tensor-core tasks that read the weights in fragment order straight into registers: the product's
-// v134, v212, v183, v138 and v194, and the lab's other fragment-order versions (the template flags
-// below). Included inside an anonymous namespace after mxfp4_experts_mma.cuh: the tickets, tasks and
-// counters are expert_tasks.cuh's, the arithmetic is mma16's.
+// v134, v212, v183, v138 and v194 (the template flags below; the lab's other fragment-order versions
+// are lab/mxfp4_experts_direct_lab.cuh). Included inside an anonymous namespace after
+// mxfp4_experts_mma.cuh: the tickets, tasks and counters are expert_tasks.cuh's, the arithmetic is mma16's.
 //
 // Why: streaming the weights through shared-memory stages leaves one block per SM (too few warps to
 // hide the latencies), and 4-byte register loads spread over 16 rows are served one sector per row.
@@ -11,9 +11,10 @@
 // No shared-memory stages, no barriers per stage: occupancy is set by registers alone.
 //
 // Exactness and bits: each lane holds the words ldmatrix would give it from staged rows (row g / g+8 of block b,
-// bytes 4t..4t+3 of the block, t = lane % 4), decodes them with e2m1_half2, runs the same two mma
-// per block with the same activation fragments (stage_frags) and scales, and adds the blocks in
-// the same order; the pass ends in mma16::finish_pair. So the results are the staged versions' bits (the checker
+// bytes 4t..4t+3 of the block, t = lane % 4), decodes them with e2m1_half2_mad (the activations
+// staged in its column order: the same products), runs the same two mma per block with the same
+// activation fragments (stage_frags) and scales, and adds the blocks in the same order; the pass ends
+// in the same part sums (mma16::slot_sums). So the results are the staged versions' bits (the checker
 // compares them), and batch invariance follows as it does there.
 //
 // Fragment order of one packed matrix [rows][cols / 2] (rows % 16 == 0, cols % 64 == 0): for each
@@ -27,7 +28,9 @@ namespace direct {
 // Tiles, fragment buffers, shared memory and the widths handled: expert_geometry.h (the host needs them too).
 using namespace ::deltafin::cuda::geometry::direct;
 
-__device__ __forceinline__ uint4 ld_weights(const uint4* p) { return ld_stream16<false>(p); }
+constexpr int NT = 1;  // 16-row tiles per warp (geometry's NT = 1)
+
+__device__ __forceinline__ uint4 ld_weights(const uint4* p) { return ld_stream16(p); }
 
 // Byte i (0..7, known at compile time after unrolling) of a row's eight scales, as a float.
 __device__ __forceinline__ float scale_at(uint2 s, int i) {
@@ -45,7 +48,6 @@ __device__ __forceinline__ float scale_at_fma(uint2 s, int i) {
 }
 
 // Whether any lane's scales of this group hold an E8M0 0 (2^-127): then the group runs scale_at.
-template <int NT>
 __device__ __forceinline__ bool any_zero_scale(const uint2 (&s)[NT][2]) {
   uint32_t z = 0;
 #pragma unroll
@@ -58,11 +60,10 @@ __device__ __forceinline__ bool any_zero_scale(const uint2 (&s)[NT][2]) {
   return __any_sync(0xffffffffu, (z & 0x80808080u) != 0);
 }
 
-// One 64-column chunk (blocks 2j, 2j + 1) of the warp's tiles against activation fragments f0, f1.
-// kFma: e2m1_half2_fma and scale_at_fma, for groups without an E8M0 0 (the same values).
-// kMad: every group decodes through e2m1_half2_mad (its column pairs are the staging's), the
-// scales as kFma says.
-template <int NT, bool kFma = false, bool kMad = false>
+// One 64-column chunk (blocks 2j, 2j + 1) of the warp's tile against activation fragments f0, f1,
+// decoded through e2m1_half2_mad (its column pairs are the staging's). kFma: the scales through
+// scale_at_fma, for groups without an E8M0 0 (the same values).
+template <bool kFma>
 __device__ __forceinline__ void chunk(const uint4 (&w)[NT], uint4 f0, uint4 f1, const uint2 (&s)[NT][2], int jj,
                                       float (&acc)[NT][4]) {
 #pragma unroll
@@ -71,16 +72,8 @@ __device__ __forceinline__ void chunk(const uint4 (&w)[NT], uint4 f0, uint4 f1, 
     for (int hb = 0; hb < 2; ++hb) {
       uint32_t ra[4], rb[4];
       const uint32_t wa = hb ? w[t].z : w[t].x, wb = hb ? w[t].w : w[t].y;
-      if constexpr (kMad) {
-        e2m1_half2_mad(wa, ra);
-        e2m1_half2_mad(wb, rb);
-      } else if constexpr (kFma) {
-        e2m1_half2_fma(wa, ra);
-        e2m1_half2_fma(wb, rb);
-      } else {
-        e2m1_half2(wa, ra);
-        e2m1_half2(wb, rb);
-      }
+      e2m1_half2_mad(wa, ra);
+      e2m1_half2_mad(wb, rb);
       const float s0 = kFma ? scale_at_fma(s[t][0], 2 * jj + hb) : scale_at(s[t][0], 2 * jj + hb);
       const float s1 = kFma ? scale_at_fma(s[t][1], 2 * jj + hb) : scale_at(s[t][1], 2 * jj + hb);
       mma16::block_fma(ra, rb, hb ? f1 : f0, s0, s1, acc[t]);
@@ -89,26 +82,19 @@ __device__ __forceinline__ void chunk(const uint4 (&w)[NT], uint4 f0, uint4 f1, 
 }
 
 // The two code words of block hb of a chunk (w.x, w.y or w.z, w.w) as the A fragments ra, rb of
-// its two mma: through e2m1_half2_mad (kMad, with the staging's column pairs) or e2m1_half2.
-template <bool kMad>
+// its two mma, through e2m1_half2_mad (with the staging's column pairs).
 __device__ __forceinline__ void decode_block(const uint4& w, int hb, uint32_t (&ra)[4], uint32_t (&rb)[4]) {
-  if constexpr (kMad) {
-    e2m1_half2_mad(hb ? w.z : w.x, ra);
-    e2m1_half2_mad(hb ? w.w : w.y, rb);
-  } else {
-    e2m1_half2(hb ? w.z : w.x, ra);
-    e2m1_half2(hb ? w.w : w.y, rb);
-  }
+  e2m1_half2_mad(hb ? w.z : w.x, ra);
+  e2m1_half2_mad(hb ? w.w : w.y, rb);
 }
 
-// chunk<1> with the chunk's four scales already floats (sc = row g / g + 8 of block 2j, then of
+// chunk with the chunk's four scales already floats (sc = row g / g + 8 of block 2j, then of
 // block 2j + 1, from the warp's scale table): the same values, so the same bits.
-template <bool kMad>
 __device__ __forceinline__ void chunk_scaled(const uint4& w, uint4 f0, uint4 f1, float4 sc, float (&acc)[4]) {
 #pragma unroll
   for (int hb = 0; hb < 2; ++hb) {
     uint32_t ra[4], rb[4];
-    decode_block<kMad>(w, hb, ra, rb);
+    decode_block(w, hb, ra, rb);
     mma16::block_fma(ra, rb, hb ? f1 : f0, hb ? sc.z : sc.x, hb ? sc.w : sc.y, acc);
   }
 }
@@ -131,40 +117,24 @@ __device__ __forceinline__ void put_scales(float* dst, uint32_t word) {
   dst[34] = __uint_as_float(e3);
 }
 
-// chunk_two with the chunk's scales from the warp's scale table (chunk_scaled's sc): the same bits.
-template <bool kMad>
+// One 64-column chunk of the tile against two pairs of vectors (fragments f0, f1 and g0, g1), the
+// scales from the warp's scale table (chunk_scaled's sc): each block is decoded once and multiplied
+// with both pairs' fragments. Every product, sum and scaling of a pair is the one chunk_scaled
+// performs for it, so the bits are the same.
 __device__ __forceinline__ void chunk_two_scaled(const uint4& w, uint4 f0, uint4 f1, uint4 g0, uint4 g1, float4 sc,
                                                  float (&acc)[4], float (&acc2)[4]) {
 #pragma unroll
   for (int hb = 0; hb < 2; ++hb) {
     uint32_t ra[4], rb[4];
-    decode_block<kMad>(w, hb, ra, rb);
+    decode_block(w, hb, ra, rb);
     const float s0 = hb ? sc.z : sc.x, s1 = hb ? sc.w : sc.y;
     mma16::block_fma(ra, rb, hb ? f1 : f0, s0, s1, acc);
     mma16::block_fma(ra, rb, hb ? g1 : g0, s0, s1, acc2);
   }
 }
 
-// One 64-column chunk of one tile against two pairs of vectors (fragments f0, f1 and g0, g1): each
-// block is decoded once and multiplied with both pairs' fragments. Every product, sum and scaling
-// of a pair is the one chunk<1> performs for it, so the bits are the same.
-// (Templated on NT only so that the NT = 2 tasks compile the pass that never calls it.)
-// kMad: decoded through e2m1_half2_mad (the fragments are staged in its column order).
-template <int NT, bool kMad = false>
-__device__ __forceinline__ void chunk_two(uint4 w, uint4 f0, uint4 f1, uint4 g0, uint4 g1, const uint2 (&s)[NT][2],
-                                          int jj, float (&acc)[NT][4], float (&acc2)[4]) {
-#pragma unroll
-  for (int hb = 0; hb < 2; ++hb) {
-    uint32_t ra[4], rb[4];
-    decode_block<kMad>(w, hb, ra, rb);
-    const float s0 = scale_at(s[0][0], 2 * jj + hb), s1 = scale_at(s[0][1], 2 * jj + hb);
-    mma16::block_fma(ra, rb, hb ? f1 : f0, s0, s1, acc[0]);
-    mma16::block_fma(ra, rb, hb ? g1 : g0, s0, s1, acc2);
-  }
-}
-
-// NT = 1: finish_pair's sums for one tile, with the gate and up tiles of an A task in different
-// warps (the up warps hand theirs over through shared memory). Same operations, same bits.
+// The sums of one tile (mma16::slot_sums), with the gate and up tiles of an A task in different
+// warps (the up warps hand theirs over through shared memory).
 // kMax: the gate warps also fold the |h| they write into P.hmax[a] (atomicMax on the bits of
 // a non-negative float: the order of the updates cannot change the result), so the down tasks know
 // each vector's largest magnitude without a pass over it.
@@ -216,12 +186,10 @@ struct Staged {
 // assignments (kNP = 2: up to four) per pass over the weights; each lane keeps kAhead chunks of loads
 // in flight. With kNP = 2 an expert that several rows share is read and decoded once per four
 // assignments instead of once per two; each assignment's arithmetic is unchanged (same bits).
-// kTrace: thread 0 writes the time the first pass is ready to stream (trace_at word 3).
-// kHmax (NT = 1, kNP = 1): gate/up tasks record each h vector's largest magnitude (finish_tile
+// kHmax (kNP = 1): gate/up tasks record each h vector's largest magnitude (finish_tile
 // kMax) and down tasks stage h in one pass with it (stage_split): the fragments are stage_frags' bits.
-// kFma: groups of chunks whose scales hold no E8M0 0 (any lane) decode through
-// e2m1_half2_fma and scale_at_fma: the same values with about a fifth fewer integer-pipe
-// instructions per chunk (SASS).
+// kFma: groups of chunks whose scales hold no E8M0 0 (any lane) convert them through scale_at_fma:
+// the same values with fewer integer-pipe instructions per chunk (SASS).
 // kL: fragment lanes per block, 24 or 32 (frag_bytes).
 // kST: the scales through the warp's scale table (put_scales, chunk_scaled), every group but the
 // last loading without a bound check (the last one's loop apart), running pointers for the weights, the
@@ -229,18 +197,16 @@ struct Staged {
 // kU2: kST's loop takes two groups per step, so each group's scale-table halves are fixed in its
 // code and the loop control runs once per two groups: 247.5 instead of 258 instructions per group
 // (SASS), +1.3-1.9 points of D2D at T=1 on an H200. The same arithmetic.
-template <bool kGateUp, int kAhead, int NT, int kNP = 1, bool kTrace = false, bool kHmax = false, bool kFma = false,
-          int kL = kFragLanes, bool kMad = false, bool kST = false, bool kU2 = false>
+template <bool kGateUp, int kAhead, int kNP, bool kHmax, bool kFma, int kL, bool kST, bool kU2>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
-  static_assert(NT == 1 || NT == 2, "one or two tiles per warp");
-  static_assert(kNP == 1 || (kNP == 2 && NT == 1), "two pairs per pass with one tile per warp");
-  static_assert(!kHmax || (NT == 1 && kNP == 1), "recorded maxima with one tile and one pair per pass");
-  static_assert(!kFma || kNP == 1, "the FMA-pipe decode with one pair per pass only");
+  static_assert(kNP == 1 || (kNP == 2 && kST), "two pairs per pass through the scale tables");
+  static_assert(!kHmax || kNP == 1, "recorded maxima with one pair per pass");
+  static_assert(!kFma || kNP == 1, "the FMA-pipe scales with one pair per pass only");
   // kST with 24 lanes: lanes 24-31 read the fragments that follow (block 2j + 1's lanes 0-7, or past
   // the buffer's end into the next one or the scale tables): they feed only output columns 6 and 7,
   // which nothing reads, so every lane loads without a predicate.
-  static_assert(!kST || (NT == 1 && !kFma), "scale tables with one tile and no vote");
+  static_assert(!kST || !kFma, "scale tables and no vote");
   static_assert(!kU2 || kST, "two groups per step is a form of the scale-table loop");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2;
   float* red = reinterpret_cast<float*>(smem);
@@ -255,20 +221,11 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
     const int tile = static_cast<int>(task_id) % P.a_tiles;
     const MxExpert e = P.experts[grp];
     K = P.latent;
-    if constexpr (NT == 2) {
-      o0 = tile * tile_a<NT>() + warp * 16;
-      pk[0] = e.gate_packed;
-      pk[1] = e.up_packed;
-      r16[0] = r16[1] = o0 / 16;
-      sc[0] = static_cast<const uint8_t*>(e.gate_scale) + static_cast<int64_t>(o0) * (K / 32);
-      sc[1] = static_cast<const uint8_t*>(e.up_scale) + static_cast<int64_t>(o0) * (K / 32);
-    } else {
-      const bool up = warp >= kWarps / 2;
-      o0 = tile * tile_a<NT>() + (warp % (kWarps / 2)) * 16;
-      pk[0] = up ? e.up_packed : e.gate_packed;
-      r16[0] = o0 / 16;
-      sc[0] = static_cast<const uint8_t*>(up ? e.up_scale : e.gate_scale) + static_cast<int64_t>(o0) * (K / 32);
-    }
+    const bool up = warp >= kWarps / 2;
+    o0 = tile * tile_a<NT>() + (warp % (kWarps / 2)) * 16;
+    pk[0] = up ? e.up_packed : e.gate_packed;
+    r16[0] = o0 / 16;
+    sc[0] = static_cast<const uint8_t*>(up ? e.up_scale : e.gate_scale) + static_cast<int64_t>(o0) * (K / 32);
   } else {
     const int b = static_cast<int>(task_id - P.nA);
     grp = b / P.b_tiles;
@@ -327,9 +284,8 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
         }
       }
     };
-    // Weights do not depend on the activations: with one tile per warp their first loads go out
-    // before the staging (with two, they would stay live across it and spill).
-    if constexpr (NT == 1) first_loads();
+    // Weights do not depend on the activations: their first loads go out before the staging.
+    first_loads();
     const bool stage1 = st.xa != xA || st.xb != xB, stage2 = two && (st.xc != v2.xA || st.xd != v2.xB);
     if (stage1 || stage2) {
       __syncthreads();  // every warp is done with the previous fragments
@@ -338,25 +294,21 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
           // Written by this launch's gate/up tasks before they signalled: L2 only.
           const float mA = __uint_as_float(__ldcg(P.hmax + aA)),
                       mB = aB >= 0 ? __uint_as_float(__ldcg(P.hmax + aB)) : 0.f;
-          mma16::stage_split<true, kL, kMad>(frag, xA, xB, K, mA, mB, st.back);
+          mma16::stage_split<true, kL, true>(frag, xA, xB, K, mA, mB, st.back);
         } else {
-          mma16::stage_frags<!kGateUp, kL, kMad>(frag, red, xA, xB, K,
+          mma16::stage_frags<!kGateUp, kL, true>(frag, red, xA, xB, K,
                                                  st.back);  // h was written by this launch: L2 only
         }
         st.xa = xA;
         st.xb = xB;
       }
       if (stage2) {
-        mma16::stage_frags<!kGateUp, kL, kMad>(frag2, red, v2.xA, v2.xB, K, st.back2);
+        mma16::stage_frags<!kGateUp, kL, true>(frag2, red, v2.xA, v2.xB, K, st.back2);
         st.xc = v2.xA;
         st.xd = v2.xB;
       }
     }
     const float back[2] = {st.back[0], st.back[1]};
-    if constexpr (kTrace) {
-      if (threadIdx.x == 0 && pr == 0) trace_at(task_id, 3);
-    }
-    if constexpr (NT == 2) first_loads();
     // The pass over the tile, for one pair (kTwo false) or two: separate code, so that a pass with one
     // pair pays nothing for the second (passes with two exist only where rows share experts).
     auto pass = [&](auto two_c) {
@@ -388,9 +340,9 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
             const uint4 f0 = fq[(2 * jj) * kL], f1 = fq[(2 * jj + 1) * kL];
             if constexpr (kTwo) {
               const uint4 g0 = fq2[(2 * jj) * kL], g1 = fq2[(2 * jj + 1) * kL];
-              chunk_two_scaled<kMad>(w[jj][0], f0, f1, g0, g1, tg[jj * 8], acc[0], acc2);
+              chunk_two_scaled(w[jj][0], f0, f1, g0, g1, tg[jj * 8], acc[0], acc2);
             } else {
-              chunk_scaled<kMad>(w[jj][0], f0, f1, tg[jj * 8], acc[0]);
+              chunk_scaled(w[jj][0], f0, f1, tg[jj * 8], acc[0]);
             }
           }
           if constexpr (!kLast) put_scales(sdst + ((G + 1) & 1) * 128, wn);
@@ -427,7 +379,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
             }
           }
           auto chunks = [&](auto fma_c) {
-            [[maybe_unused]] constexpr bool kF = decltype(fma_c)::value;  // passes with two pairs keep the plain decode
+            [[maybe_unused]] constexpr bool kF = decltype(fma_c)::value;
 #pragma unroll
             for (int jj = 0; jj < 4; ++jj) {
               const int j = 4 * G + jj;
@@ -440,20 +392,11 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
                 f0 = fr[(2 * j) * kL + lane];
                 f1 = fr[(2 * j + 1) * kL + lane];
               }
-              if constexpr (!kTwo) {
-                chunk<NT, kF, kMad>(w[jj], f0, f1, s, jj, acc);
-              } else {
-                uint4 g0 = make_uint4(0u, 0u, 0u, 0u), g1 = g0;
-                if (lane < kL) {
-                  g0 = fr2[(2 * j) * kL + lane];
-                  g1 = fr2[(2 * j + 1) * kL + lane];
-                }
-                chunk_two<NT, kMad>(w[jj][0], f0, f1, g0, g1, s, jj, acc, acc2);
-              }
+              chunk<kF>(w[jj], f0, f1, s, jj, acc);
             }
           };
           if constexpr (kFma) {
-            if (any_zero_scale<NT>(s)) chunks(std::false_type{});
+            if (any_zero_scale(s)) chunks(std::false_type{});
             else chunks(std::true_type{});
           } else {
             chunks(std::false_type{});
@@ -467,8 +410,7 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
           }
         }
       }
-      if constexpr (NT == 2) mma16::finish_pair<kGateUp>(P, acc, back, aA, aB, o0, lane);
-      else finish_tile<kGateUp, kHmax>(P, acc[0], back, aA, aB, o0, warp, lane, swap);
+      finish_tile<kGateUp, kHmax>(P, acc[0], back, aA, aB, o0, warp, lane, swap);
       if constexpr (kTwo) {
         if constexpr (kGateUp) __syncthreads();  // the gate warps have read the first pair's swap
         const float back2[2] = {st.back2[0], st.back2[1]};
@@ -503,8 +445,7 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 
 }  // namespace direct
 
-// The fragment-order versions: same tickets and tasks as expert_mlp_kernel.
-// kTrace: per-task times for diagnostics (set_expert_trace); the same arithmetic.
+// The fragment-order versions: same tickets and tasks as expert_mlp_kernel, two blocks per SM.
 // kMeta: the call's routing tables are copied into shared memory once per block, so a
 // task's first reads (its expert's pointers, its assignments) are shared-memory reads instead of a
 // chain of dependent global loads (~1.3 us per task at full load on the H200);
@@ -514,21 +455,17 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 // (finish_down_fused; the host sets P.nC = 0).
 // kST: the scales through per-warp scale tables (direct::put_scales), see task().
 // kU2: two groups per step of the scale-table loop, see task().
-template <int kAhead, int NT, int kMinBlocks, int kNP = 1, bool kTrace = false, bool kMeta = false, bool kHmax = false,
-          bool kFma = false, int kL = direct::kFragLanes, bool kMad = false, bool kFuse = false, bool kST = false,
-          bool kU2 = false>
-__global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_direct_kernel(const Params P) {
+template <int kAhead, int kNP, bool kMeta, bool kHmax, bool kFma, int kL, bool kFuse, bool kST, bool kU2>
+__global__ void __launch_bounds__(kThreads, 2) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();
   extern __shared__ __align__(128) char smem[];
   direct::Staged st;
   auto body = [&](const Params& Q) {
-    run_tickets<kTrace, kHmax, kFuse>(
+    run_tickets<kHmax, kFuse>(
         Q,
+        [&](unsigned task, int, int) { direct::task<true, kAhead, kNP, kHmax, kFma, kL, kST, kU2>(Q, task, smem, st); },
         [&](unsigned task, int, int) {
-          direct::task<true, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kU2>(Q, task, smem, st);
-        },
-        [&](unsigned task, int, int) {
-          direct::task<false, kAhead, NT, kNP, kTrace, kHmax, kFma, kL, kMad, kST, kU2>(Q, task, smem, st);
+          direct::task<false, kAhead, kNP, kHmax, kFma, kL, kST, kU2>(Q, task, smem, st);
         });
   };
   if constexpr (kMeta) {

@@ -1,7 +1,8 @@
 // fp16 tensor-core arithmetic of the fragment-order expert kernels (mxfp4_experts_direct.cuh):
 // one 32-column E8M0 block of a 16-row weight tile against activation fragments (mma.sync.m16n8k16,
 // fp16 operands, fp32 accumulators), the activation fragments' staging and the pass's last sums.
-// Included by mxfp4_experts.cu inside its anonymous namespace, after expert_tasks.cuh.
+// Included by mxfp4_experts.cu and lab/expert_kernels_lab.cu inside their anonymous namespace, after
+// expert_tasks.cuh.
 //
 // Exactness:
 // - Weights: an E2M1 code becomes the fp16 E2M1 x 2^-14 exactly (e2m1_half2: codes with e = 0 land
@@ -21,20 +22,6 @@
 // the FFMA versions' (a different summation order), which is why Variant::order separates them.
 
 namespace mma16 {
-
-// Bulk copies and mbarrier transactions exist from sm_90 on. The library is also built for sm_86 and
-// sm_89, where these versions never run (fits() needs compute capability 9): there the helpers trap.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-#define DELTAFIN_SM90_ASM(...) __trap()
-#else
-#define DELTAFIN_SM90_ASM(...) asm volatile(__VA_ARGS__)
-#endif
-// cp.async exists from sm_80 on; an explicit older target (e.g. a cached sm_75 build) still compiles.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#define DELTAFIN_SM80_ASM(...) __trap()
-#else
-#define DELTAFIN_SM80_ASM(...) asm volatile(__VA_ARGS__)
-#endif
 
 __device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                          uint32_t b1) {
@@ -209,33 +196,6 @@ __device__ __forceinline__ void slot_sums(const float (&acc)[4], int q, float (&
     const float ev = acc[2 * hr], od = acc[2 * hr + 1];
     const float nev = __shfl_down_sync(0xffffffffu, ev, 1), nod = __shfl_down_sync(0xffffffffu, od, 1);
     v[hr] = q == 0 ? (ev + od) + nev : (od + nev) + nod;
-  }
-}
-
-// The end of a pass over a warp's 32 rows for one pair of assignments: the lanes of a quad hold
-// mma columns 2q, 2q+1 (slot 0 = columns 0, 1, 2: quads 0 and 1; slot 1 = 3, 4, 5: quads 1 and 2);
-// the three parts are added in one fixed order, the staging scale undone, and the rows stored
-// (gate/up: h = SiTU(tile 0, tile 1) of rows o0..o0+15; down: d of rows o0..o0+31).
-template <bool kGateUp>
-__device__ __forceinline__ void finish_pair(const Params& P, const float (&acc)[2][4], const float (&back)[2], int aA,
-                                            int aB, int o0, int lane) {
-  const int q = lane & 3, gr = lane >> 2;
-  float v[2][2];  // [tile][row half]
-#pragma unroll
-  for (int t = 0; t < 2; ++t) slot_sums(acc[t], q, v[t]);
-  const int a = q == 0 ? aA : aB;
-  if (q < 2 && a >= 0) {
-    const float bs = q ? back[1] : back[0];
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      const int row = o0 + gr + 8 * hr;
-      if constexpr (kGateUp) {
-        P.h[static_cast<int64_t>(a) * P.inter + row] = situ_act(v[0][hr] * bs, v[1][hr] * bs);
-      } else {
-        P.d[static_cast<int64_t>(a) * P.latent + row] = v[0][hr] * bs;
-        P.d[static_cast<int64_t>(a) * P.latent + row + 16] = v[1][hr] * bs;
-      }
-    }
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "cpu/gemm.h"
 #include "cuda/cuda_kernels.h"
+#include "cuda/lab/bf16_gemm_lab.h"
 #include "cuda/lab/expert_kernels_lab.h"
 #include "cuda_reference.h"
 #include "previous_rmsnorm.h"
@@ -131,6 +132,7 @@ std::vector<Result> bf16_gemm(uint64_t seed) {
   struct Shape {
     int64_t out, in;
   };
+  register_lab_bf16_gemm_versions();  // every version is checked, the lab's too
   const std::vector<int> versions = bf16_gemm_versions();
   // 1031 and 40 rows: partial row tiles; in = 72: a k32-step with only some chunks (72 / 8 = 9);
   // 896x7168: K3's router (a narrow shape, another default version than 1031x7168).

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cuda/cuda_common.cuh"
+#include "cuda/lab/bf16_gemm_lab.h"
 #include "cuda/lab/expert_kernels_lab.h"
 #include "expert_routings.h"
 #include "bench_timing.h"
@@ -195,7 +196,8 @@ bool matches_any(const std::string& name, const std::string& alternatives) {
 }
 
 int main(int argc, char** argv) {
-  deltafin::cuda::register_lab_expert_kernels();  // the expert part measures every version
+  deltafin::cuda::register_lab_expert_kernels();      // the expert part measures every version
+  deltafin::cuda::register_lab_bf16_gemm_versions();  // and the GEMM part
   std::string json_path = "cuda-bench.json";
   std::string only_variant;       // run only expert variants whose name contains this
   bool experts_only = false;      // skip the copy and GEMV parts (for profiling one kernel)

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "cuda/cuda_common.cuh"
+#include "cuda/lab/expert_kernels_lab.h"
 #include "expert_routings.h"
 
 namespace deltafin::cuda::bench {

@@ -17,7 +17,7 @@ namespace {
 #include "cuda/lab/mxfp4_experts_mma_stages.cuh"
 #include "cuda/lab/mxfp4_experts_imma.cuh"
 #include "cuda/lab/mxfp4_experts_ws.cuh"
-#include "cuda/mxfp4_experts_direct.cuh"
+#include "cuda/lab/mxfp4_experts_direct_lab.cuh"
 
 // A lab version as the registry described it before the product's policy was written out.
 // RO/RB: gate-up / down rows per warp pass; NA: assignments per pass over the weights; U: chunk
@@ -285,15 +285,15 @@ std::vector<ExpertVariant> lab_variants(std::index_sequence<I...>) {
   return {lab_variant<static_cast<int>(I)>()...};
 }
 
-void set_lab_trace(unsigned long long* dev_records) {
+}  // namespace
+
+void set_expert_trace(unsigned long long* dev_records) {
   DELTAFIN_CUDA_CHECK(cudaMemcpyToSymbol(g_expert_trace, &dev_records, sizeof dev_records));
 }
 
-}  // namespace
-
 void register_lab_expert_kernels() {
   static const std::vector<ExpertVariant> lab = lab_variants(std::make_index_sequence<kLabCount>());
-  add_expert_variants(lab.data(), static_cast<int>(lab.size()), set_lab_trace);
+  add_expert_variants(lab.data(), static_cast<int>(lab.size()));
 }
 
 }  // namespace deltafin::cuda

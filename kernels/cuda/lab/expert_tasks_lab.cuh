@@ -1,7 +1,120 @@
 // The lab's FFMA expert tasks: the plain (mode 0) and exact-shape (modes 2 and 3: v9, v62, v68 and
 // their siblings) versions, which choose_expert_kernel reaches on no GPU the product builds for (K3's
 // widths are stored in fragment order on every sm_80+ GPU). Included by lab/expert_kernels_lab.cu
-// inside its anonymous namespace, after expert_tasks.cuh (Params, the task scheme, chunk_acc).
+// inside its anonymous namespace, after expert_tasks.cuh (Params, the task scheme, chunk_acc). Also
+// the diagnostics and decodes only lab versions use: per-task traces (set_expert_trace, the traced
+// versions' run_tickets_lab), e2m1_half2_fma and ld_stream16_l2.
+
+// Diagnostics (set_expert_trace): where a traced version writes, per task, five words: (SM << 32) |
+// block, then %globaltimer at the task's start, after its waits, once its first pass is ready to
+// stream (activation fragments staged), and at its end. Null: nothing is written.
+__device__ unsigned long long* g_expert_trace = nullptr;
+constexpr int kTraceWords = 5;
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+// Word i of task `task`'s record (thread 0 of the block only).
+// kind (word 0, with i == 1): 0 gate/up, 1 down, 2 combine, so the reader needs no tile sizes.
+__device__ __forceinline__ void trace_at(unsigned task, int i, unsigned kind = 0) {
+  unsigned long long* r = g_expert_trace;
+  if (r) {
+    if (i == 1) {
+      unsigned smid;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+      r[static_cast<size_t>(task) * kTraceWords] =
+          (static_cast<unsigned long long>(kind) << 62) | (static_cast<unsigned long long>(smid) << 32) | blockIdx.x;
+    }
+    r[static_cast<size_t>(task) * kTraceWords + i] = global_ns();
+  }
+}
+
+// e2m1_half2's words, bit for bit, with less integer-pipe work. Why: at K3's shapes the fragment-
+// order kernels issue about 60 integer-pipe instructions per 512 bytes of weights, and that pipe
+// (half the FMA pipe's rate) was the busiest one, 62-70% of cycles, with DRAM at 53% (ncu on the
+// H200). Here the shifts are multiplies (the FMA pipe) and each
+// nibble's sign reaches bit 7 of its byte by a carry: for a byte holding 2c (c = s|e1 e0 m),
+// 2c + 0x70 has bit 7 = s and bits 1-3 = e1 e0 m, and the mask drops bits 4-6 (2c + 0x70 <= 0x8E:
+// never a carry out of the byte). ptxas makes 8-9 integer-pipe instructions of it per word, not 11.
+__device__ __forceinline__ void e2m1_half2_fma(uint32_t w, uint32_t (&h)[4]) {
+  const uint32_t lo = w & 0x0F0F0F0Fu;  // even columns, one code per byte
+  const uint32_t hi = w - lo;           // odd columns, code x 16 per byte
+  const uint32_t ev = (lo * 2u + 0x70707070u) & 0x8E8E8E8Eu;
+  const uint32_t od = (__umulhi(hi, 1u << 29) + 0x70707070u) & 0x8E8E8E8Eu;  // hi / 8: code x 2 per byte
+  h[0] = __byte_perm(ev, 0u, 0x1404);
+  h[1] = __byte_perm(ev, 0u, 0x3424);
+  h[2] = __byte_perm(od, 0u, 0x1404);
+  h[3] = __byte_perm(od, 0u, 0x3424);
+}
+
+// ld_stream16 with an L2 prefetch hint: L2 fetches the whole 256-byte segment around the 16 bytes.
+__device__ __forceinline__ uint4 ld_stream16_l2(const uint4* p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+
+// expert_tasks.cuh's run_tickets with kTrace: thread 0 writes each task's start, wait and end times
+// (trace_at; the task itself writes when it is ready to stream). The traced versions' loop.
+// kHmax: the combine tasks clear P.hmax (finish_tile kMax).
+// kFuse (ExpertVariant::fused_combine): no combine tasks (P.nC = 0); each down task ends in finish_down_fused.
+template <bool kTrace = false, bool kHmax = false, bool kFuse = false, class GateUp, class Down>
+__device__ __forceinline__ void run_tickets_lab(const Params& P, GateUp&& gate_up, Down&& down) {
+  __shared__ unsigned s_task;
+  const unsigned total = P.nA + P.nB + P.nC;
+  if (threadIdx.x == 0) s_task = take_ticket(P);
+  __syncthreads();
+  unsigned task = s_task;
+  while (task < total) {
+    __syncthreads();  // everyone has read s_task
+    unsigned after = 0u;
+    if (threadIdx.x == 0) after = take_ticket(P);
+    if constexpr (kTrace) {
+      if (threadIdx.x == 0) trace_at(task, 1, task < P.nA ? 0u : task < P.nA + P.nB ? 1u : 2u);
+    }
+    if (task < P.nA) {
+      const int g = static_cast<int>(task) / P.a_tiles;
+      if constexpr (kTrace) {
+        if (threadIdx.x == 0) trace_at(task, 2);
+      }
+      gate_up(task, g, static_cast<int>(task) % P.a_tiles);
+      signal_done(P.doneA + g);
+    } else if (task < P.nA + P.nB) {
+      const int b = static_cast<int>(task - P.nA);
+      const int g = b / P.b_tiles;
+      if (threadIdx.x == 0) wait_expert_a(P, g);
+      __syncthreads();
+      if constexpr (kTrace) {
+        if (threadIdx.x == 0) trace_at(task, 2);
+      }
+      down(task, g, b % P.b_tiles);
+      if constexpr (kFuse) finish_down_fused<kHmax>(P, g, b % P.b_tiles);
+      else signal_done(P.doneB + g);
+    } else {
+      const int c = static_cast<int>(task - P.nA - P.nB);
+      const int t = c / P.c_tiles;
+      if (threadIdx.x == 0) wait_row_experts(P, t);
+      __syncthreads();
+      if constexpr (kTrace) {
+        if (threadIdx.x == 0) {
+          trace_at(task, 2);
+          trace_at(task, 3);
+        }
+      }
+      task_combine<kThreads, kHmax>(P, t, c % P.c_tiles);
+    }
+    if constexpr (kTrace) {
+      if (threadIdx.x == 0) trace_at(task, 4);
+    }
+    if (threadIdx.x == 0) s_task = after;
+    __syncthreads();
+    task = s_task;
+  }
+}
 
 // e2m1_half2 as floats: the 8 column values of one word (times 2^-14) in column order, so that
 // several vectors can use one decode (the fp16 -> fp32 conversions are a fifth of the work otherwise).

@@ -129,7 +129,7 @@ __device__ __forceinline__ float block_value(RowSums& rs) {
   return __fmaf_rn(static_cast<float>(dhi), 65536.0f, static_cast<float>(dlo));
 }
 
-__device__ __forceinline__ uint4 ld_weights(const uint4* p) { return ld_stream16<true>(p); }
+__device__ __forceinline__ uint4 ld_weights(const uint4* p) { return ld_stream16_l2(p); }
 
 // What a block's digit slots hold (so that consecutive tasks on the same vector, e.g. every
 // gate/up task of a one-row pass, stage it once): tag >= 0 is row t of z, tag <= -2 is h of

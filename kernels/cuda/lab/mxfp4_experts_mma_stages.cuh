@@ -13,6 +13,47 @@
 
 namespace mma16 {
 
+// Bulk copies and mbarrier transactions exist from sm_90 on. The library is also built for sm_86 and
+// sm_89, where these versions never run (fits() needs compute capability 9): there the helpers trap.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define DELTAFIN_SM90_ASM(...) __trap()
+#else
+#define DELTAFIN_SM90_ASM(...) asm volatile(__VA_ARGS__)
+#endif
+// cp.async exists from sm_80 on; an explicit older target (e.g. a cached sm_75 build) still compiles.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define DELTAFIN_SM80_ASM(...) __trap()
+#else
+#define DELTAFIN_SM80_ASM(...) asm volatile(__VA_ARGS__)
+#endif
+
+// The end of a pass over a warp's 32 rows for one pair of assignments: the lanes of a quad hold
+// mma columns 2q, 2q+1 (slot 0 = columns 0, 1, 2: quads 0 and 1; slot 1 = 3, 4, 5: quads 1 and 2);
+// the three parts are added in one fixed order, the staging scale undone, and the rows stored
+// (gate/up: h = SiTU(tile 0, tile 1) of rows o0..o0+15; down: d of rows o0..o0+31).
+template <bool kGateUp>
+__device__ __forceinline__ void finish_pair(const Params& P, const float (&acc)[2][4], const float (&back)[2], int aA,
+                                            int aB, int o0, int lane) {
+  const int q = lane & 3, gr = lane >> 2;
+  float v[2][2];  // [tile][row half]
+#pragma unroll
+  for (int t = 0; t < 2; ++t) slot_sums(acc[t], q, v[t]);
+  const int a = q == 0 ? aA : aB;
+  if (q < 2 && a >= 0) {
+    const float bs = q ? back[1] : back[0];
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const int row = o0 + gr + 8 * hr;
+      if constexpr (kGateUp) {
+        P.h[static_cast<int64_t>(a) * P.inter + row] = situ_act(v[0][hr] * bs, v[1][hr] * bs);
+      } else {
+        P.d[static_cast<int64_t>(a) * P.latent + row] = v[0][hr] * bs;
+        P.d[static_cast<int64_t>(a) * P.latent + row + 16] = v[1][hr] * bs;
+      }
+    }
+  }
+}
+
 // Stage geometry: C weight columns per stage, S stages per warp, L lanes of stored B fragments per
 // 32-column block (32: all eight columns; 24: columns 0-5, the readers use zeros for 6 and 7).
 template <int C, int S, int L>
