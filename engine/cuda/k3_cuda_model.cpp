@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "cuda/cuda_support.h"
 #include "cuda/k3/k3_ops.h"
+#include "cuda/situ.h"
 #include "cuda/vram_expert_cache.h"
 
 namespace deltafin::cuda {
@@ -291,6 +292,9 @@ int auto_expert_slots(const K3Config& c, const CudaK3Model::Options& o, int all,
 
 CudaK3Model::CudaK3Model(const K3Model& host, Options opts)
     : host_(host), opts_(opts), w_(std::make_unique<CudaK3Weights>()) {
+  // The expert kernels have K3's SiTU betas compiled in (cuda/situ.h); other models run on the CPU.
+  if (const std::string e = situ_config_error(host.config().situ_beta, host.config().situ_linear_beta); !e.empty())
+    throw Error("CUDA K3: " + e, "run with --device cpu");
   std::string why;
   if (!device_available(&why)) throw Error(why, "run with --device cpu");
   int devices = 0;
@@ -1281,7 +1285,7 @@ void CudaK3Session::dense(int layer, bool shared, int T, const float* x, float* 
   const DMlp& w = shared ? L.moe_w.shared : L.dense;
   const int64_t I = w.inter;
   k3::gemm(w.gate_up, x, c.hidden, T, d_->mlp_gu, 2 * I, so);
-  k3::situ_glu_rows(d_->mlp_gu, T, I, c.situ_beta, c.situ_linear_beta, d_->mlp_act, so);
+  k3::situ_glu_rows(d_->mlp_gu, T, I, kSituBeta, kSituLinearBeta, d_->mlp_act, so);  // the config's (checked at load)
   k3::gemm(w.down, d_->mlp_act, I, T, out, c.hidden, so);
 }
 

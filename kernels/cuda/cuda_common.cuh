@@ -7,6 +7,7 @@
 
 #include "cuda/cuda_kernels.h"
 #include "cuda/pdl.cuh"
+#include "cuda/situ.h"
 
 namespace deltafin::cuda {
 
@@ -68,10 +69,13 @@ __device__ __forceinline__ float load_weight(const void* w, bool bf16, int64_t i
 __device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
 
-// K3's SiTU GLU activation with accurate (not fast-math) tanh and exp.
+// K3's SiTU GLU activation (situ.h's betas) with accurate (not fast-math) tanh and exp; the
+// divisions by the betas are multiplications by their fp32 reciprocals (0.25 exact, 1/25 rounded).
 __device__ __forceinline__ float situ_act(float g, float u) {
+  constexpr float kInvBeta = 1.0f / kSituBeta, kInvLinearBeta = 1.0f / kSituLinearBeta;
+  static_assert(kInvBeta == 0.25f && kInvLinearBeta == 0.04f, "the multipliers these kernels were measured with");
   const float sig = 1.0f / (1.0f + expf(-g));
-  return (4.0f * tanhf(g * 0.25f) * sig) * (25.0f * tanhf(u * 0.04f));
+  return (kSituBeta * tanhf(g * kInvBeta) * sig) * (kSituLinearBeta * tanhf(u * kInvLinearBeta));
 }
 
 }  // namespace deltafin::cuda

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cuda/k3/k3_ops.h"
+#include "cuda/situ.h"
 #include "cuda_checks.h"
 #include "support/worst_error.h"
 
@@ -118,7 +119,7 @@ void elementwise(Io& io, vector<Result>& out) {
     }
   auto dgu = io.up(gu);
   auto h = io.out(size_t(T) * w);
-  k3::situ_glu_rows(dgu.as<float>(), T, w, 4.f, 25.f, h.as<float>(), io.s);
+  k3::situ_glu_rows(dgu.as<float>(), T, w, kSituBeta, kSituLinearBeta, h.as<float>(), io.s);
   const auto gh = io.down(h, size_t(T) * w);
   vector<double> rh(gh.size());
   double worst_elem = 0;

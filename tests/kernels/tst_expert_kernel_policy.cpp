@@ -14,6 +14,7 @@
 #include <string>
 
 #include "cuda/expert_kernel_policy.h"
+#include "cuda/situ.h"
 
 using namespace deltafin::cuda;
 
@@ -238,6 +239,20 @@ class TestExpertKernelPolicy : public QObject {
     QCOMPARE(unaligned_row_fallback(3584, 3072), ExpertKernel::v6);
     QCOMPARE(unaligned_row_fallback(384, 256), ExpertKernel::v6);
     QCOMPARE(kTablesFallback, ExpertKernel::v194);
+  }
+
+  // The SiTU betas the CUDA kernels are compiled with are K3's (K3-SPEC), and the CUDA forward's load
+  // check (situ_config_error) accepts exactly those and names both pairs otherwise.
+  void situ_betas_are_k3s() {
+    QCOMPARE(kSituBeta, 4.0f);
+    QCOMPARE(kSituLinearBeta, 25.0f);
+    QVERIFY(situ_config_error(4.0f, 25.0f).empty());
+    const std::string linear = situ_config_error(4.0f, 24.0f);
+    QVERIFY2(linear.find("activation_situ_linear_beta 24)") != std::string::npos, linear.c_str());
+    QVERIFY2(linear.find("compiled with (4, 25)") != std::string::npos, linear.c_str());
+    const std::string beta = situ_config_error(3.5f, 25.0f);
+    QVERIFY2(beta.find("activation_situ_beta 3.5") != std::string::npos, beta.c_str());
+    QVERIFY(!situ_config_error(4.0f + 1e-6f, 25.0f).empty());
   }
 };
 

@@ -44,8 +44,8 @@ void add(const float* a, const float* b, float* out, int64_t n, Stream s);
 void add_sum(const float* a, const float* b, const float* c, float* out, int64_t n, Stream s);
 // out[i] = a[i] * sigmoid(g[i])
 void mul_sigmoid(const float* a, const float* g, float* out, int64_t n, Stream s);
-// SiTU GLU with the config's betas, beta*tanh(g/beta)*sigmoid(g) * lbeta*tanh(u/lbeta), over rows
-// [T][gate (n) | up (n)] of a stacked gate/up GEMM: out [T][n].
+// SiTU GLU, beta*tanh(g/beta)*sigmoid(g) * lbeta*tanh(u/lbeta), over rows [T][gate (n) | up (n)]
+// of a stacked gate/up GEMM: out [T][n]. The K3 forward passes situ.h's kSituBeta, kSituLinearBeta.
 void situ_glu_rows(const float* gu, int T, int64_t n, float beta, float lbeta, float* out, Stream s);
 
 // ---- KDA ----
