@@ -69,9 +69,9 @@ class DeviceBuffer {
 void bf16_gemm(const void* dev_w, int64_t out, int64_t in, const float* dev_x, int64_t ldx, int T, float* dev_y,
                int64_t ldy, Stream stream = nullptr);
 
-// Numbered versions of bf16_gemm (for checks and benchmarks): 1 = FFMA, 2.. = tensor cores with x
-// split exactly into three bf16 parts. Each version is batch invariant on its own; different
-// versions sum in different orders and so give different (equally accurate) bits.
+// Numbered versions of bf16_gemm (for checks and benchmarks): 1 = FFMA (the lab's), 2.. = tensor
+// cores with x split exactly into three bf16 parts. Each version is batch invariant on its own;
+// different versions sum in different orders and so give different (equally accurate) bits.
 std::vector<int> bf16_gemm_versions();  // those this device can run, the registered ones included
 std::string bf16_gemm_version_name(int version);
 int bf16_gemm_default_version(int64_t out, int64_t in);
@@ -122,6 +122,8 @@ void set_expert_grid(unsigned blocks);
 // has them (rows), or each matrix repacked by repack_mx_fragments (fragments; scales unchanged).
 enum class ExpertLayout { rows, fragments };
 
+struct ExpertVariant;  // one kernel version (expert_variant.h)
+
 // The routed-expert MLP of one MoE layer for T rows, in one launch:
 //   y[t] = sum over j < top_k, in slot order, of weight[t][j] * down_e(SiTU(gate_e z[t], up_e z[t]))
 // with e = experts[slot_expert[t*top_k + j]]. Each distinct expert's weights are read once for all
@@ -136,7 +138,7 @@ class ExpertMlp {
   // The layout whose default version is fastest for these shapes on the current device: fragments
   // where a fragment-order version fits (K3's shapes on sm_80 and newer; on the H200 it beats every
   // row-layout version at T = 1 to 8, docs/PERFORMANCE.md), unless DELTAFIN_CUDA_EXPERT_LAYOUT=rows,
-  // or DELTAFIN_CUDA_EXPERT_VERSION names a row-layout version.
+  // or DELTAFIN_CUDA_EXPERT_VERSION names v6.
   static ExpertLayout preferred_layout(int latent, int inter);
   ExpertLayout layout() const { return layout_; }
   ~ExpertMlp();
@@ -170,12 +172,13 @@ class ExpertMlp {
   int inter() const { return inter_; }
   int top_k() const { return top_k_; }
   int max_rows() const { return max_rows_; }
-  // Numbered kernel versions built for these shapes; the constructor picks the best one.
+  // The numbered kernel version in use: the layout's default (each call runs it or a version with
+  // its bits, choose_expert_kernel), or the one DELTAFIN_CUDA_EXPERT_VERSION=vNN (v6, v134, v212,
+  // v183, v138 or v194) or use_variant names.
   const char* variant() const;
-  std::vector<std::string> variants() const;
-  void select_variant(const std::string& name);  // for benchmarks and checks
-  // Versions with the same number sum in the same order and so compute bit-identical results.
-  int reduction_order(const std::string& name) const;
+  // Runs v for every later call (null: the policy again); v must outlive this object and fit its
+  // shapes. For benchmarks and checks: the lab's select_expert_version (lab/expert_kernels_lab.h).
+  void use_variant(const ExpertVariant* v);
   // Whether a call of a few waves of tasks may take fewer blocks than the device holds (expert_grid
   // in mxfp4_experts.cu; the default): faster when the kernel has the GPU to itself. A caller that
   // runs other work beside it turns it off: the K3 forward's concurrent branches use the free SM

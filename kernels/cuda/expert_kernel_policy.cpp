@@ -71,8 +71,6 @@ std::optional<ExpertKernel> default_expert_kernel(int latent, int inter, ExpertL
   return ExpertKernel::v6;  // any widths
 }
 
-ExpertKernel unaligned_row_fallback(int, int) { return ExpertKernel::v6; }
-
 ExpertKernel choose_expert_kernel(int latent, int inter, ExpertLayout layout, const ExpertDevice& d,
                                   const BlocksPerSm& blocks_per_sm, const ExpertCall& call) {
   const ExpertKernel base = default_expert_kernel(latent, inter, layout, d).value();

@@ -74,10 +74,8 @@ using BlocksPerSm = std::function<int(ExpertKernel)>;
 ExpertKernel choose_expert_kernel(int latent, int inter, ExpertLayout layout, const ExpertDevice& d,
                                   const BlocksPerSm& blocks_per_sm, const ExpertCall& call);
 
-// The fallbacks for versions selected by name (benchmarks, checks): the first row-layout FFMA
-// version that fits (for the lab's tensor-core row versions given unaligned experts), and the
-// fragment-order version without a shared copy of the routing tables (also the policy's).
-ExpertKernel unaligned_row_fallback(int latent, int inter);
+// The fragment-order version without a shared copy of the routing tables: the policy's, and
+// ExpertMlp's for a version selected by name whose tables do not fit that copy.
 constexpr ExpertKernel kTablesFallback = ExpertKernel::v194;
 
 }  // namespace deltafin::cuda

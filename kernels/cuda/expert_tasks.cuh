@@ -63,7 +63,6 @@ struct Params {
   int tile_a, tile_b;  // intermediate rows per A task, latent rows per B task
   int a_tiles, b_tiles, c_tiles;
   unsigned nA, nB, nC;
-  int chunks;  // the lab's warp-specialised versions: chunks per phase (one per block)
   // hmax versions (ExpertVariant::hmax): per assignment, the bits of max |h| (0
   // between calls: the combine tasks of each row, or in fused versions each expert's last down task,
   // clear its entries after every down task that read them); null for the others.
@@ -526,12 +525,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const 
 
 using KernelFn = void (*)(Params);
 
-// Launches kernel fn (of this file's KernelFn type) with a Params passed through void pointers, so
-// that ExpertMlp can launch the versions of another file (the lab's), whose Params is this struct.
-inline int launch_expert_kernel(const void* fn, unsigned grid, int threads, size_t smem, void* stream,
-                                const void* params) {
+// ExpertVariant::launch of the persistent-grid versions: kernel fn (of this file's KernelFn type)
+// over the Params at `params` on `grid` blocks; every block takes one ticket per task plus the one
+// that ends its loop. Through void pointers, so that ExpertMlp also launches the lab's versions,
+// whose Params is this struct.
+inline int launch_expert_kernel(const void* fn, unsigned grid, unsigned, int threads, size_t smem, void* stream,
+                                const void* params, unsigned* tickets) {
   Params P;
   std::memcpy(&P, params, sizeof P);
+  *tickets = P.nA + P.nB + P.nC + grid;
   return static_cast<int>(::deltafin::cuda::launch(reinterpret_cast<KernelFn>(const_cast<void*>(fn)), grid, threads,
                                                    smem, static_cast<cudaStream_t>(stream), P));
 }

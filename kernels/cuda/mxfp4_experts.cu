@@ -1,7 +1,9 @@
 // The routed-expert MLP's product versions and ExpertMlp, the host side that runs them. The task
 // scheme the kernels share is expert_tasks.cuh; which version runs a call is choose_expert_kernel
-// (expert_kernel_policy.h). Versions never chosen on any GPU are kept for measurement in lab/
-// (deltafin-cuda-bench and the checker only); docs/history/EXPERT-KERNELS.md says how they were chosen.
+// (expert_kernel_policy.h). Versions never chosen on any GPU are kept for measurement in lab/, which
+// offers them by name and runs them through ExpertMlp::use_variant (deltafin-cuda-bench and the
+// checker only); docs/history/EXPERT-KERNELS.md says how they were chosen.
+#include <map>
 #include <optional>
 
 #include "cuda/expert_tasks.cuh"
@@ -23,125 +25,74 @@ bool product_fits(int latent, int inter, const ExpertDevice& d) {
   return expert_kernel_fits(K, latent, inter, d);
 }
 
-// The entries every product version shares; `at` adds its policy hooks.
+// Product version K: v6 reads rows (64-row tiles, reduction order 0); the others fragment order
+// (reduction order 1), each but v194 with the routing tables in shared memory and maxima from gate/up.
 template <ExpertKernel K>
-ExpertVariant product(ExpertVariant v) {
-  v.launch = launch_expert_kernel;
-  v.smem = product_smem<K>;
-  v.fits = product_fits<K>;
-  return v;
+ExpertVariant product(const char* name, KernelFn fn, bool fused_combine = false) {
+  constexpr bool frag = K != ExpertKernel::v6, meta = frag && K != ExpertKernel::v194;
+  return {.name = name,
+          .fn = reinterpret_cast<const void*>(fn),
+          .launch = launch_expert_kernel,
+          .smem = product_smem<K>,
+          .fits = product_fits<K>,
+          .tile_a = frag ? direct::tile_a<1>() : 64,
+          .tile_b = frag ? direct::tile_b<1>() : 64,
+          .order = frag ? 1 : 0,
+          .fragments = frag,
+          .aligned16 = frag,
+          .tables_in_shared = meta,
+          .hmax = meta,
+          .fused_combine = fused_combine};
 }
 
 // The product versions, indexed by ExpertKernel. Template arguments: expert_mlp_kernel<rows per warp
 // pass (gate/up, down), min blocks per SM>; expert_mlp_direct_kernel: see mxfp4_experts_direct.cuh.
 const ExpertVariant kProduct[kExpertKernels] = {
-    product<ExpertKernel::v6>({.name = "v6 streamed RO=4 RB=8 tiles 64/64",
-                               .fn = reinterpret_cast<const void*>(expert_mlp_kernel<4, 8, 2>),
-                               .tile_a = 64,
-                               .tile_b = 64,
-                               .order = 0}),
+    product<ExpertKernel::v6>("v6 streamed RO=4 RB=8 tiles 64/64", expert_mlp_kernel<4, 8, 2>),
     product<ExpertKernel::v134>(
-        {.name = "v134 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from "
-                 "gate/up decode by multiply-add and mask",
-         .fn = reinterpret_cast<const void*>(
-             expert_mlp_direct_kernel<3, 1, true, true, true, direct::kFragLanes, false, false, false>),
-         .tile_a = direct::tile_a<1>(),
-         .tile_b = direct::tile_b<1>(),
-         .order = 1,
-         .fragments = true,
-         .aligned16 = true,
-         .tables_in_shared = true,
-         .hmax = true}),
-    product<ExpertKernel::v212>(
-        {.name = "v212 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from "
-                 "gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scale tables two "
-                 "groups per loop step",
-         .fn = reinterpret_cast<const void*>(expert_mlp_direct_kernel<3, 1, true, true, false, 32, true, true, true>),
-         .tile_a = direct::tile_a<1>(),
-         .tile_b = direct::tile_b<1>(),
-         .order = 1,
-         .fragments = true,
-         .aligned16 = true,
-         .tables_in_shared = true,
-         .hmax = true,
-         .fused_combine = true}),
-    product<ExpertKernel::v183>(
-        {.name = "v183 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from "
-                 "gate/up decode by multiply-add and mask combine in the down tasks 32 fragment lanes scales without a "
-                 "vote",
-         .fn = reinterpret_cast<const void*>(expert_mlp_direct_kernel<3, 1, true, true, false, 32, true, false, false>),
-         .tile_a = direct::tile_a<1>(),
-         .tile_b = direct::tile_b<1>(),
-         .order = 1,
-         .fragments = true,
-         .aligned16 = true,
-         .tables_in_shared = true,
-         .hmax = true,
-         .fused_combine = true}),
+        "v134 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared "
+        "memory maxima from gate/up decode by multiply-add and mask",
+        expert_mlp_direct_kernel<3, 1, true, true, true, direct::kFragLanes, false, false, false>),
+    product<ExpertKernel::v212>("v212 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared "
+                                "memory maxima from gate/up decode by multiply-add and mask combine in the down tasks "
+                                "32 fragment lanes scale tables two groups per loop step",
+                                expert_mlp_direct_kernel<3, 1, true, true, false, 32, true, true, true>, true),
+    product<ExpertKernel::v183>("v183 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared "
+                                "memory maxima from gate/up decode by multiply-add and mask combine in the down tasks "
+                                "32 fragment lanes scales without a vote",
+                                expert_mlp_direct_kernel<3, 1, true, true, false, 32, true, false, false>, true),
     product<ExpertKernel::v138>(
-        {.name = "v138 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared memory maxima from "
-                 "gate/up decode by multiply-add and mask combine in the down tasks",
-         .fn = reinterpret_cast<const void*>(
-             expert_mlp_direct_kernel<3, 1, true, true, true, direct::kFragLanes, true, false, false>),
-         .tile_a = direct::tile_a<1>(),
-         .tile_b = direct::tile_b<1>(),
-         .order = 1,
-         .fragments = true,
-         .aligned16 = true,
-         .tables_in_shared = true,
-         .hmax = true,
-         .fused_combine = true}),
+        "v138 mma fp16x3 fragment order one tile per warp 3 chunks ahead tables in shared "
+        "memory maxima from gate/up decode by multiply-add and mask combine in the down tasks",
+        expert_mlp_direct_kernel<3, 1, true, true, true, direct::kFragLanes, true, false, false>, true),
     product<ExpertKernel::v194>(
-        {.name = "v194 mma fp16x3 fragment order one tile per warp 2 chunks ahead four vectors per pass decode by "
-                 "multiply-add and mask scale tables",
-         .fn = reinterpret_cast<const void*>(
-             expert_mlp_direct_kernel<2, 2, false, false, false, direct::kFragLanes, false, true, false>),
-         .tile_a = direct::tile_a<1>(),
-         .tile_b = direct::tile_b<1>(),
-         .order = 1,
-         .fragments = true,
-         .aligned16 = true}),
+        "v194 mma fp16x3 fragment order one tile per warp 2 chunks ahead four vectors per pass "
+        "decode by multiply-add and mask scale tables",
+        expert_mlp_direct_kernel<2, 2, false, false, false, direct::kFragLanes, false, true, false>),
 };
-
-// Every version ExpertMlp can run: the product's, indexed by ExpertKernel, then any registered.
-struct Registry {
-  std::vector<ExpertVariant> all{std::begin(kProduct), std::end(kProduct)};
-};
-Registry& registry() {
-  static Registry r;
-  return r;
-}
-const std::vector<ExpertVariant>& all_variants() { return registry().all; }
 
 }  // namespace
 
-void add_expert_variants(const ExpertVariant* variants, int count) {
-  Registry& r = registry();
-  for (int i = 0; i < count; ++i) {
-    bool known = false;
-    for (const ExpertVariant& v : r.all) known = known || v.fn == variants[i].fn;
-    if (!known) r.all.push_back(variants[i]);
-  }
-}
+const ExpertVariant& expert_variant(ExpertKernel k) { return kProduct[static_cast<int>(k)]; }
 
 struct ExpertMlp::Impl {
-  int variant = 0;  // the layout's default (index into variants()), or the version selected by name
-  // Unless a version was selected by name, each call runs what choose_expert_kernel says: the
-  // default or a version with its reduction order (the same bits: batch invariance holds across).
-  bool selected = false;
-  int pick(const ExpertMlp& m, int T, double rows_per_expert, bool aligned16, bool tables_fit_shared) {
-    if (selected) return variant;
-    const BlocksPerSm bps = [&](ExpertKernel k) { return blocks(static_cast<int>(k), m.latent_, m.inter_); };
-    return static_cast<int>(choose_expert_kernel(m.latent_, m.inter_, m.layout_, limits, bps,
-                                                 ExpertCall{T, rows_per_expert, aligned16, tables_fit_shared}));
+  ExpertKernel default_kernel = ExpertKernel::v6;  // the layout's default
+  // The version every call runs (DELTAFIN_CUDA_EXPERT_VERSION or use_variant); null: each call runs
+  // what choose_expert_kernel says, the default or a version with its reduction order (the same bits:
+  // batch invariance holds across).
+  const ExpertVariant* selected = nullptr;
+  const ExpertVariant& pick(const ExpertMlp& m, int T, double rows_per_expert, bool aligned16, bool tables_fit_shared) {
+    if (selected) return *selected;
+    const BlocksPerSm bps = [&](ExpertKernel k) { return blocks(expert_variant(k), m.latent_, m.inter_); };
+    return expert_variant(choose_expert_kernel(m.latent_, m.inter_, m.layout_, limits, bps,
+                                               ExpertCall{T, rows_per_expert, aligned16, tables_fit_shared}));
   }
-  std::vector<int> blocks_per_sm =
-      std::vector<int>(all_variants().size());  // per version, from the occupancy calculator
-  // Blocks per SM of version vi at these widths (asked once, after allowing its shared memory).
-  int blocks(int vi, int latent, int inter) {
-    int& bps = blocks_per_sm[vi];
+  const ExpertVariant& current() const;      // the version named by variant()
+  std::map<const void*, int> blocks_per_sm;  // per kernel, from the occupancy calculator
+  // Blocks per SM of version v at these widths (asked once, after allowing its shared memory).
+  int blocks(const ExpertVariant& v, int latent, int inter) {
+    int& bps = blocks_per_sm[v.fn];
     if (!bps) {
-      const ExpertVariant& v = all_variants()[vi];
       const size_t smem = v.smem(latent, inter);
       // Static shared memory (MetaTables) counts towards the 48 KB a launch may use without opting in.
       cudaFuncAttributes fa{};
@@ -176,7 +127,9 @@ struct ExpertMlp::Impl {
   // plan_routed's tables, waiting for run_planned.
   struct Plan {
     bool ready = false;
-    int T = 0, vi = 0, nG = 0;
+    int T = 0;
+    const ExpertVariant* v = nullptr;
+    int nG = 0;
     const char* dt = nullptr;
   };
   Plan plan;
@@ -212,9 +165,9 @@ struct ExpertMlp::Impl {
   };
   // The expert kernel over tables at dt (layout L) whose counters start at ticket_base and, per
   // group, at doneA_base / doneB_base.
-  Counts launch(const ExpertMlp& m, int vi, int nG, int T, const char* dt, const Layout& L, unsigned ticket_base,
-                const unsigned* doneA_base, const unsigned* doneB_base, const float* dev_z, float* dev_y,
-                cudaStream_t s);
+  Counts launch(const ExpertMlp& m, const ExpertVariant* v, int nG, int T, const char* dt, const Layout& L,
+                unsigned ticket_base, const unsigned* doneA_base, const unsigned* doneB_base, const float* dev_z,
+                float* dev_y, cudaStream_t s);
 };
 
 namespace {
@@ -251,7 +204,7 @@ unsigned expert_grid(unsigned total, unsigned sms, unsigned bps, bool few_wave_g
   return std::max(sms, std::min(cap, g));
 }
 
-ExpertDevice current_limits(int* sms = nullptr) {
+ExpertDevice current_limits(int* sms) {
   int dev = 0;
   DELTAFIN_CUDA_CHECK(cudaGetDevice(&dev));
   ExpertDevice dl;
@@ -263,26 +216,27 @@ ExpertDevice current_limits(int* sms = nullptr) {
   return dl;
 }
 
-// The version DELTAFIN_CUDA_EXPERT_VERSION=vNN names for these shapes (-1: unset; -2: none fits).
-int env_version(int latent, int inter, const ExpertDevice& dl) {
+// The product version DELTAFIN_CUDA_EXPERT_VERSION=vNN names (none: unset). Any other number is an
+// error: the lab's versions run only in deltafin-cuda-bench and deltafin-cuda-check, selected by name.
+std::optional<ExpertKernel> env_version() {
   const char* e = std::getenv("DELTAFIN_CUDA_EXPERT_VERSION");
-  if (!e || !*e) return -1;
-  const std::string want = std::string(e) + " ";
-  const auto& all = all_variants();
-  for (size_t v = 0; v < all.size(); ++v)
-    if (std::string(all[v].name).rfind(want, 0) == 0 && all[v].fits(latent, inter, dl)) return static_cast<int>(v);
-  return -2;
+  if (!e || !*e) return std::nullopt;
+  for (int k = 0; k < kExpertKernels; ++k)
+    if (std::string(e) == expert_kernel_id(static_cast<ExpertKernel>(k))) return static_cast<ExpertKernel>(k);
+  throw CudaError(std::string("DELTAFIN_CUDA_EXPERT_VERSION=") + e +
+                  ": not a product version (v6, v134, v212, v183, v138, v194; unset it for the default)");
 }
 
 }  // namespace
 
+ExpertDevice current_expert_device() { return current_limits(nullptr); }
+
 ExpertLayout ExpertMlp::preferred_layout(int latent, int inter) {
   if (const char* e = std::getenv("DELTAFIN_CUDA_EXPERT_LAYOUT"); e && std::string(e) == "rows")
     return ExpertLayout::rows;
-  const ExpertDevice dl = current_limits();
-  if (const int v = env_version(latent, inter, dl); v != -1)
-    return v >= 0 && all_variants()[v].fragments ? ExpertLayout::fragments : ExpertLayout::rows;
-  return preferred_expert_layout(latent, inter, dl);
+  if (const std::optional<ExpertKernel> v = env_version())
+    return expert_variant(*v).fragments ? ExpertLayout::fragments : ExpertLayout::rows;
+  return preferred_expert_layout(latent, inter, current_limits(nullptr));
 }
 
 ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows, ExpertLayout layout)
@@ -299,15 +253,16 @@ ExpertMlp::ExpertMlp(int latent, int inter, int top_k, int max_rows, ExpertLayou
       throw CudaError("ExpertMlp: no " + std::string(frag ? "fragment-order" : "row-layout") + " version fits latent " +
                       std::to_string(latent) + " x intermediate " + std::to_string(inter) +
                       " on this device (store the experts in ExpertMlp::preferred_layout)");
-    impl_->variant = static_cast<int>(*def);
-    // DELTAFIN_CUDA_EXPERT_VERSION=vNN (measurements): that version, as if selected by name.
-    if (const int v = env_version(latent, inter, impl_->limits); v != -1) {
-      if (v < 0 || all_variants()[v].fragments != frag)
-        throw CudaError("DELTAFIN_CUDA_EXPERT_VERSION=" + std::string(std::getenv("DELTAFIN_CUDA_EXPERT_VERSION")) +
-                        ": no expert kernel version of that number fits these shapes on this device and reads " +
-                        (frag ? "fragment-order" : "row-layout") + " experts (unset it for the default)");
-      impl_->variant = v;
-      impl_->selected = true;
+    impl_->default_kernel = *def;
+    // DELTAFIN_CUDA_EXPERT_VERSION=vNN (measurements): that version for every call.
+    if (const std::optional<ExpertKernel> v = env_version()) {
+      const ExpertVariant& ev = expert_variant(*v);
+      if (!ev.fits(latent, inter, impl_->limits) || ev.fragments != frag)
+        throw CudaError(
+            "DELTAFIN_CUDA_EXPERT_VERSION=" + std::string(ev.name).substr(0, std::string(ev.name).find(' ')) +
+            " does not fit these shapes on this device or does not read " + (frag ? "fragment-order" : "row-layout") +
+            " experts (unset it for the default)");
+      impl_->selected = &ev;
     }
     const int64_t A = static_cast<int64_t>(max_rows) * top_k;
     impl_->max_assign = static_cast<int>(A);
@@ -346,34 +301,18 @@ ExpertMlp::~ExpertMlp() {
   delete impl_;
 }
 
-const char* ExpertMlp::variant() const { return all_variants()[impl_->variant].name; }
+const ExpertVariant& ExpertMlp::Impl::current() const { return selected ? *selected : expert_variant(default_kernel); }
 
-std::vector<std::string> ExpertMlp::variants() const {
-  std::vector<std::string> out;
-  for (const ExpertVariant& v : all_variants())
-    if (v.fits(latent_, inter_, impl_->limits)) out.push_back(v.name);
-  return out;
-}
+const char* ExpertMlp::variant() const { return impl_->current().name; }
 
-bool ExpertMlp::fragment_layout() const { return all_variants()[impl_->variant].fragments; }
-
-int ExpertMlp::reduction_order(const std::string& name) const {
-  for (const ExpertVariant& v : all_variants())
-    if (name == v.name) return v.order;
-  throw CudaError("ExpertMlp: no kernel variant named '" + name + "'");
-}
+bool ExpertMlp::fragment_layout() const { return impl_->current().fragments; }
 
 void ExpertMlp::set_few_wave_grid(bool on) { impl_->few_wave_grid = on; }
 
-void ExpertMlp::select_variant(const std::string& name) {
-  const auto& all = all_variants();
-  for (int v = 0; v < static_cast<int>(all.size()); ++v) {
-    if (name != all[v].name || !all[v].fits(latent_, inter_, impl_->limits)) continue;
-    impl_->variant = v;
-    impl_->selected = true;
-    return;
-  }
-  throw CudaError("ExpertMlp: no kernel variant named '" + name + "' fits these shapes");
+void ExpertMlp::use_variant(const ExpertVariant* v) {
+  if (v && !v->fits(latent_, inter_, impl_->limits))
+    throw CudaError(std::string("ExpertMlp::use_variant: ") + v->name + " does not fit these shapes on this device");
+  impl_->selected = v;
 }
 
 void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_expert, const float* slot_weight, int T,
@@ -396,23 +335,24 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
         reinterpret_cast<uintptr_t>(e.gate_packed) % 8 || reinterpret_cast<uintptr_t>(e.up_packed) % 8 ||
         reinterpret_cast<uintptr_t>(e.down_packed) % 8)
       throw CudaError("ExpertMlp::run: every expert needs six device pointers, packed weights 8-byte aligned");
-  // The tensor-core versions copy rows in 16-byte units; with other alignments a row-layout call
-  // takes the first FFMA version that fits (its bits differ, see ExpertVariant::order).
+  // The tensor-core versions copy rows in 16-byte units; with other alignments a row-layout call of
+  // one selected by name (the lab's tensor-core row versions) runs v6 (its bits differ, see
+  // ExpertVariant::order).
   bool aligned = true;
   for (const MxExpert& e : experts)
     for (const void* p : {e.gate_packed, e.gate_scale, e.up_packed, e.up_scale, e.down_packed, e.down_scale})
       aligned = aligned && reinterpret_cast<uintptr_t>(p) % 16 == 0;
-  int vi = impl_->pick(*this, T, static_cast<double>(nA_assign) / nG, aligned, meta_fits(nG, nA_assign));
-  const ExpertVariant& chosen = all_variants()[vi];
-  if (chosen.fragments) {
+  const ExpertVariant* v =
+      &impl_->pick(*this, T, static_cast<double>(nA_assign) / nG, aligned, meta_fits(nG, nA_assign));
+  if (v->fragments) {
     // No fallback here: another layout's version would misread the bytes.
     for (const MxExpert& e : experts)
       for (const void* p : {e.gate_packed, e.gate_scale, e.up_packed, e.up_scale, e.down_packed, e.down_scale})
         if (reinterpret_cast<uintptr_t>(p) % 16)
-          throw CudaError(std::string("ExpertMlp::run: ") + chosen.name +
+          throw CudaError(std::string("ExpertMlp::run: ") + v->name +
                           " needs every expert tensor 16-byte aligned (repack_mx_fragments output)");
-  } else if (chosen.aligned16 && layout_ == ExpertLayout::rows && !aligned) {
-    vi = static_cast<int>(unaligned_row_fallback(latent_, inter_));
+  } else if (v->aligned16 && layout_ == ExpertLayout::rows && !aligned) {
+    v = &expert_variant(ExpertKernel::v6);
   }
 
   // This slot's staging buffer may still be feeding the copy of the call kSlots calls ago.
@@ -452,7 +392,7 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
   DELTAFIN_CUDA_CHECK(cudaMemcpyAsync(dt, st, L.end, cudaMemcpyHostToDevice, s));
   DELTAFIN_CUDA_CHECK(cudaEventRecord(impl_->staged[slot], s));
   const Impl::Counts added =
-      impl_->launch(*this, vi, nG, T, dt, L, impl_->ticket_base, reinterpret_cast<const unsigned*>(dt + L.ab),
+      impl_->launch(*this, v, nG, T, dt, L, impl_->ticket_base, reinterpret_cast<const unsigned*>(dt + L.ab),
                     reinterpret_cast<const unsigned*>(dt + L.bb), dev_z, dev_y, s);
   impl_->ticket_base += added.tickets;
   for (int g = 0; g < nG; ++g) {
@@ -483,8 +423,7 @@ void ExpertMlp::plan_routed(const MxExpert* dev_table, int n_experts, const int3
   // The distinct experts are known only on the device; expect what a uniformly random router
   // would give (E (1 - (1 - k/E)^T)): routers whose neighbouring rows agree share more.
   const double expected_distinct = n_experts * (1.0 - std::pow(1.0 - static_cast<double>(top_k_) / n_experts, T));
-  const int vi = impl_->pick(*this, T, A / std::max(1.0, expected_distinct), true, meta_fits(nG, A));
-  const ExpertVariant& v = all_variants()[vi];
+  const ExpertVariant& v = impl_->pick(*this, T, A / std::max(1.0, expected_distinct), true, meta_fits(nG, A));
   const Impl::Layout L = Impl::layout(nG, A);
   if (L.end > impl_->staging_bytes) throw CudaError("ExpertMlp::run_routed: internal table overflow");
   // Its own table slot (the one run() would use next): a run() call queued before on this stream
@@ -501,14 +440,14 @@ void ExpertMlp::plan_routed(const MxExpert* dev_table, int n_experts, const int3
                     ctr,
                     ctr + 1,
                     ctr + 1 + impl_->max_assign};
-  // The warp-specialised versions skip unused groups themselves (they cut chunks by cost, and
-  // unused groups cost nothing), so their ticket and counters start at 0.
+  // Versions whose tickets do not number tasks (the lab's warp-specialised ones) skip unused groups
+  // themselves, so their ticket and counters start at 0.
   build_routing_tables(dev_table, n_experts, dev_idx, dev_weight, T, top_k_, nG,
-                       v.warp_specialised ? 0 : (inter_ + v.tile_a - 1) / v.tile_a, v.aligned16 ? 16 : 8, out,
+                       v.ticket_per_task ? (inter_ + v.tile_a - 1) / v.tile_a : 0, v.aligned16 ? 16 : 8, out,
                        as_stream(stream));
   // The builder resets the counters: they start at 0 for run_planned, and run() must reset them again.
   impl_->counters_known = false;
-  impl_->plan = Impl::Plan{true, T, vi, nG, dt};
+  impl_->plan = Impl::Plan{true, T, &v, nG, dt};
 }
 
 void ExpertMlp::run_planned(int T, const float* dev_z, float* dev_y, Stream stream) {
@@ -518,18 +457,19 @@ void ExpertMlp::run_planned(int T, const float* dev_z, float* dev_y, Stream stre
     throw CudaError("ExpertMlp::run_planned: no plan_routed for " + std::to_string(T) + " rows before it");
   impl_->plan = Impl::Plan{};
   const unsigned* zeros = impl_->zeros.as<unsigned>();
-  impl_->launch(*this, p.vi, p.nG, T, p.dt, Impl::layout(p.nG, T * top_k_), 0u, zeros, zeros, dev_z, dev_y,
+  impl_->launch(*this, p.v, p.nG, T, p.dt, Impl::layout(p.nG, T * top_k_), 0u, zeros, zeros, dev_z, dev_y,
                 as_stream(stream));
   impl_->counters_known = false;
 }
 
-ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int nG, int T, const char* dt,
-                                                const Layout& L, unsigned ticket_base, const unsigned* doneA_base,
-                                                const unsigned* doneB_base, const float* dev_z, float* dev_y,
-                                                cudaStream_t s) {
+ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, const ExpertVariant* vp, int nG, int T,
+                                                const char* dt, const Layout& L, unsigned ticket_base,
+                                                const unsigned* doneA_base, const unsigned* doneB_base,
+                                                const float* dev_z, float* dev_y, cudaStream_t s) {
   // A version selected by name whose tables do not fit shared memory: the fragment-order version
   // without that copy (every such version is fragment-order, the same bits).
-  if (all_variants()[vi].tables_in_shared && !meta_fits(nG, T * m.top_k_)) vi = static_cast<int>(kTablesFallback);
+  if (vp->tables_in_shared && !meta_fits(nG, T * m.top_k_)) vp = &expert_variant(kTablesFallback);
+  const ExpertVariant& v = *vp;
   Params P{};
   P.experts = reinterpret_cast<const MxExpert*>(dt + L.exp);
   P.grp_begin = reinterpret_cast<const int*>(dt + L.beg);
@@ -552,7 +492,6 @@ ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int 
   P.K = m.top_k_;
   P.latent = m.latent_;
   P.inter = m.inter_;
-  const ExpertVariant& v = all_variants()[vi];
   P.tile_a = v.tile_a;
   P.tile_b = v.tile_b;
   P.a_tiles = (m.inter_ + P.tile_a - 1) / P.tile_a;
@@ -565,18 +504,13 @@ ExpertMlp::Impl::Counts ExpertMlp::Impl::launch(const ExpertMlp& m, int vi, int 
 
   const size_t smem = v.smem(m.latent_, m.inter_);
   const int threads = v.threads;
-  const int bps = blocks(vi, m.latent_, m.inter_);
+  const int bps = blocks(v, m.latent_, m.inter_);
   const unsigned total = P.nA + P.nB + P.nC;
   const unsigned cap = static_cast<unsigned>(sms * bps);
-  // Warp-specialised versions: one block per SM, each taking one chunk of each phase (every block
-  // takes the tickets of its chunks and tasks plus the one that ends its loop).
-  const unsigned grid = v.warp_specialised
-                            ? cap
-                            : expert_grid(total, static_cast<unsigned>(sms), static_cast<unsigned>(bps), few_wave_grid);
-  P.chunks = static_cast<int>(grid);
+  const unsigned grid = expert_grid(total, static_cast<unsigned>(sms), static_cast<unsigned>(bps), few_wave_grid);
   P.hmax = v.hmax ? hmax.as<unsigned>() : nullptr;
-  DELTAFIN_CUDA_CHECK(static_cast<cudaError_t>(v.launch(v.fn, grid, threads, smem, s, &P)));
-  const unsigned tickets = v.warp_specialised ? 3 * grid + P.nC : total + grid;
+  unsigned tickets = 0;
+  DELTAFIN_CUDA_CHECK(static_cast<cudaError_t>(v.launch(v.fn, grid, cap, threads, smem, s, &P, &tickets)));
   return Counts{tickets, static_cast<unsigned>(P.a_tiles), static_cast<unsigned>(P.b_tiles)};
 }
 

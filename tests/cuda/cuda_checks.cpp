@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <sstream>
@@ -549,10 +550,10 @@ void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts
   for (float v : ref) ref_max = std::max(ref_max, static_cast<double>(std::fabs(v)));
 
   std::vector<std::vector<float>> outputs;
-  const auto variants = mlp.variants();
+  const auto variants = expert_versions(mlp);  // every version, the lab's too
   const size_t nv = all_variants ? variants.size() : 1;
   for (size_t v = 0; v < nv; ++v) {
-    mlp.select_variant(variants[v]);
+    select_expert_version(mlp, variants[v]);
     const auto y = run_rows(mlp, es, rt, 0, T, dz, dy);
     const double rl = rel_l2(y.data(), ref.data(), ref.size());
     double worst = 0;
@@ -573,7 +574,7 @@ void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts
     outputs.push_back(y);
     // Versions that share a reduction order must agree to the bit with the first of them.
     for (size_t u = 0; u < v; ++u) {
-      if (mlp.reduction_order(variants[u]) != mlp.reduction_order(variants[v])) continue;
+      if (expert_reduction_order(variants[u]) != expert_reduction_order(variants[v])) continue;
       Result same;
       same.name = tag + " [" + variants[v] + "] bit-identical to [" + variants[u] + "]";
       same.ok = bits_equal(y.data(), outputs[u].data(), y.size());
@@ -586,7 +587,7 @@ void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts
   // Batch invariance of every version checked above: row p alone vs inside the first T rows,
   // T = 2, 4, 8, and rows 3..6 as a batch of their own.
   for (size_t v = 0; v < nv; ++v) {
-    mlp.select_variant(variants[v]);
+    select_expert_version(mlp, variants[v]);
     std::vector<std::vector<float>> alone;
     auto [bad, checked] = alone_vs_passes(mlp, es, rt, T, dz, dy, alone);
     {
@@ -607,7 +608,7 @@ void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts
     const DeviceBuffer dtable_frag = es.frag_ptrs.empty() ? DeviceBuffer() : to_device(es.frag_ptrs);
     const DeviceBuffer didx = to_device(rt.expert), dw = to_device(rt.weight);
     for (size_t v = 0; v < nv; ++v) {
-      mlp.select_variant(variants[v]);
+      select_expert_version(mlp, variants[v]);
       const DeviceBuffer& dtable = mlp.fragment_layout() ? dtable_frag : dtable_rows;
       int bad = 0, checked = 0;
       const std::pair<int, int> passes[] = {{0, 1}, {0, 2}, {0, 4}, {0, 8}, {3, 4}};  // (first row, rows)
@@ -629,7 +630,7 @@ void check_experts(std::vector<Result>& out, std::mt19937_64& rng, int n_experts
       out.push_back(r);
     }
   }
-  mlp.select_variant(variants[0]);
+  select_expert_version(mlp, variants[0]);
 
   // The default choice (no version selected) may switch versions with the pass size: it only
   // switches to a version of the same reduction order, so rows keep their bits across T.
@@ -721,6 +722,33 @@ Result check_repack(std::mt19937_64& rng) {
   return res;
 }
 
+// DELTAFIN_CUDA_EXPERT_VERSION names only the product's versions: v134 is taken (the fragments
+// layout's version in use), v9 (a lab version) and v7 (no version) are refused with an error that
+// names the product's.
+Result check_expert_version_env() {
+  const char* was = std::getenv("DELTAFIN_CUDA_EXPERT_VERSION");
+  const std::string saved = was ? was : "";
+  std::string detail;
+  int ok = 0;
+  for (const char* v : {"v134", "v9", "v7"}) {
+    setenv("DELTAFIN_CUDA_EXPERT_VERSION", v, 1);
+    const bool product = std::string(v) == "v134";
+    try {
+      ExpertMlp mlp(512, 512, 4, 2, ExpertLayout::fragments);
+      const bool good = product && std::string(mlp.variant()).rfind("v134 ", 0) == 0;
+      ok += good;
+      detail += std::string(v) + (good ? ": runs v134; " : ": accepted; ");
+    } catch (const CudaError& e) {
+      const bool good = !product && std::string(e.what()).find("v6, v134, v212, v183, v138, v194") != std::string::npos;
+      ok += good;
+      detail += std::string(v) + (good ? ": refused; " : std::string(": ") + e.what() + "; ");
+    }
+  }
+  if (was) setenv("DELTAFIN_CUDA_EXPERT_VERSION", saved.c_str(), 1);
+  else unsetenv("DELTAFIN_CUDA_EXPERT_VERSION");
+  return Result("DELTAFIN_CUDA_EXPERT_VERSION: v134 taken, lab and unknown numbers refused", ok == 3, detail);
+}
+
 // The expert kernel's grid (set_expert_grid): a call of a few waves of tasks (on an H200 the default
 // takes fewer blocks there: ~51 experts, ~612 tasks, 2.3 waves of 264), run with the default grid,
 // the full grid and 7 blocks, gives the same bits, for both layouts' defaults and for v212. 512 x 512
@@ -739,10 +767,10 @@ Result check_expert_grid(std::mt19937_64& rng) {
   for (int which = 0; which < 3; ++which) {
     ExpertMlp mlp(latent, inter, K, T, which == 1 ? ExpertLayout::rows : ExpertLayout::fragments);
     if (which == 2) {
-      const auto vs = mlp.variants();
+      const auto vs = expert_versions(mlp);
       const auto it = std::find_if(vs.begin(), vs.end(), [](const std::string& v) { return v.rfind("v212 ", 0) == 0; });
       if (it == vs.end()) continue;
-      mlp.select_variant(*it);
+      select_expert_version(mlp, *it);
     }
     const std::string v = mlp.variant();
     names += std::string(names.empty() ? "" : ", ") + v.substr(0, v.find(' '));
@@ -771,11 +799,11 @@ Result check_expert_grid(std::mt19937_64& rng) {
 }  // namespace
 
 std::vector<Result> expert_mlp(uint64_t seed, bool k3_shapes) {
-  register_lab_expert_kernels();  // every version is checked, the lab's too
   std::vector<Result> out;
   std::mt19937_64 rng(seed + 4);
   out.push_back(check_repack(rng));
   out.push_back(check_expert_grid(rng));
+  if (device_info().cc_major >= 8) out.push_back(check_expert_version_env());
   check_experts(out, rng, 40, 256, 192, 16, true);
   check_experts(out, rng, 6, 32, 64, 4, true);  // k3-tiny's fixture shapes (latent 32, intermediate 64, top-4)
   if (k3_shapes) check_experts(out, rng, 24, 3584, 3072, 16, true);

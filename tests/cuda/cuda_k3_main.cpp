@@ -22,7 +22,6 @@
 
 #include "base/error.h"
 #include "cuda/cuda_kernels.h"
-#include "cuda/lab/expert_kernels_lab.h"
 #include "bench/hybrid_bench.h"
 #include "bench/k3_cuda_bench.h"
 #include "cuda_k3_checks.h"
@@ -41,7 +40,6 @@ int report(const std::vector<cuda::check::Result>& rs) { return cuda::check::pri
 }  // namespace
 
 int main(int argc, char** argv) {
-  deltafin::cuda::register_lab_expert_kernels();  // DELTAFIN_CUDA_EXPERT_VERSION may name a lab version
   try {
     const std::string cmd = argc > 1 ? argv[1] : "";
     if (cmd == "synth" && argc >= 4) {

@@ -235,11 +235,7 @@ class TestExpertKernelPolicy : public QObject {
     QCOMPARE(default_expert_kernel(96, 64, R, ExpertDevice{7, 49152}).value(), ExpertKernel::v6);
   }
 
-  void fallbacks() {
-    QCOMPARE(unaligned_row_fallback(3584, 3072), ExpertKernel::v6);
-    QCOMPARE(unaligned_row_fallback(384, 256), ExpertKernel::v6);
-    QCOMPARE(kTablesFallback, ExpertKernel::v194);
-  }
+  void tables_fallback() { QCOMPARE(kTablesFallback, ExpertKernel::v194); }
 
   // The SiTU betas the CUDA kernels are compiled with are K3's (K3-SPEC), and the CUDA forward's load
   // check (situ_config_error) accepts exactly those and names both pairs otherwise.

@@ -196,8 +196,7 @@ bool matches_any(const std::string& name, const std::string& alternatives) {
 }
 
 int main(int argc, char** argv) {
-  deltafin::cuda::register_lab_expert_kernels();      // the expert part measures every version
-  deltafin::cuda::register_lab_bf16_gemm_versions();  // and the GEMM part
+  deltafin::cuda::register_lab_bf16_gemm_versions();  // the GEMM part measures every version
   std::string json_path = "cuda-bench.json";
   std::string only_variant;       // run only expert variants whose name contains this
   bool experts_only = false;      // skip the copy and GEMV parts (for profiling one kernel)
@@ -314,7 +313,7 @@ int main(int argc, char** argv) {
       // points of D2D lower than the same code run after a T=1 (the GPU's state after the heavier
       // runs), which favoured whichever version the table lists first.
       std::vector<std::string> chosen;
-      for (const std::string& variant : mlp.variants())
+      for (const std::string& variant : expert_versions(mlp))
         if (matches_any(variant, only_variant)) chosen.push_back(variant);
       // pool: the experts a pass draws from. All 896: nearly every expert has one row (a random
       // router). 64: a pass of 8 rows shares ~53 experts, ~2.4 rows each (like slice-2l's layers,
@@ -329,7 +328,7 @@ int main(int argc, char** argv) {
         const int sets = 48;
         std::optional<Routings> by_layout[2];  // [fragment order]
         for (const std::string& variant : chosen) {
-          mlp.select_variant(variant);
+          select_expert_version(mlp, variant);
           if (mlp.fragment_layout()) make_frag();
           const std::vector<MxExpert>& pool_experts = mlp.fragment_layout() ? all_frag : all;
           std::optional<Routings>& built = by_layout[mlp.fragment_layout() ? 1 : 0];

@@ -14,8 +14,8 @@ namespace deltafin::cuda::bench {
 
 void trace_expert_tasks(ExpertMlp& mlp, const std::string& version, const std::vector<MxExpert>& frag_experts, int K,
                         const std::string& path) {
-  for (const std::string& v : mlp.variants())
-    if (v.rfind(version + " ", 0) == 0) mlp.select_variant(v);
+  for (const std::string& v : expert_versions(mlp))
+    if (v.rfind(version + " ", 0) == 0) select_expert_version(mlp, v);
   constexpr int W = 5;
   const size_t cap = 1 << 16;  // tasks per launch, far above K3's (T = 8: ~6,000)
   DeviceBuffer rec(cap * W * sizeof(unsigned long long));

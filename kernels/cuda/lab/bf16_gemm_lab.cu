@@ -1,9 +1,16 @@
 // The BF16 GEMM versions the product never chooses: v2, v3 and v5, bf16_gemm.cu's v10, v11 and v12
-// without the L2 prefetch hint on the weight loads (plain __ldcs, evict-first). Kept to measure
-// against (deltafin-cuda-bench) and to check (deltafin-cuda-check); the arithmetic, and so the bits,
-// are v10-v12's (bf16_gemm.cu says how and why). Numbers of dropped versions are not reused: v4 (16
-// rows x 16 warps per block, below v3 at every shape) and v6..v9 (weights through a cp.async
-// shared-memory ring, below the best of v2/v3/v5 at every shape; docs/history/PERFORMANCE-LOG.md).
+// without the L2 prefetch hint on the weight loads (plain __ldcs, evict-first), and v1. Kept to
+// measure against (deltafin-cuda-bench) and to check (deltafin-cuda-check); the arithmetic, and so
+// the bits, of v2, v3, v5 are v10-v12's (bf16_gemm.cu says how and why). Numbers of dropped versions
+// are not reused: v4 (16 rows x 16 warps per block, below v3 at every shape) and v6..v9 (weights
+// through a cp.async shared-memory ring, below the best of v2/v3/v5 at every shape;
+// docs/history/PERFORMANCE-LOG.md).
+//
+// v1 (FFMA; the default only below sm_80, which the product is not built for): a warp owns 4 whole
+// output rows, lane l always sums the 16-byte chunks l, l+32, ... of a weight row in that order, and
+// the 32 lane sums meet in one fixed butterfly. Memory-bound at T=1, but every weight value is
+// converted and FMA'd once per row of x, so at T=8 it is bound by the FFMA pipe (22-29% of the copy
+// bandwidth on the H200).
 #include <cooperative_groups.h>
 
 #include <iterator>
@@ -13,6 +20,111 @@
 
 namespace deltafin::cuda {
 namespace {
+
+// ---- v1: FFMA ----------------------------------------------------------------------------------
+
+constexpr int kWarps = 8;        // warps per block
+constexpr int kRowsPerWarp = 4;  // weight rows one warp reduces together (sharing each x load)
+constexpr int kUnroll = 4;       // chunks per lane in flight before the first use
+
+template <int TT>
+__global__ void __launch_bounds__(kWarps * 32)
+    bf16_rows_kernel(const uint4* __restrict__ w, int64_t out, int64_t in, const float* __restrict__ x, int64_t ldx,
+                     int T, float* __restrict__ y, int64_t ldy) {
+  pdl_enter();
+  const int lane = threadIdx.x & 31;
+  const int64_t nch = in / 8;  // 16-byte chunks per row
+  const int64_t groups = (out + kRowsPerWarp - 1) / kRowsPerWarp;
+  const int64_t warp0 = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
+  const int64_t wstride = static_cast<int64_t>(gridDim.x) * kWarps;
+  for (int64_t g = warp0; g < groups; g += wstride) {
+    const int64_t o0 = g * kRowsPerWarp;
+    for (int t0 = 0; t0 < T; t0 += TT) {
+      const int tn = min(TT, T - t0);
+      float acc[kRowsPerWarp][TT];
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+        for (int t = 0; t < TT; ++t) acc[r][t] = 0.f;
+      for (int64_t c0 = lane; c0 < nch; c0 += 32 * kUnroll) {
+        uint4 wv[kUnroll][kRowsPerWarp];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int64_t c = c0 + 32 * u;
+#pragma unroll
+          for (int r = 0; r < kRowsPerWarp; ++r) {
+            const int64_t o = o0 + r;
+            if (c < nch && o < out) wv[u][r] = __ldcs(w + o * nch + c);  // streamed: read once
+            else wv[u][r] = make_uint4(0, 0, 0, 0);
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int64_t c = c0 + 32 * u;
+          if (c >= nch) break;
+#pragma unroll
+          for (int t = 0; t < TT; ++t) {
+            if (t >= tn) break;
+            const float4* xp = reinterpret_cast<const float4*>(x + (t0 + t) * ldx + c * 8);
+            const float4 xa = __ldg(xp), xb = __ldg(xp + 1);
+#pragma unroll
+            for (int r = 0; r < kRowsPerWarp; ++r) {
+              float a = acc[r][t];
+              a = __fmaf_rn(bf16_lo(wv[u][r].x), xa.x, a);
+              a = __fmaf_rn(bf16_hi(wv[u][r].x), xa.y, a);
+              a = __fmaf_rn(bf16_lo(wv[u][r].y), xa.z, a);
+              a = __fmaf_rn(bf16_hi(wv[u][r].y), xa.w, a);
+              a = __fmaf_rn(bf16_lo(wv[u][r].z), xb.x, a);
+              a = __fmaf_rn(bf16_hi(wv[u][r].z), xb.y, a);
+              a = __fmaf_rn(bf16_lo(wv[u][r].w), xb.z, a);
+              a = __fmaf_rn(bf16_hi(wv[u][r].w), xb.w, a);
+              acc[r][t] = a;
+            }
+          }
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r) {
+#pragma unroll
+        for (int t = 0; t < TT; ++t) {
+          const float s = warp_sum(acc[r][t]);
+          if (lane == 0 && t < tn && o0 + r < out) y[(t0 + t) * ldy + o0 + r] = s;
+        }
+      }
+    }
+  }
+}
+
+template <int TT>
+void launch_v1(const void* w, int64_t out, int64_t in, const float* x, int64_t ldx, int T, float* y, int64_t ldy,
+               cudaStream_t s) {
+  static int blocks_per_sm = 0, sms = 0;
+  if (!sms) {
+    int dev = 0;
+    DELTAFIN_CUDA_CHECK(cudaGetDevice(&dev));
+    DELTAFIN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    DELTAFIN_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, bf16_rows_kernel<TT>, kWarps * 32, 0));
+    if (blocks_per_sm < 1) blocks_per_sm = 1;
+  }
+  const int64_t groups = (out + kRowsPerWarp - 1) / kRowsPerWarp;
+  const int64_t need = (groups + kWarps - 1) / kWarps;
+  const int64_t cap = static_cast<int64_t>(sms) * blocks_per_sm * 4;
+  const int grid = static_cast<int>(need < cap ? need : cap);
+  DELTAFIN_CUDA_CHECK(
+      launch(bf16_rows_kernel<TT>, grid, kWarps * 32, 0, s, static_cast<const uint4*>(w), out, in, x, ldx, T, y, ldy));
+}
+
+void run_v1(const void* w, int64_t out, int64_t in, const float* x, int64_t ldx, int T, float* y, int64_t ldy,
+            Stream st) {
+  const cudaStream_t s = as_stream(st);
+  // The per-row arithmetic is the same in every instantiation; TT only sets how many rows share
+  // one pass over the weights.
+  if (T == 1) launch_v1<1>(w, out, in, x, ldx, T, y, ldy, s);
+  else if (T == 2) launch_v1<2>(w, out, in, x, ldx, T, y, ldy, s);
+  else if (T <= 4) launch_v1<4>(w, out, in, x, ldx, T, y, ldy, s);
+  else launch_v1<8>(w, out, in, x, ldx, T, y, ldy, s);
+}
 
 // Eight fp32 values -> three bf16 parts each, packed as mma B registers f[part][j] = (v[2j], v[2j+1])
 // (low half = lower k). Each part is the bf16 truncation of what the previous parts left:
@@ -211,6 +323,7 @@ void launch_mma(const void* w, int64_t out, int64_t in, const float* x, int64_t 
 }
 
 const Bf16GemmVersion kLab[] = {
+    {1, "FFMA, warp per 4 rows", 0, run_v1},
     {2, "mma, 32 rows x 8 warps per block", 8, launch_mma<2, 8, 2, 1>},
     {3, "mma, 16 rows x 8 warps per block", 8, launch_mma<1, 8, 4, 1>},
     {5, "mma, 16 rows x 4 blocks x 8 warps per cluster", 9, launch_mma<1, 8, 2, 4>},

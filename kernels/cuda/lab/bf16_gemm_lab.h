@@ -4,7 +4,7 @@
 
 namespace deltafin::cuda {
 
-// Makes bf16_gemm_versions() and bf16_gemm_version() offer v2, v3 and v5 as well. Idempotent.
+// Makes bf16_gemm_versions() and bf16_gemm_version() offer v1, v2, v3 and v5 as well. Idempotent.
 void register_lab_bf16_gemm_versions();
 
 }  // namespace deltafin::cuda

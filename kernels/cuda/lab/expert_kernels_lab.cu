@@ -1,7 +1,9 @@
 // The expert-kernel versions that choose_expert_kernel reaches on no GPU: measured, kept to measure
 // against (deltafin-cuda-bench) and to check (deltafin-cuda-check), never in the product library.
 // docs/history/EXPERT-KERNELS.md has what each tried and why it lost. Same task scheme as the
-// product's (expert_tasks.cuh); register_lab_expert_kernels() makes ExpertMlp offer them by name.
+// product's (expert_tasks.cuh); expert_kernels_lab.h offers them by name, the product's versions
+// first, and runs them through ExpertMlp::use_variant.
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -258,13 +260,24 @@ bool lab_fits(int latent, int inter, const ExpertDevice& d) {
   return fits(kLab[I], latent, inter, d);
 }
 
+// ExpertVariant::launch of the warp-specialised versions: one block per resident slot, each taking
+// one chunk of each phase (three tickets per block) and then the combine tasks.
+int launch_ws_kernel(const void* fn, unsigned, unsigned cap, int threads, size_t smem, void* stream, const void* params,
+                     unsigned* tickets) {
+  Params P;
+  std::memcpy(&P, params, sizeof P);
+  *tickets = 3 * cap + P.nC;
+  return static_cast<int>(::deltafin::cuda::launch(reinterpret_cast<KernelFn>(const_cast<void*>(fn)), cap, threads,
+                                                   smem, static_cast<cudaStream_t>(stream), P));
+}
+
 template <int I>
 ExpertVariant lab_variant() {
   const Spec& s = kLab[I];
   ExpertVariant v;
   v.name = s.name;
   v.fn = reinterpret_cast<const void*>(s.fn);
-  v.launch = launch_expert_kernel;
+  v.launch = s.ws ? launch_ws_kernel : launch_expert_kernel;
   v.smem = lab_smem<I>;
   v.fits = lab_fits<I>;
   v.tile_a = s.tile_a;
@@ -275,7 +288,7 @@ ExpertVariant lab_variant() {
   v.tables_in_shared = s.meta != 0;
   v.hmax = s.hmax != 0;
   v.fused_combine = s.fuse != 0;
-  v.warp_specialised = s.ws != 0;
+  v.ticket_per_task = s.ws == 0;
   v.threads = s.ws ? ws::threads(s.rs, s.nq, s.nr) : kThreads;
   return v;
 }
@@ -291,9 +304,46 @@ void set_expert_trace(unsigned long long* dev_records) {
   DELTAFIN_CUDA_CHECK(cudaMemcpyToSymbol(g_expert_trace, &dev_records, sizeof dev_records));
 }
 
-void register_lab_expert_kernels() {
-  static const std::vector<ExpertVariant> lab = lab_variants(std::make_index_sequence<kLabCount>());
-  add_expert_variants(lab.data(), static_cast<int>(lab.size()));
+namespace {
+
+// Every version, the product's (by ExpertKernel) then the lab's.
+const std::vector<ExpertVariant>& all_versions() {
+  static const std::vector<ExpertVariant> all = [] {
+    std::vector<ExpertVariant> v;
+    for (int k = 0; k < kExpertKernels; ++k) v.push_back(expert_variant(static_cast<ExpertKernel>(k)));
+    for (const ExpertVariant& l : lab_variants(std::make_index_sequence<kLabCount>())) v.push_back(l);
+    return v;
+  }();
+  return all;
+}
+
+const ExpertVariant* find_version(const std::string& name) {
+  for (const ExpertVariant& v : all_versions())
+    if (name == v.name) return &v;
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<std::string> expert_versions(const ExpertMlp& m) {
+  const ExpertDevice d = current_expert_device();
+  std::vector<std::string> out;
+  for (const ExpertVariant& v : all_versions())
+    if (v.fits(m.latent(), m.inter(), d)) out.push_back(v.name);
+  return out;
+}
+
+void select_expert_version(ExpertMlp& m, const std::string& name) {
+  const ExpertVariant* v = find_version(name);
+  if (!v || !v->fits(m.latent(), m.inter(), current_expert_device()))
+    throw CudaError("select_expert_version: no kernel version named '" + name + "' fits these shapes");
+  m.use_variant(v);
+}
+
+int expert_reduction_order(const std::string& name) {
+  const ExpertVariant* v = find_version(name);
+  if (!v) throw CudaError("expert_reduction_order: no kernel version named '" + name + "'");
+  return v->order;
 }
 
 }  // namespace deltafin::cuda

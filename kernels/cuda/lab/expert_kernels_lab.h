@@ -1,13 +1,19 @@
 #pragma once
 // The lab's expert-kernel versions (kernels/cuda/lab/): linked into deltafin-cuda-bench and the
-// checker only.
+// checker only. Every version by name, the product's (ExpertKernel) first, then the lab's.
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_kernels.h"
 
 namespace deltafin::cuda {
 
-// Makes every ExpertMlp constructed afterwards offer the lab's versions as well (variants(),
-// select_variant, DELTAFIN_CUDA_EXPERT_VERSION), after the product's. Call once, before any
-// ExpertMlp exists; later calls do nothing.
-void register_lab_expert_kernels();
+// The names of the versions that run m's shapes on the current device.
+std::vector<std::string> expert_versions(const ExpertMlp& m);
+// Makes m run the version of that name for every later call (ExpertMlp::use_variant).
+void select_expert_version(ExpertMlp& m, const std::string& name);
+// Versions with the same number sum in the same order and so compute bit-identical results.
+int expert_reduction_order(const std::string& name);
 
 // Diagnostics: where the traced expert versions (deltafin-cuda-bench --trace) write five 64-bit words per task of
 // each launch, indexed by task number: (kind << 62) | (SM << 32) | block (kind 0 gate/up, 1 down, 2 combine), then

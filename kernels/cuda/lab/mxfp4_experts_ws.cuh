@@ -182,7 +182,8 @@ __device__ void produce(const Params& P, uint8_t* smem, const Layout& L) {
   Desc* desc = reinterpret_cast<Desc*>(smem + L.desc);
   const size_t sbytes = stage_bytes(P.latent, P.inter, RS), soff = scales_offset(P.latent, P.inter, RS);
   const uint64_t policy = evict_first_policy();
-  const int G = P.chunks;
+  // One chunk of each phase per block.
+  const int G = static_cast<int>(gridDim.x);
   unsigned n = 0;  // tasks emitted
   int cur_g = -1, a0 = 0, a1 = 0, ids[4] = {0, 0, 0, 0};
   MxExpert e{};
