@@ -1,29 +1,7 @@
-// BF16 weights x fp32 rows with fp32 accumulation, batch invariant by construction, in numbered
-// versions (llm.c style) that the checker compares with the CPU reference and with themselves (the
-// FFMA form, v1, is the lab's: lab/bf16_gemm_lab.cu):
-//
-// v10..v12 (tensor cores, mma.sync.m16n8k16 bf16 x bf16 -> fp32; the lab's v2, v3, v5 are the same
-//   three without the L2 prefetch hint on the weight loads): the weights are the A operand as
-//   they are (exact). Each fp32 x value is split exactly into three bf16 parts x = p1 + p2 + p3
-//   (split8 below) and the parts are separate B columns: n-tile p holds part p of the 8 rows of x of
-//   one group, so a row's three partial sums S1, S2, S3 land in the same lane's accumulators and are
-//   added last as (S1 + S2) + S3. The tensor core forms exact bf16 x bf16 products and accumulates
-//   them in fp32 (its own rounding inside one mma, fixed for given inputs), so the error is that of
-//   an fp32 dot product, not of bf16: the checker measures at most ~2% of the fp32 worst-case bound.
-//   K order inside an mma is free as long as A and B use the same permutation: lane (g, tig) loads
-//   the 16 contiguous bytes (8 weights) of chunk q = 4 s + tig of rows g and g+8 straight from global
-//   memory into its A registers for the two mma of k32-step s, and loads x[g][8q .. 8q+7] for its B
-//   registers, so neither needs shared memory or a shuffle. Each x element is split once per warp.
-//   The k32-steps are dealt to the W warps of a block (and to the CL blocks of a cluster, v12) in a
-//   fixed interleaving that depends on `in` only; the warps' partial sums meet in shared memory and
-//   are added in warp order (then in block-rank order through distributed shared memory).
-//
-// Batch invariance: nothing depends on T or on the other rows. A row of x always goes through the
-// same instructions in the same K order; which of the 8 columns of an n-tile it occupies does not
-// change its column's result (each output element of an mma is formed from its own B and C column
-// only). T > 8 is done in groups of 8 rows, each re-reading the weights. The version is chosen from
-// (out, in) only (bf16_gemm_default_version), never from T. Versions sum in different orders, so
-// their bits differ from each other; each is checked to be bit-identical to itself across T.
+// BF16 weights x fp32 rows on tensor cores, fp32 accumulation, batch invariant by construction: versions v10..v12,
+// checked against the CPU reference and themselves (v1 FFMA, the versions without the L2 hint: lab/bf16_gemm_lab.cu).
+// x is split exactly into three bf16 parts, so the error is an fp32 dot product's. The work layout, the K order and
+// why nothing depends on T: docs/CUDA.md "How the kernels compute", "BF16 GEMM".
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -38,15 +16,10 @@ namespace {
 
 // ---- v10..v12: tensor cores --------------------------------------------------------------------
 
-// Eight fp32 values -> three bf16 parts each, packed as mma B registers f[part][j] = (v[2j], v[2j+1])
-// (low half = lower k). Each part is the bf16 truncation of what the previous parts left:
-// p1 = trunc(x) keeps the top 8 significant bits, r1 = x - p1 is exact in fp32 (the low 16 bits of
-// the significand), p2 = trunc(r1) takes its top 8 bits, and r2 = r1 - p2 (exact) has at most 8
-// significant bits, so p3 = r2 exactly and p1 + p2 + p3 == x. Truncation instead of rounding to
-// nearest: equally exact, one byte permute per pair instead of a convert, and no overflow to
-// infinity for |x| near FLT_MAX. An infinite x keeps its infinity in p1 with zero remainders (so the
-// product sums to +-inf as in the reference, not NaN). Limit: for |x| below about 2^-110 the
-// remainders are fp32 subnormals and p3 may lose bits (relative 2^-16 of an already tiny value).
+// Eight fp32 values -> three bf16 parts each, as mma B registers f[part][j] = (v[2j], v[2j+1]) (low half = lower k).
+// Each part truncates what the previous parts left, every remainder is exact, so p1 + p2 + p3 == x (the proof, why
+// truncation: docs/CUDA.md "BF16 GEMM"). An infinite x keeps its infinity in p1 with zero remainders (+-inf as in
+// the reference, not NaN). Limit: for |x| below about 2^-110 the remainders are subnormal and p3 may lose bits.
 __device__ __forceinline__ void split8(const float4 a, const float4 b, uint32_t (&f)[3][4]) {
   float r[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
@@ -81,11 +54,8 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1
 #endif
 }
 
-// Weight loads: read once, so they should not displace x or other data in L1/L2: ld.global.nc with
-// L1::no_allocate and the L2::256B prefetch-size hint, so each DRAM request fetches the 256 bytes
-// around the 64 a lane quad asks for; the warps after it (the next k32-steps of the same rows) then
-// find them in L2: more bytes in flight per SM without more registers (on the H200 than __ldcs:
-// lm_head 97% -> 100% of the copy figure, 7168x7168 81% -> 83%).
+// Weight loads: read once, so they should not displace x or other data in L1/L2 (L1::no_allocate); the L2::256B
+// prefetch-size hint lets the next k32-steps of the same rows find their bytes in L2 (docs/CUDA.md "BF16 GEMM").
 __device__ __forceinline__ uint4 load_w(const uint4* p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   uint4 v;
@@ -100,8 +70,9 @@ __device__ __forceinline__ uint4 load_w(const uint4* p) {
 
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
-// A block (or a cluster of CL blocks) owns MT m16 tiles of weight rows over the whole width; its
-// W * CL warps take k32-steps in groups of U: warp v (= rank * W + warp) the groups v, v + W*CL, ...
+// A block (or a cluster of CL blocks) owns MT m16 tiles of weight rows over the whole width; its W * CL warps take
+// k32-steps in groups of U: warp v (= rank * W + warp) the groups v, v + W*CL, ... The warps' partial sums are
+// added in warp order, then in block-rank order: a K order that depends on `in` only (docs/CUDA.md "BF16 GEMM").
 template <int MT, int W, int U, int CL>
 __global__ void __launch_bounds__(W * 32, (W <= 8 ? 2 : 1))
     bf16_mma_kernel(const uint4* __restrict__ w, int64_t out, int64_t in, const float* __restrict__ x, int64_t ldx,
@@ -126,9 +97,9 @@ __global__ void __launch_bounds__(W * 32, (W <= 8 ? 2 : 1))
       rok[m][h] = row < out;
       wr[m][h] = w + (rok[m][h] ? row : 0) * nch;
     }
-  // Prologue, before waiting for the kernel ahead (pdl.cuh): the weights never change during a
-  // pass, so the chunks this lane loads in its first kPrefetchSteps k-step groups are asked into L2
-  // while that kernel finishes. Loads only: every value and sum is the same.
+  // Prologue, before waiting for the kernel ahead (pdl.cuh): the weights never change during a pass, so the chunks
+  // this lane loads in its first kPrefetchSteps k-step groups are asked into L2 while that kernel finishes. Loads
+  // only: every value and sum is the same.
   constexpr int kPrefetchSteps = 4;
 #pragma unroll
   for (int i = 0; i < kPrefetchSteps; ++i)
@@ -333,10 +304,8 @@ int bf16_gemm_default_version(int64_t out, int64_t in) {
   const int cls = out >= 4096 ? 0 : out >= 1024 ? 1 : 2;
   if (forced[0]) return forced[cls];
   const int cc = caps().cc_major;
-  // By rows (measured on the H200, docs/PERFORMANCE.md "BF16 GEMM on tensor cores"): 32-row tiles
-  // from 4096 rows; 16-row tiles from 1024 (enough blocks for the SMs); below that a cluster of four
-  // blocks splits the width so a few hundred rows still occupy most SMs. The prefetch-hinted
-  // versions were at or above their plain twins at every measured shape and T.
+  // By rows (why: docs/CUDA.md "BF16 GEMM"): 32-row tiles from 4096 rows; 16-row tiles from 1024; below that a
+  // cluster of four blocks.
   if (cls == 0) return 10;
   if (cls == 1 || cc < 9) return 11;
   return 12;

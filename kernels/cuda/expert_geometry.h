@@ -1,8 +1,7 @@
 #pragma once
-// Geometry of the product's tensor-core expert kernels that the host needs as well as the device:
-// task tiles, shared-memory sizes and the widths each kernel handles. Plain C++ (the device code
-// includes it through mxfp4_experts_direct.cuh), so that the kernel policy
-// (expert_kernel_policy.h) is computed, and unit-tested, by the host compiler alone.
+// Geometry of the product's tensor-core expert kernels that the host needs as well as the device: task tiles,
+// shared-memory sizes and the widths each kernel handles. Plain C++ (the device code includes it through
+// mxfp4_experts_direct.cuh), so that the kernel policy (expert_kernel_policy.h) is unit-tested by the host compiler.
 #include <cstddef>
 
 #ifdef __CUDACC__
@@ -17,10 +16,9 @@ constexpr int kWarps = 8;  // warps per block of every row-task kernel
 
 // Fragment-order kernels (mxfp4_experts_direct.cuh).
 namespace direct {
-// NT tiles of 16 rows per warp. NT = 2: a warp holds 16 gate and 16 up rows (A task: 8 x 16
-// intermediate rows) or 32 down rows (B task: 256 latent rows). NT = 1: warps 0-3 hold gate tiles and
-// 4-7 the matching up tiles (A task: 64 intermediate rows), or one 16-row down tile each (B task: 128
-// latent rows): half the bytes per task, so at T = 1 the last tasks leave fewer SMs idle.
+// NT tiles of 16 rows per warp. NT = 1 (the product's): warps 0-3 hold gate tiles and 4-7 the matching up tiles (A
+// task: 64 intermediate rows), or one 16-row down tile each (B task: 128 latent rows). NT = 2 (the lab's): twice
+// that per task. Why 1: docs/CUDA.md "Fragment-order expert versions".
 template <int NT>
 constexpr int tile_a() {
   return NT == 2 ? kWarps * 16 : kWarps / 2 * 16;

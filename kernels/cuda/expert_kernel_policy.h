@@ -11,12 +11,9 @@
 
 namespace deltafin::cuda {
 
-// The versions the product builds, by the numbers the benchmark, DELTAFIN_CUDA_EXPERT_VERSION and
-// docs/PERFORMANCE.md use: those choose_expert_kernel picks on some GPU the product is built for
-// (sm_86, sm_89, sm_90a, sm_120). The others (kernels/cuda/lab/) exist only in deltafin-cuda-bench
-// and the checker; among them the row-layout versions for K3's widths (v9, v62, v68: K3's experts
-// are stored in fragment order on every such GPU) and the integer tensor-core row versions (v38,
-// v39). Rows: the checkpoint's packed layout; fragments: repack_mx_fragments' layout.
+// The versions the product builds (by the numbers DELTAFIN_CUDA_EXPERT_VERSION and the docs use): those
+// choose_expert_kernel picks on some GPU the product is built for (sm_86, sm_89, sm_90a, sm_120); the others are the
+// lab's (kernels/cuda/lab/). Rows: the checkpoint's packed layout; fragments: repack_mx_fragments' layout.
 enum class ExpertKernel {
   // Row layout, FFMA (reduction order 0): the only row-layout version, any widths (multiples of 32).
   v6,
@@ -43,8 +40,8 @@ struct ExpertDevice {
 size_t expert_kernel_smem(ExpertKernel k, int latent, int inter);
 bool expert_kernel_fits(ExpertKernel k, int latent, int inter, const ExpertDevice& d);
 
-// The layout the experts should be stored in: fragments wherever v134 fits (it is faster than every
-// row-layout version at T = 1 to 8 on the H200, docs/PERFORMANCE.md), else rows.
+// The layout the experts should be stored in: fragments wherever v134 fits (faster than every row-layout version at
+// T = 1 to 8 on the H200, docs/PERFORMANCE.md), else rows.
 ExpertLayout preferred_expert_layout(int latent, int inter, const ExpertDevice& d);
 
 // The layout's default version: the one a call runs unless the policy below finds a faster one with
@@ -66,11 +63,10 @@ using BlocksPerSm = std::function<int(ExpertKernel)>;
 // default_expert_kernel). The policy, in order:
 //   fragments: v212 for calls of up to 8 rows below 2 rows per expert, where it fits and keeps the
 //     default's blocks per SM; otherwise (where v212 does not qualify) v183, then v138, for calls of
-//     1-2 rows. v194 from 1.2 rows per expert, where it fits and keeps the default's blocks per SM
-//     (shared experts: arithmetic, not bytes, bounds the call). Otherwise v134. A call whose routing
-//     tables do not fit shared memory runs v194 instead of any of the others (the same bits).
-//   rows: v6 (the tiny test models; K3 only with DELTAFIN_CUDA_EXPERT_LAYOUT=rows, a measurement
-//     switch, where v6 computes v9's bits: both reduction order 0).
+//     1-2 rows. v194 from 1.2 rows per expert, where it fits and keeps the default's blocks per SM.
+//     Otherwise v134. A call whose routing tables do not fit shared memory runs v194 (the same bits).
+//   rows: v6 (the tiny test models; K3 only with the measurement switch DELTAFIN_CUDA_EXPERT_LAYOUT=rows).
+// Why each: docs/CUDA.md "Routed experts".
 ExpertKernel choose_expert_kernel(int latent, int inter, ExpertLayout layout, const ExpertDevice& d,
                                   const BlocksPerSm& blocks_per_sm, const ExpertCall& call);
 

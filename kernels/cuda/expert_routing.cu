@@ -1,14 +1,8 @@
-// ExpertMlp::run_routed's table builder: distinct experts, per-expert assignment lists, slot ->
-// group and weights, from the router's [T][K] ids and weights in device memory, plus the expert
-// kernel's counters; one block, so the tables are complete before the expert kernel starts.
-//
-// Groups follow the experts' first slots (row 0's experts first, then the experts row 1 adds, ...),
-// assignments ascend within a group. Why that order: the expert kernel hands out its gate/up tasks
-// group by group, and a block's next ticket is about one grid further on, so with a row's experts
-// side by side a block's successive tasks often read the same row and keep its staged activation
-// fragments (ascending expert ids scattered a row's experts over the whole call: at T = 8 nearly
-// every task staged anew). Which group an expert lands in never changes a result: the expert
-// kernel computes each (row, slot) with the same reduction order whatever else shares its expert.
+// ExpertMlp::run_routed's table builder: distinct experts, per-expert assignment lists, slot -> group and weights,
+// from the router's [T][K] ids and weights in device memory, plus the expert kernel's counters; one block, so the
+// tables are complete before the expert kernel starts. Groups follow the experts' first slots (row 0's experts
+// first, then the experts row 1 adds, ...), assignments ascend within a group, so that a block's successive tasks
+// often keep their staged activations (docs/CUDA.md "Routed experts"). The order never changes a result.
 #include "cuda/expert_routing.cuh"
 
 #include <string>

@@ -1,23 +1,7 @@
-// The routed-expert MLP of one MoE layer in one launch (MXFP4 weights, fp32 everything else).
-//
-// Work is split into tasks taken in ticket order by a persistent grid:
-//   A: (distinct expert, tile of intermediate rows): h[a][o] = SiTU(gate[o].z[t], up[o].z[t]) for
-//      every assignment a = (row t, slot j) routed to that expert;
-//   B: (distinct expert, tile of latent rows): d[a][o] = down[o].h[a], once all of the expert's A
-//      tiles are done;
-//   C: (row t, tile of latent columns): y[t][o] = sum_j weight[t][j] * d[(t, j)][o] in slot order,
-//      once the B tiles of all of the row's experts are done.
-// A task only waits for tasks with lower tickets, which running blocks already hold and finish
-// without waiting on anything later, so the grid cannot deadlock whatever its size. Each distinct
-// expert's weight bytes are read once per launch, and no stage boundary idles the whole GPU.
-//
-// Exactness and batch invariance: weights decode exactly (E2M1 values are exact in fp16 and fp32);
-// lane l of a warp always owns the same 16-column chunks of a weight row and sums them in order,
-// lanes meet in a fixed butterfly, and each assignment's sums are independent of which or how many
-// other assignments share the expert. So row t's result is bit-identical alone or in any batch.
-//
-// Included by mxfp4_experts.cu (the product versions) and lab/expert_kernels_lab.cu (the rest): each
-// compiles its own copy of these templates, in its own anonymous namespace.
+// The routed-expert MLP of one MoE layer in one launch (MXFP4 weights, fp32 everything else): a persistent grid takes
+// gate/up (A), down (B) and combine (C) tasks in ticket order, each waiting only for lower tickets (no deadlock). The
+// scheme, its exactness and batch invariance: docs/CUDA.md "Routed experts". Included by mxfp4_experts.cu and
+// lab/expert_kernels_lab.cu, each in its own anonymous namespace.
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -63,13 +47,11 @@ struct Params {
   int tile_a, tile_b;  // intermediate rows per A task, latent rows per B task
   int a_tiles, b_tiles, c_tiles;
   unsigned nA, nB, nC;
-  // hmax versions (ExpertVariant::hmax): per assignment, the bits of max |h| (0
-  // between calls: the combine tasks of each row, or in fused versions each expert's last down task,
-  // clear its entries after every down task that read them); null for the others.
+  // hmax versions (ExpertVariant::hmax): per assignment, the bits of max |h|; null for the others. 0 between calls:
+  // each row's combine tasks (fused: each expert's last down task) clear its entries after every reader is done.
   unsigned* hmax;
   // Fused-combine versions (ExpertVariant::fused_combine): per row t and down tile, how many of the row's slots have
-  // that tile done; the task that brings a count to K combines the tile and sets it back to 0 (so
-  // every count is 0 between calls). Null for the others.
+  // that tile done; the task that brings a count to K combines the tile and sets it back to 0 (0 between calls).
   unsigned* rowdone;
 };
 
@@ -83,11 +65,9 @@ __device__ __forceinline__ float2 h2f(uint32_t v) {
   return __half22float2(h);
 }
 
-// 8 codes (one 32-bit word, code i = nibble i) -> four half2 of E2M1 x 2^-14: (c0,c2) (c4,c6)
-// (c1,c3) (c5,c7). An E2M1 code s|e1 e0 m becomes the fp16 whose high byte is s000 e1 e0 m 0: that
-// fp16 is exactly the E2M1 value times 2^-14 (codes with e = 0 land on fp16 subnormals, which is
-// what makes 0 and 0.5 come out right). Pairs go to half2 words with one byte permute each; users
-// restore 2^14.
+// 8 codes (one 32-bit word, code i = nibble i) -> four half2 of E2M1 x 2^-14: (c0,c2) (c4,c6) (c1,c3) (c5,c7).
+// Code s|e1 e0 m becomes the fp16 whose high byte is s000 e1 e0 m 0, exactly E2M1 x 2^-14 (e = 0 lands on fp16
+// subnormals, which makes 0 and 0.5 right). One byte permute per half2; users restore 2^14.
 __device__ __forceinline__ void e2m1_half2(uint32_t w, uint32_t (&h)[4]) {
   const uint32_t ev = ((w << 1) & 0x0E0E0E0Eu) | ((w << 4) & 0x80808080u);  // even columns (low nibbles)
   const uint32_t od = ((w >> 3) & 0x0E0E0E0Eu) | (w & 0x80808080u);         // odd columns (high nibbles)
@@ -97,20 +77,13 @@ __device__ __forceinline__ void e2m1_half2(uint32_t w, uint32_t (&h)[4]) {
   h[3] = __byte_perm(od, 0u, 0x3424);
 }
 
-// Multipliers of e2m1_half2_mad, in constant memory so that ptxas cannot see them as shifts: it turns
-// multiplies by visible powers of two into LEA / shifts on the integer pipe, which is the one this
-// decode relieves.
+// Multipliers of e2m1_half2_mad, in constant memory so that ptxas cannot see them as shifts: it turns multiplies by
+// visible powers of two into LEA / shifts on the integer pipe, which is the one this decode relieves.
 __constant__ uint32_t kMadMul[3] = {2u, 512u, 32u};
 
-// e2m1_half2's fp16 codes with the columns paired differently: (c0,c4) (c2,c6) (c1,c5) (c3,c7). Why:
-// at K3's shapes the fragment-order kernels were bound by the integer pipe (half the FMA pipe's
-// rate), and here each half2 is one multiply-add and one mask of a whole word, with no byte permute.
-// For a byte holding 2c (c = s|e1 e0 m), 2c + 0x70 has bit 7 = s and bits 1-3 = e1 e0 m (2c + 0x70
-// <= 0x8E: never a carry out of the byte): the low nibbles' bytes [c0 c2 c4 c6] become that in place
-// and, shifted up one byte, [. c0 c2 c4]; the mask 0x8E008E00 keeps bytes 1 and 3: (c2, c6) and
-// (c0, c4). The high nibbles the same way: (c3, c7) and (c1, c5). Per word: 6 integer-pipe
-// instructions (two nibble masks, four half2 masks) and 4 multiply-adds, against 11 for e2m1_half2.
-// Callers stage the activations in the matching column order (stage_split kMadOrder).
+// e2m1_half2's fp16 codes with the columns paired (c0,c4) (c2,c6) (c1,c5) (c3,c7): one multiply-add and one mask
+// per half2, no byte permute; per byte 2c + 0x70 <= 0x8E never carries out (the derivation: docs/CUDA.md "Routed
+// experts"). Callers stage the activations in this column order (stage_split kMadOrder).
 __device__ __forceinline__ void e2m1_half2_mad(uint32_t w, uint32_t (&h)[4]) {
   const uint32_t lo = w & 0x0F0F0F0Fu;                          // [c0 c2 c4 c6]
   const uint32_t hi = w & 0xF0F0F0F0u;                          // [16c1 16c3 16c5 16c7]
@@ -190,10 +163,9 @@ __device__ __forceinline__ void signal_done(unsigned* ctr) {
   if (threadIdx.x == 0) atomicAdd(ctr, 1u);
 }
 
-// Streamed versions: each warp walks its rows' chunks as one flat sequence of steps (pass, k) and
-// keeps the next step's weights, scales and x in flight while it computes the current one, so
-// memory latency overlaps arithmetic across row boundaries too. Lane l sums chunks l, l + 32, ... of
-// each row in order (the reduction order of every FFMA version, the lab's included).
+// Streamed versions: each warp walks its rows' chunks as one flat sequence of steps (pass, k), the next step in
+// flight while it computes the current one. Lane l sums chunks l, l + 32, ... of each row in order (the
+// reduction order of every FFMA version, the lab's included).
 template <int R>
 struct Step {
   uint2 w[R];
@@ -358,8 +330,7 @@ __device__ __forceinline__ uint4 ld_stream16(const uint4* p) {
   return v;
 }
 
-// A shared-memory copy of a call's routing tables (kMeta versions), for calls with at most kMetaG
-// distinct experts and kMetaA assignments.
+// A shared-memory copy of a call's routing tables (kMeta versions), for at most kMetaG experts and kMetaA assignments.
 constexpr int kMetaG = 128, kMetaA = 128;
 struct MetaTables {
   MxExpert experts[kMetaG];
@@ -368,9 +339,8 @@ struct MetaTables {
   unsigned doneA_base[kMetaG];
 };
 inline bool meta_fits(int nG, int assignments) { return nG <= kMetaG && assignments <= kMetaA; }
-// Copies the tables (called by every thread before any task) and returns P with its table
-// pointers into the copy. The tables were written before this launch (or by the builder this
-// launch's pdl_enter waited for).
+// Copies the tables (called by every thread before any task) and returns P with its table pointers into the copy.
+// The tables were written before this launch (or by the builder this launch's pdl_enter waited for).
 __device__ __forceinline__ Params copy_tables(const Params& P) {
   __shared__ MetaTables m;
   static_assert(sizeof(MxExpert) % 16 == 0, "experts copied in 16-byte units");
@@ -390,9 +360,8 @@ __device__ __forceinline__ Params copy_tables(const Params& P) {
   return Q;
 }
 
-// y[t][o] = sum_j weight[t][j] * d[(t, j)][o] over slots in order, for o in [o_begin, o_end),
-// by threads 0 .. NT - 1. Every d value of a group of 8 slots is loaded before the group's sums, so
-// a call waits for 16 slots in two L2 round trips instead of 16; the sums keep their order.
+// y[t][o] = sum_j weight[t][j] * d[(t, j)][o] over slots in order, for o in [o_begin, o_end), by threads 0 .. NT - 1.
+// A group of 8 slots' d values is loaded before its sums (one L2 round trip per group); the sums keep their order.
 template <int NT>
 __device__ __forceinline__ void combine_rows(const Params& P, int t, int o_begin, int o_end) {
   for (int o = o_begin + static_cast<int>(threadIdx.x); o < o_end; o += NT) {
@@ -425,13 +394,10 @@ __device__ __forceinline__ void task_combine(const Params& P, int t, int tile) {
   }
 }
 
-// The end of down task (g, tile) in the fused-combine versions, called by every thread after the
-// task's writes: it counts the tile done for expert g and for each row that uses g, and the task
-// that completes a row's tile (the last of the row's K slots to have it) computes y for that tile
-// at once, with combine_rows' arithmetic, instead of a combine task queued after every down task.
-// Why: at T = 1 the combine tasks ran only once the last down task ended, ~3 us in which the rest
-// of the GPU was idle (a traced run). kHmax: the last down task of
-// expert g clears its assignments' maxima (every down task that read them is done).
+// The end of down task (g, tile) in the fused-combine versions, called by every thread after the task's writes: it
+// counts the tile done for expert g and for each row that uses g; the task that completes a row's tile (the last of
+// its K slots) computes y for it at once with combine_rows' arithmetic (why: docs/CUDA.md "Routed experts").
+// kHmax: the last down task of expert g clears its assignments' maxima (every down task that read them is done).
 template <bool kHmax>
 __device__ __forceinline__ void finish_down_fused(const Params& P, int g, int tile) {
   static_assert(kMetaA <= kThreads,
@@ -469,12 +435,10 @@ __device__ __forceinline__ void finish_down_fused(const Params& P, int g, int ti
   __syncthreads();  // s_rows, s_n and s_last_of_g are read before the next task rewrites them
 }
 
-// The persistent grid's loop over tickets, shared by every version: gate/up (A) tasks first, then
-// down (B) tasks, each waiting only for its own expert's A tiles, then the per-row combine, waiting
-// only for the row's experts. gate_up(task, g, tile) and down(task, g, tile) are called by every
-// thread of the block. The next ticket is taken while a task runs; a block takes exactly one ticket
-// past the last task (the host counts them).
-// kHmax: the combine tasks clear P.hmax (finish_tile kMax).
+// The persistent grid's loop over tickets, shared by every version: gate/up (A) tasks, then down (B) tasks, each
+// waiting only for its expert's A tiles, then the per-row combine, waiting only for the row's experts. gate_up and
+// down (task, g, tile) are called by every thread. The next ticket is taken while a task runs; a block takes exactly
+// one ticket past the last task (the host counts them). kHmax: the combine tasks clear P.hmax (finish_tile kMax).
 // kFuse (ExpertVariant::fused_combine): no combine tasks (P.nC = 0); each down task ends in finish_down_fused.
 template <bool kHmax = false, bool kFuse = false, class GateUp, class Down>
 __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, Down&& down) {
@@ -512,9 +476,8 @@ __device__ __forceinline__ void run_tickets(const Params& P, GateUp&& gate_up, D
   }
 }
 
-// The streamed FFMA version (v6: any widths, multiples of 32): the row-layout default. The other
-// FFMA task forms (plain, exact-shape) are the lab's (lab/expert_tasks_lab.cuh). RO / RB: gate-up /
-// down rows per warp pass.
+// The streamed FFMA version (v6: any widths, multiples of 32): the row-layout default. RO / RB: gate-up / down rows
+// per warp pass. The other FFMA task forms (plain, exact-shape) are the lab's (lab/expert_tasks_lab.cuh).
 template <int RO, int RB, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const Params P) {
   pdl_enter();
@@ -525,10 +488,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) expert_mlp_kernel(const 
 
 using KernelFn = void (*)(Params);
 
-// ExpertVariant::launch of the persistent-grid versions: kernel fn (of this file's KernelFn type)
-// over the Params at `params` on `grid` blocks; every block takes one ticket per task plus the one
-// that ends its loop. Through void pointers, so that ExpertMlp also launches the lab's versions,
-// whose Params is this struct.
+// ExpertVariant::launch of the persistent-grid versions: kernel fn (of this file's KernelFn type) over the Params at
+// `params` on `grid` blocks; every block takes one ticket per task plus the one that ends its loop. Through void
+// pointers, so that ExpertMlp also launches the lab's versions, whose Params is this struct.
 inline int launch_expert_kernel(const void* fn, unsigned grid, unsigned, int threads, size_t smem, void* stream,
                                 const void* params, unsigned* tickets) {
   Params P;

@@ -1,8 +1,7 @@
-// The routed-expert MLP's product versions and ExpertMlp, the host side that runs them. The task
-// scheme the kernels share is expert_tasks.cuh; which version runs a call is choose_expert_kernel
-// (expert_kernel_policy.h). Versions never chosen on any GPU are kept for measurement in lab/, which
-// offers them by name and runs them through ExpertMlp::use_variant (deltafin-cuda-bench and the
-// checker only); docs/history/EXPERT-KERNELS.md says how they were chosen.
+// The routed-expert MLP's product versions and ExpertMlp, the host side that runs them. The kernels' task scheme is
+// expert_tasks.cuh; which version runs a call is choose_expert_kernel (expert_kernel_policy.h). Versions never chosen
+// on any GPU are the lab's (lab/, run through ExpertMlp::use_variant in deltafin-cuda-bench and the checker only;
+// how they were chosen: docs/history/EXPERT-KERNELS.md).
 #include <map>
 #include <optional>
 
@@ -77,9 +76,8 @@ const ExpertVariant& expert_variant(ExpertKernel k) { return kProduct[static_cas
 
 struct ExpertMlp::Impl {
   ExpertKernel default_kernel = ExpertKernel::v6;  // the layout's default
-  // The version every call runs (DELTAFIN_CUDA_EXPERT_VERSION or use_variant); null: each call runs
-  // what choose_expert_kernel says, the default or a version with its reduction order (the same bits:
-  // batch invariance holds across).
+  // The version every call runs (DELTAFIN_CUDA_EXPERT_VERSION or use_variant); null: each call runs what
+  // choose_expert_kernel says, the default or a version with its reduction order (the same bits).
   const ExpertVariant* selected = nullptr;
   const ExpertVariant& pick(const ExpertMlp& m, int T, double rows_per_expert, bool aligned16, bool tables_fit_shared) {
     if (selected) return *selected;
@@ -172,20 +170,10 @@ struct ExpertMlp::Impl {
 
 namespace {
 
-// Blocks for a call of `total` tasks on `sms` SMs that hold `bps` blocks each. A call of a few waves
-// of tasks whose last wave is partly empty (K3 at T = 1: 1,216 tasks, 4.6 waves of 264 blocks on an
-// H200, so 104 blocks idle through the last task) runs faster on the fewest blocks that keep its
-// number of waves w, counting on the blocks alone on their SM to run one task more than the paired
-// ones: fewer blocks share the memory system meanwhile, and none idles early. With g blocks,
-// 2 sms - g of them are alone, so w g + (2 sms - g) >= total gives g = (total - 2 sms) / (w - 1).
-// Measured on H200s at T = 1 with 8-16 experts per row, the last
-// wave filled to 0.30, 0.45 and 0.61 gained 2-3 points of D2D (K3: 238 blocks, 76% instead of 74%),
-// filled to 0.03 or 0.88 lost 3-3.6 (that wave costs little, or the lone blocks cannot keep up), and
-// calls of more waves (T = 2: 9.2) lost too. So the rule applies from 2 to kFewWaves waves with the
-// last one filled to between a quarter and three quarters, unless the caller runs other work beside
-// the kernel (ExpertMlp::set_few_wave_grid(false)); other calls keep the full grid. The grid
-// never changes a result: a task computes the same whichever block runs it. set_expert_grid
-// (DELTAFIN_CUDA_EXPERT_GRID=n) caps it, for measuring.
+// Blocks for a call of `total` tasks on `sms` SMs that hold `bps` blocks each: a call of 2 to kFewWaves waves whose
+// last wave is a quarter to three quarters full runs on the fewest blocks that keep its number of waves (the rule,
+// its derivation and measurements: docs/CUDA.md "Routed experts"); other calls keep the full grid. The grid never
+// changes a result. set_expert_grid (DELTAFIN_CUDA_EXPERT_GRID=n) caps it, for measuring.
 std::atomic<unsigned> g_grid_cap{[] {
   const char* e = std::getenv("DELTAFIN_CUDA_EXPERT_GRID");
   return e ? static_cast<unsigned>(std::strtoul(e, nullptr, 10)) : 0u;
@@ -335,9 +323,8 @@ void ExpertMlp::run(const std::vector<MxExpert>& experts, const int32_t* slot_ex
         reinterpret_cast<uintptr_t>(e.gate_packed) % 8 || reinterpret_cast<uintptr_t>(e.up_packed) % 8 ||
         reinterpret_cast<uintptr_t>(e.down_packed) % 8)
       throw CudaError("ExpertMlp::run: every expert needs six device pointers, packed weights 8-byte aligned");
-  // The tensor-core versions copy rows in 16-byte units; with other alignments a row-layout call of
-  // one selected by name (the lab's tensor-core row versions) runs v6 (its bits differ, see
-  // ExpertVariant::order).
+  // The tensor-core versions copy rows in 16-byte units; with other alignments a row-layout call of one selected by
+  // name (the lab's tensor-core row versions) runs v6 (its bits differ, see ExpertVariant::order).
   bool aligned = true;
   for (const MxExpert& e : experts)
     for (const void* p : {e.gate_packed, e.gate_scale, e.up_packed, e.up_scale, e.down_packed, e.down_scale})
@@ -420,8 +407,7 @@ void ExpertMlp::plan_routed(const MxExpert* dev_table, int n_experts, const int3
   // The distinct experts are known only on the device: plan for the most there can be. At T = 1
   // that is exactly top_k (a row's experts are distinct), so nothing is wasted there.
   const int nG = std::min(n_experts, A);
-  // The distinct experts are known only on the device; expect what a uniformly random router
-  // would give (E (1 - (1 - k/E)^T)): routers whose neighbouring rows agree share more.
+  // Expect what a uniformly random router gives (E (1 - (1 - k/E)^T) distinct experts); agreeing rows share more.
   const double expected_distinct = n_experts * (1.0 - std::pow(1.0 - static_cast<double>(top_k_) / n_experts, T));
   const ExpertVariant& v = impl_->pick(*this, T, A / std::max(1.0, expected_distinct), true, meta_fits(nG, A));
   const Impl::Layout L = Impl::layout(nG, A);

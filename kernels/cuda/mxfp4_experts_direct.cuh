@@ -1,28 +1,7 @@
-// Tensor-core tasks that read the weights in fragment order straight into registers: the product's
-// v134, v212, v183, v138 and v194 (the template flags below; the lab's other fragment-order versions
-// are lab/mxfp4_experts_direct_lab.cuh). Included inside an anonymous namespace after
-// mxfp4_experts_mma.cuh: the tickets, tasks and counters are expert_tasks.cuh's, the arithmetic is mma16's.
-//
-// Why: streaming the weights through shared-memory stages leaves one block per SM (too few warps to
-// hide the latencies), and 4-byte register loads spread over 16 rows are served one sector per row.
-// Here the packed codes are stored in the order the mma fragments ask for (repack_mx_fragments:
-// a permutation of the same bytes, nothing re-encoded), so every lane's fragment words for two
-// blocks of 32 columns are one aligned 16-byte load and a warp reads 512 contiguous bytes per load.
-// No shared-memory stages, no barriers per stage: occupancy is set by registers alone.
-//
-// Exactness and bits: each lane holds the words ldmatrix would give it from staged rows (row g / g+8 of block b,
-// bytes 4t..4t+3 of the block, t = lane % 4), decodes them with e2m1_half2_mad (the activations
-// staged in its column order: the same products), runs the same two mma per block with the same
-// activation fragments (stage_frags) and scales, and adds the blocks in the same order; the pass ends
-// in the same part sums (mma16::slot_sums). So the results are the staged versions' bits (the checker
-// compares them), and batch invariance follows as it does there.
-//
-// Fragment order of one packed matrix [rows][cols / 2] (rows % 16 == 0, cols % 64 == 0): for each
-// 16-row tile r (rows 16r..16r+15) and each 64-column chunk c, 512 bytes; lane l's 16 bytes at
-// offset 16 l hold, as four 32-bit words, bytes 4t..4t+3 of block 2c of row 16r + g, of block 2c of
-// row 16r + g + 8, of block 2c + 1 of row 16r + g, of block 2c + 1 of row 16r + g + 8 (g = l / 4,
-// t = l % 4, block = 16 bytes = 32 columns). Tiles follow each other, chunks within a tile. Scales
-// keep the checkpoint's layout.
+// Tensor-core tasks that read the weights in fragment order straight into registers: the product's v134, v212, v183,
+// v138 and v194 (the lab's others: lab/mxfp4_experts_direct_lab.cuh). Included in an anonymous namespace after
+// mxfp4_experts_mma.cuh: tickets, tasks and counters are expert_tasks.cuh's, the arithmetic mma16's. Why this form,
+// the fragment order and why the bits are the staged versions': docs/CUDA.md "Fragment-order expert versions".
 namespace direct {
 
 // Tiles, fragment buffers, shared memory and the widths handled: expert_geometry.h (the host needs them too).
@@ -99,13 +78,9 @@ __device__ __forceinline__ void chunk_scaled(const uint4& w, uint4 f0, uint4 f1,
   }
 }
 
-// One group's scales of the warp's 16-row tile into the warp's scale table, as chunk_scaled's readers
-// take them (chunk j, lane row g: floats 4 (8 j + g) .. 4 (8 j + g) + 3). Lane l holds the 4 bytes of
-// row r = l / 2, blocks 4 (l % 2) .. 4 (l % 2) + 3 of the group, and writes them at dst = its slot of
-// chunk 2 (l % 2): + 4 (r % 8) + r / 8, the block's second 32 columns 2 further, the next chunk 32
-// further. Why: each lane converting the 16 scales of its two rows per group took ~50 instructions per
-// group (the 4 lanes of a quad the same ones); here each scale is converted once per warp, as shift,
-// mask and max. Same values: byte k at bits 23-30, 2^-127 for E8M0 0.
+// One group's scales of the warp's 16-row tile into the warp's scale table, as chunk_scaled's readers take them: lane
+// l holds row l / 2's bytes of blocks 4 (l % 2) .. 4 (l % 2) + 3 and writes them at dst, its slot (the table's layout
+// and why: docs/CUDA.md "Fragment-order expert versions"). Same values: byte k at bits 23-30, 2^-127 for E8M0 0.
 __device__ __forceinline__ void put_scales(float* dst, uint32_t word) {
   const uint32_t e0 = max((word << 23) & 0x7F800000u, 0x00400000u);
   const uint32_t e1 = max((word << 15) & 0x7F800000u, 0x00400000u);
@@ -117,10 +92,9 @@ __device__ __forceinline__ void put_scales(float* dst, uint32_t word) {
   dst[34] = __uint_as_float(e3);
 }
 
-// One 64-column chunk of the tile against two pairs of vectors (fragments f0, f1 and g0, g1), the
-// scales from the warp's scale table (chunk_scaled's sc): each block is decoded once and multiplied
-// with both pairs' fragments. Every product, sum and scaling of a pair is the one chunk_scaled
-// performs for it, so the bits are the same.
+// One 64-column chunk of the tile against two pairs of vectors (fragments f0, f1 and g0, g1), the scales from the
+// warp's scale table (chunk_scaled's sc): each block is decoded once and multiplied with both pairs' fragments.
+// Every product, sum and scaling of a pair is the one chunk_scaled performs for it, so the bits are the same.
 __device__ __forceinline__ void chunk_two_scaled(const uint4& w, uint4 f0, uint4 f1, uint4 g0, uint4 g1, float4 sc,
                                                  float (&acc)[4], float (&acc2)[4]) {
 #pragma unroll
@@ -133,11 +107,10 @@ __device__ __forceinline__ void chunk_two_scaled(const uint4& w, uint4 f0, uint4
   }
 }
 
-// The sums of one tile (mma16::slot_sums), with the gate and up tiles of an A task in different
-// warps (the up warps hand theirs over through shared memory).
-// kMax: the gate warps also fold the |h| they write into P.hmax[a] (atomicMax on the bits of
-// a non-negative float: the order of the updates cannot change the result), so the down tasks know
-// each vector's largest magnitude without a pass over it.
+// The sums of one tile (mma16::slot_sums), with the gate and up tiles of an A task in different warps (the up warps
+// hand theirs over through shared memory). kMax: the gate warps also fold the |h| they write into P.hmax[a]
+// (atomicMax on the bits of a non-negative float: the order of the updates cannot change the result), so the down
+// tasks know each vector's largest magnitude without a pass over it.
 template <bool kGateUp, bool kMax = false>
 __device__ __forceinline__ void finish_tile(const Params& P, const float (&acc)[4], const float (&back)[2], int aA,
                                             int aB, int o0, int warp, int lane, float* swap) {
@@ -182,30 +155,21 @@ struct Staged {
   float back2[2] = {0.f, 0.f};
 };
 
-// One A task (h = SiTU(gate, up)) or B task (d = down rows) for every assignment of its expert, two
-// assignments (kNP = 2: up to four) per pass over the weights; each lane keeps kAhead chunks of loads
-// in flight. With kNP = 2 an expert that several rows share is read and decoded once per four
-// assignments instead of once per two; each assignment's arithmetic is unchanged (same bits).
-// kHmax (kNP = 1): gate/up tasks record each h vector's largest magnitude (finish_tile
-// kMax) and down tasks stage h in one pass with it (stage_split): the fragments are stage_frags' bits.
-// kFma: groups of chunks whose scales hold no E8M0 0 (any lane) convert them through scale_at_fma:
-// the same values with fewer integer-pipe instructions per chunk (SASS).
-// kL: fragment lanes per block, 24 or 32 (frag_bytes).
-// kST: the scales through the warp's scale table (put_scales, chunk_scaled), every group but the
-// last loading without a bound check (the last one's loop apart), running pointers for the weights, the
-// next scale word and the fragments.
-// kU2: kST's loop takes two groups per step, so each group's scale-table halves are fixed in its
-// code and the loop control runs once per two groups: 247.5 instead of 258 instructions per group
-// (SASS), +1.3-1.9 points of D2D at T=1 on an H200. The same arithmetic.
+// One A task (h = SiTU(gate, up)) or B task (d = down rows) for every assignment of its expert, two assignments
+// (kNP = 2: up to four) per pass over the weights; each lane keeps kAhead chunks of loads in flight. No flag changes
+// an assignment's arithmetic (the flags, and what each is for: docs/CUDA.md "Fragment-order expert versions"):
+// kHmax (kNP = 1) gate/up tasks record max |h| (finish_tile kMax), down tasks stage h in one pass with it
+// (stage_split: stage_frags' bits); kFma scales through scale_at_fma in groups without an E8M0 0 (any lane); kL
+// fragment lanes per block, 24 or 32 (frag_bytes); kST scales through the warp's scale table (put_scales,
+// chunk_scaled), every group but the last loading without a bound check; kU2 kST's loop two groups per step.
 template <bool kGateUp, int kAhead, int kNP, bool kHmax, bool kFma, int kL, bool kST, bool kU2>
 __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* smem, Staged& st) {
   static_assert(kAhead >= 1 && kAhead < kRing, "a slot is read before the load that refills it is issued");
   static_assert(kNP == 1 || (kNP == 2 && kST), "two pairs per pass through the scale tables");
   static_assert(!kHmax || kNP == 1, "recorded maxima with one pair per pass");
   static_assert(!kFma || kNP == 1, "the FMA-pipe scales with one pair per pass only");
-  // kST with 24 lanes: lanes 24-31 read the fragments that follow (block 2j + 1's lanes 0-7, or past
-  // the buffer's end into the next one or the scale tables): they feed only output columns 6 and 7,
-  // which nothing reads, so every lane loads without a predicate.
+  // kST with 24 lanes: lanes 24-31 read the fragments that follow (block 2j + 1's lanes 0-7, or past the buffer's end
+  // into the next one or the scale tables): they feed only output columns 6, 7 (never read): no predicate needed.
   static_assert(!kST || !kFma, "scale tables and no vote");
   static_assert(!kU2 || kST, "two groups per step is a form of the scale-table loop");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2;
@@ -426,7 +390,8 @@ __device__ __forceinline__ void task(const Params& P, unsigned task_id, char* sm
   }
 }
 
-// Permutes one packed matrix into fragment order: thread i writes lane i % 32 of piece i / 32.
+// Permutes one packed matrix into fragment order (docs/CUDA.md "Fragment-order expert versions"):
+// thread i writes lane i % 32 of piece i / 32.
 __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restrict__ dst, int rows, int cols) {
   const int nch = cols / 64, wpr = cols / 8;  // chunks per tile, 32-bit words per row
   const int64_t n = static_cast<int64_t>(rows / 16) * nch * 32;
@@ -445,16 +410,11 @@ __global__ void repack_kernel(const uint32_t* __restrict__ src, uint4* __restric
 
 }  // namespace direct
 
-// The fragment-order versions: same tickets and tasks as expert_mlp_kernel, two blocks per SM.
-// kMeta: the call's routing tables are copied into shared memory once per block, so a
-// task's first reads (its expert's pointers, its assignments) are shared-memory reads instead of a
-// chain of dependent global loads (~1.3 us per task at full load on the H200);
-// for calls whose tables exceed MetaTables, launch() runs the version without it (the same bits).
-// kHmax: see task().
-// kFuse: no combine tasks; the down task that completes a row's tile combines it
-// (finish_down_fused; the host sets P.nC = 0).
-// kST: the scales through per-warp scale tables (direct::put_scales), see task().
-// kU2: two groups per step of the scale-table loop, see task().
+// The fragment-order versions: same tickets and tasks as expert_mlp_kernel, two blocks per SM. kMeta: the call's
+// routing tables are copied into shared memory once per block, so a task's first reads are shared-memory reads
+// instead of a chain of dependent global loads (for calls whose tables exceed MetaTables, launch() runs the version
+// without it: the same bits). kFuse: no combine tasks; the down task that completes a row's tile combines it
+// (finish_down_fused; the host sets P.nC = 0). kHmax, kFma, kL, kST, kU2: see task().
 template <int kAhead, int kNP, bool kMeta, bool kHmax, bool kFma, int kL, bool kFuse, bool kST, bool kU2>
 __global__ void __launch_bounds__(kThreads, 2) expert_mlp_direct_kernel(const Params P) {
   pdl_enter();

@@ -1,25 +1,8 @@
-// fp16 tensor-core arithmetic of the fragment-order expert kernels (mxfp4_experts_direct.cuh):
-// one 32-column E8M0 block of a 16-row weight tile against activation fragments (mma.sync.m16n8k16,
-// fp16 operands, fp32 accumulators), the activation fragments' staging and the pass's last sums.
-// Included by mxfp4_experts.cu and lab/expert_kernels_lab.cu inside their anonymous namespace, after
-// expert_tasks.cuh.
-//
-// Exactness:
-// - Weights: an E2M1 code becomes the fp16 E2M1 x 2^-14 exactly (e2m1_half2: codes with e = 0 land
-//   on fp16 subnormals, which the tensor cores take as they are).
-// - Activations: each fp32 vector x is scaled by 2^k (k from its largest magnitude, so |x 2^k| <
-//   2^15) and split into three fp16 parts x 2^k = p1 + p2 + p3 (p1 = fp16(x 2^k), p2 = fp16 of the
-//   exact remainder, p3 likewise). The parts hold every bit of each element down to 2^-24 in scaled
-//   units, i.e. 2^-39 of the vector's largest element; only bits below that are dropped.
-// - Each part is one mma column, so the tensor core forms exact fp16 x fp16 products and sums 32
-//   columns (two chained mma, one E8M0 block) in fp32; the block sum is scaled by its E8M0 factor
-//   and added in fp32 (FFMA), per part; the three parts are added last ((p1 + p2) + p3) and the
-//   power of two 2^(14 - k) restored. Errors are those of fp32 summation, not of fp16.
-// Batch invariance: an assignment's columns (0-2 or 3-5 of the mma) are computed by the same
-// instructions in the same K order whatever the other column pair holds; k depends on the row's own
-// vector only; the part sums use one fixed order for either column pair. So a row's result is
-// bit-identical alone or inside any batch (deltafin-cuda-check verifies it). The bits differ from
-// the FFMA versions' (a different summation order), which is why Variant::order separates them.
+// fp16 tensor-core arithmetic of the fragment-order expert kernels (mxfp4_experts_direct.cuh, included after
+// expert_tasks.cuh in the same anonymous namespace): an E8M0 block against activation fragments (mma.sync.m16n8k16,
+// fp32 accumulators), the fragments' staging, the pass's last sums. Weights decode exactly; activations split into
+// three fp16 parts lose only bits below 2^-39 of the vector's largest element; so errors are fp32 summation's (proof,
+// batch invariance: docs/CUDA.md "Tensor-core expert arithmetic"); bits differ from FFMA's (ExpertVariant::order).
 
 namespace mma16 {
 
@@ -65,9 +48,8 @@ __device__ __forceinline__ float4 ld4(const float* p) {
   else return __ldg(reinterpret_cast<const float4*>(p));
 }
 
-// stage_frags' second half: the three-part split of x0 and x1 given their largest magnitudes m0 and
-// m1 (fmaxf of |x| over the vector, from 0; 0 for a missing x1). Called by the whole block (it
-// synchronizes at the end).
+// stage_frags' second half: the three-part split of x0 and x1 given their largest magnitudes m0 and m1 (fmaxf of |x|
+// over the vector, from 0; 0 for a missing x1). Called by the whole block (it synchronizes at the end).
 // kMadOrder: the halves of columns 8q + {0,4,2,6,1,5,3,7}, the pairs e2m1_half2_mad decodes.
 template <bool kCoherent, int kLanes, bool kMadOrder = false>
 __device__ __forceinline__ void stage_split(char* frag, const float* x0, const float* x1, int K, float m0, float m1,
@@ -130,13 +112,10 @@ __device__ __forceinline__ void stage_split(char* frag, const float* x0, const f
   __syncthreads();
 }
 
-// B fragments for one or two activation vectors of width K (x1 may be null): slot s occupies
-// columns 3s..3s+2 (parts 1..3); absent slots and columns 6, 7 are zero. Block b, column n, lane
-// quad q hold, at frag + b*512 + (4n + q)*16, the halves of columns 8q + {0,2,4,6,1,3,5,7} (kMadOrder:
-// 8q + {0,4,2,6,1,5,3,7}, for e2m1_half2_mad's pairs).
-// back[s] receives 2^(14 - k_s), the factor that undoes the staging scale and the decode's 2^-14.
-// kLanes = 24: only the lanes of columns 0-5 are stored (block b at frag + b*384); the readers
-// use zeros for columns 6 and 7. Called by the whole block (it synchronizes).
+// B fragments for one or two activation vectors of width K (x1 may be null): slot s occupies columns 3s..3s+2 (parts
+// 1..3); absent slots and columns 6, 7 are zero (the buffer's layout: docs/CUDA.md "Tensor-core expert arithmetic").
+// back[s] receives 2^(14 - k_s), the factor that undoes the staging scale and the decode's 2^-14. kLanes = 24: only
+// the lanes of columns 0-5 are stored; readers use zeros for 6 and 7. Called by the whole block (it synchronizes).
 template <bool kCoherent, int kLanes = 32, bool kMadOrder = false>
 __device__ void stage_frags(char* frag, float* red, const float* x0, const float* x1, int K, float (&back)[2]) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;

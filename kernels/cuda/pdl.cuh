@@ -1,11 +1,8 @@
 #pragma once
-// Programmatic dependent launch (sm_90 and later). A kernel launched with launch() may be started
-// while the kernel queued before it on the same stream still runs, so its blocks are resident and
-// its launch latency is spent by the time its predecessor ends. Every kernel launched this way calls
-// pdl_wait() before it touches memory another kernel wrote or reads (weights never change during a
-// pass, so a prologue may prefetch them), and every kernel waits before it ends, so "finished"
-// still means "everything queued before it finished". Nothing a kernel computes depends on this:
-// the bits are the same with DELTAFIN_CUDA_PDL=off (plain stream order).
+// Programmatic dependent launch (sm_90 and later): a kernel launched with launch() may start while the one before it
+// on the stream still runs. Every such kernel calls pdl_wait() before it touches memory another kernel wrote or
+// reads (a prologue may prefetch weights), and waits before it ends, so "finished" keeps its meaning. The bits are
+// the same with DELTAFIN_CUDA_PDL=off (docs/CUDA.md "The forward", Programmatic dependent launch).
 #include <cuda_runtime.h>
 
 #include <utility>

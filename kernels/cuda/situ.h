@@ -1,10 +1,8 @@
 #pragma once
-// K3's SiTU GLU constants, the one definition the CUDA kernels use: SiTU(g, u) = beta tanh(g / beta)
-// sigmoid(g) * lbeta tanh(u / lbeta) with K3's activation_situ_beta 4.0 and
-// activation_situ_linear_beta 25.0 (K3-SPEC). The routed-expert kernels apply SiTU inline with these
-// values compiled in (cuda_common.cuh situ_act); the K3 forward passes them to k3::situ_glu_rows and
-// refuses, when it loads, a config with other betas (situ_config_error). The CPU path takes the config's.
-// Plain C++: the host checks and the tests use it without a GPU.
+// K3's SiTU GLU constants, the one definition the CUDA kernels use: SiTU(g, u) = beta tanh(g / beta) sigmoid(g) *
+// lbeta tanh(u / lbeta) with K3's activation_situ_beta 4.0 and activation_situ_linear_beta 25.0 (K3-SPEC), compiled
+// into the kernels; a config with other betas is refused (situ_config_error; docs/CUDA.md "The forward"). Plain
+// C++: the host checks and the tests use it without a GPU.
 #include <cstdio>
 #include <string>
 
