@@ -117,6 +117,7 @@ struct ProbeBuffer {
   explicit ProbeBuffer(size_t bytes) : n(bytes) {
     p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw Error("cannot map " + std::to_string(n >> 20) + " MiB for the bandwidth probe");
+    ::madvise(p, n, MADV_HUGEPAGE);  // as the expert cache and the spine's buffers are mapped
   }
   ~ProbeBuffer() { ::munmap(p, n); }
   uint8_t* bytes() const { return static_cast<uint8_t*>(p); }
