@@ -1,6 +1,8 @@
 """Model shapes and training settings. Field names follow `deltafin synth --set` (docs/SYNTH.md)."""
 
-COMMON = dict(conv_kernel=4, rms_eps=1e-5, situ_beta=4.0, situ_linear_beta=25.0, gate_lower_bound=-5.0)
+# chat_share: the share of training windows taken from the chat turns (the rest from the text).
+COMMON = dict(conv_kernel=4, rms_eps=1e-5, situ_beta=4.0, situ_linear_beta=25.0, gate_lower_bound=-5.0,
+              chat_share=0.15)
 
 PRESETS = {
     # For the export test: trains in seconds on a CPU.

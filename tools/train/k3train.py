@@ -91,7 +91,7 @@ class Batches:
         self.train, self.chat = data["train"].long(), data["chat"].long()
         self.seq, self.batch, self.device = c["seq"], c["batch"], device
         self.g = torch.Generator().manual_seed(seed)
-        self.chat_share = 0.15 if len(self.chat) > self.seq + 1 else 0.0
+        self.chat_share = c["chat_share"] if len(self.chat) > self.seq + 1 else 0.0
 
     def next(self):
         rows = []
