@@ -146,9 +146,9 @@ void add_bench(CLI::App& app) {
     }
     auto report = run_bench(plan, arms, [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); });
     std::ofstream(o->out) << report.json() << "\n";
-    std::printf("%-14s %-8s %12s %13s %8s %11s %10s %11s %8s %8s %9s %8s %11s\n", "arm", "mode", "decode s/tok",
+    std::printf("%-14s %-8s %12s %13s %8s %11s %10s %11s %8s %8s %9s %8s %7s %11s\n", "arm", "mode", "decode s/tok",
                 "(min-max)", "RAM hit", "disk MB/tok", "read MB/t", "disk floor", "t/max", "t/sum", "steal s/t", "t/vm",
-                "pred 1/2");
+                "sys s/t", "pred 1/2");
     std::printf(
         "(disk floor: needed bytes (misses and used prefetches) / the faster of the O_DIRECT probe before the run and\n"
         " the run's own read rate; read MB/t adds the prefetches never used; pred: precision of the next-layer\n"
@@ -166,6 +166,7 @@ void add_bench(CLI::App& app) {
         std::printf(" %8.3f %8.3f %9.3f %8.3f", med("decode_vs_max_floor"), med("decode_vs_sum_of_floors"),
                     med("decode_steal_cpu_seconds_per_token"), med("decode_vs_steal_adjusted_floor"));
       else std::printf(" %8s %8s %9s %8s", "-", "-", "-", "-");
+      std::printf(" %7.3f", med("decode_sys_cpu_seconds_per_token"));
       if (s.contains("prediction_precision_1_ahead"))
         std::printf(" %5.1f/%-5.1f", 100 * med("prediction_precision_1_ahead"),
                     100 * med("prediction_precision_2_ahead"));
@@ -179,7 +180,8 @@ void add_bench(CLI::App& app) {
       std::printf(
           "t/max and t/sum: each run against max(disk floor, compute floor) and their sum, same thread count;\n"
           "steal s/t: CPU seconds per token the hypervisor took (/proc/stat); t/vm: against max(disk floor,\n"
-          "compute floor + steal / compute threads), what a VM that charges disk emulation to its CPUs allows\n");
+          "compute floor + steal / compute threads), what a VM that charges disk emulation to its CPUs allows;\n"
+          "sys s/t: this process's kernel CPU seconds per token (system calls, page faults, O_DIRECT page pinning)\n");
     for (size_t i = 0; i < arms.size(); ++i) {
       if (!plans[i]) continue;
       const auto& p = *plans[i];

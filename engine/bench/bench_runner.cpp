@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include "base/error.h"
 #include "base/thread_pool.h"
@@ -95,6 +96,13 @@ double steal_seconds() {
   return hz > 0 ? double(v[7]) / double(hz) : 0;
 }
 
+// Kernel CPU seconds of this process so far.
+double sys_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_stime.tv_sec) + 1e-6 * double(u.ru_stime.tv_usec);
+}
+
 // `traced` records the run's passes; with `replay`, each decode step's experts (replay[k + 1]
 // before the k-th step) are preloaded outside the step's time and counters.
 BenchRun one_run(K3Model& m, const BenchPlan& plan, const std::string& arm, const std::string& mode, int rep,
@@ -110,13 +118,14 @@ BenchRun one_run(K3Model& m, const BenchPlan& plan, const std::string& arm, cons
   g.max_new = plan.new_tokens;
   int produced = 0;
   Clock::time_point t_first;
-  double steal_first = 0, preload = 0;
+  double steal_first = 0, sys_first = 0, preload = 0;
   ExpertCounters preloaded;
   auto res = generate(s, plan.prompt, g, [&](int32_t) {
     if (produced++ == 0) {
       c1 = m.experts().counters();
       t_first = Clock::now();
       steal_first = steal_seconds();
+      sys_first = sys_seconds();
     }
     if (traced) traced->cut();
     if (replay && traced && size_t(produced) < replay->size()) {
@@ -137,6 +146,7 @@ BenchRun one_run(K3Model& m, const BenchPlan& plan, const std::string& arm, cons
   r.preload_seconds = preload;
   r.decode_seconds_per_token = plan.new_tokens > 1 ? decode / (plan.new_tokens - 1) : 0;
   r.decode_steal_seconds_per_token = plan.new_tokens > 1 ? (steal_seconds() - steal_first) / (plan.new_tokens - 1) : 0;
+  r.decode_sys_seconds_per_token = plan.new_tokens > 1 ? (sys_seconds() - sys_first) / (plan.new_tokens - 1) : 0;
   r.compute_threads = ThreadPool::global().size();
   r.prefill = c1 - c0;
   r.decode = c2 - c1 - preloaded;
@@ -287,6 +297,7 @@ std::string BenchReport::json() const {
                          {"first_token_seconds", r.first_token_seconds},
                          {"decode_seconds_per_token", r.decode_seconds_per_token},
                          {"decode_steal_cpu_seconds_per_token", r.decode_steal_seconds_per_token},
+                         {"decode_sys_cpu_seconds_per_token", r.decode_sys_seconds_per_token},
                          {"compute_threads", r.compute_threads},
                          {"probe_gbps", r.probe_gbps},
                          {"ids", r.ids},
@@ -310,7 +321,7 @@ std::string BenchReport::json() const {
   }
   j["summary"] = nlohmann::json::array();
   for (const auto& [k, rs] : groups) {
-    std::vector<double> dec, pre, hit, miss_bytes, read_bytes, disk_floor, recall, vs_max, vs_sum, achieved, steal,
+    std::vector<double> dec, pre, hit, miss_bytes, read_bytes, disk_floor, recall, vs_max, vs_sum, achieved, steal, sys,
         vs_vm;
     std::vector<double> guess_precision[2], guess_recall[2];
     const int tokens = rs.front()->ids.size() > 1 ? static_cast<int>(rs.front()->ids.size()) - 1 : 1;
@@ -346,6 +357,7 @@ std::string BenchReport::json() const {
         vs_vm.push_back(r->decode_seconds_per_token / std::max(floor, cpu_floor));
       }
       steal.push_back(r->decode_steal_seconds_per_token);
+      sys.push_back(r->decode_sys_seconds_per_token);
       recall.push_back(c.prefetch_issued ? double(c.prefetch_used) / c.prefetch_issued : 0);
     }
     auto js = [](const Spread& s) { return nlohmann::json{{"median", s.median}, {"min", s.min}, {"max", s.max}}; };
@@ -368,6 +380,7 @@ std::string BenchReport::json() const {
         g[d ? "prediction_recall_2_ahead" : "prediction_recall_1_ahead"] = js(spread(guess_recall[d]));
       }
     g["decode_steal_cpu_seconds_per_token"] = js(spread(steal));
+    g["decode_sys_cpu_seconds_per_token"] = js(spread(sys));
     if (!vs_vm.empty()) g["decode_vs_steal_adjusted_floor"] = js(spread(vs_vm));
     if (!vs_max.empty()) {
       g["decode_vs_max_floor"] = js(spread(vs_max));

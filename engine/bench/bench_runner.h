@@ -48,6 +48,10 @@ struct BenchRun {
   // "steal", all CPUs), per token. On a VM whose disk emulation is charged to
   // the guest's CPU quota this grows with the bytes read and slows the compute.
   double decode_steal_seconds_per_token = 0;
+  // Kernel CPU time of this process during decode (getrusage), per token: system calls, page
+  // faults and, for O_DIRECT reads, page pinning and completion interrupts; on a VM whose disk
+  // emulation runs on the guest's CPUs it grows with the bytes read.
+  double decode_sys_seconds_per_token = 0;
   double prefill_seconds = 0, decode_seconds_per_token = 0, first_token_seconds = 0;
   std::vector<int32_t> ids;
   ExpertCounters prefill, decode;  // counter deltas of each phase

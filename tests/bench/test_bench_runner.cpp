@@ -81,6 +81,9 @@ class TestBenchRunner : public QObject {
       const auto& d = s["decode_seconds_per_token"];
       QVERIFY(d["min"].get<double>() <= d["median"].get<double>());
       QVERIFY(d["median"].get<double>() <= d["max"].get<double>());
+      // Kernel CPU time per decode token is reported for every arm (tick-accounted: it may be 0).
+      QVERIFY(s.contains("decode_sys_cpu_seconds_per_token"));
+      QVERIFY(s["decode_sys_cpu_seconds_per_token"]["median"].get<double>() >= 0);
       // The tight arm runs on one thread, for which no run read nothing: no floor to compare with.
       QCOMPARE(s.contains("decode_vs_max_floor"), arm != "tight");
       QCOMPARE(s["threads"].get<int>(), arm == "tight" ? 1 : 0);
