@@ -99,6 +99,22 @@ class TestInstallCli : public QObject {
     bool backend = false;
     for (const auto& f : rep["findings"]) backend |= f["subject"] == "backend";
     QVERIFY(backend);
+    // Transparent huge pages: where the system has them, doctor names the active mode (read here
+    // from the same sysfs line) and notes it only when they are off.
+    if (std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled"); thp) {
+      std::string line;
+      std::getline(thp, line);
+      const std::string mode = line.substr(line.find('[') + 1, line.find(']') - line.find('[') - 1);
+      int memory = 0;
+      for (const auto& f : rep["findings"])
+        if (f["subject"] == "memory") {
+          ++memory;
+          QVERIFY2(f["detail"].get<std::string>().find("(" + mode + ")") != std::string::npos,
+                   f["detail"].get<std::string>().c_str());
+          QCOMPARE(f["level"].get<std::string>(), std::string(mode == "never" ? "note" : "ok"));
+        }
+      QCOMPARE(memory, 1);
+    }
 
     // Damage a file: doctor --verify names it and says what to do; plain doctor only checks sizes.
     {
