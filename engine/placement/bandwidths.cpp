@@ -37,6 +37,7 @@ std::string Bandwidths::json() const {
   j["hbm_gbps"] = hbm_gbps;
   j["gpu_tflops"] = gpu_tflops;
   j["source"] = source;
+  j["probe_method"] = probe_method;
   return j.dump(2);
 }
 
@@ -54,6 +55,7 @@ Bandwidths Bandwidths::from_json(const std::string& text, const std::string& ori
     b.hbm_gbps = j.value("hbm_gbps", 0.0);
     b.gpu_tflops = j.value("gpu_tflops", 0.0);
     b.source = j.value("source", std::string());
+    b.probe_method = j.value("probe_method", 1);
   } catch (const std::exception& e) {
     throw Error(origin + " is not a bandwidth record: " + e.what(), "delete it; the next plan probes again");
   }
@@ -126,6 +128,7 @@ struct ProbeBuffer {
 }  // namespace
 
 void probe_cpu(Bandwidths& b) {
+  b.probe_method = kProbeMethod;
   ThreadPool& pool = ThreadPool::global();
   b.cpu_threads = pool.size();
   {
@@ -195,6 +198,7 @@ std::optional<Bandwidths> load_cached_bandwidths(const std::string& model_root) 
   std::stringstream ss;
   ss << f.rdbuf();
   Bandwidths b = Bandwidths::from_json(ss.str(), path);
+  if (b.probe_method != kProbeMethod) return std::nullopt;
   b.source = "cache " + path + (b.source.empty() ? "" : " (" + b.source + ")");
   return b;
 }

@@ -18,11 +18,19 @@ struct Bandwidths {
   double hbm_gbps = 0;        // device memory read by the GPU kernels
   double gpu_tflops = 0;      // the GPU's matmul rate at many rows, 1e12 flop/s
   std::string source;         // "measured <date>", "cache FILE", "given", or a mix
+  // How the figures were measured (kProbeMethod when this engine measured them; 1 for records
+  // written before the field existed).
+  int probe_method = 0;
 
   bool has_gpu_figures() const { return h2d_gbps > 0 && hbm_gbps > 0 && gpu_tflops > 0; }
   std::string json() const;
   static Bandwidths from_json(const std::string& text, const std::string& origin);  // throws Error
 };
+
+// The way probe_cpu and probe_disk measure, raised whenever it changes so that rates cached by an
+// older engine are measured again instead of planning with them. 2: probe buffers in huge pages, as
+// the expert cache and the streamed spine's buffers are mapped.
+constexpr int kProbeMethod = 2;
 
 // Figures given on the command line; each replaces the probed or cached one.
 struct BandwidthOverrides {
@@ -43,6 +51,7 @@ void probe_disk(Bandwidths& b, const std::string& model_root);
 // The cache file beside the model (MODEL/deltafin-bandwidths.json), or under
 // $XDG_CACHE_HOME/deltafin when the model folder is read-only.
 std::string bandwidth_cache_path(const std::string& model_root);
+// The cached rates, unless they were measured by another probe method (then none: probe again).
 std::optional<Bandwidths> load_cached_bandwidths(const std::string& model_root);
 void save_cached_bandwidths(const std::string& model_root, const Bandwidths& b);  // best effort
 

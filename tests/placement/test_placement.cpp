@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <fstream>
 #include <set>
 
 #include "base/error.h"
@@ -292,6 +293,32 @@ class TestPlacement : public QObject {
     auto three =
         test::run_process({bin, "plan", "--model-root", meta, "--vram-budget", "32,32,32", "--disk-gbps", "7"});
     QCOMPARE(three.code, 1);
+  }
+
+  // Rates cached by an engine that measured another way are measured again, not planned with.
+  void cached_rates_of_another_probe_method_are_dropped() {
+    const std::string root = test::temp_dir("rates");
+    Bandwidths b = some_rates();
+    b.probe_method = kProbeMethod;
+    save_cached_bandwidths(root, b);
+    const auto same = load_cached_bandwidths(root);
+    QVERIFY(same.has_value());
+    QCOMPARE(same->probe_method, kProbeMethod);
+    QCOMPARE(same->ram_gbps, b.ram_gbps);
+    b.probe_method = kProbeMethod - 1;
+    save_cached_bandwidths(root, b);
+    QVERIFY(!load_cached_bandwidths(root).has_value());
+    // A record from before the field existed counts as method 1.
+    {
+      std::ofstream f(bandwidth_cache_path(root));
+      f << R"({"disk_gbps": 1, "ram_gbps": 2, "cpu_bf16_gbps": 3, "cpu_mxfp4_gbps": 4, "cpu_gflops": 5})";
+    }
+    QVERIFY(!load_cached_bandwidths(root).has_value());
+    QCOMPARE(Bandwidths::from_json(R"({"disk_gbps": 1, "ram_gbps": 2, "cpu_bf16_gbps": 3, "cpu_mxfp4_gbps": 4,
+                                      "cpu_gflops": 5})",
+                                   "test")
+                 .probe_method,
+             1);
   }
 };
 
