@@ -21,6 +21,7 @@
 #include "placement/split_layout.h"
 #include "placement/split_session.h"
 #include "runtime/generate.h"
+#include "support/split_test_rates.h"
 
 namespace deltafin::cuda::check {
 namespace {
@@ -146,13 +147,8 @@ std::vector<Result> k3_multi(const std::string& dir) {
   {
     auto ck = Checkpoint::open(dir);
     const auto bytes = ModelByteMap::from_checkpoint(*ck, host->config());
-    PlanOptions o;
-    o.ram_scratch_bytes = 1 << 20;
-    o.gpu_scratch_bytes = 1 << 20;
-    o.context_tokens = 256;
-    MachineBudget b;
-    b.ram_budget = 1ull << 40;
-    b.gpus.push_back(GpuBudget{"GPU 0", 1ull << 40, 0});
+    const PlanOptions o = deltafin::test::split_test_plan_options(256);
+    MachineBudget b = deltafin::test::roomy_one_gpu_machine();
     const uint64_t vlo = make_plan(bytes, b, assumed_desktop(), o).vram_minimum;
     const uint64_t each = vlo + 2 * bytes.largest_unit_bytes() + bytes.spine_bytes() * 6 / 10;
     b.gpus.assign(2, GpuBudget{"GPU", each, 0});

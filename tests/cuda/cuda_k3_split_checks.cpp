@@ -142,13 +142,8 @@ std::vector<Result> k3_split(const std::string& dir) {
   auto ck = Checkpoint::open(dir);
   const K3Config c = K3Config::load(dir + "/config.json");
   const auto bytes = ModelByteMap::from_checkpoint(*ck, c);
-  PlanOptions o;
-  o.ram_scratch_bytes = 1 << 20;
-  o.gpu_scratch_bytes = 1 << 20;
-  o.context_tokens = 256;
-  MachineBudget b;
-  b.ram_budget = 1ull << 40;
-  b.gpus.push_back(GpuBudget{"GPU 0", 1ull << 40, 0});
+  const PlanOptions o = deltafin::test::split_test_plan_options(256);
+  MachineBudget b = deltafin::test::roomy_one_gpu_machine();
   const Plan full = make_plan(bytes, b, deltafin::test::split_test_rates(), o);
   const uint64_t vlo = full.vram_minimum, vhi = vlo + bytes.spine_bytes();
   for (int i = 0; i <= 5; ++i) {

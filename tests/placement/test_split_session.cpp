@@ -263,13 +263,8 @@ class TestSplitSession : public QObject {
   void plans_of_many_budgets() {
     auto ck = Checkpoint::open(dir_);
     const auto bytes = ModelByteMap::from_checkpoint(*ck, cfg_);
-    PlanOptions o;
-    o.ram_scratch_bytes = 1 << 20;
-    o.gpu_scratch_bytes = 1 << 20;
-    o.context_tokens = 64;
-    MachineBudget b;
-    b.ram_budget = 1ull << 40;
-    b.gpus.push_back(GpuBudget{"GPU 0", 1ull << 40, 0});
+    const PlanOptions o = deltafin::test::split_test_plan_options(64);
+    MachineBudget b = deltafin::test::roomy_one_gpu_machine();
     const Plan full = make_plan(bytes, b, deltafin::test::split_test_rates(), o);
     const uint64_t vlo = full.vram_minimum, vhi = vlo + bytes.spine_bytes();
     int split = 0, mixed = 0, disk = 0, n = 0;
@@ -378,13 +373,8 @@ class TestSplitSession : public QObject {
   void plans_over_several_gpus() {
     auto ck = Checkpoint::open(dir_);
     const auto bytes = ModelByteMap::from_checkpoint(*ck, cfg_);
-    PlanOptions o;
-    o.ram_scratch_bytes = 1 << 20;
-    o.gpu_scratch_bytes = 1 << 20;
-    o.context_tokens = 64;
-    MachineBudget one;
-    one.ram_budget = 1ull << 40;
-    one.gpus.push_back(GpuBudget{"GPU 0", 1ull << 40, 0});
+    const PlanOptions o = deltafin::test::split_test_plan_options(64);
+    MachineBudget one = deltafin::test::roomy_one_gpu_machine();
     const Plan full = make_plan(bytes, one, deltafin::test::split_test_rates(), o);
     const uint64_t vlo = full.vram_minimum, spine = bytes.spine_bytes();
     int multi = 0;
@@ -464,13 +454,8 @@ class TestSplitSession : public QObject {
     // A GPU whose budget cannot hold one layer's working set: the error names it and the minimum.
     auto ck = Checkpoint::open(dir_);
     const auto bytes = ModelByteMap::from_checkpoint(*ck, cfg_);
-    PlanOptions o;
-    o.ram_scratch_bytes = 1 << 20;
-    o.gpu_scratch_bytes = 1 << 20;
-    o.context_tokens = 64;
-    MachineBudget b;
-    b.ram_budget = 1ull << 40;
-    b.gpus.push_back(GpuBudget{"GPU 0", 1ull << 40, 0});
+    const PlanOptions o = deltafin::test::split_test_plan_options(64);
+    MachineBudget b = deltafin::test::roomy_one_gpu_machine();
     const uint64_t vlo = make_plan(bytes, b, deltafin::test::split_test_rates(), o).vram_minimum;
     b.gpus.push_back(GpuBudget{"GPU 1", vlo - 1, 0});
     try {

@@ -5,6 +5,8 @@
 #pragma once
 
 #include "placement/bandwidths.h"
+#include "placement/machine_budget.h"
+#include "placement/planner.h"
 
 namespace deltafin::test {
 
@@ -18,6 +20,25 @@ inline placement::Bandwidths split_test_rates() {
   b.h2d_gbps = 9;
   b.hbm_gbps = 1000;
   b.gpu_tflops = 100;
+  return b;
+}
+
+// Plan options for those models: 1 MiB of scratch per device instead of the real model's 1 GiB, so
+// the budgets the tests sweep are the tiny model's own.
+inline placement::PlanOptions split_test_plan_options(int context_tokens) {
+  placement::PlanOptions o;
+  o.ram_scratch_bytes = 1 << 20;
+  o.gpu_scratch_bytes = 1 << 20;
+  o.context_tokens = context_tokens;
+  return o;
+}
+
+// A machine that holds everything: 1 TiB of RAM and one GPU with 1 TiB (the starting point of the
+// budget sweeps, whose plan gives the minimums).
+inline placement::MachineBudget roomy_one_gpu_machine() {
+  placement::MachineBudget b;
+  b.ram_budget = 1ull << 40;
+  b.gpus.push_back(placement::GpuBudget{"GPU 0", 1ull << 40, 0});
   return b;
 }
 
