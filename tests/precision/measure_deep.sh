@@ -2,6 +2,7 @@
 # Engine and numpy fp32 against the float64 reference on deep tiny K3-format models (the real
 # layer pattern: KDA, MLA at every 4th layer and the last, AttnRes blocks of 12).
 #   tests/precision/measure_deep.sh BUILD/bin/deltafin [LAYERS...]   (default 24 48 93)
+#   DEVICE=cuda tests/precision/measure_deep.sh ...   the engine's GPU forward instead of its CPU one
 # Prints one line per model: layers, the engine's logits rel-L2 and argmax agreement, numpy fp32's.
 # Needs python3 with numpy (Debian: python3-numpy). Work files go to ${TMPDIR:-/tmp}/deltafin-precision.
 set -eu
@@ -23,7 +24,8 @@ for L in "$@"; do
     --set mla_layers="$mla" --set first_k_dense=1 --set shared_experts=2
   bos=$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['bos_token_id'])" "$dir/config.json")
   ids=$bos,72,101,108,108,111,44,32,119,111,114,108  # [BOS] + 11 byte-level ids
-  eng=$("$bin" logits --model-root "$dir" --ids "$ids" --reference --json --out "$dir/logits.safetensors" --threads 2)
+  eng=$("$bin" logits --model-root "$dir" --ids "$ids" --reference --json --out "$dir/logits.safetensors" --threads 2 \
+    --device "${DEVICE:-cpu}")
   np=$("$py" "$here/numpy_forward.py" "$dir" --ids "$ids" --dtype float32 --against "$dir/logits.safetensors")
   "$py" - "$L" "$eng" "$np" <<'PY'
 import json, sys
