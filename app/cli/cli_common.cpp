@@ -56,6 +56,15 @@ StoreOptions StoreFlags::options() const {
   s.ram_budget = static_cast<uint64_t>(ram_gb * 1e9);
   s.policy = parse_policy(policy);
   s.prefetch = !no_prefetch;
+  if (guess_budget == "all") s.guess_bytes_per_layer = INT64_MAX;
+  else if (guess_budget != "auto") {
+    char* end = nullptr;
+    const double mb = std::strtod(guess_budget.c_str(), &end);
+    if (end == guess_budget.c_str() || *end || !(mb >= 0))
+      throw Error("--guess-budget '" + guess_budget + "' is not auto, all or a number of MB",
+                  "write --guess-budget auto (what the disk reads while a layer computes), all, or e.g. 200");
+    s.guess_bytes_per_layer = int64_t(mb * 1e6);
+  }
   s.direct_io = !page_cache;
   s.use_io_uring = io == "uring";
   s.queue_depth = qd;

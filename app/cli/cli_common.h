@@ -26,8 +26,9 @@ struct StoreFlags {
   double ram_gb = 0;
   std::string policy = "lfu", io = "uring", heat;
   bool no_prefetch = false, page_cache = false, no_lock = false;
-  int qd = 0;                    // reads in flight; 0 = the disk's probed best depth
-  StoreOptions options() const;  // throws Error for an unknown policy
+  std::string guess_budget = "auto";  // auto | all | MB per layer
+  int qd = 0;                         // reads in flight; 0 = the disk's probed best depth
+  StoreOptions options() const;       // throws Error for an unknown policy
 };
 
 }  // namespace deltafin::cli

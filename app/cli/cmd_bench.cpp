@@ -52,6 +52,7 @@ ParsedArm parse_arm(const std::string& spec) {
   p.add_option("--ram-budget", out.ram_budget_gb);
   p.add_option("--policy", f.policy);
   p.add_flag("--no-prefetch", f.no_prefetch);
+  p.add_option("--guess-budget", f.guess_budget);
   p.add_flag("--page-cache", f.page_cache);
   p.add_flag("--no-lock", f.no_lock);
   p.add_option("--io", f.io)->check(CLI::IsMember({"uring", "pread"}));
@@ -65,6 +66,7 @@ ParsedArm parse_arm(const std::string& spec) {
   } catch (const CLI::ParseError& e) {
     throw Error("arm '" + arm.name + "': " + e.what(),
                 "arm flags: --mmap --compute-floor --ram-cache GB --ram-budget GB --policy lru|lfu|heat --no-prefetch "
+                "--guess-budget auto|all|MB "
                 "--page-cache --io uring|pread --qd N --threads N --heat FILE");
   }
   if (mmap && arm.compute_floor)

@@ -66,9 +66,10 @@ void print_stats(const K3Model& m, const GenerateResult& r, const DecodeSession&
           v->fill_seconds > 0 ? v->bytes_h2d / v->fill_seconds / 1e9 : 0.0);
   }
   if (c.prefetch_issued)
-    std::fprintf(stderr, "prefetch            %llu issued, %llu used, %llu wasted, %llu cancelled\n",
+    std::fprintf(stderr, "prefetch            %llu issued, %llu used, %llu wasted, %llu cancelled, %llu left unread\n",
                  (unsigned long long)c.prefetch_issued, (unsigned long long)c.prefetch_used,
-                 (unsigned long long)c.prefetch_wasted, (unsigned long long)c.prefetch_cancelled);
+                 (unsigned long long)c.prefetch_wasted, (unsigned long long)c.prefetch_cancelled,
+                 (unsigned long long)c.prefetch_skipped);
   for (int d = 0; d < 2; ++d)
     if (c.guessed[d])
       std::fprintf(stderr,
@@ -145,6 +146,10 @@ void add_run(CLI::App& app) {
       "in place through the page cache)");
   c->add_option("--policy", o->store.policy, "RAM cache eviction: lru, lfu or heat")->capture_default_str();
   c->add_flag("--no-prefetch", o->store.no_prefetch, "Disable router-lookahead prefetch");
+  c->add_option("--guess-budget", o->store.guess_budget,
+                "Prefetch guesses read per layer: auto (as many as the disk reads while a layer computes, the "
+                "most confident first), all, or MB")
+      ->capture_default_str();
   c->add_flag("--page-cache", o->store.page_cache, "Read experts through the page cache instead of O_DIRECT");
   c->add_option("--io", o->store.io, "Read engine: uring or pread")
       ->check(CLI::IsMember({"uring", "pread"}))

@@ -36,6 +36,7 @@ nlohmann::json counters_json(const ExpertCounters& c) {
           {"prefetch_used", c.prefetch_used},
           {"prefetch_wasted", c.prefetch_wasted},
           {"prefetch_cancelled", c.prefetch_cancelled},
+          {"prefetch_skipped", c.prefetch_skipped},
           {"evictions", c.evictions},
           {"read_seconds", c.read_seconds},
           {"wait_seconds", c.wait_seconds},
@@ -56,6 +57,7 @@ void add_to(ExpertCounters& a, const ExpertCounters& d) {
   a.prefetch_used += d.prefetch_used;
   a.prefetch_wasted += d.prefetch_wasted;
   a.prefetch_cancelled += d.prefetch_cancelled;
+  a.prefetch_skipped += d.prefetch_skipped;
   a.evictions += d.evictions;
   a.bytes_needed += d.bytes_needed;
   for (int k = 0; k < 2; ++k) {

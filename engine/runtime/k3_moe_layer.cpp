@@ -33,16 +33,19 @@ void K3Session::predict_experts(int layer, const float* x, int T) {
   const MoeWeights& w = m_.weights().layers[layer].moe_w;
   const int E = c.experts, k = c.top_k;
   std::vector<float> logits(size_t(T) * E);
-  std::vector<double> key(E);  // the router's own fp64 keys, so a guess is what the router will choose
-  std::vector<int> order, guess;
+  std::vector<double> key(E);          // the router's own fp64 keys, so a guess is what the router will choose
+  std::vector<int> order, best(E, k);  // best: the expert's best place in a row's top-k (k: none)
   matmul(w.router, x, T, logits.data());
   for (int t = 0; t < T; ++t) {
     for (int e = 0; e < E; ++e) key[e] = sigmoid64(logits[size_t(t) * E + e]) + double(w.router_bias[e]);
     top_k_by_key(key.data(), E, k, order);
-    guess.insert(guess.end(), order.begin(), order.end());
+    for (int j = 0; j < k; ++j) best[order[j]] = std::min(best[order[j]], j);
   }
-  std::sort(guess.begin(), guess.end());
-  guess.erase(std::unique(guess.begin(), guess.end()), guess.end());
+  // Most confident first: every row's first choice, then every row's second, ...
+  std::vector<int> guess;
+  for (int r = 0; r < k; ++r)
+    for (int e = 0; e < E; ++e)
+      if (best[e] == r) guess.push_back(e);
   m_.experts().prefetch(layer, guess);
 }
 

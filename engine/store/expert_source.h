@@ -29,6 +29,7 @@ struct ExpertCounters {
   uint64_t net_fetches = 0;  // experts fetched over the network (stream installs)
   uint64_t bytes_fetched = 0;
   uint64_t prefetch_issued = 0, prefetch_used = 0, prefetch_wasted = 0, prefetch_cancelled = 0;
+  uint64_t prefetch_skipped = 0;  // guesses left unread: beyond what the disk reads while a layer computes
   uint64_t evictions = 0;
   // Bytes of requested experts that had to come from the disk (demand reads and prefetches that
   // were used): what a disk floor is made of. Prefetch reads never used are bytes_read beyond it.
@@ -53,6 +54,7 @@ inline ExpertCounters operator-(const ExpertCounters& a, const ExpertCounters& b
   d.prefetch_used = a.prefetch_used - b.prefetch_used;
   d.prefetch_wasted = a.prefetch_wasted - b.prefetch_wasted;
   d.prefetch_cancelled = a.prefetch_cancelled - b.prefetch_cancelled;
+  d.prefetch_skipped = a.prefetch_skipped - b.prefetch_skipped;
   d.evictions = a.evictions - b.evictions;
   d.bytes_needed = a.bytes_needed - b.bytes_needed;
   for (int k = 0; k < 2; ++k) {
@@ -107,8 +109,9 @@ class ExpertSource {
   virtual std::unique_ptr<ExpertBatch> request(int layer, std::span<const int> experts);
   // acquire(): all of a request at once, in request order.
   virtual void acquire(int layer, std::span<const int> experts, std::vector<ExpertView>& out);
-  // A hint that `experts` of `layer` will be wanted soon; only called when wants_prefetch(). A later
-  // call for the same layer replaces the guess: what it no longer names and is not read yet is dropped.
+  // A hint that `experts` of `layer` will be wanted soon, the most confident guess first; only called
+  // when wants_prefetch(). A source may read only the first few. A later call for the same layer
+  // replaces the guess: what it no longer names and is not read yet is dropped.
   virtual void prefetch(int layer, std::span<const int> experts) {}
   virtual bool wants_prefetch() const { return false; }
   // How many layers ahead the compute should predict and prefetch (0: none).

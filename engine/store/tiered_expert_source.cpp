@@ -116,6 +116,7 @@ uint64_t default_ram_budget(uint64_t slot_bytes) {
 TieredExpertSource::TieredExpertSource(const Checkpoint& ck, std::vector<std::vector<ExpertLocation>> locations,
                                        StoreOptions opts)
     : ck_(ck), loc_(std::move(locations)), opts_(opts) {
+  if (opts_.guess_bytes_per_layer >= 0) guess_budget_left_ = double(opts_.guess_bytes_per_layer);
   uint64_t total_experts = 0;
   for (const auto& row : loc_) {
     experts_ = std::max(experts_, static_cast<int>(row.size()));
@@ -604,6 +605,9 @@ std::unique_ptr<ExpertBatch> TieredExpertSource::request(int layer, std::span<co
     slot[i] = v;
   }
   for (int v : slot) demand_waiting_ += v < 0;
+  double miss_bytes = 0;
+  for (size_t i : miss) miss_bytes += double(loc_[layer][experts[i]].bytes);
+  renew_guess_budget_locked(miss_bytes);
   fill_guesses_locked();
   io_cv_.notify_one();
   return std::make_unique<TieredBatch>(*this, layer, std::vector<int>(experts.begin(), experts.end()), std::move(slot));
@@ -618,7 +622,23 @@ void TieredExpertSource::prefetch(int layer, std::span<const int> experts) {
     guess_[d - 1].resize(loc_.size());
     guess_[d - 1][layer].assign(experts.begin(), experts.end());
   }
-  auto named = [&](int e) { return std::find(experts.begin(), experts.end(), e) != experts.end(); };
+  // Read the most confident guesses while the budget lasts; the rest stay unread (scored above all
+  // the same). Present ones cost nothing.
+  std::vector<int> read;
+  for (int e : experts) {
+    if (index_.count(key(layer, e))) {
+      read.push_back(e);
+      continue;
+    }
+    const double bytes = double(loc_[layer][e].bytes);
+    if (bytes > guess_budget_left_) {
+      ++c_.prefetch_skipped;
+      continue;
+    }
+    guess_budget_left_ -= bytes;
+    read.push_back(e);
+  }
+  auto named = [&](int e) { return std::find(read.begin(), read.end(), e) != read.end(); };
   // This guess replaces the layer's earlier one: what it no longer names and is not read yet goes.
   for (int i = 0; i < static_cast<int>(slots_.size()); ++i) {
     const Slot& s = slots_[i];
@@ -626,7 +646,7 @@ void TieredExpertSource::prefetch(int layer, std::span<const int> experts) {
       cancel_guess_locked(i);
   }
   std::erase_if(pending_, [&](const Guess& g) { return g.layer == layer && !named(g.expert); });
-  for (int e : experts) {
+  for (int e : read) {
     if (auto it = index_.find(key(layer, e)); it != index_.end()) {
       slots_[it->second].last_use = ++tick_;  // present already: the streaming buffer reuses it last
       continue;
@@ -636,6 +656,29 @@ void TieredExpertSource::prefetch(int layer, std::span<const int> experts) {
       pending_.push_back({layer, e});
   }
   fill_guesses_locked();
+}
+
+void TieredExpertSource::renew_guess_budget_locked(double demand_bytes) {
+  const auto now = std::chrono::steady_clock::now();
+  if (opts_.guess_bytes_per_layer >= 0) {
+    guess_budget_left_ = double(opts_.guess_bytes_per_layer);
+    return;
+  }
+  // The compute between the last request and this one: the wall time less the waits for misses.
+  if (measured_once_) {
+    const double dt =
+        std::chrono::duration<double>(now - last_request_).count() - (c_.wait_seconds - wait_at_request_s_);
+    if (dt > 0) compute_per_layer_s_ = compute_per_layer_s_ > 0 ? 0.8 * compute_per_layer_s_ + 0.2 * dt : dt;
+  }
+  measured_once_ = true;
+  last_request_ = now;
+  wait_at_request_s_ = c_.wait_seconds;
+  // What the disk can read while this layer computes, less this layer's own misses: guesses fill
+  // the disk's idle time and never queue demand reads behind them. Until reads have been timed,
+  // every guess is read.
+  const bool timed = c_.read_seconds > 0.05 && c_.bytes_read > 0 && compute_per_layer_s_ > 0;
+  guess_budget_left_ =
+      timed ? std::max(0.0, compute_per_layer_s_ * (double(c_.bytes_read) / c_.read_seconds) - demand_bytes) : 1e300;
 }
 
 size_t TieredExpertSource::pending_guesses() const {

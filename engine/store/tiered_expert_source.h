@@ -1,5 +1,6 @@
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -31,6 +32,11 @@ struct StoreOptions {
   uint64_t chunk_bytes = 2ull << 20;
   bool prefetch = true;      // router-lookahead prefetch of the next layers' experts
   int lookahead_layers = 2;  // how many layers ahead prefetch predicts
+  // Bytes of guesses read per layer, the most confident first: -1 = what the disk would leave idle
+  // while a layer computes (measured: the time between two layers' requests less the waits, times
+  // the read rate, less the layer's own misses); a number fixes it; INT64_MAX reads every guess
+  // (STREAMING.md "How many guesses are read").
+  int64_t guess_bytes_per_layer = -1;
   // Slots of the streaming buffer, reserved beside the cache budget for reads not yet kept (the
   // next layers' predicted experts, misses on their way to the compute). -1 = two layers' working
   // sets, which K3Model fills in from top-k; a source built directly with -1 gets none.
@@ -148,6 +154,12 @@ class TieredExpertSource : public ExpertSource {
   int in_flight_ = 0;
   int demand_waiting_ = 0;  // requested experts of live batches still without a slot: they go before guesses
   int cur_layer_ = -1;      // the layer last requested: guesses are for the layers after it
+  // The guess budget: bytes of guesses still to be read before the next request, and what it is
+  // measured from (the compute time between requests, fp64 seconds, smoothed).
+  double guess_budget_left_ = 1e300, compute_per_layer_s_ = 0, wait_at_request_s_ = 0;
+  std::chrono::steady_clock::time_point last_request_{};
+  bool measured_once_ = false;
+  void renew_guess_budget_locked(double demand_bytes);
   struct Guess {
     int layer, expert;
   };

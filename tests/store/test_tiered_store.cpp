@@ -325,6 +325,33 @@ class TestTieredStore : public QObject {
     QCOMPARE(c.guessed_demand[1], uint64_t(2));
   }
 
+  void theGuessBudgetReadsTheMostConfidentFirst() {
+    StoreOptions o = buffered(0, 8);
+    const uint64_t expert = demo_.w.experts[2][0].bytes;  // demo experts are all one size
+    o.guess_bytes_per_layer = int64_t(2 * expert + expert / 2);
+    TieredExpertSource t(*demo_.ck, demo_.w.experts, o);
+    take(t, 1, {0});
+    t.pause_io(true);
+    t.prefetch(2, std::vector<int>{7, 3, 5, 1});  // room for two and a half: 7 and 3 are read
+    auto c = t.counters();
+    QCOMPARE(c.prefetch_issued, uint64_t(2));
+    QCOMPARE(c.prefetch_skipped, uint64_t(2));
+    // The same layer guessed again: what is already on its way costs nothing, so 7 and 3 stay and
+    // the half expert left is not enough for 5.
+    t.prefetch(2, std::vector<int>{3, 7, 5});
+    c = t.counters();
+    QCOMPARE(c.prefetch_issued, uint64_t(2));
+    QCOMPARE(c.prefetch_skipped, uint64_t(3));
+    t.pause_io(false);
+    take(t, 2, {3, 5});  // the next request renews the budget
+    c = t.counters();
+    QCOMPARE(c.prefetch_used, uint64_t(1));
+    QCOMPARE(c.guessed[0], uint64_t(3));  // unread guesses are scored all the same
+    QCOMPARE(c.guessed_right[0], uint64_t(2));
+    t.prefetch(3, std::vector<int>{4, 6});
+    QCOMPARE(t.counters().prefetch_issued, uint64_t(4));
+  }
+
   void queueDepthProbeMeasuresEachDepth() {
     const std::string path = test::temp_dir("qd") + "/blob";
     const uint64_t chunk = 64 << 10;
@@ -421,6 +448,12 @@ class TestTieredStore : public QObject {
       b.queue_depth = 0;
       arms.push_back({look == 1 ? "buffer, 1 ahead" : "buffer, 2 ahead", b});
     }
+    // Every guess read, and none (a budget of 0 bytes per layer).
+    StoreOptions every = buffered(0, -1), none = buffered(0, -1);
+    every.guess_bytes_per_layer = INT64_MAX;
+    none.guess_bytes_per_layer = 0;
+    arms.push_back({"every guess read", every});
+    arms.push_back({"no guess read", none});
     for (const auto& a : arms) {
       K3Model::Options mo;
       mo.store = a.o;
@@ -434,7 +467,8 @@ class TestTieredStore : public QObject {
           a.name, int(a.o.prefetch), (unsigned long long)c.requests, (unsigned long long)c.ram_hits,
           (unsigned long long)c.disk_reads, (unsigned long long)c.prefetch_issued, (unsigned long long)c.prefetch_used,
           (unsigned long long)c.prefetch_wasted, (unsigned long long)c.prefetch_cancelled);
-      if (a.o.prefetch) QVERIFY(c.prefetch_issued > 0);
+      if (a.o.prefetch && a.o.guess_bytes_per_layer != 0) QVERIFY(c.prefetch_issued > 0);
+      if (a.o.guess_bytes_per_layer == 0) QCOMPARE(c.prefetch_issued, uint64_t(0));
     }
   }
 
