@@ -29,5 +29,11 @@ done_at=$(date +%s)
   --prompt "Once upon a time" --prompt "The light" 2>&1 | tee "$out/samples.txt"
 "$py" "$here/k3train.py" sample --model "$out/demo-model" --chat --think --max-new 80 \
   --prompt Hello --prompt "Who are you?" --prompt "What does John 3:16 say?" 2>&1 | tee -a "$out/samples.txt"
+# Without a think block the answer must come from the question alone (the first demo answered every
+# such question with the same sentence).
+"$py" "$here/k3train.py" sample --model "$out/demo-model" --chat --max-new 60 \
+  --prompt Hello --prompt "Who are you?" --prompt "Which book comes after Genesis?" \
+  --prompt "Which book comes after Ruth?" --prompt "How many chapters does Jonah have?" \
+  --prompt "Tell me a verse about water." --prompt "How does the book of John begin?" 2>&1 | tee -a "$out/samples.txt"
 echo "model: $(du -sb "$out/demo-model" | cut -f1) bytes, drafter: $(du -sb "$out/demo-dspark" | cut -f1) bytes"
 echo "time: K3 $((trained - start)) s, DSpark $((done_at - trained)) s (seed $seed)"
