@@ -155,27 +155,32 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
         " + " + f2(mc.ram_gb).substr(0, f2(mc.ram_gb).size() - 3) + " GB RAM";
     std::vector<Measured> runs;
     std::string layout_text;
+    // One model per machine, its expert tiers kept across the runs: the first run fills them from
+    // the disk (cold), the later ones are the steady state the plan predicts (warm).
+    K3Model::Options ho;
+    ho.spine = host_spine_placement(p);
+    StoreOptions so;
+    so.ram_budget = p.experts.store_budget(slice.expert_bytes);
+    so.max_slots = p.experts.ram_slots;
+    ho.store = so;
+    auto host = K3Model::load(o.slice_root, std::move(ho));
+    std::unique_ptr<CudaK3Model> gm;
+    if (mc.gpu_gb > 0) {
+      CudaK3Model::Options mo;
+      mo.max_context = po.context_tokens;
+      mo.layout = split_layout(p);
+      gm = std::make_unique<CudaK3Model>(*host, mo);
+      layout_text = gm->layout().describe();
+    } else {
+      layout_text = "CPU only";
+    }
     for (int r = 0; r < reps; ++r) {
-      K3Model::Options ho;
-      ho.spine = host_spine_placement(p);
-      StoreOptions so;
-      so.ram_budget = p.experts.store_budget(slice.expert_bytes);
-      so.max_slots = p.experts.ram_slots;
-      ho.store = so;
-      auto host = K3Model::load(o.slice_root, std::move(ho));
-      if (mc.gpu_gb > 0) {
-        CudaK3Model::Options mo;
-        mo.max_context = po.context_tokens;
-        mo.layout = split_layout(p);
-        CudaK3Model gm(*host, mo);
-        CudaK3Session gs(gm);
-        K3Session cs(*host);
-        SplitSession s(cs, gs, gm.layout());
-        layout_text = gm.layout().describe();
+      K3Session cs(*host);
+      if (gm) {
+        CudaK3Session gs(*gm);
+        SplitSession s(cs, gs, gm->layout());
         runs.push_back(run_session(s, o.prompt_len, o.new_tokens, sc.vocab));
       } else {
-        K3Session cs(*host);
-        layout_text = "CPU only";
         runs.push_back(run_session(cs, o.prompt_len, o.new_tokens, sc.vocab));
       }
     }
@@ -277,25 +282,26 @@ bool bench_multigpu(const MultiGpuBenchOptions& o, std::ostream& out) {
       << f3(p1.decode.seconds_per_token) << " s/token, " << p1.decode.bound << "-bound).\n\n```\n"
       << plan_gpus(p) << plan_summary(p) << "\n```\n\n";
 
+  // The models (and their expert tiers) live across the runs, so the runs after the first are warm.
+  K3Model::Options ho;
+  ho.spine = host_spine_placement(p);
+  StoreOptions so;
+  so.ram_budget = p.experts.store_budget(slice.expert_bytes);
+  so.max_slots = p.experts.ram_slots;
+  ho.store = so;
+  auto host = K3Model::load(o.slice_root, std::move(ho));
+  const DeviceLayout d = device_layout(p);
+  std::vector<std::unique_ptr<CudaK3Model>> models;
+  for (int g = 0; g < n; ++g) {
+    CudaK3Model::Options mo;
+    mo.max_context = po.context_tokens;
+    mo.layout = d.gpus[size_t(g)];
+    mo.device = devices[size_t(g)];
+    models.push_back(std::make_unique<CudaK3Model>(*host, mo));
+  }
   auto run_multi = [&](std::vector<uint64_t>* counts) {
-    K3Model::Options ho;
-    ho.spine = host_spine_placement(p);
-    StoreOptions so;
-    so.ram_budget = p.experts.store_budget(slice.expert_bytes);
-    so.max_slots = p.experts.ram_slots;
-    ho.store = so;
-    auto host = K3Model::load(o.slice_root, std::move(ho));
-    const DeviceLayout d = device_layout(p);
-    std::vector<std::unique_ptr<CudaK3Model>> models;
     std::vector<std::unique_ptr<CudaK3Session>> sessions;
     std::vector<LayerRangeSession*> ptrs;
-    for (int g = 0; g < n; ++g) {
-      CudaK3Model::Options mo;
-      mo.max_context = po.context_tokens;
-      mo.layout = d.gpus[size_t(g)];
-      mo.device = devices[size_t(g)];
-      models.push_back(std::make_unique<CudaK3Model>(*host, mo));
-    }
     for (auto& m : models) {
       sessions.push_back(std::make_unique<CudaK3Session>(*m));
       ptrs.push_back(sessions.back().get());
@@ -320,6 +326,8 @@ bool bench_multigpu(const MultiGpuBenchOptions& o, std::ostream& out) {
   std::vector<uint64_t> counts;
   for (int r = 0; r < reps; ++r) runs.push_back(run_multi(&counts));
   const Measured m = summarize(runs);
+  models.clear();  // the reference below needs the GPU memory
+  host.reset();
 
   // The reference: the whole slice on one GPU (whole passes, every expert resident when they fit).
   Measured w;
