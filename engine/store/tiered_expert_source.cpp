@@ -623,7 +623,9 @@ void TieredExpertSource::prefetch(int layer, std::span<const int> experts) {
     guess_[d - 1][layer].assign(experts.begin(), experts.end());
   }
   // Read the most confident guesses while the budget lasts; the rest stay unread (scored above all
-  // the same). Present ones cost nothing.
+  // the same). Present ones cost nothing. A guess for a layer not after the last one asked for (a
+  // pass's first MoE layer, guessed from its own attention input) is the next demand: read in full.
+  const bool budgeted = cur_layer_ >= 0 && d >= 1;
   std::vector<int> read;
   for (int e : experts) {
     if (index_.count(key(layer, e))) {
@@ -631,11 +633,11 @@ void TieredExpertSource::prefetch(int layer, std::span<const int> experts) {
       continue;
     }
     const double bytes = double(loc_[layer][e].bytes);
-    if (bytes > guess_budget_left_) {
+    if (budgeted && bytes > guess_budget_left_) {
       ++c_.prefetch_skipped;
       continue;
     }
-    guess_budget_left_ -= bytes;
+    if (budgeted) guess_budget_left_ -= bytes;
     read.push_back(e);
   }
   auto named = [&](int e) { return std::find(read.begin(), read.end(), e) != read.end(); };

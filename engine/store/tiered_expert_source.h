@@ -34,7 +34,8 @@ struct StoreOptions {
   int lookahead_layers = 2;  // how many layers ahead prefetch predicts
   // Bytes of guesses read per layer, the most confident first: -1 = what the disk would leave idle
   // while a layer computes (measured: the time between two layers' requests less the waits, times
-  // the read rate, less the layer's own misses); a number fixes it; INT64_MAX reads every guess
+  // the read rate, less the layer's own misses); a number fixes it; INT64_MAX reads every guess.
+  // A pass's first MoE layer, guessed from its own attention input, is read in full either way
   // (STREAMING.md "How many guesses are read").
   int64_t guess_bytes_per_layer = -1;
   // Slots of the streaming buffer, reserved beside the cache budget for reads not yet kept (the
