@@ -138,10 +138,7 @@ void add_bench(CLI::App& app) {
         f.ram_budget_gb = pa.ram_budget_gb;
         p = f.make(o->root, [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); });
         pa.arm.spine = placement::cpu_spine_placement(*p);
-        if (pa.arm.store && !pa.ram_cache_given) {
-          pa.arm.store->ram_budget = p->experts.store_budget(p->bytes.expert_bytes);
-          pa.arm.store->max_slots = p->experts.ram_slots;
-        }
+        if (pa.arm.store && !pa.ram_cache_given) placement::size_ram_tier(*p, *pa.arm.store);
       }
       plans.push_back(p);
       arms.push_back(pa.arm);

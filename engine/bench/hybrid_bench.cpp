@@ -12,6 +12,7 @@
 #include "cuda/k3_cuda_model.h"
 #include "model/checkpoint.h"
 #include "placement/bandwidths.h"
+#include "placement/cpu_spine.h"
 #include "placement/machine_budget.h"
 #include "placement/model_byte_map.h"
 #include "placement/plan_report.h"
@@ -81,6 +82,16 @@ Measured summarize(std::vector<Measured> runs) {
   m.decode_s = med(&Measured::decode_s);
   m.ids = runs.front().ids;
   return m;
+}
+
+// The host model a plan's split runs on: the plan's spine placement and RAM expert tier.
+std::unique_ptr<K3Model> load_host(const std::string& root, const Plan& p) {
+  K3Model::Options ho;
+  ho.spine = host_spine_placement(p);
+  StoreOptions so;
+  size_ram_tier(p, so);
+  ho.store = so;
+  return K3Model::load(root, std::move(ho));
 }
 
 }  // namespace
@@ -157,13 +168,7 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
     std::string layout_text;
     // One model per machine, its expert tiers kept across the runs: the first run fills them from
     // the disk (cold), the later ones are the steady state the plan predicts (warm).
-    K3Model::Options ho;
-    ho.spine = host_spine_placement(p);
-    StoreOptions so;
-    so.ram_budget = p.experts.store_budget(slice.expert_bytes);
-    so.max_slots = p.experts.ram_slots;
-    ho.store = so;
-    auto host = K3Model::load(o.slice_root, std::move(ho));
+    auto host = load_host(o.slice_root, p);
     std::unique_ptr<CudaK3Model> gm;
     if (mc.gpu_gb > 0) {
       CudaK3Model::Options mo;
@@ -283,13 +288,7 @@ bool bench_multigpu(const MultiGpuBenchOptions& o, std::ostream& out) {
       << plan_gpus(p) << plan_summary(p) << "\n```\n\n";
 
   // The models (and their expert tiers) live across the runs, so the runs after the first are warm.
-  K3Model::Options ho;
-  ho.spine = host_spine_placement(p);
-  StoreOptions so;
-  so.ram_budget = p.experts.store_budget(slice.expert_bytes);
-  so.max_slots = p.experts.ram_slots;
-  ho.store = so;
-  auto host = K3Model::load(o.slice_root, std::move(ho));
+  auto host = load_host(o.slice_root, p);
   const DeviceLayout d = device_layout(p);
   std::vector<std::unique_ptr<CudaK3Model>> models;
   for (int g = 0; g < n; ++g) {

@@ -37,8 +37,7 @@ std::optional<placement::Plan> plan_load(const EngineOptions& o, bool gpu, K3Mod
     // Under a RAM budget the experts go through the engine's RAM tier (direct reads), sized by the plan.
     if (!o.store) {
       StoreOptions so;
-      so.ram_budget = plan->experts.store_budget(plan->bytes.expert_bytes);
-      so.max_slots = plan->experts.ram_slots;
+      placement::size_ram_tier(*plan, so);
       mo.store = so;
     }
   }

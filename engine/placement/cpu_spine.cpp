@@ -17,4 +17,9 @@ SpinePlacement cpu_spine_placement(const Plan& p) {
   return s;
 }
 
+void size_ram_tier(const Plan& p, StoreOptions& so) {
+  so.ram_budget = p.experts.store_budget(p.bytes.expert_bytes);
+  so.max_slots = p.experts.ram_slots;
+}
+
 }  // namespace deltafin::placement

@@ -106,8 +106,7 @@ class TestSpineStreaming : public QObject {
       b.ram_budget = lo + (hi - lo) * i / 9;
       const auto plan = placement::make_plan(bytes, b, rates(), o);
       StoreOptions so;
-      so.ram_budget = plan.experts.store_budget(bytes.expert_bytes);
-      so.max_slots = plan.experts.ram_slots;
+      placement::size_ram_tier(plan, so);
       QCOMPARE(greedy(dir_, placement::cpu_spine_placement(plan), nullptr, so), want_);
       streamed_plans += plan.streamed_units() > 0;
       ++budgets;
