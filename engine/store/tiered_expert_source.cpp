@@ -667,12 +667,11 @@ void TieredExpertSource::renew_guess_budget_locked(double demand_bytes) {
     return;
   }
   // The compute between the last request and this one: the wall time less the waits for misses.
-  if (measured_once_) {
+  if (last_request_ != std::chrono::steady_clock::time_point{}) {
     const double dt =
         std::chrono::duration<double>(now - last_request_).count() - (c_.wait_seconds - wait_at_request_s_);
     if (dt > 0) compute_per_layer_s_ = compute_per_layer_s_ > 0 ? 0.8 * compute_per_layer_s_ + 0.2 * dt : dt;
   }
-  measured_once_ = true;
   last_request_ = now;
   wait_at_request_s_ = c_.wait_seconds;
   // What the disk can read while this layer computes, less this layer's own misses: guesses fill

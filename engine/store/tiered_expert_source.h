@@ -158,8 +158,7 @@ class TieredExpertSource : public ExpertSource {
   // The guess budget: bytes of guesses still to be read before the next request, and what it is
   // measured from (the compute time between requests, fp64 seconds, smoothed).
   double guess_budget_left_ = 1e300, compute_per_layer_s_ = 0, wait_at_request_s_ = 0;
-  std::chrono::steady_clock::time_point last_request_{};
-  bool measured_once_ = false;
+  std::chrono::steady_clock::time_point last_request_{};  // the epoch until the first request
   void renew_guess_budget_locked(double demand_bytes);
   struct Guess {
     int layer, expert;
