@@ -9,6 +9,8 @@
 # For example the GPU forward against the float64 reference on deep models (issue 34):
 #   DEVICE=cuda LD_LIBRARY_PATH=/tmp/cli/lib tests/precision/measure_deep.sh /tmp/cli/bin/deltafin 24 48
 set -eu
+# shellcheck source=SCRIPTDIR/needed-libs.sh
+. "$(dirname "$0")/needed-libs.sh"
 BUILD=${BUILD:-build/ci-cuda}
 CARRY=${CARRY:-build/carry-cli}
 [ -f "$BUILD/CMakeCache.txt" ] || cmake --preset ci-cuda
@@ -18,12 +20,7 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib"
 cp "$BUILD/bin/deltafin" "$stage/bin/"
 strip --strip-unneeded "$stage/bin/deltafin"
-ldd "$stage/bin/deltafin" | awk '/=> \// {print $3}' | while read -r lib; do
-  case "$(basename "$lib")" in
-    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libcuda.so*) ;;  # the device's own
-    *) cp -L "$lib" "$stage/lib/" ;;
-  esac
-done
+copy_needed_libs "$stage/bin/deltafin" "$stage/lib"
 strip --strip-unneeded "$stage"/lib/* 2>/dev/null || true
 rm -rf "$CARRY"
 mkdir -p "$CARRY"

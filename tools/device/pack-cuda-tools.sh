@@ -8,6 +8,8 @@
 #   tools/device/pack-cuda-tools.sh            # build/ci-cuda (sm_86, 89, 90a, 120)
 #   BUILD=build/cu tools/device/pack-cuda-tools.sh   # a build from tools/bench/cuda-build.sh (sm_90a)
 set -eu
+# shellcheck source=SCRIPTDIR/needed-libs.sh
+. "$(dirname "$0")/needed-libs.sh"
 BUILD=${BUILD:-build/ci-cuda}
 CARRY=${CARRY:-build/carry}
 TOOLS="deltafin-cuda-check deltafin-cuda-bench deltafin-cuda-k3"
@@ -19,12 +21,7 @@ mkdir -p "$CARRY/bin" "$CARRY/lib"
 for t in $TOOLS; do
   cp "$BUILD/bin/$t" "$CARRY/bin/"
   strip --strip-unneeded "$CARRY/bin/$t"
-  ldd "$CARRY/bin/$t" | awk '/=> \// {print $3}' | while read -r lib; do
-    case "$(basename "$lib")" in
-      libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libcuda.so*) ;;  # the device's own
-      *) [ -f "$CARRY/lib/$(basename "$lib")" ] || cp -L "$lib" "$CARRY/lib/" ;;
-    esac
-  done
+  copy_needed_libs "$CARRY/bin/$t" "$CARRY/lib"
 done
 strip --strip-unneeded "$CARRY"/lib/* 2>/dev/null || true
 # The three programs hold the kernels' fatbins for four architectures (~60 MB together): above the

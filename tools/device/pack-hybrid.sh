@@ -4,6 +4,8 @@
 # CMake and Python: the stripped program and the shared libraries it needs that are not glibc or
 # the CUDA driver, under $CARRY (default build/carry; carry that path to the device).
 set -eu
+# shellcheck source=SCRIPTDIR/needed-libs.sh
+. "$(dirname "$0")/needed-libs.sh"
 BUILD=${BUILD:-build/ci-cuda}
 CARRY=${CARRY:-build/carry}
 [ -f "$BUILD/CMakeCache.txt" ] || cmake --preset ci-cuda
@@ -12,10 +14,5 @@ rm -rf "$CARRY"
 mkdir -p "$CARRY/bin" "$CARRY/lib"
 cp "$BUILD/bin/deltafin-cuda-k3" "$CARRY/bin/"
 strip --strip-debug "$CARRY/bin/deltafin-cuda-k3"
-ldd "$CARRY/bin/deltafin-cuda-k3" | awk '/=> \// {print $3}' | while read -r lib; do
-  case "$(basename "$lib")" in
-    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libcuda.so*) ;;  # the device's own
-    *) cp -L "$lib" "$CARRY/lib/" ;;
-  esac
-done
+copy_needed_libs "$CARRY/bin/deltafin-cuda-k3" "$CARRY/lib"
 du -sh "$CARRY"
