@@ -23,7 +23,8 @@ PRESETS = {
                  mla_heads=4, q_lora=128, kv_lora=128, nope=64, rope=32, v_head=64, first_k_dense=1,
                  dense_intermediate=768, experts=32, top_k=4, shared_experts=1, moe_intermediate=128, latent=128,
                  bpe_ranks=4096, shards=3,
-                 steps=4000, batch=32, seq=256, lr=2e-3, warmup=200, qat_fraction=0.15, chat_pairs=800),
+                 steps=4000, batch=32, seq=256, lr=2e-3, warmup=200, qat_fraction=0.15, chat_pairs=3000,
+                 chat_share=0.35),
     # The first H200 demo (2026-12-05): 14.8M spine + 24.8M routed expert parameters, 42.8 MB exported.
     "demo-large": dict(hidden=384, layers=8, mla_layers=[4, 8], attn_res_block=4, kda_heads=6, kda_head_dim=64,
                        mla_heads=6, q_lora=192, kv_lora=128, nope=64, rope=32, v_head=64, first_k_dense=1,

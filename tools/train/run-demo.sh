@@ -3,7 +3,7 @@
 # `demo` K3, export it, train and export its DSpark drafter, print samples and sizes.
 #   tools/train/run-demo.sh [OUT_DIR]        (default: tools/train/work/out)
 # Environment: SEED (default 1), PYTHON (default python3), DRAFT_STEPS (default 3000), MINUTES and
-# DRAFT_MINUTES (time limits; the bundled demo: MINUTES=3.0 DRAFT_MINUTES=0.7, tools/train/README.md).
+# DRAFT_MINUTES (time limits; the bundled demo: MINUTES=5.2 DRAFT_MINUTES=1, tools/train/README.md).
 # On a machine without network, run `python3 tools/train/k3train.py prepare --config demo
 # --data tools/train/work/data` where Debian's bible-kjv is installed and bring that folder along.
 set -euo pipefail
