@@ -60,7 +60,7 @@ uint64_t VramExpertCache::scratch_bytes_for(int latent, int inter, ExpertLayout 
 
 VramExpertCache::VramExpertCache(ExpertSource& host, int latent, int inter, int slots, ExpertLayout layout,
                                  int staging_buffers)
-    : host_(host), latent_(latent), inter_(inter), layout_(layout), impl_(std::make_unique<Impl>()) {
+    : host_(host), latent_(latent), inter_(inter), layout_(layout), map_(slots), impl_(std::make_unique<Impl>()) {
   if (slots < 1) throw Error("the VRAM expert tier needs at least one slot");
   uint64_t sizes[6];
   part_sizes(latent, inter, sizes);
@@ -72,8 +72,6 @@ VramExpertCache::VramExpertCache(ExpertSource& host, int latent, int inter, int 
   impl_->pool = DeviceBuffer(slot_bytes_ * uint64_t(slots));
   if (layout_ == ExpertLayout::fragments)
     for (DeviceBuffer& b : impl_->scratch) b = DeviceBuffer(slot_bytes_);
-  slot_key_.assign(slots, -1);
-  slot_used_.assign(slots, 0);
   for (int i = 0; i < staging_buffers; ++i) {
     impl_->staging.emplace_back(slot_bytes_);
     impl_->staged.push_back(std::make_unique<OwnedEvent>());
@@ -135,50 +133,33 @@ void VramExpertCache::repack_into(const uint8_t* scratch, uint8_t* dst, bool cop
 void VramExpertCache::gather(int layer, std::span<const int> experts, std::vector<MxExpert>& out, Stream stream) {
   const auto t0 = std::chrono::steady_clock::now();
   out.assign(experts.size(), MxExpert{});
-  if (experts.size() > slot_key_.size())
+  if (int(experts.size()) > slots())
     throw Error("a pass needs " + std::to_string(experts.size()) + " experts of one layer but the VRAM tier has " +
-                    std::to_string(slot_key_.size()) + " slots",
+                    std::to_string(slots()) + " slots",
                 "give the VRAM tier more slots or run fewer rows per pass");
-  ++tick_;
+  map_.begin_request();
   std::vector<int> missing_idx;
   std::vector<int> missing;
   for (size_t i = 0; i < experts.size(); ++i) {
     ++c_.requests;
-    const int64_t key = (int64_t(layer) << 32) | uint32_t(experts[i]);
-    auto it = where_.find(key);
-    if (it != where_.end()) {
+    if (const int s = map_.use(layer, experts[i]); s >= 0) {
       ++c_.hits;
-      slot_used_[it->second] = tick_;
-      out[i] = view(it->second);
+      out[i] = view(s);
     } else {
       missing_idx.push_back(int(i));
       missing.push_back(experts[i]);
     }
   }
   if (missing.empty()) return;
-  // Slots for the misses: empty ones first, then the least recently used not touched by this request.
   std::vector<int> slot_for(missing.size());
   for (size_t m = 0; m < missing.size(); ++m) {
-    int best = -1;
-    for (int s = 0; s < slots(); ++s) {
-      if (slot_used_[s] == tick_) continue;
-      if (slot_key_[s] < 0) {
-        best = s;
-        break;
-      }
-      if (best < 0 || slot_used_[s] < slot_used_[best]) best = s;
-    }
-    if (slot_key_[best] >= 0) {
-      where_.erase(slot_key_[best]);
+    bool evicted = false;
+    slot_for[m] = map_.claim(layer, missing[m], &evicted);  // experts.size() <= slots(): always one
+    if (evicted) {
       ++c_.evictions;
       ++epoch_;
     }
-    const int64_t key = (int64_t(layer) << 32) | uint32_t(missing[m]);
-    slot_key_[best] = key;
-    slot_used_[best] = tick_;
-    where_[key] = best;
-    slot_for[m] = best;
-    out[missing_idx[m]] = view(best);
+    out[missing_idx[m]] = view(slot_for[m]);
   }
   cudaStream_t cs = impl_->copy.get();
   // A slot being overwritten may still be read by work already queued on the compute stream.
@@ -256,11 +237,7 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
     // stay pinned until the copies already queued from them are done.
     cudaStreamSynchronize(cs);
     cudaStreamSynchronize(impl_->repack.get());
-    for (int slot : slot_for) {
-      where_.erase(slot_key_[slot]);
-      slot_key_[slot] = -1;
-      slot_used_[slot] = 0;
-    }
+    for (int slot : slot_for) map_.forget(slot);
     ++epoch_;
     throw;
   }
@@ -277,33 +254,31 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
 
 std::vector<std::pair<int, int>> VramExpertCache::resident_experts() const {
   std::vector<std::pair<int, int>> out;
-  out.reserve(where_.size());
-  for (const auto& [key, slot] : where_)
-    out.emplace_back(static_cast<int>(key >> 32), static_cast<int>(key & 0xffffffff));
+  for (int s = 0; s < slots(); ++s)
+    if (map_.holds(s)) out.emplace_back(map_.layer_of(s), map_.expert_of(s));
+  std::sort(out.begin(), out.end());
   return out;
 }
 
 bool VramExpertCache::resident_views(int layer, int n, std::vector<MxExpert>& out) const {
   out.assign(size_t(std::max(0, n)), MxExpert{});
   for (int e = 0; e < n; ++e) {
-    auto it = where_.find((int64_t(layer) << 32) | uint32_t(e));
-    if (it == where_.end()) return false;
-    out[e] = view(it->second);
+    const int s = map_.find(layer, e);
+    if (s < 0) return false;
+    out[e] = view(s);
   }
   return true;
 }
 
 void VramExpertCache::evict_all() {
   ++epoch_;
-  where_.clear();
-  std::fill(slot_key_.begin(), slot_key_.end(), -1);
-  std::fill(slot_used_.begin(), slot_used_.end(), 0);
+  map_.clear();
 }
 
 void VramExpertCache::preload(const std::vector<int>& layers, int experts_per_layer) {
-  if (uint64_t(layers.size()) * experts_per_layer > slot_key_.size())
+  if (uint64_t(layers.size()) * experts_per_layer > uint64_t(slots()))
     throw Error("resident experts need " + std::to_string(layers.size() * experts_per_layer) +
-                " VRAM slots, the tier has " + std::to_string(slot_key_.size()));
+                " VRAM slots, the tier has " + std::to_string(slots()));
   std::vector<int> all(experts_per_layer);
   for (int e = 0; e < experts_per_layer; ++e) all[e] = e;
   std::vector<MxExpert> out;

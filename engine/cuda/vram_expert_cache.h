@@ -6,15 +6,16 @@
 // source's views in its own arena (the RAM tier), the arena is pinned piece by piece as misses
 // reach it and experts are copied straight from it instead. In the fragments layout every miss is
 // copied to one of two scratch slots first and repacked from there on a stream of its own (the
-// same bytes in the order the fragment-order expert kernels read).
+// same bytes in the order the fragment-order expert kernels read). Which slot a miss takes is
+// ExpertSlotMap's decayed-LFU policy: experts used every token stay, newcomers go first.
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "cuda/cuda_kernels.h"
+#include "store/expert_slot_map.h"
 #include "store/expert_source.h"
 
 namespace deltafin {
@@ -50,7 +51,7 @@ class VramExpertCache {
   // Copies every expert of the given layers in (resident mode); throws when they do not fit.
   void preload(const std::vector<int>& layers, int experts_per_layer);
 
-  int slots() const { return static_cast<int>(slot_key_.size()); }
+  int slots() const { return map_.slot_count(); }
   ExpertLayout layout() const { return layout_; }
   uint64_t slot_bytes() const { return slot_bytes_; }
   // What one slot takes for experts of these widths (the six tensors, each 256-byte aligned).
@@ -89,10 +90,7 @@ class VramExpertCache {
   int latent_, inter_;
   ExpertLayout layout_;
   uint64_t part_bytes_[6] = {}, part_off_[6] = {}, slot_bytes_ = 0;
-  std::vector<int64_t> slot_key_;    // layer * 2^32 + expert, -1 = empty
-  std::vector<uint64_t> slot_used_;  // last use tick
-  std::map<int64_t, int> where_;
-  uint64_t tick_ = 0;
+  ExpertSlotMap map_;
   uint64_t epoch_ = 0;
   VramTierCounters c_;
   bool direct_on_ = true;

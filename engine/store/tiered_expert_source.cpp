@@ -298,14 +298,19 @@ void TieredExpertSource::release_locked(int i) {
   Slot& s = slots_[i];
   if (s.pins > 0) return;
   // The cache policy decides whether a released expert stays: keeping it swaps roles with the
-  // policy's victim, whose bytes remain usable until the streaming buffer reuses its slot.
+  // policy's victim, whose bytes remain usable until the streaming buffer reuses its slot. Under
+  // the count-based policies it must outscore the victim: an expert of equal count stays where it
+  // is, so a pass that cycles through more experts than the cache holds keeps the cache's share
+  // (swapping on ties evicted each expert just before its next use, and nothing was ever hit).
   if (!s.kept && s.state == Slot::Ready && !s.prefetched && n_cache_ > 0) {
     if (kept_ < n_cache_) {
       s.kept = true;
       ++kept_;
     } else if (const int v = find_victim_locked(); v >= 0) {
-      slots_[v].kept = false;
-      s.kept = true;
+      if (opts_.policy == EvictionPolicy::Lru || decayed_score_locked(s) > decayed_score_locked(slots_[v])) {
+        slots_[v].kept = false;
+        s.kept = true;
+      }
     }
   }
   if (!pending_.empty()) fill_guesses_locked();

@@ -183,6 +183,40 @@ class TestTieredStore : public QObject {
     QVERIFY(t.cached(1, 5));
   }
 
+  void aCyclicPassKeepsTheCachesShare() {
+    // Every expert of every layer once per token, with room for half of them: the count policies
+    // keep a fixed half (an expert replaces a kept one only with a higher count), where LRU, or
+    // swapping on equal counts, evicts each expert just before it is needed again.
+    std::vector<int> layers;
+    int experts = 0;
+    for (size_t l = 0; l < demo_.w.experts.size(); ++l)
+      if (!demo_.w.experts[l].empty()) {
+        layers.push_back(int(l));
+        experts = int(demo_.w.experts[l].size());
+      }
+    const int total = int(layers.size()) * experts;
+    for (auto p : {EvictionPolicy::LfuDecay, EvictionPolicy::Lru}) {
+      StoreOptions o = buffered(size_t(total / 2), experts);
+      o.prefetch = false;
+      o.policy = p;
+      TieredExpertSource t(*demo_.ck, demo_.w.experts, o);
+      std::vector<int> all(experts);
+      for (int e = 0; e < experts; ++e) all[e] = e;
+      ExpertCounters before{};
+      for (int tok = 0; tok < 8; ++tok) {
+        if (tok == 4) before = t.counters();
+        for (int l : layers) take(t, l, all);
+        t.end_token();
+      }
+      const ExpertCounters c = t.counters();
+      const double rate = double(c.ram_hits - before.ram_hits) / double(c.requests - before.requests);
+      qInfo("%s: %d cache slots for %d experts, hit rate %.3f over tokens 4-7", policy_name(p), t.cache_slots(), total,
+            rate);
+      if (p == EvictionPolicy::LfuDecay) QVERIFY(rate >= double(t.cache_slots()) / total - 1e-9);
+      else QVERIFY(rate < 0.5 * double(t.cache_slots()) / total);
+    }
+  }
+
   void prefetchUseWasteAndCancellation() {
     StoreOptions o = opts(8);
     o.prefetch = true;
