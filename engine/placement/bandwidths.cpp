@@ -112,7 +112,7 @@ double best_seconds(int reps, const std::function<void()>& fn) {
   return best;
 }
 
-// Anonymous memory the probes read; larger than any last-level cache.
+// Anonymous memory the probes read.
 struct ProbeBuffer {
   void* p = nullptr;
   size_t n = 0;
@@ -125,14 +125,36 @@ struct ProbeBuffer {
   uint8_t* bytes() const { return static_cast<uint8_t*>(p); }
 };
 
+// The largest CPU cache of this machine in bytes (sysfs; 0 when unknown).
+uint64_t largest_cache_bytes() {
+  uint64_t best = 0;
+  for (int i = 0; i < 8; ++i) {
+    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
+    std::string v;
+    if (!(f >> v) || v.empty()) continue;
+    uint64_t n = std::strtoull(v.c_str(), nullptr, 10);
+    if (v.back() == 'K') n <<= 10;
+    else if (v.back() == 'M') n <<= 20;
+    best = std::max(best, n);
+  }
+  return best;
+}
+
+// What the weight probes read per pass: four times the last-level cache and at least 1 GiB, so
+// that every byte comes from RAM as the forward's weights do. One 117 MB matrix, read again and
+// again, stayed in the 300 MiB L3 of the H100 machine of 2026-12-05: the probe said 142 GB/s and
+// the forward's CPU layers ran at half that.
+uint64_t probe_span_bytes() { return std::max<uint64_t>(1ull << 30, 4 * largest_cache_bytes()); }
+
 }  // namespace
 
 void probe_cpu(Bandwidths& b) {
   b.probe_method = kProbeMethod;
   ThreadPool& pool = ThreadPool::global();
   b.cpu_threads = pool.size();
+  const uint64_t span = probe_span_bytes();
   {
-    const size_t n = 512ull << 20;
+    const size_t n = size_t(span);
     ProbeBuffer buf(n);
     std::memset(buf.p, 1, n);
     const uint64_t* w = static_cast<const uint64_t*>(buf.p);
@@ -150,26 +172,38 @@ void probe_cpu(Bandwidths& b) {
     b.ram_gbps = n / s / 1e9;
   }
   {
-    // A BF16 matrix of 7168 columns (K3's hidden size), 117 MB.
+    // BF16 matrices of 7168 columns (K3's hidden size), 117 MB each, as many as the span holds,
+    // each multiplied once per pass (one row: decode) as the layers' matrices are.
     const int64_t rows = 8192, cols = 7168;
-    ProbeBuffer buf(size_t(rows * cols * 2));
+    const uint64_t one = uint64_t(rows * cols * 2);
+    const int count = int(std::max<uint64_t>(1, span / one));
+    ProbeBuffer buf(size_t(one * count));
     for (size_t i = 0; i < buf.n / 2; ++i) reinterpret_cast<uint16_t*>(buf.p)[i] = uint16_t(0x3c00 + (i % 97));
-    Mat m{buf.p, DType::BF16, rows, cols};
     std::vector<float> x(size_t(cols) * 64, 0.5f), y(size_t(rows) * 64);
-    const double s1 = best_seconds(3, [&] { matmul(m, x.data(), 1, y.data()); });
+    auto mat = [&](int i) { return Mat{buf.bytes() + uint64_t(i) * one, DType::BF16, rows, cols}; };
+    const double s1 = best_seconds(3, [&] {
+      for (int i = 0; i < count; ++i) matmul(mat(i), x.data(), 1, y.data());
+    });
     b.cpu_bf16_gbps = double(buf.n) / s1 / 1e9;
-    const double s64 = best_seconds(2, [&] { matmul(m, x.data(), 64, y.data()); });
+    // 64 rows (prefill, verify) are bound by arithmetic: one matrix suffices.
+    const double s64 = best_seconds(2, [&] { matmul(mat(0), x.data(), 64, y.data()); });
     b.cpu_gflops = 2.0 * rows * cols * 64 / s64 / 1e9;
   }
   {
-    // MXFP4 rows of K3's expert shape (3584 columns), 16 experts' worth of gate rows.
+    // MXFP4 rows of K3's expert shape (3584 columns), 16 experts' worth of gate rows per block,
+    // as many blocks as the span holds.
     const int64_t rows = 3072 * 16, cols = 3584;
-    ProbeBuffer packed(size_t(rows * cols / 2)), scale(size_t(rows * cols / 32));
+    const uint64_t packed_one = uint64_t(rows * cols / 2), scale_one = uint64_t(rows * cols / 32);
+    const int count = int(std::max<uint64_t>(1, span / (packed_one + scale_one)));
+    ProbeBuffer packed(size_t(packed_one * count)), scale(size_t(scale_one * count));
     for (size_t i = 0; i < packed.n; ++i) packed.bytes()[i] = uint8_t(i * 37 + 11);
     std::memset(scale.p, 120, scale.n);
     std::vector<float> x(static_cast<size_t>(cols), 0.25f), y(static_cast<size_t>(rows));
-    const double s =
-        best_seconds(3, [&] { matmul_mxfp4(packed.bytes(), scale.bytes(), rows, cols, x.data(), 1, y.data()); });
+    const double s = best_seconds(3, [&] {
+      for (int i = 0; i < count; ++i)
+        matmul_mxfp4(packed.bytes() + uint64_t(i) * packed_one, scale.bytes() + uint64_t(i) * scale_one, rows, cols,
+                     x.data(), 1, y.data());
+    });
     b.cpu_mxfp4_gbps = double(packed.n + scale.n) / s / 1e9;
   }
 }
