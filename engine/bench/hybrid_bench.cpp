@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "cuda/gpu_rates.h"
 #include "cuda/k3_cuda_model.h"
+#include "cuda/vram_expert_cache.h"
 #include "model/checkpoint.h"
 #include "placement/bandwidths.h"
 #include "placement/cpu_spine.h"
@@ -130,8 +131,8 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
   out << "| machine kept | slice budgets GB: VRAM / RAM | spine GB: VRAM / RAM / disk | expert tiers GB: VRAM / RAM | "
          "layout | predicted decode s/token (bound) | measured | measured / predicted | predicted prefill s/token "
          "(bound) | "
-         "measured | measured / predicted | ids |\n";
-  out << "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
+         "measured | measured / predicted | expert hit rate VRAM / RAM tier | ids |\n";
+  out << "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n";
   out.flush();
   std::optional<std::vector<int32_t>> first_ids;
   bool all_same = true;
@@ -179,7 +180,13 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
     } else {
       layout_text = "CPU only";
     }
+    // The tiers' hit rates over the runs summarize() reports (all but the first when there are several).
+    ExpertCounters ram_before = host->experts().counters();
     for (int r = 0; r < reps; ++r) {
+      if (r == 1) {
+        ram_before = host->experts().counters();
+        if (gm) gm->experts().reset_counters();
+      }
       K3Session cs(*host);
       if (gm) {
         CudaK3Session gs(*gm);
@@ -190,6 +197,13 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
       }
     }
     const Measured m = summarize(runs);
+    const ExpertCounters ram_after = host->experts().counters();
+    auto rate = [](uint64_t hits, uint64_t asked) {
+      return asked ? f2(double(hits) / double(asked)) : std::string("-");
+    };
+    const std::string hits =
+        (gm ? rate(gm->experts().counters().hits, gm->experts().counters().requests) : std::string("-")) + " / " +
+        rate(ram_after.ram_hits - ram_before.ram_hits, ram_after.requests - ram_before.requests);
     const std::string vram_tier = p.experts.vram_bytes.empty() ? "0.00" : f2(double(p.experts.vram_bytes[0]) / 1e9);
     out << "| " << label << " | " << (sb.gpus.empty() ? "-" : f2(double(sb.gpus[0].budget) / 1e9)) << " / "
         << f2(double(sb.ram_budget) / 1e9) << " | " << f2(double(p.spine_in(Home::Vram)) / 1e9) << " / "
@@ -198,7 +212,7 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
         << f3(p.decode.seconds_per_token) << " (" << p.decode.bound << ") | " << f3(m.decode_s) << " | "
         << f2(m.decode_s / p.decode.seconds_per_token) << " | " << f3(p.prefill.seconds_per_token) << " ("
         << p.prefill.bound << ") | " << f3(m.prefill_s) << " | " << f2(m.prefill_s / p.prefill.seconds_per_token)
-        << " | " << ids_cell(m.ids) << " |\n";
+        << " | " << hits << " | " << ids_cell(m.ids) << " |\n";
     out.flush();
   }
   if (o.references) {
@@ -216,13 +230,13 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
       }
       const Measured m = summarize(runs);
       out << "| reference: the whole slice on the GPU | - | " << f2(double(slice_units) / 1e9)
-          << " / 0 / 0 | - | GPU only | - | " << f3(m.decode_s) << " | - | - | " << f3(m.prefill_s) << " | - | "
+          << " / 0 / 0 | - | GPU only | - | " << f3(m.decode_s) << " | - | - | " << f3(m.prefill_s) << " | - | - | "
           << ids_cell(m.ids) << " |\n";
     }
     K3Session cs(*host);
     const Measured m = run_session(cs, o.prompt_len, o.new_tokens, sc.vocab);
     out << "| reference: the whole slice on the CPU (mapped) | - | 0 / " << f2(double(slice_units) / 1e9)
-        << " / 0 | - | CPU only | - | " << f3(m.decode_s) << " | - | - | " << f3(m.prefill_s) << " | - | "
+        << " / 0 | - | CPU only | - | " << f3(m.decode_s) << " | - | - | " << f3(m.prefill_s) << " | - | - | "
         << ids_cell(m.ids) << " |\n";
   }
   out << "\n"

@@ -17,6 +17,12 @@ CARRY=${CARRY:-build/carry}
 OUT=${OUT:-/tmp/hybrid-out}
 SLICE=${SLICE:-/tmp/slice12}
 MACHINES=${MACHINES:-"24:64 32:64 48:64 96:64 24:128 32:128 48:128 96:128 24:256 32:256 48:256 96:256"}
+if [ ! -d "$CARRY/bin" ] && [ -f "$CARRY/cuda-tools.tar.xz" ]; then  # pack-cuda-tools.sh's archive
+  tools=${TOOLS_DIR:-/tmp/cuda-tools}
+  mkdir -p "$tools"
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$CARRY/cuda-tools.tar.xz" "$tools"
+  CARRY=$tools
+fi
 BIN="$CARRY/bin/deltafin-cuda-k3"
 export LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 mkdir -p "$OUT"

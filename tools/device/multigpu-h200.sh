@@ -18,6 +18,12 @@ set -eu
 CARRY=${CARRY:-build/carry}
 OUT=${OUT:-/tmp/multigpu-out}
 SLICE=${SLICE:-/tmp/slice12}
+if [ ! -d "$CARRY/bin" ] && [ -f "$CARRY/cuda-tools.tar.xz" ]; then  # pack-cuda-tools.sh's archive
+  tools=${TOOLS_DIR:-/tmp/cuda-tools}
+  mkdir -p "$tools"
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$CARRY/cuda-tools.tar.xz" "$tools"
+  CARRY=$tools
+fi
 BIN="$CARRY/bin/deltafin-cuda-k3"
 export LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 mkdir -p "$OUT"
