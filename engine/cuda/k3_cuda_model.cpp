@@ -292,6 +292,7 @@ int auto_expert_slots(const K3Config& c, const CudaK3Model::Options& o, int all,
 
 CudaK3Model::CudaK3Model(const K3Model& host, Options opts)
     : host_(host), opts_(opts), w_(std::make_unique<CudaK3Weights>()) {
+  if (const char* e = std::getenv("DELTAFIN_VRAM_PREFETCH"); e && std::string(e) == "1") opts_.expert_prefetch = true;
   // The expert kernels have K3's SiTU betas compiled in (cuda/situ.h); other models run on the CPU.
   if (const std::string e = situ_config_error(host.config().situ_beta, host.config().situ_linear_beta); !e.empty())
     throw Error("CUDA K3: " + e, "run with --device cpu");
@@ -481,11 +482,14 @@ struct CudaK3Session::Impl {
   float *rl = nullptr, *z = nullptr, *y = nullptr, *sh = nullptr, *rw = nullptr;
   float *mlp_gu = nullptr, *mlp_act = nullptr;  // dense MLP / shared expert: [T][gate | up], [T][SiTU GLU]
   int32_t* rid = nullptr;
+  // expert_prefetch: the next MoE layer's router on this layer's input, its top-k, on the host.
+  float *rl_next = nullptr, *rw_next = nullptr;
+  int32_t* rid_next = nullptr;
   int64_t* n_past = nullptr;  // the pass's first row, read by the MLA kernels when they run
   float* logits = nullptr;
   std::vector<KdaDev> kda;
   std::vector<float*> cache;
-  PinnedBuffer host_ids, host_rid, host_rw, host_n_past;
+  PinnedBuffer host_ids, host_rid, host_rw, host_n_past, host_rid_next;
   PinnedBuffer trace_rid, trace_rw;  // routed passes: every MoE layer's routing, read after the pass
   std::unique_ptr<ExpertMlp> mlp;
   std::vector<MxExpert> experts;  // moe_streamed: the tier's views of one pass's experts, by id
@@ -570,6 +574,11 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model) {
     const int64_t route_n = int64_t(std::max(1, c.moe_layers())) * T * c.top_k;
     d_->rw = f(route_n);
     d_->rid = reinterpret_cast<int32_t*>(f(route_n));
+    if (m_.options().expert_prefetch) {
+      d_->rl_next = f(T * c.experts);
+      d_->rw_next = f(T * c.top_k);
+      d_->rid_next = reinterpret_cast<int32_t*>(f(T * c.top_k));
+    }
     d_->n_past = reinterpret_cast<int64_t*>(f(2));
     d_->logits = f(T * V);
     d_->kda.assign(c.layers, {});
@@ -596,6 +605,7 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model) {
   d_->host_ids = PinnedBuffer(size_t(T) * 4);
   d_->host_rid = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 4);
   d_->host_rw = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 4);
+  if (m_.options().expert_prefetch) d_->host_rid_next = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 4);
   d_->host_n_past = PinnedBuffer(sizeof(int64_t));
   const size_t trace_n = size_t(std::max(1, c.moe_layers())) * T * std::max(1, c.top_k);
   d_->trace_rid = PinnedBuffer(trace_n * 4);
@@ -1319,6 +1329,20 @@ void CudaK3Session::moe(int layer, int moe_index, int T, ForwardTrace* trace, bo
   if (w.has_shared && routed) d_->join(1);  // forward() adds d_->sh next
 }
 
+// The next MoE layer this session computes from the streamed expert tier in a pass of T rows, with
+// its router in VRAM (a layer streamed per pass has no router on the device yet); -1 when none or
+// expert_prefetch is off.
+int CudaK3Session::next_prefetch_layer(int layer, int T) const {
+  if (!m_.options().expert_prefetch) return -1;
+  const K3Config& c = m_.config();
+  for (int l = layer + 1; l < c.layers; ++l) {
+    if (!c.is_moe(l)) continue;
+    const bool here = m_.layout().on_gpu(l, T) && m_.layout().unit(l).gpu == placement::GpuCopy::Vram;
+    return here && !m_.resident_experts(l) ? l : -1;
+  }
+  return -1;
+}
+
 // The host must know the routing to supply the experts: read it back, and keep the GPU busy with
 // the work that does not depend on it meanwhile.
 void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
@@ -1330,6 +1354,16 @@ void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
   const size_t n = size_t(T) * k;
   check_cuda(cudaMemcpyAsync(d_->host_rid.as<int32_t>(), d_->rid, n * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
   check_cuda(cudaMemcpyAsync(d_->host_rw.as<float>(), d_->rw, n * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+  // The next MoE layer's guess rides along with this layer's routing (one wait for both).
+  const int next = next_prefetch_layer(layer, T);
+  if (next >= 0) {
+    const DMoe& nw = d_->lw[size_t(next)]->moe_w;
+    k3::gemm(nw.router, d_->x, H, T, d_->rl_next, c.experts, so);
+    k3::router_select(d_->rl_next, nw.bias, T, c.experts, k, c.renormalize, c.routed_scaling, d_->rid_next, d_->rw_next,
+                      so);
+    check_cuda(cudaMemcpyAsync(d_->host_rid_next.as<int32_t>(), d_->rid_next, n * 4, cudaMemcpyDeviceToHost, s),
+               "cudaMemcpyAsync");
+  }
   d_->routed.record(s);
   // Work that does not depend on the routing keeps the GPU busy while the host reads it back.
   k3::gemm(w.latent_down, d_->x, H, T, d_->z, Z, so);
@@ -1345,6 +1379,16 @@ void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
   std::sort(uni.begin(), uni.end());
   uni.erase(std::unique(uni.begin(), uni.end()), uni.end());
   m_.experts().gather(layer, uni, d_->experts, so);
+  if (next >= 0) {
+    // Into slots this layer does not use, after the work queued so far (this layer's latent_down
+    // and shared expert), before this layer's experts run: the copies overlap them and the next
+    // layer's attention.
+    const int32_t* guess = d_->host_rid_next.as<int32_t>();
+    std::vector<int> want(guess, guess + n);
+    std::sort(want.begin(), want.end());
+    want.erase(std::unique(want.begin(), want.end()), want.end());
+    m_.experts().prefetch(next, want, so);
+  }
   // The kernel's groups in the order of each expert's first slot, as plan_routed builds them (a
   // row's experts side by side: a block's successive tasks tend to share the row's staged
   // activations); the tier is asked in id order. The order never changes a result.

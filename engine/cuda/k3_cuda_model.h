@@ -44,6 +44,11 @@ class CudaK3Model {
     // even where the devices could copy directly (the path of GPUs without peer access, testable
     // on one GPU).
     bool host_handover = false;
+    // Streamed expert tier: while a MoE layer's experts compute, the next MoE layer's guessed
+    // experts (its router on this layer's input) are copied in, so that copies overlap the GPU's
+    // work instead of following it (issue 33). Off until measured on a GPU; DELTAFIN_VRAM_PREFETCH=1
+    // turns it on.
+    bool expert_prefetch = false;
   };
   CudaK3Model(const K3Model& host, Options opts);
   explicit CudaK3Model(const K3Model& host) : CudaK3Model(host, Options{}) {}
@@ -144,6 +149,7 @@ class CudaK3Session : public LayerRangeSession {
   void attention_mla(int layer, int T);
   void moe(int layer, int moe_index, int T, ForwardTrace* trace, bool routed);
   void moe_streamed(int layer, int T, ForwardTrace* trace);
+  int next_prefetch_layer(int layer, int T) const;
   void dense(int which_layer, bool shared, int T, const float* x, float* out, Stream so);
 
   const CudaK3Model& m_;

@@ -29,6 +29,12 @@ struct VramExpertCache::Impl {
   std::vector<std::unique_ptr<OwnedEvent>> staged;  // one per staging buffer: its DMA is done
   std::vector<bool> staged_used;
   OwnedEvent done, compute_done;
+  // Experts copied ahead of their request (prefetch): the copies' completion, which the compute
+  // stream waits on before using any slot, and the host batch they read from, held until then.
+  OwnedEvent ahead_done;
+  bool ahead_pending = false;
+  std::unique_ptr<ExpertBatch> ahead_batch;
+  std::vector<char> ahead_slot;  // filled ahead and not yet used
   // The source's arena, pinned in pieces of whole units as misses reach them: pinning all of a
   // RAM tier of 100+ GB up front would stall start-up for seconds and commit every page at once.
   HostArena arena;
@@ -82,11 +88,13 @@ VramExpertCache::VramExpertCache(ExpertSource& host, int latent, int inter, int 
   impl_->arena = host_.host_arena();
   impl_->piece = impl_->arena.base ? impl_->arena.piece_bytes(512ull << 20) : 0;
   impl_->piece_state.assign(impl_->arena.pieces(impl_->piece), 0);
+  impl_->ahead_slot.assign(size_t(slots), 0);
 }
 
 VramExpertCache::~VramExpertCache() {
   cudaStreamSynchronize(impl_->copy.get());
   cudaStreamSynchronize(impl_->repack.get());
+  impl_->ahead_batch.reset();
   for (size_t i = 0; i < impl_->piece_state.size(); ++i)
     if (impl_->piece_state[i] == 1) cudaHostUnregister(const_cast<uint8_t*>(impl_->arena.base) + i * impl_->piece);
 }
@@ -138,12 +146,26 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
                     std::to_string(slots()) + " slots",
                 "give the VRAM tier more slots or run fewer rows per pass");
   map_.begin_request();
+  // Slots filled ahead may still be landing: the work that reads them waits for those copies, and
+  // the host batch they came from goes once they are done.
+  if (impl_->ahead_pending) {
+    check_cuda(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), impl_->ahead_done.get(), 0),
+               "cudaStreamWaitEvent");
+    if (impl_->ahead_batch) {
+      impl_->ahead_done.sync();
+      impl_->ahead_batch.reset();
+    }
+  }
   std::vector<int> missing_idx;
   std::vector<int> missing;
   for (size_t i = 0; i < experts.size(); ++i) {
     ++c_.requests;
     if (const int s = map_.use(layer, experts[i]); s >= 0) {
       ++c_.hits;
+      if (impl_->ahead_slot[size_t(s)]) {
+        ++c_.ahead_used;
+        impl_->ahead_slot[size_t(s)] = 0;
+      }
       out[i] = view(s);
     } else {
       missing_idx.push_back(int(i));
@@ -159,8 +181,48 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
       ++c_.evictions;
       ++epoch_;
     }
+    impl_->ahead_slot[size_t(slot_for[m])] = 0;
     out[missing_idx[m]] = view(slot_for[m]);
   }
+  std::unique_ptr<ExpertBatch> batch;  // lives until its direct copies are done (below)
+  const bool any_direct = fill(layer, missing, slot_for, stream, false, batch);
+  cudaStream_t cs = impl_->copy.get();
+  impl_->done.record(cs);
+  check_cuda(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), impl_->done.get(), 0), "cudaStreamWaitEvent");
+  // The batch keeps the RAM tier from reusing its slots: it may only go once their DMA is done.
+  if (any_direct) impl_->done.sync();
+  c_.fill_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void VramExpertCache::prefetch(int layer, std::span<const int> experts, Stream stream) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (impl_->ahead_batch) {  // the previous guesses' batch, once their copies are done
+    impl_->ahead_done.sync();
+    impl_->ahead_batch.reset();
+  }
+  std::vector<int> missing, slot_for;
+  for (int e : experts) {
+    if (map_.find(layer, e) >= 0) continue;
+    // Never a slot of the request just made: its experts are in use by work queued or running.
+    const int s = map_.claim_ahead(layer, e, map_.request());
+    if (s < 0) break;
+    impl_->ahead_slot[size_t(s)] = 1;
+    missing.push_back(e);
+    slot_for.push_back(s);
+  }
+  if (missing.empty()) return;
+  ++epoch_;
+  c_.ahead += missing.size();
+  std::unique_ptr<ExpertBatch> batch;
+  fill(layer, missing, slot_for, stream, true, batch);
+  impl_->ahead_done.record(impl_->copy.get());
+  impl_->ahead_pending = true;
+  impl_->ahead_batch = std::move(batch);
+  c_.fill_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+bool VramExpertCache::fill(int layer, const std::vector<int>& missing, const std::vector<int>& slot_for, Stream stream,
+                           bool ahead, std::unique_ptr<ExpertBatch>& batch) {
   cudaStream_t cs = impl_->copy.get();
   // A slot being overwritten may still be read by work already queued on the compute stream.
   impl_->compute_done.record(static_cast<cudaStream_t>(stream));
@@ -182,7 +244,6 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
     impl_->repacked[k].record(impl_->repack.get());
     impl_->repacked_used[k] = true;
   };
-  std::unique_ptr<ExpertBatch> batch;
   bool any_direct = false;
   try {
     batch = host_.request(layer, missing);
@@ -205,7 +266,7 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
         if (frag) repack_from(k, dst, false);
         any_direct = true;
         ++c_.direct;
-        ++c_.misses;
+        if (!ahead) ++c_.misses;
         c_.bytes_h2d += slot_bytes_;
         continue;
       }
@@ -229,7 +290,7 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
       impl_->staged[sb]->record(cs);
       if (frag) repack_from(k, dst, true);
       impl_->staged_used[sb] = true;
-      ++c_.misses;
+      if (!ahead) ++c_.misses;
       c_.bytes_h2d += slot_bytes_;
     }
   } catch (...) {
@@ -237,19 +298,19 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
     // stay pinned until the copies already queued from them are done.
     cudaStreamSynchronize(cs);
     cudaStreamSynchronize(impl_->repack.get());
-    for (int slot : slot_for) map_.forget(slot);
+    for (int slot : slot_for) {
+      map_.forget(slot);
+      impl_->ahead_slot[size_t(slot)] = 0;
+    }
     ++epoch_;
+    batch.reset();
     throw;
   }
   if (frag) {
     impl_->repack_done.record(impl_->repack.get());
     check_cuda(cudaStreamWaitEvent(cs, impl_->repack_done.get(), 0), "cudaStreamWaitEvent");
   }
-  impl_->done.record(cs);
-  check_cuda(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), impl_->done.get(), 0), "cudaStreamWaitEvent");
-  // The batch keeps the RAM tier from reusing its slots: it may only go once their DMA is done.
-  if (any_direct) impl_->done.sync();
-  c_.fill_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return any_direct;
 }
 
 std::vector<std::pair<int, int>> VramExpertCache::resident_experts() const {
@@ -271,6 +332,11 @@ bool VramExpertCache::resident_views(int layer, int n, std::vector<MxExpert>& ou
 }
 
 void VramExpertCache::evict_all() {
+  if (impl_->ahead_batch) {
+    impl_->ahead_done.sync();
+    impl_->ahead_batch.reset();
+  }
+  std::fill(impl_->ahead_slot.begin(), impl_->ahead_slot.end(), 0);
   ++epoch_;
   map_.clear();
 }

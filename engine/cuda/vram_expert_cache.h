@@ -30,7 +30,9 @@ struct VramTierCounters {
   uint64_t misses = 0;    // copied host -> device
   uint64_t evictions = 0;
   uint64_t bytes_h2d = 0;
-  uint64_t direct = 0;      // misses copied straight from the pinned RAM tier (no staging copy)
+  uint64_t direct = 0;      // copies straight from the pinned RAM tier (no staging copy)
+  uint64_t ahead = 0;       // experts copied ahead of their request (prefetch), not counted as misses
+  uint64_t ahead_used = 0;  // of those, hit by the request they were guessed for
   double fill_seconds = 0;  // host wall time spent supplying misses (host tier + staging + DMA)
 };
 
@@ -48,6 +50,11 @@ class VramExpertCache {
   // Device pointers of `experts` of `layer` (in request order) in `out`; work enqueued on
   // `stream` after this call sees every copy finished.
   void gather(int layer, std::span<const int> experts, std::vector<MxExpert>& out, Stream stream);
+  // Copies the guessed experts of a layer not yet asked for (the next MoE layer's, from its router
+  // on this layer's input) into slots the last request did not use, on the copy stream, so that
+  // they land while the compute stream works; the next gather waits for them. Guesses stop when no
+  // slot qualifies. Their slots are the first to go if the guess was wrong.
+  void prefetch(int layer, std::span<const int> experts, Stream stream);
   // Copies every expert of the given layers in (resident mode); throws when they do not fit.
   void preload(const std::vector<int>& layers, int experts_per_layer);
 
@@ -83,6 +90,12 @@ class VramExpertCache {
   // Fragments layout: the packed parts of the expert image at `scratch` (slot layout) repacked into
   // `dst`, its scales copied, on the repack stream.
   void repack_into(const uint8_t* scratch, uint8_t* dst, bool copy_scales);
+  // Copies `missing` experts of `layer` from the host source into `slot_for` on the copy stream,
+  // after the work queued on `stream` so far (ahead: a prefetch, not counted as misses). The host
+  // batch goes to `batch`, which must live until the copies are done: true when any copy reads
+  // the pinned RAM tier directly. On failure the slots are emptied and the error rethrown.
+  bool fill(int layer, const std::vector<int>& missing, const std::vector<int>& slot_for, Stream stream, bool ahead,
+            std::unique_ptr<ExpertBatch>& batch);
   // True when [p, p + n) lies in a pinned piece of the host arena, pinning that piece first.
   bool pinned(const uint8_t* p, uint64_t n);
 

@@ -30,6 +30,19 @@ int ExpertSlotMap::use(int layer, int expert) {
 }
 
 int ExpertSlotMap::claim(int layer, int expert, bool* evicted) {
+  const int s = pick(request_, evicted);
+  if (s >= 0) take(s, layer, expert, 1.0);
+  return s;
+}
+
+int ExpertSlotMap::claim_ahead(int layer, int expert, uint64_t keep_from) {
+  if (find(layer, expert) >= 0) return -1;
+  const int s = pick(keep_from, nullptr);
+  if (s >= 0) take(s, layer, expert, 0.0);
+  return s;
+}
+
+int ExpertSlotMap::pick(uint64_t keep_from, bool* evicted) const {
   int best = -1;
   for (int s = 0; s < slot_count(); ++s) {
     const size_t i = size_t(s);
@@ -37,19 +50,21 @@ int ExpertSlotMap::claim(int layer, int expert, bool* evicted) {
       best = s;
       break;
     }
-    if (used_[i] == request_) continue;
+    if (used_[i] >= keep_from) continue;
     const size_t b = size_t(best);
     if (best < 0 || count_[i] < count_[b] || (count_[i] == count_[b] && used_[i] > used_[b])) best = s;
   }
   if (evicted) *evicted = best >= 0 && key_[size_t(best)] >= 0;
-  if (best < 0) return -1;
-  const size_t i = size_t(best);
+  return best;
+}
+
+void ExpertSlotMap::take(int slot, int layer, int expert, double count) {
+  const size_t i = size_t(slot);
   if (key_[i] >= 0) where_.erase(key_[i]);
   key_[i] = key(layer, expert);
-  where_[key_[i]] = best;
-  count_[i] = 1.0;
+  where_[key_[i]] = slot;
+  count_[i] = count;
   used_[i] = request_;
-  return best;
 }
 
 void ExpertSlotMap::forget(int slot) {

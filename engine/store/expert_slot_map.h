@@ -31,6 +31,11 @@ class ExpertSlotMap {
   // The slot a miss of (layer, expert) goes to, counted as its first use; `evicted` says whether
   // another expert left it. -1 when every slot is already used by this request.
   int claim(int layer, int expert, bool* evicted = nullptr);
+  // A slot for (layer, expert) fetched ahead of the request that will use it (a prediction): never
+  // one used at or after request `keep_from`, and not counted as a use, so a wrong guess is the
+  // first to go. -1 when no slot qualifies.
+  int claim_ahead(int layer, int expert, uint64_t keep_from);
+  uint64_t request() const { return request_; }
   // Empties one slot (a failed fill) or all of them.
   void forget(int slot);
   void clear();
@@ -42,6 +47,10 @@ class ExpertSlotMap {
 
  private:
   static int64_t key(int layer, int expert) { return (int64_t(layer) << 32) | uint32_t(expert); }
+  // The slot a claim takes: empty first, else the lowest count among slots last used before
+  // request keep_from, the most recently used among equals; -1 when none.
+  int pick(uint64_t keep_from, bool* evicted) const;
+  void take(int slot, int layer, int expert, double count);
   int half_life_;
   uint64_t request_ = 0;
   std::vector<int64_t> key_;    // -1 = empty

@@ -130,6 +130,24 @@ class TestExpertSlotMap : public QObject {
     m.clear();
     for (int i = 0; i < 4; ++i) QVERIFY(!m.holds(i));
   }
+
+  void expertsFetchedAheadSpareTheCurrentRequest() {
+    ExpertSlotMap m(8);
+    m.begin_request();
+    for (int e = 0; e < 4; ++e) QCOMPARE(m.claim(0, e), e);
+    // The next layer's guesses: the four free slots, never the current request's.
+    for (int e = 0; e < 4; ++e) QCOMPARE(m.claim_ahead(1, e, m.request()), 4 + e);
+    QCOMPARE(m.claim_ahead(1, 4, m.request()), -1);  // every slot is this request's
+    QCOMPARE(m.claim_ahead(1, 0, m.request()), -1);  // already there
+    // Layer 1 asks for three of the four guesses; the wrong one (never used, count 0) goes first.
+    m.begin_request();
+    for (int e = 0; e < 3; ++e) QCOMPARE(m.use(1, e), 4 + e);
+    QCOMPARE(m.claim(1, 9), 7);
+    QCOMPARE(m.find(1, 3), -1);
+    // Guesses made while layer 1 runs may take layer 0's slots (an earlier request), not layer 1's.
+    const int s = m.claim_ahead(2, 0, m.request());
+    QVERIFY(s >= 0 && s < 4);
+  }
 };
 
 QTEST_APPLESS_MAIN(TestExpertSlotMap)
