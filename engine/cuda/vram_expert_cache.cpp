@@ -246,7 +246,7 @@ bool VramExpertCache::fill(int layer, const std::vector<int>& missing, const std
   };
   bool any_direct = false;
   try {
-    batch = host_.request(layer, missing);
+    batch = ahead ? host_.request_ahead(layer, missing) : host_.request(layer, missing);
     const int nstage = static_cast<int>(impl_->staging.size());
     int staged = 0;
     for (size_t done = 0; done < missing.size(); ++done) {

@@ -107,6 +107,12 @@ class ExpertSource {
   // A source overrides at least one of these two; each defaults to the other.
   // request(): experts handed out as they become ready (hits first).
   virtual std::unique_ptr<ExpertBatch> request(int layer, std::span<const int> experts);
+  // request_ahead(): the same for experts fetched before their layer asks (a guess the VRAM tier
+  // copies ahead): the source may leave it out of its demand bookkeeping (counters, prediction
+  // scoring, heat). Defaults to request().
+  virtual std::unique_ptr<ExpertBatch> request_ahead(int layer, std::span<const int> experts) {
+    return request(layer, experts);
+  }
   // acquire(): all of a request at once, in request order.
   virtual void acquire(int layer, std::span<const int> experts, std::vector<ExpertView>& out);
   // A hint that `experts` of `layer` will be wanted soon, the most confident guess first; only called

@@ -571,20 +571,33 @@ class TieredBatch : public ExpertBatch {
 
 std::unique_ptr<ExpertBatch> TieredExpertSource::request(int layer, std::span<const int> experts) {
   std::lock_guard<std::mutex> lk(mu_);
-  cancel_stale_prefetch_locked(layer, experts);
-  score_guesses_locked(layer, experts);
-  cur_layer_ = layer;
+  return request_locked(layer, experts, false);
+}
+
+std::unique_ptr<ExpertBatch> TieredExpertSource::request_ahead(int layer, std::span<const int> experts) {
+  std::lock_guard<std::mutex> lk(mu_);
+  return request_locked(layer, experts, true);
+}
+
+std::unique_ptr<ExpertBatch> TieredExpertSource::request_locked(int layer, std::span<const int> experts, bool ahead) {
+  if (!ahead) {
+    cancel_stale_prefetch_locked(layer, experts);
+    score_guesses_locked(layer, experts);
+    cur_layer_ = layer;
+  }
   std::vector<int> slot(experts.size(), -1);
   // Pin everything already present first, so loading misses cannot evict a hit.
   for (size_t i = 0; i < experts.size(); ++i) {
-    ++c_.requests;
-    heat_.add(layer, experts[i]);
+    if (!ahead) {
+      ++c_.requests;
+      heat_.add(layer, experts[i]);
+    }
     auto it = index_.find(key(layer, experts[i]));
     if (it == index_.end()) continue;
     Slot& s = slots_[it->second];
     ++s.pins;
     slot[i] = it->second;
-    if (s.state == Slot::Ready) ++c_.ram_hits;
+    if (s.state == Slot::Ready && !ahead) ++c_.ram_hits;
     if (s.state == Slot::Queued || s.state == Slot::Loading) promote_locked(it->second);
     if (s.prefetched) {
       ++c_.prefetch_used;
@@ -610,9 +623,11 @@ std::unique_ptr<ExpertBatch> TieredExpertSource::request(int layer, std::span<co
     slot[i] = v;
   }
   for (int v : slot) demand_waiting_ += v < 0;
-  double miss_bytes = 0;
-  for (size_t i : miss) miss_bytes += double(loc_[layer][experts[i]].bytes);
-  renew_guess_budget_locked(miss_bytes);
+  if (!ahead) {
+    double miss_bytes = 0;
+    for (size_t i : miss) miss_bytes += double(loc_[layer][experts[i]].bytes);
+    renew_guess_budget_locked(miss_bytes);
+  }
   fill_guesses_locked();
   io_cv_.notify_one();
   return std::make_unique<TieredBatch>(*this, layer, std::vector<int>(experts.begin(), experts.end()), std::move(slot));

@@ -72,6 +72,9 @@ class TieredExpertSource : public ExpertSource {
   ~TieredExpertSource() override;
 
   std::unique_ptr<ExpertBatch> request(int layer, std::span<const int> experts) override;
+  // Not counted as requests or hits, not scored against the guesses, not added to the heat map,
+  // and not a layer boundary for the guess budget: only the reads and the pins of a request.
+  std::unique_ptr<ExpertBatch> request_ahead(int layer, std::span<const int> experts) override;
   void prefetch(int layer, std::span<const int> experts) override;
   bool wants_prefetch() const override { return opts_.prefetch; }
   int prefetch_layers() const override { return opts_.prefetch ? opts_.lookahead_layers : 0; }
@@ -127,6 +130,7 @@ class TieredExpertSource : public ExpertSource {
   void promote_locked(int slot);
   void cancel_stale_prefetch_locked(int layer, std::span<const int> demand);
   void cancel_guess_locked(int slot);
+  std::unique_ptr<ExpertBatch> request_locked(int layer, std::span<const int> experts, bool ahead);
   void fill_guesses_locked();
   void sort_prefetch_queue_locked();
   void score_guesses_locked(int layer, std::span<const int> demand);

@@ -183,6 +183,36 @@ class TestTieredStore : public QObject {
     QVERIFY(t.cached(1, 5));
   }
 
+  void aRequestAheadReadsWithoutCounting() {
+    // The VRAM tier's guesses for the next layer: the same bytes as a request, kept out of the
+    // demand counters, so the layer's own request then counts its hits as usual.
+    int layer = -1;
+    for (int l = 0; l < demo_.cfg.layers && layer < 0; ++l)
+      if (demo_.cfg.is_moe(l)) layer = l;
+    StoreOptions o = opts(8, EvictionPolicy::LfuDecay);
+    TieredExpertSource t(*demo_.ck, demo_.w.experts, o);
+    MmapExpertSource m(*demo_.ck, demo_.w.experts);
+    const std::vector<int> ids = {2, 5};
+    {
+      auto batch = t.request_ahead(layer, ids);
+      std::vector<ExpertView> ref;
+      m.acquire(layer, ids, ref);
+      for (size_t n = 0; n < ids.size(); ++n) {
+        auto [i, v] = batch->next();
+        QVERIFY(same_expert(v, ref[size_t(i)], demo_.w.experts[layer][ids[size_t(i)]]));
+      }
+    }
+    ExpertCounters c = t.counters();
+    QCOMPARE(c.requests, uint64_t(0));
+    QCOMPARE(c.ram_hits, uint64_t(0));
+    QCOMPARE(c.disk_reads, uint64_t(2));
+    take(t, layer, ids);
+    c = t.counters();
+    QCOMPARE(c.requests, uint64_t(2));
+    QCOMPARE(c.ram_hits, uint64_t(2));
+    QCOMPARE(c.disk_reads, uint64_t(2));
+  }
+
   void aCyclicPassKeepsTheCachesShare() {
     // Every expert of every layer once per token, with room for half of them: the count policies
     // keep a fixed half (an expert replaces a kept one only with a higher count), where LRU, or
