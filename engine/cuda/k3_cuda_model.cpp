@@ -1379,16 +1379,6 @@ void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
   std::sort(uni.begin(), uni.end());
   uni.erase(std::unique(uni.begin(), uni.end()), uni.end());
   m_.experts().gather(layer, uni, d_->experts, so);
-  if (next >= 0) {
-    // Into slots this layer does not use, after the work queued so far (this layer's latent_down
-    // and shared expert), before this layer's experts run: the copies overlap them and the next
-    // layer's attention.
-    const int32_t* guess = d_->host_rid_next.as<int32_t>();
-    std::vector<int> want(guess, guess + n);
-    std::sort(want.begin(), want.end());
-    want.erase(std::unique(want.begin(), want.end()), want.end());
-    m_.experts().prefetch(next, want, so);
-  }
   // The kernel's groups in the order of each expert's first slot, as plan_routed builds them (a
   // row's experts side by side: a block's successive tasks tend to share the row's staged
   // activations); the tier is asked in id order. The order never changes a result.
@@ -1404,6 +1394,16 @@ void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
     slot[i] = group_of[u];
   }
   d_->mlp->run(d_->grouped, slot.data(), weight, T, d_->z, d_->y, so);
+  if (next >= 0) {
+    // Once this layer's experts are queued (the host may wait here for the RAM tier to read a
+    // guess from disk; the GPU should not wait with it): into slots this layer does not use, after
+    // the work queued so far, so the copies overlap the next layer's attention.
+    const int32_t* guess = d_->host_rid_next.as<int32_t>();
+    std::vector<int> want(guess, guess + n);
+    std::sort(want.begin(), want.end());
+    want.erase(std::unique(want.begin(), want.end()), want.end());
+    m_.experts().prefetch(next, want, so);
+  }
 }
 
 void CudaK3Session::commit(int n) {
