@@ -201,12 +201,11 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
     auto rate = [](uint64_t hits, uint64_t asked) {
       return asked ? f2(double(hits) / double(asked)) : std::string("-");
     };
-    std::string hits =
-        (gm ? rate(gm->experts().counters().hits, gm->experts().counters().requests) : std::string("-")) + " / " +
-        rate(ram_after.ram_hits - ram_before.ram_hits, ram_after.requests - ram_before.requests);
-    if (gm && gm->experts().counters().ahead > 0)  // expert_prefetch: guesses copied ahead, and used
-      hits += " (ahead " + std::to_string(gm->experts().counters().ahead_used) + " of " +
-              std::to_string(gm->experts().counters().ahead) + " used)";
+    const VramTierCounters* vc = gm ? &gm->experts().counters() : nullptr;
+    std::string hits = (vc ? rate(vc->hits, vc->requests) : std::string("-")) + " / " +
+                       rate(ram_after.ram_hits - ram_before.ram_hits, ram_after.requests - ram_before.requests);
+    if (vc && vc->ahead > 0)  // expert_prefetch: guesses copied ahead, and used
+      hits += " (ahead " + std::to_string(vc->ahead_used) + " of " + std::to_string(vc->ahead) + " used)";
     const std::string vram_tier = p.experts.vram_bytes.empty() ? "0.00" : f2(double(p.experts.vram_bytes[0]) / 1e9);
     out << "| " << label << " | " << (sb.gpus.empty() ? "-" : f2(double(sb.gpus[0].budget) / 1e9)) << " / "
         << f2(double(sb.ram_budget) / 1e9) << " | " << f2(double(p.spine_in(Home::Vram)) / 1e9) << " / "

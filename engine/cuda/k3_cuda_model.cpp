@@ -1375,9 +1375,14 @@ void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
     trace->topk_ids.emplace_back(chosen, chosen + n);
     trace->topk_weights.emplace_back(weight, weight + n);
   }
-  std::vector<int> uni(chosen, chosen + n);
-  std::sort(uni.begin(), uni.end());
-  uni.erase(std::unique(uni.begin(), uni.end()), uni.end());
+  // The distinct ids of a pass's n routing slots, in id order.
+  auto distinct = [n](const int32_t* ids) {
+    std::vector<int> v(ids, ids + n);
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    return v;
+  };
+  const std::vector<int> uni = distinct(chosen);
   m_.experts().gather(layer, uni, d_->experts, so);
   // The kernel's groups in the order of each expert's first slot, as plan_routed builds them (a
   // row's experts side by side: a block's successive tasks tend to share the row's staged
@@ -1398,11 +1403,7 @@ void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
     // Once this layer's experts are queued (the host may wait here for the RAM tier to read a
     // guess from disk; the GPU should not wait with it): into slots this layer does not use, after
     // the work queued so far, so the copies overlap the next layer's attention.
-    const int32_t* guess = d_->host_rid_next.as<int32_t>();
-    std::vector<int> want(guess, guess + n);
-    std::sort(want.begin(), want.end());
-    want.erase(std::unique(want.begin(), want.end()), want.end());
-    m_.experts().prefetch(next, want, so);
+    m_.experts().prefetch(next, distinct(d_->host_rid_next.as<int32_t>()), so);
   }
 }
 

@@ -35,6 +35,12 @@ struct VramExpertCache::Impl {
   bool ahead_pending = false;
   std::unique_ptr<ExpertBatch> ahead_batch;
   std::vector<char> ahead_slot;  // filled ahead and not yet used
+  // Lets the RAM tier reuse the slots the last copies ahead read from, once those copies are done.
+  void release_ahead_batch() {
+    if (!ahead_batch) return;
+    ahead_done.sync();
+    ahead_batch.reset();
+  }
   // The source's arena, pinned in pieces of whole units as misses reach them: pinning all of a
   // RAM tier of 100+ GB up front would stall start-up for seconds and commit every page at once.
   HostArena arena;
@@ -151,10 +157,7 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
   if (impl_->ahead_pending) {
     check_cuda(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), impl_->ahead_done.get(), 0),
                "cudaStreamWaitEvent");
-    if (impl_->ahead_batch) {
-      impl_->ahead_done.sync();
-      impl_->ahead_batch.reset();
-    }
+    impl_->release_ahead_batch();
   }
   std::vector<int> missing_idx;
   std::vector<int> missing;
@@ -196,10 +199,7 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
 
 void VramExpertCache::prefetch(int layer, std::span<const int> experts, Stream stream) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (impl_->ahead_batch) {  // the previous guesses' batch, once their copies are done
-    impl_->ahead_done.sync();
-    impl_->ahead_batch.reset();
-  }
+  impl_->release_ahead_batch();  // the previous guesses
   std::vector<int> missing, slot_for;
   for (int e : experts) {
     if (map_.find(layer, e) >= 0) continue;
@@ -332,10 +332,7 @@ bool VramExpertCache::resident_views(int layer, int n, std::vector<MxExpert>& ou
 }
 
 void VramExpertCache::evict_all() {
-  if (impl_->ahead_batch) {
-    impl_->ahead_done.sync();
-    impl_->ahead_batch.reset();
-  }
+  impl_->release_ahead_batch();
   std::fill(impl_->ahead_slot.begin(), impl_->ahead_slot.end(), 0);
   ++epoch_;
   map_.clear();

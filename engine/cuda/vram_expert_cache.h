@@ -7,7 +7,7 @@
 // reach it and experts are copied straight from it instead. In the fragments layout every miss is
 // copied to one of two scratch slots first and repacked from there on a stream of its own (the
 // same bytes in the order the fragment-order expert kernels read). Which slot a miss takes is
-// ExpertSlotMap's decayed-LFU policy: experts used every token stay, newcomers go first.
+// ExpertSlotMap's use-count policy: experts used every token stay, newcomers go first.
 #include <cstdint>
 #include <memory>
 #include <span>
