@@ -1,25 +1,48 @@
 #include "base/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <memory>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace deltafin {
 
-ThreadPool::ThreadPool(int threads) {
-  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker(i); });
+namespace {
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
 }
 
-ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    stop_ = true;
+// Polls done() for up to spin_ns; true once it holds.
+template <class Done>
+bool spin_until(long spin_ns, Done done) {
+  if (spin_ns <= 0) return done();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(spin_ns);
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() >= until) return done();
   }
-  cv_start_.notify_all();
-  for (auto& t : workers_) t.join();
 }
 
-static void range_of(size_t n, size_t grain, int parts, int index, size_t& b, size_t& e) {
+long spin_ns_from_env() {
+  // 200 us: longer than the gap between two matrices of one layer, short enough that an idle
+  // pool (waiting on the disk) sleeps almost at once.
+  long us = 200;
+  if (const char* v = std::getenv("DELTAFIN_POOL_SPIN_US"); v && *v) us = std::max(0L, std::strtol(v, nullptr, 10));
+  return us * 1000;
+}
+
+void range_of(size_t n, size_t grain, int parts, int index, size_t& b, size_t& e) {
   size_t chunks = (n + grain - 1) / grain;
   size_t per = chunks / parts, extra = chunks % parts;
   size_t cb = index * per + std::min<size_t>(index, extra);
@@ -28,30 +51,43 @@ static void range_of(size_t n, size_t grain, int parts, int index, size_t& b, si
   e = std::min(n, ce * grain);
 }
 
+}  // namespace
+
+ThreadPool::ThreadPool(int threads) : spin_ns_(spin_ns_from_env()) {
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_.store(true, std::memory_order_release);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  cv_start_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
 void ThreadPool::worker(int index) {
   unsigned seen = 0;
   for (;;) {
-    const std::function<void(size_t, size_t)>* job;
-    size_t n, grain;
-    int parts;
-    {
+    if (!spin_until(spin_ns_, [&] { return generation_.load(std::memory_order_acquire) != seen; })) {
       std::unique_lock<std::mutex> lk(mu_);
-      cv_start_.wait(lk, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
-      n = job_n_;
-      grain = job_grain_;
-      parts = parts_;
+      ++sleepers_;
+      cv_start_.wait(lk, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      --sleepers_;
     }
-    if (index < parts) {
+    seen = generation_.load(std::memory_order_acquire);
+    if (stop_.load(std::memory_order_acquire)) return;
+    if (index < parts_) {
       size_t b, e;
-      range_of(n, grain, parts, index, b, e);
-      if (b < e) (*job)(b, e);
+      range_of(job_n_, job_grain_, parts_, index, b, e);
+      if (b < e) (*job_)(b, e);
     }
-    {
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // The caller may be asleep: wake it under the lock it checks pending_ under.
       std::lock_guard<std::mutex> lk(mu_);
-      if (--pending_ == 0) cv_done_.notify_one();
+      cv_done_.notify_one();
     }
   }
 }
@@ -65,21 +101,24 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)
     fn(0, n);
     return;
   }
+  job_ = &fn;
+  job_n_ = n;
+  job_grain_ = grain;
+  parts_ = parts;
+  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  bool wake;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    job_ = &fn;
-    job_n_ = n;
-    job_grain_ = grain;
-    parts_ = parts;
-    pending_ = static_cast<int>(workers_.size());
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
+    wake = sleepers_ > 0;
   }
-  cv_start_.notify_all();
+  if (wake) cv_start_.notify_all();
   size_t b, e;
   range_of(n, grain, parts, 0, b, e);
   if (b < e) fn(b, e);
+  if (spin_until(spin_ns_, [&] { return pending_.load(std::memory_order_acquire) == 0; })) return;
   std::unique_lock<std::mutex> lk(mu_);
-  cv_done_.wait(lk, [&] { return pending_ == 0; });
+  cv_done_.wait(lk, [&] { return pending_.load(std::memory_order_acquire) == 0; });
 }
 
 static std::unique_ptr<ThreadPool>& global_slot() {

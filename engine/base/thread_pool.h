@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -11,6 +12,11 @@ namespace deltafin {
 // A fixed pool that splits [0, n) into contiguous ranges, one per worker.
 // Each output element is produced by exactly one thread with the same code,
 // so results do not depend on the thread count.
+//
+// A decode step is hundreds of short parallel_for calls (a K3 expert matrix is ~55 us of reads at
+// 16 threads), so the hand-over is what costs: between calls the workers and the caller poll for
+// a while (spin_us) before they sleep, because waking a sleeping thread takes tens of microseconds
+// on virtual machines. DELTAFIN_POOL_SPIN_US sets the poll time (0: sleep at once).
 class ThreadPool {
  public:
   explicit ThreadPool(int threads = 0);  // 0 = hardware concurrency
@@ -21,6 +27,7 @@ class ThreadPool {
   int size() const { return static_cast<int>(workers_.size()) + 1; }
   // Calls fn(begin, end) on disjoint ranges covering [0, n); ranges are
   // multiples of `grain` except the last. Blocks until all are done.
+  // One caller at a time; fn must not call parallel_for on the same pool.
   void parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn, size_t grain = 1);
 
   static ThreadPool& global();
@@ -31,12 +38,15 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable cv_start_, cv_done_;
+  // Written by the caller before generation_ moves on; read by the workers after they see it.
   const std::function<void(size_t, size_t)>* job_ = nullptr;
   size_t job_n_ = 0, job_grain_ = 1;
   int parts_ = 0;
-  unsigned generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  std::atomic<unsigned> generation_{0};
+  std::atomic<int> pending_{0};
+  int sleepers_ = 0;  // workers waiting on cv_start_ (guarded by mu_)
+  std::atomic<bool> stop_{false};
+  long spin_ns_ = 0;
 };
 
 }  // namespace deltafin

@@ -31,7 +31,7 @@ struct Bandwidths {
 // older engine are measured again instead of planning with them. 2: probe buffers in huge pages, as
 // the expert cache and the streamed spine's buffers are mapped. 3: the weight probes read four
 // times the last-level cache (at least 1 GiB) per pass, so that no cache serves them.
-constexpr int kProbeMethod = 3;
+constexpr int kProbeMethod = 4;
 
 // Figures given on the command line; each replaces the probed or cached one.
 struct BandwidthOverrides {

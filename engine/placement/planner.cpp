@@ -70,11 +70,18 @@ void predict(Plan& p, PhasePrediction& out, int T, bool prefill) {
       gpu_expert_total[size_t(dev)] += double(m.experts) * m.expert_bytes;
   }
   const double f_ram = m.all_expert_bytes() ? std::min(1.0, double(p.experts.ram_bytes) / m.all_expert_bytes()) : 1.0;
-  std::vector<double> f_vram_of(ngpu, 0.0);
-  for (size_t g = 0; g < ngpu; ++g)
-    if (gpu_expert_total[g] > 0) f_vram_of[g] = std::min(1.0, double(p.experts.vram_bytes[g]) / gpu_expert_total[g]);
   const double d = distinct_experts(m.experts, m.top_k, T);
   const double eb = double(m.expert_bytes);
+  // A GPU's expert kernel reads all of a layer's experts from VRAM at once, so the slots of a
+  // pass's misses cannot hold anything for later: of S slots, S - misses keep experts, and with
+  // uniform routing the hit fraction f solves f * N = S - (1 - f) * d, f = (S - d) / (N - d), for
+  // N experts in the layers that GPU computes and d distinct experts per layer and pass.
+  std::vector<double> f_vram_of(ngpu, 0.0);
+  for (size_t g = 0; g < ngpu; ++g) {
+    if (!(gpu_expert_total[g] > 0) || !(eb > 0)) continue;
+    const double S = double(p.experts.vram_bytes[g]) / eb, N = gpu_expert_total[g] / eb;
+    f_vram_of[g] = S >= N ? 1.0 : N > d ? std::clamp((S - d) / (N - d), 0.0, 1.0) : 0.0;
+  }
   for (const auto& u : p.units) {
     const int dev = prefill ? u.prefill_device : u.decode_device;
     const double bytes = double(u.bytes + u.router_bytes), flops = double(u.flops_per_row) * T;

@@ -52,13 +52,14 @@ void K3Session::attention_kda(int layer, const float* x, int T, float* out, cons
   // Projections: raw rows laid out as [T][q | k | v] so a row's conv inputs sit together.
   std::vector<float> rq(size_t(T) * C), rk(size_t(T) * C), rv(size_t(T) * C), gate(size_t(T) * C);
   std::vector<float> fa(size_t(T) * rank), fb(size_t(T) * C), braw(size_t(T) * nh);
-  matmul(w.q_proj, x, T, rq.data());
-  matmul(w.k_proj, x, T, rk.data());
-  matmul(w.v_proj, x, T, rv.data());
-  matmul(w.g_proj, x, T, gate.data());
-  matmul(w.f_a, x, T, fa.data());
+  matmul_group({{&w.q_proj, rq.data()},
+                {&w.k_proj, rk.data()},
+                {&w.v_proj, rv.data()},
+                {&w.g_proj, gate.data()},
+                {&w.f_a, fa.data()},
+                {&w.b_proj, braw.data()}},
+               x, T);
   matmul(w.f_b, fa.data(), T, fb.data());
-  matmul(w.b_proj, x, T, braw.data());
 
   KdaStagedRows& rows = staged_.kda[layer];
   rows.raw.resize(size_t(T) * 3 * C);

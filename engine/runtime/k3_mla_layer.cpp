@@ -18,13 +18,12 @@ void K3Session::attention_mla(int layer, const float* x, int T, float* out) {
   const int qh = N + P, width = R + P;
 
   std::vector<float> qa(size_t(T) * c.q_lora_rank), q(size_t(T) * nh * qh), ckv(size_t(T) * width);
-  matmul(w.q_a_proj, x, T, qa.data());
+  matmul_group({{&w.q_a_proj, qa.data()}, {&w.kv_a_proj, ckv.data()}}, x, T);
   for (int t = 0; t < T; ++t) {
     float* r = &qa[size_t(t) * c.q_lora_rank];
     rmsnorm(r, w.q_a_norm.data(), c.q_lora_rank, c.rms_eps, r);
   }
   matmul(w.q_b_proj, qa.data(), T, q.data());
-  matmul(w.kv_a_proj, x, T, ckv.data());
 
   const size_t base = static_cast<size_t>(st_.n_past);
   cache.resize((base + T) * width);

@@ -14,16 +14,14 @@ void K3Session::dense_mlp(const DenseMlpWeights& w, const float* x, int T, float
   const K3Config& c = m_.config();
   const int64_t I = w.gate.rows;
   std::vector<float> g(size_t(T) * I), u(size_t(T) * I);
-  matmul(w.gate, x, T, g.data());
-  matmul(w.up, x, T, u.data());
+  matmul_group({{&w.gate, g.data()}, {&w.up, u.data()}}, x, T);
   situ_glu(g.data(), u.data(), int64_t(T) * I, c.situ_beta, c.situ_linear_beta, g.data());
   matmul(w.down, g.data(), T, out);
 }
 
 void routed_expert_mlp(const K3Config& c, const ExpertView& v, const float* x, int n, float* g, float* u, float* d) {
   const int Z = c.latent, I = c.moe_intermediate;
-  matmul_mxfp4(v.w1_packed, v.w1_scale, I, Z, x, n, g);
-  matmul_mxfp4(v.w3_packed, v.w3_scale, I, Z, x, n, u);
+  matmul_mxfp4_pair(v.w1_packed, v.w1_scale, g, v.w3_packed, v.w3_scale, u, I, Z, x, n);
   situ_glu(g, u, int64_t(n) * I, c.situ_beta, c.situ_linear_beta, g);
   matmul_mxfp4(v.w2_packed, v.w2_scale, Z, I, g, n, d);
 }

@@ -1,5 +1,6 @@
 #include "runtime/ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -38,6 +39,40 @@ void matmul(const Mat& w, const float* x, int T, float* y) {
   ThreadPool::global().parallel_for(
       static_cast<size_t>(w.rows),
       [&](size_t b, size_t e) { matmul_rows(w, int64_t(b), int64_t(e), x, w.cols, T, y, w.rows); }, grain);
+}
+
+void matmul_group(std::initializer_list<MatOut> group, const float* x, int T) {
+  // The group's output rows end to end; a thread's range may cover parts of several matrices.
+  int64_t total = 0;
+  bool small = false;
+  for (const MatOut& m : group) total += m.w->rows, small = small || m.w->rows < 1024;
+  ThreadPool::global().parallel_for(
+      static_cast<size_t>(total),
+      [&](size_t b, size_t e) {
+        int64_t base = 0;
+        for (const MatOut& m : group) {
+          const int64_t lo = std::max<int64_t>(int64_t(b), base), hi = std::min<int64_t>(int64_t(e), base + m.w->rows);
+          if (lo < hi) matmul_rows(*m.w, lo - base, hi - base, x, m.w->cols, T, m.y, m.w->rows);
+          base += m.w->rows;
+        }
+      },
+      small ? 16 : 64);
+}
+
+void matmul_mxfp4_pair(const uint8_t* packed_a, const uint8_t* scale_a, float* ya, const uint8_t* packed_b,
+                       const uint8_t* scale_b, float* yb, int64_t rows, int64_t cols, const float* x, int T) {
+  const auto& k = kernels::active();
+  ThreadPool::global().parallel_for(
+      static_cast<size_t>(2 * rows),
+      [&](size_t b, size_t e) {
+        const int64_t lo = int64_t(b), hi = int64_t(e);
+        if (lo < rows)
+          k.mxfp4_rows(kernels::RowsArgs{packed_a, scale_a, cols, lo, std::min(hi, rows), x, cols, T, ya, rows});
+        if (hi > rows)
+          k.mxfp4_rows(
+              kernels::RowsArgs{packed_b, scale_b, cols, std::max(lo, rows) - rows, hi - rows, x, cols, T, yb, rows});
+      },
+      64);
 }
 
 void matmul_mxfp4(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, const float* x, int T,

@@ -1,6 +1,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "model/dtype.h"
@@ -18,11 +19,22 @@ struct Mat {
 
 // Y[t][o] = W[o] . X[t] for T rows, spread over the global pool by output row.
 void matmul(const Mat& w, const float* x, int T, float* y);
+// One output of a group of matrices that read the same input (all with x's column count).
+struct MatOut {
+  const Mat* w;
+  float* y;
+};
+// Every W of the group times the same X, in one spread over the pool: one hand-over to the
+// threads instead of one per matrix (the same rows, the same kernel, the same bits as matmul).
+void matmul_group(std::initializer_list<MatOut> group, const float* x, int T);
 // Output rows [o0, o1) only, written at y[t*ldy + o], on the calling thread.
 void matmul_rows(const Mat& w, int64_t o0, int64_t o1, const float* x, int64_t ldx, int T, float* y, int64_t ldy);
 // MXFP4 matrix [rows][cols] from packed codes and E8M0 scales.
 void matmul_mxfp4(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, const float* x, int T,
                   float* y);
+// Two MXFP4 matrices of one shape times the same X in one spread (an expert's gate and up).
+void matmul_mxfp4_pair(const uint8_t* packed_a, const uint8_t* scale_a, float* ya, const uint8_t* packed_b,
+                       const uint8_t* scale_b, float* yb, int64_t rows, int64_t cols, const float* x, int T);
 
 // out = x * rsqrt(mean(x^2) + eps) * w: the squares summed in fp64 in index order, each output
 // rounded once to fp32. out may be x.

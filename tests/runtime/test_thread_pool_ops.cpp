@@ -1,0 +1,135 @@
+// The pool's hand-over (workers that poll, then sleep) covers every index exactly once, call after
+// call, with and without polling; the grouped matmuls give the bits of one matmul per matrix.
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "base/thread_pool.h"
+#include "runtime/ops.h"
+#include "support/test_support.h"
+
+using namespace deltafin;
+
+namespace {
+
+std::vector<uint16_t> random_bf16(size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<uint16_t> v(n);
+  for (auto& x : v) {
+    const float f = d(rng);
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    x = uint16_t(b >> 16);
+  }
+  return v;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
+}
+
+// Each index of [0, n) visited once per call, over many calls in a row.
+void check_cover(ThreadPool& pool, int calls) {
+  std::mt19937 rng(7);
+  std::vector<int> hits;
+  for (int c = 0; c < calls; ++c) {
+    const size_t n = 1 + rng() % 700, grain = 1 + rng() % 20;
+    hits.assign(n, 0);
+    pool.parallel_for(
+        n,
+        [&](size_t b, size_t e) {
+          for (size_t i = b; i < e; ++i) ++hits[i];
+        },
+        grain);
+    for (size_t i = 0; i < n; ++i)
+      if (hits[i] != 1) QFAIL(qPrintable(QString("call %1: index %2 of %3 visited %4 times").arg(c).arg(i).arg(n).arg(hits[i])));
+  }
+}
+
+}  // namespace
+
+class TestThreadPoolOps : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void everyIndexOnceWhilePolling() {
+    for (int threads : {2, 3, 5}) {
+      ThreadPool pool(threads);
+      check_cover(pool, 3000);
+    }
+  }
+
+  void everyIndexOnceWhenSleeping() {
+    // With no polling every hand-over goes through the condition variables; pauses between calls
+    // let the workers fall asleep with polling on too.
+    ::setenv("DELTAFIN_POOL_SPIN_US", "0", 1);
+    {
+      ThreadPool pool(4);
+      check_cover(pool, 1000);
+    }
+    ::unsetenv("DELTAFIN_POOL_SPIN_US");
+    ThreadPool pool(3);
+    for (int i = 0; i < 5; ++i) {
+      check_cover(pool, 20);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+
+  void groupEqualsOneMatmulPerMatrix() {
+    std::mt19937 rng(3);
+    const int64_t cols = 96;
+    const int64_t rows[] = {1100, 37, 64, 513};
+    std::vector<std::vector<uint16_t>> w;
+    std::vector<Mat> m;
+    for (int64_t r : rows) w.push_back(random_bf16(size_t(r * cols), rng));
+    for (size_t i = 0; i < w.size(); ++i) m.push_back(Mat{w[i].data(), DType::BF16, rows[i], cols});
+    for (int threads : {1, 2, 3}) {
+      ThreadPool::set_global_threads(threads);
+      for (int T : {1, 5}) {
+        std::vector<float> x(size_t(T * cols));
+        std::normal_distribution<float> d(0.f, 1.f);
+        for (auto& v : x) v = d(rng);
+        std::vector<std::vector<float>> one(4), grouped(4);
+        for (int i = 0; i < 4; ++i) {
+          one[size_t(i)].resize(size_t(T * rows[i]));
+          grouped[size_t(i)].assign(size_t(T * rows[i]), -1.f);
+          matmul(m[size_t(i)], x.data(), T, one[size_t(i)].data());
+        }
+        matmul_group({{&m[0], grouped[0].data()}, {&m[1], grouped[1].data()}, {&m[2], grouped[2].data()},
+                      {&m[3], grouped[3].data()}},
+                     x.data(), T);
+        for (int i = 0; i < 4; ++i)
+          QVERIFY2(same_bits(one[size_t(i)], grouped[size_t(i)]),
+                   qPrintable(QString("matrix %1, T %2, %3 threads").arg(i).arg(T).arg(threads)));
+      }
+    }
+    ThreadPool::set_global_threads(0);
+  }
+
+  void mxfp4PairEqualsTwoMatmuls() {
+    std::mt19937 rng(5);
+    const int64_t rows = 200, cols = 64;  // 200: a thread's range crosses from gate to up
+    std::vector<uint8_t> pa(size_t(rows * cols / 2)), pb(pa.size()), sa(size_t(rows * cols / 32)), sb(sa.size());
+    for (auto* v : {&pa, &pb})
+      for (auto& b : *v) b = uint8_t(rng());
+    for (auto* v : {&sa, &sb})
+      for (auto& b : *v) b = uint8_t(118 + rng() % 16);
+    for (int threads : {1, 2, 3}) {
+      ThreadPool::set_global_threads(threads);
+      for (int T : {1, 3}) {
+        std::vector<float> x(size_t(T * cols));
+        std::normal_distribution<float> d(0.f, 1.f);
+        for (auto& v : x) v = d(rng);
+        std::vector<float> a(size_t(T * rows)), b(a.size()), a2(a.size(), -1.f), b2(a.size(), -1.f);
+        matmul_mxfp4(pa.data(), sa.data(), rows, cols, x.data(), T, a.data());
+        matmul_mxfp4(pb.data(), sb.data(), rows, cols, x.data(), T, b.data());
+        matmul_mxfp4_pair(pa.data(), sa.data(), a2.data(), pb.data(), sb.data(), b2.data(), rows, cols, x.data(), T);
+        QVERIFY2(same_bits(a, a2) && same_bits(b, b2), qPrintable(QString("T %1, %2 threads").arg(T).arg(threads)));
+      }
+    }
+    ThreadPool::set_global_threads(0);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestThreadPoolOps)
+#include "test_thread_pool_ops.moc"
