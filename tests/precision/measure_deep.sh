@@ -8,8 +8,13 @@
 set -eu
 bin=$(realpath "$1"); shift
 here=$(dirname "$(realpath "$0")")
-py=/usr/bin/python3
-[ -x "$py" ] || py=python3
+# The first python3 that has numpy: Debian's (python3-numpy) or the one on PATH (a virtual
+# environment, as on the GPU machines).
+py=
+for c in /usr/bin/python3 python3; do
+  if "$c" -c 'import numpy' 2>/dev/null; then py=$c; break; fi
+done
+[ -n "$py" ] || { echo "measure_deep.sh: no python3 with numpy (Debian: apt-get install python3-numpy)" >&2; exit 2; }
 work=${TMPDIR:-/tmp}/deltafin-precision
 mkdir -p "$work"
 [ $# -gt 0 ] || set -- 24 48 93
