@@ -53,10 +53,12 @@ class TestThreadPoolOps : public QObject {
 
  private slots:
   void everyIndexOnceWhilePolling() {
-    for (int threads : {2, 3, 5}) {
+    ::setenv("DELTAFIN_POOL_SPIN_US", "200", 1);  // small pools do not poll by default
+    for (int threads : {2, 3, 5, 9}) {
       ThreadPool pool(threads);
       check_cover(pool, 3000);
     }
+    ::unsetenv("DELTAFIN_POOL_SPIN_US");
   }
 
   void everyIndexOnceWhenSleeping() {
@@ -67,8 +69,9 @@ class TestThreadPoolOps : public QObject {
       ThreadPool pool(4);
       check_cover(pool, 1000);
     }
-    ::unsetenv("DELTAFIN_POOL_SPIN_US");
+    ::setenv("DELTAFIN_POOL_SPIN_US", "50", 1);
     ThreadPool pool(3);
+    ::unsetenv("DELTAFIN_POOL_SPIN_US");
     for (int i = 0; i < 5; ++i) {
       check_cover(pool, 20);
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
