@@ -42,7 +42,8 @@ void check_cover(ThreadPool& pool, int calls) {
         },
         grain);
     for (size_t i = 0; i < n; ++i)
-      if (hits[i] != 1) QFAIL(qPrintable(QString("call %1: index %2 of %3 visited %4 times").arg(c).arg(i).arg(n).arg(hits[i])));
+      if (hits[i] != 1)
+        QFAIL(qPrintable(QString("call %1: index %2 of %3 visited %4 times").arg(c).arg(i).arg(n).arg(hits[i])));
   }
 }
 
@@ -98,7 +99,9 @@ class TestThreadPoolOps : public QObject {
           grouped[size_t(i)].assign(size_t(T * rows[i]), -1.f);
           matmul(m[size_t(i)], x.data(), T, one[size_t(i)].data());
         }
-        matmul_group({{&m[0], grouped[0].data()}, {&m[1], grouped[1].data()}, {&m[2], grouped[2].data()},
+        matmul_group({{&m[0], grouped[0].data()},
+                      {&m[1], grouped[1].data()},
+                      {&m[2], grouped[2].data()},
                       {&m[3], grouped[3].data()}},
                      x.data(), T);
         for (int i = 0; i < 4; ++i)
