@@ -131,8 +131,9 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
   out << "| machine kept | slice budgets GB: VRAM / RAM | spine GB: VRAM / RAM / disk | expert tiers GB: VRAM / RAM | "
          "layout | predicted decode s/token (bound) | measured | measured / predicted | predicted prefill s/token "
          "(bound) | "
-         "measured | measured / predicted | expert hit rate VRAM / RAM tier | ids |\n";
-  out << "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n";
+         "measured | measured / predicted | decode predicted at the row's CPU rate (GB/s) | measured / that | "
+         "expert hit rate VRAM / RAM tier | ids |\n";
+  out << "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n";
   out.flush();
   std::optional<std::vector<int32_t>> first_ids;
   bool all_same = true;
@@ -180,6 +181,11 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
     } else {
       layout_text = "CPU only";
     }
+    // The CPU's rates move on a shared host (the H100 machine's BF16 probe read 33-117 GB/s minutes
+    // apart): probed again just before and just after this row's runs, their mean re-predicts the
+    // same placement, a floor measured beside the run.
+    Bandwidths row_rates = rates, after = rates;
+    probe_cpu(row_rates);
     // The tiers' hit rates over the runs summarize() reports (all but the first when there are several).
     ExpertCounters ram_before = host->experts().counters();
     for (int r = 0; r < reps; ++r) {
@@ -197,6 +203,14 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
       }
     }
     const Measured m = summarize(runs);
+    probe_cpu(after);
+    for (auto [f, g] :
+         {std::pair{&row_rates.cpu_bf16_gbps, after.cpu_bf16_gbps},
+          std::pair{&row_rates.cpu_mxfp4_gbps, after.cpu_mxfp4_gbps},
+          std::pair{&row_rates.cpu_gflops, after.cpu_gflops}, std::pair{&row_rates.ram_gbps, after.ram_gbps}})
+      *f = (*f + g) / 2;
+    Plan at_row = p;
+    repredict(at_row, row_rates);
     const ExpertCounters ram_after = host->experts().counters();
     auto rate = [](uint64_t hits, uint64_t asked) {
       return asked ? f2(double(hits) / double(asked)) : std::string("-");
@@ -214,7 +228,9 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
         << f3(p.decode.seconds_per_token) << " (" << p.decode.bound << ") | " << f3(m.decode_s) << " | "
         << f2(m.decode_s / p.decode.seconds_per_token) << " | " << f3(p.prefill.seconds_per_token) << " ("
         << p.prefill.bound << ") | " << f3(m.prefill_s) << " | " << f2(m.prefill_s / p.prefill.seconds_per_token)
-        << " | " << hits << " | " << ids_cell(m.ids) << " |\n";
+        << " | " << f3(at_row.decode.seconds_per_token) << " (" << at_row.decode.bound << ", "
+        << f2(row_rates.cpu_bf16_gbps) << ") | " << f2(m.decode_s / at_row.decode.seconds_per_token) << " | " << hits
+        << " | " << ids_cell(m.ids) << " |\n";
     out.flush();
   }
   if (o.references) {
@@ -232,13 +248,13 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
       }
       const Measured m = summarize(runs);
       out << "| reference: the whole slice on the GPU | - | " << f2(double(slice_units) / 1e9)
-          << " / 0 / 0 | - | GPU only | - | " << f3(m.decode_s) << " | - | - | " << f3(m.prefill_s) << " | - | - | "
-          << ids_cell(m.ids) << " |\n";
+          << " / 0 / 0 | - | GPU only | - | " << f3(m.decode_s) << " | - | - | " << f3(m.prefill_s)
+          << " | - | - | - | - | " << ids_cell(m.ids) << " |\n";
     }
     K3Session cs(*host);
     const Measured m = run_session(cs, o.prompt_len, o.new_tokens, sc.vocab);
     out << "| reference: the whole slice on the CPU (mapped) | - | 0 / " << f2(double(slice_units) / 1e9)
-        << " / 0 | - | CPU only | - | " << f3(m.decode_s) << " | - | - | " << f3(m.prefill_s) << " | - | - | "
+        << " / 0 | - | CPU only | - | " << f3(m.decode_s) << " | - | - | " << f3(m.prefill_s) << " | - | - | - | - | "
         << ids_cell(m.ids) << " |\n";
   }
   out << "\n"

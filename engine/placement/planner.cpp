@@ -309,6 +309,12 @@ Plan make_plan(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
   return p;
 }
 
+void repredict(Plan& p, const Bandwidths& rates) {
+  p.rates = rates;
+  predict(p, p.decode, p.decode.rows, false);
+  predict(p, p.prefill, p.prefill.rows, true);
+}
+
 std::string what_would_help(const Plan& base) {
   struct Option {
     std::string what;

@@ -78,6 +78,10 @@ struct Plan {
 Plan make_plan(const ModelByteMap& bytes, const MachineBudget& budget, const Bandwidths& rates,
                const PlanOptions& o = {});
 
+// The same placement predicted under other rates (the plan's rates replaced): a floor measured
+// again beside a run, where the machine's rates move (a shared host's memory bandwidth).
+void repredict(Plan& plan, const Bandwidths& rates);
+
 // The single change that would speed decode most ("+64 GB RAM: spine fully in RAM, predicted
 // 2.10 -> 1.40 s/token"), among more RAM, more VRAM or a GPU, and a second disk; "" when none helps.
 std::string what_would_help(const Plan& plan);

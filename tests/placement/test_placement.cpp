@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 
@@ -254,6 +255,34 @@ class TestPlacement : public QObject {
     const std::string h = what_would_help(p);
     QVERIFY2(!h.empty(), "a 64 GB machine streaming half its spine can be helped");
     QVERIFY2(h.find(" -> ") != std::string::npos, h.c_str());
+  }
+
+  void repredict_keeps_the_placement_and_rescales_the_cpu() {
+    const K3Config cfg = K3Config::load(test::fixtures_dir() + "/k3-real-meta/config.json");
+    const ModelByteMap m = ModelByteMap::from_config(cfg);
+    Bandwidths r = some_rates();
+    r.disk_gbps = 1000;  // so that the CPU bounds decode
+    const Plan p = make_plan(m, machine(512, {}), r);
+    QCOMPARE(p.decode.bound, std::string("CPU"));
+    Plan same = p;
+    repredict(same, r);
+    QCOMPARE(same.decode.seconds_per_token, p.decode.seconds_per_token);
+    QCOMPARE(same.prefill.seconds_per_token, p.prefill.seconds_per_token);
+    Bandwidths slow = r;
+    slow.cpu_bf16_gbps /= 2;
+    slow.cpu_mxfp4_gbps /= 2;
+    slow.cpu_gflops /= 2;
+    Plan q = p;
+    repredict(q, slow);
+    QCOMPARE(q.rates.cpu_bf16_gbps, slow.cpu_bf16_gbps);
+    QVERIFY(std::abs(q.decode.cpu_s - 2 * p.decode.cpu_s) <= 1e-12 * p.decode.cpu_s);
+    QCOMPARE(q.decode.rows, p.decode.rows);
+    QCOMPARE(q.prefill.rows, p.prefill.rows);
+    QCOMPARE(q.units.size(), p.units.size());
+    for (size_t i = 0; i < q.units.size(); ++i) {
+      QCOMPARE(q.units[i].home, p.units[i].home);
+      QCOMPARE(q.units[i].decode_device, p.units[i].decode_device);
+    }
   }
 
   void plan_command() {

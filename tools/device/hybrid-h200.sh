@@ -9,7 +9,8 @@
 #   3. deltafin-cuda-k3 hybrid: for each real machine (GPU GB:RAM GB) the real K3's plan gives the
 #      shares of the spine and experts in VRAM, RAM and on disk; the slice runs under budgets holding
 #      the same shares (over the slice's own smallest working sets), predicted vs measured decode and
-#      prefill s/token, ids compared across every arm and the whole-slice GPU and CPU references.
+#      prefill s/token, ids compared across every arm and the whole-slice GPU and CPU references;
+#      each row's decode is re-predicted with the CPU rates probed around its runs.
 # The binaries come from tools/device/pack-hybrid.sh (carry build/carry). Output under $OUT:
 # split-checks.txt and hybrid-table.md (written row by row, so a run cut short keeps its rows).
 set -eu
