@@ -220,6 +220,10 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
                        rate(ram_after.ram_hits - ram_before.ram_hits, ram_after.requests - ram_before.requests);
     if (vc && vc->ahead > 0)  // expert_prefetch: guesses copied ahead, and used
       hits += " (ahead " + std::to_string(vc->ahead_used) + " of " + std::to_string(vc->ahead) + " used)";
+    // Copies straight from the pinned RAM tier against all copies: a staged copy is capped by the
+    // host's memcpy, not PCIe.
+    if (vc && vc->misses + vc->ahead > 0)
+      hits += " (direct " + std::to_string(vc->direct) + " of " + std::to_string(vc->misses + vc->ahead) + ")";
     const std::string vram_tier = p.experts.vram_bytes.empty() ? "0.00" : f2(double(p.experts.vram_bytes[0]) / 1e9);
     out << "| " << label << " | " << (sb.gpus.empty() ? "-" : f2(double(sb.gpus[0].budget) / 1e9)) << " / "
         << f2(double(sb.ram_budget) / 1e9) << " | " << f2(double(p.spine_in(Home::Vram)) / 1e9) << " / "
