@@ -95,6 +95,22 @@ std::unique_ptr<K3Model> load_host(const std::string& root, const Plan& p) {
   return K3Model::load(root, std::move(ho));
 }
 
+// The CPU's rates move on a shared host (the H100 machine's BF16 probe read 33-117 GB/s minutes
+// apart), so a row's floor is measured beside it: the CPU probed just before and just after run(),
+// the mean of the two in `base`'s other figures.
+template <class Run>
+Bandwidths cpu_rates_around(const Bandwidths& base, Run run) {
+  Bandwidths before = base, after = base;
+  probe_cpu(before);
+  run();
+  probe_cpu(after);
+  for (auto [f, g] :
+       {std::pair{&before.cpu_bf16_gbps, after.cpu_bf16_gbps}, std::pair{&before.cpu_mxfp4_gbps, after.cpu_mxfp4_gbps},
+        std::pair{&before.cpu_gflops, after.cpu_gflops}, std::pair{&before.ram_gbps, after.ram_gbps}})
+    *f = (*f + g) / 2;
+  return before;
+}
+
 }  // namespace
 
 bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
@@ -111,7 +127,8 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
   probe_disk(rates, o.slice_root);
   probe_gpu_rates(0, rates.h2d_gbps, rates.hbm_gbps);
   rates.gpu_tflops = o.gpu_tflops > 0 ? o.gpu_tflops : assumed_desktop().gpu_tflops;
-  out << "Rates: disk " << f2(rates.disk_gbps) << " GB/s, CPU BF16 " << f2(rates.cpu_bf16_gbps) << " GB/s, CPU "
+  out << "Rates: disk " << f2(rates.disk_gbps) << " GB/s, RAM " << f2(rates.ram_gbps) << " GB/s, CPU BF16 "
+      << f2(rates.cpu_bf16_gbps) << " GB/s, CPU MXFP4 " << f2(rates.cpu_mxfp4_gbps) << " GB/s, CPU "
       << f2(rates.cpu_gflops) << " GFLOP/s, PCIe " << f2(rates.h2d_gbps) << " GB/s, HBM " << f2(rates.hbm_gbps)
       << " GB/s, GPU " << f2(rates.gpu_tflops) << " TFLOP/s (given)\n\n";
 
@@ -181,34 +198,25 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
     } else {
       layout_text = "CPU only";
     }
-    // The CPU's rates move on a shared host (the H100 machine's BF16 probe read 33-117 GB/s minutes
-    // apart): probed again just before and just after this row's runs, their mean re-predicts the
-    // same placement, a floor measured beside the run.
-    Bandwidths row_rates = rates, after = rates;
-    probe_cpu(row_rates);
     // The tiers' hit rates over the runs summarize() reports (all but the first when there are several).
     ExpertCounters ram_before = host->experts().counters();
-    for (int r = 0; r < reps; ++r) {
-      if (r == 1) {
-        ram_before = host->experts().counters();
-        if (gm) gm->experts().reset_counters();
+    const Bandwidths row_rates = cpu_rates_around(rates, [&] {
+      for (int r = 0; r < reps; ++r) {
+        if (r == 1) {
+          ram_before = host->experts().counters();
+          if (gm) gm->experts().reset_counters();
+        }
+        K3Session cs(*host);
+        if (gm) {
+          CudaK3Session gs(*gm);
+          SplitSession s(cs, gs, gm->layout());
+          runs.push_back(run_session(s, o.prompt_len, o.new_tokens, sc.vocab));
+        } else {
+          runs.push_back(run_session(cs, o.prompt_len, o.new_tokens, sc.vocab));
+        }
       }
-      K3Session cs(*host);
-      if (gm) {
-        CudaK3Session gs(*gm);
-        SplitSession s(cs, gs, gm->layout());
-        runs.push_back(run_session(s, o.prompt_len, o.new_tokens, sc.vocab));
-      } else {
-        runs.push_back(run_session(cs, o.prompt_len, o.new_tokens, sc.vocab));
-      }
-    }
+    });
     const Measured m = summarize(runs);
-    probe_cpu(after);
-    for (auto [f, g] :
-         {std::pair{&row_rates.cpu_bf16_gbps, after.cpu_bf16_gbps},
-          std::pair{&row_rates.cpu_mxfp4_gbps, after.cpu_mxfp4_gbps},
-          std::pair{&row_rates.cpu_gflops, after.cpu_gflops}, std::pair{&row_rates.ram_gbps, after.ram_gbps}})
-      *f = (*f + g) / 2;
     Plan at_row = p;
     repredict(at_row, row_rates);
     const ExpertCounters ram_after = host->experts().counters();
@@ -255,11 +263,20 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
           << " / 0 / 0 | - | GPU only | - | " << f3(m.decode_s) << " | - | - | " << f3(m.prefill_s)
           << " | - | - | - | - | " << ids_cell(m.ids) << " |\n";
     }
+    // The CPU forward against its own floor: the all-CPU plan of the slice (everything in RAM),
+    // predicted with the CPU rates probed just before and after the run.
+    MachineBudget cpu_only;
+    cpu_only.ram_budget = 1ull << 50;
+    Plan pc = make_plan(slice, cpu_only, rates, po);
     K3Session cs(*host);
-    const Measured m = run_session(cs, o.prompt_len, o.new_tokens, sc.vocab);
+    Measured m;
+    const Bandwidths row_rates =
+        cpu_rates_around(rates, [&] { m = run_session(cs, o.prompt_len, o.new_tokens, sc.vocab); });
+    repredict(pc, row_rates);
     out << "| reference: the whole slice on the CPU (mapped) | - | 0 / " << f2(double(slice_units) / 1e9)
-        << " / 0 | - | CPU only | - | " << f3(m.decode_s) << " | - | - | " << f3(m.prefill_s) << " | - | - | - | - | "
-        << ids_cell(m.ids) << " |\n";
+        << " / 0 | - | CPU only | - | " << f3(m.decode_s) << " | - | - | " << f3(m.prefill_s) << " | - | - | "
+        << f3(pc.decode.seconds_per_token) << " (" << pc.decode.bound << ", " << f2(row_rates.cpu_bf16_gbps) << ") | "
+        << f2(m.decode_s / pc.decode.seconds_per_token) << " | - | " << ids_cell(m.ids) << " |\n";
   }
   out << "\n"
       << (all_same ? "Oracle: every arm produced the same ids." : "ORACLE FAILED: some arm's ids differ.") << "\n";
