@@ -48,21 +48,12 @@ long spin_ns_for(int threads) {
   return us * 1000;
 }
 
-void range_of(size_t n, size_t grain, int parts, int index, size_t& b, size_t& e) {
-  size_t chunks = (n + grain - 1) / grain;
-  size_t per = chunks / parts, extra = chunks % parts;
-  size_t cb = index * per + std::min<size_t>(index, extra);
-  size_t ce = cb + per + (static_cast<size_t>(index) < extra ? 1 : 0);
-  b = std::min(n, cb * grain);
-  e = std::min(n, ce * grain);
-}
-
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   spin_ns_ = spin_ns_for(threads);
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker(i); });
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -75,7 +66,16 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::worker(int index) {
+void ThreadPool::run_chunks() {
+  for (;;) {
+    const size_t c = next_chunk_.fetch_add(1, std::memory_order_relaxed);
+    if (c >= job_chunks_) return;
+    const size_t b = c * job_chunk_;
+    (*job_)(b, std::min(job_n_, b + job_chunk_));
+  }
+}
+
+void ThreadPool::worker() {
   unsigned seen = 0;
   for (;;) {
     if (!spin_until(spin_ns_, [&] { return generation_.load(std::memory_order_acquire) != seen; })) {
@@ -86,11 +86,7 @@ void ThreadPool::worker(int index) {
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load(std::memory_order_acquire)) return;
-    if (index < parts_) {
-      size_t b, e;
-      range_of(job_n_, job_grain_, parts_, index, b, e);
-      if (b < e) (*job_)(b, e);
-    }
+    run_chunks();
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       // The caller may be asleep: wake it under the lock it checks pending_ under.
       std::lock_guard<std::mutex> lk(mu_);
@@ -102,16 +98,20 @@ void ThreadPool::worker(int index) {
 void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn, size_t grain) {
   if (n == 0) return;
   grain = std::max<size_t>(1, grain);
-  size_t chunks = (n + grain - 1) / grain;
-  int parts = static_cast<int>(std::min<size_t>(chunks, static_cast<size_t>(size())));
-  if (parts <= 1 || workers_.empty()) {
+  const size_t grains = (n + grain - 1) / grain;
+  if (grains <= 1 || workers_.empty()) {
     fn(0, n);
     return;
   }
+  // Up to kChunksPerThread chunks per thread, taken in turn by whichever thread is free: a thread
+  // that starts late or runs slow (a vCPU the host lent elsewhere) takes fewer, instead of the
+  // whole call waiting for its fixed share.
+  const size_t want = std::min(grains, static_cast<size_t>(size()) * kChunksPerThread);
   job_ = &fn;
   job_n_ = n;
-  job_grain_ = grain;
-  parts_ = parts;
+  job_chunk_ = (grains + want - 1) / want * grain;
+  job_chunks_ = (n + job_chunk_ - 1) / job_chunk_;
+  next_chunk_.store(0, std::memory_order_relaxed);
   pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
   bool wake;
   {
@@ -120,9 +120,7 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)
     wake = sleepers_ > 0;
   }
   if (wake) cv_start_.notify_all();
-  size_t b, e;
-  range_of(n, grain, parts, 0, b, e);
-  if (b < e) fn(b, e);
+  run_chunks();
   if (spin_until(spin_ns_, [&] { return pending_.load(std::memory_order_acquire) == 0; })) return;
   std::unique_lock<std::mutex> lk(mu_);
   cv_done_.wait(lk, [&] { return pending_.load(std::memory_order_acquire) == 0; });

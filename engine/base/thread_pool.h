@@ -9,9 +9,9 @@
 
 namespace deltafin {
 
-// A fixed pool that splits [0, n) into contiguous ranges, one per worker.
-// Each output element is produced by exactly one thread with the same code,
-// so results do not depend on the thread count.
+// A fixed pool that splits [0, n) into contiguous chunks, which the caller and the workers take
+// in turn. Each output element is produced by exactly one thread with the same code, so results
+// do not depend on the thread count or on which thread took which chunk.
 //
 // A decode step is hundreds of short parallel_for calls (a K3 expert matrix is ~55 us of reads at
 // 16 threads), so the hand-over is what costs: between calls the workers and the caller poll for
@@ -26,8 +26,8 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
-  // Calls fn(begin, end) on disjoint ranges covering [0, n); ranges are
-  // multiples of `grain` except the last. Blocks until all are done.
+  // Calls fn(begin, end) on disjoint ranges covering [0, n), from any thread of the pool; ranges
+  // are multiples of `grain` except the last. Blocks until all are done.
   // One caller at a time; fn must not call parallel_for on the same pool.
   void parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn, size_t grain = 1);
 
@@ -35,14 +35,16 @@ class ThreadPool {
   static void set_global_threads(int threads);
 
  private:
-  void worker(int index);
+  static constexpr size_t kChunksPerThread = 4;
+  void worker();
+  void run_chunks();  // takes chunks of the current job until none is left
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable cv_start_, cv_done_;
   // Written by the caller before generation_ moves on; read by the workers after they see it.
   const std::function<void(size_t, size_t)>* job_ = nullptr;
-  size_t job_n_ = 0, job_grain_ = 1;
-  int parts_ = 0;
+  size_t job_n_ = 0, job_chunk_ = 1, job_chunks_ = 0;
+  std::atomic<size_t> next_chunk_{0};
   std::atomic<unsigned> generation_{0};
   std::atomic<int> pending_{0};
   int sleepers_ = 0;  // workers waiting on cv_start_ (guarded by mu_)
