@@ -53,6 +53,8 @@ long spin_ns_for(int threads) {
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   spin_ns_ = spin_ns_for(threads);
+  if (const char* v = std::getenv("DELTAFIN_POOL_CHUNKS"); v && *v)
+    chunks_per_thread_ = size_t(std::clamp(std::strtol(v, nullptr, 10), 1L, 64L));
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker(); });
 }
 
@@ -103,10 +105,10 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)
     fn(0, n);
     return;
   }
-  // Up to kChunksPerThread chunks per thread, taken in turn by whichever thread is free: a thread
+  // Up to chunks_per_thread_ chunks per thread, taken in turn by whichever thread is free: a thread
   // that starts late or runs slow (a vCPU the host lent elsewhere) takes fewer, instead of the
   // whole call waiting for its fixed share.
-  const size_t want = std::min(grains, static_cast<size_t>(size()) * kChunksPerThread);
+  const size_t want = std::min(grains, static_cast<size_t>(size()) * chunks_per_thread_);
   job_ = &fn;
   job_n_ = n;
   job_chunk_ = (grains + want - 1) / want * grain;

@@ -11,7 +11,9 @@ namespace deltafin {
 
 // A fixed pool that splits [0, n) into contiguous chunks, which the caller and the workers take
 // in turn. Each output element is produced by exactly one thread with the same code, so results
-// do not depend on the thread count or on which thread took which chunk.
+// do not depend on the thread count or on which thread took which chunk. One chunk per thread by
+// default (a thread that wakes late loses its chunk to one that is free);
+// DELTAFIN_POOL_CHUNKS sets more, so that a slow vCPU holds up a smaller share.
 //
 // A decode step is hundreds of short parallel_for calls (a K3 expert matrix is ~55 us of reads at
 // 16 threads), so the hand-over is what costs: between calls the workers and the caller poll for
@@ -35,7 +37,6 @@ class ThreadPool {
   static void set_global_threads(int threads);
 
  private:
-  static constexpr size_t kChunksPerThread = 4;
   void worker();
   void run_chunks();  // takes chunks of the current job until none is left
   std::vector<std::thread> workers_;
@@ -50,6 +51,7 @@ class ThreadPool {
   int sleepers_ = 0;  // workers waiting on cv_start_ (guarded by mu_)
   std::atomic<bool> stop_{false};
   long spin_ns_ = 0;
+  size_t chunks_per_thread_ = 1;
 };
 
 }  // namespace deltafin

@@ -62,6 +62,17 @@ class TestThreadPoolOps : public QObject {
     ::unsetenv("DELTAFIN_POOL_SPIN_US");
   }
 
+  void everyIndexOnceInManyChunks() {
+    ::setenv("DELTAFIN_POOL_CHUNKS", "4", 1);
+    ::setenv("DELTAFIN_POOL_SPIN_US", "200", 1);
+    for (int threads : {2, 3, 7}) {
+      ThreadPool pool(threads);
+      check_cover(pool, 2000);
+    }
+    ::unsetenv("DELTAFIN_POOL_SPIN_US");
+    ::unsetenv("DELTAFIN_POOL_CHUNKS");
+  }
+
   void everyIndexOnceWhenSleeping() {
     // With no polling every hand-over goes through the condition variables; pauses between calls
     // let the workers fall asleep with polling on too.
