@@ -30,7 +30,8 @@ struct Bandwidths {
 // The way probe_cpu and probe_disk measure, raised whenever it changes so that rates cached by an
 // older engine are measured again instead of planning with them. 2: probe buffers in huge pages, as
 // the expert cache and the streamed spine's buffers are mapped. 3: the weight probes read four
-// times the last-level cache (at least 1 GiB) per pass, so that no cache serves them.
+// times the last-level cache (at least 1 GiB) per pass, so that no cache serves them. 4: the memory
+// probes report the median of seven passes, not the best of three (a shared host's quiet moment).
 constexpr int kProbeMethod = 4;
 
 // Figures given on the command line; each replaces the probed or cached one.
