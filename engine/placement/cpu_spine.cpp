@@ -4,10 +4,9 @@ namespace deltafin::placement {
 
 SpinePlacement cpu_spine_placement(const Plan& p) {
   SpinePlacement s;
-  const bool streams = p.streamed_units() > 0;
   auto home = [&](Home h) {
     if (h == Home::Disk) return SpineHome::Streamed;
-    if (h == Home::Ram && streams) return SpineHome::Owned;
+    if (h == Home::Ram) return SpineHome::Owned;
     return SpineHome::Mapped;
   };
   for (const auto& u : p.units) {

@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "model/checkpoint.h"
+#include "placement/cpu_spine.h"
 #include "placement/model_byte_map.h"
 #include "placement/plan_report.h"
 #include "placement/planner.h"
@@ -530,9 +531,16 @@ class TestSplitSession : public QObject {
     const SpinePlacement h = host_spine_placement(p);
     QCOMPARE(h.layers.size(), size_t(3));
     QVERIFY(h.layers[0] == SpineHome::Mapped);
-    QVERIFY(h.layers[1] == SpineHome::Owned);  // something streams: RAM units are held apart from the page cache
+    QVERIFY(h.layers[1] == SpineHome::Owned);  // the CPU decodes it: a copy in huge pages
     QVERIFY(h.layers[2] == SpineHome::Streamed);
     QVERIFY(h.lm_head == SpineHome::Mapped);  // only the GPU computes it: its pinned copy is its home
+    // With nothing streamed a RAM unit the CPU computes is still a copy of its own.
+    Plan q = p;
+    q.units[2].home = Home::Ram;
+    const SpinePlacement hq = host_spine_placement(q);
+    QVERIFY(hq.layers[1] == SpineHome::Owned && hq.layers[2] == SpineHome::Owned);
+    QVERIFY(hq.lm_head == SpineHome::Mapped);
+    QVERIFY(cpu_spine_placement(q).layers[1] == SpineHome::Owned);
     const SplitLayout s = split_layout(p);
     QVERIFY(s.layers[0].gpu == GpuCopy::Vram);
     QVERIFY(s.layers[1].gpu == GpuCopy::Streamed && !s.layers[1].decode_gpu && s.layers[1].prefill_gpu);
