@@ -46,8 +46,8 @@ class CudaK3Model {
     bool host_handover = false;
     // Streamed expert tier: while a MoE layer's experts compute, the next MoE layer's guessed
     // experts (its router on this layer's input) are copied in, so that copies overlap the GPU's
-    // work instead of following it (issue 33). Off until measured on a GPU; DELTAFIN_VRAM_PREFETCH=1
-    // turns it on.
+    // work instead of following it (issue 33). Off: on an H100 every guess was used and decode was
+    // no faster, the copied volume being the bound (docs/CUDA.md); DELTAFIN_VRAM_PREFETCH=1 turns it on.
     bool expert_prefetch = false;
   };
   CudaK3Model(const K3Model& host, Options opts);

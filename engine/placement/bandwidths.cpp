@@ -102,20 +102,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double best_seconds(int reps, const std::function<void()>& fn) {
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = Clock::now();
-    fn();
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  return best;
-}
-
-// The median pass, for the memory-bound probes: on a shared host the best of a few passes is the
-// rate of a quiet moment (the H100 machine of 2026-12-05 gave 33 to 117 GB/s minutes apart), and a
-// token's layers read for a quarter of a second at whatever rate the neighbours leave.
-double median_seconds(int reps, const std::function<void()>& fn) {
+// Each of `reps` passes of fn timed, in seconds, shortest first.
+std::vector<double> pass_seconds(int reps, const std::function<void()>& fn) {
   std::vector<double> t;
   for (int r = 0; r < reps; ++r) {
     const auto t0 = Clock::now();
@@ -123,6 +111,16 @@ double median_seconds(int reps, const std::function<void()>& fn) {
     t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
   std::sort(t.begin(), t.end());
+  return t;
+}
+
+double best_seconds(int reps, const std::function<void()>& fn) { return pass_seconds(reps, fn).front(); }
+
+// The median pass, for the memory-bound probes: on a shared host the best of a few passes is the
+// rate of a quiet moment (the H100 machine of 2026-12-05 gave 33 to 117 GB/s minutes apart), and a
+// token's layers read for a quarter of a second at whatever rate the neighbours leave.
+double median_seconds(int reps, const std::function<void()>& fn) {
+  const std::vector<double> t = pass_seconds(reps, fn);
   return t[t.size() / 2];
 }
 

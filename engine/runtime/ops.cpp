@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "base/error.h"
@@ -33,19 +34,23 @@ void matmul_rows(const Mat& w, int64_t o0, int64_t o1, const float* x, int64_t l
   else throw Error(std::string("matmul on unsupported dtype ") + dtype_name(w.dtype));
 }
 
+namespace {
+
+// Output rows per task of a matrix of `rows` rows: enough that threads do not share cache lines of y.
+size_t row_grain(int64_t rows) { return rows >= 1024 ? 64 : 16; }
+
+}  // namespace
+
 void matmul(const Mat& w, const float* x, int T, float* y) {
-  // Enough output rows per task that threads do not share cache lines of y.
-  const size_t grain = w.rows >= 1024 ? 64 : 16;
   ThreadPool::global().parallel_for(
       static_cast<size_t>(w.rows),
-      [&](size_t b, size_t e) { matmul_rows(w, int64_t(b), int64_t(e), x, w.cols, T, y, w.rows); }, grain);
+      [&](size_t b, size_t e) { matmul_rows(w, int64_t(b), int64_t(e), x, w.cols, T, y, w.rows); }, row_grain(w.rows));
 }
 
 void matmul_group(std::initializer_list<MatOut> group, const float* x, int T) {
   // The group's output rows end to end; a thread's range may cover parts of several matrices.
-  int64_t total = 0;
-  bool small = false;
-  for (const MatOut& m : group) total += m.w->rows, small = small || m.w->rows < 1024;
+  int64_t total = 0, smallest = INT64_MAX;
+  for (const MatOut& m : group) total += m.w->rows, smallest = std::min(smallest, m.w->rows);
   ThreadPool::global().parallel_for(
       static_cast<size_t>(total),
       [&](size_t b, size_t e) {
@@ -56,7 +61,7 @@ void matmul_group(std::initializer_list<MatOut> group, const float* x, int T) {
           base += m.w->rows;
         }
       },
-      small ? 16 : 64);
+      row_grain(smallest));
 }
 
 void matmul_mxfp4_pair(const uint8_t* packed_a, const uint8_t* scale_a, float* ya, const uint8_t* packed_b,

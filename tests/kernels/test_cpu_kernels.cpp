@@ -16,6 +16,7 @@
 
 using namespace deltafin;
 using namespace deltafin::kernels;
+using deltafin::test::random_floats;
 
 namespace {
 
@@ -27,12 +28,6 @@ struct Case {
 std::vector<uint8_t> random_bytes(size_t n, std::mt19937_64& rng) {
   std::vector<uint8_t> v(n);
   for (auto& b : v) b = uint8_t(rng());
-  return v;
-}
-std::vector<float> random_floats(size_t n, std::mt19937_64& rng) {
-  std::normal_distribution<float> d(0.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
   return v;
 }
 std::vector<uint8_t> random_bf16(size_t n, std::mt19937_64& rng) {

@@ -9,17 +9,17 @@
 #include "support/test_support.h"
 
 using namespace deltafin;
+using deltafin::test::random_floats;
 
 namespace {
 
 std::vector<uint16_t> random_bf16(size_t n, std::mt19937& rng) {
-  std::normal_distribution<float> d(0.f, 1.f);
   std::vector<uint16_t> v(n);
-  for (auto& x : v) {
-    const float f = d(rng);
+  const std::vector<float> f = random_floats(n, rng);
+  for (size_t i = 0; i < n; ++i) {
     uint32_t b;
-    std::memcpy(&b, &f, 4);
-    x = uint16_t(b >> 16);
+    std::memcpy(&b, &f[i], 4);
+    v[i] = uint16_t(b >> 16);
   }
   return v;
 }
@@ -101,9 +101,7 @@ class TestThreadPoolOps : public QObject {
     for (int threads : {1, 2, 3}) {
       ThreadPool::set_global_threads(threads);
       for (int T : {1, 5}) {
-        std::vector<float> x(size_t(T * cols));
-        std::normal_distribution<float> d(0.f, 1.f);
-        for (auto& v : x) v = d(rng);
+        const std::vector<float> x = random_floats(size_t(T * cols), rng);
         std::vector<std::vector<float>> one(4), grouped(4);
         for (int i = 0; i < 4; ++i) {
           one[size_t(i)].resize(size_t(T * rows[i]));
@@ -134,9 +132,7 @@ class TestThreadPoolOps : public QObject {
     for (int threads : {1, 2, 3}) {
       ThreadPool::set_global_threads(threads);
       for (int T : {1, 3}) {
-        std::vector<float> x(size_t(T * cols));
-        std::normal_distribution<float> d(0.f, 1.f);
-        for (auto& v : x) v = d(rng);
+        const std::vector<float> x = random_floats(size_t(T * cols), rng);
         std::vector<float> a(size_t(T * rows)), b(a.size()), a2(a.size(), -1.f), b2(a.size(), -1.f);
         matmul_mxfp4(pa.data(), sa.data(), rows, cols, x.data(), T, a.data());
         matmul_mxfp4(pb.data(), sb.data(), rows, cols, x.data(), T, b.data());

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,15 @@ struct RunResult {
   std::string out, err;
 };
 RunResult run_process(const std::vector<std::string>& argv, int timeout_ms = 120000);
+
+// n draws of a standard normal distribution from rng (any standard random engine).
+template <class Rng>
+std::vector<float> random_floats(size_t n, Rng& rng) {
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
 
 // A NaN anywhere in the inputs gives NaN, so `< tolerance` fails.
 double rel_l2(const float* a, const float* b, size_t n);
