@@ -161,6 +161,9 @@ void add_run(CLI::App& app) {
   c->add_option("--draft-model", o->draft_model, "The drafter's model folder (default: beside the K3 folder)");
   add_device_option(c, o->device);
   o->plan.add_budget_options(c);
+  c->add_flag("--map-spine", o->plan.map_spine,
+              "CPU without budgets: read the spine in place through the page cache (starts at once, decodes "
+              "slower) instead of loading it into RAM as a plan under free memory places it");
   c->callback([o] {
     wants_cuda(o->device);  // fails early when this build has no CUDA backend
     apply_threads(o->threads);

@@ -37,13 +37,12 @@ bool spin_until(long spin_ns, Done done) {
   }
 }
 
-// 200 us (longer than the gap between two matrices of one layer, short enough that an idle pool
-// waiting on the disk sleeps almost at once) on pools of 8 threads or more, where waking the
-// workers is what costs: a 16-vCPU host decoded 12 % faster on the CPU. Smaller pools sleep at
-// once: on 2 vCPUs the polling took CPU time from the expert reads (streamed decode 10 % slower),
-// and the resident decode did not gain. DELTAFIN_POOL_SPIN_US overrides.
-long spin_ns_for(int threads) {
-  long us = threads >= 8 ? 200 : 0;
+// Workers sleep at once unless DELTAFIN_POOL_SPIN_US asks them to poll first. Polling 200 us made a
+// 16-vCPU H100 host's whole-slice CPU decode 12 % faster, but on a 16-vCPU H200 host the CPU layers
+// of a split decode took 0.520 s/token polling against 0.265 sleeping (placement slice, 24 GB GPU +
+// 128 GB RAM row, 2026-12-05), and on 2 vCPUs polling took time from the expert reads.
+long spin_ns() {
+  long us = 0;
   if (const char* v = std::getenv("DELTAFIN_POOL_SPIN_US"); v && *v) us = std::max(0L, std::strtol(v, nullptr, 10));
   return us * 1000;
 }
@@ -52,7 +51,7 @@ long spin_ns_for(int threads) {
 
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  spin_ns_ = spin_ns_for(threads);
+  spin_ns_ = spin_ns();
   if (const char* v = std::getenv("DELTAFIN_POOL_CHUNKS"); v && *v)
     chunks_per_thread_ = size_t(std::clamp(std::strtol(v, nullptr, 10), 1L, 64L));
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker(); });

@@ -149,8 +149,8 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
          "layout | predicted decode s/token (bound) | measured | measured / predicted | predicted prefill s/token "
          "(bound) | "
          "measured | measured / predicted | decode predicted at the row's CPU rate (GB/s) | measured / that | "
-         "expert hit rate VRAM / RAM tier | ids |\n";
-  out << "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n";
+         "expert hit rate VRAM / RAM tier | decode s/token: CPU layers / GPU layers / rest | ids |\n";
+  out << "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |\n";
   out.flush();
   std::optional<std::vector<int32_t>> first_ids;
   bool all_same = true;
@@ -185,6 +185,7 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
         " + " + f2(mc.ram_gb).substr(0, f2(mc.ram_gb).size() - 3) + " GB RAM";
     std::vector<Measured> runs;
     std::string layout_text;
+    SplitStats split;  // the last run's
     // One model per machine, its expert tiers kept across the runs: the first run fills them from
     // the disk (cold), the later ones are the steady state the plan predicts (warm).
     auto host = load_host(o.slice_root, p);
@@ -211,6 +212,7 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
           CudaK3Session gs(*gm);
           SplitSession s(cs, gs, gm->layout());
           runs.push_back(run_session(s, o.prompt_len, o.new_tokens, sc.vocab));
+          split = s.stats();
         } else {
           runs.push_back(run_session(cs, o.prompt_len, o.new_tokens, sc.vocab));
         }
@@ -232,6 +234,13 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
     // host's memcpy, not PCIe.
     if (vc && vc->misses + vc->ahead > 0)
       hits += " (direct " + std::to_string(vc->direct) + " of " + std::to_string(vc->misses + vc->ahead) + ")";
+    // Where the last run's decode went: the CPU's layers, the GPU's, and the rest (hand-overs, set-up).
+    std::string where = "-";
+    if (split.decode_passes > 0) {
+      const double n = double(split.decode_passes), cpu = split.decode_device_seconds[0] / n,
+                   gpu = split.decode_device_seconds[1] / n;
+      where = f3(cpu) + " / " + f3(gpu) + " / " + f3(split.decode_seconds / n - cpu - gpu);
+    }
     const std::string vram_tier = p.experts.vram_bytes.empty() ? "0.00" : f2(double(p.experts.vram_bytes[0]) / 1e9);
     out << "| " << label << " | " << (sb.gpus.empty() ? "-" : f2(double(sb.gpus[0].budget) / 1e9)) << " / "
         << f2(double(sb.ram_budget) / 1e9) << " | " << f2(double(p.spine_in(Home::Vram)) / 1e9) << " / "
@@ -242,7 +251,7 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
         << p.prefill.bound << ") | " << f3(m.prefill_s) << " | " << f2(m.prefill_s / p.prefill.seconds_per_token)
         << " | " << f3(at_row.decode.seconds_per_token) << " (" << at_row.decode.bound << ", "
         << f2(row_rates.cpu_bf16_gbps) << ") | " << f2(m.decode_s / at_row.decode.seconds_per_token) << " | " << hits
-        << " | " << ids_cell(m.ids) << " |\n";
+        << " | " << where << " | " << ids_cell(m.ids) << " |\n";
     out.flush();
   }
   if (o.references) {
@@ -261,7 +270,7 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
       const Measured m = summarize(runs);
       out << "| reference: the whole slice on the GPU | - | " << f2(double(slice_units) / 1e9)
           << " / 0 / 0 | - | GPU only | - | " << f3(m.decode_s) << " | - | - | " << f3(m.prefill_s)
-          << " | - | - | - | - | " << ids_cell(m.ids) << " |\n";
+          << " | - | - | - | - | - | " << ids_cell(m.ids) << " |\n";
     }
     // The CPU forward against its own floor: the all-CPU plan of the slice (everything in RAM),
     // predicted with the CPU rates probed just before and after the run.
@@ -276,7 +285,7 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
     out << "| reference: the whole slice on the CPU (mapped) | - | 0 / " << f2(double(slice_units) / 1e9)
         << " / 0 | - | CPU only | - | " << f3(m.decode_s) << " | - | - | " << f3(m.prefill_s) << " | - | - | "
         << f3(pc.decode.seconds_per_token) << " (" << pc.decode.bound << ", " << f2(row_rates.cpu_bf16_gbps) << ") | "
-        << f2(m.decode_s / pc.decode.seconds_per_token) << " | - | " << ids_cell(m.ids) << " |\n";
+        << f2(m.decode_s / pc.decode.seconds_per_token) << " | - | - | " << ids_cell(m.ids) << " |\n";
   }
   out << "\n"
       << (all_same ? "Oracle: every arm produced the same ids." : "ORACLE FAILED: some arm's ids differ.") << "\n";

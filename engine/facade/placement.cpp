@@ -37,13 +37,15 @@ placement::Plan make_placement_plan(const PlacementOptions& options, const std::
       if (!o.use_gpus) throw Error("--vram-budget applies to --device cuda", "leave it out for the CPU");
       set_vram_budgets(budget, parse_gb_list(o.vram_budget, "--vram-budget"), false);
     }
-    if (!note.empty() && !o.rates.disk_gbps && !load_cached_bandwidths(root))
+    if (o.probe && !note.empty() && !o.rates.disk_gbps && !load_cached_bandwidths(root))
       throw Error("there are no shards in " + root + " to measure the disk on",
                   "give --disk-gbps, or plan an installed model");
     std::optional<Bandwidths> cached;
     if (!o.reprobe) cached = load_cached_bandwidths(root);
     if (cached) {
       r = *cached;
+    } else if (!o.probe) {
+      r = assumed_desktop();
     } else {
       if (say) say("measuring this machine's rates (once; cached in " + bandwidth_cache_path(root) + ")");
       probe_cpu(r);
@@ -55,7 +57,7 @@ placement::Plan make_placement_plan(const PlacementOptions& options, const std::
       r.source = "measured";
       if (note.empty()) save_cached_bandwidths(root, r);
     }
-    if (!budget.gpus.empty() && r.h2d_gbps == 0) {
+    if (o.probe && !budget.gpus.empty() && r.h2d_gbps == 0) {
       probe_cuda_rates(r.h2d_gbps, r.hbm_gbps);
       r.gpu_tflops = assumed_desktop().gpu_tflops;
     }

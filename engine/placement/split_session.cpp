@@ -1,6 +1,7 @@
 #include "placement/split_session.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "base/error.h"
 #include "runtime/k3_model.h"
@@ -26,6 +27,7 @@ SplitSession::SplitSession(LayerRangeSession& cpu, std::vector<LayerRangeSession
   }
   layout_.check(c.layers);
   if (cpu_.n_past() != 0) throw Error("a split forward starts from empty sessions");
+  stats_.decode_device_seconds.assign(gpus_.size() + 1, 0.0);
   state_dev_.assign(size_t(c.layers), kCpu);
   for (int l = 0; l < c.layers; ++l)
     state_dev_[size_t(l)] = layout_.device(l, 1);  // decode's device: where most passes run
@@ -104,6 +106,12 @@ void SplitSession::stage(std::span<const int32_t> ids, std::vector<float>& logit
     if (id < 0 || id >= c.vocab)
       throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(c.vocab - 1) +
                   ")");
+  using Clock = std::chrono::steady_clock;
+  const auto pass_start = Clock::now();
+  // Seconds since t, added to device dev's decode time when this is a one-row pass.
+  auto timed = [&](int dev, Clock::time_point t) {
+    if (T == 1) stats_.decode_device_seconds[size_t(dev + 1)] += std::chrono::duration<double>(Clock::now() - t).count();
+  };
   move_states(T);
   cpu_.begin_pass(ids, opts);
   for (int g = 0; g < int(gpus_.size()); ++g) try {
@@ -153,21 +161,29 @@ void SplitSession::stage(std::span<const int32_t> ids, std::vector<float>& logit
     // The stream stays in device memory when the next range (or lm_head) runs on this session or
     // on one that copies it from here.
     rs.keep_on_device = next == seg.device || side(next).takes_stream_from(s);
+    const auto t = Clock::now();
     try {
       s.run_layers(seg.first, seg.last, rs);
     } catch (const std::exception& e) {
       fail(seg.device, "in layers " + std::to_string(seg.first) + "-" + std::to_string(seg.last - 1), e);
     }
+    timed(seg.device, t);
     if (rs.held_by) held_dev = seg.device;
   }
   arrive(head);
   rs.keep_on_device = false;
+  const auto t = Clock::now();
   try {
     side(head).finish_pass(rs, logits);
   } catch (const std::exception& e) {
     fail(head, "in lm_head", e);
   }
+  timed(head, t);
   ++stats_.passes;
+  if (T == 1) {
+    ++stats_.decode_passes;
+    stats_.decode_seconds += std::chrono::duration<double>(Clock::now() - pass_start).count();
+  }
 }
 
 void SplitSession::commit(int n) {

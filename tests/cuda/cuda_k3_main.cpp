@@ -94,6 +94,10 @@ int main(int argc, char** argv) {
       o.gpu_tflops = std::atof(argv[7]);
       for (int i = 8; i < argc; ++i) {
         const std::string a = argv[i];
+        if (a == "no-references") {  // only the machines' rows
+          o.references = false;
+          continue;
+        }
         const auto colon = a.find(':');
         if (colon == std::string::npos)
           throw Error("machine '" + a + "' is not GPU_GB:RAM_GB", "e.g. 24:64, or 0:512 for no GPU");

@@ -10,6 +10,7 @@
 #include "deltafin/backend.h"
 #include "deltafin/engine.h"
 #include "runtime/k3_model.h"
+#include "runtime/spine_streamer.h"
 #include "support/test_support.h"
 #include "tokenizer/tokenizer.h"
 
@@ -57,6 +58,27 @@ class TestEngineFacade : public QObject {
     K3Session plain(e->model());
     const GenerateResult direct = deltafin::generate(plain, prompt, g);
     QCOMPARE(r.ids, direct.ids);
+  }
+
+  void cpuSpinePlacedByAFreeMemoryPlan() {
+    // Without budgets the CPU engine owns its spine as a plan under free memory places it (k3-tiny
+    // fits any machine that runs the tests); map_spine leaves it mapped. Same ids either way.
+    auto owned = Engine::load(tiny());
+    QVERIFY(owned->model().spine() != nullptr);
+    QVERIFY(owned->model().spine()->owned_bytes() > 0);
+    QVERIFY(!owned->plan());  // its rates were assumed: nothing to report
+    EngineOptions mo = tiny();
+    mo.placement.map_spine = true;
+    auto mapped = Engine::load(mo);
+    QVERIFY(mapped->model().spine() == nullptr);
+    GenerateOptions g;
+    g.max_new = 10;
+    const std::vector<int32_t> prompt = owned->text_prompt("where the spine lives");
+    auto a = owned->open_session();
+    auto b = mapped->open_session();
+    const GenerateResult ra = deltafin::generate(*a, prompt, g), rb = deltafin::generate(*b, prompt, g);
+    QCOMPARE(int(ra.ids.size()), 10);
+    QCOMPARE(ra.ids, rb.ids);
   }
 
   void onTokenFalseStopsTheTurn() {

@@ -54,7 +54,7 @@ class TestThreadPoolOps : public QObject {
 
  private slots:
   void everyIndexOnceWhilePolling() {
-    ::setenv("DELTAFIN_POOL_SPIN_US", "200", 1);  // small pools do not poll by default
+    ::setenv("DELTAFIN_POOL_SPIN_US", "200", 1);  // pools do not poll by default
     for (int threads : {2, 3, 5, 9}) {
       ThreadPool pool(threads);
       check_cover(pool, 3000);

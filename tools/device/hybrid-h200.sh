@@ -11,6 +11,8 @@
 #      the same shares (over the slice's own smallest working sets), predicted vs measured decode and
 #      prefill s/token, ids compared across every arm and the whole-slice GPU and CPU references;
 #      each row's decode is re-predicted with the CPU rates probed around its runs.
+# MACHINES lists the rows (GPU GB:RAM GB, 0 for no GPU); a word no-references among them skips the
+# whole-slice GPU and CPU references.
 # The binaries come from tools/device/pack-hybrid.sh (carry build/carry). Output under $OUT:
 # split-checks.txt and hybrid-table.md (written row by row, so a run cut short keeps its rows).
 set -eu

@@ -17,6 +17,11 @@ struct PlacementOptions {
   bool other_machine = false;  // plan for a machine the options describe: nothing checked or measured here
   int64_t context = 8192;      // tokens of context each session reserves memory for
   bool use_gpus = true;        // false: plan for the CPU only
+  bool probe = true;           // false: the cached rates, else the assumed desktop; nothing measured
+  // A CPU run without budgets loads the spine where a plan under free memory puts it (in engine RAM
+  // in huge pages, the remainder streamed from disk); true: read it in place through the page cache
+  // instead (starts at once, decodes slower).
+  bool map_spine = false;
 
   bool has_budget() const { return ram_budget_gb > 0 || !vram_budget.empty(); }
 };
