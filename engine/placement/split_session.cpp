@@ -110,7 +110,8 @@ void SplitSession::stage(std::span<const int32_t> ids, std::vector<float>& logit
   const auto pass_start = Clock::now();
   // Seconds since t, added to device dev's decode time when this is a one-row pass.
   auto timed = [&](int dev, Clock::time_point t) {
-    if (T == 1) stats_.decode_device_seconds[size_t(dev + 1)] += std::chrono::duration<double>(Clock::now() - t).count();
+    if (T == 1)
+      stats_.decode_device_seconds[size_t(dev + 1)] += std::chrono::duration<double>(Clock::now() - t).count();
   };
   move_states(T);
   cpu_.begin_pass(ids, opts);

@@ -61,6 +61,9 @@ class SpineStreamer {
   const SpinePlacement& placement() const { return p_; }
   SpineStreamStats stats() const;
   uint64_t owned_bytes() const { return owned_bytes_; }
+  // Of those, the bytes copied from the page cache at load (units a recent run left there) rather
+  // than read from disk.
+  uint64_t owned_from_cache_bytes() const { return owned_from_cache_bytes_; }
   uint64_t buffer_bytes() const { return slot_bytes_ * slots_.size(); }
   std::string describe() const;
 
@@ -93,19 +96,21 @@ class SpineStreamer {
   int next_streamed_after(int unit) const;
   void start_load_locked(int slot, int unit);
   void loader_loop();
-  void read_regions(const Unit& u, uint8_t* buf);
+  void read_regions(const Unit& u, uint8_t* buf);  // direct reads
+  void load_regions(const Unit& u, uint8_t* buf);  // at load: from the page cache when all there, else read
   void rebase(Unit& u, uint8_t* buf, LayerWeights* layer, Mat* lm_head) const;
 
   const Checkpoint& ck_;
   SpinePlacement p_;
   std::vector<Unit> units_;  // layers, then lm_head
   std::vector<int> fds_;
+  std::vector<int> buffered_fds_;  // page-cache reads of units found cached at load (opened then)
   bool direct_ = false;
   std::string io_note_;
   std::unique_ptr<ReadEngine> engine_;
   std::vector<uint8_t*> owned_;  // owned unit buffers and router copies
   std::vector<uint64_t> owned_sizes_;
-  uint64_t owned_bytes_ = 0, slot_bytes_ = 0;
+  uint64_t owned_bytes_ = 0, owned_from_cache_bytes_ = 0, slot_bytes_ = 0;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
