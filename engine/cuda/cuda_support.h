@@ -96,6 +96,31 @@ class OwnedEvent {
   cudaEvent_t e_ = nullptr;
 };
 
+// Host memory someone else owns, page-locked for as long as this lives (cudaHostRegister): copies
+// from it run at the pinned rate without a second copy. ok() is false where the system refused.
+class HostRegistration {
+ public:
+  HostRegistration() = default;
+  HostRegistration(const void* p, size_t bytes) {
+    if (cudaHostRegister(const_cast<void*>(p), bytes, cudaHostRegisterDefault) == cudaSuccess) p_ = p;
+    else cudaGetLastError();  // not sticky: clear it so later checks do not report it
+  }
+  ~HostRegistration() {
+    if (p_) cudaHostUnregister(const_cast<void*>(p_));
+  }
+  HostRegistration(HostRegistration&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  HostRegistration& operator=(HostRegistration&& o) noexcept {
+    std::swap(p_, o.p_);
+    return *this;
+  }
+  HostRegistration(const HostRegistration&) = delete;
+  HostRegistration& operator=(const HostRegistration&) = delete;
+  bool ok() const { return p_ != nullptr; }
+
+ private:
+  const void* p_ = nullptr;
+};
+
 // Page-locked host memory: the only kind cudaMemcpyAsync copies without a hidden staging copy.
 class PinnedBuffer {
  public:

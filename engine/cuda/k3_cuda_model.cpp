@@ -57,8 +57,12 @@ struct StreamPiece {
 constexpr size_t kHeadField = ~size_t(0);
 struct StreamUnit {
   bool used = false, from_disk = false;
+  // RAM-homed units the host model owns (placement::shared_spine_copy): copied piece by piece from
+  // the host's buffer, pinned in place, instead of from a second copy.
+  bool from_host = false;
+  HostRegistration host_pin;
   uint64_t bytes = 0, cursor = 0;
-  PinnedBuffer pinned;  // RAM-homed units: the bytes, laid out as in the stream buffer
+  PinnedBuffer pinned;  // other RAM-homed units: the bytes, laid out as in the stream buffer
   std::vector<StreamPiece> pieces;
   DLayer layer[2];
   DevMat head[2];
@@ -162,7 +166,7 @@ struct Uploader {
       const size_t field =
           base ? size_t(reinterpret_cast<const uint8_t*>(m) - reinterpret_cast<const uint8_t*>(base)) : kHeadField;
       unit->pieces.push_back(StreamPiece{field, off, m->bytes()});
-      if (!unit->from_disk) std::memcpy(unit->pinned.as() + off, m->data, m->bytes());
+      if (!unit->from_disk && !unit->from_host) std::memcpy(unit->pinned.as() + off, m->data, m->bytes());
       off += m->bytes();
     }
     return DevMat{slot0 + at, f.dtype == DType::BF16, rows, f.cols};
@@ -320,8 +324,19 @@ CudaK3Model::CudaK3Model(const K3Model& host, Options opts)
   for (const StreamUnit& u : w_->stream) w_->stream_slot_bytes = std::max(w_->stream_slot_bytes, u.bytes);
   if (w_->stream_slot_bytes > 0)
     for (auto& b : w_->stream_buf) b = DeviceBuffer(w_->stream_slot_bytes);
-  for (StreamUnit& u : w_->stream)
-    if (u.used && !u.from_disk) u.pinned = PinnedBuffer(u.bytes);
+  // A RAM unit the host owns (in huge pages, for its CPU passes) is pinned where it is when that is
+  // on and the system allows; any other gets a pinned copy.
+  const bool share = placement::shared_spine_copy();
+  for (int i = 0; i < int(w_->stream.size()); ++i) {
+    StreamUnit& u = w_->stream[size_t(i)];
+    if (!u.used || u.from_disk) continue;
+    const SpineStreamer::Span span = share && host.spine() ? host.spine()->owned_span(i) : SpineStreamer::Span{};
+    if (span.base) {
+      u.host_pin = HostRegistration(span.base, span.bytes);
+      u.from_host = u.host_pin.ok();
+    }
+    if (!u.from_host) u.pinned = PinnedBuffer(u.bytes);
+  }
   Uploader up{w_->arena, true};
   up.slot0 = w_->stream_slot_bytes ? static_cast<uint8_t*>(w_->stream_buf[0].data()) : nullptr;
   walk(up, c, host.weights(), *w_, layout_, split());
@@ -992,7 +1007,17 @@ void CudaK3Session::issue_copy(int step) {
   cudaStream_t cs = d_->copy_stream.get();
   if (st.after >= 0) check_cuda(cudaStreamWaitEvent(cs, d_->consumed[st.slot].get(), 0), "cudaStreamWaitEvent");
   auto* dst = static_cast<uint8_t*>(W.stream_buf[st.slot].data());
-  if (!u.from_disk) {
+  if (u.from_host) {
+    // The host's owned (pinned) unit, one copy per matrix; its bound weights point into it.
+    const K3Weights& hw = m_.host().weights();
+    const bool head = st.unit == m_.config().layers;
+    const auto* base = head ? nullptr : reinterpret_cast<const uint8_t*>(&hw.layers[size_t(st.unit)]);
+    for (const StreamPiece& p : u.pieces) {
+      const Mat& m = p.field == kHeadField ? hw.lm_head : *reinterpret_cast<const Mat*>(base + p.field);
+      check_cuda(cudaMemcpyAsync(dst + p.dst, m.data, p.bytes, cudaMemcpyHostToDevice, cs),
+                 "cudaMemcpyAsync (a streamed layer)");
+    }
+  } else if (!u.from_disk) {
     check_cuda(cudaMemcpyAsync(dst, u.pinned.as(), u.bytes, cudaMemcpyHostToDevice, cs),
                "cudaMemcpyAsync (a streamed layer)");
   } else {

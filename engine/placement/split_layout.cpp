@@ -1,5 +1,8 @@
 #include "placement/split_layout.h"
 
+#include <cstdlib>
+#include <string>
+
 #include "base/error.h"
 
 namespace deltafin::placement {
@@ -195,21 +198,28 @@ std::vector<GpuRange> gpu_ranges(const Plan& p) {
 SpinePlacement host_spine_placement(const Plan& p) {
   SpinePlacement s;
   const bool streams = p.streamed_units() > 0;
+  const bool shared = shared_spine_copy();
   for (const UnitPlan& u : p.units) {
     SpineHome h = SpineHome::Mapped;
     // A RAM unit only the GPU computes lives in its pinned copy: the mapped pages it was copied
     // from may leave the page cache. One only the CPU computes is copied into huge pages
-    // (cpu_spine.h). One computed by both (CPU decode, GPU prefill) has a pinned copy as well, so
-    // it is owned only where streamed bytes could push its mapped pages out: owning it always
+    // (cpu_spine.h). One computed by both (CPU decode, GPU prefill) is owned where the GPU copies
+    // from the host's buffer (shared_spine_copy); otherwise the GPU has a pinned copy, and the
+    // unit is owned only where streamed bytes could push its mapped pages out: owning it always
     // would hold its bytes in RAM twice, which the plan does not count.
     const bool gpu_only = u.decode_device != kCpu && u.prefill_device != kCpu;
     const bool cpu_only = u.decode_device == kCpu && u.prefill_device == kCpu;
     if (u.home == Home::Disk) h = SpineHome::Streamed;
-    else if (u.home == Home::Ram && (cpu_only || (streams && !gpu_only))) h = SpineHome::Owned;
+    else if (u.home == Home::Ram && (cpu_only || ((streams || shared) && !gpu_only))) h = SpineHome::Owned;
     if (u.unit == kLmHeadUnit) s.lm_head = h;
     else if (u.unit >= 0) s.layers.push_back(h);
   }
   return s;
+}
+
+bool shared_spine_copy() {
+  const char* v = std::getenv("DELTAFIN_SHARED_SPINE");
+  return v && std::string(v) == "1";
 }
 
 std::vector<PassSegment> pass_segments(const SplitLayout& s, int T) {

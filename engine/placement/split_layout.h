@@ -77,11 +77,17 @@ struct GpuRange {
 };
 // Error when a GPU's VRAM layers are not one contiguous range (the planner fills GPUs in order).
 std::vector<GpuRange> gpu_ranges(const Plan& p);
-// What the host model holds for a split plan: RAM units the CPU computes in some pass are owned
-// (copied at load) when anything streams from disk, so the streamed bytes cannot push them out,
-// and mapped otherwise; disk units stream; VRAM units and RAM units only the GPU computes stay
-// mapped (read once at load, into the GPU or into the pinned copy it streams from).
+// What the host model holds for a split plan: RAM units only the CPU computes are owned (copied at
+// load into huge pages); RAM units the CPU and a GPU both compute are owned when anything streams
+// from disk (so the streamed bytes cannot push them out) or when shared_spine_copy() is on, and
+// mapped otherwise; disk units stream; VRAM units and RAM units only the GPU computes stay mapped
+// (read once at load, into the GPU or into the pinned copy it streams from).
 SpinePlacement host_spine_placement(const Plan& p);
+// Whether a GPU streams a RAM unit the host owns straight from the host's buffer (pinned in place)
+// rather than from a second, pinned copy: then a unit the CPU decodes and the GPU prefills is held
+// once, in huge pages, and the CPU's passes read it there instead of from 4 KB page-cache pages.
+// Off until measured on a GPU (the CPU-bound placement rows); DELTAFIN_SHARED_SPINE=1 turns it on.
+bool shared_spine_copy();
 
 // A pass's layers grouped into runs on one device, in order.
 struct PassSegment {

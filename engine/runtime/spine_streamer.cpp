@@ -152,6 +152,7 @@ SpineStreamer::SpineStreamer(const Checkpoint& ck, const K3Config& c, K3Weights&
     router.data = buf + (r.offset - align_down(r.offset));
     units_[size_t(u)].layer.moe_w.router = router;
   };
+  unit_spans_.assign(size_t(c.layers) + 1, Span{});
   for (int u = 0; u <= c.layers; ++u) {
     Unit& U = units_[size_t(u)];
     if (home(u) == SpineHome::Owned) {
@@ -161,6 +162,7 @@ SpineStreamer::SpineStreamer(const Checkpoint& ck, const K3Config& c, K3Weights&
       owned_.push_back(buf);
       owned_sizes_.push_back(n);
       owned_bytes_ += U.buffer_bytes;
+      unit_spans_[size_t(u)] = Span{buf, n};
       load_regions(U, buf);
       if (u < c.layers) rebase(U, buf, &w.layers[size_t(u)], nullptr);
       else rebase(U, buf, nullptr, &w.lm_head);

@@ -61,6 +61,16 @@ class SpineStreamer {
   const SpinePlacement& placement() const { return p_; }
   SpineStreamStats stats() const;
   uint64_t owned_bytes() const { return owned_bytes_; }
+  // Unit u's engine-owned buffer (u = layers: lm_head), where its bound matrices point; {nullptr, 0}
+  // unless the unit is owned. A GPU that streams the unit copies from it (after pinning it) instead
+  // of keeping a second copy.
+  struct Span {
+    const uint8_t* base = nullptr;
+    uint64_t bytes = 0;
+  };
+  Span owned_span(int unit) const {
+    return unit >= 0 && size_t(unit) < unit_spans_.size() ? unit_spans_[size_t(unit)] : Span{};
+  }
   // Of those, the bytes copied from the page cache at load (units a recent run left there) rather
   // than read from disk.
   uint64_t owned_from_cache_bytes() const { return owned_from_cache_bytes_; }
@@ -110,6 +120,7 @@ class SpineStreamer {
   std::unique_ptr<ReadEngine> engine_;
   std::vector<uint8_t*> owned_;  // owned unit buffers and router copies
   std::vector<uint64_t> owned_sizes_;
+  std::vector<Span> unit_spans_;  // [layers + 1]
   uint64_t owned_bytes_ = 0, owned_from_cache_bytes_ = 0, slot_bytes_ = 0;
 
   mutable std::mutex mu_;

@@ -6,6 +6,7 @@
 // (CudaK3Session) is checked by tst_cuda_k3 on a GPU. Also the plain logic the CUDA forward follows: the plan's layout,
 // the pass segments and the order of the stream buffers' copies. Nothing here is timed.
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 
@@ -544,6 +545,16 @@ class TestSplitSession : public QObject {
     QVERIFY(hq.layers[2] == SpineHome::Owned);
     QVERIFY(hq.lm_head == SpineHome::Mapped);
     QVERIFY(cpu_spine_placement(q).layers[1] == SpineHome::Owned);
+    // Where the GPU copies from the host's own buffer, that unit is held once, owned; one only the
+    // GPU computes keeps its pinned copy.
+    ::setenv("DELTAFIN_SHARED_SPINE", "1", 1);
+    QVERIFY(shared_spine_copy());
+    const SpinePlacement hs = host_spine_placement(q);
+    ::unsetenv("DELTAFIN_SHARED_SPINE");
+    QVERIFY(!shared_spine_copy());
+    QVERIFY(hs.layers[1] == SpineHome::Owned);
+    QVERIFY(hs.layers[2] == SpineHome::Owned);
+    QVERIFY(hs.lm_head == SpineHome::Mapped);
     const SplitLayout s = split_layout(p);
     QVERIFY(s.layers[0].gpu == GpuCopy::Vram);
     QVERIFY(s.layers[1].gpu == GpuCopy::Streamed && !s.layers[1].decode_gpu && s.layers[1].prefill_gpu);

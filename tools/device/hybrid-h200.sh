@@ -11,6 +11,8 @@
 #      the same shares (over the slice's own smallest working sets), predicted vs measured decode and
 #      prefill s/token, ids compared across every arm and the whole-slice GPU and CPU references;
 #      each row's decode is re-predicted with the CPU rates probed around its runs.
+# DELTAFIN_SHARED_SPINE=1 in the environment runs the rows with RAM units held once (owned, pinned in
+# place, the GPU copying from them) instead of mapped plus a pinned copy.
 # MACHINES lists the rows (GPU GB:RAM GB, 0 for no GPU); a word no-references among them skips the
 # whole-slice GPU and CPU references.
 # The binaries come from tools/device/pack-hybrid.sh (carry build/carry). Output under $OUT:
@@ -33,6 +35,9 @@ nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv > "$OUT/gpu.tx
 status=0
 "$BIN" split tests/fixtures/k3-tiny > "$OUT/split-checks.txt" 2>&1 || status=1
 tail -3 "$OUT/split-checks.txt"
+# Again with the GPU streaming RAM units from the host's own (pinned) buffers (placement::shared_spine_copy).
+DELTAFIN_SHARED_SPINE=1 "$BIN" split tests/fixtures/k3-tiny > "$OUT/split-checks-shared.txt" 2>&1 || status=1
+tail -1 "$OUT/split-checks-shared.txt"
 if [ ! -f "$SLICE/config.json" ]; then
   "$BIN" synth slice-2l "$SLICE" layers=12 experts=16 mla_layers=4+8+12 shards=4
 fi
