@@ -7,6 +7,8 @@
 #include "deltafin/backend.h"
 #include "drafts/speculative_drafters.h"
 #include "placement/cpu_spine.h"
+#include "placement/model_byte_map.h"
+#include "placement/planner.h"
 #include "placement/split_layout.h"
 #include "runtime/k3_model.h"
 #include "tokenizer/tokenizer.h"
@@ -15,39 +17,66 @@ namespace deltafin {
 
 namespace {
 
+// Whether the CUDA forward's default (the whole spine in GPU 0's VRAM) fits that GPU's free memory
+// less the margin the planner leaves. Unknown (no byte map, no GPU listed): assumed to fit, the
+// path this engine always took without budgets.
+bool whole_spine_fits(const EngineOptions& o) {
+  try {
+    const placement::ModelByteMap bytes = placement::ModelByteMap::for_model_root(o.model_root);
+    const auto gpus = cuda_gpus();
+    if (gpus.empty()) return true;
+    const uint64_t margin = 1ull << 30;
+    const uint64_t free = gpus[0].free_bytes > margin ? gpus[0].free_bytes - margin : 0;
+    return placement::whole_spine_fits_gpu(bytes, free, o.gpu_context);
+  } catch (const std::exception&) {
+    return true;
+  }
+}
+
 // The plan a load executes under a budget (on the CPU its spine placement; with a GPU the host side
 // of the split, the GPU side following in make_cuda_session; and a RAM tier of the plan's size when
-// no store options were given), or only reports (report_plan). A CPU load without budgets takes its
-// spine placement from a plan under free memory too (unless map_spine): the spine in huge pages
-// decoded a third faster than mapped in 4 KB page-cache pages. That plan needs no rates (on the CPU
-// the spine goes to RAM first whatever they are), so nothing is measured for it. Without budgets
-// the CUDA forward holds the whole spine in VRAM: no plan describes that run, so none is made.
+// no store options were given), or only reports (report_plan). Without budgets:
+// - the CUDA forward holds the whole spine in VRAM where it fits (no plan describes that run, so
+//   none is made); where it does not (real K3 on a 24-96 GB GPU) the load is planned under free
+//   VRAM and free RAM and runs that plan, as with budgets;
+// - a CPU load takes its spine placement from a plan under free memory (unless map_spine): the
+//   spine in huge pages decoded a third faster than mapped in 4 KB page-cache pages. That plan
+//   needs no rates (on the CPU the spine goes to RAM first whatever they are), so nothing is
+//   measured for it.
 std::optional<placement::Plan> plan_load(const EngineOptions& o, bool gpu, K3Model::Options& mo) {
   const bool budgets = o.placement.has_budget();
+  bool planned = budgets;  // the plan is executed, and reported
+  if (gpu && !budgets) {
+    if (whole_spine_fits(o)) return std::nullopt;
+    planned = true;
+    if (o.say)
+      o.say(
+          "the spine does not fit in the GPU's free memory: planning across VRAM, RAM and disk (--vram-budget and "
+          "--ram-budget set the limits)");
+  }
   const bool cpu_default = !gpu && !budgets && !o.placement.map_spine;
-  if (gpu && !budgets) return std::nullopt;
-  if (!budgets && !o.report_plan && !cpu_default) return std::nullopt;
+  if (!planned && !o.report_plan && !cpu_default) return std::nullopt;
   PlacementOptions p = o.placement;
   p.use_gpus = gpu;
-  if (!budgets && !o.report_plan) p.probe = false;
+  if (!planned && !o.report_plan) p.probe = false;
   std::optional<placement::Plan> plan;
   try {
-    plan = make_placement_plan(p, o.model_root, budgets || o.report_plan ? o.say : nullptr);
+    plan = make_placement_plan(p, o.model_root, planned || o.report_plan ? o.say : nullptr);
   } catch (const Error& e) {
-    if (budgets) throw;  // a budget that cannot be planned is the user's error to see
+    if (planned) throw;  // a budget that cannot be planned is the user's error to see
     // Placement never changes results: the spine is then read in place.
     if (o.say && o.report_plan) o.say(std::string("plan: unavailable (") + e.what() + "); the spine is mapped");
     return std::nullopt;
   }
-  if (budgets || cpu_default)
+  if (planned || cpu_default)
     mo.spine = gpu ? placement::host_spine_placement(*plan) : placement::cpu_spine_placement(*plan);
-  // Under a RAM budget the experts go through the engine's RAM tier (direct reads), sized by the plan.
-  if (budgets && !o.store) {
+  // Under a plan the experts go through the engine's RAM tier (direct reads), sized by the plan.
+  if (planned && !o.store) {
     StoreOptions so;
     placement::size_ram_tier(*plan, so);
     mo.store = so;
   }
-  if (!budgets && !o.report_plan) return std::nullopt;  // its rates are assumed: nothing to report
+  if (!planned && !o.report_plan) return std::nullopt;  // its rates are assumed: nothing to report
   return plan;
 }
 

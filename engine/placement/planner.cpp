@@ -294,6 +294,12 @@ Plan plan_with(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
 
 }  // namespace
 
+bool whole_spine_fits_gpu(const ModelByteMap& bytes, uint64_t free_vram, int64_t context, const PlanOptions& o) {
+  const uint64_t need = bytes.spine_bytes() + bytes.fixed_state_bytes +
+                        bytes.kv_bytes_per_token * uint64_t(std::max<int64_t>(context, 0)) + o.gpu_scratch_bytes;
+  return need <= free_vram;
+}
+
 Plan make_plan(const ModelByteMap& m, const MachineBudget& budget, const Bandwidths& r, const PlanOptions& o) {
   Plan p = plan_with(m, budget, r, o, true);
   // GPU 0's two stream buffers serve only units a GPU computes from RAM or disk; without any, the

@@ -74,6 +74,11 @@ struct Plan {
   int streamed_units() const;
 };
 
+// Whether the CUDA forward's default (no budgets: the whole spine, the session state for
+// `context` tokens and its scratch in one GPU's memory) fits in `free_vram` bytes. When it does
+// not (real K3 on a 24-96 GB GPU), a run without budgets is planned under free VRAM and RAM.
+bool whole_spine_fits_gpu(const ModelByteMap& bytes, uint64_t free_vram, int64_t context, const PlanOptions& o = {});
+
 // Throws Error when a budget is too small for one layer's working set (naming the minimum).
 Plan make_plan(const ModelByteMap& bytes, const MachineBudget& budget, const Bandwidths& rates,
                const PlanOptions& o = {});

@@ -185,6 +185,21 @@ class TestPlacement : public QObject {
     QCOMPARE(last_gpu, 1);
   }
 
+  void whole_spine_on_the_gpu_only_where_it_fits() {
+    // Real K3's spine is ~114 GB: a run without budgets keeps the whole-spine CUDA path on a GPU
+    // with room for it and the session, and is planned on the 24-96 GB GPUs people own.
+    const K3Config cfg = K3Config::load(test::fixtures_dir() + "/k3-real-meta/config.json");
+    const ModelByteMap m = ModelByteMap::from_config(cfg);
+    const PlanOptions po;
+    const uint64_t need = m.spine_bytes() + m.fixed_state_bytes + m.kv_bytes_per_token * 32768 + po.gpu_scratch_bytes;
+    QVERIFY2(m.spine_bytes() > 100000000000ull, format_gb(m.spine_bytes()).c_str());
+    for (double gb : {24.0, 32.0, 48.0, 96.0}) QVERIFY(!whole_spine_fits_gpu(m, uint64_t(gb * 1e9), 32768, po));
+    QVERIFY(whole_spine_fits_gpu(m, 141000000000ull, 32768, po));  // an H200's free memory
+    QVERIFY(whole_spine_fits_gpu(m, need, 32768, po));
+    QVERIFY(!whole_spine_fits_gpu(m, need - 1, 32768, po));
+    QVERIFY(!whole_spine_fits_gpu(m, need, 32769, po));  // the session's cache counts
+  }
+
   void budgets_too_small_say_the_minimum() {
     const K3Config cfg = K3Config::load(test::fixtures_dir() + "/k3-real-meta/config.json");
     const ModelByteMap m = ModelByteMap::from_config(cfg);

@@ -45,8 +45,9 @@ struct EngineOptions {
   std::optional<StoreOptions> store;
   // Budgets for the placement planner, executed: the plan's spine placement (with device "cuda",
   // layers split between the GPU and the CPU as the plan says) and, without `store`, a RAM tier of
-  // the plan's size. Without a budget the GPU forward holds the whole spine in VRAM, and the CPU
-  // forward places its spine as a plan under free memory says (placement.map_spine: mapped instead).
+  // the plan's size. Without a budget the GPU forward holds the whole spine in VRAM where it fits
+  // (else it is planned under free VRAM and RAM), and the CPU forward places its spine as a plan
+  // under free memory says (placement.map_spine: mapped instead).
   PlacementOptions placement;
   bool report_plan = false;  // make a plan without a budget too (for statistics), when it can be made
   DraftOptions draft;
