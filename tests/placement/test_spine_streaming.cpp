@@ -1,6 +1,9 @@
 // The CPU forward following a plan: spine layers copied into engine RAM or streamed from disk per
 // pass (direct I/O, two buffers) give the same ids as the mapped spine, at every split point and for
 // every RAM budget the planner accepts. Nothing here is timed.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "base/error.h"
 #include "model/checkpoint.h"
 #include "placement/cpu_spine.h"
@@ -8,6 +11,7 @@
 #include "placement/planner.h"
 #include "runtime/generate.h"
 #include "runtime/k3_model.h"
+#include "runtime/spine_streamer.h"
 #include "support/test_support.h"
 #include "synth/k3_synth.h"
 
@@ -60,6 +64,36 @@ class TestSpineStreaming : public QObject {
     cfg_ = K3Config::load(dir_ + "/config.json");
     want_ = greedy(dir_, std::nullopt);
     QCOMPARE(int(want_.size()), 10);
+  }
+
+  void owned_from_the_page_cache_or_from_disk() {
+    // A unit wholly in the page cache loads with buffered reads; one that is not, with direct
+    // reads. Both give the mapped spine's bytes.
+    SpinePlacement p;
+    p.layers.assign(size_t(cfg_.layers), SpineHome::Owned);
+    p.lm_head = SpineHome::Owned;
+    auto ck = Checkpoint::open(dir_);
+    for (uint32_t sh = 0; sh < ck->shard_names().size(); ++sh) test::read_file(ck->shard_path(sh));  // cached now
+    K3Model::Options o;
+    o.spine = p;
+    auto cached = K3Model::load(dir_, std::move(o));
+    QVERIFY(cached->spine()->owned_from_cache_bytes() > 0);
+    QVERIFY(cached->spine()->owned_from_cache_bytes() <= cached->spine()->owned_bytes());
+    K3Session s(*cached);
+    GenerateOptions g;
+    g.max_new = 10;
+    g.prefill_chunk = 3;
+    const std::vector<int32_t> prompt = {1, 5, 9, 42, 7, 3, 11};
+    QCOMPARE(generate(s, prompt, g).ids, want_);
+    // Pages dropped where the file system lets them go (not on tmpfs): the units are read again.
+    cached.reset();
+    for (uint32_t sh = 0; sh < ck->shard_names().size(); ++sh) {
+      const int fd = ::open(ck->shard_path(sh).c_str(), O_RDONLY | O_CLOEXEC);
+      QVERIFY(fd >= 0);
+      ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+      ::close(fd);
+    }
+    QCOMPARE(greedy(dir_, p), want_);
   }
 
   void every_split_point() {
