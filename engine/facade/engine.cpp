@@ -100,6 +100,7 @@ std::unique_ptr<Engine> Engine::load(EngineOptions options) {
 
   K3Model::Options mo;
   if (o.store) mo.store = *o.store;
+  mo.say = o.say;
   e->plan_ = plan_load(o, e->gpu_, mo);
   e->model_ = K3Model::load(o.model_root, std::move(mo));
   e->tokenizer_ = load_tokenizer(o.model_root);

@@ -25,7 +25,7 @@ std::unique_ptr<K3Model> K3Model::load(const std::string& root, Options opts) {
     const bool all_mapped =
         p.lm_head == SpineHome::Mapped &&
         std::all_of(p.layers.begin(), p.layers.end(), [](SpineHome h) { return h == SpineHome::Mapped; });
-    if (!all_mapped) m->spine_ = std::make_unique<SpineStreamer>(*m->ck_, m->cfg_, m->w_, p);
+    if (!all_mapped) m->spine_ = std::make_unique<SpineStreamer>(*m->ck_, m->cfg_, m->w_, p, opts.say);
   }
   m->experts_ = opts.experts ? std::move(opts.experts)
                              : make_expert_source(*m->ck_, root, m->w_.experts, opts.store ? &*opts.store : nullptr);

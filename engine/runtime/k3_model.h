@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -23,9 +24,10 @@ namespace deltafin {
 class K3Model {
  public:
   struct Options {
-    std::unique_ptr<ExpertSource> experts;  // default: the source make_expert_source() picks
-    std::optional<StoreOptions> store;      // use the tiered RAM cache with these options
-    std::optional<SpinePlacement> spine;    // spine layers in engine RAM or streamed (default: mapped in place)
+    std::unique_ptr<ExpertSource> experts;        // default: the source make_expert_source() picks
+    std::optional<StoreOptions> store;            // use the tiered RAM cache with these options
+    std::optional<SpinePlacement> spine;          // spine layers in engine RAM or streamed (default: mapped in place)
+    std::function<void(const std::string&)> say;  // the load's progress, one line each (the owned spine's)
   };
   static std::unique_ptr<K3Model> load(const std::string& model_root, Options opts);
   static std::unique_ptr<K3Model> load(const std::string& model_root) { return load(model_root, Options{}); }

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -73,7 +74,8 @@ bool SpinePlacement::any_streamed() const {
   return lm_head == SpineHome::Streamed || std::find(layers.begin(), layers.end(), SpineHome::Streamed) != layers.end();
 }
 
-SpineStreamer::SpineStreamer(const Checkpoint& ck, const K3Config& c, K3Weights& w, SpinePlacement p)
+SpineStreamer::SpineStreamer(const Checkpoint& ck, const K3Config& c, K3Weights& w, SpinePlacement p,
+                             const std::function<void(const std::string&)>& say)
     : ck_(ck), p_(std::move(p)) {
   if (p_.layers.size() != size_t(c.layers))
     throw Error("spine placement names " + std::to_string(p_.layers.size()) + " layers; the model has " +
@@ -153,6 +155,19 @@ SpineStreamer::SpineStreamer(const Checkpoint& ck, const K3Config& c, K3Weights&
     units_[size_t(u)].layer.moe_w.router = router;
   };
   unit_spans_.assign(size_t(c.layers) + 1, Span{});
+  // Progress: loading real K3's owned spine takes tens of seconds.
+  uint64_t to_own = 0, owned_so_far = 0;
+  for (int u = 0; u <= c.layers; ++u)
+    if (home(u) == SpineHome::Owned) to_own += units_[size_t(u)].buffer_bytes;
+  const bool tell = say && to_own >= 8000000000ull;
+  const auto load_start = Clock::now();
+  auto gb = [](uint64_t b) {
+    char t[32];
+    std::snprintf(t, sizeof t, "%.1f", double(b) / 1e9);
+    return std::string(t);
+  };
+  if (tell) say("loading " + gb(to_own) + " GB of the spine into RAM");
+  int tenths_told = 0;
   for (int u = 0; u <= c.layers; ++u) {
     Unit& U = units_[size_t(u)];
     if (home(u) == SpineHome::Owned) {
@@ -167,10 +182,21 @@ SpineStreamer::SpineStreamer(const Checkpoint& ck, const K3Config& c, K3Weights&
       if (u < c.layers) rebase(U, buf, &w.layers[size_t(u)], nullptr);
       else rebase(U, buf, nullptr, &w.lm_head);
       own_router(u);
+      owned_so_far += U.buffer_bytes;
+      if (tell && int(10 * owned_so_far / to_own) > tenths_told && owned_so_far < to_own) {
+        tenths_told = int(10 * owned_so_far / to_own);
+        say("  " + gb(owned_so_far) + " of " + gb(to_own) + " GB");
+      }
     } else if (home(u) == SpineHome::Streamed) {
       slot_bytes_ = std::max(slot_bytes_, align_up(U.buffer_bytes));
       own_router(u);
     }
+  }
+  if (tell) {
+    char t[32];
+    std::snprintf(t, sizeof t, "%.1f", since(load_start));
+    say("spine in RAM: " + gb(to_own) + " GB in " + t + " s (" + gb(owned_from_cache_bytes_) +
+        " GB of it from the page cache)");
   }
   if (p_.any_streamed()) {
     slots_.resize(2);

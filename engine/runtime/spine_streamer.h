@@ -6,6 +6,7 @@
 // read once per pass at the disk's rate instead of thrashing.
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -43,7 +44,9 @@ class SpineStreamer {
   // Rebinds `w` in place: owned units' matrices and the routers of streamed layers point into
   // engine-owned memory afterwards (read here, once). Streamed units' other matrices must only be
   // used through acquire().
-  SpineStreamer(const Checkpoint& ck, const K3Config& c, K3Weights& w, SpinePlacement p);
+  // `say` gets the load's progress (a line per tenth of the owned bytes, when they are 8 GB or more).
+  SpineStreamer(const Checkpoint& ck, const K3Config& c, K3Weights& w, SpinePlacement p,
+                const std::function<void(const std::string&)>& say = {});
   ~SpineStreamer();
   SpineStreamer(const SpineStreamer&) = delete;
   SpineStreamer& operator=(const SpineStreamer&) = delete;

@@ -221,6 +221,11 @@ void apply_synth_override(K3SynthSpec& s, const std::string& a) {
 void write_k3_synth(const K3SynthSpec& s, const std::string& out, const SynthProgress& progress) {
   if (s.shards < 1) throw Error("synth: shards must be at least 1");
   if (s.bpe_ranks < 256) throw Error("synth: bpe_ranks must be at least 256 (every byte is a token)");
+  // Checked before anything is written: a real-dimension slice takes minutes to write.
+  if (s.experts > 0 && (s.top_k < 1 || s.top_k > s.experts))
+    throw Error("synth: top_k " + std::to_string(s.top_k) + " must be between 1 and experts (" +
+                    std::to_string(s.experts) + ")",
+                "add --set top_k=N with N at most " + std::to_string(s.experts) + ", or more experts");
   fs::create_directories(out);
   const int nshards = s.shards;
   Builder b{s, "language_model.", {}, {}};

@@ -112,6 +112,19 @@ class TestCheckpoint : public QObject {
     }
   }
 
+  void synthRefusesMoreActiveExpertsThanExpertsBeforeWriting() {
+    K3SynthSpec spec = synth_preset("slice-2l");
+    apply_synth_override(spec, "experts=2");  // top_k stays 16
+    const std::string dir = test::temp_dir("synth-topk") + "/model";
+    try {
+      write_k3_synth(spec, dir);
+      QFAIL("16 active experts of 2 were accepted");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find("top_k 16") != std::string::npos, e.what());
+    }
+    QVERIFY(!std::filesystem::exists(dir));  // nothing written
+  }
+
   void missingTensorIsNamed() {
     const std::string dir = fresh_synth("missing");
     const std::string victim = "language_model.model.layers.2.block_sparse_moe.routed_expert_norm.weight";
