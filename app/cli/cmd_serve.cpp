@@ -148,6 +148,8 @@ void add_serve(CLI::App& app) {
     eo.draft.choice = o->draft;
     eo.draft.model_root = o->draft_model;
     eo.draft.chat = true;  // the server's main traffic; --draft qwen picks the raw-text drafter
+    // The load's notes (a plan made because the spine does not fit the GPU, the owned spine's progress).
+    eo.say = [](const std::string& s) { std::fprintf(stderr, "deltafin serve: %s\n", s.c_str()); };
     auto engine = Engine::load(std::move(eo));
     const DraftSetup& drafts = engine->drafts();
     if (o->draft != "off") std::fprintf(stderr, "deltafin serve: drafting: %s\n", engine->info().drafter_note.c_str());
