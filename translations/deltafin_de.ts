@@ -1629,6 +1629,10 @@
         <translation>Lädt…</translation>
     </message>
     <message>
+        <source>Loading… %1</source>
+        <translation>Lädt… %1</translation>
+    </message>
+    <message>
         <source>%1 · demo model</source>
         <translation>%1 · Demomodell</translation>
     </message>

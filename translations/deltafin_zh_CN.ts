@@ -1627,6 +1627,10 @@
         <translation>加载中…</translation>
     </message>
     <message>
+        <source>Loading… %1</source>
+        <translation>加载中… %1</translation>
+    </message>
+    <message>
         <source>%1 · demo model</source>
         <translation>%1 · 演示模型</translation>
     </message>

@@ -33,6 +33,7 @@ LocalEngine::LocalEngine(QObject* parent) : ChatBackend(parent) {
     setBusy(false);
     emit unavailable(what, todo);
   });
+  connect(worker_, &LocalEngineWorker::loadNote, this, &LocalEngine::loadNote);
   connect(worker_, &LocalEngineWorker::chunk, this, &ChatBackend::chunk);
   connect(worker_, &LocalEngineWorker::toolCall, this, &ChatBackend::toolCall);
   connect(worker_, &LocalEngineWorker::finished, this, [this](quint64 id, const GenerationStats& s) {

@@ -34,6 +34,7 @@ class LocalEngine : public ChatBackend {
 
  signals:
   void loading(const QString& modelRoot);
+  void loadNote(const QString& note);  // progress while loading, one line each
   void busyChanged(bool busy);
   void benchProgress(const QString& arm, int run, int runs);
   void benchResult(const deltafin::gui::BenchResult& result);

@@ -75,6 +75,8 @@ void LocalEngineWorker::load(const QString& modelRoot, bool isDemo, const Engine
     eo.draft.choice = options.drafter.toStdString();
     eo.draft.lenient = true;  // an unknown name (an old settings file) falls back to the engine's own choice
     eo.draft.chat = true;     // the app sends chat prompts: auto prefers DSpark, the drafter made for them
+    // Emitted on this thread, delivered queued: loading real K3's spine takes tens of seconds.
+    eo.say = [this](const std::string& note) { emit loadNote(QString::fromStdString(note).trimmed()); };
     engine_ = Engine::load(std::move(eo));
     session_ = engine_->open_session();  // before the drafter: the GPU session gets the memory first
     info_ = BackendInfo{};

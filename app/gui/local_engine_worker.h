@@ -52,6 +52,7 @@ class LocalEngineWorker : public QObject {
  signals:
   void loaded(const deltafin::gui::BackendInfo& info);
   void loadFailed(const QString& whatFailed, const QString& whatToDo);
+  void loadNote(const QString& note);  // the engine's notes while loading (the spine's progress)
   void chunk(quint64 id, const QString& reasoning, const QString& answer);
   void toolCall(quint64 id, const deltafin::gui::ToolCallInfo& call);
   void finished(quint64 id, const deltafin::gui::GenerationStats& stats);

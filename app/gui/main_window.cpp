@@ -118,6 +118,7 @@ void MainWindow::connectBackend() {
           [this](quint64, const GenerationStats& s) { status_->setTokensPerSecond(s.decodeTokensPerSecond); });
   connect(engine, &ChatBackend::countersChanged, status_, &StatusPanel::setCounters);
   connect(engine, &LocalEngine::loading, status_, &StatusPanel::setLoading);
+  connect(engine, &LocalEngine::loadNote, status_, &StatusPanel::setLoadNote);
   if (backend->isReady()) status_->setBackend(backend->info());
 }
 

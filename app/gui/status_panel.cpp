@@ -56,6 +56,11 @@ void StatusPanel::setLoading(const QString& modelRoot) {
   whyCpu_->setVisible(false);
 }
 
+void StatusPanel::setLoadNote(const QString& note) {
+  backend_->setToolTip(note);
+  backend_->setText(backend_->fontMetrics().elidedText(tr("Loading… %1").arg(note), Qt::ElideMiddle, kBackendMaxWidth));
+}
+
 void StatusPanel::setBackend(const BackendInfo& info) {
   QString text = info.isDemo ? tr("%1 · demo model").arg(info.name) : tr("%1 · %2").arg(info.name, info.modelName);
   if (!info.drafter.isEmpty()) text += tr(" · %1").arg(info.drafter);

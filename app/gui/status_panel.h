@@ -18,6 +18,7 @@ class StatusPanel : public QStatusBar {
   explicit StatusPanel(QWidget* parent = nullptr);
 
   void setLoading(const QString& modelRoot);
+  void setLoadNote(const QString& note);  // the engine's progress while it loads
   void setBackend(const BackendInfo& info);
   void setUnavailable(const QString& whatFailed);
   void setTokensPerSecond(double tokensPerSecond);

@@ -116,6 +116,22 @@ class TestGuiSettings : public QObject {
     QCOMPARE(tierShares(warmed).disk, quint64(0));
   }
 
+  void loadNotesShowInTheStatusBar() {
+    // The engine's notes while it loads (real K3's spine takes tens of seconds) replace "Loading…"
+    // until the model is ready.
+    const QString data = QString::fromStdString(T::temp_dir("gui-note"));
+    Studio studio({demoModel(), data});
+    MainWindow window(&studio);
+    window.show();
+    emit studio.engine()->loadNote(QStringLiteral("  5.8 of 9.3 GB"));
+    QVERIFY2(window.statusPanel()->backendText().contains(QStringLiteral("5.8 of 9.3 GB")),
+             qPrintable(window.statusPanel()->backendText()));
+    studio.startEngine();
+    waitReady(studio.engine());
+    QVERIFY2(!window.statusPanel()->backendText().contains(QStringLiteral("Loading")),
+             qPrintable(window.statusPanel()->backendText()));
+  }
+
   void ramCacheSettingReachesTheEngine() {
     const QString data = QString::fromStdString(T::temp_dir("gui-ram"));
     Studio studio({demoModel(), data});
