@@ -102,6 +102,9 @@ void print_plan_stats(const placement::Plan& p, const K3Model& m, double decode_
     std::fprintf(stderr, "spine               %s; %llu units streamed (%.1f MB), %.3f s waited for them\n",
                  sp->describe().c_str(), (unsigned long long)st.units_streamed, st.bytes_streamed / 1e6,
                  st.wait_seconds);
+  } else {
+    // --map-spine, or a plan whose host units are all mapped (they live in VRAM or its pinned copies).
+    std::fprintf(stderr, "spine               read in place from the mapped shards (page cache)\n");
   }
 }
 
