@@ -16,10 +16,10 @@ namespace deltafin {
 // DELTAFIN_POOL_CHUNKS sets more, so that a slow vCPU holds up a smaller share.
 //
 // A decode step is hundreds of short parallel_for calls (a K3 expert matrix is ~55 us of reads at
-// 16 threads), so the hand-over is what costs: between calls the workers and the caller poll for
-// a while before they sleep, because waking a sleeping thread takes tens of microseconds on virtual
-// machines: 200 us on pools of 8 threads or more, none below (thread_pool.cpp says why).
-// DELTAFIN_POOL_SPIN_US sets the poll time (0: sleep at once).
+// 16 threads), so the hand-over costs: waking a sleeping thread takes tens of microseconds on
+// virtual machines. DELTAFIN_POOL_SPIN_US=N makes the workers and the caller poll N us between
+// calls before they sleep; by default they sleep at once, since polling threads also take CPU time
+// from others (thread_pool.cpp says where each was measured).
 class ThreadPool {
  public:
   explicit ThreadPool(int threads = 0);  // 0 = hardware concurrency

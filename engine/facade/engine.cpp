@@ -25,9 +25,7 @@ bool whole_spine_fits(const EngineOptions& o) {
     const placement::ModelByteMap bytes = placement::ModelByteMap::for_model_root(o.model_root);
     const auto gpus = cuda_gpus();
     if (gpus.empty()) return true;
-    const uint64_t margin = 1ull << 30;
-    const uint64_t free = gpus[0].free_bytes > margin ? gpus[0].free_bytes - margin : 0;
-    return placement::whole_spine_fits_gpu(bytes, free, o.gpu_context);
+    return placement::whole_spine_fits_gpu(bytes, gpus[0].usable_bytes(), o.gpu_context);
   } catch (const std::exception&) {
     return true;
   }

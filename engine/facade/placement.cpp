@@ -27,9 +27,7 @@ placement::Plan make_placement_plan(const PlacementOptions& options, const std::
       const auto gpus = cuda_gpus();
       for (size_t i = 0; i < gpus.size(); ++i) {
         const auto& g = gpus[i];
-        const uint64_t margin = 1ull << 30;  // the driver and other processes
-        budget.gpus.push_back(
-            GpuBudget{g.name, g.free_bytes > margin ? g.free_bytes - margin : 0, g.total_bytes, int(i)});
+        budget.gpus.push_back(GpuBudget{g.name, g.usable_bytes(), g.total_bytes, int(i)});
       }
     }
     if (o.ram_budget_gb > 0) set_ram_budget(budget, o.ram_budget_gb);  // refused before any probing

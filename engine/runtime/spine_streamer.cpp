@@ -161,11 +161,12 @@ SpineStreamer::SpineStreamer(const Checkpoint& ck, const K3Config& c, K3Weights&
     if (home(u) == SpineHome::Owned) to_own += units_[size_t(u)].buffer_bytes;
   const bool tell = say && to_own >= 8000000000ull;
   const auto load_start = Clock::now();
-  auto gb = [](uint64_t b) {
+  auto one_decimal = [](double v) {
     char t[32];
-    std::snprintf(t, sizeof t, "%.1f", double(b) / 1e9);
+    std::snprintf(t, sizeof t, "%.1f", v);
     return std::string(t);
   };
+  auto gb = [&](uint64_t b) { return one_decimal(double(b) / 1e9); };
   if (tell) say("loading " + gb(to_own) + " GB of the spine into RAM");
   int tenths_told = 0;
   for (int u = 0; u <= c.layers; ++u) {
@@ -192,12 +193,9 @@ SpineStreamer::SpineStreamer(const Checkpoint& ck, const K3Config& c, K3Weights&
       own_router(u);
     }
   }
-  if (tell) {
-    char t[32];
-    std::snprintf(t, sizeof t, "%.1f", since(load_start));
-    say("spine in RAM: " + gb(to_own) + " GB in " + t + " s (" + gb(owned_from_cache_bytes_) +
-        " GB of it from the page cache)");
-  }
+  if (tell)
+    say("spine in RAM: " + gb(to_own) + " GB in " + one_decimal(since(load_start)) + " s (" +
+        gb(owned_from_cache_bytes_) + " GB of it from the page cache)");
   if (p_.any_streamed()) {
     slots_.resize(2);
     for (auto& s : slots_) s.buf = map_buffer(slot_bytes_);

@@ -64,6 +64,9 @@ class SpineStreamer {
   const SpinePlacement& placement() const { return p_; }
   SpineStreamStats stats() const;
   uint64_t owned_bytes() const { return owned_bytes_; }
+  // Of those, the bytes copied from the page cache at load (units a recent run left there) rather
+  // than read from disk.
+  uint64_t owned_from_cache_bytes() const { return owned_from_cache_bytes_; }
   // Unit u's engine-owned buffer (u = layers: lm_head), where its bound matrices point; {nullptr, 0}
   // unless the unit is owned. A GPU that streams the unit copies from it (after pinning it) instead
   // of keeping a second copy.
@@ -74,9 +77,6 @@ class SpineStreamer {
   Span owned_span(int unit) const {
     return unit >= 0 && size_t(unit) < unit_spans_.size() ? unit_spans_[size_t(unit)] : Span{};
   }
-  // Of those, the bytes copied from the page cache at load (units a recent run left there) rather
-  // than read from disk.
-  uint64_t owned_from_cache_bytes() const { return owned_from_cache_bytes_; }
   uint64_t buffer_bytes() const { return slot_bytes_ * slots_.size(); }
   std::string describe() const;
 

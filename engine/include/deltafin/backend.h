@@ -46,6 +46,12 @@ std::vector<float> cuda_all_logits(const K3Model& model, const std::vector<int32
 struct GpuFree {
   std::string name;
   uint64_t free_bytes = 0, total_bytes = 0;
+  // Free memory less 1 GiB left to the driver and other processes: a plan's default VRAM budget,
+  // and what the whole-spine CUDA forward must fit in.
+  uint64_t usable_bytes() const {
+    constexpr uint64_t margin = 1ull << 30;
+    return free_bytes > margin ? free_bytes - margin : 0;
+  }
 };
 std::vector<GpuFree> cuda_gpus();
 bool probe_cuda_rates(double& h2d_gbps, double& hbm_gbps);
