@@ -337,6 +337,7 @@ void bench_placement(const std::string& root, const std::vector<int>& rows, int 
   std::uniform_real_distribution<float> uni(-1.f, 1.f);
   std::vector<float> x(size_t(max_rows) * Z);
   for (auto& v : x) v = uni(rng);
+  const std::vector<double> x64(x.begin(), x.end());  // the CPU forward's activations are fp64
   const double bytes = double(n) * double(c.expert_bytes());
 
   // CPU: the CPU session's expert MLP, on every pool thread.
@@ -344,13 +345,13 @@ void bench_placement(const std::string& root, const std::vector<int>& rows, int 
   {
     std::vector<ExpertView> views;
     src.acquire(layer, ids, views);
-    std::vector<float> g(size_t(max_rows) * I), u(g.size()), d(size_t(max_rows) * Z);
+    std::vector<double> g(size_t(max_rows) * I), u(g.size()), d(size_t(max_rows) * Z);
     for (size_t ri = 0; ri < rows.size(); ++ri) {
       const int r = rows[ri];
       std::vector<double> t;
       for (int rep = 0; rep <= reps; ++rep) {
         const auto t0 = Clock::now();
-        for (const ExpertView& v : views) routed_expert_mlp(c, v, x.data(), r, g.data(), u.data(), d.data());
+        for (const ExpertView& v : views) routed_expert_mlp(c, v, x64.data(), r, g.data(), u.data(), d.data());
         if (rep) t.push_back(secs(t0) * 1e3);  // the first round warms caches and the pool
       }
       cpu_ms[ri] = median(t);

@@ -526,6 +526,9 @@ struct CudaK3Session::Impl {
   std::vector<placement::StreamStep> schedule;
   size_t next_step = 0;
   PinnedBuffer handover;  // hand-overs from another GPU without a direct copy
+  // The residual stream in fp32 on its way between the host's fp64 ResidualStream and this GPU:
+  // [h | block 0 | block 1 ...], each T x hidden; kept until the next hand-over (async copies).
+  std::vector<float> stream_f32;
 };
 
 CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model) {
@@ -711,9 +714,12 @@ K3State CudaK3Session::save_state() const {
   st.kda.resize(c.layers);
   st.mla.resize(c.layers);
   d_->stream.sync();
-  auto down = [](std::vector<float>& to, const float* from, size_t n) {
-    to.resize(n);
-    check_cuda(cudaMemcpy(to.data(), from, n * 4, cudaMemcpyDeviceToHost), "cudaMemcpy (state to the host)");
+  // The state is fp32 here and fp64 in K3State (the CPU forward's): widened exactly.
+  std::vector<float> buf;
+  auto down = [&buf](std::vector<double>& to, const float* from, size_t n) {
+    buf.resize(n);
+    check_cuda(cudaMemcpy(buf.data(), from, n * 4, cudaMemcpyDeviceToHost), "cudaMemcpy (state to the host)");
+    to.assign(buf.begin(), buf.end());
   };
   for (int l = 0; l < c.layers; ++l) {
     if (c.is_mla[l]) {
@@ -736,8 +742,12 @@ void CudaK3Session::load_state(K3State state) {
                     std::to_string(m_.options().max_context),
                 "start the session with a larger context");
   d_->stream.sync();
-  auto up = [](float* to, const std::vector<float>& from) {
-    check_cuda(cudaMemcpy(to, from.data(), from.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy (state to the GPU)");
+  // K3State is fp64 (the CPU forward's); this session computes in fp32: each value rounded once.
+  std::vector<float> buf;
+  auto up = [&buf](float* to, const std::vector<double>& from) {
+    buf.resize(from.size());
+    for (size_t i = 0; i < from.size(); ++i) buf[i] = float(from[i]);
+    check_cuda(cudaMemcpy(to, buf.data(), buf.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy (state to the GPU)");
   };
   for (int l = 0; l < c.layers; ++l) {
     if (c.is_mla[l]) {
@@ -1090,10 +1100,34 @@ void CudaK3Session::upload_stream(const ResidualStream& rs, int& nb) {
     return;
   }
   cudaStream_t s = d_->stream.get();
-  check_cuda(cudaMemcpyAsync(d_->h, rs.h.data(), TH * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (hand-over)");
+  // The host's stream is fp64 (the CPU forward's); this session computes in fp32: rounded once here.
+  std::vector<float>& f = d_->stream_f32;
+  f.resize((1 + rs.blocks.size()) * TH);
+  for (size_t j = 0; j < TH; ++j) f[j] = float(rs.h[j]);
   for (size_t i = 0; i < rs.blocks.size(); ++i)
-    check_cuda(cudaMemcpyAsync(d_->blocks[i], rs.blocks[i].data(), TH * 4, cudaMemcpyHostToDevice, s),
+    for (size_t j = 0; j < TH; ++j) f[(1 + i) * TH + j] = float(rs.blocks[i][j]);
+  check_cuda(cudaMemcpyAsync(d_->h, f.data(), TH * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (hand-over)");
+  for (size_t i = 0; i < rs.blocks.size(); ++i)
+    check_cuda(cudaMemcpyAsync(d_->blocks[i], f.data() + (1 + i) * TH, TH * 4, cudaMemcpyHostToDevice, s),
                "cudaMemcpyAsync (hand-over)");
+}
+
+// The device's h and blocks [b0, nb) into rs (fp64, widened exactly): h replaced, blocks from b0 on
+// written in place (b0 = rs.blocks.size() appends).
+void CudaK3Session::download_stream(ResidualStream& rs, int b0, int nb) {
+  const size_t TH = size_t(rs.T) * m_.config().hidden;
+  cudaStream_t s = d_->stream.get();
+  std::vector<float>& f = d_->stream_f32;
+  f.resize(size_t(1 + nb - b0) * TH);
+  check_cuda(cudaMemcpyAsync(f.data(), d_->h, TH * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (hand-over)");
+  for (int i = b0; i < nb; ++i)
+    check_cuda(cudaMemcpyAsync(f.data() + size_t(1 + i - b0) * TH, d_->blocks[i], TH * 4, cudaMemcpyDeviceToHost, s),
+               "cudaMemcpyAsync (hand-over)");
+  d_->stream.sync();
+  rs.h.assign(f.begin(), f.begin() + TH);
+  rs.blocks.resize(size_t(nb));
+  for (int i = b0; i < nb; ++i)
+    rs.blocks[size_t(i)].assign(f.begin() + size_t(1 + i - b0) * TH, f.begin() + size_t(2 + i - b0) * TH);
 }
 
 bool CudaK3Session::takes_stream_from(const LayerRangeSession& from) const {
@@ -1163,16 +1197,7 @@ void CudaK3Session::receive_stream(const CudaK3Session& from, int T, int nb) {
 void CudaK3Session::stream_to_host(ResidualStream& rs) {
   if (rs.held_by != this) throw Error("stream_to_host: this session does not hold the residual stream");
   DeviceScope on(m_.device());
-  const size_t TH = size_t(rs.T) * m_.config().hidden;
-  cudaStream_t s = d_->stream.get();
-  rs.h.resize(TH);
-  check_cuda(cudaMemcpyAsync(rs.h.data(), d_->h, TH * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (hand-over)");
-  for (size_t i = 0; i < rs.blocks.size(); ++i) {
-    rs.blocks[i].resize(TH);
-    check_cuda(cudaMemcpyAsync(rs.blocks[i].data(), d_->blocks[i], TH * 4, cudaMemcpyDeviceToHost, s),
-               "cudaMemcpyAsync (hand-over)");
-  }
-  d_->stream.sync();
+  download_stream(rs, 0, int(rs.blocks.size()));
   rs.held_by = nullptr;
 }
 
@@ -1198,8 +1223,6 @@ void CudaK3Session::run_layers(int first, int last, ResidualStream& rs) {
       advance_schedule(-1);
     }
   }
-  cudaStream_t s = d_->stream.get();
-  const size_t TH = size_t(T) * c.hidden;
   if (rs.keep_on_device) {
     // The next range runs on a session that copies the stream from this device: the host copies
     // stay stale (the block count is kept) until stream_to_host.
@@ -1208,14 +1231,8 @@ void CudaK3Session::run_layers(int first, int last, ResidualStream& rs) {
     d_->stream.sync();
     return;
   }
-  check_cuda(cudaMemcpyAsync(rs.h.data(), d_->h, TH * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (hand-over)");
-  for (int i = nb0; i < nb; ++i) {
-    rs.blocks.emplace_back(TH);
-    check_cuda(cudaMemcpyAsync(rs.blocks.back().data(), d_->blocks[i], TH * 4, cudaMemcpyDeviceToHost, s),
-               "cudaMemcpyAsync (hand-over)");
-  }
+  download_stream(rs, nb0, nb);
   rs.held_by = nullptr;
-  d_->stream.sync();
 }
 
 void CudaK3Session::finish_pass(const ResidualStream& rs, std::vector<float>& logits) {

@@ -144,6 +144,7 @@ class CudaK3Session : public LayerRangeSession {
   void advance_schedule(int u);
   void issue_copy(int step);
   void upload_stream(const ResidualStream& rs, int& nb);
+  void download_stream(ResidualStream& rs, int b0, int nb);
   void receive_stream(const CudaK3Session& from, int T, int nb);
   void attention_kda(int layer, int T, bool partial);
   void attention_mla(int layer, int T);

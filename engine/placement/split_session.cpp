@@ -136,7 +136,7 @@ void SplitSession::stage(std::span<const int32_t> ids, std::vector<float>& logit
     LayerRangeSession& s = side(dev);
     if (!first && dev != prev) {
       ++stats_.handovers;
-      stats_.handover_bytes += (rs.h.size() + rs.blocks.size() * rs.h.size()) * sizeof(float);
+      stats_.handover_bytes += (rs.h.size() + rs.blocks.size() * rs.h.size()) * sizeof(double);
     }
     if (rs.held_by && rs.held_by != &s) {
       if (s.takes_stream_from(*rs.held_by)) {

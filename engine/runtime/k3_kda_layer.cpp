@@ -11,38 +11,38 @@ namespace deltafin {
 
 namespace {
 
-// Causal depthwise conv over [K-1 old rows | T new rows], then SiLU; in fp64, one rounding.
-void short_conv(const float* window, const float* raw, int T, int C, int K, const std::vector<float>& wt,
-                int64_t raw_stride, float* out) {
+// Causal depthwise conv over [K-1 old rows | T new rows], then SiLU; in fp64.
+void short_conv(const double* window, const double* raw, int T, int C, int K, const std::vector<float>& wt,
+                int64_t raw_stride, double* out) {
   const int K1 = K - 1;
   for (int t = 0; t < T; ++t) {
-    float* o = out + size_t(t) * C;
+    double* o = out + size_t(t) * C;
     for (int ch = 0; ch < C; ++ch) {
       double acc = 0;
       for (int j = 0; j < K; ++j) {
         const int src = t + j;  // index into the virtual [window | raw] sequence
-        const float xv = src < K1 ? window[size_t(src) * C + ch] : raw[size_t(src - K1) * raw_stride + ch];
-        acc += double(wt[size_t(ch) * K + j]) * double(xv);
+        const double xv = src < K1 ? window[size_t(src) * C + ch] : raw[size_t(src - K1) * raw_stride + ch];
+        acc += double(wt[size_t(ch) * K + j]) * xv;
       }
-      o[ch] = float(acc * sigmoid64(acc));
+      o[ch] = acc * sigmoid64(acc);
     }
   }
 }
 
 // x * rsqrt(sum x^2 + 1e-6) * scale per head, in fp64.
-void l2norm_heads(float* x, int heads, int d, double scale) {
+void l2norm_heads(double* x, int heads, int d, double scale) {
   for (int h = 0; h < heads; ++h) {
-    float* v = x + size_t(h) * d;
+    double* v = x + size_t(h) * d;
     double ss = 0;
-    for (int i = 0; i < d; ++i) ss += double(v[i]) * double(v[i]);
+    for (int i = 0; i < d; ++i) ss += v[i] * v[i];
     const double inv = 1.0 / std::sqrt(ss + 1e-6) * scale;
-    for (int i = 0; i < d; ++i) v[i] = float(double(v[i]) * inv);
+    for (int i = 0; i < d; ++i) v[i] *= inv;
   }
 }
 
 }  // namespace
 
-void K3Session::attention_kda(int layer, const float* x, int T, float* out, const PassOptions& opts) {
+void K3Session::attention_kda(int layer, const double* x, int T, double* out, const PassOptions& opts) {
   const K3Config& c = m_.config();
   const KdaWeights& w = cur_->kda;
   KdaLayerState& st = st_.kda[layer];
@@ -50,8 +50,8 @@ void K3Session::attention_kda(int layer, const float* x, int T, float* out, cons
   const int64_t rank = w.f_a.rows;
 
   // Projections: raw rows laid out as [T][q | k | v] so a row's conv inputs sit together.
-  std::vector<float> rq(size_t(T) * C), rk(size_t(T) * C), rv(size_t(T) * C), gate(size_t(T) * C);
-  std::vector<float> fa(size_t(T) * rank), fb(size_t(T) * C), braw(size_t(T) * nh);
+  std::vector<double> rq(size_t(T) * C), rk(size_t(T) * C), rv(size_t(T) * C), gate(size_t(T) * C);
+  std::vector<double> fa(size_t(T) * rank), fb(size_t(T) * C), braw(size_t(T) * nh);
   matmul_group({{&w.q_proj, rq.data()},
                 {&w.k_proj, rk.data()},
                 {&w.v_proj, rv.data()},
@@ -64,9 +64,9 @@ void K3Session::attention_kda(int layer, const float* x, int T, float* out, cons
   KdaStagedRows& rows = staged_.kda[layer];
   rows.raw.resize(size_t(T) * 3 * C);
   for (int t = 0; t < T; ++t) {
-    std::memcpy(&rows.raw[(size_t(t) * 3 + 0) * C], &rq[size_t(t) * C], size_t(C) * 4);
-    std::memcpy(&rows.raw[(size_t(t) * 3 + 1) * C], &rk[size_t(t) * C], size_t(C) * 4);
-    std::memcpy(&rows.raw[(size_t(t) * 3 + 2) * C], &rv[size_t(t) * C], size_t(C) * 4);
+    std::memcpy(&rows.raw[(size_t(t) * 3 + 0) * C], &rq[size_t(t) * C], size_t(C) * sizeof(double));
+    std::memcpy(&rows.raw[(size_t(t) * 3 + 1) * C], &rk[size_t(t) * C], size_t(C) * sizeof(double));
+    std::memcpy(&rows.raw[(size_t(t) * 3 + 2) * C], &rv[size_t(t) * C], size_t(C) * sizeof(double));
   }
   rows.q.resize(size_t(T) * C);
   rows.k.resize(size_t(T) * C);
@@ -87,10 +87,10 @@ void K3Session::attention_kda(int layer, const float* x, int T, float* out, cons
       const double ea = std::exp(double(w.a_log[h]));
       for (int i = 0; i < d; ++i) {
         const size_t idx = size_t(h) * d + i;
-        const double z = double(fb[size_t(t) * C + idx]) + double(w.dt_bias[idx]);
-        rows.log_alpha[size_t(t) * C + idx] = float(double(c.gate_lower_bound) * sigmoid64(ea * z));
+        const double z = fb[size_t(t) * C + idx] + double(w.dt_bias[idx]);
+        rows.log_alpha[size_t(t) * C + idx] = double(c.gate_lower_bound) * sigmoid64(ea * z);
       }
-      rows.beta[size_t(t) * nh + h] = float(sigmoid64(braw[size_t(t) * nh + h]));
+      rows.beta[size_t(t) * nh + h] = sigmoid64(braw[size_t(t) * nh + h]);
     }
   }
 
@@ -100,15 +100,15 @@ void K3Session::attention_kda(int layer, const float* x, int T, float* out, cons
   }
   // New conv window: the last K-1 rows of [old window | raw rows].
   for (int which = 0; which < 3; ++which) {
-    float* win = st.conv.data() + size_t(which) * K1 * C;
-    std::vector<float> ext(size_t(K1 + T) * C);
-    std::memcpy(ext.data(), win, size_t(K1) * C * 4);
+    double* win = st.conv.data() + size_t(which) * K1 * C;
+    std::vector<double> ext(size_t(K1 + T) * C);
+    std::memcpy(ext.data(), win, size_t(K1) * C * sizeof(double));
     for (int t = 0; t < T; ++t)
-      std::memcpy(ext.data() + size_t(K1 + t) * C, &rows.raw[(size_t(t) * 3 + which) * C], size_t(C) * 4);
-    std::memcpy(win, ext.data() + size_t(T) * C, size_t(K1) * C * 4);
+      std::memcpy(ext.data() + size_t(K1 + t) * C, &rows.raw[(size_t(t) * 3 + which) * C], size_t(C) * sizeof(double));
+    std::memcpy(win, ext.data() + size_t(T) * C, size_t(K1) * C * sizeof(double));
   }
 
-  std::vector<float> o(size_t(T) * C);
+  std::vector<double> o(size_t(T) * C);
   const KdaShape shape{nh, d, d};
   if (opts.chunked_kda)
     kda_chunked(shape, st.S.data(), T, rows.q.data(), rows.k.data(), rows.v.data(), rows.log_alpha.data(),
@@ -120,9 +120,9 @@ void K3Session::attention_kda(int layer, const float* x, int T, float* out, cons
   // Per-head RMSNorm, output gate, projection.
   for (int t = 0; t < T; ++t)
     for (int h = 0; h < nh; ++h) {
-      float* oh = &o[size_t(t) * C + size_t(h) * d];
+      double* oh = &o[size_t(t) * C + size_t(h) * d];
       rmsnorm(oh, w.o_norm.data(), d, c.rms_eps, oh);
-      for (int i = 0; i < d; ++i) oh[i] *= sigmoidf(gate[size_t(t) * C + size_t(h) * d + i]);
+      for (int i = 0; i < d; ++i) oh[i] *= sigmoid64(gate[size_t(t) * C + size_t(h) * d + i]);
     }
   matmul(w.o_proj, o.data(), T, out);
 }

@@ -10,17 +10,17 @@
 
 namespace deltafin {
 
-void K3Session::attention_mla(int layer, const float* x, int T, float* out) {
+void K3Session::attention_mla(int layer, const double* x, int T, double* out) {
   const K3Config& c = m_.config();
   const MlaWeights& w = cur_->mla_w;
   auto& cache = st_.mla[layer].cache;
   const int nh = c.mla_heads, R = c.kv_lora_rank, P = c.qk_rope, N = c.qk_nope, Vd = c.v_head;
   const int qh = N + P, width = R + P;
 
-  std::vector<float> qa(size_t(T) * c.q_lora_rank), q(size_t(T) * nh * qh), ckv(size_t(T) * width);
+  std::vector<double> qa(size_t(T) * c.q_lora_rank), q(size_t(T) * nh * qh), ckv(size_t(T) * width);
   matmul_group({{&w.q_a_proj, qa.data()}, {&w.kv_a_proj, ckv.data()}}, x, T);
   for (int t = 0; t < T; ++t) {
-    float* r = &qa[size_t(t) * c.q_lora_rank];
+    double* r = &qa[size_t(t) * c.q_lora_rank];
     rmsnorm(r, w.q_a_norm.data(), c.q_lora_rank, c.rms_eps, r);
   }
   matmul(w.q_b_proj, qa.data(), T, q.data());
@@ -28,21 +28,21 @@ void K3Session::attention_mla(int layer, const float* x, int T, float* out) {
   const size_t base = static_cast<size_t>(st_.n_past);
   cache.resize((base + T) * width);
   for (int t = 0; t < T; ++t) {
-    const float* src = &ckv[size_t(t) * width];
-    float* dst = &cache[(base + t) * width];
+    const double* src = &ckv[size_t(t) * width];
+    double* dst = &cache[(base + t) * width];
     rmsnorm(src, w.kv_a_norm.data(), R, c.rms_eps, dst);
-    std::memcpy(dst + R, src + R, size_t(P) * 4);
+    std::memcpy(dst + R, src + R, size_t(P) * sizeof(double));
   }
 
-  std::vector<float> attn(size_t(T) * nh * Vd);
+  std::vector<double> attn(size_t(T) * nh * Vd);
   const double scale = 1.0 / std::sqrt(double(qh));
   absorbed_mla_heads(
       w.kv_b_proj, q.data(), T, nh, N, P, R, Vd, scale, [&](size_t r) { return &cache[r * width]; },
       [&](int t) { return base + size_t(t) + 1; }, attn.data());
   if (c.mla_output_gate) {
-    std::vector<float> g(size_t(T) * nh * Vd);
+    std::vector<double> g(size_t(T) * nh * Vd);
     matmul(w.g_proj, x, T, g.data());
-    for (size_t i = 0; i < g.size(); ++i) attn[i] *= sigmoidf(g[i]);
+    for (size_t i = 0; i < g.size(); ++i) attn[i] *= sigmoid64(g[i]);
   }
   matmul(w.o_proj, attn.data(), T, out);
 }

@@ -35,7 +35,7 @@ std::unique_ptr<K3Model> K3Model::load(const std::string& root, Options opts) {
 uint64_t K3Model::kv_bytes_per_token() const {
   uint64_t n = 0;
   for (int l = 0; l < cfg_.layers; ++l)
-    if (cfg_.is_mla[l]) n += uint64_t(cfg_.mla_cache_width()) * 4;
+    if (cfg_.is_mla[l]) n += uint64_t(cfg_.mla_cache_width()) * sizeof(double);
   return n;
 }
 
@@ -44,7 +44,8 @@ uint64_t K3Model::fixed_state_bytes() const {
   const uint64_t C = cfg_.kda_dim();
   for (int l = 0; l < cfg_.layers; ++l)
     if (!cfg_.is_mla[l])
-      n += (uint64_t(cfg_.kda_heads) * cfg_.kda_head_dim * cfg_.kda_head_dim + 3 * (cfg_.conv_kernel - 1) * C) * 4;
+      n += (uint64_t(cfg_.kda_heads) * cfg_.kda_head_dim * cfg_.kda_head_dim + 3 * (cfg_.conv_kernel - 1) * C) *
+           sizeof(double);
   return n;
 }
 
@@ -57,34 +58,34 @@ void K3Session::reset() {
   st_.mla.resize(c.layers);
   for (int l = 0; l < c.layers; ++l) {
     if (c.is_mla[l]) continue;
-    st_.kda[l].S.assign(size_t(c.kda_heads) * c.kda_head_dim * c.kda_head_dim, 0.f);
-    st_.kda[l].conv.assign(size_t(3) * (c.conv_kernel - 1) * c.kda_dim(), 0.f);
+    st_.kda[l].S.assign(size_t(c.kda_heads) * c.kda_head_dim * c.kda_head_dim, 0.0);
+    st_.kda[l].conv.assign(size_t(3) * (c.conv_kernel - 1) * c.kda_dim(), 0.0);
   }
   staged_ = StagedPass{};
 }
 
 uint64_t K3Session::state_bytes() const {
   uint64_t n = 0;
-  for (const auto& k : st_.kda) n += (k.S.size() + k.conv.size()) * 4;
-  for (const auto& m : st_.mla) n += m.cache.size() * 4;
+  for (const auto& k : st_.kda) n += (k.S.size() + k.conv.size()) * sizeof(double);
+  for (const auto& m : st_.mla) n += m.cache.size() * sizeof(double);
   return n;
 }
 
 namespace {
 
 // AttnRes mix of T-row entries: per row, softmax over entries of dot(V_i / rms(V_i), w), then
-// the weighted sum of the raw entries. Scores, softmax and sum in fp64, one rounding per output.
-void attn_res_mix(const std::vector<const float*>& entries, const std::vector<float>& w, int T, int H, double eps,
-                  float* out) {
+// the weighted sum of the raw entries, all in fp64.
+void attn_res_mix(const std::vector<const double*>& entries, const std::vector<float>& w, int T, int H, double eps,
+                  double* out) {
   const size_t n = entries.size();
   ThreadPool::global().parallel_for(static_cast<size_t>(T), [&](size_t t0, size_t t1) {
     std::vector<double> score(n), acc(H);
     for (size_t t = t0; t < t1; ++t) {
       for (size_t i = 0; i < n; ++i) {
-        const float* v = entries[i] + t * H;
+        const double* v = entries[i] + t * H;
         const double inv = rms_inv64(v, H, eps);
         double s = 0;
-        for (int j = 0; j < H; ++j) s += double(v[j]) * double(w[j]);
+        for (int j = 0; j < H; ++j) s += v[j] * double(w[j]);
         score[i] = s * inv;
       }
       double mx = score[0];
@@ -97,17 +98,21 @@ void attn_res_mix(const std::vector<const float*>& entries, const std::vector<fl
       std::fill(acc.begin(), acc.end(), 0.0);
       for (size_t i = 0; i < n; ++i) {
         const double p = score[i] / sum;
-        const float* v = entries[i] + t * H;
-        for (int j = 0; j < H; ++j) acc[j] += p * double(v[j]);
+        const double* v = entries[i] + t * H;
+        for (int j = 0; j < H; ++j) acc[j] += p * v[j];
       }
-      float* o = out + t * H;
-      for (int j = 0; j < H; ++j) o[j] = float(acc[j]);
+      std::copy(acc.begin(), acc.end(), out + t * H);
     }
   });
 }
 
-void rmsnorm_rows(const float* x, const std::vector<float>& w, int T, int n, double eps, float* out) {
+void rmsnorm_rows(const double* x, const std::vector<float>& w, int T, int n, double eps, double* out) {
   for (int t = 0; t < T; ++t) rmsnorm(x + size_t(t) * n, w.data(), n, eps, out + size_t(t) * n);
+}
+
+void narrow(const std::vector<double>& a, std::vector<float>& b) {
+  b.resize(a.size());
+  for (size_t i = 0; i < a.size(); ++i) b[i] = float(a[i]);
 }
 
 }  // namespace
@@ -178,11 +183,11 @@ void K3Session::layers(int first, int last, ResidualStream& rs) {
   const PassOptions& opts = pass_;
   ForwardTrace* tr = opts.trace;
   const size_t TH = size_t(T) * H;
-  std::vector<float>& h = rs.h;
-  std::vector<std::vector<float>>& blocks = rs.blocks;
-  std::vector<float> prefix(TH), x(TH), a(TH), mixed(TH), m(TH);
+  std::vector<double>& h = rs.h;
+  std::vector<std::vector<double>>& blocks = rs.blocks;
+  std::vector<double> prefix(TH), x(TH), a(TH), mixed(TH), m(TH);
   bool have_prefix;
-  std::vector<const float*> entries;
+  std::vector<const double*> entries;
   // A streamed layer is held for the length of its computation, released on any exit.
   struct LayerLease {
     SpineStreamer* sp = nullptr;
@@ -227,22 +232,23 @@ void K3Session::layers(int first, int last, ResidualStream& rs) {
     if (L.moe) moe(l, x.data(), T, m.data(), tr && tr->routing ? tr : nullptr);
     else dense_mlp(L.dense, x.data(), T, m.data());
     for (size_t i = 0; i < TH; ++i) h[i] = prefix[i] + m[i];
-    if (tr && tr->layer_out) tr->layers.push_back(h);
+    if (tr && tr->layer_out) tr->layers.emplace_back(h.begin(), h.end());  // rounded to fp32 for the trace
   }
 }
 
 void K3Session::finish_pass(const ResidualStream& rs, std::vector<float>& logits) {
   const K3Config& c = m_.config();
-  const K3Weights& w = m_.weights();
-  const int T = rs.T, H = c.hidden;
-  if (staged_.T == 0 || T != staged_.T || rs.h.size() != size_t(T) * H)
+  if (staged_.T == 0 || rs.T != staged_.T || rs.h.size() != size_t(rs.T) * c.hidden)
     throw Error("finish_pass() does not fit the staged pass", "begin_pass and run every layer first");
   if (rs.held_by)
     throw Error("finish_pass: the residual stream is still in a GPU's memory",
                 "bring it to the host first (stream_to_host)");
+  // The output AttnRes mix, the final norm and lm_head; the logits are rounded once to fp32.
+  const K3Weights& w = m_.weights();
+  const int T = rs.T, H = c.hidden;
   const size_t TH = size_t(T) * H;
-  std::vector<float> mixed(TH), x(TH);
-  std::vector<const float*> entries;
+  std::vector<double> mixed(TH), x(TH);
+  std::vector<const double*> entries;
   for (auto& b : rs.blocks) entries.push_back(b.data());
   entries.push_back(rs.h.data());
   attn_res_mix(entries, w.output_res.w, T, H, c.rms_eps, mixed.data());
@@ -250,7 +256,7 @@ void K3Session::finish_pass(const ResidualStream& rs, std::vector<float>& logits
   const int first = pass_.all_logits ? 0 : T - 1;
   const int rows = T - first;
   rmsnorm_rows(mixed.data() + size_t(first) * H, w.final_norm, rows, H, c.rms_eps, x.data());
-  logits.resize(size_t(rows) * c.vocab);
+  std::vector<double> out(size_t(rows) * c.vocab);
   SpineStreamer* sp = m_.spine();
   if (sp && sp->lm_head_streamed()) {
     const Mat& head = sp->acquire_lm_head();
@@ -258,10 +264,11 @@ void K3Session::finish_pass(const ResidualStream& rs, std::vector<float>& logits
       SpineStreamer* sp;
       ~HeadLease() { sp->release_lm_head(); }
     } head_lease{sp};
-    matmul(head, x.data(), rows, logits.data());
+    matmul(head, x.data(), rows, out.data());
   } else {
-    matmul(w.lm_head, x.data(), rows, logits.data());
+    matmul(w.lm_head, x.data(), rows, out.data());
   }
+  narrow(out, logits);
 }
 
 void K3Session::commit(int n) {
@@ -284,18 +291,19 @@ void K3Session::commit(int n) {
     s.S = r.S0;
     if (n > 0) {
       const KdaShape shape{c.kda_heads, c.kda_head_dim, c.kda_head_dim};
-      std::vector<float> o(size_t(n) * C);
+      std::vector<double> o(size_t(n) * C);
       kda_recurrent(shape, s.S.data(), n, r.q.data(), r.k.data(), r.v.data(), r.log_alpha.data(), r.beta.data(),
                     o.data());
     }
     // Conv window after n rows: the last K-1 of [old window, first n raw inputs].
     s.conv = r.conv0;
     for (int which = 0; which < 3; ++which) {
-      std::vector<float> ext(size_t(K1 + n) * C);
-      std::memcpy(ext.data(), r.conv0.data() + size_t(which) * K1 * C, size_t(K1) * C * 4);
+      std::vector<double> ext(size_t(K1 + n) * C);
+      std::memcpy(ext.data(), r.conv0.data() + size_t(which) * K1 * C, size_t(K1) * C * sizeof(double));
       for (int t = 0; t < n; ++t)
-        std::memcpy(ext.data() + size_t(K1 + t) * C, r.raw.data() + (size_t(t) * 3 + which) * C, size_t(C) * 4);
-      std::memcpy(s.conv.data() + size_t(which) * K1 * C, ext.data() + size_t(n) * C, size_t(K1) * C * 4);
+        std::memcpy(ext.data() + size_t(K1 + t) * C, r.raw.data() + (size_t(t) * 3 + which) * C,
+                    size_t(C) * sizeof(double));
+      std::memcpy(s.conv.data() + size_t(which) * K1 * C, ext.data() + size_t(n) * C, size_t(K1) * C * sizeof(double));
     }
   }
   st_.n_past += n;

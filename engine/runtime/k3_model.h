@@ -39,7 +39,7 @@ class K3Model {
   ExpertSource& experts() const { return *experts_; }
   // The spine's owned and streamed units; null when every layer is read in place (mapped).
   SpineStreamer* spine() const { return spine_.get(); }
-  // fp32 bytes of MLA latent cache per token (all MLA layers).
+  // Bytes of MLA latent cache per token (all MLA layers; fp64, as the CPU forward keeps it).
   uint64_t kv_bytes_per_token() const;
   // Bytes of fixed per-session state (KDA recurrent + conv states).
   uint64_t fixed_state_bytes() const;
@@ -58,9 +58,11 @@ void check_state_fits(const K3Config& c, const K3State& state);
 
 // One conversation's state over a K3Model, with transactions: stage() runs T
 // new tokens without committing them; commit(n) keeps the first n; rollback() none.
+// Every activation, sum and state value is fp64 (weights as stored; logits rounded once to fp32):
+// ENGINE.md, "Exactness".
 // One routed expert over n rows x[n][latent]: down(SiTU(gate x, up x)) into d[n][latent]; g and u
-// are scratch of n * moe_intermediate floats. What K3Session runs for each distinct expert.
-void routed_expert_mlp(const K3Config& c, const ExpertView& v, const float* x, int n, float* g, float* u, float* d);
+// are scratch of n * moe_intermediate values. What K3Session runs for each distinct expert.
+void routed_expert_mlp(const K3Config& c, const ExpertView& v, const double* x, int n, double* g, double* u, double* d);
 
 class K3Session : public LayerRangeSession {
  public:
@@ -90,13 +92,13 @@ class K3Session : public LayerRangeSession {
  private:
   void begin(std::span<const int32_t> ids, const PassOptions& opts);
   void layers(int first, int last, ResidualStream& rs);
-  void attention_kda(int layer, const float* x, int T, float* out, const PassOptions& opts);
-  void attention_mla(int layer, const float* x, int T, float* out);
-  void moe(int layer, const float* x, int T, float* out, ForwardTrace* trace);
+  void attention_kda(int layer, const double* x, int T, double* out, const PassOptions& opts);
+  void attention_mla(int layer, const double* x, int T, double* out);
+  void moe(int layer, const double* x, int T, double* out, ForwardTrace* trace);
   // Guesses `layer`'s experts by applying its router to `x`, an earlier normalized input of the
   // pass, and hands the guess to the expert source's prefetch.
-  void predict_experts(int layer, const float* x, int T);
-  void dense_mlp(const DenseMlpWeights& w, const float* x, int T, float* out);
+  void predict_experts(int layer, const double* x, int T);
+  void dense_mlp(const DenseMlpWeights& w, const double* x, int T, double* out);
 
   const K3Model& m_;
   const LayerWeights* cur_ = nullptr;  // the weights of the layer being computed (bound or streamed)

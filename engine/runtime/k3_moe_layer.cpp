@@ -10,27 +10,28 @@
 
 namespace deltafin {
 
-void K3Session::dense_mlp(const DenseMlpWeights& w, const float* x, int T, float* out) {
+void K3Session::dense_mlp(const DenseMlpWeights& w, const double* x, int T, double* out) {
   const K3Config& c = m_.config();
   const int64_t I = w.gate.rows;
-  std::vector<float> g(size_t(T) * I), u(size_t(T) * I);
+  std::vector<double> g(size_t(T) * I), u(size_t(T) * I);
   matmul_group({{&w.gate, g.data()}, {&w.up, u.data()}}, x, T);
   situ_glu(g.data(), u.data(), int64_t(T) * I, c.situ_beta, c.situ_linear_beta, g.data());
   matmul(w.down, g.data(), T, out);
 }
 
-void routed_expert_mlp(const K3Config& c, const ExpertView& v, const float* x, int n, float* g, float* u, float* d) {
+void routed_expert_mlp(const K3Config& c, const ExpertView& v, const double* x, int n, double* g, double* u,
+                       double* d) {
   const int Z = c.latent, I = c.moe_intermediate;
   matmul_mxfp4_pair(v.w1_packed, v.w1_scale, g, v.w3_packed, v.w3_scale, u, I, Z, x, n);
   situ_glu(g, u, int64_t(n) * I, c.situ_beta, c.situ_linear_beta, g);
   matmul_mxfp4(v.w2_packed, v.w2_scale, Z, I, g, n, d);
 }
 
-void K3Session::predict_experts(int layer, const float* x, int T) {
+void K3Session::predict_experts(int layer, const double* x, int T) {
   const K3Config& c = m_.config();
   const MoeWeights& w = m_.weights().layers[layer].moe_w;
   const int E = c.experts, k = c.top_k;
-  std::vector<float> logits(size_t(T) * E);
+  std::vector<double> logits(size_t(T) * E);
   std::vector<double> key(E);          // the router's own fp64 keys, so a guess is what the router will choose
   std::vector<int> order, best(E, k);  // best: the expert's best place in a row's top-k (k: none)
   matmul(w.router, x, T, logits.data());
@@ -47,28 +48,28 @@ void K3Session::predict_experts(int layer, const float* x, int T) {
   m_.experts().prefetch(layer, guess);
 }
 
-void K3Session::moe(int layer, const float* x, int T, float* out, ForwardTrace* trace) {
+void K3Session::moe(int layer, const double* x, int T, double* out, ForwardTrace* trace) {
   const K3Config& c = m_.config();
   const MoeWeights& w = cur_->moe_w;
   const int E = c.experts, k = c.top_k, Z = c.latent, I = c.moe_intermediate, H = c.hidden;
 
   // Router: choose by sigmoid score + correction bias; weight by the plain score.
-  std::vector<float> logits(size_t(T) * E);
+  std::vector<double> logits(size_t(T) * E);
   matmul(w.router, x, T, logits.data());
   std::vector<int32_t> chosen(size_t(T) * k);
-  std::vector<float> weight(size_t(T) * k);
+  std::vector<double> weight(size_t(T) * k);
   RouterChoice choice;
   for (int t = 0; t < T; ++t) {
     route_token(&logits[size_t(t) * E], w.router_bias.data(), E, k, c.renormalize, c.routed_scaling, choice);
     std::copy(choice.ids.begin(), choice.ids.end(), &chosen[size_t(t) * k]);
-    std::copy(choice.weights.begin(), choice.weights.end(), &weight[size_t(t) * k]);
+    std::copy(choice.weights64.begin(), choice.weights64.end(), &weight[size_t(t) * k]);
   }
   if (trace) {
     trace->topk_ids.emplace_back(chosen.begin(), chosen.end());
-    trace->topk_weights.emplace_back(weight.begin(), weight.end());
+    trace->topk_weights.emplace_back(weight.begin(), weight.end());  // rounded to fp32 for the trace
   }
 
-  std::vector<float> z(size_t(T) * Z);
+  std::vector<double> z(size_t(T) * Z);
   matmul(w.latent_down, x, T, z.data());
 
   // Each distinct expert is fetched once and run over every row that chose it.
@@ -83,8 +84,8 @@ void K3Session::moe(int layer, const float* x, int T, float* out, ForwardTrace* 
     predict_experts(layer + d, x, T);
   }
 
-  std::vector<float> slot_out(size_t(T) * k * Z);
-  std::vector<float> xs, g, u, d;
+  std::vector<double> slot_out(size_t(T) * k * Z);
+  std::vector<double> xs, g, u, d;
   std::vector<int> users;  // indices t*k+slot
   // Experts arrive in readiness order (hits first); each row's sum below is in a fixed order.
   for (size_t done = 0; done < uni.size(); ++done) {
@@ -94,33 +95,33 @@ void K3Session::moe(int layer, const float* x, int T, float* out, ForwardTrace* 
       if (chosen[i] == uni[ui]) users.push_back(i);
     const int n = static_cast<int>(users.size());
     xs.resize(size_t(n) * Z);
-    for (int r = 0; r < n; ++r) std::memcpy(&xs[size_t(r) * Z], &z[size_t(users[r] / k) * Z], size_t(Z) * 4);
+    for (int r = 0; r < n; ++r)
+      std::memcpy(&xs[size_t(r) * Z], &z[size_t(users[r] / k) * Z], size_t(Z) * sizeof(double));
     g.resize(size_t(n) * I);
     u.resize(size_t(n) * I);
     d.resize(size_t(n) * Z);
     routed_expert_mlp(c, v, xs.data(), n, g.data(), u.data(), d.data());
-    for (int r = 0; r < n; ++r) std::memcpy(&slot_out[size_t(users[r]) * Z], &d[size_t(r) * Z], size_t(Z) * 4);
+    for (int r = 0; r < n; ++r)
+      std::memcpy(&slot_out[size_t(users[r]) * Z], &d[size_t(r) * Z], size_t(Z) * sizeof(double));
   }
 
-  // The weighted sum of a row's experts in fp64 (fp32 x fp32 products are exact there), normalised
-  // from the unrounded sum.
-  std::vector<float> y(size_t(T) * Z);
+  // The weighted sum of a row's experts in fp64, normalised from the unrounded sum.
+  std::vector<double> y(size_t(T) * Z);
   std::vector<double> acc(Z);
   for (int t = 0; t < T; ++t) {
-    float* yt = &y[size_t(t) * Z];
+    double* yt = &y[size_t(t) * Z];
     std::fill(acc.begin(), acc.end(), 0.0);
     for (int i = 0; i < k; ++i) {
       const double wt = weight[size_t(t) * k + i];
-      const float* so = &slot_out[(size_t(t) * k + i) * Z];
-      for (int j = 0; j < Z; ++j) acc[j] += wt * double(so[j]);
+      const double* so = &slot_out[(size_t(t) * k + i) * Z];
+      for (int j = 0; j < Z; ++j) acc[j] += wt * so[j];
     }
     if (c.latent_norm) rmsnorm(acc.data(), w.latent_norm.data(), Z, c.rms_eps, yt);
-    else
-      for (int j = 0; j < Z; ++j) yt[j] = float(acc[j]);
+    else std::copy(acc.begin(), acc.end(), yt);
   }
   matmul(w.latent_up, y.data(), T, out);
   if (w.has_shared) {
-    std::vector<float> sh(size_t(T) * H);
+    std::vector<double> sh(size_t(T) * H);
     dense_mlp(w.shared, x, T, sh.data());
     for (size_t i = 0; i < sh.size(); ++i) out[i] += sh[i];
   }

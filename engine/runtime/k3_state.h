@@ -6,13 +6,15 @@ namespace deltafin {
 
 // Everything a K3 session carries between tokens. KDA layers keep a fixed-size
 // recurrent state; MLA layers keep the absorbed latent (kv_lora + rope wide) per token.
+// In fp64, as the CPU forward computes them (a GPU session widens its fp32 state on save and
+// rounds on load), so a saved and restored conversation goes on with the same bits.
 struct KdaLayerState {
-  std::vector<float> S;     // [heads][dk][dv]
-  std::vector<float> conv;  // [3][K-1][C]: the last K-1 projected q, k, v inputs
+  std::vector<double> S;     // [heads][dk][dv]
+  std::vector<double> conv;  // [3][K-1][C]: the last K-1 projected q, k, v inputs
 };
 
 struct MlaLayerState {
-  std::vector<float> cache;  // [tokens][kv_lora + rope]
+  std::vector<double> cache;  // [tokens][kv_lora + rope]
 };
 
 struct K3State {
@@ -24,8 +26,8 @@ struct K3State {
 // What a staged (uncommitted) pass keeps so that a prefix of its rows can be
 // committed later: the KDA state before the pass and each row's recurrence inputs.
 struct KdaStagedRows {
-  std::vector<float> S0, conv0;                      // state before the pass (partial-commit passes only)
-  std::vector<float> q, k, v, log_alpha, beta, raw;  // [T][...] raw = projected q|k|v before the conv
+  std::vector<double> S0, conv0;                      // state before the pass (partial-commit passes only)
+  std::vector<double> q, k, v, log_alpha, beta, raw;  // [T][...] raw = projected q|k|v before the conv
 };
 
 struct StagedPass {

@@ -13,12 +13,12 @@ struct KdaShape {
 
 // Step by step: the reference, and the form every decode and verify pass uses
 // (each row's arithmetic is the same whether it runs alone or inside a pass).
-void kda_recurrent(const KdaShape& s, float* S, int T, const float* q, const float* k, const float* v,
-                   const float* log_alpha, const float* beta, float* o);
+void kda_recurrent(const KdaShape& s, double* S, int T, const double* q, const double* k, const double* v,
+                   const double* log_alpha, const double* beta, double* o);
 
 // Chunkwise-parallel form for long prefills: the same function of the inputs,
-// evaluated with per-chunk matrix products (equal to the recurrent form within fp32 rounding).
-void kda_chunked(const KdaShape& s, float* S, int T, const float* q, const float* k, const float* v,
-                 const float* log_alpha, const float* beta, float* o, int chunk = 64);
+// evaluated with per-chunk matrix products (equal to the recurrent form within rounding).
+void kda_chunked(const KdaShape& s, double* S, int T, const double* q, const double* k, const double* v,
+                 const double* log_alpha, const double* beta, double* o, int chunk = 64);
 
 }  // namespace deltafin

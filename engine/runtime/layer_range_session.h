@@ -2,7 +2,9 @@
 // A session whose pass can run in parts, so that one pass's layers can be split between devices
 // (placement/split_session.h): the CPU K3Session and the CUDA CudaK3Session both implement it.
 // What crosses a layer boundary is the residual stream: the last layer's output and the AttnRes
-// block inputs so far (T x hidden floats each: kilobytes per row).
+// block inputs so far (T x hidden values each: kilobytes per row). It is fp64, as the CPU forward
+// computes it, so a hand-over between CPU sessions loses nothing; a GPU session rounds it to fp32
+// when it takes it and widens its own output.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -15,8 +17,8 @@ class LayerRangeSession;
 
 struct ResidualStream {
   int T = 0;
-  std::vector<float> h;                    // [T][hidden]: the embedding before layer 0, then each layer's output
-  std::vector<std::vector<float>> blocks;  // the input of every AttnRes block begun so far, [T][hidden] each
+  std::vector<double> h;                    // [T][hidden]: the embedding before layer 0, then each layer's output
+  std::vector<std::vector<double>> blocks;  // the input of every AttnRes block begun so far, [T][hidden] each
   // Between two GPUs the stream need not cross host memory: run_layers may leave its output in its
   // device memory when keep_on_device is set (the next range runs on a session that takes it from
   // there, takes_stream_from). held_by is then that session: h and blocks are stale (blocks.size()

@@ -6,8 +6,10 @@
 
 namespace deltafin {
 
-void route_token(const float* logits, const float* bias, int n, int k, bool renormalize, float scaling,
-                 RouterChoice& out) {
+namespace {
+
+template <class L>
+void route(const L* logits, const float* bias, int n, int k, bool renormalize, float scaling, RouterChoice& out) {
   std::vector<double> s(static_cast<size_t>(n)), key(static_cast<size_t>(n));
   for (int e = 0; e < n; ++e) {
     s[e] = sigmoid64(logits[e]);
@@ -20,10 +22,24 @@ void route_token(const float* logits, const float* bias, int n, int k, bool reno
   for (int i = 0; i < k; ++i) sum += s[order[i]];
   out.ids.assign(order.begin(), order.end());
   out.weights.resize(size_t(k));
+  out.weights64.resize(size_t(k));
   for (int i = 0; i < k; ++i) {
     const double sc = s[order[i]];
-    out.weights[i] = float((renormalize ? sc / (sum + 1e-20) : sc) * double(scaling));
+    out.weights64[i] = (renormalize ? sc / (sum + 1e-20) : sc) * double(scaling);
+    out.weights[i] = float(out.weights64[i]);
   }
+}
+
+}  // namespace
+
+void route_token(const float* logits, const float* bias, int n, int k, bool renormalize, float scaling,
+                 RouterChoice& out) {
+  route(logits, bias, n, k, renormalize, scaling, out);
+}
+
+void route_token(const double* logits, const float* bias, int n, int k, bool renormalize, float scaling,
+                 RouterChoice& out) {
+  route(logits, bias, n, k, renormalize, scaling, out);
 }
 
 }  // namespace deltafin

@@ -10,8 +10,9 @@
 namespace deltafin {
 
 struct RouterChoice {
-  std::vector<int32_t> ids;    // top_k expert ids, ascending (the fixed order their outputs are summed in)
-  std::vector<float> weights;  // per id: score / (sum of chosen scores + 1e-20) if renormalize, times scaling
+  std::vector<int32_t> ids;       // top_k expert ids, ascending (the fixed order their outputs are summed in)
+  std::vector<float> weights;     // per id: score / (sum of chosen scores + 1e-20) if renormalize, times scaling
+  std::vector<double> weights64;  // the same in fp64, not rounded (what the K3 forward weighs by)
 };
 
 // The k largest keys' indices; equal keys go to the lower index, so the choice never depends on
@@ -29,6 +30,9 @@ void top_k_by_key(const Key* key, int n, int k, std::vector<int>& order) {
 // Scores, keys and the renormalising sum are fp64 (a choice between near-tied experts is decided on
 // the fp64 keys); each weight is rounded to fp32 once.
 void route_token(const float* logits, const float* bias, int n, int k, bool renormalize, float scaling,
+                 RouterChoice& out);
+// The same from fp64 logits.
+void route_token(const double* logits, const float* bias, int n, int k, bool renormalize, float scaling,
                  RouterChoice& out);
 
 }  // namespace deltafin

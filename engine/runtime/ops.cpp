@@ -1,6 +1,7 @@
 #include "runtime/ops.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -26,70 +27,113 @@ float Mat::at(int64_t r, int64_t c) const {
   return f;
 }
 
-void matmul_rows(const Mat& w, int64_t o0, int64_t o1, const float* x, int64_t ldx, int T, float* y, int64_t ldy) {
+namespace {
+
+// One call's arguments for x and y of either width (fp64 ones go to the kernels' xd / yd).
+kernels::RowsArgs rows_args(const void* w, const uint8_t* scale, int64_t in, int64_t o0, int64_t o1, const float* x,
+                            int64_t ldx, int T, float* y, int64_t ldy) {
+  return kernels::RowsArgs{w, scale, in, o0, o1, x, ldx, T, y, ldy};
+}
+kernels::RowsArgs rows_args(const void* w, const uint8_t* scale, int64_t in, int64_t o0, int64_t o1, const double* x,
+                            int64_t ldx, int T, double* y, int64_t ldy) {
+  kernels::RowsArgs a{w, scale, in, o0, o1, nullptr, ldx, T, nullptr, ldy};
+  a.xd = x;
+  a.yd = y;
+  return a;
+}
+
+template <class X>
+void matmul_rows_t(const Mat& w, int64_t o0, int64_t o1, const X* x, int64_t ldx, int T, X* y, int64_t ldy) {
   const auto& k = kernels::active();
-  kernels::RowsArgs a{w.data, nullptr, w.cols, o0, o1, x, ldx, T, y, ldy};
+  const kernels::RowsArgs a = rows_args(w.data, nullptr, w.cols, o0, o1, x, ldx, T, y, ldy);
   if (w.dtype == DType::BF16) k.bf16_rows(a);
   else if (w.dtype == DType::F32) k.f32_rows(a);
   else throw Error(std::string("matmul on unsupported dtype ") + dtype_name(w.dtype));
 }
 
-namespace {
-
 // Output rows per task of a matrix of `rows` rows: enough that threads do not share cache lines of y.
 size_t row_grain(int64_t rows) { return rows >= 1024 ? 64 : 16; }
 
-}  // namespace
-
-void matmul(const Mat& w, const float* x, int T, float* y) {
+template <class X>
+void matmul_t(const Mat& w, const X* x, int T, X* y) {
   ThreadPool::global().parallel_for(
       static_cast<size_t>(w.rows),
-      [&](size_t b, size_t e) { matmul_rows(w, int64_t(b), int64_t(e), x, w.cols, T, y, w.rows); }, row_grain(w.rows));
+      [&](size_t b, size_t e) { matmul_rows_t(w, int64_t(b), int64_t(e), x, w.cols, T, y, w.rows); },
+      row_grain(w.rows));
 }
 
-void matmul_group(std::initializer_list<MatOut> group, const float* x, int T) {
+template <class Out, class X>
+void matmul_group_t(std::initializer_list<Out> group, const X* x, int T) {
   // The group's output rows end to end; a thread's range may cover parts of several matrices.
   int64_t total = 0, smallest = INT64_MAX;
-  for (const MatOut& m : group) total += m.w->rows, smallest = std::min(smallest, m.w->rows);
+  for (const Out& m : group) total += m.w->rows, smallest = std::min(smallest, m.w->rows);
   ThreadPool::global().parallel_for(
       static_cast<size_t>(total),
       [&](size_t b, size_t e) {
         int64_t base = 0;
-        for (const MatOut& m : group) {
+        for (const Out& m : group) {
           const int64_t lo = std::max<int64_t>(int64_t(b), base), hi = std::min<int64_t>(int64_t(e), base + m.w->rows);
-          if (lo < hi) matmul_rows(*m.w, lo - base, hi - base, x, m.w->cols, T, m.y, m.w->rows);
+          if (lo < hi) matmul_rows_t(*m.w, lo - base, hi - base, x, m.w->cols, T, m.y, m.w->rows);
           base += m.w->rows;
         }
       },
       row_grain(smallest));
 }
 
-void matmul_mxfp4_pair(const uint8_t* packed_a, const uint8_t* scale_a, float* ya, const uint8_t* packed_b,
-                       const uint8_t* scale_b, float* yb, int64_t rows, int64_t cols, const float* x, int T) {
+template <class X>
+void matmul_mxfp4_pair_t(const uint8_t* packed_a, const uint8_t* scale_a, X* ya, const uint8_t* packed_b,
+                         const uint8_t* scale_b, X* yb, int64_t rows, int64_t cols, const X* x, int T) {
   const auto& k = kernels::active();
   ThreadPool::global().parallel_for(
       static_cast<size_t>(2 * rows),
       [&](size_t b, size_t e) {
         const int64_t lo = int64_t(b), hi = int64_t(e);
-        if (lo < rows)
-          k.mxfp4_rows(kernels::RowsArgs{packed_a, scale_a, cols, lo, std::min(hi, rows), x, cols, T, ya, rows});
+        if (lo < rows) k.mxfp4_rows(rows_args(packed_a, scale_a, cols, lo, std::min(hi, rows), x, cols, T, ya, rows));
         if (hi > rows)
-          k.mxfp4_rows(
-              kernels::RowsArgs{packed_b, scale_b, cols, std::max(lo, rows) - rows, hi - rows, x, cols, T, yb, rows});
+          k.mxfp4_rows(rows_args(packed_b, scale_b, cols, std::max(lo, rows) - rows, hi - rows, x, cols, T, yb, rows));
       },
       64);
 }
 
-void matmul_mxfp4(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, const float* x, int T,
-                  float* y) {
+template <class X>
+void matmul_mxfp4_t(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, const X* x, int T, X* y) {
   const auto& k = kernels::active();
   ThreadPool::global().parallel_for(
       static_cast<size_t>(rows),
       [&](size_t b, size_t e) {
-        kernels::RowsArgs a{packed, scale, cols, int64_t(b), int64_t(e), x, cols, T, y, rows};
-        k.mxfp4_rows(a);
+        k.mxfp4_rows(rows_args(packed, scale, cols, int64_t(b), int64_t(e), x, cols, T, y, rows));
       },
       64);
+}
+
+}  // namespace
+
+void matmul_rows(const Mat& w, int64_t o0, int64_t o1, const float* x, int64_t ldx, int T, float* y, int64_t ldy) {
+  matmul_rows_t(w, o0, o1, x, ldx, T, y, ldy);
+}
+void matmul_rows(const Mat& w, int64_t o0, int64_t o1, const double* x, int64_t ldx, int T, double* y, int64_t ldy) {
+  matmul_rows_t(w, o0, o1, x, ldx, T, y, ldy);
+}
+void matmul(const Mat& w, const float* x, int T, float* y) { matmul_t(w, x, T, y); }
+void matmul(const Mat& w, const double* x, int T, double* y) { matmul_t(w, x, T, y); }
+void matmul_group(std::initializer_list<MatOut> group, const float* x, int T) { matmul_group_t(group, x, T); }
+void matmul_group(std::initializer_list<MatOut64> group, const double* x, int T) { matmul_group_t(group, x, T); }
+
+void matmul_mxfp4_pair(const uint8_t* packed_a, const uint8_t* scale_a, float* ya, const uint8_t* packed_b,
+                       const uint8_t* scale_b, float* yb, int64_t rows, int64_t cols, const float* x, int T) {
+  matmul_mxfp4_pair_t(packed_a, scale_a, ya, packed_b, scale_b, yb, rows, cols, x, T);
+}
+void matmul_mxfp4_pair(const uint8_t* packed_a, const uint8_t* scale_a, double* ya, const uint8_t* packed_b,
+                       const uint8_t* scale_b, double* yb, int64_t rows, int64_t cols, const double* x, int T) {
+  matmul_mxfp4_pair_t(packed_a, scale_a, ya, packed_b, scale_b, yb, rows, cols, x, T);
+}
+void matmul_mxfp4(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, const float* x, int T,
+                  float* y) {
+  matmul_mxfp4_t(packed, scale, rows, cols, x, T, y);
+}
+void matmul_mxfp4(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, const double* x, int T,
+                  double* y) {
+  matmul_mxfp4_t(packed, scale, rows, cols, x, T, y);
 }
 
 double rms_inv64(const float* x, int64_t n, double eps) {
@@ -114,6 +158,19 @@ void rmsnorm(const float* x, const float* w, int64_t n, double eps, float* out) 
 void rmsnorm(const double* x, const float* w, int64_t n, double eps, float* out) {
   const double inv = rms_inv64(x, n, eps);
   for (int64_t i = 0; i < n; ++i) out[i] = float(x[i] * inv * double(w[i]));
+}
+
+void rmsnorm(const double* x, const float* w, int64_t n, double eps, double* out) {
+  const double inv = rms_inv64(x, n, eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * inv * double(w[i]);
+}
+
+void situ_glu(const double* g, const double* u, int64_t n, double beta, double lbeta, double* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double a = beta * std::tanh(g[i] / beta) * sigmoid64(g[i]);
+    const double b = lbeta * std::tanh(u[i] / lbeta);
+    out[i] = a * b;
+  }
 }
 
 void situ_glu(const float* g, const float* u, int64_t n, float beta, float lbeta, float* out) {
@@ -151,6 +208,25 @@ void add_scaled_row(const Mat& w, int64_t r, float s, double* acc) {
     return;
   }
   kernels::active().axpy_bf16(s, p + 2 * r * w.cols, w.cols, acc);  // exact products, added in fp64
+}
+
+void add_scaled_row(const Mat& w, int64_t r, double s, double* acc) {
+  const auto* p = static_cast<const uint8_t*>(w.data);
+  if (w.dtype == DType::F32) {
+    const uint8_t* row = p + 4 * r * w.cols;
+    for (int64_t j = 0; j < w.cols; ++j) {
+      float f;
+      std::memcpy(&f, row + 4 * j, 4);
+      acc[j] += s * double(f);
+    }
+    return;
+  }
+  const uint8_t* row = p + 2 * r * w.cols;
+  for (int64_t j = 0; j < w.cols; ++j) {
+    uint16_t v;
+    std::memcpy(&v, row + 2 * j, 2);
+    acc[j] += s * double(std::bit_cast<float>(uint32_t(v) << 16));
+  }
 }
 
 Mat row_slice(const Mat& w, int64_t r0, int64_t n) {

@@ -29,6 +29,18 @@ struct MatOut {
 void matmul_group(std::initializer_list<MatOut> group, const float* x, int T);
 // Output rows [o0, o1) only, written at y[t*ldy + o], on the calling thread.
 void matmul_rows(const Mat& w, int64_t o0, int64_t o1, const float* x, int64_t ldx, int T, float* y, int64_t ldy);
+// The same over fp64 activations (the K3 forward's): fp64 inputs, fp64 outputs, no fp32 rounding.
+void matmul(const Mat& w, const double* x, int T, double* y);
+struct MatOut64 {
+  const Mat* w;
+  double* y;
+};
+void matmul_group(std::initializer_list<MatOut64> group, const double* x, int T);
+void matmul_rows(const Mat& w, int64_t o0, int64_t o1, const double* x, int64_t ldx, int T, double* y, int64_t ldy);
+void matmul_mxfp4(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, const double* x, int T,
+                  double* y);
+void matmul_mxfp4_pair(const uint8_t* packed_a, const uint8_t* scale_a, double* ya, const uint8_t* packed_b,
+                       const uint8_t* scale_b, double* yb, int64_t rows, int64_t cols, const double* x, int T);
 // MXFP4 matrix [rows][cols] from packed codes and E8M0 scales.
 void matmul_mxfp4(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, const float* x, int T,
                   float* y);
@@ -41,6 +53,8 @@ void matmul_mxfp4_pair(const uint8_t* packed_a, const uint8_t* scale_a, float* y
 void rmsnorm(const float* x, const float* w, int64_t n, double eps, float* out);
 // The same from an fp64 input (a sum not yet rounded).
 void rmsnorm(const double* x, const float* w, int64_t n, double eps, float* out);
+// fp64 in and out.
+void rmsnorm(const double* x, const float* w, int64_t n, double eps, double* out);
 // 1 / sqrt(mean(x^2) + eps), in fp64 (rms_inv: rounded to fp32).
 double rms_inv64(const float* x, int64_t n, double eps);
 double rms_inv64(const double* x, int64_t n, double eps);
@@ -49,6 +63,8 @@ inline float sigmoidf(float x);
 // SiTU GLU activation: beta*tanh(g/beta)*sigmoid(g) * lbeta*tanh(u/lbeta).
 void situ_glu(const float* g, const float* u, int64_t n, float beta, float lbeta, float* out);
 void silu_inplace(float* x, int64_t n);
+// The same in fp64.
+void situ_glu(const double* g, const double* u, int64_t n, double beta, double lbeta, double* out);
 int64_t argmax(const float* x, int64_t n);  // first maximum
 
 inline float sigmoidf(float x) { return 1.f / (1.f + __builtin_expf(-x)); }
@@ -58,6 +74,8 @@ inline float sigmoidf(float x) { return 1.f / (1.f + __builtin_expf(-x)); }
 namespace deltafin {
 // acc[j] += s * W[r][j] for every column j (a widened row; the products are exact in fp64).
 void add_scaled_row(const Mat& w, int64_t r, float s, double* acc);
+// The same with an fp64 scale (each product rounded to 53 bits).
+void add_scaled_row(const Mat& w, int64_t r, double s, double* acc);
 // 1 / (1 + exp(-x)) in fp64.
 inline double sigmoid64(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 // A view of rows [r0, r0 + n) of w.

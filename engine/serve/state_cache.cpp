@@ -6,8 +6,8 @@ namespace deltafin::serve {
 
 uint64_t StateCache::size_of(const K3State& s) {
   uint64_t n = 0;
-  for (const auto& k : s.kda) n += (k.S.size() + k.conv.size()) * sizeof(float);
-  for (const auto& m : s.mla) n += m.cache.size() * sizeof(float);
+  for (const auto& k : s.kda) n += (k.S.size() + k.conv.size()) * sizeof(double);
+  for (const auto& m : s.mla) n += m.cache.size() * sizeof(double);
   return n;
 }
 

@@ -21,7 +21,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr char kMagic[8] = {'D', 'F', 'S', 'N', 'A', 'P', '0', '1'};
+// 02: the state is fp64 (01's fp32 snapshots are not read: they are rebuilt).
+constexpr char kMagic[8] = {'D', 'F', 'S', 'N', 'A', 'P', '0', '2'};
 constexpr uint64_t kMaxIds = uint64_t(1) << 31;
 
 struct FileCloser {
@@ -93,18 +94,18 @@ class ZstdReader {
   ZSTD_inBuffer in_{nullptr, 0, 0};
 };
 
-void write_floats(ZstdWriter& w, const std::vector<float>& v) {
+void write_values(ZstdWriter& w, const std::vector<double>& v) {
   const uint64_t n = v.size();
   w.write(&n, sizeof n);
-  w.write(v.data(), n * sizeof(float));
+  w.write(v.data(), n * sizeof(double));
 }
 
-void read_floats(ZstdReader& r, std::vector<float>& v, uint64_t expected, const std::string& what) {
+void read_values(ZstdReader& r, std::vector<double>& v, uint64_t expected, const std::string& what) {
   const uint64_t n = r.value<uint64_t>();
   if (n != expected)
     throw Error("state snapshot does not fit this model (" + what + ")", "delete it; it will be rebuilt");
   v.resize(n);
-  r.read(v.data(), n * sizeof(float));
+  r.read(v.data(), n * sizeof(double));
 }
 
 bool read_header(std::FILE* f, SnapshotHeader& h) {
@@ -156,9 +157,9 @@ void write_state_snapshot(const std::string& path, uint64_t fingerprint, std::sp
     w.write(&layers, sizeof layers);
     w.write(&state.n_past, sizeof state.n_past);
     for (uint32_t l = 0; l < layers; ++l) {
-      write_floats(w, state.kda[l].S);
-      write_floats(w, state.kda[l].conv);
-      write_floats(w, state.mla[l].cache);
+      write_values(w, state.kda[l].S);
+      write_values(w, state.kda[l].conv);
+      write_values(w, state.mla[l].cache);
     }
     w.finish();
     if (std::fflush(f.get()) != 0) throw Error("could not write " + tmp, "check free disk space");
@@ -193,9 +194,9 @@ K3State read_state_snapshot(const std::string& path, const K3Config& c, Snapshot
   const uint64_t conv = uint64_t(3) * (c.conv_kernel - 1) * c.kda_dim();
   for (uint32_t l = 0; l < layers; ++l) {
     const bool mla = c.is_mla[l];
-    read_floats(r, st.kda[l].S, mla ? 0 : S, "KDA state");
-    read_floats(r, st.kda[l].conv, mla ? 0 : conv, "conv state");
-    read_floats(r, st.mla[l].cache, mla ? uint64_t(st.n_past) * c.mla_cache_width() : 0, "MLA cache");
+    read_values(r, st.kda[l].S, mla ? 0 : S, "KDA state");
+    read_values(r, st.kda[l].conv, mla ? 0 : conv, "conv state");
+    read_values(r, st.mla[l].cache, mla ? uint64_t(st.n_past) * c.mla_cache_width() : 0, "MLA cache");
   }
   return st;
 }

@@ -66,7 +66,84 @@ void dot8(const float* q, int64_t ldq, int64_t n, const float* const (&r)[8], do
   }
 }
 
+// v[i] becomes column i of the 4 x 4 block of doubles whose rows were v[0..3].
+inline void transpose4(__m256d (&v)[4]) {
+  const __m256d t0 = _mm256_unpacklo_pd(v[0], v[1]), t1 = _mm256_unpackhi_pd(v[0], v[1]);
+  const __m256d t2 = _mm256_unpacklo_pd(v[2], v[3]), t3 = _mm256_unpackhi_pd(v[2], v[3]);
+  v[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
+  v[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
+  v[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
+  v[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+}
+
+// NQ fp64 queries against four positions, lane k adding q[j] * rows[k][j] for j in order (each
+// product rounded, then added: the plain loop's bits).
+template <int NQ>
+void dot4_64(const double* q, int64_t ldq, int64_t n, const double* const (&r)[4], double* out, int64_t ldo) {
+  __m256d acc[NQ];
+#pragma GCC unroll 4
+  for (int i = 0; i < NQ; ++i) acc[i] = _mm256_setzero_pd();
+  auto add_column = [&](int64_t j, __m256d col) {
+#pragma GCC unroll 4
+    for (int i = 0; i < NQ; ++i) acc[i] = _mm256_add_pd(acc[i], _mm256_mul_pd(_mm256_set1_pd(q[i * ldq + j]), col));
+  };
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    __m256d v[4];
+    for (int k = 0; k < 4; ++k) v[k] = _mm256_loadu_pd(r[k] + j);
+    transpose4(v);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) add_column(j + c, v[c]);
+  }
+  for (; j < n; ++j) add_column(j, _mm256_setr_pd(r[0][j], r[1][j], r[2][j], r[3][j]));
+#pragma GCC unroll 4
+  for (int i = 0; i < NQ; ++i) _mm256_storeu_pd(out + i * ldo, acc[i]);
+}
+
 }  // namespace
+
+void dot_rows64(const double* q, int64_t ldq, int nq, int64_t n, const double* const* rows, int64_t offset,
+                int64_t count, double* out, int64_t ldo) {
+  int64_t k0 = 0;
+  for (; k0 + 4 <= count; k0 += 4) {
+    const double* r[4];
+    for (int k = 0; k < 4; ++k) r[k] = rows[k0 + k] + offset;
+    for (int i = 0; i < nq; i += 4) {
+      const double* qi = q + i * ldq;
+      double* oi = out + i * ldo + k0;
+      switch (std::min(4, nq - i)) {
+        case 4:
+          dot4_64<4>(qi, ldq, n, r, oi, ldo);
+          break;
+        case 3:
+          dot4_64<3>(qi, ldq, n, r, oi, ldo);
+          break;
+        case 2:
+          dot4_64<2>(qi, ldq, n, r, oi, ldo);
+          break;
+        default:
+          dot4_64<1>(qi, ldq, n, r, oi, ldo);
+          break;
+      }
+    }
+  }
+  for (; k0 < count; ++k0) {
+    const double* r = rows[k0] + offset;
+    for (int i = 0; i < nq; ++i) {
+      double a = 0;
+      for (int64_t j = 0; j < n; ++j) a += q[i * ldq + j] * r[j];
+      out[i * ldo + k0] = a;
+    }
+  }
+}
+
+void axpy64(double a, const double* x, int64_t n, double* y) {
+  const __m256d av = _mm256_set1_pd(a);
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4)
+    _mm256_storeu_pd(y + j, _mm256_add_pd(_mm256_loadu_pd(y + j), _mm256_mul_pd(av, _mm256_loadu_pd(x + j))));
+  for (; j < n; ++j) y[j] += a * x[j];
+}
 
 // Eight positions at a time, one per lane, up to four queries per pass over them: 8 x 8 blocks of
 // the rows are transposed so that lane k adds q[j] * rows[k][j] for j in order, as the plain

@@ -19,10 +19,11 @@ float e8m0_to_float(uint8_t s) {
 
 static const KernelTable kTables[3] = {
     {Isa::Scalar, "scalar", scalar::bf16_rows, scalar::f32_rows, scalar::mxfp4_rows, scalar::dot_rows, scalar::axpy,
-     scalar::axpy_bf16},
-    {Isa::Avx2, "avx2", avx2::bf16_rows, avx2::f32_rows, avx2::mxfp4_rows, avx2::dot_rows, avx2::axpy, avx2::axpy_bf16},
+     scalar::axpy_bf16, scalar::dot_rows64, scalar::axpy64},
+    {Isa::Avx2, "avx2", avx2::bf16_rows, avx2::f32_rows, avx2::mxfp4_rows, avx2::dot_rows, avx2::axpy, avx2::axpy_bf16,
+     avx2::dot_rows64, avx2::axpy64},
     {Isa::Avx512, "avx512", avx512::bf16_rows, avx512::f32_rows, avx512::mxfp4_rows, avx2::dot_rows, avx2::axpy,
-     avx2::axpy_bf16},
+     avx2::axpy_bf16, avx2::dot_rows64, avx2::axpy64},
 };
 
 const KernelTable& table_for(Isa isa) { return kTables[static_cast<int>(isa)]; }

@@ -9,8 +9,9 @@
 // each row is reduced in the same order whatever T is (batch invariance): a
 // row's result is bit-identical alone or inside a T-row pass.
 // Accumulation is fp64: a BF16, F32 or MXFP4 weight times an fp32 input is exact in fp64, so an
-// output is its exact products summed in fp64 and rounded once to fp32 (the fp32 sums they
-// replace drifted measurably from the float64 truth on deep models: docs/ENGINE.md, "Exactness").
+// output is its exact products summed in fp64 and rounded once to fp32 (with fp64 inputs and
+// outputs, RowsArgs::xd / yd, each product is rounded to 53 bits and the sum is not rounded to fp32) (the fp32 sums
+// they replace drifted measurably from the float64 truth on deep models: docs/ENGINE.md, "Exactness").
 namespace deltafin::kernels {
 
 enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
@@ -25,6 +26,10 @@ struct RowsArgs {
   int T;
   float* y;  // outputs [T][ldy], column o written at y[t*ldy + o]
   int64_t ldy;
+  // fp64 activations (the K3 forward's): when set they replace x and y, same strides. An fp64 input
+  // times a weight is rounded once in fp64 (53 bits); the output is the fp64 sum, not rounded to fp32.
+  const double* xd = nullptr;
+  double* yd = nullptr;
 };
 
 struct KernelTable {
@@ -43,6 +48,10 @@ struct KernelTable {
   void (*axpy)(double a, const float* x, int64_t n, double* y);
   // y[j] += a * x[j] with x as BF16 bits (x may be unaligned); the product is exact in fp64.
   void (*axpy_bf16)(float a, const void* x, int64_t n, double* y);
+  // dot_rows and axpy over fp64 queries and rows (each product rounded, then added in index order).
+  void (*dot_rows64)(const double* q, int64_t ldq, int nq, int64_t n, const double* const* rows, int64_t offset,
+                     int64_t count, double* out, int64_t ldo);
+  void (*axpy64)(double a, const double* x, int64_t n, double* y);
 };
 
 const KernelTable& table_for(Isa isa);
@@ -94,12 +103,18 @@ void dot_rows(const float* q, int64_t ldq, int nq, int64_t n, const float* const
               double* out, int64_t ldo);
 void axpy(double a, const float* x, int64_t n, double* y);
 void axpy_bf16(float a, const void* x, int64_t n, double* y);
+void dot_rows64(const double* q, int64_t ldq, int nq, int64_t n, const double* const* rows, int64_t offset,
+                int64_t count, double* out, int64_t ldo);
+void axpy64(double a, const double* x, int64_t n, double* y);
 }  // namespace scalar
 namespace avx2 {  // also the AVX-512 table's: these are bound by the order of their adds, not by width
 void dot_rows(const float* q, int64_t ldq, int nq, int64_t n, const float* const* rows, int64_t offset, int64_t count,
               double* out, int64_t ldo);
 void axpy(double a, const float* x, int64_t n, double* y);
 void axpy_bf16(float a, const void* x, int64_t n, double* y);
+void dot_rows64(const double* q, int64_t ldq, int nq, int64_t n, const double* const* rows, int64_t offset,
+                int64_t count, double* out, int64_t ldo);
+void axpy64(double a, const double* x, int64_t n, double* y);
 }  // namespace avx2
 
 }  // namespace deltafin::kernels

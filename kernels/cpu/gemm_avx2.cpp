@@ -54,8 +54,8 @@ inline float bf16_at(const uint8_t* p) {
 // O consecutive output rows for R input rows: each input vector is loaded once for all O outputs
 // (at T > 1 the inputs come from L2, and their loads were the bound). Every output keeps its own
 // two accumulators and tail, so its sums are the same at any O and R.
-template <int O, int R, bool BF16>
-void dense_tile(const uint8_t* w, int64_t row_bytes, int64_t in, const double* x, int64_t ldx, float* y, int64_t ldy) {
+template <int O, int R, bool BF16, class Y>
+void dense_tile(const uint8_t* w, int64_t row_bytes, int64_t in, const double* x, int64_t ldx, Y* y, int64_t ldy) {
   __m256d a0[O][R], a1[O][R];
 #pragma GCC unroll 8
   for (int o = 0; o < O; ++o)
@@ -108,7 +108,7 @@ void dense_tile(const uint8_t* w, int64_t row_bytes, int64_t in, const double* x
         else std::memcpy(&wv, row + 4 * j, 4);
         s = std::fma(double(wv), x[r * ldx + j], s);
       }
-      y[r * ldy + o] = float(s);
+      y[r * ldy + o] = Y(s);
     }
   }
 }
@@ -117,15 +117,18 @@ template <bool BF16>
 void dense_rows(const RowsArgs& a) {
   const auto* w = static_cast<const uint8_t*>(a.w);
   const int64_t row_bytes = a.in * (BF16 ? 2 : 4);
-  const double* xd = widened_inputs(a.x, a.ldx, a.T, a.in);
+  const double* xd = call_inputs(a);
   for_each_tile<kO, kR>(a.o0, a.o1, a.T, [&]<int O, int R>(int64_t o, int t) {
-    dense_tile<O, R, BF16>(w + o * row_bytes, row_bytes, a.in, xd + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy);
+    with_output(a, o, t, [&](auto* y) {
+      dense_tile<O, R, BF16>(w + o * row_bytes, row_bytes, a.in, xd + t * a.in, a.in, y, a.ldy);
+    });
   });
 }
 
 // Inputs are regrouped once per call, widened to fp64, so that each 32-column block reads
 // [even 0..14][odd 1..15][even 16..30][odd 17..31], matching the nibble order.
-void widen_permuted(const float* x, int64_t in, double* xp) {
+template <class X>
+void widen_permuted(const X* x, int64_t in, double* xp) {
   for (int64_t b = 0; b < in; b += 32)
     for (int j = 0; j < 8; ++j) {
       xp[b + j] = x[b + 2 * j];
@@ -143,9 +146,8 @@ inline __m256d quad(__m128i v) {
 
 // O consecutive output rows for R input rows (each input load serves O outputs); each output's
 // products and sums are as with O = R = 1.
-template <int O, int R>
-void mxfp4_tile(const uint8_t* w, const uint8_t* scale, int64_t in, const double* xp, int64_t ldxp, float* y,
-                int64_t ldy) {
+template <int O, int R, class Y>
+void mxfp4_tile(const uint8_t* w, const uint8_t* scale, int64_t in, const double* xp, int64_t ldxp, Y* y, int64_t ldy) {
   // Codes decode to twice their E2M1 value as int8 (one byte shuffle per 16 codes, then an exact
   // int -> double conversion); the halving moves into the block scale, a power of two. A block's
   // products are exact in fp64 and its sum is scaled exactly.
@@ -193,7 +195,7 @@ void mxfp4_tile(const uint8_t* w, const uint8_t* scale, int64_t in, const double
 #pragma GCC unroll 8
   for (int o = 0; o < O; ++o)
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) y[r * ldy + o] = float(hsum(acc[o][r]));
+    for (int r = 0; r < R; ++r) y[r * ldy + o] = Y(hsum(acc[o][r]));
 }
 
 }  // namespace
@@ -203,11 +205,15 @@ void f32_rows(const RowsArgs& a) { dense_rows<false>(a); }
 
 void mxfp4_rows(const RowsArgs& a) {
   double* xp = aligned_scratch(static_cast<size_t>(a.T) * a.in);
-  for (int t = 0; t < a.T; ++t) widen_permuted(a.x + t * a.ldx, a.in, xp + t * a.in);
+  for (int t = 0; t < a.T; ++t)
+    if (a.xd) widen_permuted(a.xd + t * a.ldx, a.in, xp + t * a.in);
+    else widen_permuted(a.x + t * a.ldx, a.in, xp + t * a.in);
   const auto* w = static_cast<const uint8_t*>(a.w);
   const int64_t blocks = a.in / 32;
   for_each_tile<kMO, kMR>(a.o0, a.o1, a.T, [&]<int O, int R>(int64_t o, int t) {
-    mxfp4_tile<O, R>(w + o * (a.in / 2), a.scale + o * blocks, a.in, xp + t * a.in, a.in, a.y + t * a.ldy + o, a.ldy);
+    with_output(a, o, t, [&](auto* y) {
+      mxfp4_tile<O, R>(w + o * (a.in / 2), a.scale + o * blocks, a.in, xp + t * a.in, a.in, y, a.ldy);
+    });
   });
 }
 

@@ -7,6 +7,15 @@
 
 namespace deltafin::kernels::scalar {
 
+// Input j of row t and the store of output o of row t, from and to fp64 when the call has them.
+static inline double in_at(const RowsArgs& a, int t, int64_t j) {
+  return a.xd ? a.xd[t * a.ldx + j] : double(a.x[t * a.ldx + j]);
+}
+static inline void store(const RowsArgs& a, int t, int64_t o, double v) {
+  if (a.yd) a.yd[t * a.ldy + o] = v;
+  else a.y[t * a.ldy + o] = float(v);
+}
+
 static inline float load_bf16(const uint8_t* p) {
   uint16_t v;
   std::memcpy(&v, p, 2);
@@ -21,10 +30,9 @@ void bf16_rows(const RowsArgs& a) {
   for (int64_t o = a.o0; o < a.o1; ++o) {
     const uint8_t* row = w + o * a.in * 2;
     for (int t = 0; t < a.T; ++t) {
-      const float* x = a.x + t * a.ldx;
       double acc = 0;
-      for (int64_t i = 0; i < a.in; ++i) acc += double(load_bf16(row + 2 * i)) * double(x[i]);
-      a.y[t * a.ldy + o] = float(acc);
+      for (int64_t i = 0; i < a.in; ++i) acc += double(load_bf16(row + 2 * i)) * in_at(a, t, i);
+      store(a, t, o, acc);
     }
   }
 }
@@ -34,14 +42,13 @@ void f32_rows(const RowsArgs& a) {
   for (int64_t o = a.o0; o < a.o1; ++o) {
     const uint8_t* row = w + o * a.in * 4;
     for (int t = 0; t < a.T; ++t) {
-      const float* x = a.x + t * a.ldx;
       double acc = 0;
       for (int64_t i = 0; i < a.in; ++i) {
         float wv;
         std::memcpy(&wv, row + 4 * i, 4);
-        acc += double(wv) * double(x[i]);
+        acc += double(wv) * in_at(a, t, i);
       }
-      a.y[t * a.ldy + o] = float(acc);
+      store(a, t, o, acc);
     }
   }
 }
@@ -53,17 +60,16 @@ void mxfp4_rows(const RowsArgs& a) {
     const uint8_t* row = w + o * (a.in / 2);
     const uint8_t* srow = a.scale + o * blocks;
     for (int t = 0; t < a.T; ++t) {
-      const float* x = a.x + t * a.ldx;
       double acc = 0;
       for (int64_t b = 0; b < blocks; ++b) {
         const double s = e8m0_to_float(srow[b]);
         for (int j = 0; j < 16; ++j) {
           const uint8_t byte = row[b * 16 + j];
-          acc += double(kE2M1[byte & 15]) * s * double(x[b * 32 + 2 * j]);
-          acc += double(kE2M1[byte >> 4]) * s * double(x[b * 32 + 2 * j + 1]);
+          acc += double(kE2M1[byte & 15]) * s * in_at(a, t, b * 32 + 2 * j);
+          acc += double(kE2M1[byte >> 4]) * s * in_at(a, t, b * 32 + 2 * j + 1);
         }
       }
-      a.y[t * a.ldy + o] = float(acc);
+      store(a, t, o, acc);
     }
   }
 }
@@ -86,6 +92,21 @@ void axpy(double a, const float* x, int64_t n, double* y) {
 void axpy_bf16(float a, const void* x, int64_t n, double* y) {
   const auto* p = static_cast<const uint8_t*>(x);
   for (int64_t j = 0; j < n; ++j) y[j] += double(a) * double(load_bf16(p + 2 * j));
+}
+
+void dot_rows64(const double* q, int64_t ldq, int nq, int64_t n, const double* const* rows, int64_t offset,
+                int64_t count, double* out, int64_t ldo) {
+  for (int i = 0; i < nq; ++i)
+    for (int64_t k = 0; k < count; ++k) {
+      const double* r = rows[k] + offset;
+      double a = 0;
+      for (int64_t j = 0; j < n; ++j) a += q[i * ldq + j] * r[j];
+      out[i * ldo + k] = a;
+    }
+}
+
+void axpy64(double a, const double* x, int64_t n, double* y) {
+  for (int64_t j = 0; j < n; ++j) y[j] += a * x[j];
 }
 
 }  // namespace deltafin::kernels::scalar

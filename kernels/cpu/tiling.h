@@ -52,4 +52,25 @@ inline double* widened_inputs(const float* x, int64_t ldx, int T, int64_t in, do
   return xd;
 }
 
+// The same from fp64 inputs (times `scale`, a power of two: exact).
+inline double* widened_inputs(const double* x, int64_t ldx, int T, int64_t in, double scale = 1.0) {
+  double* xd = aligned_scratch(size_t(T) * in);
+  for (int t = 0; t < T; ++t)
+    for (int64_t i = 0; i < in; ++i) xd[t * in + i] = x[t * ldx + i] * scale;
+  return xd;
+}
+
+// A call's inputs in fp64 (x widened, or xd scaled) as [T][in] in this thread's scratch.
+template <class Args>
+inline double* call_inputs(const Args& a, double scale = 1.0) {
+  return a.xd ? widened_inputs(a.xd, a.ldx, a.T, a.in, scale) : widened_inputs(a.x, a.ldx, a.T, a.in, scale);
+}
+
+// Runs f with the call's output base for column o of row t: the fp64 outputs when set, else fp32.
+template <class Args, class F>
+inline void with_output(const Args& a, int64_t o, int t, F&& f) {
+  if (a.yd) f(a.yd + t * a.ldy + o);
+  else f(a.y + t * a.ldy + o);
+}
+
 }  // namespace deltafin::kernels

@@ -57,6 +57,27 @@ std::vector<float> run(const KernelTable& k, Kind kind, const std::vector<uint8_
   return y;
 }
 
+// The same call with fp64 inputs and outputs (RowsArgs::xd / yd).
+std::vector<double> run64(const KernelTable& k, Kind kind, const std::vector<uint8_t>& w,
+                          const std::vector<uint8_t>& sc, const std::vector<double>& x, const Case& c, int64_t o0,
+                          int64_t o1, int T) {
+  std::vector<double> y(size_t(T) * c.rows, std::nan(""));
+  RowsArgs a{w.data(), sc.data(), c.in, o0, o1, nullptr, c.in, T, nullptr, c.rows};
+  a.xd = x.data();
+  a.yd = y.data();
+  if (kind == Kind::BF16) k.bf16_rows(a);
+  else if (kind == Kind::F32) k.f32_rows(a);
+  else k.mxfp4_rows(a);
+  return y;
+}
+
+std::vector<double> random_doubles(size_t n, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> d(-1.0, 1.0);
+  std::vector<double> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
 // How far two fp64-accumulated kernels may differ: each result is the exact dot product within
 // n fp64 roundings of sum|w x| and then one fp32 rounding, so they differ by at most one fp32 ulp
 // of the result plus 2 n eps64 sum|w x|. (fp32 accumulation breaks this: it differs by up to
@@ -212,6 +233,143 @@ class TestCpuKernels : public QObject {
             const float v = o < 7 ? lo[t * rows + o] : hi[t * rows + o];
             QVERIFY(test::same_bits(v, all[t * rows + o]));
           }
+      }
+    }
+  }
+
+  void fp64PathsMatchReference() {
+    // fp64 inputs and outputs: each product rounded to 53 bits, summed in fp64 in the kernel's
+    // order, not rounded to fp32; fast paths within (n + 2) eps64 sum|w x| of the plain loop. On
+    // fp32-representable inputs the fp64 output rounded to fp32 is the fp32 path's output, bit for
+    // bit (the same sum, rounded once).
+    std::mt19937_64 rng(13);
+    const Case cases[] = {{7, 64, 1}, {5, 96, 3}, {33, 3584 / 4, 5}, {16, 24, 2}, {9, 32, 9}, {70, 512, 4}};
+    for (Kind kind : {Kind::BF16, Kind::F32, Kind::MXFP4}) {
+      for (const Case& c : cases) {
+        if (kind == Kind::MXFP4 && c.in % 32) continue;
+        std::vector<uint8_t> w, sc;
+        if (kind == Kind::BF16) w = random_bf16(size_t(c.rows) * c.in, rng);
+        else if (kind == Kind::F32) {
+          auto f = random_floats(size_t(c.rows) * c.in, rng);
+          w.resize(f.size() * 4);
+          std::memcpy(w.data(), f.data(), w.size());
+        } else {
+          w = random_bytes(size_t(c.rows) * c.in / 2, rng);
+          sc = random_scales(size_t(c.rows) * c.in / 32, rng);
+        }
+        const auto x = random_doubles(size_t(c.T) * c.in, rng);
+        std::vector<double> ax(x.size());
+        for (size_t i = 0; i < x.size(); ++i) ax[i] = std::fabs(x[i]);
+        std::vector<uint8_t> aw = w;
+        if (kind == Kind::BF16)
+          for (size_t i = 1; i < aw.size(); i += 2) aw[i] &= 0x7f;
+        else if (kind == Kind::F32)
+          for (size_t i = 3; i < aw.size(); i += 4) aw[i] &= 0x7f;
+        else
+          for (auto& b : aw) b &= 0x77;
+        const auto absdot = run64(table_for(Isa::Scalar), kind, aw, sc, ax, c, 0, c.rows, c.T);
+        const auto ref = run64(table_for(Isa::Scalar), kind, w, sc, x, c, 0, c.rows, c.T);
+        const auto xf = random_floats(size_t(c.T) * c.in, rng);
+        const std::vector<double> xfd(xf.begin(), xf.end());
+        for (Isa isa : isas()) {
+          const auto got = run64(table_for(isa), kind, w, sc, x, c, 0, c.rows, c.T);
+          for (size_t i = 0; i < ref.size(); ++i)
+            QVERIFY2(std::fabs(got[i] - ref[i]) <= 1.12e-16 * double(c.in + 2) * absdot[i] + 1e-300,
+                     qPrintable(QString("%1 kind %2 rows %3 in %4: %5 vs %6")
+                                    .arg(isa_name(isa))
+                                    .arg(int(kind))
+                                    .arg(c.rows)
+                                    .arg(c.in)
+                                    .arg(got[i], 0, 'g', 17)
+                                    .arg(ref[i], 0, 'g', 17)));
+          const auto wide = run64(table_for(isa), kind, w, sc, xfd, c, 0, c.rows, c.T);
+          const auto narrow = run(table_for(isa), kind, w, sc, xf, c, 0, c.rows, c.T);
+          for (size_t i = 0; i < wide.size(); ++i)
+            QVERIFY2(test::same_bits(float(wide[i]), narrow[i]),
+                     qPrintable(QString("%1 kind %2: fp64 output %3 rounds to %4, the fp32 path gave %5")
+                                    .arg(isa_name(isa))
+                                    .arg(int(kind))
+                                    .arg(wide[i], 0, 'g', 17)
+                                    .arg(float(wide[i]))
+                                    .arg(narrow[i])));
+        }
+      }
+    }
+  }
+
+  void fp64RowsAreBatchInvariant() {
+    std::mt19937_64 rng(6);
+    const int64_t rows = 19, in = 320;
+    auto wb = random_bf16(size_t(rows) * in, rng);
+    auto wm = random_bytes(size_t(rows) * in / 2, rng);
+    auto sc = random_scales(size_t(rows) * in / 32, rng);
+    const auto x = random_doubles(size_t(9) * in, rng);
+    for (Isa isa : isas()) {
+      for (Kind kind : {Kind::BF16, Kind::MXFP4}) {
+        const auto& w = kind == Kind::BF16 ? wb : wm;
+        Case c{rows, in, 9};
+        const auto all = run64(table_for(isa), kind, w, sc, x, c, 0, rows, 9);
+        for (int T : {1, 2, 3, 4, 5, 8}) {
+          const auto part = run64(table_for(isa), kind, w, sc, x, c, 0, rows, T);
+          QVERIFY(std::memcmp(part.data(), all.data(), size_t(T) * rows * 8) == 0);
+        }
+        for (int t = 0; t < 9; ++t) {
+          const std::vector<double> xt(x.begin() + t * in, x.begin() + (t + 1) * in);
+          const auto one = run64(table_for(isa), kind, w, sc, xt, c, 0, rows, 1);
+          QVERIFY(std::memcmp(one.data(), all.data() + size_t(t) * rows, size_t(rows) * 8) == 0);
+        }
+        const auto lo = run64(table_for(isa), kind, w, sc, x, c, 0, 7, 9);
+        const auto hi = run64(table_for(isa), kind, w, sc, x, c, 7, rows, 9);
+        for (int t = 0; t < 9; ++t)
+          for (int64_t o = 0; o < rows; ++o) {
+            const double v = o < 7 ? lo[t * rows + o] : hi[t * rows + o];
+            QVERIFY(std::memcmp(&v, &all[t * rows + o], 8) == 0);
+          }
+      }
+    }
+  }
+
+  void fp64AttentionHelpersMatchThePlainLoops() {
+    // dot_rows64 and axpy64: each fp64 product rounded, then added in fp64, in index order.
+    std::mt19937_64 rng(22);
+    for (int64_t n : {1, 3, 4, 5, 64, 513}) {
+      for (int64_t count : {1, 3, 4, 5, 33}) {
+        const int64_t offset = n % 3, width = n + offset + 5;
+        const auto data = random_doubles(size_t(count * width), rng);
+        constexpr int kQueries = 6;
+        const int64_t ldq = n + 3, ldo = count + 2;
+        const auto q = random_doubles(size_t(kQueries * ldq), rng);
+        std::vector<const double*> rows(count);
+        for (int64_t k = 0; k < count; ++k) rows[k] = &data[size_t((count - 1 - k) * width)];
+        std::vector<double> want(size_t(kQueries * ldo), -1.0);
+        for (int i = 0; i < kQueries; ++i)
+          for (int64_t k = 0; k < count; ++k) {
+            volatile double a = 0;
+            for (int64_t j = 0; j < n; ++j) {
+              volatile double p = q[i * ldq + j] * rows[k][offset + j];
+              a = a + p;
+            }
+            want[i * ldo + k] = a;
+          }
+        for (Isa isa : isas()) {
+          for (int nq : {1, 4, kQueries}) {
+            std::vector<double> got(want.size(), -1.0);
+            table_for(isa).dot_rows64(q.data(), ldq, nq, n, rows.data(), offset, count, got.data(), ldo);
+            QVERIFY2(
+                std::memcmp(got.data(), want.data(), size_t(nq * ldo) * 8) == 0,
+                qPrintable(
+                    QString("%1 dot_rows64 n %2 count %3 queries %4").arg(isa_name(isa)).arg(n).arg(count).arg(nq)));
+          }
+          std::vector<double> y(data.begin(), data.begin() + n), yw = y;
+          const double a = q[0] / 3.0;
+          for (int64_t j = 0; j < n; ++j) {
+            volatile double p = a * rows[0][j];
+            yw[j] = yw[j] + p;
+          }
+          table_for(isa).axpy64(a, rows[0], n, y.data());
+          QVERIFY2(std::memcmp(y.data(), yw.data(), size_t(n) * 8) == 0,
+                   qPrintable(QString("%1 axpy64 n %2").arg(isa_name(isa)).arg(n)));
+        }
       }
     }
   }

@@ -100,7 +100,7 @@ class HoldingSession : public LayerRangeSession {
     if (rs.keep_on_device) {
       h_ = rs.h;
       blocks_ = rs.blocks;
-      std::fill(rs.h.begin(), rs.h.end(), std::numeric_limits<float>::quiet_NaN());
+      std::fill(rs.h.begin(), rs.h.end(), std::numeric_limits<double>::quiet_NaN());
       for (auto& b : rs.blocks) b.clear();
       rs.held_by = this;
     }
@@ -134,8 +134,8 @@ class HoldingSession : public LayerRangeSession {
     rs.held_by = nullptr;
   }
   K3Session& s_;
-  std::vector<float> h_;
-  std::vector<std::vector<float>> blocks_;
+  std::vector<double> h_;
+  std::vector<std::vector<double>> blocks_;
 };
 
 // Layers [0, a) on GPU 0, [a, b) on GPU 1, the rest on the CPU; lm_head on `head` (kCpu or a GPU).

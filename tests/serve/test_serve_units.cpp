@@ -221,7 +221,7 @@ class TestServeUnits : public QObject {
     K3State st;
     st.kda.resize(1);
     st.mla.resize(1);
-    st.kda[0].S.assign(1000, 1.f);
+    st.kda[0].S.assign(500, 1.0);  // 4000 bytes
     StateCache c(10000);
     const std::vector<int32_t> ids = {1, 2, 3, 4, 5, 6};
     c.put(std::span<const int32_t>(ids.data(), 2), st);

@@ -55,6 +55,16 @@ RunResult run_process(const std::vector<std::string>& argv, int timeout_ms) {
   return r;
 }
 
+double rel_l2(const double* a, const double* b, size_t n) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double d = a[i] - b[i];
+    num += d * d;
+    den += b[i] * b[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
 double rel_l2(const float* a, const float* b, size_t n) {
   double num = 0, den = 0;
   for (size_t i = 0; i < n; ++i) {

@@ -39,6 +39,7 @@ std::vector<float> random_floats(size_t n, Rng& rng) {
 
 // A NaN anywhere in the inputs gives NaN, so `< tolerance` fails.
 double rel_l2(const float* a, const float* b, size_t n);
+double rel_l2(const double* a, const double* b, size_t n);
 double max_abs_diff(const float* a, const float* b, size_t n);
 
 // Skips a test run must not take where the set-up is known to be complete. A CI run
