@@ -172,6 +172,13 @@ void write_state_snapshot(const std::string& path, uint64_t fingerprint, std::sp
   }
 }
 
+bool is_outdated_snapshot(const std::string& path) {
+  File f(std::fopen(path.c_str(), "rb"));
+  char magic[8];
+  return f && std::fread(magic, 1, 8, f.get()) == 8 && std::memcmp(magic, kMagic, 6) == 0 &&
+         std::memcmp(magic, kMagic, 8) != 0;
+}
+
 bool read_snapshot_header(const std::string& path, SnapshotHeader& out) {
   File f(std::fopen(path.c_str(), "rb"));
   return f && read_header(f.get(), out);

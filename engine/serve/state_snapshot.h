@@ -25,6 +25,9 @@ void write_state_snapshot(const std::string& path, uint64_t model_fingerprint, s
 // Reads the header; false for a file that is not a snapshot or is truncated.
 bool read_snapshot_header(const std::string& path, SnapshotHeader& out);
 
+// Whether the file is a snapshot of an earlier format of ours (an older magic): outdated, to delete.
+bool is_outdated_snapshot(const std::string& path);
+
 // Reads a whole snapshot, checking every size against `cfg` before allocating it. Throws Error
 // for a corrupt or foreign file.
 K3State read_state_snapshot(const std::string& path, const K3Config& cfg, SnapshotHeader& header);

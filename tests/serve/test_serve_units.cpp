@@ -215,6 +215,20 @@ class TestServeUnits : public QObject {
     QCOMPARE(small.count(), size_t(1));
     SnapshotStore foreign(dir, 8, uint64_t(1) << 40);
     QCOMPARE(foreign.count(), size_t(0));
+    // A snapshot of the earlier fp32 format is deleted when the folder is indexed; a file that is
+    // not a snapshot is left alone.
+    const std::string old = dir + "/old.dfsnap", other = dir + "/notes.dfsnap";
+    {
+      std::FILE* f = std::fopen(old.c_str(), "wb");
+      std::fwrite("DFSNAP01", 1, 8, f);
+      std::fclose(f);
+      f = std::fopen(other.c_str(), "wb");
+      std::fwrite("not ours", 1, 8, f);
+      std::fclose(f);
+    }
+    SnapshotStore reindexed(dir, 7, uint64_t(1) << 40);
+    QVERIFY(!std::filesystem::exists(old));
+    QVERIFY(std::filesystem::exists(other));
   }
 
   void state_cache_and_memo_are_bounded() {
