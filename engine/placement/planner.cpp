@@ -149,11 +149,11 @@ Plan plan_with(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
   uint64_t largest = 0, total = 0;
   for (const auto& u : p.units) largest = std::max(largest, u.bytes), total += u.bytes;
 
-  // RAM that every plan needs: routers and small tensors (widened to fp32), one session's state,
-  // scratch; plus two stream buffers when any unit streams.
+  // RAM that every plan needs: routers and small tensors (widened to fp32), one CPU session's
+  // state (fp64), scratch; plus two stream buffers when any unit streams.
   uint64_t small_widened = m.head_small_bytes * 2;
   for (const auto& L : m.layers) small_widened += L.small_bytes * 2 + L.router_bytes;
-  const uint64_t state = m.fixed_state_bytes + m.kv_bytes_per_token * uint64_t(o.context_tokens);
+  const uint64_t state = m.cpu_state_bytes(o.context_tokens);
   // The RAM expert tier always has two slots (one expert computing while the next loads).
   const uint64_t expert_staging = 2 * m.expert_bytes;
   const uint64_t ram_fixed = small_widened + state + o.ram_scratch_bytes + expert_staging;
@@ -168,21 +168,22 @@ Plan plan_with(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
 
   // VRAM: every GPU holds scratch and (the upper bound) the whole session state; GPU 0 also two
   // stream buffers when not every unit fits in VRAM (RAM-homed layers computed there stream in).
-  p.vram_minimum = o.gpu_scratch_bytes + state + largest;
+  const uint64_t gpu_state = m.fixed_state_bytes + m.kv_bytes_per_token * uint64_t(o.context_tokens);  // fp32
+  p.vram_minimum = o.gpu_scratch_bytes + gpu_state + largest;
   uint64_t vram_total = 0;
   for (const auto& g : budget.gpus) vram_total += g.budget;
-  const bool all_fit_vram = ngpu > 0 && vram_total >= total + ngpu * (o.gpu_scratch_bytes + state);
+  const bool all_fit_vram = ngpu > 0 && vram_total >= total + ngpu * (o.gpu_scratch_bytes + gpu_state);
   std::vector<uint64_t> vram_avail(ngpu);
   p.vram_reserved.assign(ngpu, 0);
   for (int g = 0; g < ngpu; ++g) {
     if (budget.gpus[g].budget < p.vram_minimum)
       throw Error("VRAM budget " + format_gb(budget.gpus[g].budget) + " for " + budget.gpus[g].name +
                       " is below the smallest working set, " + format_gb(p.vram_minimum) + " (scratch " +
-                      format_gb(o.gpu_scratch_bytes) + ", session state " + format_gb(state) + ", the largest layer " +
+                      format_gb(o.gpu_scratch_bytes) + ", session state " + format_gb(gpu_state) + ", the largest layer " +
                       format_gb(largest) + ")",
                   "give --vram-budget " + format_gb_at_least(p.vram_minimum) + " or more for it");
     p.vram_reserved[g] =
-        o.gpu_scratch_bytes + state + (g == 0 && !all_fit_vram && gpu_stream_buffers ? 2 * largest : 0);
+        o.gpu_scratch_bytes + gpu_state + (g == 0 && !all_fit_vram && gpu_stream_buffers ? 2 * largest : 0);
     vram_avail[g] = budget.gpus[g].budget > p.vram_reserved[g] ? budget.gpus[g].budget - p.vram_reserved[g] : 0;
   }
   // Layers fill the GPUs in order from layer 0 (one hand-over per GPU boundary). When the whole
