@@ -179,8 +179,8 @@ Plan plan_with(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
     if (budget.gpus[g].budget < p.vram_minimum)
       throw Error("VRAM budget " + format_gb(budget.gpus[g].budget) + " for " + budget.gpus[g].name +
                       " is below the smallest working set, " + format_gb(p.vram_minimum) + " (scratch " +
-                      format_gb(o.gpu_scratch_bytes) + ", session state " + format_gb(gpu_state) + ", the largest layer " +
-                      format_gb(largest) + ")",
+                      format_gb(o.gpu_scratch_bytes) + ", session state " + format_gb(gpu_state) +
+                      ", the largest layer " + format_gb(largest) + ")",
                   "give --vram-budget " + format_gb_at_least(p.vram_minimum) + " or more for it");
     p.vram_reserved[g] =
         o.gpu_scratch_bytes + gpu_state + (g == 0 && !all_fit_vram && gpu_stream_buffers ? 2 * largest : 0);
