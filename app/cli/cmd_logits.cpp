@@ -21,8 +21,7 @@ namespace {
 // Engine vs float64: logits rel-L2, argmax agreement, the smallest float64 top-2 margin, and with
 // per-layer streams one line per layer. Printed as text, or one JSON object with --json.
 void report(const std::vector<float>& logits, const std::vector<double>& ref, int64_t T, int64_t V,
-            const std::vector<std::vector<float>>* layers, const std::vector<std::vector<double>>* ref_layers,
-            bool json) {
+            const ForwardTrace* layers, const std::vector<std::vector<double>>* ref_layers, bool json) {
   int agree = 0;
   double min_margin = INFINITY;
   for (int64_t t = 0; t < T; ++t) {
@@ -33,9 +32,14 @@ void report(const std::vector<float>& logits, const std::vector<double>& ref, in
   }
   const double rel = reference::rel_l2(logits.data(), ref.data(), ref.size());
   std::vector<double> per_layer;
+  // A session that computes in fp64 gives its streams unrounded (layers64), so a layer's error is
+  // seen below fp32's rounding.
   if (layers)
-    for (size_t l = 0; l < layers->size(); ++l)
-      per_layer.push_back(reference::rel_l2((*layers)[l].data(), (*ref_layers)[l].data(), (*ref_layers)[l].size()));
+    for (size_t l = 0; l < layers->layers.size(); ++l)
+      per_layer.push_back(
+          layers->layers64.size() == layers->layers.size()
+              ? reference::rel_l2(layers->layers64[l].data(), (*ref_layers)[l].data(), (*ref_layers)[l].size())
+              : reference::rel_l2(layers->layers[l].data(), (*ref_layers)[l].data(), (*ref_layers)[l].size()));
   if (json) {
     std::printf("{\"positions\": %lld, \"rel_l2\": %.6g, \"argmax_agree\": %.6g, \"min_f64_margin\": %.6g",
                 static_cast<long long>(T), rel, double(agree) / double(T), min_margin);
@@ -103,7 +107,7 @@ void add_logits(CLI::App& app) {
     std::vector<std::vector<double>> ref_layers;
     if (o->reference) {
       *ref = reference::forward(*model, ids, o->per_layer ? &ref_layers : nullptr);
-      report(*logits, *ref, T, V, o->per_layer ? &trace.layers : nullptr, &ref_layers, o->json);
+      report(*logits, *ref, T, V, o->per_layer ? &trace : nullptr, &ref_layers, o->json);
     }
     if (o->out.empty()) return;
     SafetensorsWriter w;

@@ -19,6 +19,8 @@ class K3Model;
 struct ForwardTrace {
   bool layer_out = false;                  // capture each layer's returned stream
   std::vector<std::vector<float>> layers;  // [layer][T][hidden]
+  // The same streams unrounded, from sessions that compute in fp64 (the CPU's); empty otherwise.
+  std::vector<std::vector<double>> layers64;
   bool routing = false;
   std::vector<std::vector<int32_t>> topk_ids;    // [moe layer][T][top_k], ascending ids
   std::vector<std::vector<float>> topk_weights;  // same layout

@@ -134,6 +134,7 @@ void K3Session::begin(std::span<const int32_t> ids, const PassOptions& opts) {
   pass_ = opts;
   if (ForwardTrace* tr = opts.trace) {
     tr->layers.clear();
+    tr->layers64.clear();
     tr->topk_ids.clear();
     tr->topk_weights.clear();
   }
@@ -232,7 +233,10 @@ void K3Session::layers(int first, int last, ResidualStream& rs) {
     if (L.moe) moe(l, x.data(), T, m.data(), tr && tr->routing ? tr : nullptr);
     else dense_mlp(L.dense, x.data(), T, m.data());
     for (size_t i = 0; i < TH; ++i) h[i] = prefix[i] + m[i];
-    if (tr && tr->layer_out) tr->layers.emplace_back(h.begin(), h.end());  // rounded to fp32 for the trace
+    if (tr && tr->layer_out) {
+      tr->layers.emplace_back(h.begin(), h.end());  // rounded to fp32 (drafters' taps, goldens)
+      tr->layers64.push_back(h);
+    }
   }
 }
 
