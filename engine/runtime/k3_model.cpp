@@ -216,10 +216,11 @@ void K3Session::layers(int first, int last, ResidualStream& rs) {
       have_prefix = false;
     }
     rmsnorm_rows(h.data(), L.input_norm, T, H, c.rms_eps, x.data());
-    // No earlier layer of this pass predicts the first MoE layer: its attention input does,
-    // so that layer's reads run under its attention.
-    if (L.moe && m_.experts().prefetch_layers() > 0 && (l == 0 || !w.layers[l - 1].moe))
-      predict_experts(l, x.data(), T);
+    // A MoE layer's attention input applied to its own router guesses its experts better than the
+    // earlier layers' inputs did (only this attention's output is missing): the refined guess
+    // replaces theirs, and its reads run under this layer's attention. It is also the only guess for
+    // a pass's first MoE layer.
+    if (L.moe && m_.experts().prefetch_layers() > 0) predict_experts(l, x.data(), T);
     if (L.mla) attention_mla(l, x.data(), T, a.data());
     else attention_kda(l, x.data(), T, a.data(), opts);
     if (have_prefix)

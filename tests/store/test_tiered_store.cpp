@@ -95,6 +95,25 @@ std::vector<int32_t> prompt_for(const K3Config& c) {
   return p;
 }
 
+// Passes every call to another source and records the order of requests and guesses by layer.
+class RecordingSource : public ExpertSource {
+ public:
+  explicit RecordingSource(ExpertSource& inner) : inner_(inner) {}
+  std::unique_ptr<ExpertBatch> request(int layer, std::span<const int> experts) override {
+    events.push_back({'r', layer});
+    return inner_.request(layer, experts);
+  }
+  void prefetch(int layer, std::span<const int> experts) override { events.push_back({'p', layer}); }
+  bool wants_prefetch() const override { return true; }
+  int prefetch_layers() const override { return 1; }
+  ExpertCounters counters() const override { return inner_.counters(); }
+  std::string describe() const override { return "recording"; }
+  std::vector<std::pair<char, int>> events;  // 'r' request, 'p' prefetch; the layer
+
+ private:
+  ExpertSource& inner_;
+};
+
 }  // namespace
 
 class TestTieredStore : public QObject {
@@ -539,6 +558,41 @@ class TestTieredStore : public QObject {
           (unsigned long long)c.prefetch_wasted, (unsigned long long)c.prefetch_cancelled);
       if (a.o.prefetch) QVERIFY(c.prefetch_issued > 0);
       if (a.o.guess_bytes_per_layer == 0) QVERIFY(c.prefetch_skipped > 0);
+    }
+  }
+
+  void everyMoeLayerIsGuessedAgainFromItsAttentionInput() {
+    // With one layer of lookahead, a MoE layer after the pass's first is guessed twice before it
+    // asks: from the previous MoE layer's router input (lookahead), then from its own attention
+    // input (the refined guess, which replaces the first); the pass's first MoE layer once.
+    auto plain = K3Model::load(demo_.dir);
+    K3Model::Options mo;
+    auto rec = std::make_unique<RecordingSource>(plain->experts());
+    RecordingSource* r = rec.get();
+    mo.experts = std::move(rec);
+    auto m = K3Model::load(demo_.dir, std::move(mo));
+    K3Session s(*m);
+    std::vector<float> logits;
+    s.stage(prompt_for(demo_.cfg), logits);
+    std::vector<int> moe;
+    for (int l = 0; l < demo_.cfg.layers; ++l)
+      if (demo_.cfg.is_moe(l)) moe.push_back(l);
+    QVERIFY(moe.size() >= 2);
+    int prev_request = -1;  // index of the previous MoE layer's request in the events
+    for (size_t i = 0; i < moe.size(); ++i) {
+      int at = -1, guesses = 0, last_guess = -1;
+      for (int e = prev_request + 1; e < int(r->events.size()); ++e) {
+        if (r->events[e] == std::make_pair('r', moe[i])) {
+          at = e;
+          break;
+        }
+        if (r->events[e] == std::make_pair('p', moe[i])) ++guesses, last_guess = e;
+      }
+      QVERIFY2(at >= 0, qPrintable(QString("layer %1 never asked").arg(moe[i])));
+      QCOMPARE(guesses, i == 0 ? 1 : 2);
+      // The refined guess comes after the previous layer's request, as the last event for this layer.
+      QVERIFY(last_guess > prev_request && last_guess < at);
+      prev_request = at;
     }
   }
 
