@@ -93,6 +93,7 @@ void add_logits(CLI::App& app) {
     auto logits = std::make_shared<std::vector<float>>();
     ForwardTrace trace;
     trace.layer_out = o->per_layer;
+    trace.layer_out64 = o->per_layer;
     if (wants_cuda(o->device)) {
       *logits = cuda_all_logits(*model, ids);
     } else {

@@ -19,7 +19,9 @@ class K3Model;
 struct ForwardTrace {
   bool layer_out = false;                  // capture each layer's returned stream
   std::vector<std::vector<float>> layers;  // [layer][T][hidden]
-  // The same streams unrounded, from sessions that compute in fp64 (the CPU's); empty otherwise.
+  // With layer_out64 as well, the same streams unrounded from sessions that compute in fp64 (the
+  // CPU's; the precision report); empty otherwise.
+  bool layer_out64 = false;
   std::vector<std::vector<double>> layers64;
   bool routing = false;
   std::vector<std::vector<int32_t>> topk_ids;    // [moe layer][T][top_k], ascending ids

@@ -236,7 +236,7 @@ void K3Session::layers(int first, int last, ResidualStream& rs) {
     for (size_t i = 0; i < TH; ++i) h[i] = prefix[i] + m[i];
     if (tr && tr->layer_out) {
       tr->layers.emplace_back(h.begin(), h.end());  // rounded to fp32 (drafters' taps, goldens)
-      tr->layers64.push_back(h);
+      if (tr->layer_out64) tr->layers64.push_back(h);
     }
   }
 }
