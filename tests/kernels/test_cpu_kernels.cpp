@@ -57,6 +57,30 @@ std::vector<float> run(const KernelTable& k, Kind kind, const std::vector<uint8_
   return y;
 }
 
+// Random weights of a kind for a case (MXFP4: codes and scales).
+void random_weights(Kind kind, const Case& c, std::mt19937_64& rng, std::vector<uint8_t>& w, std::vector<uint8_t>& sc) {
+  if (kind == Kind::BF16) w = random_bf16(size_t(c.rows) * c.in, rng);
+  else if (kind == Kind::F32) {
+    auto f = random_floats(size_t(c.rows) * c.in, rng);
+    w.resize(f.size() * 4);
+    std::memcpy(w.data(), f.data(), w.size());
+  } else {
+    w = random_bytes(size_t(c.rows) * c.in / 2, rng);
+    sc = random_scales(size_t(c.rows) * c.in / 32, rng);
+  }
+}
+
+// The weights' absolute values (sign bits cleared), for the error bounds' sum |w x|.
+std::vector<uint8_t> abs_weights(Kind kind, std::vector<uint8_t> w) {
+  if (kind == Kind::BF16)
+    for (size_t i = 1; i < w.size(); i += 2) w[i] &= 0x7f;
+  else if (kind == Kind::F32)
+    for (size_t i = 3; i < w.size(); i += 4) w[i] &= 0x7f;
+  else
+    for (auto& b : w) b &= 0x77;
+  return w;
+}
+
 // The same call with fp64 inputs and outputs (RowsArgs::xd / yd).
 std::vector<double> run64(const KernelTable& k, Kind kind, const std::vector<uint8_t>& w,
                           const std::vector<uint8_t>& sc, const std::vector<double>& x, const Case& c, int64_t o0,
@@ -165,26 +189,12 @@ class TestCpuKernels : public QObject {
       for (const Case& c : cases) {
         if (kind == Kind::MXFP4 && c.in % 32) continue;
         std::vector<uint8_t> w, sc;
-        if (kind == Kind::BF16) w = random_bf16(size_t(c.rows) * c.in, rng);
-        else if (kind == Kind::F32) {
-          auto f = random_floats(size_t(c.rows) * c.in, rng);
-          w.resize(f.size() * 4);
-          std::memcpy(w.data(), f.data(), w.size());
-        } else {
-          w = random_bytes(size_t(c.rows) * c.in / 2, rng);
-          sc = random_scales(size_t(c.rows) * c.in / 32, rng);
-        }
+        random_weights(kind, c, rng, w, sc);
         auto x = random_floats(size_t(c.T) * c.in, rng);
         // |w|.|x| per output, for the error bound: from a reference run on absolute values.
         std::vector<float> ax(x.size());
         for (size_t i = 0; i < x.size(); ++i) ax[i] = std::fabs(x[i]);
-        std::vector<uint8_t> aw = w;
-        if (kind == Kind::BF16)
-          for (size_t i = 1; i < aw.size(); i += 2) aw[i] &= 0x7f;
-        else if (kind == Kind::F32)
-          for (size_t i = 3; i < aw.size(); i += 4) aw[i] &= 0x7f;
-        else
-          for (auto& b : aw) b &= 0x77;
+        const std::vector<uint8_t> aw = abs_weights(kind, w);
         auto absdot = run(table_for(Isa::Scalar), kind, aw, sc, ax, c, 0, c.rows, c.T);
         auto ref = run(table_for(Isa::Scalar), kind, w, sc, x, c, 0, c.rows, c.T);
         for (Isa isa : isas()) {
@@ -248,25 +258,11 @@ class TestCpuKernels : public QObject {
       for (const Case& c : cases) {
         if (kind == Kind::MXFP4 && c.in % 32) continue;
         std::vector<uint8_t> w, sc;
-        if (kind == Kind::BF16) w = random_bf16(size_t(c.rows) * c.in, rng);
-        else if (kind == Kind::F32) {
-          auto f = random_floats(size_t(c.rows) * c.in, rng);
-          w.resize(f.size() * 4);
-          std::memcpy(w.data(), f.data(), w.size());
-        } else {
-          w = random_bytes(size_t(c.rows) * c.in / 2, rng);
-          sc = random_scales(size_t(c.rows) * c.in / 32, rng);
-        }
+        random_weights(kind, c, rng, w, sc);
         const auto x = random_doubles(size_t(c.T) * c.in, rng);
         std::vector<double> ax(x.size());
         for (size_t i = 0; i < x.size(); ++i) ax[i] = std::fabs(x[i]);
-        std::vector<uint8_t> aw = w;
-        if (kind == Kind::BF16)
-          for (size_t i = 1; i < aw.size(); i += 2) aw[i] &= 0x7f;
-        else if (kind == Kind::F32)
-          for (size_t i = 3; i < aw.size(); i += 4) aw[i] &= 0x7f;
-        else
-          for (auto& b : aw) b &= 0x77;
+        const std::vector<uint8_t> aw = abs_weights(kind, w);
         const auto absdot = run64(table_for(Isa::Scalar), kind, aw, sc, ax, c, 0, c.rows, c.T);
         const auto ref = run64(table_for(Isa::Scalar), kind, w, sc, x, c, 0, c.rows, c.T);
         const auto xf = random_floats(size_t(c.T) * c.in, rng);
