@@ -83,10 +83,19 @@ void print_stats(const K3Model& m, const GenerateResult& r, const DecodeSession&
       "context             %lld tokens held; MLA latent cache %.1f KiB/token, capacity ~%llu tokens in %.1f GiB free\n",
       static_cast<long long>(s.n_past()), per_tok / 1024.0,
       static_cast<unsigned long long>(per_tok ? avail / per_tok : 0), avail / 1073741824.0);
-  if (cpu_session)
+  if (cpu_session) {
     std::fprintf(stderr, "session state       %.1f MiB; CPU kernels %s\n", cpu_session->state_bytes() / 1048576.0,
                  kernels::active().name);
-  else std::fprintf(stderr, "forward             on the CUDA GPU (%d rows per pass at most)\n", s.max_rows());
+    const DecodePhases& ph = cpu_session->decode_phases();
+    if (ph.passes > 0) {
+      const double n = double(ph.passes);
+      std::fprintf(stderr,
+                   "decode phases       %.4f s/token over %lld one-row passes: attention %.4f, MoE and MLP %.4f, "
+                   "output head %.4f, rest %.4f\n",
+                   ph.total / n, static_cast<long long>(ph.passes), ph.attention / n, ph.mlp / n, ph.head / n,
+                   (ph.total - ph.attention - ph.mlp - ph.head) / n);
+    }
+  } else std::fprintf(stderr, "forward             on the CUDA GPU (%d rows per pass at most)\n", s.max_rows());
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "runtime/k3_model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -72,6 +73,10 @@ uint64_t K3Session::state_bytes() const {
 }
 
 namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 // AttnRes mix of T-row entries: per row, softmax over entries of dot(V_i / rms(V_i), w), then
 // the weighted sum of the raw entries, all in fp64.
@@ -145,6 +150,7 @@ void K3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, 
   const K3Config& c = m_.config();
   const K3Weights& w = m_.weights();
   const int T = staged_.T, H = c.hidden;
+  const auto t0 = std::chrono::steady_clock::now();
   ResidualStream rs;
   rs.T = T;
   rs.h.resize(size_t(T) * H);
@@ -157,6 +163,10 @@ void K3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, 
     throw;
   }
   finish_pass(rs, logits);
+  if (T == 1) {
+    ++phases_.passes;
+    phases_.total += seconds_since(t0);
+  }
 }
 
 void K3Session::begin_pass(std::span<const int32_t> ids, const PassOptions& opts) {
@@ -220,9 +230,11 @@ void K3Session::layers(int first, int last, ResidualStream& rs) {
     // earlier layers' inputs did (only this attention's output is missing): the refined guess
     // replaces theirs, and its reads run under this layer's attention. It is also the only guess for
     // a pass's first MoE layer.
+    const auto ta = std::chrono::steady_clock::now();
     if (L.moe && m_.experts().prefetch_layers() > 0) predict_experts(l, x.data(), T);
     if (L.mla) attention_mla(l, x.data(), T, a.data());
     else attention_kda(l, x.data(), T, a.data(), opts);
+    if (T == 1) phases_.attention += seconds_since(ta);
     if (have_prefix)
       for (size_t i = 0; i < TH; ++i) prefix[i] += a[i];
     else prefix = a;
@@ -231,8 +243,10 @@ void K3Session::layers(int first, int last, ResidualStream& rs) {
     entries.push_back(prefix.data());
     attn_res_mix(entries, L.mlp_res.w, T, H, c.rms_eps, mixed.data());
     rmsnorm_rows(mixed.data(), L.post_attn_norm, T, H, c.rms_eps, x.data());
+    const auto tm = std::chrono::steady_clock::now();
     if (L.moe) moe(l, x.data(), T, m.data(), tr && tr->routing ? tr : nullptr);
     else dense_mlp(L.dense, x.data(), T, m.data());
+    if (T == 1) phases_.mlp += seconds_since(tm);
     for (size_t i = 0; i < TH; ++i) h[i] = prefix[i] + m[i];
     if (tr && tr->layer_out) {
       tr->layers.emplace_back(h.begin(), h.end());  // rounded to fp32 (drafters' taps, goldens)
@@ -249,6 +263,7 @@ void K3Session::finish_pass(const ResidualStream& rs, std::vector<float>& logits
     throw Error("finish_pass: the residual stream is still in a GPU's memory",
                 "bring it to the host first (stream_to_host)");
   // The output AttnRes mix, the final norm and lm_head; the logits are rounded once to fp32.
+  const auto th = std::chrono::steady_clock::now();
   const K3Weights& w = m_.weights();
   const int T = rs.T, H = c.hidden;
   const size_t TH = size_t(T) * H;
@@ -274,6 +289,7 @@ void K3Session::finish_pass(const ResidualStream& rs, std::vector<float>& logits
     matmul(w.lm_head, x.data(), rows, out.data());
   }
   narrow(out, logits);
+  if (rs.T == 1) phases_.head += seconds_since(th);
 }
 
 void K3Session::commit(int n) {

@@ -64,6 +64,16 @@ void check_state_fits(const K3Config& c, const K3State& state);
 // are scratch of n * moe_intermediate values. What K3Session runs for each distinct expert.
 void routed_expert_mlp(const K3Config& c, const ExpertView& v, const double* x, int n, double* g, double* u, double* d);
 
+// Where the one-row passes (decode steps) of a K3Session spent their time, summed: the attention
+// of every layer (with its refined expert guess), the MoE or dense MLP of every layer (with the
+// expert requests and waits), the output head (mix, norm, lm_head), and the rest (AttnRes mixes,
+// norms, embedding). Wall seconds on the calling thread. passes and total count the one-row passes
+// stage() runs whole; a pass run in parts (run_layers, finish_pass) adds to its phases only.
+struct DecodePhases {
+  int64_t passes = 0;
+  double attention = 0, mlp = 0, head = 0, total = 0;
+};
+
 class K3Session : public LayerRangeSession {
  public:
   explicit K3Session(const K3Model& model);
@@ -80,6 +90,7 @@ class K3Session : public LayerRangeSession {
 
   void reset() override;
   uint64_t state_bytes() const;
+  const DecodePhases& decode_phases() const { return phases_; }
   // The committed state, for turn snapshots (engine/serve/state_snapshot.h); load_state throws
   // Error unless every size matches this model.
   K3State save_state() const override;
@@ -105,6 +116,7 @@ class K3Session : public LayerRangeSession {
   K3State st_;
   StagedPass staged_;
   PassOptions pass_;  // the staged pass's options
+  DecodePhases phases_;
 };
 
 }  // namespace deltafin

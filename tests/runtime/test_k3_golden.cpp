@@ -110,6 +110,13 @@ class TestK3Golden : public QObject {
       QCOMPARE(int64_t(r.ids[i]), want[i]);
     }
     QCOMPARE(s.n_past(), int64_t(prompt.size() + want.size() - 1));
+    // Every decode step after the prefill is a one-row pass, timed by phase; the phases lie within
+    // the passes' total.
+    const DecodePhases& ph = s.decode_phases();
+    const bool one_row_prefill_chunk = g.prefill_chunk > 0 && int(prompt.size()) % g.prefill_chunk == 1;
+    QCOMPARE(ph.passes, int64_t(want.size() - 1) + (one_row_prefill_chunk ? 1 : 0));
+    QVERIFY(ph.attention > 0 && ph.mlp > 0 && ph.head > 0);
+    QVERIFY(ph.attention + ph.mlp + ph.head <= ph.total);
   }
 };
 
