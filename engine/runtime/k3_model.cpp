@@ -115,11 +115,6 @@ void rmsnorm_rows(const double* x, const std::vector<float>& w, int T, int n, do
   for (int t = 0; t < T; ++t) rmsnorm(x + size_t(t) * n, w.data(), n, eps, out + size_t(t) * n);
 }
 
-void narrow(const std::vector<double>& a, std::vector<float>& b) {
-  b.resize(a.size());
-  for (size_t i = 0; i < a.size(); ++i) b[i] = float(a[i]);
-}
-
 }  // namespace
 
 void K3Session::begin(std::span<const int32_t> ids, const PassOptions& opts) {
@@ -288,7 +283,7 @@ void K3Session::finish_pass(const ResidualStream& rs, std::vector<float>& logits
   } else {
     matmul(w.lm_head, x.data(), rows, out.data());
   }
-  narrow(out, logits);
+  logits.assign(out.begin(), out.end());  // each logit rounded once to fp32
   if (rs.T == 1) phases_.head += seconds_since(th);
 }
 

@@ -1,7 +1,6 @@
 #include "runtime/ops.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -196,20 +195,6 @@ int64_t argmax(const float* x, int64_t n) {
 
 namespace deltafin {
 
-void add_scaled_row(const Mat& w, int64_t r, float s, double* acc) {
-  const auto* p = static_cast<const uint8_t*>(w.data);
-  if (w.dtype == DType::F32) {
-    const uint8_t* row = p + 4 * r * w.cols;
-    for (int64_t j = 0; j < w.cols; ++j) {
-      float f;
-      std::memcpy(&f, row + 4 * j, 4);
-      acc[j] += double(s) * double(f);
-    }
-    return;
-  }
-  kernels::active().axpy_bf16(s, p + 2 * r * w.cols, w.cols, acc);  // exact products, added in fp64
-}
-
 void add_scaled_row(const Mat& w, int64_t r, double s, double* acc) {
   const auto* p = static_cast<const uint8_t*>(w.data);
   if (w.dtype == DType::F32) {
@@ -221,12 +206,7 @@ void add_scaled_row(const Mat& w, int64_t r, double s, double* acc) {
     }
     return;
   }
-  const uint8_t* row = p + 2 * r * w.cols;
-  for (int64_t j = 0; j < w.cols; ++j) {
-    uint16_t v;
-    std::memcpy(&v, row + 2 * j, 2);
-    acc[j] += s * double(std::bit_cast<float>(uint32_t(v) << 16));
-  }
+  kernels::active().axpy_bf16(s, p + 2 * r * w.cols, w.cols, acc);  // each product rounded once, added in fp64
 }
 
 Mat row_slice(const Mat& w, int64_t r0, int64_t n) {

@@ -72,9 +72,8 @@ inline float sigmoidf(float x) { return 1.f / (1.f + __builtin_expf(-x)); }
 }  // namespace deltafin
 
 namespace deltafin {
-// acc[j] += s * W[r][j] for every column j (a widened row; the products are exact in fp64).
-void add_scaled_row(const Mat& w, int64_t r, float s, double* acc);
-// The same with an fp64 scale (each product rounded to 53 bits).
+// acc[j] += s * W[r][j] for every column j (a widened row; each product rounded once in fp64, exact
+// when s is an fp32 value).
 void add_scaled_row(const Mat& w, int64_t r, double s, double* acc);
 // 1 / (1 + exp(-x)) in fp64.
 inline double sigmoid64(double x) { return 1.0 / (1.0 + std::exp(-x)); }

@@ -44,12 +44,13 @@ SnapshotStore::SnapshotStore(std::string dir, uint64_t fingerprint, uint64_t max
       continue;
     }
     if (e.path().extension() != ".dfsnap") continue;
-    if (is_outdated_snapshot(e.path().string())) {
-      fs::remove(e.path(), ec);  // ours, in a format no longer read (the fp32 states before DFSNAP02)
+    SnapshotHeader h;
+    if (!read_snapshot_header(e.path().string(), h)) {
+      // Ours in a format no longer read (the fp32 states before DFSNAP02) is deleted; others stay.
+      if (is_outdated_snapshot(e.path().string())) fs::remove(e.path(), ec);
       continue;
     }
-    SnapshotHeader h;
-    if (!read_snapshot_header(e.path().string(), h) || h.model_fingerprint != fingerprint_) continue;
+    if (h.model_fingerprint != fingerprint_) continue;
     Entry en{e.path().string(), h.prefix_hash, h.ids.size(), e.file_size(ec), 0};
     found.emplace_back(e.last_write_time(ec), std::move(en));
   }

@@ -100,41 +100,52 @@ void dot4_64(const double* q, int64_t ldq, int64_t n, const double* const (&r)[4
   for (int i = 0; i < NQ; ++i) _mm256_storeu_pd(out + i * ldo, acc[i]);
 }
 
-}  // namespace
-
-void dot_rows64(const double* q, int64_t ldq, int nq, int64_t n, const double* const* rows, int64_t offset,
-                int64_t count, double* out, int64_t ldo) {
+// Positions kBlock at a time, up to four queries per pass over them (block<NQ> adds one group);
+// the positions left over, and so any count, by the plain loop: every output has the plain loop's
+// bits whatever the count.
+template <int kBlock, class E, class Block>
+void dot_rows_blocked(const E* q, int64_t ldq, int nq, int64_t n, const E* const* rows, int64_t offset, int64_t count,
+                      double* out, int64_t ldo, Block block) {
   int64_t k0 = 0;
-  for (; k0 + 4 <= count; k0 += 4) {
-    const double* r[4];
-    for (int k = 0; k < 4; ++k) r[k] = rows[k0 + k] + offset;
+  for (; k0 + kBlock <= count; k0 += kBlock) {
+    const E* r[kBlock];
+    for (int k = 0; k < kBlock; ++k) r[k] = rows[k0 + k] + offset;
     for (int i = 0; i < nq; i += 4) {
-      const double* qi = q + i * ldq;
+      const E* qi = q + i * ldq;
       double* oi = out + i * ldo + k0;
       switch (std::min(4, nq - i)) {
         case 4:
-          dot4_64<4>(qi, ldq, n, r, oi, ldo);
+          block.template operator()<4>(qi, ldq, n, r, oi, ldo);
           break;
         case 3:
-          dot4_64<3>(qi, ldq, n, r, oi, ldo);
+          block.template operator()<3>(qi, ldq, n, r, oi, ldo);
           break;
         case 2:
-          dot4_64<2>(qi, ldq, n, r, oi, ldo);
+          block.template operator()<2>(qi, ldq, n, r, oi, ldo);
           break;
         default:
-          dot4_64<1>(qi, ldq, n, r, oi, ldo);
+          block.template operator()<1>(qi, ldq, n, r, oi, ldo);
           break;
       }
     }
   }
   for (; k0 < count; ++k0) {
-    const double* r = rows[k0] + offset;
+    const E* r = rows[k0] + offset;
     for (int i = 0; i < nq; ++i) {
       double a = 0;
-      for (int64_t j = 0; j < n; ++j) a += q[i * ldq + j] * r[j];
+      for (int64_t j = 0; j < n; ++j) a += double(q[i * ldq + j]) * double(r[j]);
       out[i * ldo + k0] = a;
     }
   }
+}
+
+}  // namespace
+
+// Four positions at a time, one per lane (4 x 4 blocks of doubles transposed).
+void dot_rows64(const double* q, int64_t ldq, int nq, int64_t n, const double* const* rows, int64_t offset,
+                int64_t count, double* out, int64_t ldo) {
+  dot_rows_blocked<4>(q, ldq, nq, n, rows, offset, count, out, ldo,
+                      []<int NQ>(const auto&... a) { dot4_64<NQ>(a...); });
 }
 
 void axpy64(double a, const double* x, int64_t n, double* y) {
@@ -150,37 +161,7 @@ void axpy64(double a, const double* x, int64_t n, double* y) {
 // loop does. fp32 x fp32 products are exact in fp64, so the multiply rounds nothing.
 void dot_rows(const float* q, int64_t ldq, int nq, int64_t n, const float* const* rows, int64_t offset, int64_t count,
               double* out, int64_t ldo) {
-  int64_t k0 = 0;
-  for (; k0 + 8 <= count; k0 += 8) {
-    const float* r[8];
-    for (int k = 0; k < 8; ++k) r[k] = rows[k0 + k] + offset;
-    for (int i = 0; i < nq; i += 4) {
-      const float* qi = q + i * ldq;
-      double* oi = out + i * ldo + k0;
-      switch (std::min(4, nq - i)) {
-        case 4:
-          dot8<4>(qi, ldq, n, r, oi, ldo);
-          break;
-        case 3:
-          dot8<3>(qi, ldq, n, r, oi, ldo);
-          break;
-        case 2:
-          dot8<2>(qi, ldq, n, r, oi, ldo);
-          break;
-        default:
-          dot8<1>(qi, ldq, n, r, oi, ldo);
-          break;
-      }
-    }
-  }
-  for (; k0 < count; ++k0) {
-    const float* r = rows[k0] + offset;
-    for (int i = 0; i < nq; ++i) {
-      double a = 0;
-      for (int64_t j = 0; j < n; ++j) a += double(q[i * ldq + j]) * double(r[j]);
-      out[i * ldo + k0] = a;
-    }
-  }
+  dot_rows_blocked<8>(q, ldq, nq, n, rows, offset, count, out, ldo, []<int NQ>(const auto&... a) { dot8<NQ>(a...); });
 }
 
 void axpy(double a, const float* x, int64_t n, double* y) {
@@ -192,9 +173,9 @@ void axpy(double a, const float* x, int64_t n, double* y) {
   for (; j < n; ++j) y[j] += a * double(x[j]);
 }
 
-void axpy_bf16(float a, const void* x, int64_t n, double* y) {
+void axpy_bf16(double a, const void* x, int64_t n, double* y) {
   const auto* p = static_cast<const uint8_t*>(x);
-  const __m256d av = _mm256_set1_pd(double(a));
+  const __m256d av = _mm256_set1_pd(a);
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * j));
@@ -209,7 +190,7 @@ void axpy_bf16(float a, const void* x, int64_t n, double* y) {
     const uint32_t bits = uint32_t(v) << 16;
     float f;
     std::memcpy(&f, &bits, 4);
-    y[j] += double(a) * double(f);
+    y[j] += a * double(f);
   }
 }
 

@@ -46,8 +46,9 @@ struct KernelTable {
                    int64_t count, double* out, int64_t ldo);
   // y[j] += a * x[j] for j < n, in fp64 (the product rounded, then added: no fused multiply-add).
   void (*axpy)(double a, const float* x, int64_t n, double* y);
-  // y[j] += a * x[j] with x as BF16 bits (x may be unaligned); the product is exact in fp64.
-  void (*axpy_bf16)(float a, const void* x, int64_t n, double* y);
+  // y[j] += a * x[j] with x as BF16 bits (x may be unaligned); the product is rounded once in fp64
+  // (exact when a is an fp32 value).
+  void (*axpy_bf16)(double a, const void* x, int64_t n, double* y);
   // dot_rows and axpy over fp64 queries and rows (each product rounded, then added in index order).
   void (*dot_rows64)(const double* q, int64_t ldq, int nq, int64_t n, const double* const* rows, int64_t offset,
                      int64_t count, double* out, int64_t ldo);
@@ -102,7 +103,7 @@ namespace scalar {
 void dot_rows(const float* q, int64_t ldq, int nq, int64_t n, const float* const* rows, int64_t offset, int64_t count,
               double* out, int64_t ldo);
 void axpy(double a, const float* x, int64_t n, double* y);
-void axpy_bf16(float a, const void* x, int64_t n, double* y);
+void axpy_bf16(double a, const void* x, int64_t n, double* y);
 void dot_rows64(const double* q, int64_t ldq, int nq, int64_t n, const double* const* rows, int64_t offset,
                 int64_t count, double* out, int64_t ldo);
 void axpy64(double a, const double* x, int64_t n, double* y);
@@ -111,7 +112,7 @@ namespace avx2 {  // also the AVX-512 table's: these are bound by the order of t
 void dot_rows(const float* q, int64_t ldq, int nq, int64_t n, const float* const* rows, int64_t offset, int64_t count,
               double* out, int64_t ldo);
 void axpy(double a, const float* x, int64_t n, double* y);
-void axpy_bf16(float a, const void* x, int64_t n, double* y);
+void axpy_bf16(double a, const void* x, int64_t n, double* y);
 void dot_rows64(const double* q, int64_t ldq, int nq, int64_t n, const double* const* rows, int64_t offset,
                 int64_t count, double* out, int64_t ldo);
 void axpy64(double a, const double* x, int64_t n, double* y);

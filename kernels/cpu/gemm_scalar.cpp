@@ -89,9 +89,9 @@ void axpy(double a, const float* x, int64_t n, double* y) {
   for (int64_t j = 0; j < n; ++j) y[j] += a * double(x[j]);
 }
 
-void axpy_bf16(float a, const void* x, int64_t n, double* y) {
+void axpy_bf16(double a, const void* x, int64_t n, double* y) {
   const auto* p = static_cast<const uint8_t*>(x);
-  for (int64_t j = 0; j < n; ++j) y[j] += double(a) * double(load_bf16(p + 2 * j));
+  for (int64_t j = 0; j < n; ++j) y[j] += a * double(load_bf16(p + 2 * j));
 }
 
 void dot_rows64(const double* q, int64_t ldq, int nq, int64_t n, const double* const* rows, int64_t offset,

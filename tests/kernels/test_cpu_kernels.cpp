@@ -82,9 +82,8 @@ std::vector<uint8_t> abs_weights(Kind kind, std::vector<uint8_t> w) {
 }
 
 // The same call with fp64 inputs and outputs (RowsArgs::xd / yd).
-std::vector<double> run64(const KernelTable& k, Kind kind, const std::vector<uint8_t>& w,
-                          const std::vector<uint8_t>& sc, const std::vector<double>& x, const Case& c, int64_t o0,
-                          int64_t o1, int T) {
+std::vector<double> run(const KernelTable& k, Kind kind, const std::vector<uint8_t>& w, const std::vector<uint8_t>& sc,
+                        const std::vector<double>& x, const Case& c, int64_t o0, int64_t o1, int T) {
   std::vector<double> y(size_t(T) * c.rows, std::nan(""));
   RowsArgs a{w.data(), sc.data(), c.in, o0, o1, nullptr, c.in, T, nullptr, c.rows};
   a.xd = x.data();
@@ -120,6 +119,42 @@ class TestCpuKernels : public QObject {
     for (Isa i : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
       if (isa_supported(i)) v.push_back(i);
     return v;
+  }
+
+  // A row alone, inside any T-row pass and in any output-row range gives the same bits, for fp32
+  // (X = float) and fp64 (X = double) inputs and outputs; x holds 9 rows of kInvIn inputs.
+  static constexpr int64_t kInvRows = 19, kInvIn = 320;
+  template <class X>
+  void rowsAreBatchInvariantFor(std::mt19937_64& rng, const std::vector<X>& x) {
+    const int64_t rows = kInvRows, in = kInvIn;
+    auto wb = random_bf16(size_t(rows) * in, rng);
+    auto wm = random_bytes(size_t(rows) * in / 2, rng);
+    auto sc = random_scales(size_t(rows) * in / 32, rng);
+    for (Isa isa : isas()) {
+      for (Kind kind : {Kind::BF16, Kind::MXFP4}) {
+        const auto& w = kind == Kind::BF16 ? wb : wm;
+        Case c{rows, in, 9};
+        const auto all = run(table_for(isa), kind, w, sc, x, c, 0, rows, 9);
+        for (int T : {1, 2, 3, 4, 5, 8}) {
+          const auto part = run(table_for(isa), kind, w, sc, x, c, 0, rows, T);
+          QVERIFY(std::memcmp(part.data(), all.data(), size_t(T) * rows * sizeof(X)) == 0);
+        }
+        // Any row alone, from an offset into the batch.
+        for (int t = 0; t < 9; ++t) {
+          const std::vector<X> xt(x.begin() + t * in, x.begin() + (t + 1) * in);
+          const auto one = run(table_for(isa), kind, w, sc, xt, c, 0, rows, 1);
+          QVERIFY(std::memcmp(one.data(), all.data() + size_t(t) * rows, size_t(rows) * sizeof(X)) == 0);
+        }
+        // Output-row ranges (thread splits) do not change a value.
+        const auto lo = run(table_for(isa), kind, w, sc, x, c, 0, 7, 9);
+        const auto hi = run(table_for(isa), kind, w, sc, x, c, 7, rows, 9);
+        for (int t = 0; t < 9; ++t)
+          for (int64_t o = 0; o < rows; ++o) {
+            const X v = o < 7 ? lo[t * rows + o] : hi[t * rows + o];
+            QVERIFY(std::memcmp(&v, &all[t * rows + o], sizeof(X)) == 0);
+          }
+      }
+    }
   }
 
  private slots:
@@ -215,36 +250,7 @@ class TestCpuKernels : public QObject {
 
   void rowsAreBatchInvariant() {
     std::mt19937_64 rng(5);
-    const int64_t rows = 19, in = 320;
-    auto wb = random_bf16(size_t(rows) * in, rng);
-    auto wm = random_bytes(size_t(rows) * in / 2, rng);
-    auto sc = random_scales(size_t(rows) * in / 32, rng);
-    auto x = random_floats(size_t(9) * in, rng);
-    for (Isa isa : isas()) {
-      for (Kind kind : {Kind::BF16, Kind::MXFP4}) {
-        const auto& w = kind == Kind::BF16 ? wb : wm;
-        Case c{rows, in, 9};
-        auto all = run(table_for(isa), kind, w, sc, x, c, 0, rows, 9);
-        for (int T : {1, 2, 3, 4, 5, 8}) {
-          auto part = run(table_for(isa), kind, w, sc, x, c, 0, rows, T);
-          QVERIFY(std::memcmp(part.data(), all.data(), size_t(T) * rows * 4) == 0);
-        }
-        // Any row alone, from an offset into the batch.
-        for (int t = 0; t < 9; ++t) {
-          std::vector<float> xt(x.begin() + t * in, x.begin() + (t + 1) * in);
-          auto one = run(table_for(isa), kind, w, sc, xt, c, 0, rows, 1);
-          QVERIFY(std::memcmp(one.data(), all.data() + size_t(t) * rows, size_t(rows) * 4) == 0);
-        }
-        // Output-row ranges (thread splits) do not change a value.
-        auto lo = run(table_for(isa), kind, w, sc, x, c, 0, 7, 9);
-        auto hi = run(table_for(isa), kind, w, sc, x, c, 7, rows, 9);
-        for (int t = 0; t < 9; ++t)
-          for (int64_t o = 0; o < rows; ++o) {
-            const float v = o < 7 ? lo[t * rows + o] : hi[t * rows + o];
-            QVERIFY(test::same_bits(v, all[t * rows + o]));
-          }
-      }
-    }
+    rowsAreBatchInvariantFor(rng, random_floats(size_t(9) * kInvIn, rng));
   }
 
   void fp64PathsMatchReference() {
@@ -263,12 +269,12 @@ class TestCpuKernels : public QObject {
         std::vector<double> ax(x.size());
         for (size_t i = 0; i < x.size(); ++i) ax[i] = std::fabs(x[i]);
         const std::vector<uint8_t> aw = abs_weights(kind, w);
-        const auto absdot = run64(table_for(Isa::Scalar), kind, aw, sc, ax, c, 0, c.rows, c.T);
-        const auto ref = run64(table_for(Isa::Scalar), kind, w, sc, x, c, 0, c.rows, c.T);
+        const auto absdot = run(table_for(Isa::Scalar), kind, aw, sc, ax, c, 0, c.rows, c.T);
+        const auto ref = run(table_for(Isa::Scalar), kind, w, sc, x, c, 0, c.rows, c.T);
         const auto xf = random_floats(size_t(c.T) * c.in, rng);
         const std::vector<double> xfd(xf.begin(), xf.end());
         for (Isa isa : isas()) {
-          const auto got = run64(table_for(isa), kind, w, sc, x, c, 0, c.rows, c.T);
+          const auto got = run(table_for(isa), kind, w, sc, x, c, 0, c.rows, c.T);
           for (size_t i = 0; i < ref.size(); ++i)
             QVERIFY2(std::fabs(got[i] - ref[i]) <= 1.12e-16 * double(c.in + 2) * absdot[i] + 1e-300,
                      qPrintable(QString("%1 kind %2 rows %3 in %4: %5 vs %6")
@@ -278,7 +284,7 @@ class TestCpuKernels : public QObject {
                                     .arg(c.in)
                                     .arg(got[i], 0, 'g', 17)
                                     .arg(ref[i], 0, 'g', 17)));
-          const auto wide = run64(table_for(isa), kind, w, sc, xfd, c, 0, c.rows, c.T);
+          const auto wide = run(table_for(isa), kind, w, sc, xfd, c, 0, c.rows, c.T);
           const auto narrow = run(table_for(isa), kind, w, sc, xf, c, 0, c.rows, c.T);
           for (size_t i = 0; i < wide.size(); ++i)
             QVERIFY2(test::same_bits(float(wide[i]), narrow[i]),
@@ -295,34 +301,7 @@ class TestCpuKernels : public QObject {
 
   void fp64RowsAreBatchInvariant() {
     std::mt19937_64 rng(6);
-    const int64_t rows = 19, in = 320;
-    auto wb = random_bf16(size_t(rows) * in, rng);
-    auto wm = random_bytes(size_t(rows) * in / 2, rng);
-    auto sc = random_scales(size_t(rows) * in / 32, rng);
-    const auto x = random_doubles(size_t(9) * in, rng);
-    for (Isa isa : isas()) {
-      for (Kind kind : {Kind::BF16, Kind::MXFP4}) {
-        const auto& w = kind == Kind::BF16 ? wb : wm;
-        Case c{rows, in, 9};
-        const auto all = run64(table_for(isa), kind, w, sc, x, c, 0, rows, 9);
-        for (int T : {1, 2, 3, 4, 5, 8}) {
-          const auto part = run64(table_for(isa), kind, w, sc, x, c, 0, rows, T);
-          QVERIFY(std::memcmp(part.data(), all.data(), size_t(T) * rows * 8) == 0);
-        }
-        for (int t = 0; t < 9; ++t) {
-          const std::vector<double> xt(x.begin() + t * in, x.begin() + (t + 1) * in);
-          const auto one = run64(table_for(isa), kind, w, sc, xt, c, 0, rows, 1);
-          QVERIFY(std::memcmp(one.data(), all.data() + size_t(t) * rows, size_t(rows) * 8) == 0);
-        }
-        const auto lo = run64(table_for(isa), kind, w, sc, x, c, 0, 7, 9);
-        const auto hi = run64(table_for(isa), kind, w, sc, x, c, 7, rows, 9);
-        for (int t = 0; t < 9; ++t)
-          for (int64_t o = 0; o < rows; ++o) {
-            const double v = o < 7 ? lo[t * rows + o] : hi[t * rows + o];
-            QVERIFY(std::memcmp(&v, &all[t * rows + o], 8) == 0);
-          }
-      }
-    }
+    rowsAreBatchInvariantFor(rng, random_doubles(size_t(9) * kInvIn, rng));
   }
 
   void fp64AttentionHelpersMatchThePlainLoops() {
@@ -365,6 +344,21 @@ class TestCpuKernels : public QObject {
           table_for(isa).axpy64(a, rows[0], n, y.data());
           QVERIFY2(std::memcmp(y.data(), yw.data(), size_t(n) * 8) == 0,
                    qPrintable(QString("%1 axpy64 n %2").arg(isa_name(isa)).arg(n)));
+          // axpy_bf16 with an fp64 scale (the fp64 MLA query fold): each product rounded once.
+          auto wb = random_bf16(size_t(n), rng);
+          std::vector<double> yb(data.begin(), data.begin() + n), ybw = yb;
+          for (int64_t j = 0; j < n; ++j) {
+            uint16_t h;
+            std::memcpy(&h, &wb[size_t(2 * j)], 2);
+            const uint32_t bits = uint32_t(h) << 16;
+            float f;
+            std::memcpy(&f, &bits, 4);
+            volatile double p = a * double(f);
+            ybw[j] = ybw[j] + p;
+          }
+          table_for(isa).axpy_bf16(a, wb.data(), n, yb.data());
+          QVERIFY2(std::memcmp(yb.data(), ybw.data(), size_t(n) * 8) == 0,
+                   qPrintable(QString("%1 axpy_bf16, fp64 scale, n %2").arg(isa_name(isa)).arg(n)));
         }
       }
     }

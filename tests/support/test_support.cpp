@@ -55,25 +55,21 @@ RunResult run_process(const std::vector<std::string>& argv, int timeout_ms) {
   return r;
 }
 
-double rel_l2(const double* a, const double* b, size_t n) {
+namespace {
+template <class T>
+double rel_l2_of(const T* a, const T* b, size_t n) {
   double num = 0, den = 0;
   for (size_t i = 0; i < n; ++i) {
-    const double d = a[i] - b[i];
-    num += d * d;
-    den += b[i] * b[i];
-  }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
-
-double rel_l2(const float* a, const float* b, size_t n) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < n; ++i) {
-    double d = double(a[i]) - double(b[i]);
+    const double d = double(a[i]) - double(b[i]);
     num += d * d;
     den += double(b[i]) * double(b[i]);
   }
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
+}  // namespace
+
+double rel_l2(const double* a, const double* b, size_t n) { return rel_l2_of(a, b, n); }
+double rel_l2(const float* a, const float* b, size_t n) { return rel_l2_of(a, b, n); }
 
 double max_abs_diff(const float* a, const float* b, size_t n) {
   double m = 0;

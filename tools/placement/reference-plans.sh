@@ -6,6 +6,9 @@
 set -eu
 bin=${1:-build/ci-cuda/bin/deltafin}
 model=${2:-tests/fixtures/k3-real-meta}
+# "8.73 disk" -> "8.73 (disk)"; "20.72 / 53.87" -> "20.7 / 53.9"
+fmt() { printf '%.2f (%s)' "${1% *}" "${1#* }"; }
+gb() { printf '%s\n' "$1" | awk -F' / ' '{ for (i = 1; i <= NF; ++i) printf "%s%.1f", (i > 1 ? " / " : ""), $i }'; }
 echo "| machine | disk GB/s | spine GB: VRAM / RAM / disk | expert tiers GB: VRAM / RAM | decode s/token (bound) | prefill s/token (bound) | what would help most |"
 echo "| --- | ---: | --- | --- | --- | --- | --- |"
 for disk in 7 14; do
@@ -28,8 +31,6 @@ for disk in 7 14; do
     decode=$(printf '%s\n' "$out" | sed -n 's/^decode *\([0-9.]*\) s\/token.*bound by \([A-Za-z]*\).*/\1 \2/p')
     prefill=$(printf '%s\n' "$out" | sed -n 's/^prefill *\([0-9.]*\) s\/token.*bound by \([A-Za-z]*\).*/\1 \2/p')
     help=$(printf '%s\n' "$out" | sed -n 's/^what would help most: //p')
-    fmt() { printf '%.2f (%s)' "${1% *}" "${1#* }"; }
-    gb() { printf '%s\n' "$1" | awk -F' / ' '{ for (i = 1; i <= NF; ++i) printf "%s%.1f", (i > 1 ? " / " : ""), $i }'; }
     spine=$(gb "$spine")
     tiers=$(gb "$tiers")
     echo "| $name | $disk | $spine | $tiers | $(fmt "$decode") | $(fmt "$prefill") | $help |"
