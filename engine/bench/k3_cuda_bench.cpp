@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "cuda/cuda_support.h"
+#include "cuda/k3/k3_ops.h"
 #include "cuda/k3_cuda_model.h"
 #include "cuda/vram_expert_cache.h"
 #include "cpu/gemm.h"
@@ -359,7 +360,7 @@ void bench_placement(const std::string& root, const std::vector<int>& rows, int 
   }
 
   // GPU: the VRAM tier's fill of the n experts (emptied first), then the expert kernel on them.
-  VramExpertCache tier(src, Z, I, n, ExpertMlp::preferred_layout(Z, I));
+  VramExpertCache tier(src, Z, I, n, ExpertLayout::rows);  // the layout the forward's fp64 kernels read
   OwnedStream st;
   std::vector<MxExpert> dev;
   auto fill_ms = [&](bool direct) {
@@ -377,20 +378,26 @@ void bench_placement(const std::string& root, const std::vector<int>& rows, int 
   const double staged_ms = fill_ms(false), direct_ms = fill_ms(true);
   const std::string note = tier.direct_note();
   const bool direct_used = tier.counters().direct > 0;
-  ExpertMlp mlp(Z, I, n, max_rows, tier.layout());
-  DeviceBuffer dz(size_t(max_rows) * Z * 4), dy(size_t(max_rows) * Z * 4);
-  dz.upload(x.data(), x.size() * 4);
+  // The forward's expert kernel (k3::routed_experts, fp64), every row using all n experts.
+  DeviceBuffer dz(size_t(max_rows) * Z * 8), dy(size_t(max_rows) * Z * 8), table(dev.size() * sizeof(MxExpert));
+  DeviceBuffer scratch(size_t(k3::routed_experts_scratch(max_rows, n, Z, I)) * 8);
+  dz.upload(x64.data(), x64.size() * 8);
+  table.upload(dev.data(), dev.size() * sizeof(MxExpert));
   std::vector<double> gpu_ms(rows.size());
   for (size_t ri = 0; ri < rows.size(); ++ri) {
     const int r = rows[ri];
     std::vector<int32_t> slot(size_t(r) * n);
-    std::vector<float> w(slot.size(), 1.f / n);
-    for (size_t a = 0; a < slot.size(); ++a) slot[a] = int32_t(a % n);  // every row uses all n experts
+    std::vector<double> w(slot.size(), 1.0 / n);
+    for (size_t a = 0; a < slot.size(); ++a) slot[a] = int32_t(a % n);
+    DeviceBuffer dslot(slot.size() * 4), dw(w.size() * 8);
+    dslot.upload(slot.data(), slot.size() * 4);
+    dw.upload(w.data(), w.size() * 8);
     std::vector<double> t;
     OwnedEvent e0(true), e1(true);
     for (int rep = 0; rep <= reps; ++rep) {
       e0.record(st.get());
-      mlp.run(dev, slot.data(), w.data(), r, dz.as<float>(), dy.as<float>(), st.opaque());
+      k3::routed_experts(table.as<MxExpert>(), dslot.as<int32_t>(), dw.as<double>(), r, n, Z, I, dz.as<double>(),
+                         scratch.as<double>(), dy.as<double>(), st.opaque());
       e1.record(st.get());
       e1.sync();
       if (rep) t.push_back(e1.since(e0));

@@ -261,18 +261,19 @@ DLayer rebased(DLayer L, const uint8_t* from, uint8_t* to) {
 }
 
 // Expert slots for kAutoSlots: the free device memory after the spine, less what one session
-// allocates (MLA caches at max_context, KDA states and their snapshots, the pass's buffers) and a
-// margin for the driver and the expert kernel's workspace.
+// allocates (fp64: MLA caches at max_context, KDA states and their snapshots, the pass's buffers
+// and the experts' workspace) and a margin for the driver.
 int auto_expert_slots(const K3Config& c, const CudaK3Model::Options& o, int all, ExpertLayout layout) {
   size_t free_b = 0, total_b = 0;
   check_cuda(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
   uint64_t session = 0;
   const uint64_t kda_state =
       (uint64_t(c.kda_heads) * c.kda_head_dim * c.kda_head_dim + 3ull * std::max(0, c.conv_kernel - 1) * c.kda_dim()) *
-      4;
+      8;
   for (int l = 0; l < c.layers; ++l)
-    session += c.is_mla[l] ? uint64_t(o.max_context) * c.mla_cache_width() * 4 : 2 * kda_state;
-  session += uint64_t(o.max_rows) * (uint64_t(c.vocab) + 64ull * c.hidden) * 4;
+    session += c.is_mla[l] ? uint64_t(o.max_context) * c.mla_cache_width() * 8 : 2 * kda_state;
+  session += uint64_t(o.max_rows) *
+             (uint64_t(c.vocab) * 12 + 64ull * c.hidden * 8 + uint64_t(std::max(1, c.top_k)) * c.moe_intermediate * 8);
   const uint64_t margin = (uint64_t(1) << 30) + total_b / 20;
   const uint64_t slot = VramExpertCache::slot_bytes_for(c.latent, c.moe_intermediate);
   const uint64_t need = session + margin + VramExpertCache::scratch_bytes_for(c.latent, c.moe_intermediate, layout);
@@ -362,9 +363,9 @@ CudaK3Model::CudaK3Model(const K3Model& host, Options opts)
     if (c.is_moe(l) && (layout_.unit(l).decode_gpu || layout_.unit(l).prefill_gpu)) moe_here.push_back(l);
   if (c.moe_layers() > 0) {
     const int all = std::max<int>(1, int(moe_here.size())) * c.experts;
-    // The experts in VRAM take the layout of the fastest expert kernel for these shapes (on the
-    // H200, K3's: fragments, docs/PERFORMANCE.md session 9); each session's ExpertMlp reads that layout.
-    const ExpertLayout layout = ExpertMlp::preferred_layout(c.latent, c.moe_intermediate);
+    // The experts in VRAM keep the checkpoint's row layout, which the fp64 expert kernels
+    // (k3::routed_experts) read.
+    const ExpertLayout layout = ExpertLayout::rows;
     // A plan's tier, never below what one pass of one layer needs.
     const int least = std::min(opts_.max_rows * c.top_k, c.experts);
     const int planned = opts_.layout && opts_.expert_slots == 0
@@ -419,8 +420,8 @@ uint64_t CudaK3Model::spine_device_bytes() const { return w_->arena.bytes(); }
 
 namespace {
 struct KdaDev {
-  float *S = nullptr, *conv = nullptr, *S0 = nullptr, *conv0 = nullptr;
-  float *q = nullptr, *k = nullptr, *v = nullptr, *la = nullptr, *beta = nullptr, *raw = nullptr;
+  double *S = nullptr, *conv = nullptr, *S0 = nullptr, *conv0 = nullptr;
+  double *q = nullptr, *k = nullptr, *v = nullptr, *la = nullptr, *beta = nullptr, *raw = nullptr;
 };
 
 // One pass shape (rows, partial commit, logits rows) replayed as a CUDA graph.
@@ -488,28 +489,33 @@ struct CudaK3Session::Impl {
   }
   DeviceArena arena;
   int32_t* ids = nullptr;
-  float *h = nullptr, *prefix = nullptr, *x = nullptr, *a = nullptr, *mixed = nullptr, *m = nullptr;
-  std::vector<float*> blocks;
-  float *gate = nullptr, *fa = nullptr, *fb = nullptr, *braw = nullptr, *o = nullptr;
-  float *qa = nullptr, *q = nullptr, *ckv = nullptr, *qabs = nullptr, *olat = nullptr, *scores = nullptr;
-  float *attn = nullptr, *g = nullptr;
-  float* res_scores = nullptr;  // [T][kMaxResEntries] AttnRes scores between its two launches
-  float *rl = nullptr, *z = nullptr, *y = nullptr, *sh = nullptr, *rw = nullptr;
-  float *mlp_gu = nullptr, *mlp_act = nullptr;  // dense MLP / shared expert: [T][gate | up], [T][SiTU GLU]
+  // Every activation and state value is fp64 (as the CPU forward's); the logits are rounded once.
+  double *h = nullptr, *prefix = nullptr, *x = nullptr, *a = nullptr, *mixed = nullptr, *m = nullptr;
+  std::vector<double*> blocks;
+  double *gate = nullptr, *fa = nullptr, *fb = nullptr, *braw = nullptr, *o = nullptr;
+  double *qa = nullptr, *q = nullptr, *ckv = nullptr, *qabs = nullptr, *olat = nullptr, *scores = nullptr;
+  double *attn = nullptr, *g = nullptr;
+  double* res_scores = nullptr;  // [T][kMaxResEntries] AttnRes scores between its two launches
+  double *rl = nullptr, *z = nullptr, *y = nullptr, *sh = nullptr, *rw = nullptr;
+  double* eh = nullptr;                          // the routed experts' workspace (k3::routed_experts_scratch)
+  double *mlp_gu = nullptr, *mlp_act = nullptr;  // dense MLP / shared expert: [T][gate | up], [T][SiTU GLU]
   int32_t* rid = nullptr;
+  // moe_streamed: the pass's experts (the tier's views in group order) and each slot's group.
+  MxExpert* grouped_dev = nullptr;
+  int32_t* slot_dev = nullptr;
   // expert_prefetch: the next MoE layer's router on this layer's input, its top-k, on the host.
-  float *rl_next = nullptr, *rw_next = nullptr;
+  double *rl_next = nullptr, *rw_next = nullptr;
   int32_t* rid_next = nullptr;
   int64_t* n_past = nullptr;  // the pass's first row, read by the MLA kernels when they run
-  float* logits = nullptr;
+  double* logits64 = nullptr;
+  float* logits = nullptr;  // logits64 rounded
   std::vector<KdaDev> kda;
-  std::vector<float*> cache;
-  PinnedBuffer host_ids, host_rid, host_rw, host_n_past, host_rid_next;
+  std::vector<double*> cache;
+  PinnedBuffer host_ids, host_rid, host_rw, host_n_past, host_rid_next, host_grouped, host_slot;
   PinnedBuffer trace_rid, trace_rw;  // routed passes: every MoE layer's routing, read after the pass
-  std::unique_ptr<ExpertMlp> mlp;
-  std::vector<MxExpert> experts;  // moe_streamed: the tier's views of one pass's experts, by id
-  std::vector<MxExpert> grouped;  // the same, in the expert kernel's group order
-  size_t S_floats = 0, conv_floats = 0;
+  std::vector<MxExpert> experts;     // moe_streamed: the tier's views of one pass's experts, by id
+  std::vector<MxExpert> grouped;     // the same, in the expert kernel's group order
+  size_t S_vals = 0, conv_vals = 0;
   OwnedEvent routed;                                  // the routing of the current MoE layer has reached the host
   std::vector<std::unique_ptr<OwnedEvent>> layer_ev;  // [layers + 1] when timing
   bool timed_pass = false;
@@ -526,9 +532,6 @@ struct CudaK3Session::Impl {
   std::vector<placement::StreamStep> schedule;
   size_t next_step = 0;
   PinnedBuffer handover;  // hand-overs from another GPU without a direct copy
-  // The residual stream in fp32 on its way between the host's fp64 ResidualStream and this GPU:
-  // [h | block 0 | block 1 ...], each T x hidden; kept until the next hand-over (async copies).
-  std::vector<float> stream_f32;
 };
 
 CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model) {
@@ -544,19 +547,20 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model) {
     rank = std::max(rank, L.kda.fa.rows);
     inter = std::max({inter, L.dense.inter, L.moe_w.shared.inter});
   }
-  d_->S_floats = size_t(c.kda_heads) * c.kda_head_dim * c.kda_head_dim;
-  d_->conv_floats = size_t(3) * (c.conv_kernel - 1) * C;
+  d_->S_vals = size_t(c.kda_heads) * c.kda_head_dim * c.kda_head_dim;
+  d_->conv_vals = size_t(3) * (c.conv_kernel - 1) * C;
   const int nblocks = (c.layers + c.attn_res_block - 1) / std::max(1, c.attn_res_block) + 1;
   DeviceArena& A = d_->arena;
   // The same sequence of sizes is reserved, then taken.
   for (int pass = 0; pass < 2; ++pass) {
     const bool take = pass == 1;
-    auto f = [&](int64_t n) -> float* {
+    // n values of 8 bytes (the int arrays take as many bytes as their count of doubles).
+    auto f = [&](int64_t n) -> double* {
       if (!take) {
-        A.reserve(size_t(std::max<int64_t>(n, 1)) * 4);
+        A.reserve(size_t(std::max<int64_t>(n, 1)) * 8);
         return nullptr;
       }
-      return A.take_n<float>(size_t(std::max<int64_t>(n, 1)));
+      return A.take_n<double>(size_t(std::max<int64_t>(n, 1)));
     };
     d_->ids = reinterpret_cast<int32_t*>(f(T));
     d_->h = f(T * H);
@@ -585,6 +589,10 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model) {
     d_->z = f(T * c.latent);
     d_->y = f(T * c.latent);
     d_->sh = f(T * H);
+    d_->eh = f(k3::routed_experts_scratch(int(T), std::max(1, c.top_k), c.latent, c.moe_intermediate));
+    d_->slot_dev = reinterpret_cast<int32_t*>(f(T * std::max(1, c.top_k)));
+    d_->grouped_dev = reinterpret_cast<MxExpert*>(
+        f(T * std::max(1, c.top_k) * int64_t((sizeof(MxExpert) + sizeof(double) - 1) / sizeof(double))));
     d_->mlp_gu = f(T * 2 * inter);
     d_->mlp_act = f(T * inter);
     // One routing slot per MoE layer: a traced pass reads them all after its last layer, so no
@@ -598,7 +606,8 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model) {
       d_->rid_next = reinterpret_cast<int32_t*>(f(T * c.top_k));
     }
     d_->n_past = reinterpret_cast<int64_t*>(f(2));
-    d_->logits = f(T * V);
+    d_->logits64 = f(T * V);
+    d_->logits = reinterpret_cast<float*>(f((T * V + 1) / 2));
     d_->kda.assign(c.layers, {});
     d_->cache.assign(c.layers, nullptr);
     for (int l = 0; l < c.layers; ++l) {
@@ -607,10 +616,10 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model) {
         continue;
       }
       KdaDev& k = d_->kda[l];
-      k.S = f(d_->S_floats);
-      k.S0 = f(d_->S_floats);
-      k.conv = f(d_->conv_floats);
-      k.conv0 = f(d_->conv_floats);
+      k.S = f(d_->S_vals);
+      k.S0 = f(d_->S_vals);
+      k.conv = f(d_->conv_vals);
+      k.conv0 = f(d_->conv_vals);
       k.q = f(T * C);
       k.k = f(T * C);
       k.v = f(T * C);
@@ -622,18 +631,14 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model) {
   }
   d_->host_ids = PinnedBuffer(size_t(T) * 4);
   d_->host_rid = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 4);
-  d_->host_rw = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 4);
+  d_->host_rw = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 8);
+  d_->host_slot = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 4);
+  d_->host_grouped = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * sizeof(MxExpert));
   if (m_.options().expert_prefetch) d_->host_rid_next = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 4);
   d_->host_n_past = PinnedBuffer(sizeof(int64_t));
   const size_t trace_n = size_t(std::max(1, c.moe_layers())) * T * std::max(1, c.top_k);
   d_->trace_rid = PinnedBuffer(trace_n * 4);
-  d_->trace_rw = PinnedBuffer(trace_n * 4);
-  if (c.moe_layers() > 0) {
-    d_->mlp = std::make_unique<ExpertMlp>(c.latent, c.moe_intermediate, c.top_k, int(T), m_.experts().layout());
-    // The branches' work fills the SM slots a few-wave grid leaves free: with them, the layers ran
-    // 2-3 us faster on the full grid (docs/PERFORMANCE.md, session 22).
-    if (branches_enabled()) d_->mlp->set_few_wave_grid(false);
-  }
+  d_->trace_rw = PinnedBuffer(trace_n * 8);
   d_->lw.resize(size_t(c.layers));
   for (int l = 0; l < c.layers; ++l) d_->lw[size_t(l)] = &W.layers[size_t(l)];
   d_->ran.assign(size_t(c.layers), 1);
@@ -676,8 +681,8 @@ void CudaK3Session::reset() {
   cudaStream_t s = d_->stream.get();
   for (int l = 0; l < c.layers; ++l) {
     if (c.is_mla[l]) continue;
-    check_cuda(cudaMemsetAsync(d_->kda[l].S, 0, d_->S_floats * 4, s), "cudaMemsetAsync");
-    check_cuda(cudaMemsetAsync(d_->kda[l].conv, 0, d_->conv_floats * 4, s), "cudaMemsetAsync");
+    check_cuda(cudaMemsetAsync(d_->kda[l].S, 0, d_->S_vals * 8, s), "cudaMemsetAsync");
+    check_cuda(cudaMemsetAsync(d_->kda[l].conv, 0, d_->conv_vals * 8, s), "cudaMemsetAsync");
   }
   d_->stream.sync();
   n_past_ = 0;
@@ -714,19 +719,17 @@ K3State CudaK3Session::save_state() const {
   st.kda.resize(c.layers);
   st.mla.resize(c.layers);
   d_->stream.sync();
-  // The state is fp32 here and fp64 in K3State (the CPU forward's): widened exactly.
-  std::vector<float> buf;
-  auto down = [&buf](std::vector<double>& to, const float* from, size_t n) {
-    buf.resize(n);
-    check_cuda(cudaMemcpy(buf.data(), from, n * 4, cudaMemcpyDeviceToHost), "cudaMemcpy (state to the host)");
-    to.assign(buf.begin(), buf.end());
+  // fp64 here as in K3State (the CPU forward's): copied as it is.
+  auto down = [](std::vector<double>& to, const double* from, size_t n) {
+    to.resize(n);
+    check_cuda(cudaMemcpy(to.data(), from, n * 8, cudaMemcpyDeviceToHost), "cudaMemcpy (state to the host)");
   };
   for (int l = 0; l < c.layers; ++l) {
     if (c.is_mla[l]) {
       down(st.mla[l].cache, d_->cache[l], size_t(n_past_) * c.mla_cache_width());
     } else {
-      down(st.kda[l].S, d_->kda[l].S, d_->S_floats);
-      down(st.kda[l].conv, d_->kda[l].conv, d_->conv_floats);
+      down(st.kda[l].S, d_->kda[l].S, d_->S_vals);
+      down(st.kda[l].conv, d_->kda[l].conv, d_->conv_vals);
     }
   }
   return st;
@@ -742,12 +745,8 @@ void CudaK3Session::load_state(K3State state) {
                     std::to_string(m_.options().max_context),
                 "start the session with a larger context");
   d_->stream.sync();
-  // K3State is fp64 (the CPU forward's); this session computes in fp32: each value rounded once.
-  std::vector<float> buf;
-  auto up = [&buf](float* to, const std::vector<double>& from) {
-    buf.resize(from.size());
-    for (size_t i = 0; i < from.size(); ++i) buf[i] = float(from[i]);
-    check_cuda(cudaMemcpy(to, buf.data(), buf.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy (state to the GPU)");
+  auto up = [](double* to, const std::vector<double>& from) {
+    check_cuda(cudaMemcpy(to, from.data(), from.size() * 8, cudaMemcpyHostToDevice), "cudaMemcpy (state to the GPU)");
   };
   for (int l = 0; l < c.layers; ++l) {
     if (c.is_mla[l]) {
@@ -851,7 +850,7 @@ void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logi
       const size_t n = size_t(T) * c.top_k;
       for (int i = 0; i < c.moe_layers(); ++i) {
         const int32_t* ids_i = d_->trace_rid.as<int32_t>() + i * n;
-        const float* w_i = d_->trace_rw.as<float>() + i * n;
+        const double* w_i = d_->trace_rw.as<double>() + i * n;
         tr->topk_ids.emplace_back(ids_i, ids_i + n);
         tr->topk_weights.emplace_back(w_i, w_i + n);
       }
@@ -895,7 +894,7 @@ void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bo
     const size_t n = size_t(moe_index) * T * c.top_k;
     check_cuda(cudaMemcpyAsync(d_->trace_rid.as<int32_t>(), d_->rid, n * 4, cudaMemcpyDeviceToHost, s),
                "cudaMemcpyAsync");
-    check_cuda(cudaMemcpyAsync(d_->trace_rw.as<float>(), d_->rw, n * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+    check_cuda(cudaMemcpyAsync(d_->trace_rw.as<double>(), d_->rw, n * 8, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
   }
   k3::ResEntries e;
   for (int i = 0; i < nb; ++i) e.p[e.n++] = d_->blocks[i];
@@ -903,8 +902,9 @@ void CudaK3Session::forward(int T, const PassOptions& opts, ForwardTrace* tr, bo
   k3::attn_res_mix(e, W.output_res, T, H, c.rms_eps, d_->res_scores, d_->mixed, so);
   const int first = opts.all_logits ? 0 : T - 1;
   const int rows = T - first;
-  rmsnorm(d_->mixed + size_t(first) * H, H, W.final_norm, WeightType::F32, H, rows, c.rms_eps, d_->x, H, so);
-  k3::gemm(W.lm_head, d_->x, H, rows, d_->logits, c.vocab, so);
+  k3::rmsnorm(d_->mixed + size_t(first) * H, H, W.final_norm, H, rows, c.rms_eps, d_->x, H, so);
+  k3::gemm(W.lm_head, d_->x, H, rows, d_->logits64, c.vocab, so);
+  k3::narrow(d_->logits64, d_->logits, int64_t(rows) * c.vocab, so);
 }
 
 // One layer of a pass over d_->h with nb AttnRes blocks begun; moe_index counts the MoE layers
@@ -917,9 +917,9 @@ void CudaK3Session::run_layer(int l, int T, int& nb, int& moe_index, const PassO
   const size_t TH = size_t(T) * H;
   cudaStream_t s = d_->stream.get();
   const Stream so = d_->stream.opaque();
-  auto copy = [&](float* dst, const float* src, size_t n) { k3::copy(src, dst, int64_t(n), so); };
+  auto copy = [&](double* dst, const double* src, size_t n) { k3::copy(src, dst, int64_t(n), so); };
   k3::ResEntries e;
-  auto entries = [&](const float* last) {
+  auto entries = [&](const double* last) {
     e.n = 0;
     for (int i = 0; i < nb; ++i) e.p[e.n++] = d_->blocks[i];
     e.p[e.n++] = last;
@@ -927,7 +927,7 @@ void CudaK3Session::run_layer(int l, int T, int& nb, int& moe_index, const PassO
   // h is the layer's input and stays so until the layer's end writes it: it is the prefix
   // (the partial block's sum) until the attention is added, and the mix goes to `mixed`.
   bool have_prefix = true;
-  const float* attn_in = d_->h;
+  const double* attn_in = d_->h;
   if (nb > 0) {
     entries(d_->h);
     k3::attn_res_mix(e, L.attn_res, T, H, c.rms_eps, d_->res_scores, d_->mixed, so);
@@ -939,15 +939,15 @@ void CudaK3Session::run_layer(int l, int T, int& nb, int& moe_index, const PassO
     copy(d_->blocks[nb++], d_->h, TH);
     have_prefix = false;
   }
-  rmsnorm(attn_in, H, L.input_norm, WeightType::F32, H, T, c.rms_eps, d_->x, H, so);
+  k3::rmsnorm(attn_in, H, L.input_norm, H, T, c.rms_eps, d_->x, H, so);
   if (L.mla) attention_mla(l, T);
   else attention_kda(l, T, opts.partial_commit);
   if (have_prefix) k3::add(d_->h, d_->a, d_->prefix, int64_t(TH), so);
   else copy(d_->prefix, d_->a, TH);
   entries(d_->prefix);
   k3::attn_res_mix(e, L.mlp_res, T, H, c.rms_eps, d_->res_scores, d_->mixed, so);
-  rmsnorm(d_->mixed, H, L.post_norm, WeightType::F32, H, T, c.rms_eps, d_->x, H, so);
-  const float* shared_out = nullptr;  // the MoE's shared expert, added with its routed sum below
+  k3::rmsnorm(d_->mixed, H, L.post_norm, H, T, c.rms_eps, d_->x, H, so);
+  const double* shared_out = nullptr;  // the MoE's shared expert, added with its routed sum below
   if (L.moe) {
     moe(l, moe_index, T, tr && tr->routing ? tr : nullptr, routed);
     if (L.moe_w.has_shared) shared_out = d_->sh;
@@ -957,9 +957,11 @@ void CudaK3Session::run_layer(int l, int T, int& nb, int& moe_index, const PassO
   }
   k3::add_sum(d_->prefix, d_->m, shared_out, d_->h, int64_t(TH), so);  // prefix + (routed + shared)
   if (tr && tr->layer_out) {
-    tr->layers.emplace_back(TH);
-    check_cuda(cudaMemcpyAsync(tr->layers.back().data(), d_->h, TH * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+    std::vector<double> out(TH);
+    check_cuda(cudaMemcpyAsync(out.data(), d_->h, TH * 8, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
     d_->stream.sync();
+    tr->layers.emplace_back(out.begin(), out.end());
+    if (tr->layer_out64) tr->layers64.push_back(std::move(out));
   }
 }
 
@@ -1099,35 +1101,29 @@ void CudaK3Session::upload_stream(const ResidualStream& rs, int& nb) {
     receive_stream(*from, rs.T, nb);
     return;
   }
+  // fp64 on both sides (the CPU forward's and this session's): the bits cross as they are. The
+  // host vectors stay unchanged until the pass's next hand-over, after this stream has synced.
   cudaStream_t s = d_->stream.get();
-  // The host's stream is fp64 (the CPU forward's); this session computes in fp32: rounded once here.
-  std::vector<float>& f = d_->stream_f32;
-  f.resize((1 + rs.blocks.size()) * TH);
-  for (size_t j = 0; j < TH; ++j) f[j] = float(rs.h[j]);
+  check_cuda(cudaMemcpyAsync(d_->h, rs.h.data(), TH * 8, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (hand-over)");
   for (size_t i = 0; i < rs.blocks.size(); ++i)
-    for (size_t j = 0; j < TH; ++j) f[(1 + i) * TH + j] = float(rs.blocks[i][j]);
-  check_cuda(cudaMemcpyAsync(d_->h, f.data(), TH * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (hand-over)");
-  for (size_t i = 0; i < rs.blocks.size(); ++i)
-    check_cuda(cudaMemcpyAsync(d_->blocks[i], f.data() + (1 + i) * TH, TH * 4, cudaMemcpyHostToDevice, s),
+    check_cuda(cudaMemcpyAsync(d_->blocks[i], rs.blocks[i].data(), TH * 8, cudaMemcpyHostToDevice, s),
                "cudaMemcpyAsync (hand-over)");
 }
 
-// The device's h and blocks [b0, nb) into rs (fp64, widened exactly): h replaced, blocks from b0 on
-// written in place (b0 = rs.blocks.size() appends).
+// The device's h and blocks [b0, nb) into rs: h replaced, blocks from b0 on written in place
+// (b0 = rs.blocks.size() appends).
 void CudaK3Session::download_stream(ResidualStream& rs, int b0, int nb) {
   const size_t TH = size_t(rs.T) * m_.config().hidden;
   cudaStream_t s = d_->stream.get();
-  std::vector<float>& f = d_->stream_f32;
-  f.resize(size_t(1 + nb - b0) * TH);
-  check_cuda(cudaMemcpyAsync(f.data(), d_->h, TH * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (hand-over)");
-  for (int i = b0; i < nb; ++i)
-    check_cuda(cudaMemcpyAsync(f.data() + size_t(1 + i - b0) * TH, d_->blocks[i], TH * 4, cudaMemcpyDeviceToHost, s),
-               "cudaMemcpyAsync (hand-over)");
-  d_->stream.sync();
-  rs.h.assign(f.begin(), f.begin() + TH);
+  rs.h.resize(TH);
   rs.blocks.resize(size_t(nb));
-  for (int i = b0; i < nb; ++i)
-    rs.blocks[size_t(i)].assign(f.begin() + size_t(1 + i - b0) * TH, f.begin() + size_t(2 + i - b0) * TH);
+  check_cuda(cudaMemcpyAsync(rs.h.data(), d_->h, TH * 8, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (hand-over)");
+  for (int i = b0; i < nb; ++i) {
+    rs.blocks[size_t(i)].resize(TH);
+    check_cuda(cudaMemcpyAsync(rs.blocks[size_t(i)].data(), d_->blocks[i], TH * 8, cudaMemcpyDeviceToHost, s),
+               "cudaMemcpyAsync (hand-over)");
+  }
+  d_->stream.sync();
 }
 
 bool CudaK3Session::takes_stream_from(const LayerRangeSession& from) const {
@@ -1162,10 +1158,10 @@ bool peer_copy(int from, int to) {
 // memory. `from`'s stream has finished (its run_layers ends with a sync), and the copies are
 // exact, so the layers after the boundary see the same bits as on one GPU.
 void CudaK3Session::receive_stream(const CudaK3Session& from, int T, int nb) {
-  const size_t bytes = size_t(T) * m_.config().hidden * 4;
+  const size_t bytes = size_t(T) * m_.config().hidden * 8;
   if (nb >= int(d_->blocks.size()) || nb >= int(from.d_->blocks.size()))
     throw Error("CUDA K3: the residual stream does not fit the staged pass");
-  std::vector<std::pair<float*, const float*>> parts{{d_->h, from.d_->h}};
+  std::vector<std::pair<double*, const double*>> parts{{d_->h, from.d_->h}};
   for (int i = 0; i < nb; ++i) parts.emplace_back(d_->blocks[size_t(i)], from.d_->blocks[size_t(i)]);
   cudaStream_t s = d_->stream.get();
   const int src = from.m_.device(), dst = m_.device();
@@ -1257,8 +1253,9 @@ void CudaK3Session::finish_pass(const ResidualStream& rs, std::vector<float>& lo
   k3::attn_res_mix(e, W.output_res, T, H, c.rms_eps, d_->res_scores, d_->mixed, so);
   const int first = d_->pass.all_logits ? 0 : T - 1;
   const int rows = T - first;
-  rmsnorm(d_->mixed + size_t(first) * H, H, W.final_norm, WeightType::F32, H, rows, c.rms_eps, d_->x, H, so);
-  k3::gemm(*head, d_->x, H, rows, d_->logits, c.vocab, so);
+  k3::rmsnorm(d_->mixed + size_t(first) * H, H, W.final_norm, H, rows, c.rms_eps, d_->x, H, so);
+  k3::gemm(*head, d_->x, H, rows, d_->logits64, c.vocab, so);
+  k3::narrow(d_->logits64, d_->logits, int64_t(rows) * c.vocab, so);
   if (streamed) d_->consumed[d_->schedule[d_->next_step - 1].slot].record(d_->stream.get());
   for (int t = 0; t < T; ++t) m_.host().experts().end_token();
   logits.resize(size_t(rows) * c.vocab);
@@ -1273,7 +1270,7 @@ void CudaK3Session::attention_kda(int layer, int T, bool partial) {
   KdaDev& k = d_->kda[layer];
   const Stream so = d_->stream.opaque();
   const int C = c.kda_dim(), K = c.conv_kernel, nh = c.kda_heads, dh = c.kda_head_dim;
-  const float* x = d_->x;
+  const double* x = d_->x;
   const int H = c.hidden;
   // Branches: the decay and beta gates (f_a -> f_b, b), needed by the recurrence; the output gate,
   // needed last. Main: q/k/v, conv, norms.
@@ -1281,15 +1278,15 @@ void CudaK3Session::attention_kda(int layer, int T, bool partial) {
   k3::gemm(w.fa, x, H, T, d_->fa, w.fa.rows, sf);
   k3::gemm(w.fb, d_->fa, w.fa.rows, T, d_->fb, C, sf);
   k3::gemm(w.b, x, H, T, d_->braw, nh, sf);
-  k3::kda_gates(d_->fb, w.dt_bias, w.a_log, d_->braw, T, nh, dh, c.gate_lower_bound, k.la, k.beta, sf);
+  k3::kda_gates(d_->fb, w.dt_bias, w.a_log, d_->braw, T, nh, dh, double(c.gate_lower_bound), k.la, k.beta, sf);
   const Stream sg = d_->branch(1);
   k3::gemm(w.g, x, H, T, d_->gate, C, sg);
   k3::gemm(w.qkv, x, H, T, k.raw, 3 * C, so);  // rows land as [T][q | k | v]
-  k3::copy(k.conv, k.conv0, int64_t(d_->conv_floats), so);
-  if (partial) k3::copy(k.S, k.S0, int64_t(d_->S_floats), so);
+  k3::copy(k.conv, k.conv0, int64_t(d_->conv_vals), so);
+  if (partial) k3::copy(k.S, k.S0, int64_t(d_->S_vals), so);
   k3::kda_conv(k.conv0, k.raw, T, C, K, w.qc, w.kc, w.vc, k.q, k.k, k.v, so);
-  k3::l2norm_heads(k.q, T, nh, dh, 1.f / std::sqrt(static_cast<float>(dh)), so);
-  k3::l2norm_heads(k.k, T, nh, dh, 1.f, so);
+  k3::l2norm_heads(k.q, T, nh, dh, 1.0 / std::sqrt(double(dh)), so);
+  k3::l2norm_heads(k.k, T, nh, dh, 1.0, so);
   k3::kda_window_after(k.conv0, k.raw, T, C, K, k.conv, so);
   d_->join(0);
   k3::kda_recurrent(k.S, nh, dh, dh, T, k.q, k.k, k.v, k.la, k.beta, d_->o, so);
@@ -1304,15 +1301,15 @@ void CudaK3Session::attention_mla(int layer, int T) {
   const Stream so = d_->stream.opaque();
   const int H = c.hidden, nh = c.mla_heads, R = c.kv_lora_rank, P = c.qk_rope, N = c.qk_nope, Vd = c.v_head;
   const int qh = N + P, width = R + P, ql = c.q_lora_rank;
-  float* cache = d_->cache[layer];
+  double* cache = d_->cache[layer];
   // Branches: the latent cache rows; the output gate. Main: the query.
   const Stream sk = d_->branch(0);
   k3::gemm(w.kv_a, d_->x, H, T, d_->ckv, width, sk);
   // The rows land at n_past read on the device, so a captured pass stays valid as the context grows.
-  rmsnorm(d_->ckv, width, w.kv_a_norm, WeightType::F32, R, T, c.rms_eps, d_->ckv, width, sk);
+  k3::rmsnorm(d_->ckv, width, w.kv_a_norm, R, T, c.rms_eps, d_->ckv, width, sk);
   k3::rows_to_at(d_->ckv, T, width, cache, d_->n_past, sk);
   k3::gemm(w.q_a, d_->x, H, T, d_->qa, ql, so);
-  rmsnorm(d_->qa, ql, w.q_a_norm, WeightType::F32, ql, T, c.rms_eps, d_->qa, ql, so);
+  k3::rmsnorm(d_->qa, ql, w.q_a_norm, ql, T, c.rms_eps, d_->qa, ql, so);
   k3::gemm(w.q_b, d_->qa, ql, T, d_->q, int64_t(nh) * qh, so);
   // The output gate (as many bytes as o_proj) forks only now: it streams while the attention's
   // small kernels, which leave HBM nearly idle, run on the main chain, instead of taking bandwidth
@@ -1320,7 +1317,7 @@ void CudaK3Session::attention_mla(int layer, int T) {
   if (c.mla_output_gate) k3::gemm(w.g, d_->x, H, T, d_->g, int64_t(nh) * Vd, d_->branch(1));
   k3::mla_absorb_q(d_->q, w.kv_b, T, nh, N, P, Vd, d_->qabs, so);
   d_->join(0);
-  const float scale = 1.f / std::sqrt(static_cast<float>(qh));
+  const double scale = 1.0 / std::sqrt(double(qh));
   k3::mla_attend_at(d_->qabs, d_->q, cache, d_->n_past, T, nh, N, R, P, scale, d_->scores, m_.options().max_context,
                     d_->olat, so);
   k3::mla_value(d_->olat, w.kv_b, T, nh, N, R, Vd, d_->attn, so);
@@ -1331,7 +1328,7 @@ void CudaK3Session::attention_mla(int layer, int T) {
   k3::gemm(w.o, d_->attn, int64_t(nh) * Vd, T, d_->a, H, so);
 }
 
-void CudaK3Session::dense(int layer, bool shared, int T, const float* x, float* out, Stream so) {
+void CudaK3Session::dense(int layer, bool shared, int T, const double* x, double* out, Stream so) {
   const K3Config& c = m_.config();
   const DLayer& L = *d_->lw[size_t(layer)];
   const DMlp& w = shared ? L.moe_w.shared : L.dense;
@@ -1352,21 +1349,20 @@ void CudaK3Session::moe(int layer, int moe_index, int T, ForwardTrace* trace, bo
     // the router and the tables; the shared expert. Main: latent_down, then the routed experts once
     // the router has joined.
     int32_t* rid = d_->rid + size_t(moe_index) * T * k;
-    float* rw = d_->rw + size_t(moe_index) * T * k;
+    double* rw = d_->rw + size_t(moe_index) * T * k;
     const Stream sr = d_->branch(0);
     k3::gemm(w.router, d_->x, H, T, d_->rl, E, sr);
-    k3::router_select(d_->rl, w.bias, T, E, k, c.renormalize, c.routed_scaling, rid, rw, sr);
-    d_->mlp->plan_routed(m_.resident_experts(layer), E, rid, rw, T, sr);
+    k3::router_select(d_->rl, w.bias, T, E, k, c.renormalize, double(c.routed_scaling), rid, rw, sr);
     if (w.has_shared) dense(layer, true, T, d_->x, d_->sh, d_->branch(1));
     k3::gemm(w.latent_down, d_->x, H, T, d_->z, Z, so);
     d_->join(0);
-    d_->mlp->run_planned(T, d_->z, d_->y, so);
+    k3::routed_experts(m_.resident_experts(layer), rid, rw, T, k, Z, c.moe_intermediate, d_->z, d_->eh, d_->y, so);
   } else {
     k3::gemm(w.router, d_->x, H, T, d_->rl, E, so);
-    k3::router_select(d_->rl, w.bias, T, E, k, c.renormalize, c.routed_scaling, d_->rid, d_->rw, so);
+    k3::router_select(d_->rl, w.bias, T, E, k, c.renormalize, double(c.routed_scaling), d_->rid, d_->rw, so);
     moe_streamed(layer, T, trace);
   }
-  if (c.latent_norm) rmsnorm(d_->y, Z, w.latent_norm, WeightType::F32, Z, T, c.rms_eps, d_->y, Z, so);
+  if (c.latent_norm) k3::rmsnorm(d_->y, Z, w.latent_norm, Z, T, c.rms_eps, d_->y, Z, so);
   k3::gemm(w.latent_up, d_->y, Z, T, d_->m, H, so);
   if (w.has_shared && routed) d_->join(1);  // forward() adds d_->sh next
 }
@@ -1395,14 +1391,14 @@ void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
   const int k = c.top_k, Z = c.latent, H = c.hidden;
   const size_t n = size_t(T) * k;
   check_cuda(cudaMemcpyAsync(d_->host_rid.as<int32_t>(), d_->rid, n * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
-  check_cuda(cudaMemcpyAsync(d_->host_rw.as<float>(), d_->rw, n * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+  check_cuda(cudaMemcpyAsync(d_->host_rw.as<double>(), d_->rw, n * 8, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
   // The next MoE layer's guess rides along with this layer's routing (one wait for both).
   const int next = next_prefetch_layer(layer, T);
   if (next >= 0) {
     const DMoe& nw = d_->lw[size_t(next)]->moe_w;
     k3::gemm(nw.router, d_->x, H, T, d_->rl_next, c.experts, so);
-    k3::router_select(d_->rl_next, nw.bias, T, c.experts, k, c.renormalize, c.routed_scaling, d_->rid_next, d_->rw_next,
-                      so);
+    k3::router_select(d_->rl_next, nw.bias, T, c.experts, k, c.renormalize, double(c.routed_scaling), d_->rid_next,
+                      d_->rw_next, so);
     check_cuda(cudaMemcpyAsync(d_->host_rid_next.as<int32_t>(), d_->rid_next, n * 4, cudaMemcpyDeviceToHost, s),
                "cudaMemcpyAsync");
   }
@@ -1412,7 +1408,7 @@ void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
   if (w.has_shared) dense(layer, true, T, d_->x, d_->sh, so);
   d_->routed.sync();  // the host needs the routing to supply the experts
   const int32_t* chosen = d_->host_rid.as<int32_t>();
-  const float* weight = d_->host_rw.as<float>();
+  const double* weight = d_->host_rw.as<double>();
   if (trace) {
     trace->topk_ids.emplace_back(chosen, chosen + n);
     trace->topk_weights.emplace_back(weight, weight + n);
@@ -1431,7 +1427,7 @@ void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
   // activations); the tier is asked in id order. The order never changes a result.
   std::vector<int> group_of(uni.size(), -1);
   d_->grouped.clear();
-  std::vector<int32_t> slot(n);
+  int32_t* slot = d_->host_slot.as<int32_t>();
   for (size_t i = 0; i < n; ++i) {
     const size_t u = size_t(std::lower_bound(uni.begin(), uni.end(), chosen[i]) - uni.begin());
     if (group_of[u] < 0) {
@@ -1440,7 +1436,14 @@ void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
     }
     slot[i] = group_of[u];
   }
-  d_->mlp->run(d_->grouped, slot.data(), weight, T, d_->z, d_->y, so);
+  // The tables travel through pinned buffers the next layer rewrites only after its own routing
+  // read-back, which follows these copies on the stream.
+  std::memcpy(d_->host_grouped.as(), d_->grouped.data(), d_->grouped.size() * sizeof(MxExpert));
+  check_cuda(cudaMemcpyAsync(d_->grouped_dev, d_->host_grouped.as(), d_->grouped.size() * sizeof(MxExpert),
+                             cudaMemcpyHostToDevice, s),
+             "cudaMemcpyAsync");
+  check_cuda(cudaMemcpyAsync(d_->slot_dev, slot, n * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
+  k3::routed_experts(d_->grouped_dev, d_->slot_dev, d_->rw, T, k, Z, c.moe_intermediate, d_->z, d_->eh, d_->y, so);
   if (next >= 0) {
     // Once this layer's experts are queued (the host may wait here for the RAM tier to read a
     // guess from disk; the GPU should not wait with it): into slots this layer does not use, after
@@ -1463,7 +1466,7 @@ void CudaK3Session::commit(int n) {
     for (int l = 0; l < c.layers; ++l) {
       if (c.is_mla[l] || !d_->ran[size_t(l)]) continue;  // a layer the CPU ran (a pass in parts)
       KdaDev& k = d_->kda[l];
-      k3::copy(k.S0, k.S, int64_t(d_->S_floats), so);
+      k3::copy(k.S0, k.S, int64_t(d_->S_vals), so);
       if (n > 0) k3::kda_recurrent(k.S, nh, dh, dh, n, k.q, k.k, k.v, k.la, k.beta, d_->o, so);
       k3::kda_window_after(k.conv0, k.raw, n, C, c.conv_kernel, k.conv, so);
     }

@@ -151,7 +151,7 @@ class CudaK3Session : public LayerRangeSession {
   void moe(int layer, int moe_index, int T, ForwardTrace* trace, bool routed);
   void moe_streamed(int layer, int T, ForwardTrace* trace);
   int next_prefetch_layer(int layer, int T) const;
-  void dense(int which_layer, bool shared, int T, const float* x, float* out, Stream so);
+  void dense(int which_layer, bool shared, int T, const double* x, double* out, Stream so);
 
   const CudaK3Model& m_;
   std::unique_ptr<Impl> d_;

@@ -70,7 +70,7 @@ placement::Plan make_placement_plan(const PlacementOptions& options, const std::
   if (o.vram_budget.empty() && !budget.gpus.empty()) {
     PlanOptions po;
     po.context_tokens = o.context;
-    const uint64_t state = bytes.fixed_state_bytes + bytes.kv_bytes_per_token * uint64_t(o.context);
+    const uint64_t state = bytes.state_bytes(o.context);
     const uint64_t need = po.gpu_scratch_bytes + state + std::max(bytes.largest_unit_bytes(), uint64_t(1));
     std::erase_if(budget.gpus, [&](const GpuBudget& g) {
       if (g.budget >= need) return false;

@@ -131,10 +131,10 @@ ModelByteMap ModelByteMap::from_tensors(const K3Config& c, const std::vector<Ten
     m.layers[l].layer = l;
     m.layers[l].mla = c.is_mla[l];
     m.layers[l].moe = c.is_moe(l);
-    if (c.is_mla[l]) m.kv_bytes_per_token += uint64_t(c.mla_cache_width()) * 4;
+    if (c.is_mla[l]) m.kv_bytes_per_token += uint64_t(c.mla_cache_width()) * 8;
     else
       m.fixed_state_bytes +=
-          (uint64_t(c.kda_heads) * c.kda_head_dim * c.kda_head_dim + 3ull * (c.conv_kernel - 1) * c.kda_dim()) * 4;
+          (uint64_t(c.kda_heads) * c.kda_head_dim * c.kda_head_dim + 3ull * (c.conv_kernel - 1) * c.kda_dim()) * 8;
   }
   uint64_t expert_total = 0, expert_flops_total = 0;
   for (const auto& t : tensors) {

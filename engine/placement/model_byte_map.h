@@ -59,12 +59,12 @@ struct ModelByteMap {
   uint64_t expert_bytes = 0;  // one routed expert (six tensors)
   int experts = 0, top_k = 0, moe_layers = 0;
   uint64_t expert_flops_per_row = 0;
-  uint64_t kv_bytes_per_token = 0;  // fp32 MLA latent cache, all MLA layers (a GPU session's)
-  uint64_t fixed_state_bytes = 0;   // KDA recurrent and conv states of one session, fp32 (a GPU's)
-  // One CPU session's state for `context` tokens: twice the fp32 figures (the CPU forward keeps
-  // its state in fp64).
-  uint64_t cpu_state_bytes(int64_t context) const {
-    return 2 * (fixed_state_bytes + kv_bytes_per_token * uint64_t(context > 0 ? context : 0));
+  // A session's state, fp64 on the CPU and the GPU alike (both forwards keep every value in fp64).
+  uint64_t kv_bytes_per_token = 0;  // MLA latent cache, all MLA layers
+  uint64_t fixed_state_bytes = 0;   // KDA recurrent and conv states of one session
+  // One session's state for `context` tokens.
+  uint64_t state_bytes(int64_t context) const {
+    return fixed_state_bytes + kv_bytes_per_token * uint64_t(context > 0 ? context : 0);
   }
   int hidden = 0, vocab = 0;
 

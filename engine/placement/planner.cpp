@@ -153,7 +153,7 @@ Plan plan_with(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
   // state (fp64), scratch; plus two stream buffers when any unit streams.
   uint64_t small_widened = m.head_small_bytes * 2;
   for (const auto& L : m.layers) small_widened += L.small_bytes * 2 + L.router_bytes;
-  const uint64_t state = m.cpu_state_bytes(o.context_tokens);
+  const uint64_t state = m.state_bytes(o.context_tokens);
   // The RAM expert tier always has two slots (one expert computing while the next loads).
   const uint64_t expert_staging = 2 * m.expert_bytes;
   const uint64_t ram_fixed = small_widened + state + o.ram_scratch_bytes + expert_staging;
@@ -168,7 +168,7 @@ Plan plan_with(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
 
   // VRAM: every GPU holds scratch and (the upper bound) the whole session state; GPU 0 also two
   // stream buffers when not every unit fits in VRAM (RAM-homed layers computed there stream in).
-  const uint64_t gpu_state = m.fixed_state_bytes + m.kv_bytes_per_token * uint64_t(o.context_tokens);  // fp32
+  const uint64_t gpu_state = m.state_bytes(o.context_tokens);
   p.vram_minimum = o.gpu_scratch_bytes + gpu_state + largest;
   uint64_t vram_total = 0;
   for (const auto& g : budget.gpus) vram_total += g.budget;
@@ -296,8 +296,7 @@ Plan plan_with(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
 }  // namespace
 
 bool whole_spine_fits_gpu(const ModelByteMap& bytes, uint64_t free_vram, int64_t context, const PlanOptions& o) {
-  const uint64_t need = bytes.spine_bytes() + bytes.fixed_state_bytes +
-                        bytes.kv_bytes_per_token * uint64_t(std::max<int64_t>(context, 0)) + o.gpu_scratch_bytes;
+  const uint64_t need = bytes.spine_bytes() + bytes.state_bytes(context) + o.gpu_scratch_bytes;
   return need <= free_vram;
 }
 

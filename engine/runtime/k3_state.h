@@ -6,8 +6,8 @@ namespace deltafin {
 
 // Everything a K3 session carries between tokens. KDA layers keep a fixed-size
 // recurrent state; MLA layers keep the absorbed latent (kv_lora + rope wide) per token.
-// In fp64, as the CPU forward computes them (a GPU session widens its fp32 state on save and
-// rounds on load), so a saved and restored conversation goes on with the same bits.
+// In fp64, as the CPU and GPU forwards compute them, so a saved and restored conversation goes on
+// with the same bits on either device.
 struct KdaLayerState {
   std::vector<double> S;     // [heads][dk][dv]
   std::vector<double> conv;  // [3][K-1][C]: the last K-1 projected q, k, v inputs

@@ -60,6 +60,36 @@ __device__ __forceinline__ float block_max(float v, float* sh) {
   return t;
 }
 
+// The same trees in fp64 (the K3 forward's activations, kernels/cuda/k3).
+__device__ __forceinline__ double warp_sum(double v) {
+#pragma unroll
+  for (int m = 16; m >= 1; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+  return v;
+}
+template <int NT>
+__device__ __forceinline__ double block_sum(double v, double* sh) {
+  v = warp_sum(v);
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+  __syncthreads();
+  double t = 0.0;
+#pragma unroll
+  for (int k = 0; k < NT / 32; ++k) t += sh[k];
+  __syncthreads();
+  return t;
+}
+template <int NT>
+__device__ __forceinline__ double block_max(double v, double* sh) {
+#pragma unroll
+  for (int m = 16; m >= 1; m >>= 1) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, m));
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+  __syncthreads();
+  double t = sh[0];
+#pragma unroll
+  for (int k = 1; k < NT / 32; ++k) t = fmax(t, sh[k]);
+  __syncthreads();
+  return t;
+}
+
 // Element i of a weight vector stored as BF16 (bf16 true) or fp32.
 __device__ __forceinline__ float load_weight(const void* w, bool bf16, int64_t i) {
   if (bf16) return __uint_as_float(static_cast<uint32_t>(static_cast<const uint16_t*>(w)[i]) << 16);

@@ -23,11 +23,8 @@ std::vector<Result> k3_split(const std::string& fixture_dir);
 // pinned host memory, and a planner's two-GPU plan: greedy ids against the goldens and exactly the
 // one-GPU ids, prefill logits bit for bit; device list errors.
 std::vector<Result> k3_multi(const std::string& fixture_dir);
-// The new kernels against the CPU reference on random inputs: KDA recurrence, router, AttnRes.
-// Includes k3_rewritten_kernels.
+// The KDA recurrence, the router (K3's shape, planted ties) and AttnRes against the CPU forward's
+// fp64 arithmetic on random inputs (every op of kernels/cuda/k3 alone: cuda_k3_op_checks.cpp).
 std::vector<Result> k3_kernels(uint64_t seed);
-// The router and MLA absorb/value kernels against the CPU and against their previous versions, bit
-// for bit, and their batch invariance.
-std::vector<Result> k3_rewritten_kernels(uint64_t seed);
 
 }  // namespace deltafin::cuda::check

@@ -147,18 +147,18 @@ class TestPlacement : public QObject {
     QCOMPARE(K3Weights::bind(*ck, cfg).spine_bytes, a.spine_bytes());
   }
 
-  void cpu_state_is_the_cpu_sessions() {
-    // The plan reserves RAM for one CPU session's state: what a K3Session holds (fp64), after 0
-    // and after 5 tokens; the GPU's fp32 state is half of it.
+  void state_is_the_sessions() {
+    // The plan reserves RAM (and VRAM) for one session's state: what a K3Session holds (fp64, as
+    // the GPU session's), after 0 and after 5 tokens.
     const std::string dir = test::fixtures_dir() + "/k3-tiny";
     auto model = K3Model::load(dir);
     const ModelByteMap m = ModelByteMap::from_config(model->config());
     K3Session s(*model);
-    QCOMPARE(s.state_bytes(), m.cpu_state_bytes(0));
+    QCOMPARE(s.state_bytes(), m.state_bytes(0));
     s.prefill(std::vector<int32_t>{1, 2, 3, 4, 5});
-    QCOMPARE(s.state_bytes(), m.cpu_state_bytes(5));
-    QCOMPARE(model->kv_bytes_per_token(), 2 * m.kv_bytes_per_token);
-    QCOMPARE(model->fixed_state_bytes(), 2 * m.fixed_state_bytes);
+    QCOMPARE(s.state_bytes(), m.state_bytes(5));
+    QCOMPARE(model->kv_bytes_per_token(), m.kv_bytes_per_token);
+    QCOMPARE(model->fixed_state_bytes(), m.fixed_state_bytes);
   }
 
   void accounting_for_many_machines() {

@@ -3,6 +3,7 @@
 # of the generated text per run (the texts must agree). Used for the fp64 CPU forward's speed
 # (PERFORMANCE.md, "Precision").
 #   tools/bench/precision-ab.sh BEFORE_BIN AFTER_BIN MODEL_DIR [NEW_TOKENS=24] [ROUNDS=3]
+#   DEVICE=cuda tools/bench/precision-ab.sh ...   the GPU forward (the fp64 GPU forward's speed)
 set -eu
 [ $# -ge 3 ] || { echo "usage: $0 BEFORE_BIN AFTER_BIN MODEL_DIR [NEW_TOKENS] [ROUNDS]" >&2; exit 2; }
 before=$1 after=$2 model=$3 n=${4:-24} rounds=${5:-3}
@@ -11,7 +12,7 @@ while [ "$r" -le "$rounds" ]; do
   for which in before after; do
     bin=$before
     [ "$which" = after ] && bin=$after
-    out=$("$bin" run --model-root "$model" --prompt "the quick brown fox" --max-new "$n" --stats --draft off 2>&1)
+    out=$("$bin" run --model-root "$model" --device "${DEVICE:-cpu}" --prompt "the quick brown fox" --max-new "$n" --stats --draft off 2>&1)
     text=$(printf '%s\n' "$out" | sed '/^--- stats ---/,$d' | grep -v '^note:' | md5sum | cut -c1-8)
     prefill=$(printf '%s\n' "$out" | sed -n 's/.*(prefill \([0-9.]*\) s.*/\1/p')
     decode=$(printf '%s\n' "$out" | sed -n 's/.*measured \([0-9.]*\) s\/token.*/\1/p')

@@ -8,7 +8,7 @@
 
 namespace deltafin::cuda::k3 {
 
-__device__ __forceinline__ float sigm(float x) { return 1.f / (1.f + expf(-x)); }
+__device__ __forceinline__ double sigm(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 inline unsigned blocks_for(int64_t n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
 

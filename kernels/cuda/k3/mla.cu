@@ -4,9 +4,9 @@
 namespace deltafin::cuda::k3 {
 namespace {
 
-// Weights by type, widened to fp32 exactly (BF16 bits are the high half of the float).
-__device__ __forceinline__ float widen(uint16_t b) { return __uint_as_float(uint32_t(b) << 16); }
-__device__ __forceinline__ float widen(float f) { return f; }
+// Weights by type, widened to fp64 exactly (BF16 bits are the high half of an fp32).
+__device__ __forceinline__ double widen(uint16_t b) { return __uint_as_float(uint32_t(b) << 16); }
+__device__ __forceinline__ double widen(float f) { return f; }
 
 // Four consecutive weights of a row in one load: element c of the vector, widened.
 template <typename W>
@@ -14,7 +14,7 @@ struct Quad;
 template <>
 struct Quad<uint16_t> {
   using Vec = uint2;
-  static __device__ __forceinline__ float at(const Vec& v, int c) {
+  static __device__ __forceinline__ double at(const Vec& v, int c) {
     const uint32_t w = c < 2 ? v.x : v.y;
     return (c & 1) ? bf16_hi(w) : bf16_lo(w);
   }
@@ -22,7 +22,7 @@ struct Quad<uint16_t> {
 template <>
 struct Quad<float> {
   using Vec = float4;
-  static __device__ __forceinline__ float at(const Vec& v, int c) {
+  static __device__ __forceinline__ double at(const Vec& v, int c) {
     return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w;
   }
 };
@@ -33,11 +33,11 @@ constexpr int kStageLoads = 8;  // loads per thread in flight while staging
 template <class L, class S>
 __device__ __forceinline__ void stage_block(int n, L load, S store) {
   for (int i0 = threadIdx.x; i0 < n; i0 += kStageLoads * blockDim.x) {
-    float v[kStageLoads];
+    double v[kStageLoads];
 #pragma unroll
     for (int u = 0; u < kStageLoads; ++u) {
       const int i = i0 + u * blockDim.x;
-      v[u] = i < n ? load(i) : 0.f;
+      v[u] = i < n ? load(i) : 0.0;
     }
 #pragma unroll
     for (int u = 0; u < kStageLoads; ++u) {
@@ -56,10 +56,10 @@ constexpr int kAbsorbThreads = 64;
 constexpr int kAbsorbCols = 4;
 template <typename W, int kRows>
 __global__ void __launch_bounds__(kAbsorbThreads, 1)
-    mla_absorb_kernel(const float* __restrict__ q, const W* __restrict__ kvb, int nh, int N, int P, int Vd, int R,
-                      int T, float* __restrict__ qabs) {
+    mla_absorb_kernel(const double* __restrict__ q, const W* __restrict__ kvb, int nh, int N, int P, int Vd, int R,
+                      int T, double* __restrict__ qabs) {
   pdl_enter();
-  extern __shared__ float qs[];  // [kRows][N], zero past row T
+  extern __shared__ double qs[];  // [kRows][N], zero past row T
   using Vec = typename Quad<W>::Vec;
   constexpr int kAbsorbLoads = 256 / sizeof(Vec);
   const int h = blockIdx.y, t0 = blockIdx.z * kRows;
@@ -67,20 +67,20 @@ __global__ void __launch_bounds__(kAbsorbThreads, 1)
       kRows * N,
       [&](int i) {
         const int r = i / N, n = i % N;
-        return t0 + r < T ? q[(int64_t(t0 + r) * nh + h) * (N + P) + n] : 0.f;
+        return t0 + r < T ? q[(int64_t(t0 + r) * nh + h) * (N + P) + n] : 0.0;
       },
-      [&](int i, float v) { qs[i] = v; });
+      [&](int i, double v) { qs[i] = v; });
   __syncthreads();
   const int j = (blockIdx.x * kAbsorbThreads + threadIdx.x) * kAbsorbCols;
   if (j >= R) return;
   const W* wp = kvb + int64_t(h) * (N + Vd) * R + j;
-  float acc[kRows][kAbsorbCols] = {};
+  double acc[kRows][kAbsorbCols] = {};
   auto fma_row = [&](const Vec& w, int n) {
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-      const float qv = qs[r * N + n];
+      const double qv = qs[r * N + n];
 #pragma unroll
-      for (int c = 0; c < kAbsorbCols; ++c) acc[r][c] = __fmaf_rn(qv, Quad<W>::at(w, c), acc[r][c]);
+      for (int c = 0; c < kAbsorbCols; ++c) acc[r][c] = __fma_rn(qv, Quad<W>::at(w, c), acc[r][c]);
     }
   };
   int n = 0;
@@ -101,15 +101,15 @@ __global__ void __launch_bounds__(kAbsorbThreads, 1)
 
 // The same sums one column per thread, for shapes the vector loads do not fit.
 template <typename W>
-__global__ void mla_absorb_column_kernel(const float* q, const W* kvb, int nh, int N, int P, int Vd, int R,
-                                         float* qabs) {
+__global__ void mla_absorb_column_kernel(const double* q, const W* kvb, int nh, int N, int P, int Vd, int R,
+                                         double* qabs) {
   pdl_enter();
   const int th = blockIdx.y;  // t * nh + h
   const int h = th % nh;
-  const float* qn = q + int64_t(th) * (N + P);
+  const double* qn = q + int64_t(th) * (N + P);
   for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < R; j += gridDim.x * blockDim.x) {
-    float acc = 0.f;
-    for (int n = 0; n < N; ++n) acc = __fmaf_rn(qn[n], widen(kvb[(int64_t(h) * (N + Vd) + n) * R + j]), acc);
+    double acc = 0.0;
+    for (int n = 0; n < N; ++n) acc = __fma_rn(qn[n], widen(kvb[(int64_t(h) * (N + Vd) + n) * R + j]), acc);
     qabs[int64_t(th) * R + j] = acc;
   }
 }
@@ -148,11 +148,11 @@ __device__ __forceinline__ int64_t att_context(int64_t base, const int64_t* dev_
 }
 
 __global__ void __launch_bounds__(kScoreWarps * 32)
-    mla_scores_kernel(const float* __restrict__ qabs, const float* __restrict__ q, const float* __restrict__ cache,
-                      int64_t base, const int64_t* dev_base, int nh, int N, int R, int P, float scale,
-                      float* __restrict__ scores, int64_t max_ctx) {
+    mla_scores_kernel(const double* __restrict__ qabs, const double* __restrict__ q, const double* __restrict__ cache,
+                      int64_t base, const int64_t* dev_base, int nh, int N, int R, int P, double scale,
+                      double* __restrict__ scores, int64_t max_ctx) {
   pdl_enter();
-  extern __shared__ float qs[];  // [kAttHeads][R + P]: absorbed query | rope query
+  extern __shared__ double qs[];  // [kAttHeads][R + P]: absorbed query | rope query
   const int groups = (nh + kAttHeads - 1) / kAttHeads;
   const int t = blockIdx.y / groups, h0 = (blockIdx.y % groups) * kAttHeads;
   const int hn = min(kAttHeads, nh - h0);
@@ -164,21 +164,21 @@ __global__ void __launch_bounds__(kScoreWarps * 32)
       [&](int i) {
         const int hh = i / W, j = i % W;
         const int64_t th = int64_t(t) * nh + h0 + hh;
-        return hh >= hn ? 0.f : j < R ? qabs[th * R + j] : q[th * (N + P) + N + (j - R)];
+        return hh >= hn ? 0.0 : j < R ? qabs[th * R + j] : q[th * (N + P) + N + (j - R)];
       },
-      [&](int i, float v) { qs[i] = v; });
+      [&](int i, double v) { qs[i] = v; });
   __syncthreads();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   // acc[p][hh] += q[hh][j] * row_p[j] for j = j0 + lane, j0 + lane + 32, ... < j1, in that order.
-  auto dots = [&](const float* row, int np, int j0, int j1, float(&acc)[kScorePos][kAttHeads]) {
+  auto dots = [&](const double* row, int np, int j0, int j1, double(&acc)[kScorePos][kAttHeads]) {
     for (int jb = j0 + lane; jb < j1; jb += 32 * kScoreBatch) {
-      float c[kScoreBatch][kScorePos];
+      double c[kScoreBatch][kScorePos];
 #pragma unroll
       for (int u = 0; u < kScoreBatch; ++u)
 #pragma unroll
         for (int p = 0; p < kScorePos; ++p) {
           const int j = jb + 32 * u;
-          c[u][p] = p < np && j < j1 ? row[int64_t(p) * W + j] : 0.f;
+          c[u][p] = p < np && j < j1 ? row[int64_t(p) * W + j] : 0.0;
         }
 #pragma unroll
       for (int u = 0; u < kScoreBatch; ++u) {
@@ -186,9 +186,9 @@ __global__ void __launch_bounds__(kScoreWarps * 32)
         if (j >= j1) break;
 #pragma unroll
         for (int hh = 0; hh < kAttHeads; ++hh) {
-          const float qv = qs[hh * W + j];
+          const double qv = qs[hh * W + j];
 #pragma unroll
-          for (int p = 0; p < kScorePos; ++p) acc[p][hh] = __fmaf_rn(qv, c[u][p], acc[p][hh]);
+          for (int p = 0; p < kScorePos; ++p) acc[p][hh] = __fma_rn(qv, c[u][p], acc[p][hh]);
         }
       }
     }
@@ -197,15 +197,15 @@ __global__ void __launch_bounds__(kScoreWarps * 32)
     const int64_t c1 = min(ctx, c0 + kScoreChunk);
     for (int64_t s0 = c0 + warp * kScorePos; s0 < c1; s0 += kScoreWarps * kScorePos) {
       const int np = c1 - s0 < kScorePos ? static_cast<int>(c1 - s0) : kScorePos;
-      const float* row = cache + s0 * W;
-      float a[kScorePos][kAttHeads] = {}, r[kScorePos][kAttHeads] = {};
+      const double* row = cache + s0 * W;
+      double a[kScorePos][kAttHeads] = {}, r[kScorePos][kAttHeads] = {};
       dots(row, np, 0, R, a);
       dots(row, np, R, W, r);
 #pragma unroll
       for (int p = 0; p < kScorePos; ++p)
 #pragma unroll
         for (int hh = 0; hh < kAttHeads; ++hh) {
-          const float ap = warp_sum(a[p][hh]), rp = warp_sum(r[p][hh]);
+          const double ap = warp_sum(a[p][hh]), rp = warp_sum(r[p][hh]);
           if (lane == 0 && p < np && hh < hn)
             scores[(int64_t(t) * nh + h0 + hh) * max_ctx + s0 + p] = (ap + rp) * scale;
         }
@@ -215,18 +215,18 @@ __global__ void __launch_bounds__(kScoreWarps * 32)
 
 // One block per (row, head): the scores of positions 0 .. ctx-1 become probabilities in place.
 __global__ void __launch_bounds__(kSoftThreads)
-    mla_softmax_kernel(int64_t base, const int64_t* dev_base, int nh, float* __restrict__ scores, int64_t max_ctx) {
+    mla_softmax_kernel(int64_t base, const int64_t* dev_base, int nh, double* __restrict__ scores, int64_t max_ctx) {
   pdl_enter();
-  __shared__ float sh[kSoftThreads / 32];
+  __shared__ double sh[kSoftThreads / 32];
   const int th = blockIdx.x;
   const int64_t ctx = att_context(base, dev_base, th / nh);
-  float* sc = scores + int64_t(th) * max_ctx;
-  float mx = -INFINITY;
-  for (int64_t s = threadIdx.x; s < ctx; s += kSoftThreads) mx = fmaxf(mx, sc[s]);
+  double* sc = scores + int64_t(th) * max_ctx;
+  double mx = -INFINITY;
+  for (int64_t s = threadIdx.x; s < ctx; s += kSoftThreads) mx = fmax(mx, sc[s]);
   mx = block_max<kSoftThreads>(mx, sh);
-  float sum = 0.f;
+  double sum = 0.0;
   for (int64_t s = threadIdx.x; s < ctx; s += kSoftThreads) {
-    const float e = expf(sc[s] - mx);
+    const double e = exp(sc[s] - mx);
     sc[s] = e;
     sum += e;
   }
@@ -236,10 +236,10 @@ __global__ void __launch_bounds__(kSoftThreads)
 
 // Column j of kAttHeads heads per thread: each cached value loaded once feeds every head's chain.
 __global__ void __launch_bounds__(kMixThreads)
-    mla_mix_kernel(const float* __restrict__ cache, int64_t base, const int64_t* dev_base, int nh, int R, int P,
-                   const float* __restrict__ probs, int64_t max_ctx, float* __restrict__ olat) {
+    mla_mix_kernel(const double* __restrict__ cache, int64_t base, const int64_t* dev_base, int nh, int R, int P,
+                   const double* __restrict__ probs, int64_t max_ctx, double* __restrict__ olat) {
   pdl_enter();
-  __shared__ float ps[kMixTile][kAttHeads];
+  __shared__ double ps[kMixTile][kAttHeads];
   const int groups = (nh + kAttHeads - 1) / kAttHeads;
   const int t = blockIdx.y / groups, h0 = (blockIdx.y % groups) * kAttHeads;
   const int hn = min(kAttHeads, nh - h0);
@@ -247,8 +247,8 @@ __global__ void __launch_bounds__(kMixThreads)
   const int W = R + P;
   const int j = blockIdx.x * kMixThreads + threadIdx.x;
   const int jc = min(j, R - 1);  // past R: computed, never stored
-  const float* pr = probs + (int64_t(t) * nh + h0) * max_ctx;
-  float acc[kAttHeads] = {};
+  const double* pr = probs + (int64_t(t) * nh + h0) * max_ctx;
+  double acc[kAttHeads] = {};
   for (int64_t s0 = 0; s0 < ctx; s0 += kMixTile) {
     const int n = ctx - s0 < kMixTile ? static_cast<int>(ctx - s0) : kMixTile;
     __syncthreads();
@@ -256,20 +256,20 @@ __global__ void __launch_bounds__(kMixThreads)
         kMixTile * kAttHeads,
         [&](int i) {
           const int hh = i / kMixTile, k = i % kMixTile;  // neighbouring threads, neighbouring positions
-          return hh < hn && k < n ? pr[int64_t(hh) * max_ctx + s0 + k] : 0.f;
+          return hh < hn && k < n ? pr[int64_t(hh) * max_ctx + s0 + k] : 0.0;
         },
-        [&](int i, float v) { ps[i % kMixTile][i / kMixTile] = v; });
+        [&](int i, double v) { ps[i % kMixTile][i / kMixTile] = v; });
     __syncthreads();
-    const float* col = cache + s0 * W + jc;
+    const double* col = cache + s0 * W + jc;
     for (int k0 = 0; k0 < n; k0 += kMixBatch) {
-      float c[kMixBatch];
+      double c[kMixBatch];
 #pragma unroll
-      for (int u = 0; u < kMixBatch; ++u) c[u] = k0 + u < n ? col[int64_t(k0 + u) * W] : 0.f;
+      for (int u = 0; u < kMixBatch; ++u) c[u] = k0 + u < n ? col[int64_t(k0 + u) * W] : 0.0;
 #pragma unroll
       for (int u = 0; u < kMixBatch; ++u) {
         if (k0 + u >= n) break;
 #pragma unroll
-        for (int hh = 0; hh < kAttHeads; ++hh) acc[hh] = __fmaf_rn(ps[k0 + u][hh], c[u], acc[hh]);
+        for (int hh = 0; hh < kAttHeads; ++hh) acc[hh] = __fma_rn(ps[k0 + u][hh], c[u], acc[hh]);
       }
     }
   }
@@ -279,7 +279,7 @@ __global__ void __launch_bounds__(kMixThreads)
       if (hh < hn) olat[(int64_t(t) * nh + h0 + hh) * R + j] = acc[hh];
 }
 
-__global__ void rows_to_kernel(const float* __restrict__ src, int64_t width, float* __restrict__ dst,
+__global__ void rows_to_kernel(const double* __restrict__ src, int64_t width, double* __restrict__ dst,
                                const int64_t* __restrict__ dev_row) {
   pdl_enter();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -292,8 +292,8 @@ __global__ void rows_to_kernel(const float* __restrict__ src, int64_t width, flo
 constexpr int kValueWarps = 8;
 template <typename W, int kRows>
 __global__ void __launch_bounds__(kValueWarps * 32)
-    mla_value_kernel(const float* __restrict__ olat, const W* __restrict__ kvb, int nh, int N, int R, int Vd, int T,
-                     float* __restrict__ attn) {
+    mla_value_kernel(const double* __restrict__ olat, const W* __restrict__ kvb, int nh, int N, int R, int Vd, int T,
+                     double* __restrict__ attn) {
   pdl_enter();
   constexpr int kValueLoads = 16;
   const int64_t hv = int64_t(blockIdx.x) * kValueWarps + (threadIdx.x >> 5);  // h * Vd + v
@@ -302,11 +302,11 @@ __global__ void __launch_bounds__(kValueWarps * 32)
   const int h = static_cast<int>(hv / Vd), vv = static_cast<int>(hv % Vd);
   const int t0 = blockIdx.y * kRows;
   const W* w = kvb + (int64_t(h) * (N + Vd) + N + vv) * R;
-  const float* x[kRows];
+  const double* x[kRows];
 #pragma unroll
   for (int r = 0; r < kRows; ++r)
     x[r] = olat + (int64_t(min(t0 + r, T - 1)) * nh + h) * R;  // rows past T: never stored
-  float a[kRows] = {};
+  double a[kRows] = {};
   int j0 = 0;
   for (; j0 + 32 * kValueLoads <= R; j0 += 32 * kValueLoads) {
     W wv[kValueLoads];
@@ -315,11 +315,11 @@ __global__ void __launch_bounds__(kValueWarps * 32)
 #pragma unroll
     for (int u = 0; u < kValueLoads; ++u)
 #pragma unroll
-      for (int r = 0; r < kRows; ++r) a[r] = __fmaf_rn(widen(wv[u]), x[r][j0 + 32 * u + lane], a[r]);
+      for (int r = 0; r < kRows; ++r) a[r] = __fma_rn(widen(wv[u]), x[r][j0 + 32 * u + lane], a[r]);
   }
   for (int j = j0 + lane; j < R; j += 32)
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) a[r] = __fmaf_rn(widen(w[j]), x[r][j], a[r]);
+    for (int r = 0; r < kRows; ++r) a[r] = __fma_rn(widen(w[j]), x[r][j], a[r]);
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
     a[r] = warp_sum(a[r]);
@@ -328,21 +328,21 @@ __global__ void __launch_bounds__(kValueWarps * 32)
 }
 
 template <typename W, int kRows>
-void launch_absorb(const float* q, const W* w, int T, int nh, int N, int P, int Vd, int R, float* qabs,
+void launch_absorb(const double* q, const W* w, int T, int nh, int N, int P, int Vd, int R, double* qabs,
                    cudaStream_t s) {
   const dim3 grid(blocks_for(R, kAbsorbThreads * kAbsorbCols), nh, (T + kRows - 1) / kRows);
-  const size_t smem = size_t(kRows) * N * sizeof(float);
+  const size_t smem = size_t(kRows) * N * sizeof(double);
   DELTAFIN_CUDA_CHECK(
       launch(mla_absorb_kernel<W, kRows>, grid, kAbsorbThreads, smem, s, q, w, nh, N, P, Vd, R, T, qabs));
 }
 
 // Rows per block by T, as the BF16 row kernels pick theirs; a row's sums are the same in each.
 template <typename W>
-void absorb_rows(const float* q, const void* data, int T, int nh, int N, int P, int Vd, int R, float* qabs,
+void absorb_rows(const double* q, const void* data, int T, int nh, int N, int P, int Vd, int R, double* qabs,
                  cudaStream_t s) {
   const W* w = static_cast<const W*>(data);
   const bool vectors = R % kAbsorbCols == 0 && reinterpret_cast<uintptr_t>(data) % (kAbsorbCols * sizeof(W)) == 0 &&
-                       size_t(8) * N * sizeof(float) <= 48 * 1024;
+                       size_t(8) * N * sizeof(double) <= 48 * 1024;
   if (!vectors) {
     DELTAFIN_CUDA_CHECK(
         launch(mla_absorb_column_kernel<W>, dim3(blocks_for(R, 128), T * nh), 128, 0, s, q, w, nh, N, P, Vd, R, qabs));
@@ -355,13 +355,14 @@ void absorb_rows(const float* q, const void* data, int T, int nh, int N, int P, 
 }
 
 template <typename W, int kRows>
-void launch_value(const float* olat, const W* w, int T, int nh, int N, int R, int Vd, float* attn, cudaStream_t s) {
+void launch_value(const double* olat, const W* w, int T, int nh, int N, int R, int Vd, double* attn, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>((int64_t(nh) * Vd + kValueWarps - 1) / kValueWarps), (T + kRows - 1) / kRows);
   DELTAFIN_CUDA_CHECK(launch(mla_value_kernel<W, kRows>, grid, kValueWarps * 32, 0, s, olat, w, nh, N, R, Vd, T, attn));
 }
 
 template <typename W>
-void value_rows(const float* olat, const void* data, int T, int nh, int N, int R, int Vd, float* attn, cudaStream_t s) {
+void value_rows(const double* olat, const void* data, int T, int nh, int N, int R, int Vd, double* attn,
+                cudaStream_t s) {
   const W* w = static_cast<const W*>(data);
   if (T == 1) launch_value<W, 1>(olat, w, T, nh, N, R, Vd, attn, s);
   else if (T == 2) launch_value<W, 2>(olat, w, T, nh, N, R, Vd, attn, s);
@@ -371,7 +372,7 @@ void value_rows(const float* olat, const void* data, int T, int nh, int N, int R
 
 }  // namespace
 
-void mla_absorb_q(const float* q, const DevMat& kv_b, int T, int nh, int N, int P, int Vd, float* qabs, Stream s) {
+void mla_absorb_q(const double* q, const DevMat& kv_b, int T, int nh, int N, int P, int Vd, double* qabs, Stream s) {
   if (T <= 0) return;
   const int R = static_cast<int>(kv_b.cols);
   if (kv_b.bf16) absorb_rows<uint16_t>(q, kv_b.data, T, nh, N, P, Vd, R, qabs, as_stream(s));
@@ -379,10 +380,10 @@ void mla_absorb_q(const float* q, const DevMat& kv_b, int T, int nh, int N, int 
 }
 
 namespace {
-void attend(const float* qabs, const float* q, const float* cache, int64_t base, const int64_t* dev_base, int T, int nh,
-            int N, int R, int P, float scale, float* scores, int64_t max_ctx, float* olat, cudaStream_t s) {
+void attend(const double* qabs, const double* q, const double* cache, int64_t base, const int64_t* dev_base, int T,
+            int nh, int N, int R, int P, double scale, double* scores, int64_t max_ctx, double* olat, cudaStream_t s) {
   const int groups = (nh + kAttHeads - 1) / kAttHeads;
-  const size_t smem = size_t(kAttHeads) * (R + P) * sizeof(float);
+  const size_t smem = size_t(kAttHeads) * (R + P) * sizeof(double);
   static size_t opted = 48 * 1024;
   if (smem > opted) {
     DELTAFIN_CUDA_CHECK(
@@ -395,30 +396,30 @@ void attend(const float* qabs, const float* q, const float* cache, int64_t base,
                              base, dev_base, nh, N, R, P, scale, scores, max_ctx));
   DELTAFIN_CUDA_CHECK(launch(mla_softmax_kernel, T * nh, kSoftThreads, 0, s, base, dev_base, nh, scores, max_ctx));
   DELTAFIN_CUDA_CHECK(launch(mla_mix_kernel, dim3(blocks_for(R, kMixThreads), T * groups), kMixThreads, 0, s, cache,
-                             base, dev_base, nh, R, P, static_cast<const float*>(scores), max_ctx, olat));
+                             base, dev_base, nh, R, P, static_cast<const double*>(scores), max_ctx, olat));
 }
 }  // namespace
 
-void mla_attend(const float* qabs, const float* q, const float* cache, int64_t base, int T, int nh, int N, int R, int P,
-                float scale, float* scores, int64_t max_ctx, float* olat, Stream s) {
+void mla_attend(const double* qabs, const double* q, const double* cache, int64_t base, int T, int nh, int N, int R,
+                int P, double scale, double* scores, int64_t max_ctx, double* olat, Stream s) {
   if (T <= 0) return;
   if (base + T > max_ctx) throw CudaError("mla_attend: context beyond the score scratch");
   attend(qabs, q, cache, base, nullptr, T, nh, N, R, P, scale, scores, max_ctx, olat, as_stream(s));
 }
 
-void mla_attend_at(const float* qabs, const float* q, const float* cache, const int64_t* dev_base, int T, int nh, int N,
-                   int R, int P, float scale, float* scores, int64_t max_ctx, float* olat, Stream s) {
+void mla_attend_at(const double* qabs, const double* q, const double* cache, const int64_t* dev_base, int T, int nh,
+                   int N, int R, int P, double scale, double* scores, int64_t max_ctx, double* olat, Stream s) {
   if (T <= 0) return;
   attend(qabs, q, cache, 0, dev_base, T, nh, N, R, P, scale, scores, max_ctx, olat, as_stream(s));
 }
 
-void rows_to_at(const float* src, int T, int64_t width, float* dst, const int64_t* dev_row, Stream s) {
+void rows_to_at(const double* src, int T, int64_t width, double* dst, const int64_t* dev_row, Stream s) {
   if (T <= 0) return;
   DELTAFIN_CUDA_CHECK(
       launch(rows_to_kernel, dim3(blocks_for(width, 256), T), 256, 0, as_stream(s), src, width, dst, dev_row));
 }
 
-void mla_value(const float* olat, const DevMat& kv_b, int T, int nh, int N, int R, int Vd, float* attn, Stream s) {
+void mla_value(const double* olat, const DevMat& kv_b, int T, int nh, int N, int R, int Vd, double* attn, Stream s) {
   if (T <= 0) return;
   if (kv_b.bf16) value_rows<uint16_t>(olat, kv_b.data, T, nh, N, R, Vd, attn, as_stream(s));
   else value_rows<float>(olat, kv_b.data, T, nh, N, R, Vd, attn, as_stream(s));

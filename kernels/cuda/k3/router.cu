@@ -11,16 +11,26 @@ constexpr int kRouterThreads = 256;
 constexpr int kRouterWarps = kRouterThreads / 32;
 constexpr int kRouterSlots = 2;                 // keys per lane in a warp's list
 constexpr int kRouterList = 32 * kRouterSlots;  // 64: the largest top_k
-using RouterKey = unsigned long long;
 
-// One unsigned compare orders the selection: the key's float order in the high word (-0 made +0
-// first, as the two zeros are equal floats), the lower expert id first among equal keys in the low
-// word. Every expert's key is above 0, the filler of lists with fewer than kRouterList experts.
-__device__ __forceinline__ RouterKey router_key(float key, int e) {
-  const uint32_t b = __float_as_uint(key + 0.f);
-  const uint32_t ord = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-  return (RouterKey(ord) << 32) | (0xffffffffu - uint32_t(e));
+// One compare orders the selection: the key's fp64 order in the high word (-0 made +0 first, as the
+// two zeros are equal), the lower expert id first among equal keys in the low word. Every expert's
+// key is above the zero key, the filler of lists with fewer than kRouterList experts.
+struct RouterKey {  // trivial, so that it can live in shared memory; {} is the zero key
+  unsigned long long hi, lo;
+};
+__device__ __forceinline__ bool operator>(const RouterKey& a, const RouterKey& b) {
+  return a.hi > b.hi || (a.hi == b.hi && a.lo > b.lo);
 }
+__device__ __forceinline__ bool operator<(const RouterKey& a, const RouterKey& b) { return b > a; }
+__device__ __forceinline__ RouterKey shfl_xor(const RouterKey& k, int m) {
+  return RouterKey{__shfl_xor_sync(0xffffffffu, k.hi, m), __shfl_xor_sync(0xffffffffu, k.lo, m)};
+}
+__device__ __forceinline__ RouterKey router_key(double key, int e) {
+  const unsigned long long b = static_cast<unsigned long long>(__double_as_longlong(key + 0.0));
+  const unsigned long long sign = 1ull << 63;
+  return RouterKey{(b & sign) ? ~b : (b | sign), 0xffffffffull - static_cast<unsigned long long>(uint32_t(e))};
+}
+__device__ __forceinline__ uint32_t key_id(const RouterKey& k) { return uint32_t(0xffffffffull - k.lo); }
 
 // One compare-exchange stage of a bitonic network over a warp's list (element r * 32 + lane in
 // v[r]) with its partner i ^ j: blocks of `size` alternate direction, the whole list ends
@@ -32,7 +42,7 @@ __device__ __forceinline__ void bitonic_stage(RouterKey (&v)[kRouterSlots], int 
   for (int r = 0; r < kRouterSlots; ++r) old[r] = v[r];
 #pragma unroll
   for (int r = 0; r < kRouterSlots; ++r) {
-    const RouterKey other = j >= 32 ? old[r ^ (j >> 5)] : __shfl_xor_sync(0xffffffffu, old[r], j);
+    const RouterKey other = j >= 32 ? old[r ^ (j >> 5)] : shfl_xor(old[r], j);
     const int i = r * 32 + lane;
     const bool take_max = (((i & size) == 0) == ((i & j) == 0)) != ascending;
     v[r] = take_max ? (old[r] > other ? old[r] : other) : (old[r] < other ? old[r] : other);
@@ -55,12 +65,13 @@ __device__ __forceinline__ void bitonic_keep_top(RouterKey (&best)[kRouterSlots]
   for (int j = kRouterList >> 1; j > 0; j >>= 1) bitonic_stage(best, kRouterList, j, false);
 }
 
-__global__ void __launch_bounds__(kRouterThreads) router_kernel(const float* logits, const float* bias, int E, int k,
-                                                                bool renorm, float scaling, int32_t* ids, float* wts) {
+__global__ void __launch_bounds__(kRouterThreads)
+    router_kernel(const double* logits, const float* bias, int E, int k, bool renorm, double scaling, int32_t* ids,
+                  double* wts) {
   pdl_enter();
-  extern __shared__ float s[];  // [E]
+  extern __shared__ double s[];  // [E]
   __shared__ RouterKey lists[kRouterWarps][kRouterList];
-  __shared__ float chosen_s[kRouterList];  // the chosen scores in ascending id order
+  __shared__ double chosen_s[kRouterList];  // the chosen scores in ascending id order
   const int t = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   RouterKey best[kRouterSlots] = {};
   for (int base = 0; base < E; base += kRouterThreads * kRouterSlots) {
@@ -68,10 +79,10 @@ __global__ void __launch_bounds__(kRouterThreads) router_kernel(const float* log
 #pragma unroll
     for (int r = 0; r < kRouterSlots; ++r) {
       const int e = base + r * kRouterThreads + threadIdx.x;
-      v[r] = 0;
+      v[r] = RouterKey{};
       if (e < E) {
         s[e] = sigm(logits[int64_t(t) * E + e]);
-        v[r] = router_key(s[e] + (bias ? bias[e] : 0.f), e);
+        v[r] = router_key(s[e] + (bias ? static_cast<double>(bias[e]) : 0.0), e);
       }
     }
     bitonic_sort(v, base != 0);
@@ -103,7 +114,7 @@ __global__ void __launch_bounds__(kRouterThreads) router_kernel(const float* log
   int rank[kRouterSlots];
 #pragma unroll
   for (int r = 0; r < kRouterSlots; ++r) {
-    id[r] = 0xffffffffu - uint32_t(best[r]);
+    id[r] = key_id(best[r]);
     rank[r] = 0;
   }
 #pragma unroll
@@ -122,25 +133,26 @@ __global__ void __launch_bounds__(kRouterThreads) router_kernel(const float* log
       ids[t * k + rank[r]] = int32_t(id[r]);
     }
   __syncwarp();
-  float sum = 0.f;
+  double sum = 0.0;
   for (int i = 0; i < k; ++i) sum += chosen_s[i];  // ascending expert id: the fixed summation order
 #pragma unroll
   for (int r = 0; r < kRouterSlots; ++r)
     if (r * 32 + lane < k) {
-      const float sc = s[id[r]];
-      wts[t * k + rank[r]] = (renorm ? sc / (sum + 1e-20f) : sc) * scaling;
+      const double sc = s[id[r]];
+      wts[t * k + rank[r]] = (renorm ? sc / (sum + 1e-20) : sc) * scaling;
     }
 }
 
 }  // namespace
 
-void router_select(const float* logits, const float* bias, int T, int E, int k, bool renormalize, float scaling,
-                   int32_t* ids, float* weights, Stream s) {
+void router_select(const double* logits, const float* bias, int T, int E, int k, bool renormalize, double scaling,
+                   int32_t* ids, double* weights, Stream s) {
   if (T <= 0) return;
   if (k < 1 || k > 64 || k > E) throw CudaError("router_select: top_k must be 1..64 and at most the expert count");
-  if (size_t(2) * E * sizeof(float) > 48 * 1024) throw CudaError("router_select: too many experts for shared memory");
-  DELTAFIN_CUDA_CHECK(launch(router_kernel, T, kRouterThreads, size_t(E) * sizeof(float), as_stream(s), logits, bias, E,
-                             k, renormalize, scaling, ids, weights));
+  // The static lists take 8 KB of the 48 KB a block gets without opting in.
+  if (size_t(E) * sizeof(double) > 40 * 1024) throw CudaError("router_select: too many experts for shared memory");
+  DELTAFIN_CUDA_CHECK(launch(router_kernel, T, kRouterThreads, size_t(E) * sizeof(double), as_stream(s), logits, bias,
+                             E, k, renormalize, scaling, ids, weights));
 }
 
 }  // namespace deltafin::cuda::k3
