@@ -6,7 +6,8 @@
 #   CARRY=DIR OUT=DIR tools/device/precision-h200.sh
 # CARRY: an unpacked tool set (bin/deltafin, bin/deltafin-cuda-check, bin/deltafin-cuda-k3, lib/)
 # and, for the speed A/B, bin/deltafin-before (the binary before the change). Output under $OUT:
-# checks.txt, k3-checks.txt, precision.txt, greedy.txt, speed.txt.
+# checks.txt, k3-checks.txt, precision.txt, greedy.txt, speed.txt. DEVICES="cuda" leaves out the CPU's
+# precision rows (the CPU ids are still compared with the GPU's); LAYERS, NEW, ROUNDS, SLICE_SET.
 set -u
 CARRY=${CARRY:?unpacked tools}
 OUT=${OUT:-/tmp/precision-out}
@@ -19,7 +20,7 @@ echo "deltafin-cuda-check rc $?"; tail -2 "$OUT/checks.txt"
 "$bin/deltafin-cuda-k3" check tests/fixtures/k3-tiny > "$OUT/k3-checks.txt" 2>&1
 echo "deltafin-cuda-k3 check rc $?"; tail -1 "$OUT/k3-checks.txt"
 {
-  for dev in cuda cpu; do
+  for dev in ${DEVICES:-cuda cpu}; do
     echo "== $dev"
     DEVICE=$dev tests/precision/measure_deep.sh "$bin/deltafin" ${LAYERS:-24 48 93}
   done
@@ -31,7 +32,7 @@ ids() { $py -c "import json,sys; print(json.load(open(sys.argv[1]))['bos_token_i
   for L in ${LAYERS:-24 48 93}; do
     d=${TMPDIR:-/tmp}/deltafin-precision/deep-$L
     p="$(ids "$d"),72,101,108,108,111,44,32,119,111,114,108"
-    for dev in cuda cpu; do
+    for dev in ${DEVICES:-cuda cpu}; do
       printf '%s layers, %s: ' "$L" "$dev"
       $py tests/precision/greedy_vs_f64.py "$bin/deltafin" "$d" --ids "$p" --steps 32 --device "$dev" 2>&1 | tail -1
     done
