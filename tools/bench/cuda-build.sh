@@ -4,4 +4,4 @@ set -eu
 BUILD=${BUILD:-build/cu}
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELTAFIN_BUILD_GUI=OFF \
   -DDELTAFIN_WERROR=ON -DDELTAFIN_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a
-cmake --build "$BUILD" --target deltafin-cuda-check deltafin-cuda-bench deltafin-cuda-k3 deltafin
+cmake --build "$BUILD" --target deltafin-cuda-check deltafin-cuda-bench deltafin-cuda-k3 deltafin-cuda-k3-bench deltafin

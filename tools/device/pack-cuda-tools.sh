@@ -1,7 +1,7 @@
 #!/bin/sh
 # On the development machine: builds the Qt-free CUDA tools (deltafin-cuda-check: every GPU op against
 # its CPU reference as one table; deltafin-cuda-bench: the expert kernel and GEMV measurements;
-# deltafin-cuda-k3: the K3 forward's checks and measurements) and packs them for a GPU machine that
+# deltafin-cuda-k3: the K3 forward's checks and measurements; deltafin-cuda-k3-bench: its fp64 kernels' speed) and packs them for a GPU machine that
 # has only the CUDA driver, CMake and Python: the stripped programs and the shared libraries they need
 # that are not glibc or the CUDA driver, under $CARRY (default build/carry, as cuda-tools.tar.xz; carry that path to the device). The fixtures the checks read are in the repository (tests/fixtures).
 #   tools/device/pack-cuda-tools.sh            # build/ci-cuda (sm_86, 89, 90a, 120)
@@ -11,7 +11,7 @@ set -eu
 . "$(dirname "$0")/needed-libs.sh"
 BUILD=${BUILD:-build/ci-cuda}
 CARRY=${CARRY:-build/carry}
-TOOLS="deltafin-cuda-check deltafin-cuda-bench deltafin-cuda-k3"
+TOOLS="deltafin-cuda-check deltafin-cuda-bench deltafin-cuda-k3 deltafin-cuda-k3-bench"
 [ -f "$BUILD/CMakeCache.txt" ] || cmake --preset ci-cuda
 # shellcheck disable=SC2086
 cmake --build "$BUILD" -j"${JOBS:-2}" --target $TOOLS

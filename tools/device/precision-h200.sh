@@ -4,7 +4,8 @@
 # reference on the deep tiny models with greedy ids for 32 steps, then the GPU forward's speed
 # before and after on a real-dimension slice.
 #   CARRY=DIR OUT=DIR tools/device/precision-h200.sh
-# CARRY: an unpacked tool set (bin/deltafin, bin/deltafin-cuda-check, bin/deltafin-cuda-k3, lib/)
+# CARRY: an unpacked tool set (bin/deltafin, bin/deltafin-cuda-check, bin/deltafin-cuda-k3, lib/;
+# bin/deltafin-cuda-k3-bench when the kernels' speed is wanted)
 # and, for the speed A/B, bin/deltafin-before (the binary before the change). Output under $OUT:
 # checks.txt, k3-checks.txt, precision.txt, greedy.txt, speed.txt. DEVICES="cuda" leaves out the CPU's
 # precision rows (the CPU ids are still compared with the GPU's); LAYERS, NEW, ROUNDS, SLICE_SET.
@@ -19,6 +20,11 @@ bin=$CARRY/bin
 echo "deltafin-cuda-check rc $?"; tail -2 "$OUT/checks.txt"
 "$bin/deltafin-cuda-k3" check tests/fixtures/k3-tiny > "$OUT/k3-checks.txt" 2>&1
 echo "deltafin-cuda-k3 check rc $?"; tail -1 "$OUT/k3-checks.txt"
+# The forward's fp64 GEMV and experts against the copy rate (when carried).
+if [ -x "$bin/deltafin-cuda-k3-bench" ]; then
+  "$bin/deltafin-cuda-k3-bench" --json "$OUT/k3-bench.json" > "$OUT/k3-bench.txt" 2>&1
+  grep -E "D2D|forward" "$OUT/k3-bench.txt"
+fi
 {
   for dev in ${DEVICES:-cuda cpu}; do
     echo "== $dev"

@@ -64,7 +64,8 @@ __device__ __forceinline__ double row_dot(const uint8_t* packed, const uint8_t* 
   const uint4* row = reinterpret_cast<const uint4*>(packed + r * (n / 2));
   const uint8_t* sr = scale + r * nb;
   double acc = 0.0;
-  for (int b = lane; b < nb; b += 32) acc = __fma_rn(block_dot(__ldg(row + b), xs, nb, b), block_scale(__ldg(sr + b)), acc);
+  for (int b = lane; b < nb; b += 32)
+    acc = __fma_rn(block_dot(__ldg(row + b), xs, nb, b), block_scale(__ldg(sr + b)), acc);
   return warp_sum(acc);
 }
 
@@ -87,8 +88,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   for (int q = 0; q < kUpRowsPerWarp; ++q) {
     const int64_t i = (int64_t(blockIdx.x) * kWarps + warp) * kUpRowsPerWarp + q;
     if (i >= I) break;
-    const double g = row_dot(static_cast<const uint8_t*>(e.gate_packed), static_cast<const uint8_t*>(e.gate_scale), i,
-                             Z, xs);
+    const double g =
+        row_dot(static_cast<const uint8_t*>(e.gate_packed), static_cast<const uint8_t*>(e.gate_scale), i, Z, xs);
     const double u =
         row_dot(static_cast<const uint8_t*>(e.up_packed), static_cast<const uint8_t*>(e.up_scale), i, Z, xs);
     if ((threadIdx.x & 31) == 0) {
@@ -119,10 +120,10 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int q = 0; q < kDownRowsPerWarp; ++q) {
       const int64_t r = (int64_t(blockIdx.x) * kWarps + warp) * kDownRowsPerWarp + q;
       if (r < Z)
-        acc[q] = __fma_rn(wj,
-                     row_dot(static_cast<const uint8_t*>(e.down_packed), static_cast<const uint8_t*>(e.down_scale), r,
-                             I, xs),
-                     acc[q]);
+        acc[q] = __fma_rn(
+            wj,
+            row_dot(static_cast<const uint8_t*>(e.down_packed), static_cast<const uint8_t*>(e.down_scale), r, I, xs),
+            acc[q]);
     }
   }
   if ((threadIdx.x & 31) == 0)
