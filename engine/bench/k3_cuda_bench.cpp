@@ -174,8 +174,9 @@ void bench_layers(const std::string& root, const std::vector<int>& rows, int con
     for (int l = 0; l < c.layers; ++l) {
       const bool mla = c.is_mla[l];
       double bytes = double(layer_spine_bytes(host->weights().layers[l])) + experts[l] * double(c.expert_bytes());
-      if (mla) bytes += double(s.n_past()) * c.mla_cache_width() * 4 * 2;     // cache read; rows written
-      else bytes += 2.0 * c.kda_heads * c.kda_head_dim * c.kda_head_dim * 4;  // recurrent state in and out
+      // The session's state is fp64 (8 bytes a value).
+      if (mla) bytes += double(s.n_past()) * c.mla_cache_width() * 8 * 2;     // cache read; rows written
+      else bytes += 2.0 * c.kda_heads * c.kda_head_dim * c.kda_head_dim * 8;  // recurrent state in and out
       const double floor_ms = bytes / (roof.hbm_gbs * 1e9) * 1e3;
       const double med = median(ms[l]);
       out << "| " << l << " | " << (mla ? "MLA" : "KDA") << (c.is_moe(l) ? "+MoE" : "+dense") << " | " << T << " | "

@@ -112,8 +112,8 @@ int main(int argc, char** argv) {
   }
   try {
     const DeviceInfo dev = device_info();
-    std::printf("device: %s, sm_%d%d, %d SMs, L2 %zu MiB\n", dev.name.c_str(), dev.cc_major, dev.cc_minor,
-                dev.sm_count, dev.l2_bytes >> 20);
+    std::printf("device: %s, sm_%d%d, %d SMs, L2 %zu MiB\n", dev.name.c_str(), dev.cc_major, dev.cc_minor, dev.sm_count,
+                dev.l2_bytes >> 20);
     Timer timer;
     std::vector<Row> rows;
     std::mt19937_64 rng(12345);
@@ -127,8 +127,8 @@ int main(int argc, char** argv) {
       d2d_gbs = 2.0 * n / (ms * 1e-3) / 1e9;
       rows.push_back({"cudaMemcpy D2D", "2 GiB", 2.0 * n, ms, d2d_gbs, 100.0, "bytes = read + write"});
     }
-    for (const GemmShape gs : {GemmShape{7168, 12}, GemmShape{163840, 1}, GemmShape{896, 12}, GemmShape{1536, 8},
-                               GemmShape{3584, 4}}) {
+    for (const GemmShape gs :
+         {GemmShape{7168, 12}, GemmShape{163840, 1}, GemmShape{896, 12}, GemmShape{1536, 8}, GemmShape{3584, 4}}) {
       const int64_t out = gs.out, in = 7168;
       const int copies = gs.copies;
       const size_t wbytes = size_t(out) * in * 2;
@@ -147,9 +147,10 @@ int main(int argc, char** argv) {
           k3::gemm(m, x.as<double>(), in, T, y.as<double>(), out, nullptr);
         });
         const double gbs = wbytes / (ms * 1e-3) / 1e9;
-        rows.push_back({"fp64 GEMV k3::gemm (forward)", std::to_string(out) + "x" + std::to_string(in) + ", T=" +
-                        std::to_string(T), static_cast<double>(wbytes), ms, gbs,
-                        d2d_gbs > 0 ? 100.0 * gbs / d2d_gbs : 0.0, "bytes = weight bytes; fp64 activations"});
+        rows.push_back({"fp64 GEMV k3::gemm (forward)",
+                        std::to_string(out) + "x" + std::to_string(in) + ", T=" + std::to_string(T),
+                        static_cast<double>(wbytes), ms, gbs, d2d_gbs > 0 ? 100.0 * gbs / d2d_gbs : 0.0,
+                        "bytes = weight bytes; fp64 activations"});
       }
     }
     const int latent = 3584, inter = 3072, K = top_k, E = 896;
@@ -163,8 +164,7 @@ int main(int argc, char** argv) {
       const size_t offs[6] = {
           0, packed, packed + scales, 2 * packed + scales, 2 * packed + 2 * scales, 3 * packed + 2 * scales};
       for (int k : {1, 3, 5}) fix_scales<<<64, 256>>>(reinterpret_cast<uint8_t*>(base + offs[k]), scales);
-      all[e] =
-          MxExpert{base + offs[0], base + offs[1], base + offs[4], base + offs[5], base + offs[2], base + offs[3]};
+      all[e] = MxExpert{base + offs[0], base + offs[1], base + offs[4], base + offs[5], base + offs[2], base + offs[3]};
     }
     DELTAFIN_CUDA_LAUNCHED("fix_scales");
     DeviceBuffer table(all.size() * sizeof(MxExpert));
@@ -172,7 +172,8 @@ int main(int argc, char** argv) {
     std::vector<double> z(16 * latent);
     std::normal_distribution<double> nd(0.0, 1.0);
     for (double& v : z) v = nd(rng);
-    DeviceBuffer dz(z.size() * 8), dy(z.size() * 8), scratch(size_t(k3::routed_experts_scratch(16, K, latent, inter)) * 8);
+    DeviceBuffer dz(z.size() * 8), dy(z.size() * 8),
+        scratch(size_t(k3::routed_experts_scratch(16, K, latent, inter)) * 8);
     dz.upload(z.data(), z.size() * 8);
     std::mt19937_64 rng_rt(4242);
     for (const int T : {1, 2, 4, 8, 16}) {
@@ -195,7 +196,7 @@ int main(int argc, char** argv) {
                       "bytes = distinct experts x 17,547,264; row layout, fp64 activations"});
     }
     synchronize();
-  
+
     std::printf("\n%-50s %-50s %10s %10s %10s %8s\n", "kernel", "shape", "MB", "ms (med)", "GB/s", "% D2D");
     for (const Row& r : rows)
       std::printf("%-50s %-50s %10.1f %10.4f %10.1f %7.1f%%\n", r.what.c_str(), r.shape.c_str(), r.bytes / 1e6, r.ms,
