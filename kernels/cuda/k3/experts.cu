@@ -1,32 +1,21 @@
 // The routed experts of a K3 MoE layer in fp64: MXFP4 rows decoded exactly, fp64 activations.
 #include "cuda/k3/k3_common.cuh"
+#include "cuda/k3/mxfp4_fp64.h"
 
 namespace deltafin::cuda::k3 {
 namespace {
 
-// An E2M1 code as an fp64 without a table: its three magnitude bits (e1 e0 m) placed as the lowest
-// two exponent bits and the top mantissa bit of a double are the code's value times 2^-1022 exactly,
-// the codes with e = 0 (0 and 0.5) landing on the subnormals 0 and 2^-1023 as E2M1's own subnormals
-// do. So a code costs two shifts and a merge (the sign to bit 63), and the activations it multiplies
-// are staged times 2^960, which keeps every product a normal number (for activations between 2^-900
-// and 2^64) and every sum exact up to the same roundings as unscaled fp64. The block's E8M0 scale
-// times 2^62 takes the 2^(960 - 1022) back out; all of it is powers of two.
-constexpr int kStageExp = 960;
+// MXFP4 codes as doubles by shifts, activations staged times 2^kMxStageExp (mxfp4_fp64.h says why
+// this is exact).
 __device__ __forceinline__ double pow2(int e) {  // 2^e for -1022 <= e <= 1023
   return __hiloint2double((e + 1023) << 20, 0);
 }
-// Nibble n (0..7) of a 32-bit word of packed codes (low nibble = even column), as above.
 template <int n>
 __device__ __forceinline__ double code_at(uint32_t w) {
-  constexpr int kMag = 19 - 4 * n;  // magnitude bits 4n..4n+2 -> bits 19..21 of the high word
-  const uint32_t mag = (kMag >= 0 ? w << (kMag >= 0 ? kMag : 0) : w >> (kMag < 0 ? -kMag : 0)) & 0x00380000u;
-  const uint32_t sign = (w << (28 - 4 * n)) & 0x80000000u;  // bit 4n+3 -> bit 31
-  return __hiloint2double(static_cast<int>(mag | sign), 0);
+  return __hiloint2double(static_cast<int>(e2m1_high_word(w, n)), 0);
 }
-// 2^(s-127) * 2^(1022-960): an E8M0 byte times the factor the staged activations and the codes
-// left; s = 255 (no number in E8M0) gives infinity, as the CPU's table.
 __device__ __forceinline__ double block_scale(uint32_t s) {
-  return s == 255 ? __longlong_as_double(0x7ff0000000000000ll) : pow2(int(s) - 127 + 1022 - kStageExp);
+  return s == 255 ? __longlong_as_double(0x7ff0000000000000ll) : pow2(e8m0_block_exponent(s));
 }
 
 // One 32-column block of an MXFP4 row (16 bytes of codes) against staged activations xs (transposed:
@@ -52,7 +41,7 @@ __device__ __forceinline__ double block_dot(const uint4 q, const double* xs, int
 // xs[c * nb + b] = x[b * 32 + c] * 2^960 for the n = nb * 32 values of one activation row.
 __device__ __forceinline__ void stage_row(const double* x, int n, double* xs) {
   const int nb = n / 32;
-  const double up = pow2(kStageExp);
+  const double up = pow2(kMxStageExp);
   for (int i = threadIdx.x; i < n; i += blockDim.x) xs[(i % 32) * nb + i / 32] = x[i] * up;
 }
 
