@@ -24,22 +24,24 @@ namespace deltafin::cuda {
 
 inline cudaStream_t as_stream(Stream s) { return static_cast<cudaStream_t>(s); }
 
-// Butterfly sum over a warp: the same fixed tree for every call, and every lane gets the total.
-__device__ __forceinline__ float warp_sum(float v) {
+// Butterfly sum over a warp: the same fixed tree for every call, and every lane gets the total
+// (fp32 for the library's kernels, fp64 for the K3 forward's).
+template <typename T>
+__device__ __forceinline__ T warp_sum(T v) {
 #pragma unroll
   for (int m = 16; m >= 1; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
   return v;
 }
 
 // Sum over a block of NT threads: warp butterflies, then warp totals in warp order (the same
-// tree for every call). `sh` holds NT/32 floats; every thread gets the total, and `sh` may be
+// tree for every call). `sh` holds NT/32 values; every thread gets the total, and `sh` may be
 // reused as soon as it returns.
-template <int NT>
-__device__ __forceinline__ float block_sum(float v, float* sh) {
+template <int NT, typename T>
+__device__ __forceinline__ T block_sum(T v, T* sh) {
   v = warp_sum(v);
   if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
   __syncthreads();
-  float t = 0.f;
+  T t = 0;
 #pragma unroll
   for (int k = 0; k < NT / 32; ++k) t += sh[k];
   __syncthreads();
@@ -47,45 +49,15 @@ __device__ __forceinline__ float block_sum(float v, float* sh) {
 }
 
 // Maximum over a block of NT threads, every thread gets it; `sh` as for block_sum.
-template <int NT>
-__device__ __forceinline__ float block_max(float v, float* sh) {
+template <int NT, typename T>
+__device__ __forceinline__ T block_max(T v, T* sh) {
 #pragma unroll
-  for (int m = 16; m >= 1; m >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, m));
+  for (int m = 16; m >= 1; m >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, m));
   if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
   __syncthreads();
-  float t = sh[0];
+  T t = sh[0];
 #pragma unroll
-  for (int k = 1; k < NT / 32; ++k) t = fmaxf(t, sh[k]);
-  __syncthreads();
-  return t;
-}
-
-// The same trees in fp64 (the K3 forward's activations, kernels/cuda/k3).
-__device__ __forceinline__ double warp_sum(double v) {
-#pragma unroll
-  for (int m = 16; m >= 1; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
-  return v;
-}
-template <int NT>
-__device__ __forceinline__ double block_sum(double v, double* sh) {
-  v = warp_sum(v);
-  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
-  __syncthreads();
-  double t = 0.0;
-#pragma unroll
-  for (int k = 0; k < NT / 32; ++k) t += sh[k];
-  __syncthreads();
-  return t;
-}
-template <int NT>
-__device__ __forceinline__ double block_max(double v, double* sh) {
-#pragma unroll
-  for (int m = 16; m >= 1; m >>= 1) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, m));
-  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
-  __syncthreads();
-  double t = sh[0];
-#pragma unroll
-  for (int k = 1; k < NT / 32; ++k) t = fmax(t, sh[k]);
+  for (int k = 1; k < NT / 32; ++k) t = max(t, sh[k]);
   __syncthreads();
   return t;
 }

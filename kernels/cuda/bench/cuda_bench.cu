@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <optional>
 #include <random>
 #include <string>
@@ -17,6 +16,7 @@
 #include "cuda/lab/bf16_gemm_lab.h"
 #include "cuda/lab/expert_kernels_lab.h"
 #include "expert_routings.h"
+#include "bench_data.cuh"
 #include "bench_timing.h"
 #include "expert_trace.h"
 #include "stream_patterns.h"
@@ -25,77 +25,6 @@ using namespace deltafin::cuda;
 using namespace deltafin::cuda::bench;
 
 namespace {
-
-__global__ void fill_random(uint64_t* p, size_t n, uint64_t seed) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;  // splitmix64
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    p[i] = z ^ (z >> 31);
-  }
-}
-
-// E8M0 scales near 2^-5..2^1 so the random MLP stays finite (timing does not depend on values).
-__global__ void fix_scales(uint8_t* p, size_t n) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    p[i] = static_cast<uint8_t>(122 + p[i] % 7);
-}
-
-// bf16 weights: keep sign and mantissa bits, force a moderate exponent (no NaN or Inf).
-__global__ void fix_bf16(uint16_t* p, size_t n) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    p[i] = static_cast<uint16_t>((p[i] & 0x807f) | (0x3c00 + ((p[i] >> 7) & 0x7f)));
-}
-
-void randomize(void* p, size_t bytes, uint64_t seed) {
-  fill_random<<<1024, 256>>>(static_cast<uint64_t*>(p), bytes / 8, seed);
-  DELTAFIN_CUDA_LAUNCHED("fill_random");
-}
-
-struct Timer {
-  cudaEvent_t a, b;
-  Timer() {
-    DELTAFIN_CUDA_CHECK(cudaEventCreate(&a));
-    DELTAFIN_CUDA_CHECK(cudaEventCreate(&b));
-  }
-  ~Timer() {
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-  }
-  // Mean time per call of `calls` back-to-back calls f(i) (queued without host waits, so host-side
-  // preparation overlaps the previous call's device work, as in an engine), median of `batches`.
-  template <class F>
-  float per_call_ms(int calls, int batches, F&& f) {
-    f(0);  // warm-up: module load, first-touch, occupancy queries
-    f(1);
-    DELTAFIN_CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<float> per;
-    int i = 0;
-    for (int b_ = 0; b_ < batches; ++b_) {
-      DELTAFIN_CUDA_CHECK(cudaEventRecord(a));
-      for (int c = 0; c < calls; ++c) f(i++);
-      DELTAFIN_CUDA_CHECK(cudaEventRecord(b));
-      DELTAFIN_CUDA_CHECK(cudaEventSynchronize(b));
-      float t = 0;
-      DELTAFIN_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-      per.push_back(t / calls);
-    }
-    return median(per);
-  }
-};
-
-struct Row {
-  std::string what;
-  std::string shape;
-  double bytes;
-  double ms;
-  double gbs;
-  double pct_d2d;
-  std::string note;
-};
 
 // The weight bytes of one call's distinct experts, read once with nothing computed: the most one
 // launch can stream from them (the yardstick for the expert kernels' tail and start costs).
@@ -434,21 +363,7 @@ int main(int argc, char** argv) {
     }
     synchronize();
 
-    std::printf("\n%-44s %-48s %12s %10s %10s %8s\n", "kernel", "shape", "MB", "ms (med)", "GB/s", "% D2D");
-    for (const Row& r : rows)
-      std::printf("%-44s %-48s %12.1f %10.4f %10.1f %7.1f%%\n", r.what.c_str(), r.shape.c_str(), r.bytes / 1e6, r.ms,
-                  r.gbs, r.pct_d2d);
-    std::ofstream js(json_path);
-    js << "{\n  \"device\": \"" << dev.name << "\",\n  \"sm\": \"" << dev.cc_major << dev.cc_minor
-       << "\",\n  \"sms\": " << dev.sm_count << ",\n  \"d2d_gbs\": " << d2d_gbs << ",\n  \"rows\": [\n";
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const Row& r = rows[i];
-      js << "    {\"kernel\": \"" << r.what << "\", \"shape\": \"" << r.shape << "\", \"bytes\": " << r.bytes
-         << ", \"median_ms\": " << r.ms << ", \"gbs\": " << r.gbs << ", \"pct_of_d2d\": " << r.pct_d2d
-         << ", \"note\": \"" << r.note << "\"}" << (i + 1 < rows.size() ? ",\n" : "\n");
-    }
-    js << "  ]\n}\n";
-    std::printf("\nJSON written to %s\n", json_path.c_str());
+    report(rows, dev, d2d_gbs, json_path, 44, 48);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

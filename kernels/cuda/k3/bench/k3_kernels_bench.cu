@@ -6,11 +6,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "cuda/bench/bench_data.cuh"
 #include "cuda/bench/bench_timing.h"
 #include "cuda/bench/expert_routings.h"
 #include "cuda/cuda_common.cuh"
@@ -21,68 +21,6 @@ using namespace deltafin::cuda::bench;
 
 namespace {
 
-__global__ void fill_random(uint64_t* p, size_t n, uint64_t seed) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;  // splitmix64
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    p[i] = z ^ (z >> 31);
-  }
-}
-// E8M0 scales near 2^-5..2^1 (timing does not depend on values).
-__global__ void fix_scales(uint8_t* p, size_t n) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    p[i] = static_cast<uint8_t>(122 + p[i] % 7);
-}
-// bf16 weights: keep sign and mantissa bits, force a moderate exponent (no NaN or Inf).
-__global__ void fix_bf16(uint16_t* p, size_t n) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    p[i] = static_cast<uint16_t>((p[i] & 0x807f) | (0x3c00 + ((p[i] >> 7) & 0x7f)));
-}
-void randomize(void* p, size_t bytes, uint64_t seed) {
-  fill_random<<<1024, 256>>>(static_cast<uint64_t*>(p), bytes / 8, seed);
-  DELTAFIN_CUDA_LAUNCHED("fill_random");
-}
-
-// Mean time per call of `calls` back-to-back calls f(i), median of `batches`.
-struct Timer {
-  cudaEvent_t a, b;
-  Timer() {
-    DELTAFIN_CUDA_CHECK(cudaEventCreate(&a));
-    DELTAFIN_CUDA_CHECK(cudaEventCreate(&b));
-  }
-  ~Timer() {
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-  }
-  template <class F>
-  float per_call_ms(int calls, int batches, F&& f) {
-    f(0);
-    f(1);
-    DELTAFIN_CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<float> per;
-    int i = 0;
-    for (int b_ = 0; b_ < batches; ++b_) {
-      DELTAFIN_CUDA_CHECK(cudaEventRecord(a));
-      for (int c = 0; c < calls; ++c) f(i++);
-      DELTAFIN_CUDA_CHECK(cudaEventRecord(b));
-      DELTAFIN_CUDA_CHECK(cudaEventSynchronize(b));
-      float t = 0;
-      DELTAFIN_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-      per.push_back(t / calls);
-    }
-    return median(per);
-  }
-};
-
-struct Row {
-  std::string what, shape;
-  double bytes, ms, gbs, pct_d2d;
-  std::string note;
-};
 struct GemmShape {
   int64_t out;
   int copies;  // rotate copies of a small matrix so no call finds its weights in L2
@@ -197,20 +135,7 @@ int main(int argc, char** argv) {
     }
     synchronize();
 
-    std::printf("\n%-50s %-50s %10s %10s %10s %8s\n", "kernel", "shape", "MB", "ms (med)", "GB/s", "% D2D");
-    for (const Row& r : rows)
-      std::printf("%-50s %-50s %10.1f %10.4f %10.1f %7.1f%%\n", r.what.c_str(), r.shape.c_str(), r.bytes / 1e6, r.ms,
-                  r.gbs, r.pct_d2d);
-    std::ofstream js(json_path);
-    js << "{\n  \"device\": \"" << dev.name << "\",\n  \"d2d_gbs\": " << d2d_gbs << ",\n  \"rows\": [\n";
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const Row& r = rows[i];
-      js << "    {\"kernel\": \"" << r.what << "\", \"shape\": \"" << r.shape << "\", \"bytes\": " << r.bytes
-         << ", \"median_ms\": " << r.ms << ", \"gbs\": " << r.gbs << ", \"pct_of_d2d\": " << r.pct_d2d
-         << ", \"note\": \"" << r.note << "\"}" << (i + 1 < rows.size() ? ",\n" : "\n");
-    }
-    js << "  ]\n}\n";
-    std::printf("\nJSON written to %s\n", json_path.c_str());
+    report(rows, dev, d2d_gbs, json_path, 50, 50);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
