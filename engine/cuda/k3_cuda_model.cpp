@@ -500,8 +500,8 @@ struct CudaK3Session::Impl {
   double* eh = nullptr;                          // the routed experts' workspace (k3::routed_experts_scratch)
   double *mlp_gu = nullptr, *mlp_act = nullptr;  // dense MLP / shared expert: [T][gate | up], [T][SiTU GLU]
   int32_t* rid = nullptr;
-  // moe_streamed: the pass's experts (the tier's views in group order) and each slot's group.
-  MxExpert* grouped_dev = nullptr;
+  // moe_streamed: the pass's experts (the tier's views in id order) and each slot's index among them.
+  MxExpert* table_dev = nullptr;
   int32_t* slot_dev = nullptr;
   // expert_prefetch: the next MoE layer's router on this layer's input, its top-k, on the host.
   double *rl_next = nullptr, *rw_next = nullptr;
@@ -511,10 +511,9 @@ struct CudaK3Session::Impl {
   float* logits = nullptr;  // logits64 rounded
   std::vector<KdaDev> kda;
   std::vector<double*> cache;
-  PinnedBuffer host_ids, host_rid, host_rw, host_n_past, host_rid_next, host_grouped, host_slot;
+  PinnedBuffer host_ids, host_rid, host_rw, host_n_past, host_rid_next, host_table, host_slot;
   PinnedBuffer trace_rid, trace_rw;  // routed passes: every MoE layer's routing, read after the pass
   std::vector<MxExpert> experts;     // moe_streamed: the tier's views of one pass's experts, by id
-  std::vector<MxExpert> grouped;     // the same, in the expert kernel's group order
   size_t S_vals = 0, conv_vals = 0;
   OwnedEvent routed;                                  // the routing of the current MoE layer has reached the host
   std::vector<std::unique_ptr<OwnedEvent>> layer_ev;  // [layers + 1] when timing
@@ -589,9 +588,9 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model) {
     d_->z = f(T * c.latent);
     d_->y = f(T * c.latent);
     d_->sh = f(T * H);
-    d_->eh = f(k3::routed_experts_scratch(int(T), std::max(1, c.top_k), c.latent, c.moe_intermediate));
+    d_->eh = f(k3::routed_experts_scratch(int(T), std::max(1, c.top_k), c.moe_intermediate));
     d_->slot_dev = reinterpret_cast<int32_t*>(f(T * std::max(1, c.top_k)));
-    d_->grouped_dev = reinterpret_cast<MxExpert*>(
+    d_->table_dev = reinterpret_cast<MxExpert*>(
         f(T * std::max(1, c.top_k) * int64_t((sizeof(MxExpert) + sizeof(double) - 1) / sizeof(double))));
     d_->mlp_gu = f(T * 2 * inter);
     d_->mlp_act = f(T * inter);
@@ -633,7 +632,7 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model) {
   d_->host_rid = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 4);
   d_->host_rw = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 8);
   d_->host_slot = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 4);
-  d_->host_grouped = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * sizeof(MxExpert));
+  d_->host_table = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * sizeof(MxExpert));
   if (m_.options().expert_prefetch) d_->host_rid_next = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 4);
   d_->host_n_past = PinnedBuffer(sizeof(int64_t));
   const size_t trace_n = size_t(std::max(1, c.moe_layers())) * T * std::max(1, c.top_k);
@@ -1422,28 +1421,17 @@ void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
   };
   const std::vector<int> uni = distinct(chosen);
   m_.experts().gather(layer, uni, d_->experts, so);
-  // The kernel's groups in the order of each expert's first slot, as plan_routed builds them (a
-  // row's experts side by side: a block's successive tasks tend to share the row's staged
-  // activations); the tier is asked in id order. The order never changes a result.
-  std::vector<int> group_of(uni.size(), -1);
-  d_->grouped.clear();
+  // The pass's table is the tier's views in id order; each slot holds its expert's index in it. Both
+  // travel through pinned buffers the next layer rewrites only after its own routing read-back,
+  // which follows these copies on the stream.
+  MxExpert* table = d_->host_table.as<MxExpert>();
+  std::copy(d_->experts.begin(), d_->experts.end(), table);
   int32_t* slot = d_->host_slot.as<int32_t>();
-  for (size_t i = 0; i < n; ++i) {
-    const size_t u = size_t(std::lower_bound(uni.begin(), uni.end(), chosen[i]) - uni.begin());
-    if (group_of[u] < 0) {
-      group_of[u] = int(d_->grouped.size());
-      d_->grouped.push_back(d_->experts[u]);
-    }
-    slot[i] = group_of[u];
-  }
-  // The tables travel through pinned buffers the next layer rewrites only after its own routing
-  // read-back, which follows these copies on the stream.
-  std::memcpy(d_->host_grouped.as(), d_->grouped.data(), d_->grouped.size() * sizeof(MxExpert));
-  check_cuda(cudaMemcpyAsync(d_->grouped_dev, d_->host_grouped.as(), d_->grouped.size() * sizeof(MxExpert),
-                             cudaMemcpyHostToDevice, s),
+  for (size_t i = 0; i < n; ++i) slot[i] = int32_t(std::lower_bound(uni.begin(), uni.end(), chosen[i]) - uni.begin());
+  check_cuda(cudaMemcpyAsync(d_->table_dev, table, uni.size() * sizeof(MxExpert), cudaMemcpyHostToDevice, s),
              "cudaMemcpyAsync");
   check_cuda(cudaMemcpyAsync(d_->slot_dev, slot, n * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
-  k3::routed_experts(d_->grouped_dev, d_->slot_dev, d_->rw, T, k, Z, c.moe_intermediate, d_->z, d_->eh, d_->y, so);
+  k3::routed_experts(d_->table_dev, d_->slot_dev, d_->rw, T, k, Z, c.moe_intermediate, d_->z, d_->eh, d_->y, so);
   if (next >= 0) {
     // Once this layer's experts are queued (the host may wait here for the RAM tier to read a
     // guess from disk; the GPU should not wait with it): into slots this layer does not use, after

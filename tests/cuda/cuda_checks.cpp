@@ -82,8 +82,8 @@ Result invariance_result(const std::string& name, int mismatched_rows, int rows_
 }  // namespace
 
 namespace {
-template <class R>
-Errors errors_of(const float* gpu, const R* ref, size_t n) {
+template <class G, class R>
+Errors errors_of(const G* gpu, const R* ref, size_t n) {
   Errors e;
   double big = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -112,6 +112,7 @@ std::string cell(double v) {
 
 Errors errors(const float* gpu, const double* ref, size_t n) { return errors_of(gpu, ref, n); }
 Errors errors(const float* gpu, const float* ref, size_t n) { return errors_of(gpu, ref, n); }
+Errors errors(const double* gpu, const double* ref, size_t n) { return errors_of(gpu, ref, n); }
 
 int print_table(const std::vector<Result>& results) {
   int failed = 0;

@@ -40,6 +40,7 @@ struct Errors {
 };
 Errors errors(const float* gpu, const double* ref, size_t n);
 Errors errors(const float* gpu, const float* ref, size_t n);
+Errors errors(const double* gpu, const double* ref, size_t n);  // the K3 forward's fp64 ops
 
 // Prints the results as one table, a row per check: op, shape, max abs, max rel, PASS/FAIL, what was
 // checked and its detail (llama.cpp's test-backend-ops is the model). Returns the number that failed.

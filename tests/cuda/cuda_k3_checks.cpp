@@ -30,7 +30,8 @@ std::string read_all(const std::string& path) {
   return ss.str();
 }
 
-double rel(const float* a, const float* ref, size_t n) {
+template <class T>  // float (logits, layer streams) or double (the fp64 ops)
+double rel(const T* a, const T* ref, size_t n) {
   double num = 0, den = 0;
   for (size_t i = 0; i < n; ++i) {
     num += (double(a[i]) - ref[i]) * (double(a[i]) - ref[i]);
@@ -335,15 +336,6 @@ std::vector<Result> k3_kernels(uint64_t seed) {
     b.download(v.data(), n * 8);
     return v;
   };
-  // Both sides compute in fp64 (the GPU's sums in another order): what is left is fp64 rounding.
-  auto rel64 = [](const std::vector<double>& a, const std::vector<double>& ref) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < ref.size(); ++i) {
-      num += (a[i] - ref[i]) * (a[i] - ref[i]);
-      den += ref[i] * ref[i];
-    }
-    return std::sqrt(num / std::max(den, 1e-300));
-  };
   {  // KDA recurrence: K3 head shape, a few heads, against the CPU forward's recurrence
     const int heads = 3, dk = 128, dv = 128, T = 5;
     std::vector<double> S(size_t(heads) * dk * dv), q(size_t(T) * heads * dk), k(q.size()), v(size_t(T) * heads * dv),
@@ -364,7 +356,7 @@ std::vector<Result> k3_kernels(uint64_t seed) {
     std::vector<double> o(v.size());
     deltafin::kda_recurrent(KdaShape{heads, dk, dv}, S.data(), T, q.data(), k.data(), v.data(), la.data(), beta.data(),
                             o.data());
-    const double ro = rel64(go, o), rs = rel64(gS, S);
+    const double ro = rel(go.data(), o.data(), o.size()), rs = rel(gS.data(), S.data(), S.size());
     out.push_back({"KDA recurrence vs CPU (fp64)", ro <= 1e-13 && rs <= 1e-13,
                    "outputs rel_l2 " + fmt(ro) + ", state " + fmt(rs) + " (<= 1e-13)"});
   }
@@ -446,7 +438,7 @@ std::vector<Result> k3_kernels(uint64_t seed) {
         ref[size_t(t) * H + j] = o;
       }
     }
-    const double r = rel64(go, ref);
+    const double r = rel(go.data(), ref.data(), ref.size());
     out.push_back({"AttnRes mix vs CPU (fp64)", r <= 1e-13, "rel_l2 " + fmt(r) + " (<= 1e-13)"});
   }
   return out;

@@ -99,25 +99,6 @@ vector<double> rows_of(const vector<double>& m, int T, int64_t width, int64_t ld
   return v;
 }
 
-// max |gpu - ref| and that over max |ref|, as cuda_checks.cpp's errors() for fp32 outputs: NaN or
-// infinity on either side makes both infinite unless both sides hold the same one.
-Errors errors64(const double* gpu, const double* ref, size_t n) {
-  Errors e;
-  double big = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double d = std::fabs(gpu[i] - ref[i]);
-    if (!std::isfinite(d) || !std::isfinite(ref[i])) {
-      const bool same = std::isnan(gpu[i]) ? std::isnan(ref[i]) : gpu[i] == ref[i];
-      if (!same) e.max_abs = INFINITY;
-      continue;
-    }
-    e.max_abs = std::max(e.max_abs, d);
-    big = std::max(big, std::fabs(ref[i]));
-  }
-  e.max_rel = std::isinf(e.max_abs) ? INFINITY : big > 0 ? e.max_abs / big : e.max_abs;
-  return e;
-}
-
 // A row of the table from measured errors: passes when the normwise error max|gpu - ref| / max|ref|
 // is at most rel_limit (0: bit for bit, max |difference| 0).
 Result measured(const std::string& op, const std::string& shape, const Errors& e, double rel_limit,
@@ -141,7 +122,7 @@ Result measured(const std::string& op, const std::string& shape, const Errors& e
 // same fp64 operations (copies, sums of two or three values).
 Result row(const std::string& op, const std::string& shape, const vector<double>& gpu, const vector<double>& ref,
            double rel_limit, const std::string& what = "vs float64 CPU reference") {
-  return measured(op, shape, errors64(gpu.data(), ref.data(), ref.size()), rel_limit, what);
+  return measured(op, shape, errors(gpu.data(), ref.data(), ref.size()), rel_limit, what);
 }
 
 // r, further required to be within `limit` of the reference in every element on its own (relative):
@@ -284,7 +265,7 @@ void gemms(Io& io, vector<Result>& out) {
       for (int p = 0; p < 4; ++p) {
         const int T = passes[p];
         const auto g = rows_of(got[p], T, O, ldy);
-        const Errors e = errors64(g.data(), ref.data(), g.size());
+        const Errors e = errors(g.data(), ref.data(), g.size());
         worst.max_abs = test::worst_of(worst.max_abs, e.max_abs);
         worst.max_rel = test::worst_of(worst.max_rel, e.max_rel);
         per_t << (p == 0 ? " 16 rows alone " : p == 1 ? ", T=2 " : p == 2 ? ", T=5 " : ", T=16 ") << e.max_rel;
@@ -792,7 +773,7 @@ void experts(Io& io, vector<Result>& out) {
   }
   const auto z = io.randn(size_t(T) * Z, 0.03);
   auto dtable = io.up(table), dslot = io.up(slot), dwt = io.up(wt), dz = io.up(z);
-  auto scratch = io.out(size_t(k3::routed_experts_scratch(T, k, Z, I)));
+  auto scratch = io.out(size_t(k3::routed_experts_scratch(T, k, I)));
   auto y = io.out(size_t(T) * Z);
   k3::routed_experts(dtable.as<MxExpert>(), dslot.as<int32_t>(), dwt.as<double>(), T, k, Z, I, dz.as<double>(),
                      scratch.as<double>(), y.as<double>(), io.s);

@@ -350,9 +350,7 @@ class TestCpuKernels : public QObject {
           for (int64_t j = 0; j < n; ++j) {
             uint16_t h;
             std::memcpy(&h, &wb[size_t(2 * j)], 2);
-            const uint32_t bits = uint32_t(h) << 16;
-            float f;
-            std::memcpy(&f, &bits, 4);
+            const float f = bf16_to_f32(h);
             volatile double p = a * double(f);
             ybw[j] = ybw[j] + p;
           }
@@ -414,9 +412,7 @@ class TestCpuKernels : public QObject {
           for (int64_t j = 0; j < n; ++j) {
             uint16_t h;
             std::memcpy(&h, &wb[size_t(2 * j)], 2);
-            const uint32_t bits = uint32_t(h) << 16;
-            float f;
-            std::memcpy(&f, &bits, 4);
+            const float f = bf16_to_f32(h);
             volatile double p = double(af) * double(f);
             ybw[j] = ybw[j] + p;
           }

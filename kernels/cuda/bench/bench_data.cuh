@@ -74,6 +74,32 @@ struct Timer {
   }
 };
 
+// `bytes` of random BF16 weights (finite, moderate exponents) at p.
+inline void random_bf16(void* p, size_t bytes, uint64_t seed) {
+  randomize(p, bytes, seed);
+  fix_bf16<<<1024, 256>>>(static_cast<uint16_t*>(p), bytes / 2);
+  DELTAFIN_CUDA_LAUNCHED("fix_bf16");
+}
+
+// n random MXFP4 experts of K3's layout in `w` (allocated here): per expert w1 (gate), w2 (down),
+// w3 (up), each packed codes then scales, the shard's order; scales near 2^-5..2^1.
+inline std::vector<MxExpert> random_experts(DeviceBuffer& w, int n, int latent, int inter) {
+  const size_t packed = size_t(inter) * latent / 2, scales = size_t(inter) * latent / 32;
+  const size_t per = 3 * (packed + scales);
+  w = DeviceBuffer(per * n);
+  randomize(w.data(), per * n, 2);
+  std::vector<MxExpert> all(n);
+  for (int e = 0; e < n; ++e) {
+    char* base = w.as<char>() + per * e;
+    const size_t offs[6] = {
+        0, packed, packed + scales, 2 * packed + scales, 2 * packed + 2 * scales, 3 * packed + 2 * scales};
+    for (int k : {1, 3, 5}) fix_scales<<<64, 256>>>(reinterpret_cast<uint8_t*>(base + offs[k]), scales);
+    all[e] = MxExpert{base + offs[0], base + offs[1], base + offs[4], base + offs[5], base + offs[2], base + offs[3]};
+  }
+  DELTAFIN_CUDA_LAUNCHED("fix_scales");
+  return all;
+}
+
 // One measured row: bytes moved, the median time, the rate and its share of the device-to-device
 // copy rate measured in the same run.
 struct Row {
@@ -81,6 +107,19 @@ struct Row {
   double bytes = 0, ms = 0, gbs = 0, pct_d2d = 0;
   std::string note;
 };
+
+// The yardstick every row is reported against: a 2 GiB device-to-device copy, bytes = read + write.
+// Adds its row and returns the rate in GB/s.
+inline double measure_d2d(Timer& timer, std::vector<Row>& rows) {
+  const size_t n = size_t(2) << 30;
+  DeviceBuffer a(n), b(n);
+  randomize(a.data(), n, 1);
+  const float ms = timer.per_call_ms(
+      10, 5, [&](int) { DELTAFIN_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), n, cudaMemcpyDeviceToDevice)); });
+  const double gbs = 2.0 * n / (ms * 1e-3) / 1e9;
+  rows.push_back({"cudaMemcpy D2D", "2 GiB", 2.0 * n, ms, gbs, 100.0, "bytes = read + write"});
+  return gbs;
+}
 
 // The rows as a table on stdout (columns what_w and shape_w wide) and as JSON at json_path.
 inline void report(const std::vector<Row>& rows, const DeviceInfo& dev, double d2d_gbs, const std::string& json_path,
@@ -96,8 +135,8 @@ inline void report(const std::vector<Row>& rows, const DeviceInfo& dev, double d
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     js << "    {\"kernel\": \"" << r.what << "\", \"shape\": \"" << r.shape << "\", \"bytes\": " << r.bytes
-       << ", \"median_ms\": " << r.ms << ", \"gbs\": " << r.gbs << ", \"pct_of_d2d\": " << r.pct_d2d
-       << ", \"note\": \"" << r.note << "\"}" << (i + 1 < rows.size() ? ",\n" : "\n");
+       << ", \"median_ms\": " << r.ms << ", \"gbs\": " << r.gbs << ", \"pct_of_d2d\": " << r.pct_d2d << ", \"note\": \""
+       << r.note << "\"}" << (i + 1 < rows.size() ? ",\n" : "\n");
   }
   js << "  ]\n}\n";
   std::printf("\nJSON written to %s\n", json_path.c_str());

@@ -184,16 +184,7 @@ int main(int argc, char** argv) {
 
     // 1. Device-to-device copy: 2 GiB, bytes counted = read + write (2 x size). Always measured:
     // every other row is reported against it.
-    double d2d_gbs = 0;
-    {
-      const size_t n = size_t(2) << 30;
-      DeviceBuffer a(n), b(n);
-      randomize(a.data(), n, 1);
-      const float ms = timer.per_call_ms(
-          10, 5, [&](int) { DELTAFIN_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), n, cudaMemcpyDeviceToDevice)); });
-      d2d_gbs = 2.0 * n / (ms * 1e-3) / 1e9;
-      rows.push_back({"cudaMemcpy D2D", "2 GiB", 2.0 * n, ms, d2d_gbs, 100.0, "bytes = read + write"});
-    }
+    const double d2d_gbs = measure_d2d(timer, rows);
     if (patterns) stream_patterns(dev.sm_count, d2d_gbs);
 
     // 2. MXFP4 routed experts at K3's shapes: 896 experts of 17,547,264 bytes, checkpoint layout.
@@ -202,19 +193,8 @@ int main(int argc, char** argv) {
       const std::string k_note = K == 16 ? "" : ", top-" + std::to_string(K);  // the shapes' note of a non-K3 top-K
       const size_t packed = size_t(inter) * latent / 2, scales = size_t(inter) * latent / 32;
       const size_t per = 3 * (packed + scales);
-      DeviceBuffer w(per * E);
-      randomize(w.data(), per * E, 2);
-      std::vector<MxExpert> all(E);
-      for (int e = 0; e < E; ++e) {
-        char* base = w.as<char>() + per * e;
-        // w1 (gate), w2 (down), w3 (up), each packed then scale: the shard's order.
-        const size_t offs[6] = {
-            0, packed, packed + scales, 2 * packed + scales, 2 * packed + 2 * scales, 3 * packed + 2 * scales};
-        for (int k : {1, 3, 5}) fix_scales<<<64, 256>>>(reinterpret_cast<uint8_t*>(base + offs[k]), scales);
-        all[e] =
-            MxExpert{base + offs[0], base + offs[1], base + offs[4], base + offs[5], base + offs[2], base + offs[3]};
-      }
-      DELTAFIN_CUDA_LAUNCHED("fix_scales");
+      DeviceBuffer w;
+      const std::vector<MxExpert> all = random_experts(w, E, latent, inter);
       std::vector<float> z(8 * latent);
       std::normal_distribution<float> nd(0.f, 1.f);
       for (float& v : z) v = nd(rng);
@@ -330,9 +310,7 @@ int main(int argc, char** argv) {
       const int copies = gs.copies;
       const size_t wbytes = size_t(out) * in * 2;
       DeviceBuffer w(wbytes * copies);
-      randomize(w.data(), wbytes * copies, 3);
-      fix_bf16<<<1024, 256>>>(w.as<uint16_t>(), wbytes * copies / 2);
-      DELTAFIN_CUDA_LAUNCHED("fix_bf16");
+      random_bf16(w.data(), wbytes * copies, 3);
       DeviceBuffer x(8 * in * 4), y(8 * size_t(out) * 4);
       std::vector<float> xs(8 * in);
       std::normal_distribution<float> nd(0.f, 1.f);

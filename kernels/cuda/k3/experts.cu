@@ -131,10 +131,7 @@ void opt_in_smem(const void* kernel, size_t bytes, size_t& opted) {
 
 }  // namespace
 
-int64_t routed_experts_scratch(int T, int k, int latent, int inter) {
-  (void)latent;
-  return int64_t(T) * k * inter;
-}
+int64_t routed_experts_scratch(int T, int k, int inter) { return int64_t(T) * k * inter; }
 
 void routed_experts(const MxExpert* table, const int32_t* slot, const double* w, int T, int k, int latent, int inter,
                     const double* z, double* scratch, double* y, Stream s) {

@@ -103,8 +103,9 @@ void router_select(const double* logits, const float* bias, int T, int E, int k,
 // every expert's MXFP4 rows (row layout: packed codes [rows][cols/2], E8M0 scales [rows][cols/32]) decoded
 // exactly and multiplied by the fp64 activations. Each (row, slot) is computed alone, in an order fixed by
 // the shapes: batch invariant. table and slot live in device memory (a graph-capturable pass passes the
-// resident table and the router's ids). Workspace: routed_experts_scratch(T, k, latent, inter) doubles.
-int64_t routed_experts_scratch(int T, int k, int latent, int inter);
+// resident table and the router's ids). Workspace: routed_experts_scratch(T, k, inter) doubles (each (row, slot)'s SiTU
+// output).
+int64_t routed_experts_scratch(int T, int k, int inter);
 void routed_experts(const MxExpert* table, const int32_t* slot, const double* w, int T, int k, int latent, int inter,
                     const double* z, double* scratch, double* y, Stream s);
 

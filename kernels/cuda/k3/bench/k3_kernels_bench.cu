@@ -55,25 +55,14 @@ int main(int argc, char** argv) {
     Timer timer;
     std::vector<Row> rows;
     std::mt19937_64 rng(12345);
-    double d2d_gbs = 0;
-    {  // the yardstick: a 2 GiB device-to-device copy, bytes = read + write
-      const size_t n = size_t(2) << 30;
-      DeviceBuffer a(n), b(n);
-      randomize(a.data(), n, 1);
-      const float ms = timer.per_call_ms(
-          10, 5, [&](int) { DELTAFIN_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), n, cudaMemcpyDeviceToDevice)); });
-      d2d_gbs = 2.0 * n / (ms * 1e-3) / 1e9;
-      rows.push_back({"cudaMemcpy D2D", "2 GiB", 2.0 * n, ms, d2d_gbs, 100.0, "bytes = read + write"});
-    }
+    const double d2d_gbs = measure_d2d(timer, rows);
     for (const GemmShape gs :
          {GemmShape{7168, 12}, GemmShape{163840, 1}, GemmShape{896, 12}, GemmShape{1536, 8}, GemmShape{3584, 4}}) {
       const int64_t out = gs.out, in = 7168;
       const int copies = gs.copies;
       const size_t wbytes = size_t(out) * in * 2;
       DeviceBuffer w(wbytes * copies);
-      randomize(w.data(), wbytes * copies, 3);
-      fix_bf16<<<1024, 256>>>(w.as<uint16_t>(), wbytes * copies / 2);
-      DELTAFIN_CUDA_LAUNCHED("fix_bf16");
+      random_bf16(w.data(), wbytes * copies, 3);
       std::vector<double> xs(16 * in);
       std::normal_distribution<double> nd(0.0, 1.0);
       for (double& v : xs) v = nd(rng);
@@ -92,26 +81,15 @@ int main(int argc, char** argv) {
       }
     }
     const int latent = 3584, inter = 3072, K = top_k, E = 896;
-    const size_t packed = size_t(inter) * latent / 2, scales = size_t(inter) * latent / 32;
-    const size_t per = 3 * (packed + scales);
-    DeviceBuffer w(per * E);
-    randomize(w.data(), per * E, 2);
-    std::vector<MxExpert> all(E);
-    for (int e = 0; e < E; ++e) {
-      char* base = w.as<char>() + per * e;
-      const size_t offs[6] = {
-          0, packed, packed + scales, 2 * packed + scales, 2 * packed + 2 * scales, 3 * packed + 2 * scales};
-      for (int k : {1, 3, 5}) fix_scales<<<64, 256>>>(reinterpret_cast<uint8_t*>(base + offs[k]), scales);
-      all[e] = MxExpert{base + offs[0], base + offs[1], base + offs[4], base + offs[5], base + offs[2], base + offs[3]};
-    }
-    DELTAFIN_CUDA_LAUNCHED("fix_scales");
+    const size_t per = 3 * (size_t(inter) * latent / 2 + size_t(inter) * latent / 32);  // one expert's bytes
+    DeviceBuffer w;
+    const std::vector<MxExpert> all = random_experts(w, E, latent, inter);
     DeviceBuffer table(all.size() * sizeof(MxExpert));
     table.upload(all.data(), table.size());
     std::vector<double> z(16 * latent);
     std::normal_distribution<double> nd(0.0, 1.0);
     for (double& v : z) v = nd(rng);
-    DeviceBuffer dz(z.size() * 8), dy(z.size() * 8),
-        scratch(size_t(k3::routed_experts_scratch(16, K, latent, inter)) * 8);
+    DeviceBuffer dz(z.size() * 8), dy(z.size() * 8), scratch(size_t(k3::routed_experts_scratch(16, K, inter)) * 8);
     dz.upload(z.data(), z.size() * 8);
     std::mt19937_64 rng_rt(4242);
     for (const int T : {1, 2, 4, 8, 16}) {
