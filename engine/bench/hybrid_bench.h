@@ -18,7 +18,7 @@ struct HybridBenchOptions {
   std::string real_meta_root;  // the real K3's config (tests/fixtures/k3-real-meta)
   std::vector<HybridMachine> machines;
   int prompt_len = 32, new_tokens = 8, reps = 2;  // timed runs per arm: the first cold, the median of the rest reported
-  double gpu_tflops = 0;                          // the planner's GPU matmul rate (not probed); 0: the assumed figure
+  double gpu_tflops = 0;                          // the planner's GPU matmul rate; 0: measured (k3::gemm)
   bool references = true;                         // also run the whole slice on the GPU and on the CPU
 };
 
@@ -32,7 +32,7 @@ struct MultiGpuBenchOptions {
   double spine_share =
       0;  // each GPU's budget holds this share of the slice's spine (0: 1.25 / GPUs, so none holds it all)
   int prompt_len = 16, new_tokens = 8, reps = 2;
-  double gpu_tflops = 0;  // the planner's GPU matmul rate (not probed); 0: the assumed figure
+  double gpu_tflops = 0;  // the planner's GPU matmul rate; 0: measured (k3::gemm)
 };
 
 // The slice planned over several GPUs whose budgets each hold less than its spine: the plan's

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "cuda/cuda_support.h"
+#include "cuda/k3/k3_ops.h"
 #include "placement/machine_budget.h"
 
 namespace deltafin::cuda {
@@ -50,7 +51,7 @@ uint64_t device_free_bytes(int device) {
   return free_b;
 }
 
-void probe_gpu_rates(int device, double& h2d_gbps, double& hbm_gbps) {
+void probe_gpu_rates(int device, double& h2d_gbps, double& hbm_gbps, double& gemm_tflops) {
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   const size_t n = 512ull << 20;
   void* host = nullptr;
@@ -80,6 +81,24 @@ void probe_gpu_rates(int device, double& h2d_gbps, double& hbm_gbps) {
         best_ms([&] { check_cuda(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice, s.get()), "cudaMemcpyAsync"); });
     h2d_gbps = n / (h2d * 1e-3) / 1e9;
     hbm_gbps = 2.0 * n / (d2d * 1e-3) / 1e9;
+    // The forward's GEMV at a prefill pass's 16 rows. The weights are finite BF16 bits of varied
+    // sign and magnitude (their values do not change the fp64 units' time), staged in the pinned
+    // buffer; the activations are the buffer's first bytes read as doubles, made finite.
+    constexpr int64_t kDim = 7168;
+    constexpr int kRows = 16, kLaunches = 8;
+    uint16_t* bits = static_cast<uint16_t*>(host);
+    for (int64_t i = 0; i < kDim * kDim; ++i)
+      bits[i] = uint16_t(0x3c00u + ((uint32_t(i) * 2654435761u) >> 20 & 0x7ffu) + (i & 1 ? 0x8000u : 0u));
+    check_cuda(cudaMemcpyAsync(a, host, size_t(kDim * kDim) * 2, cudaMemcpyHostToDevice, s.get()), "cudaMemcpyAsync");
+    double* x = static_cast<double*>(b);
+    double* y = x + kRows * kDim;
+    check_cuda(cudaMemsetAsync(x, 0x3f, size_t(kRows * kDim) * 8, s.get()), "cudaMemsetAsync");
+    const k3::DevMat w{a, true, kDim, kDim};
+    k3::gemm(w, x, kDim, kRows, y, kDim, s.get());  // warm-up: the launch's first-use costs
+    const float gemm = best_ms([&] {
+      for (int i = 0; i < kLaunches; ++i) k3::gemm(w, x, kDim, kRows, y, kDim, s.get());
+    });
+    gemm_tflops = 2.0 * double(kDim) * kDim * kRows * kLaunches / (gemm * 1e-3) / 1e12;
   } catch (...) {
     cudaFree(a);
     cudaFree(b);

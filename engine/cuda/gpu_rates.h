@@ -1,6 +1,7 @@
 #pragma once
 // What the placement planner needs to know about this machine's CUDA GPUs: free and total memory,
-// and the rates of pinned host-to-device copies and device memory. Host code over the CUDA runtime.
+// and the rates of pinned host-to-device copies, device memory and the forward's matmul. Host code
+// over the CUDA runtime.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,7 +26,10 @@ std::vector<GpuMemory> gpu_memory();
 uint64_t device_free_bytes(int device);
 
 // Pinned host-to-device copy rate and device-memory rate (a device-to-device copy reads and writes
-// each byte: twice its bytes over its time) of `device`, in GB/s (1e9 bytes per second).
-void probe_gpu_rates(int device, double& h2d_gbps, double& hbm_gbps);
+// each byte: twice its bytes over its time) of `device`, in GB/s (1e9 bytes per second), and the
+// rate of the K3 forward's own matmul at many rows (k3::gemm, fp64 over BF16 weights, a 16-row pass
+// over a 7168 x 7168 matrix) in 1e12 flop/s: fp64 runs at 1/2 of fp32 on data-centre GPUs and at
+// 1/64 on most desktop ones, so the planner's GPU compute is measured, not assumed.
+void probe_gpu_rates(int device, double& h2d_gbps, double& hbm_gbps, double& gemm_tflops);
 
 }  // namespace deltafin::cuda

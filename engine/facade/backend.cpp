@@ -84,10 +84,10 @@ std::vector<GpuFree> cuda_gpus() {
   return out;
 }
 
-bool probe_cuda_rates(double& h2d_gbps, double& hbm_gbps) {
+bool probe_cuda_rates(double& h2d_gbps, double& hbm_gbps, double& gemm_tflops) {
   const std::vector<int> devices = cuda::logical_devices();
   if (devices.empty()) return false;
-  cuda::probe_gpu_rates(devices[0], h2d_gbps, hbm_gbps);
+  cuda::probe_gpu_rates(devices[0], h2d_gbps, hbm_gbps, gemm_tflops);
   return true;
 }
 #else
@@ -112,7 +112,7 @@ std::vector<float> cuda_all_logits(const K3Model&, const std::vector<int32_t>&) 
 }
 
 std::vector<GpuFree> cuda_gpus() { return {}; }
-bool probe_cuda_rates(double&, double&) { return false; }
+bool probe_cuda_rates(double&, double&, double&) { return false; }
 #endif
 
 }  // namespace deltafin

@@ -49,15 +49,13 @@ placement::Plan make_placement_plan(const PlacementOptions& options, const std::
       probe_cpu(r);
       if (note.empty()) probe_disk(r, root);
       if (!budget.gpus.empty()) {
-        probe_cuda_rates(r.h2d_gbps, r.hbm_gbps);
-        r.gpu_tflops = assumed_desktop().gpu_tflops;  // not probed: an assumption until --gpu-tflops
+        probe_cuda_rates(r.h2d_gbps, r.hbm_gbps, r.gpu_tflops);
       }
       r.source = "measured";
       if (note.empty()) save_cached_bandwidths(root, r);
     }
     if (o.probe && !budget.gpus.empty() && r.h2d_gbps == 0) {
-      probe_cuda_rates(r.h2d_gbps, r.hbm_gbps);
-      r.gpu_tflops = assumed_desktop().gpu_tflops;
+      probe_cuda_rates(r.h2d_gbps, r.hbm_gbps, r.gpu_tflops);
     }
   }
   o.rates.apply(r);

@@ -93,7 +93,7 @@ Bandwidths assumed_desktop() {
   b.cpu_threads = 16;
   b.h2d_gbps = 25;
   b.hbm_gbps = 900;
-  b.gpu_tflops = 60;
+  b.gpu_tflops = 1.5;  // fp64 (the forward's arithmetic) on a desktop GPU: 1/64 of its fp32 rate
   b.source = "assumed desktop";
   return b;
 }

@@ -47,8 +47,8 @@ if [ ! -f "$SLICE/config.json" ]; then
   "$BIN" synth slice-2l "$SLICE" layers=12 experts=16 mla_layers=4+8+12 shards=4
 fi
 # 16 prompt ids (one prefill pass of 16 rows), 8 new tokens, 2 runs (the first cold, the second
-# reported); the GPU's matmul rate for the planner: GPU_TFLOPS.
-"$BIN" multigpu "$SLICE" "${PROMPT:-16}" "${NEW:-8}" "${REPS:-2}" "${GPU_TFLOPS:-60}" "$GPUS" \
+# reported); GPU_TFLOPS gives the planner's GPU matmul rate (default: measured).
+"$BIN" multigpu "$SLICE" "${PROMPT:-16}" "${NEW:-8}" "${REPS:-2}" "${GPU_TFLOPS:-0}" "$GPUS" \
   > "$OUT/multigpu-table.md" 2>&1 || status=1
 cat "$OUT/multigpu-table.md"
 exit $status

@@ -54,6 +54,6 @@ struct GpuFree {
   }
 };
 std::vector<GpuFree> cuda_gpus();
-bool probe_cuda_rates(double& h2d_gbps, double& hbm_gbps);
+bool probe_cuda_rates(double& h2d_gbps, double& hbm_gbps, double& gemm_tflops);
 
 }  // namespace deltafin
