@@ -15,7 +15,9 @@ while [ "$r" -le "$rounds" ]; do
     out=$("$bin" run --model-root "$model" --device "${DEVICE:-cpu}" --prompt "the quick brown fox" --max-new "$n" --stats --draft off 2>&1)
     text=$(printf '%s\n' "$out" | sed '/^--- stats ---/,$d' | grep -v '^note:' | md5sum | cut -c1-8)
     prefill=$(printf '%s\n' "$out" | sed -n 's/.*(prefill \([0-9.]*\) s.*/\1/p')
-    decode=$(printf '%s\n' "$out" | sed -n 's/.*measured \([0-9.]*\) s\/token.*/\1/p')
+    # decode s/token from "generated tokens N (decode S s": S / (N - 1), the first token being prefill's
+    decode=$(printf '%s\n' "$out" | sed -n 's/^generated tokens *\([0-9]*\) (decode \([0-9.]*\) s.*/\1 \2/p' |
+      awk '$1 > 1 { printf "%.4f", $2 / ($1 - 1) }')
     echo "$which round $r: prefill $prefill s, decode $decode s/token, text $text"
   done
   r=$((r + 1))

@@ -7,125 +7,166 @@
 namespace deltafin::cuda::k3 {
 namespace {
 
-// Y = W . X: a warp computes kRows output rows for TT activation rows; lane l owns elements
-// l*8 .. l*8+7 of every 256-wide tile of the width. Per tile the block stages the TT rows' x values
-// in shared memory, transposed so that element e of every lane is one conflict-free row, and each
-// staged value feeds kRows rows' sums from a register. Each output (o, t) is one fma chain over the
-// tiles in order and a lane's 8 elements in order, then the warp's butterfly: the order depends on
-// the width only, never on T, TT or kRows (batch invariant), and a row alone gets the same bits.
-constexpr int kGemmWarps = 8;
-constexpr int kTile = 256;  // elements of the width per tile: 32 lanes x 8
+// Y = W . X on the fp64 tensor cores (mma m8n8k4: D[8 rows][8 columns] += A[8][4] . B[4][8]). The
+// weight rows are A's rows, the activation rows B's columns. The width is cut into chunks of 32;
+// the block's kSplit warps take chunks w, w + kSplit, ... (together a contiguous 512-byte span of
+// each BF16 row per step) and a warp's lane (row r = lane / 4, group q = lane % 4) loads the 8
+// elements q*8 .. q*8+7 of its row's chunk, which feed step s = 0..7 of the chunk: A[r][q] = W[r][q*8
+// + s], B[q][n] = X[n][q*8 + s]. Each output (o, t) is therefore: per warp, one MMA accumulation over
+// its chunks and steps in order; then the warps' partial sums added in warp order. That order depends
+// on the width only, never on T, on which column a row lands in or on how many row tiles a warp takes
+// (batch invariant), and no shuffle or atomic is involved.
+//
+// BF16 weights become doubles by two shifts and a mask each: the 15 exponent and mantissa bits at
+// bits 13..27 of the high word are the weight times 2^-896 exactly (zero and BF16's subnormals
+// included). The activations are taken times 2^769 and the sums times 2^127 at the end, so every
+// product and partial sum is the unscaled one times 2^-127, an exact power of two: the same
+// roundings as the unscaled fp64 arithmetic while |x| < 2^255 and the sums stay above 2^-895.
+constexpr int kSplit = 8;   // warps per block, each a slice of the width's chunks
+constexpr int kChunk = 32;  // width elements per warp step: 4 lane groups x 8
+
+__device__ __forceinline__ void dmma(double& d0, double& d1, double a, double b) {
+  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+      : "+d"(d0), "+d"(d1)
+      : "d"(a), "d"(b));
+}
 
 template <typename W>
-struct Row8;
+struct Chunk8;
 template <>
-struct Row8<uint16_t> {  // BF16
-  static __device__ __forceinline__ void load(const uint16_t* row, int64_t k, int64_t in, bool vec, double (&v)[8]) {
-    if (vec && k + 8 <= in) {
-      const uint4 q = __ldg(reinterpret_cast<const uint4*>(row + k));
-      const uint32_t w[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        v[2 * i] = bf16_lo(w[i]);
-        v[2 * i + 1] = bf16_hi(w[i]);
-      }
+struct Chunk8<uint16_t> {  // 8 BF16 weights
+  static constexpr double kXScale = 0x1p769, kYScale = 0x1p127;
+  uint4 q;
+  __device__ __forceinline__ void load(const uint16_t* row, int64_t k, int64_t in, bool vec, bool live) {
+    if (live && vec && k + 8 <= in) {
+      q = __ldg(reinterpret_cast<const uint4*>(row + k));
       return;
     }
+    uint32_t h[8];
 #pragma unroll
-    for (int e = 0; e < 8; ++e) v[e] = k + e < in ? __uint_as_float(uint32_t(row[k + e]) << 16) : 0.0;
+    for (int e = 0; e < 8; ++e) h[e] = live && k + e < in ? row[k + e] : 0u;
+    q = make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
+  }
+  // Weight s (0..7; a constant once unrolled) times 2^-896.
+  __device__ __forceinline__ double at(int s) const {
+    const uint32_t u = s < 2 ? q.x : s < 4 ? q.y : s < 6 ? q.z : q.w;
+    const uint32_t hi = s % 2 == 0 ? ((u << 13) & 0x0fffe000u) | ((u << 16) & 0x80000000u)
+                                   : ((u >> 3) & 0x0fffe000u) | (u & 0x80000000u);
+    return __hiloint2double(static_cast<int>(hi), 0);
   }
 };
 template <>
-struct Row8<float> {
-  static __device__ __forceinline__ void load(const float* row, int64_t k, int64_t in, bool vec, double (&v)[8]) {
-    if (vec && k + 8 <= in) {
-      const float4 a = __ldg(reinterpret_cast<const float4*>(row + k)),
-                   b = __ldg(reinterpret_cast<const float4*>(row + k) + 1);
-      v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+struct Chunk8<float> {  // 8 fp32 weights, widened as they are
+  static constexpr double kXScale = 1.0, kYScale = 1.0;
+  float4 a, b;
+  __device__ __forceinline__ void load(const float* row, int64_t k, int64_t in, bool vec, bool live) {
+    if (live && vec && k + 8 <= in) {
+      a = __ldg(reinterpret_cast<const float4*>(row + k));
+      b = __ldg(reinterpret_cast<const float4*>(row + k) + 1);
       return;
     }
+    float v[8];
 #pragma unroll
-    for (int e = 0; e < 8; ++e) v[e] = k + e < in ? row[k + e] : 0.0;
+    for (int e = 0; e < 8; ++e) v[e] = live && k + e < in ? row[k + e] : 0.0f;
+    a = make_float4(v[0], v[1], v[2], v[3]);
+    b = make_float4(v[4], v[5], v[6], v[7]);
+  }
+  __device__ __forceinline__ double at(int s) const {
+    const float4& h = s < 4 ? a : b;
+    const int i = s % 4;
+    return static_cast<double>(i == 0 ? h.x : i == 1 ? h.y : i == 2 ? h.z : h.w);
   }
 };
 
-template <typename W, int kRows, int TT>
-__global__ void __launch_bounds__(kGemmWarps * 32)
+// A block computes MT row tiles of 8 rows for every activation row, NT column tiles of 8 at a time.
+template <typename W, int MT, int NT>
+__global__ void __launch_bounds__(kSplit * 32)
     gemm64_kernel(const W* __restrict__ w, int64_t out, int64_t in, bool vec, const double* __restrict__ x, int64_t ldx,
                   int T, double* __restrict__ y, int64_t ldy) {
   pdl_enter();
-  __shared__ double xs[TT][8][32];
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int64_t o0 = (int64_t(blockIdx.x) * kGemmWarps + warp) * kRows;
-  for (int t0 = 0; t0 < T; t0 += TT) {
-    double acc[kRows][TT];
+  using C8 = Chunk8<W>;
+  __shared__ double part[kSplit][MT][NT][2][32];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r = lane >> 2, q = lane & 3;
+  const int64_t o0 = int64_t(blockIdx.x) * 8 * MT, chunks = (in + kChunk - 1) / kChunk;
+  for (int t0 = 0; t0 < T; t0 += 8 * NT) {
+    double d[MT][NT][2];
 #pragma unroll
-    for (int r = 0; r < kRows; ++r)
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int t = 0; t < TT; ++t) acc[r][t] = 0.0;
-    for (int64_t k0 = 0; k0 < in; k0 += kTile) {
-      const int64_t k = k0 + lane * 8;
-      double wv[kRows][8];
+      for (int nt = 0; nt < NT; ++nt) d[mt][nt][0] = d[mt][nt][1] = 0.0;
+    C8 cur[MT];
 #pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-        if (o0 + r < out) Row8<W>::load(w + (o0 + r) * in, k, in, vec, wv[r]);
-        else
+    for (int mt = 0; mt < MT; ++mt)
+      cur[mt].load(w + (o0 + mt * 8 + r) * in, int64_t(warp) * kChunk + q * 8, in, vec,
+                   warp < chunks && o0 + mt * 8 + r < out);
+    for (int64_t c = warp; c < chunks; c += kSplit) {
+      // The next chunk's weights are in flight while this one is multiplied.
+      const int64_t cn = c + kSplit;
+      C8 nxt[MT];
 #pragma unroll
-          for (int e = 0; e < 8; ++e) wv[r][e] = 0.0;
+      for (int mt = 0; mt < MT; ++mt)
+        nxt[mt].load(w + (o0 + mt * 8 + r) * in, cn * kChunk + q * 8, in, vec, cn < chunks && o0 + mt * 8 + r < out);
+      const int64_t k = c * kChunk + q * 8;
+      double xb[NT][8];
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const int t = t0 + nt * 8 + r;
+        const double* xr = x + int64_t(t) * ldx + k;
+#pragma unroll
+        for (int s = 0; s < 8; ++s) xb[nt][s] = t < T && k + s < in ? __ldg(xr + s) * C8::kXScale : 0.0;
       }
-      __syncthreads();  // the last tile's values are used up
-      for (int i = threadIdx.x; i < TT * kTile; i += kGemmWarps * 32) {
-        const int t = i / kTile, kk = i % kTile;
-        xs[t][kk % 8][kk / 8] = t0 + t < T && k0 + kk < in ? x[int64_t(t0 + t) * ldx + k0 + kk] : 0.0;
-      }
-      __syncthreads();
 #pragma unroll
-      for (int e = 0; e < 8; ++e)
+      for (int s = 0; s < 8; ++s)
 #pragma unroll
-        for (int t = 0; t < TT; ++t) {
-          const double xv = xs[t][e][lane];
+        for (int mt = 0; mt < MT; ++mt) {
+          const double a = cur[mt].at(s);
 #pragma unroll
-          for (int r = 0; r < kRows; ++r) acc[r][t] = __fma_rn(wv[r][e], xv, acc[r][t]);
+          for (int nt = 0; nt < NT; ++nt) dmma(d[mt][nt][0], d[mt][nt][1], a, xb[nt][s]);
         }
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) cur[mt] = nxt[mt];
     }
 #pragma unroll
-    for (int r = 0; r < kRows; ++r)
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int t = 0; t < TT; ++t) {
-        const double v = warp_sum(acc[r][t]);
-        if (lane == 0 && o0 + r < out && t0 + t < T) y[int64_t(t0 + t) * ldy + o0 + r] = v;
+      for (int nt = 0; nt < NT; ++nt) {
+        part[warp][mt][nt][0][lane] = d[mt][nt][0];
+        part[warp][mt][nt][1][lane] = d[mt][nt][1];
       }
+    __syncthreads();
+    for (int j = threadIdx.x; j < MT * NT * 64; j += kSplit * 32) {
+      const int ln = j % 32, i = (j / 32) % 2, nt = (j / 64) % NT, mt = j / (64 * NT);
+      double v = part[0][mt][nt][i][ln];
+#pragma unroll
+      for (int p = 1; p < kSplit; ++p) v += part[p][mt][nt][i][ln];
+      const int64_t o = o0 + mt * 8 + (ln >> 2);
+      const int t = t0 + nt * 8 + 2 * (ln & 3) + i;
+      if (o < out && t < T) y[int64_t(t) * ldy + o] = v * C8::kYScale;
+    }
+    __syncthreads();  // the partial sums are read before the next columns overwrite them
   }
 }
 
-// Rows per warp (never a result's order): wide matrices reuse each staged value for several rows
-// (four at small T, two where the TT accumulators would not leave registers for four), narrow ones
-// (routers, low-rank projections) keep one row per warp so that they still spread over the SMs.
-constexpr int64_t kWideRows = 4096;
-
-template <typename W, int kRows>
+// Row tiles per block (never a result's order): wide matrices take four, so that one call's blocks
+// fit the GPU at once with the next chunk's weights in flight; narrow ones (routers, low-rank
+// projections) fewer, so that they still spread over the SMs.
+template <typename W, int MT>
 void launch_gemm(const W* w, int64_t out, int64_t in, bool vec, const double* x, int64_t ldx, int T, double* y,
                  int64_t ldy, cudaStream_t s) {
-  const unsigned grid = static_cast<unsigned>((out + kGemmWarps * kRows - 1) / (kGemmWarps * kRows));
-  const int threads = kGemmWarps * 32;
-  if (T == 1)
-    DELTAFIN_CUDA_CHECK(launch(gemm64_kernel<W, kRows, 1>, grid, threads, 0, s, w, out, in, vec, x, ldx, T, y, ldy));
-  else if (T == 2)
-    DELTAFIN_CUDA_CHECK(launch(gemm64_kernel<W, kRows, 2>, grid, threads, 0, s, w, out, in, vec, x, ldx, T, y, ldy));
-  else if (T <= 4)
-    DELTAFIN_CUDA_CHECK(launch(gemm64_kernel<W, kRows, 4>, grid, threads, 0, s, w, out, in, vec, x, ldx, T, y, ldy));
-  else if (T <= 8)
-    DELTAFIN_CUDA_CHECK(launch(gemm64_kernel<W, kRows, 8>, grid, threads, 0, s, w, out, in, vec, x, ldx, T, y, ldy));
+  const unsigned grid = static_cast<unsigned>((out + 8 * MT - 1) / (8 * MT));
+  const int threads = kSplit * 32;
+  if (T <= 8)
+    DELTAFIN_CUDA_CHECK(launch(gemm64_kernel<W, MT, 1>, grid, threads, 0, s, w, out, in, vec, x, ldx, T, y, ldy));
   else
-    DELTAFIN_CUDA_CHECK(launch(gemm64_kernel<W, kRows, 16>, grid, threads, 0, s, w, out, in, vec, x, ldx, T, y, ldy));
+    DELTAFIN_CUDA_CHECK(launch(gemm64_kernel<W, MT, 2>, grid, threads, 0, s, w, out, in, vec, x, ldx, T, y, ldy));
 }
 
 template <typename W>
 void gemm_typed(const W* w, int64_t out, int64_t in, const double* x, int64_t ldx, int T, double* y, int64_t ldy,
                 cudaStream_t s) {
   const bool vec = in % 8 == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0;
-  if (out >= kWideRows && T <= 4) launch_gemm<W, 4>(w, out, in, vec, x, ldx, T, y, ldy, s);
-  else if (out >= kWideRows) launch_gemm<W, 2>(w, out, in, vec, x, ldx, T, y, ldy, s);
+  if (out >= 4096) launch_gemm<W, 4>(w, out, in, vec, x, ldx, T, y, ldy, s);
+  else if (out >= 1024) launch_gemm<W, 2>(w, out, in, vec, x, ldx, T, y, ldy, s);
   else launch_gemm<W, 1>(w, out, in, vec, x, ldx, T, y, ldy, s);
 }
 
