@@ -30,13 +30,24 @@ fi
     echo "== $dev"
     DEVICE=$dev tests/precision/measure_deep.sh "$bin/deltafin" ${LAYERS:-24 48 93}
   done
+  # k3-tiny, the fixture: the engine's logits and numpy fp32's against the float64 reference.
+  py=python3
+  k=tests/fixtures/k3-tiny
+  p="$($py -c "import json,sys; print(json.load(open(sys.argv[1]))['bos_token_id'])" "$k/config.json"),72,101,108,108,111,44,32,119,111,114,108"
+  for dev in ${DEVICES:-cuda cpu}; do
+    printf 'k3-tiny, %s: ' "$dev"
+    "$bin/deltafin" logits --model-root "$k" --ids "$p" --reference --json --out "/tmp/k3-tiny-$dev.safetensors" --device "$dev"
+    printf 'k3-tiny, numpy fp32: '
+    $py tests/precision/numpy_forward.py "$k" --ids "$p" --dtype float32 --against "/tmp/k3-tiny-$dev.safetensors"
+  done
 } > "$OUT/precision.txt" 2>&1
 cat "$OUT/precision.txt"
 py=python3
 ids() { $py -c "import json,sys; print(json.load(open(sys.argv[1]))['bos_token_id'])" "$1/config.json"; }
 {
-  for L in ${LAYERS:-24 48 93}; do
+  for L in ${LAYERS:-24 48 93} k3-tiny; do
     d=${TMPDIR:-/tmp}/deltafin-precision/deep-$L
+    [ "$L" = k3-tiny ] && d=tests/fixtures/k3-tiny
     p="$(ids "$d"),72,101,108,108,111,44,32,119,111,114,108"
     for dev in ${DEVICES:-cuda cpu}; do
       printf '%s layers, %s: ' "$L" "$dev"
