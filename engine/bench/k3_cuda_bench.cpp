@@ -381,7 +381,7 @@ void bench_placement(const std::string& root, const std::vector<int>& rows, int 
   const bool direct_used = tier.counters().direct > 0;
   // The forward's expert kernel (k3::routed_experts, fp64), every row using all n experts.
   DeviceBuffer dz(size_t(max_rows) * Z * 8), dy(size_t(max_rows) * Z * 8), table(dev.size() * sizeof(MxExpert));
-  DeviceBuffer scratch(size_t(k3::routed_experts_scratch(max_rows, n, I)) * 8);
+  DeviceBuffer scratch(size_t(k3::routed_experts_scratch(max_rows, n, Z, I)) * 8);
   dz.upload(x64.data(), x64.size() * 8);
   table.upload(dev.data(), dev.size() * sizeof(MxExpert));
   std::vector<double> gpu_ms(rows.size());

@@ -588,7 +588,7 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model) {
     d_->z = f(T * c.latent);
     d_->y = f(T * c.latent);
     d_->sh = f(T * H);
-    d_->eh = f(k3::routed_experts_scratch(int(T), std::max(1, c.top_k), c.moe_intermediate));
+    d_->eh = f(k3::routed_experts_scratch(int(T), std::max(1, c.top_k), c.latent, c.moe_intermediate));
     d_->slot_dev = reinterpret_cast<int32_t*>(f(T * std::max(1, c.top_k)));
     d_->table_dev = reinterpret_cast<MxExpert*>(
         f(T * std::max(1, c.top_k) * int64_t((sizeof(MxExpert) + sizeof(double) - 1) / sizeof(double))));

@@ -745,9 +745,12 @@ MxMat random_mx(Io& io, int rows, int cols) {
 
 // k3::routed_experts: six random MXFP4 experts (gate/up [inter][latent], down [latent][inter]), a
 // device table indexed by expert id, T rows of top_k slots each; z small enough that gate and up
-// stay mostly where tanh and sigmoid are not flat.
+// stay mostly where tanh and sigmoid are not flat. Passes of T = 3 (distinct ids per row), 16 (every
+// expert chosen by many rows, so the kernels group up to four pairs an expert; every fifth row picks
+// one expert in several of its slots) and 70 (more rows than one pass of 256 pairs holds at top-4):
+// each against the CPU, and each row of each pass bit for bit against the same row computed alone.
 void experts(Io& io, vector<Result>& out) {
-  const int Z = 256, I = 192, k = 4, E = 6, T = 3;
+  const int Z = 256, I = 192, k = 4, E = 6;
   struct Expert {
     MxMat gate, up, down;
   };
@@ -759,58 +762,62 @@ void experts(Io& io, vector<Result>& out) {
     table.push_back(MxExpert{x.gate.packed.data(), x.gate.scale.data(), x.up.packed.data(), x.up.scale.data(),
                              x.down.packed.data(), x.down.scale.data()});
   }
-  vector<int32_t> slot(size_t(T) * k);
-  vector<double> wt(size_t(T) * k);
-  std::uniform_real_distribution<double> uw(0.05, 1);
-  for (int t = 0; t < T; ++t) {
-    vector<int32_t> ids(E);
-    std::iota(ids.begin(), ids.end(), 0);
-    std::shuffle(ids.begin(), ids.end(), io.rng);  // distinct ids per row, in no particular order
-    for (int j = 0; j < k; ++j) {
-      slot[size_t(t) * k + j] = ids[j];
-      wt[size_t(t) * k + j] = uw(io.rng);
+  auto dtable = io.up(table);
+  for (const int T : {3, 16, 70}) {
+    vector<int32_t> slot(size_t(T) * k);
+    vector<double> wt(size_t(T) * k);
+    std::uniform_real_distribution<double> uw(0.05, 1);
+    for (int t = 0; t < T; ++t) {
+      vector<int32_t> ids(E);
+      std::iota(ids.begin(), ids.end(), 0);
+      std::shuffle(ids.begin(), ids.end(), io.rng);  // distinct ids per row, in no particular order
+      for (int j = 0; j < k; ++j) {
+        slot[size_t(t) * k + j] = ids[j];
+        wt[size_t(t) * k + j] = uw(io.rng);
+      }
+      if (T > 3 && t % 5 == 0) slot[size_t(t) * k + 2] = slot[size_t(t) * k + 3] = ids[0];  // one expert thrice
     }
-  }
-  const auto z = io.randn(size_t(T) * Z, 0.03);
-  auto dtable = io.up(table), dslot = io.up(slot), dwt = io.up(wt), dz = io.up(z);
-  auto scratch = io.out(size_t(k3::routed_experts_scratch(T, k, I)));
-  auto y = io.out(size_t(T) * Z);
-  k3::routed_experts(dtable.as<MxExpert>(), dslot.as<int32_t>(), dwt.as<double>(), T, k, Z, I, dz.as<double>(),
-                     scratch.as<double>(), y.as<double>(), io.s);
-  const auto gy = io.down(y, size_t(T) * Z);
+    const auto z = io.randn(size_t(T) * Z, 0.03);
+    auto dslot = io.up(slot), dwt = io.up(wt), dz = io.up(z);
+    auto scratch = io.out(size_t(k3::routed_experts_scratch(T, k, Z, I)));
+    auto y = io.out(size_t(T) * Z);
+    k3::routed_experts(dtable.as<MxExpert>(), dslot.as<int32_t>(), dwt.as<double>(), T, k, Z, I, dz.as<double>(),
+                       scratch.as<double>(), y.as<double>(), io.s);
+    const auto gy = io.down(y, size_t(T) * Z);
 
-  // y[t] = sum over slots j in order of w[t][j] * down_e(SiTU(gate_e z[t], up_e z[t])).
-  vector<double> ref(size_t(T) * Z, 0.0);
-  for (int t = 0; t < T; ++t)
-    for (int j = 0; j < k; ++j) {
-      const Expert& e = ex[size_t(slot[size_t(t) * k + j])];
-      vector<double> h(I);
-      for (int i = 0; i < I; ++i) {
-        double g = 0, u = 0;
-        for (int c = 0; c < Z; ++c) {
-          g += e.gate.value[size_t(i) * Z + c] * z[size_t(t) * Z + c];
-          u += e.up.value[size_t(i) * Z + c] * z[size_t(t) * Z + c];
+    // y[t] = sum over slots j in order of w[t][j] * down_e(SiTU(gate_e z[t], up_e z[t])).
+    vector<double> ref(size_t(T) * Z, 0.0);
+    for (int t = 0; t < T; ++t)
+      for (int j = 0; j < k; ++j) {
+        const Expert& e = ex[size_t(slot[size_t(t) * k + j])];
+        vector<double> h(I);
+        for (int i = 0; i < I; ++i) {
+          double g = 0, u = 0;
+          for (int c = 0; c < Z; ++c) {
+            g += e.gate.value[size_t(i) * Z + c] * z[size_t(t) * Z + c];
+            u += e.up.value[size_t(i) * Z + c] * z[size_t(t) * Z + c];
+          }
+          h[i] = situ(g, u);
         }
-        h[i] = situ(g, u);
+        for (int r = 0; r < Z; ++r) {
+          double d = 0;
+          for (int i = 0; i < I; ++i) d += e.down.value[size_t(r) * I + i] * h[i];
+          ref[size_t(t) * Z + r] += wt[size_t(t) * k + j] * d;
+        }
       }
-      for (int r = 0; r < Z; ++r) {
-        double d = 0;
-        for (int i = 0; i < I; ++i) d += e.down.value[size_t(r) * I + i] * h[i];
-        ref[size_t(t) * Z + r] += wt[size_t(t) * k + j] * d;
-      }
-    }
-  const std::string shape = "latent=256 inter=192 top-4 of 6 T=3";
-  out.push_back(row("k3::routed_experts", shape, gy, ref, kSumLimit));
+    const std::string shape = "latent=256 inter=192 top-4 of 6 T=" + std::to_string(T);
+    out.push_back(row("k3::routed_experts", shape, gy, ref, kSumLimit));
 
-  // Batch invariance: each row alone == the same row of the T=3 pass.
-  y.fill_byte(0xff);
-  for (int t = 0; t < T; ++t)
-    k3::routed_experts(dtable.as<MxExpert>(), dslot.as<int32_t>() + t * k, dwt.as<double>() + t * k, 1, k, Z, I,
-                       dz.as<double>() + t * Z, scratch.as<double>(), y.as<double>() + t * Z, io.s);
-  const auto alone = io.down(y, size_t(T) * Z);
-  Invariance inv;
-  inv.rows(alone.data(), Z, gy.data(), Z, T, Z);
-  out.push_back(inv.result("k3::routed_experts", shape, "T=1 vs T=3"));
+    // Batch invariance: each row alone == the same row of the T-row pass.
+    y.fill_byte(0xff);
+    for (int t = 0; t < T; ++t)
+      k3::routed_experts(dtable.as<MxExpert>(), dslot.as<int32_t>() + t * k, dwt.as<double>() + t * k, 1, k, Z, I,
+                         dz.as<double>() + t * Z, scratch.as<double>(), y.as<double>() + t * Z, io.s);
+    const auto alone = io.down(y, size_t(T) * Z);
+    Invariance inv;
+    inv.rows(alone.data(), Z, gy.data(), Z, T, Z);
+    out.push_back(inv.result("k3::routed_experts", shape, "T=1 vs T=" + std::to_string(T)));
+  }
 }
 
 }  // namespace

@@ -1,154 +1,377 @@
 // The routed experts of a K3 MoE layer in fp64: MXFP4 rows decoded exactly, fp64 activations.
+//
+// A pass takes up to kChunkPairs (row, slot) pairs and runs four kernels:
+//   stage:   z times 2^kMxStageExp, in the order the dot kernels read it (staged_pos);
+//   up:      the pairs grouped by expert (up to kMaxGroup pairs a group), each group's gate and up rows
+//            read once for all of its pairs, SiTU into scratch h, staged the same way;
+//   down:    the same groups, each expert's down rows read once: d[pair][row] = down_row . h[pair];
+//   combine: y[t][r] = sum over slots j in order of w[t][j] * d[t * k + j][r] (an fma chain).
+// Every dot product is summed by one warp in an order fixed by the row's width (lane l takes the
+// 16-column halves l, l + 32, ... of the row's 32-column blocks, each half in column order, then the
+// warp's butterfly); how many pairs share a group, which warp takes a row and the grid never enter the
+// arithmetic, so each row's output has the same bits in any pass (batch invariance).
+#include <algorithm>
+
 #include "cuda/k3/k3_common.cuh"
 #include "cuda/k3/mxfp4_fp64.h"
 
 namespace deltafin::cuda::k3 {
 namespace {
 
-// MXFP4 codes as doubles by shifts, activations staged times 2^kMxStageExp (mxfp4_fp64.h says why
-// this is exact).
-__device__ __forceinline__ double pow2(int e) {  // 2^e for -1022 <= e <= 1023
-  return __hiloint2double((e + 1023) << 20, 0);
-}
-template <int n>
-__device__ __forceinline__ double code_at(uint32_t w) {
-  return __hiloint2double(static_cast<int>(e2m1_high_word(w, n)), 0);
-}
+constexpr int kWarps = 4;  // 128-thread blocks, four resident per SM: 16 warps of up to 128 registers
+constexpr int kThreads = kWarps * 32;
+constexpr int kMaxGroup = 4;      // pairs of one expert that a block computes together
+constexpr int kChunkPairs = 256;  // (row, slot) pairs per pass: grouping scans them all
+
+// Rows a warp takes at once per matrix (gate and up, or down twice as many): the loads in flight and
+// the registers fall with the pairs of a group, which each need their own sums.
+__host__ __device__ constexpr int rows_at_once(int nt) { return nt == 1 ? 4 : nt == 2 ? 2 : 1; }
+
+// 2^e for -1022 <= e <= 1023.
+__device__ __forceinline__ double pow2(int e) { return __hiloint2double((e + 1023) << 20, 0); }
 __device__ __forceinline__ double block_scale(uint32_t s) {
   return s == 255 ? __longlong_as_double(0x7ff0000000000000ll) : pow2(e8m0_block_exponent(s));
 }
 
-// One 32-column block of an MXFP4 row (16 bytes of codes) against staged activations xs (transposed:
-// column c of block b at xs[c * nb + b]), summed in column order.
-__device__ __forceinline__ double block_dot(const uint4 q, const double* xs, int nb, int b) {
-  const uint32_t w[4] = {q.x, q.y, q.z, q.w};
-  double a = 0.0;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const double* x = xs + (i * 8) * nb + b;
-    a = __fma_rn(code_at<0>(w[i]), x[0 * nb], a);
-    a = __fma_rn(code_at<1>(w[i]), x[1 * nb], a);
-    a = __fma_rn(code_at<2>(w[i]), x[2 * nb], a);
-    a = __fma_rn(code_at<3>(w[i]), x[3 * nb], a);
-    a = __fma_rn(code_at<4>(w[i]), x[4 * nb], a);
-    a = __fma_rn(code_at<5>(w[i]), x[5 * nb], a);
-    a = __fma_rn(code_at<6>(w[i]), x[6 * nb], a);
-    a = __fma_rn(code_at<7>(w[i]), x[7 * nb], a);
-  }
-  return a;
+// Where column c of an n-column activation row sits in its staged copy: as 16-byte pairs, pair p of
+// half-block b (columns 16b + 2p, 16b + 2p + 1) at p * (n / 16) + b, so that the lanes of a warp, which
+// take consecutive half-blocks, read consecutive 16-byte slots.
+__host__ __device__ __forceinline__ int64_t staged_pos(int64_t c, int n) {
+  return (((c & 15) >> 1) * (n / 16) + (c >> 4)) * 2 + (c & 1);
 }
 
-// xs[c * nb + b] = x[b * 32 + c] * 2^960 for the n = nb * 32 values of one activation row.
-__device__ __forceinline__ void stage_row(const double* x, int n, double* xs) {
-  const int nb = n / 32;
+// 8 bytes of weight codes, read once: the nc path without keeping them in L1 (the staged activations
+// live there).
+__device__ __forceinline__ uint2 load_codes(const uint2* p) {
+  uint2 v;
+  asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ double code_double(const E2m1Planes& p, int n) {
+  return __hiloint2double(static_cast<int>(e2m1_high_word(p, n)), 0);
+}
+
+// The dot products of NM matrices' rows (RM consecutive rows each, a "row group") with NT staged
+// activation rows, for the row groups g0, g0 + gstep, ... < rows / RM, by one warp. The next step's
+// codes load while this one's are multiplied. emit(g, dots) gets every lane the group's totals,
+// dots[m][q][t] = row g * RM + q of matrix m against activations t.
+template <int NM, int RM, int NT, typename Emit>
+__device__ __forceinline__ void dot_groups(const uint8_t* const (&packed)[NM], const uint8_t* const (&scale)[NM],
+                                           int rows, int n, const double* const (&xs)[NT], int g0, int gstep,
+                                           Emit&& emit) {
+  const int lane = threadIdx.x & 31, nh = n / 16, steps = (nh + 31) / 32, groups = rows / RM;
+  const int64_t row_bytes = n / 2, scale_bytes = n / 32;
+  if (g0 >= groups) return;
+  uint2 code[NM][RM], code_next[NM][RM];
+  uint32_t sc[NM][RM], sc_next[NM][RM];
+  auto load = [&](int g, int s, uint2(&c)[NM][RM], uint32_t(&e)[NM][RM]) {
+    const int hb = s * 32 + lane;
+#pragma unroll
+    for (int m = 0; m < NM; ++m)
+#pragma unroll
+      for (int q = 0; q < RM; ++q) {
+        const int64_t r = int64_t(g) * RM + q;
+        c[m][q] = hb < nh ? load_codes(reinterpret_cast<const uint2*>(packed[m] + r * row_bytes) + hb) : uint2{0, 0};
+        e[m][q] = hb < nh ? __ldg(scale[m] + r * scale_bytes + hb / 2) : 0u;
+      }
+  };
+  double acc[NM][RM][NT];
+#pragma unroll
+  for (int m = 0; m < NM; ++m)
+#pragma unroll
+    for (int q = 0; q < RM; ++q)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) acc[m][q][t] = 0.0;
+  int g = g0, s = 0;
+  load(g, s, code, sc);
+  for (;;) {
+    int g_next = g, s_next = s + 1;
+    if (s_next == steps) s_next = 0, g_next += gstep;
+    const bool more = g_next < groups;
+    if (more) load(g_next, s_next, code_next, sc_next);
+    const int hb = s * 32 + lane;
+    if (hb < nh) {
+      double part[NM][RM][NT];
+#pragma unroll
+      for (int m = 0; m < NM; ++m)
+#pragma unroll
+        for (int q = 0; q < RM; ++q)
+#pragma unroll
+          for (int t = 0; t < NT; ++t) part[m][q][t] = 0.0;
+      // The same fma chains either way; the loop order only changes which values are live (one
+      // pair's 16 activations, or every pair's activations two columns at a time).
+      if constexpr (NT == 1) {
+        double2 x[8];  // columns 2p and 2p + 1 of the half-block at x[p]
+#pragma unroll
+        for (int p = 0; p < 8; ++p) x[p] = __ldg(reinterpret_cast<const double2*>(xs[0]) + p * nh + hb);
+#pragma unroll
+        for (int m = 0; m < NM; ++m)
+#pragma unroll
+          for (int q = 0; q < RM; ++q)
+#pragma unroll
+            for (int w = 0; w < 2; ++w) {
+              const E2m1Planes pl = e2m1_planes(w ? code[m][q].y : code[m][q].x);
+#pragma unroll
+              for (int i = 0; i < 4; ++i) {
+                part[m][q][0] = __fma_rn(code_double(pl, 2 * i), x[4 * w + i].x, part[m][q][0]);
+                part[m][q][0] = __fma_rn(code_double(pl, 2 * i + 1), x[4 * w + i].y, part[m][q][0]);
+              }
+            }
+      } else {
+#pragma unroll
+        for (int p = 0; p < 8; ++p) {
+          double2 x[NT];
+#pragma unroll
+          for (int t = 0; t < NT; ++t) x[t] = __ldg(reinterpret_cast<const double2*>(xs[t]) + p * nh + hb);
+#pragma unroll
+          for (int m = 0; m < NM; ++m)
+#pragma unroll
+            for (int q = 0; q < RM; ++q) {
+              const E2m1Planes pl = e2m1_planes(p < 4 ? code[m][q].x : code[m][q].y);
+              const double lo = code_double(pl, 2 * (p % 4)), hi = code_double(pl, 2 * (p % 4) + 1);
+#pragma unroll
+              for (int t = 0; t < NT; ++t) {
+                part[m][q][t] = __fma_rn(lo, x[t].x, part[m][q][t]);
+                part[m][q][t] = __fma_rn(hi, x[t].y, part[m][q][t]);
+              }
+            }
+        }
+      }
+#pragma unroll
+      for (int m = 0; m < NM; ++m)
+#pragma unroll
+        for (int q = 0; q < RM; ++q) {
+          const double bs = block_scale(sc[m][q]);
+#pragma unroll
+          for (int t = 0; t < NT; ++t) acc[m][q][t] = __fma_rn(part[m][q][t], bs, acc[m][q][t]);
+        }
+    }
+    if (s_next == 0) {  // row group g is complete
+#pragma unroll
+      for (int m = 0; m < NM; ++m)
+#pragma unroll
+        for (int q = 0; q < RM; ++q)
+#pragma unroll
+          for (int t = 0; t < NT; ++t) {
+            acc[m][q][t] = warp_sum(acc[m][q][t]);
+          }
+      emit(g, acc);
+#pragma unroll
+      for (int m = 0; m < NM; ++m)
+#pragma unroll
+        for (int q = 0; q < RM; ++q)
+#pragma unroll
+          for (int t = 0; t < NT; ++t) acc[m][q][t] = 0.0;
+    }
+    if (!more) break;
+    g = g_next, s = s_next;
+#pragma unroll
+    for (int m = 0; m < NM; ++m)
+#pragma unroll
+      for (int q = 0; q < RM; ++q) code[m][q] = code_next[m][q], sc[m][q] = sc_next[m][q];
+  }
+}
+
+// The pairs a block computes: pair a (blockIdx.y) leads a group when the pairs before it with its
+// expert number a multiple of kMaxGroup; its group is it and the next pairs with its expert, up to
+// kMaxGroup in pair order. Returns the group's size, 0 for a pair that some other block computes.
+// By one warp, every lane the same answer.
+__device__ __forceinline__ int group_of(const int32_t* slot, int P, int a, int (&member)[kMaxGroup]) {
+  const int lane = threadIdx.x & 31, e = slot[a];
+  int before = 0;
+  for (int b = 0; b < a; b += 32) {
+    const int i = b + lane;
+    before += __popc(__ballot_sync(0xffffffffu, i < a && slot[i] == e));
+  }
+  if (before % kMaxGroup) return 0;
+  int n = 1;
+  member[0] = a;
+  for (int b = a + 1; b < P && n < kMaxGroup; b += 32) {
+    const int i = b + lane;
+    unsigned same = __ballot_sync(0xffffffffu, i < P && slot[i] == e);
+    for (; same && n < kMaxGroup; same &= same - 1) member[n++] = b + __ffs(int(same)) - 1;
+  }
+  return n;
+}
+
+// z[t] * 2^kMxStageExp at staged_pos, for the P / k rows of the pass.
+__global__ void __launch_bounds__(256)
+    stage_kernel(const double* __restrict__ z, int rows, int Z, double* __restrict__ zs) {
+  pdl_enter();
   const double up = pow2(kMxStageExp);
-  for (int i = threadIdx.x; i < n; i += blockDim.x) xs[(i % 32) * nb + i / 32] = x[i] * up;
-}
-
-// Row r of an MXFP4 matrix [rows][n] against staged xs, by one warp: lane l sums blocks l, l + 32,
-// ... in order (each block's sum times its scale), then the warp's butterfly; every lane gets it.
-__device__ __forceinline__ double row_dot(const uint8_t* packed, const uint8_t* scale, int64_t r, int n,
-                                          const double* xs) {
-  const int nb = n / 32, lane = threadIdx.x & 31;
-  const uint4* row = reinterpret_cast<const uint4*>(packed + r * (n / 2));
-  const uint8_t* sr = scale + r * nb;
-  double acc = 0.0;
-  for (int b = lane; b < nb; b += 32)
-    acc = __fma_rn(block_dot(__ldg(row + b), xs, nb, b), block_scale(__ldg(sr + b)), acc);
-  return warp_sum(acc);
-}
-
-constexpr int kWarps = 8;
-constexpr int kUpRowsPerWarp = 4;    // gate/up rows a warp takes in turn (amortizes the staging)
-constexpr int kDownRowsPerWarp = 2;  // down rows a warp takes in turn
-
-// Per (row t, slot j) = blockIdx.y and kWarps * kUpRowsPerWarp intermediate rows i: the expert's
-// gate and up rows against z[t], then SiTU: h[t * k + j][i].
-__global__ void __launch_bounds__(kWarps * 32)
-    expert_up_kernel(const MxExpert* __restrict__ table, const int32_t* __restrict__ slot, int k, int Z, int I,
-                     const double* __restrict__ z, double* __restrict__ h) {
-  pdl_enter();
-  extern __shared__ double xs[];  // [Z], transposed by block
-  const int a = blockIdx.y, t = a / k;
-  const MxExpert e = table[slot[a]];
-  stage_row(z + int64_t(t) * Z, Z, xs);
-  __syncthreads();
-  const int warp = threadIdx.x >> 5;
-  for (int q = 0; q < kUpRowsPerWarp; ++q) {
-    const int64_t i = (int64_t(blockIdx.x) * kWarps + warp) * kUpRowsPerWarp + q;
-    if (i >= I) break;
-    const double g =
-        row_dot(static_cast<const uint8_t*>(e.gate_packed), static_cast<const uint8_t*>(e.gate_scale), i, Z, xs);
-    const double u =
-        row_dot(static_cast<const uint8_t*>(e.up_packed), static_cast<const uint8_t*>(e.up_scale), i, Z, xs);
-    if ((threadIdx.x & 31) == 0) {
-      const double act = kSituBeta * tanh(g / kSituBeta) * sigm(g);
-      h[int64_t(a) * I + i] = act * (kSituLinearBeta * tanh(u / kSituLinearBeta));
-    }
+  const int64_t n = int64_t(rows) * Z;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t t = i / Z, c = i % Z;
+    zs[t * Z + staged_pos(c, Z)] = z[i] * up;
   }
 }
 
-// Per row t = blockIdx.y and kWarps * kDownRowsPerWarp latent rows r: every slot's down row against
-// its h, weighted and added in slot order: y[t][r].
-__global__ void __launch_bounds__(kWarps * 32)
-    expert_down_kernel(const MxExpert* __restrict__ table, const int32_t* __restrict__ slot,
-                       const double* __restrict__ wt, int k, int Z, int I, const double* __restrict__ h,
-                       double* __restrict__ y) {
-  pdl_enter();
-  extern __shared__ double xs[];  // [I], transposed by block
-  const int t = blockIdx.y, warp = threadIdx.x >> 5;
-  double acc[kDownRowsPerWarp] = {};
-  for (int j = 0; j < k; ++j) {
-    const int a = t * k + j;
-    const MxExpert e = table[slot[a]];
-    __syncthreads();  // the last slot's staged values are used up
-    stage_row(h + int64_t(a) * I, I, xs);
-    __syncthreads();
-    const double wj = wt[a];
+template <int NT>
+__device__ __forceinline__ void up_group(const MxExpert& e, const int (&member)[kMaxGroup], int k, int Z, int I,
+                                         const double* zs, double* hs) {
+  constexpr int R = rows_at_once(NT);
+  const double* xs[NT];
 #pragma unroll
-    for (int q = 0; q < kDownRowsPerWarp; ++q) {
-      const int64_t r = (int64_t(blockIdx.x) * kWarps + warp) * kDownRowsPerWarp + q;
-      if (r < Z)
-        acc[q] = __fma_rn(
-            wj,
-            row_dot(static_cast<const uint8_t*>(e.down_packed), static_cast<const uint8_t*>(e.down_scale), r, I, xs),
-            acc[q]);
-    }
-  }
-  if ((threadIdx.x & 31) == 0)
+  for (int t = 0; t < NT; ++t) xs[t] = zs + int64_t(member[t] / k) * Z;
+  const uint8_t* packed[2] = {static_cast<const uint8_t*>(e.gate_packed), static_cast<const uint8_t*>(e.up_packed)};
+  const uint8_t* scale[2] = {static_cast<const uint8_t*>(e.gate_scale), static_cast<const uint8_t*>(e.up_scale)};
+  const int lane = threadIdx.x & 31;
+  dot_groups<2, R, NT>(packed, scale, I, Z, xs, blockIdx.x * kWarps + (threadIdx.x >> 5), gridDim.x * kWarps,
+                       [&](int g, const double(&d)[2][R][NT]) {
+                         // Lane q + R * t takes row g * R + q of pair t.
+                         double gv = 0.0, uv = 0.0;
 #pragma unroll
-    for (int q = 0; q < kDownRowsPerWarp; ++q) {
-      const int64_t r = (int64_t(blockIdx.x) * kWarps + warp) * kDownRowsPerWarp + q;
-      if (r < Z) y[int64_t(t) * Z + r] = acc[q];
-    }
+                         for (int t = 0; t < NT; ++t)
+#pragma unroll
+                           for (int q = 0; q < R; ++q)
+                             if (lane == q + R * t) gv = d[0][q][t], uv = d[1][q][t];
+                         if (lane < R * NT) {
+                           const double act = kSituBeta * tanh(gv / kSituBeta) * sigm(gv);
+                           const double h = act * (kSituLinearBeta * tanh(uv / kSituLinearBeta));
+                           const int64_t i = int64_t(g) * R + lane % R;
+                           hs[int64_t(member[lane / R]) * I + staged_pos(i, I)] = h * pow2(kMxStageExp);
+                         }
+                       });
 }
 
-void opt_in_smem(const void* kernel, size_t bytes, size_t& opted) {
-  if (bytes <= opted) return;
-  DELTAFIN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-  opted = bytes;
+// Per pair group (blockIdx.y its leading pair) and kWarps warps (blockIdx.x): the expert's gate and up
+// rows against the group's z rows, SiTU, staged: hs[pair].
+__global__ void __launch_bounds__(kThreads, 4)
+    expert_up_kernel(const MxExpert* __restrict__ table, const int32_t* __restrict__ slot, int P, int k, int Z, int I,
+                     const double* __restrict__ zs, double* __restrict__ hs) {
+  pdl_enter();
+  int member[kMaxGroup];
+  const int n = group_of(slot, P, blockIdx.y, member);
+  if (n == 0) return;
+  const MxExpert e = table[slot[blockIdx.y]];
+  switch (n) {
+    case 1:
+      up_group<1>(e, member, k, Z, I, zs, hs);
+      break;
+    case 2:
+      up_group<2>(e, member, k, Z, I, zs, hs);
+      break;
+    case 3:
+      up_group<3>(e, member, k, Z, I, zs, hs);
+      break;
+    default:
+      up_group<4>(e, member, k, Z, I, zs, hs);
+      break;
+  }
+}
+
+template <int NT>
+__device__ __forceinline__ void down_group(const MxExpert& e, const int (&member)[kMaxGroup], int Z, int I,
+                                           const double* hs, double* d) {
+  constexpr int R = 2 * rows_at_once(NT);
+  const double* xs[NT];
+#pragma unroll
+  for (int t = 0; t < NT; ++t) xs[t] = hs + int64_t(member[t]) * I;
+  const uint8_t* packed[1] = {static_cast<const uint8_t*>(e.down_packed)};
+  const uint8_t* scale[1] = {static_cast<const uint8_t*>(e.down_scale)};
+  const int lane = threadIdx.x & 31;
+  dot_groups<1, R, NT>(packed, scale, Z, I, xs, blockIdx.x * kWarps + (threadIdx.x >> 5), gridDim.x * kWarps,
+                       [&](int g, const double(&v)[1][R][NT]) {
+                         double dv = 0.0;
+#pragma unroll
+                         for (int t = 0; t < NT; ++t)
+#pragma unroll
+                           for (int q = 0; q < R; ++q)
+                             if (lane == q + R * t) dv = v[0][q][t];
+                         if (lane < R * NT) d[int64_t(member[lane / R]) * Z + int64_t(g) * R + lane % R] = dv;
+                       });
+}
+
+// Per pair group and kWarps warps: the expert's down rows against the group's hs: d[pair][row].
+__global__ void __launch_bounds__(kThreads, 4)
+    expert_down_kernel(const MxExpert* __restrict__ table, const int32_t* __restrict__ slot, int P, int Z, int I,
+                       const double* __restrict__ hs, double* __restrict__ d) {
+  pdl_enter();
+  int member[kMaxGroup];
+  const int n = group_of(slot, P, blockIdx.y, member);
+  if (n == 0) return;
+  const MxExpert e = table[slot[blockIdx.y]];
+  switch (n) {
+    case 1:
+      down_group<1>(e, member, Z, I, hs, d);
+      break;
+    case 2:
+      down_group<2>(e, member, Z, I, hs, d);
+      break;
+    case 3:
+      down_group<3>(e, member, Z, I, hs, d);
+      break;
+    default:
+      down_group<4>(e, member, Z, I, hs, d);
+      break;
+  }
+}
+
+// y[t][r] = sum over slots j in order of wt[t * k + j] * d[t * k + j][r].
+__global__ void __launch_bounds__(256) combine_kernel(const double* __restrict__ d, const double* __restrict__ wt,
+                                                      int rows, int k, int Z, double* __restrict__ y) {
+  pdl_enter();
+  const int64_t n = int64_t(rows) * Z;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t t = i / Z, r = i % Z;
+    double acc = 0.0;
+    for (int j = 0; j < k; ++j) acc = __fma_rn(wt[t * k + j], d[(t * k + j) * Z + r], acc);
+    y[i] = acc;
+  }
+}
+
+// Rows of a pass: as many as keep its pairs within kChunkPairs.
+int chunk_rows(int T, int k) { return std::max(1, std::min(T, kChunkPairs / k)); }
+
+// Blocks per pair group for a matrix of `groups` row groups (at one pair a group): enough to fill the
+// GPU when there are few pairs, at least one row group a warp and at most eight (short blocks keep
+// the last wave small when many groups run).
+unsigned blocks_per_group(int groups, int pairs) {
+  static const int sms = [] {
+    int dev = 0, n = 132;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      n = 132;
+    return n;
+  }();
+  const int fill = (4 * sms + pairs - 1) / pairs;
+  const int lo = (groups + kWarps * 8 - 1) / (kWarps * 8), hi = (groups + kWarps - 1) / kWarps;
+  return unsigned(std::clamp(fill, std::max(1, lo), std::max(1, hi)));
 }
 
 }  // namespace
 
-int64_t routed_experts_scratch(int T, int k, int inter) { return int64_t(T) * k * inter; }
+int64_t routed_experts_scratch(int T, int k, int latent, int inter) {
+  const int64_t rows = chunk_rows(std::max(1, T), std::max(1, k));
+  return rows * latent + rows * k * (int64_t(inter) + latent);
+}
 
 void routed_experts(const MxExpert* table, const int32_t* slot, const double* w, int T, int k, int latent, int inter,
                     const double* z, double* scratch, double* y, Stream s) {
   if (T <= 0) return;
   if (latent % 32 != 0 || inter % 32 != 0 || k < 1)
     throw CudaError("routed_experts: latent and inter must be multiples of 32, top_k at least 1");
-  static size_t up_opted = 48 * 1024, down_opted = 48 * 1024;
-  const size_t up_smem = size_t(latent) * sizeof(double), down_smem = size_t(inter) * sizeof(double);
-  opt_in_smem(reinterpret_cast<const void*>(expert_up_kernel), up_smem, up_opted);
-  opt_in_smem(reinterpret_cast<const void*>(expert_down_kernel), down_smem, down_opted);
-  const int up_rows = kWarps * kUpRowsPerWarp, down_rows = kWarps * kDownRowsPerWarp;
-  const dim3 up_grid((inter + up_rows - 1) / up_rows, unsigned(T) * unsigned(k));
-  DELTAFIN_CUDA_CHECK(
-      launch(expert_up_kernel, up_grid, kWarps * 32, up_smem, as_stream(s), table, slot, k, latent, inter, z, scratch));
-  const dim3 down_grid((latent + down_rows - 1) / down_rows, unsigned(T));
-  DELTAFIN_CUDA_CHECK(launch(expert_down_kernel, down_grid, kWarps * 32, down_smem, as_stream(s), table, slot, w, k,
-                             latent, inter, static_cast<const double*>(scratch), y));
+  const cudaStream_t st = as_stream(s);
+  const int rows = chunk_rows(T, k);
+  double* zs = scratch;
+  double* hs = zs + int64_t(rows) * latent;
+  double* d = hs + int64_t(rows) * k * inter;
+  for (int t0 = 0; t0 < T; t0 += rows) {
+    const int n = std::min(rows, T - t0), P = n * k;
+    const int32_t* sl = slot + int64_t(t0) * k;
+    DELTAFIN_CUDA_CHECK(
+        launch(stage_kernel, dim3(grid_1d(int64_t(n) * latent)), 256, 0, st, z + int64_t(t0) * latent, n, latent, zs));
+    const dim3 up_grid(blocks_per_group(inter / rows_at_once(1), P), unsigned(P));
+    DELTAFIN_CUDA_CHECK(launch(expert_up_kernel, up_grid, kThreads, 0, st, table, sl, P, k, latent, inter,
+                               static_cast<const double*>(zs), hs));
+    const dim3 down_grid(blocks_per_group(latent / (2 * rows_at_once(1)), P), unsigned(P));
+    DELTAFIN_CUDA_CHECK(launch(expert_down_kernel, down_grid, kThreads, 0, st, table, sl, P, latent, inter,
+                               static_cast<const double*>(hs), d));
+    DELTAFIN_CUDA_CHECK(launch(combine_kernel, dim3(grid_1d(int64_t(n) * latent)), 256, 0, st,
+                               static_cast<const double*>(d), w + int64_t(t0) * k, n, k, latent,
+                               y + int64_t(t0) * latent));
+  }
 }
 
 }  // namespace deltafin::cuda::k3

@@ -101,11 +101,12 @@ void router_select(const double* logits, const float* bias, int T, int E, int k,
 // The routed experts of one MoE layer in fp64: for each row t and slot j < k,
 //   y[t] = sum over j in slot order of w[t][j] * down_e(SiTU(gate_e z[t], up_e z[t])), e = table[slot[t][j]],
 // every expert's MXFP4 rows (row layout: packed codes [rows][cols/2], E8M0 scales [rows][cols/32]) decoded
-// exactly and multiplied by the fp64 activations. Each (row, slot) is computed alone, in an order fixed by
-// the shapes: batch invariant. table and slot live in device memory (a graph-capturable pass passes the
-// resident table and the router's ids). Workspace: routed_experts_scratch(T, k, inter) doubles (each (row, slot)'s SiTU
-// output).
-int64_t routed_experts_scratch(int T, int k, int inter);
+// exactly and multiplied by the fp64 activations. The (row, slot) pairs that choose one expert share its
+// weight reads (grouped on the device), but each pair's sums run in an order fixed by the shapes: batch
+// invariant. table and slot live in device memory (a graph-capturable pass passes the resident table and
+// the router's ids). Workspace: routed_experts_scratch(T, k, latent, inter) doubles (staged activations,
+// each (row, slot)'s SiTU output and down projection, for a pass of up to 256 pairs; larger T loops).
+int64_t routed_experts_scratch(int T, int k, int latent, int inter);
 void routed_experts(const MxExpert* table, const int32_t* slot, const double* w, int T, int k, int latent, int inter,
                     const double* z, double* scratch, double* y, Stream s);
 

@@ -89,7 +89,8 @@ int main(int argc, char** argv) {
     std::vector<double> z(16 * latent);
     std::normal_distribution<double> nd(0.0, 1.0);
     for (double& v : z) v = nd(rng);
-    DeviceBuffer dz(z.size() * 8), dy(z.size() * 8), scratch(size_t(k3::routed_experts_scratch(16, K, inter)) * 8);
+    DeviceBuffer dz(z.size() * 8), dy(z.size() * 8),
+        scratch(size_t(k3::routed_experts_scratch(16, K, latent, inter)) * 8);
     dz.upload(z.data(), z.size() * 8);
     std::mt19937_64 rng_rt(4242);
     for (const int T : {1, 2, 4, 8, 16}) {
