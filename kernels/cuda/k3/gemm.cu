@@ -79,52 +79,67 @@ struct Chunk8<float> {  // 8 fp32 weights, widened as they are
 };
 
 // A block computes MT row tiles of 8 rows for every activation row, NT column tiles of 8 at a time.
+// A warp takes its chunks D at a time (D = 4 / MT: every lane keeps four 16-byte weight loads per
+// round, so narrow matrices, with fewer warps over the GPU, have as many bytes in flight as wide ones)
+// and loads the next round's while it multiplies this one's; the chunks are multiplied in the same
+// order whatever D is.
 template <typename W, int MT, int NT>
 __global__ void __launch_bounds__(kSplit * 32)
     gemm64_kernel(const W* __restrict__ w, int64_t out, int64_t in, bool vec, const double* __restrict__ x, int64_t ldx,
                   int T, double* __restrict__ y, int64_t ldy) {
   pdl_enter();
   using C8 = Chunk8<W>;
+  constexpr int D = 4 / MT;
   __shared__ double part[kSplit][MT][NT][2][32];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r = lane >> 2, q = lane & 3;
   const int64_t o0 = int64_t(blockIdx.x) * 8 * MT, chunks = (in + kChunk - 1) / kChunk;
+  // Chunk j of the round starting at chunk c: c + j * kSplit.
+  auto load_round = [&](C8 (&wt)[D][MT], int64_t c) {
+#pragma unroll
+    for (int j = 0; j < D; ++j)
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        const int64_t cj = c + j * kSplit;
+        wt[j][mt].load(w + (o0 + mt * 8 + r) * in, cj * kChunk + q * 8, in, vec, cj < chunks && o0 + mt * 8 + r < out);
+      }
+  };
   for (int t0 = 0; t0 < T; t0 += 8 * NT) {
     double d[MT][NT][2];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) d[mt][nt][0] = d[mt][nt][1] = 0.0;
-    C8 cur[MT];
+    C8 cur[D][MT];
+    load_round(cur, warp);
+    for (int64_t c = warp; c < chunks; c += int64_t(kSplit) * D) {
+      C8 nxt[D][MT];
+      load_round(nxt, c + int64_t(kSplit) * D);
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-      cur[mt].load(w + (o0 + mt * 8 + r) * in, int64_t(warp) * kChunk + q * 8, in, vec,
-                   warp < chunks && o0 + mt * 8 + r < out);
-    for (int64_t c = warp; c < chunks; c += kSplit) {
-      // The next chunk's weights are in flight while this one is multiplied.
-      const int64_t cn = c + kSplit;
-      C8 nxt[MT];
+      for (int j = 0; j < D; ++j) {
+        const int64_t cj = c + j * kSplit;
+        if (cj >= chunks) break;
+        const int64_t k = cj * kChunk + q * 8;
+        double xb[NT][8];
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-        nxt[mt].load(w + (o0 + mt * 8 + r) * in, cn * kChunk + q * 8, in, vec, cn < chunks && o0 + mt * 8 + r < out);
-      const int64_t k = c * kChunk + q * 8;
-      double xb[NT][8];
+        for (int nt = 0; nt < NT; ++nt) {
+          const int t = t0 + nt * 8 + r;
+          const double* xr = x + int64_t(t) * ldx + k;
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const int t = t0 + nt * 8 + r;
-        const double* xr = x + int64_t(t) * ldx + k;
-#pragma unroll
-        for (int s = 0; s < 8; ++s) xb[nt][s] = t < T && k + s < in ? __ldg(xr + s) * C8::kXScale : 0.0;
-      }
-#pragma unroll
-      for (int s = 0; s < 8; ++s)
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          const double a = cur[mt].at(s);
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt) dmma(d[mt][nt][0], d[mt][nt][1], a, xb[nt][s]);
+          for (int s = 0; s < 8; ++s) xb[nt][s] = t < T && k + s < in ? __ldg(xr + s) * C8::kXScale : 0.0;
         }
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) cur[mt] = nxt[mt];
+        for (int s = 0; s < 8; ++s)
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            const double a = cur[j][mt].at(s);
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) dmma(d[mt][nt][0], d[mt][nt][1], a, xb[nt][s]);
+          }
+      }
+#pragma unroll
+      for (int j = 0; j < D; ++j)
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) cur[j][mt] = nxt[j][mt];
     }
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
