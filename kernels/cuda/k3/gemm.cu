@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(kSplit * 32)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r = lane >> 2, q = lane & 3;
   const int64_t o0 = int64_t(blockIdx.x) * 8 * MT, chunks = (in + kChunk - 1) / kChunk;
   // Chunk j of the round starting at chunk c: c + j * kSplit.
-  auto load_round = [&](C8 (&wt)[D][MT], int64_t c) {
+  auto load_round = [&](C8(&wt)[D][MT], int64_t c) {
 #pragma unroll
     for (int j = 0; j < D; ++j)
 #pragma unroll
@@ -172,8 +172,7 @@ void launch_gemm(const W* w, int64_t out, int64_t in, bool vec, const double* x,
   const int threads = kSplit * 32;
   if (T <= 8)
     DELTAFIN_CUDA_CHECK(launch(gemm64_kernel<W, MT, 1>, grid, threads, 0, s, w, out, in, vec, x, ldx, T, y, ldy));
-  else
-    DELTAFIN_CUDA_CHECK(launch(gemm64_kernel<W, MT, 2>, grid, threads, 0, s, w, out, in, vec, x, ldx, T, y, ldy));
+  else DELTAFIN_CUDA_CHECK(launch(gemm64_kernel<W, MT, 2>, grid, threads, 0, s, w, out, in, vec, x, ldx, T, y, ldy));
 }
 
 template <typename W>
