@@ -191,7 +191,8 @@ void probe_cpu(Bandwidths& b) {
     const int count = int(std::max<uint64_t>(1, span / one));
     ProbeBuffer buf(size_t(one * count));
     for (size_t i = 0; i < buf.n / 2; ++i) reinterpret_cast<uint16_t*>(buf.p)[i] = uint16_t(0x3c00 + (i % 97));
-    std::vector<float> x(size_t(cols) * 64, 0.5f), y(size_t(rows) * 64);
+    // fp64 activations: the forward's own kernels (its arithmetic is fp64, twice fp32's per flop).
+    std::vector<double> x(size_t(cols) * 64, 0.5), y(size_t(rows) * 64);
     auto mat = [&](int i) { return Mat{buf.bytes() + uint64_t(i) * one, DType::BF16, rows, cols}; };
     const double s1 = median_seconds(7, [&] {
       for (int i = 0; i < count; ++i) matmul(mat(i), x.data(), 1, y.data());
@@ -210,7 +211,7 @@ void probe_cpu(Bandwidths& b) {
     ProbeBuffer packed(size_t(packed_one * count)), scale(size_t(scale_one * count));
     for (size_t i = 0; i < packed.n; ++i) packed.bytes()[i] = uint8_t(i * 37 + 11);
     std::memset(scale.p, 120, scale.n);
-    std::vector<float> x(static_cast<size_t>(cols), 0.25f), y(static_cast<size_t>(rows));
+    std::vector<double> x(static_cast<size_t>(cols), 0.25), y(static_cast<size_t>(rows));
     const double s = median_seconds(7, [&] {
       for (int i = 0; i < count; ++i)
         matmul_mxfp4(packed.bytes() + uint64_t(i) * packed_one, scale.bytes() + uint64_t(i) * scale_one, rows, cols,

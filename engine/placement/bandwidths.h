@@ -12,7 +12,7 @@ struct Bandwidths {
   double ram_gbps = 0;        // a streaming read of RAM by every compute thread
   double cpu_bf16_gbps = 0;   // weight bytes per second of the CPU BF16 matmul at one row (decode)
   double cpu_mxfp4_gbps = 0;  // expert bytes per second of the CPU MXFP4 matmul at one row
-  double cpu_gflops = 0;      // the CPU BF16 matmul at 64 rows (prefill, verify), 1e9 flop/s
+  double cpu_gflops = 0;      // the CPU BF16 matmul at 64 fp64 rows (prefill, verify), 1e9 flop/s
   int cpu_threads = 0;        // compute threads the CPU figures were taken with
   double h2d_gbps = 0;        // pinned host to device copies (0: no GPU)
   double hbm_gbps = 0;        // device memory read by the GPU kernels
@@ -32,7 +32,8 @@ struct Bandwidths {
 // the expert cache and the streamed spine's buffers are mapped. 3: the weight probes read four
 // times the last-level cache (at least 1 GiB) per pass, so that no cache serves them. 4: the memory
 // probes report the median of seven passes, not the best of three (a shared host's quiet moment).
-constexpr int kProbeMethod = 4;
+// 5: the matmul probes run the forward's fp64 kernels (fp64 activations), not the fp32 ones.
+constexpr int kProbeMethod = 5;
 
 // Figures given on the command line; each replaces the probed or cached one.
 struct BandwidthOverrides {
