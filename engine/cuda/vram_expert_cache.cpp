@@ -56,7 +56,7 @@ uint64_t VramExpertCache::slot_bytes_for(int latent, int inter) {
 }
 
 VramExpertCache::VramExpertCache(ExpertSource& host, int latent, int inter, int slots, int staging_buffers)
-    : host_(host), latent_(latent), inter_(inter), map_(slots), impl_(std::make_unique<Impl>()) {
+    : host_(host), map_(slots), impl_(std::make_unique<Impl>()) {
   if (slots < 1) throw Error("the VRAM expert tier needs at least one slot");
   uint64_t sizes[6];
   part_sizes(latent, inter, sizes);

@@ -91,7 +91,6 @@ class VramExpertCache {
   bool pinned(const uint8_t* p, uint64_t n);
 
   ExpertSource& host_;
-  int latent_, inter_;
   uint64_t part_bytes_[6] = {}, part_off_[6] = {}, slot_bytes_ = 0;
   ExpertSlotMap map_;
   uint64_t epoch_ = 0;
