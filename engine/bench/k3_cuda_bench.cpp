@@ -361,7 +361,7 @@ void bench_placement(const std::string& root, const std::vector<int>& rows, int 
   }
 
   // GPU: the VRAM tier's fill of the n experts (emptied first), then the expert kernel on them.
-  VramExpertCache tier(src, Z, I, n, ExpertLayout::rows);  // the layout the forward's fp64 kernels read
+  VramExpertCache tier(src, Z, I, n);  // the row layout the forward's fp64 kernels read
   OwnedStream st;
   std::vector<MxExpert> dev;
   auto fill_ms = [&](bool direct) {

@@ -263,7 +263,7 @@ DLayer rebased(DLayer L, const uint8_t* from, uint8_t* to) {
 // Expert slots for kAutoSlots: the free device memory after the spine, less what one session
 // allocates (fp64: MLA caches at max_context, KDA states and their snapshots, the pass's buffers
 // and the experts' workspace) and a margin for the driver.
-int auto_expert_slots(const K3Config& c, const CudaK3Model::Options& o, int all, ExpertLayout layout) {
+int auto_expert_slots(const K3Config& c, const CudaK3Model::Options& o, int all) {
   size_t free_b = 0, total_b = 0;
   check_cuda(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
   uint64_t session = 0;
@@ -276,7 +276,7 @@ int auto_expert_slots(const K3Config& c, const CudaK3Model::Options& o, int all,
              (uint64_t(c.vocab) * 12 + 64ull * c.hidden * 8 + uint64_t(std::max(1, c.top_k)) * c.moe_intermediate * 8);
   const uint64_t margin = (uint64_t(1) << 30) + total_b / 20;
   const uint64_t slot = VramExpertCache::slot_bytes_for(c.latent, c.moe_intermediate);
-  const uint64_t need = session + margin + VramExpertCache::scratch_bytes_for(c.latent, c.moe_intermediate, layout);
+  const uint64_t need = session + margin;
   const int64_t fit = free_b > need ? int64_t((free_b - need) / slot) : 0;
   const int least = std::min(o.max_rows * c.top_k, c.experts);  // one pass's distinct experts of a layer, at most
   if (fit < least)
@@ -363,9 +363,6 @@ CudaK3Model::CudaK3Model(const K3Model& host, Options opts)
     if (c.is_moe(l) && (layout_.unit(l).decode_gpu || layout_.unit(l).prefill_gpu)) moe_here.push_back(l);
   if (c.moe_layers() > 0) {
     const int all = std::max<int>(1, int(moe_here.size())) * c.experts;
-    // The experts in VRAM keep the checkpoint's row layout, which the fp64 expert kernels
-    // (k3::routed_experts) read.
-    const ExpertLayout layout = ExpertLayout::rows;
     // A plan's tier, never below what one pass of one layer needs.
     const int least = std::min(opts_.max_rows * c.top_k, c.experts);
     const int planned = opts_.layout && opts_.expert_slots == 0
@@ -373,9 +370,11 @@ CudaK3Model::CudaK3Model(const K3Model& host, Options opts)
                             : 0;
     const int slots = planned > 0                                 ? planned
                       : opts_.expert_slots > 0                    ? opts_.expert_slots
-                      : opts_.expert_slots == Options::kAutoSlots ? auto_expert_slots(c, opts_, all, layout)
+                      : opts_.expert_slots == Options::kAutoSlots ? auto_expert_slots(c, opts_, all)
                                                                   : all;
-    cache_ = std::make_unique<VramExpertCache>(host.experts(), c.latent, c.moe_intermediate, slots, layout);
+    // The experts in VRAM keep the checkpoint's row layout, which the fp64 expert kernels
+    // (k3::routed_experts) read.
+    cache_ = std::make_unique<VramExpertCache>(host.experts(), c.latent, c.moe_intermediate, slots);
     if (slots >= all && opts_.preload && !moe_here.empty()) {
       const std::vector<int>& layers = moe_here;
       cache_->preload(layers, c.experts);

@@ -63,7 +63,7 @@ class CudaK3Model {
   const CudaK3Weights& weights() const { return *w_; }
   VramExpertCache& experts() const { return *cache_; }
   uint64_t spine_device_bytes() const;
-  // Resident mode: device array of every expert of `layer` by id (ExpertMlp::run_routed's table),
+  // Resident mode: device array of every expert of `layer` by id (k3::routed_experts's table),
   // or null when the layer's experts are not all resident (streamed tier, or evicted since).
   const MxExpert* resident_experts(int layer) const;
   // The plan's layout (options().layout) or every unit in VRAM.

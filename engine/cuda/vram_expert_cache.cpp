@@ -11,19 +11,8 @@
 
 namespace deltafin::cuda {
 
-namespace {
-// Fragments layout: a miss lands in one of two scratch slots and is repacked into its own slot on a
-// stream of its own, so the next miss's DMA (into the other scratch slot) overlaps the repack.
-constexpr int kScratchSlots = 2;
-}  // namespace
-
 struct VramExpertCache::Impl {
   DeviceBuffer pool;
-  DeviceBuffer scratch[kScratchSlots];
-  OwnedStream repack;
-  OwnedEvent landed[kScratchSlots], repacked[kScratchSlots], repack_done;
-  bool repacked_used[kScratchSlots] = {};
-  int next_scratch = 0;
   OwnedStream copy;
   std::vector<PinnedBuffer> staging;
   std::vector<std::unique_ptr<OwnedEvent>> staged;  // one per staging buffer: its DMA is done
@@ -66,13 +55,8 @@ uint64_t VramExpertCache::slot_bytes_for(int latent, int inter) {
   return total;
 }
 
-uint64_t VramExpertCache::scratch_bytes_for(int latent, int inter, ExpertLayout layout) {
-  return layout == ExpertLayout::fragments ? kScratchSlots * slot_bytes_for(latent, inter) : 0;
-}
-
-VramExpertCache::VramExpertCache(ExpertSource& host, int latent, int inter, int slots, ExpertLayout layout,
-                                 int staging_buffers)
-    : host_(host), latent_(latent), inter_(inter), layout_(layout), map_(slots), impl_(std::make_unique<Impl>()) {
+VramExpertCache::VramExpertCache(ExpertSource& host, int latent, int inter, int slots, int staging_buffers)
+    : host_(host), map_(slots), impl_(std::make_unique<Impl>()) {
   if (slots < 1) throw Error("the VRAM expert tier needs at least one slot");
   uint64_t sizes[6];
   part_sizes(latent, inter, sizes);
@@ -82,8 +66,6 @@ VramExpertCache::VramExpertCache(ExpertSource& host, int latent, int inter, int 
     slot_bytes_ += DeviceArena::round(sizes[p]);
   }
   impl_->pool = DeviceBuffer(slot_bytes_ * uint64_t(slots));
-  if (layout_ == ExpertLayout::fragments)
-    for (DeviceBuffer& b : impl_->scratch) b = DeviceBuffer(slot_bytes_);
   for (int i = 0; i < staging_buffers; ++i) {
     impl_->staging.emplace_back(slot_bytes_);
     impl_->staged.push_back(std::make_unique<OwnedEvent>());
@@ -99,7 +81,6 @@ VramExpertCache::VramExpertCache(ExpertSource& host, int latent, int inter, int 
 
 VramExpertCache::~VramExpertCache() {
   cudaStreamSynchronize(impl_->copy.get());
-  cudaStreamSynchronize(impl_->repack.get());
   impl_->ahead_batch.reset();
   for (size_t i = 0; i < impl_->piece_state.size(); ++i)
     if (impl_->piece_state[i] == 1) cudaHostUnregister(const_cast<uint8_t*>(impl_->arena.base) + i * impl_->piece);
@@ -129,19 +110,6 @@ MxExpert VramExpertCache::view(int slot) const {
   // MxExpert: gate = w1, up = w3, down = w2.
   return MxExpert{b + part_off_[0], b + part_off_[1], b + part_off_[4],
                   b + part_off_[5], b + part_off_[2], b + part_off_[3]};
-}
-
-void VramExpertCache::repack_into(const uint8_t* scratch, uint8_t* dst, bool copy_scales) {
-  const Stream cs = impl_->repack.opaque();
-  // ExpertView order: w1 (gate) and w3 (up) are [inter][latent], w2 (down) [latent][inter].
-  repack_mx_fragments(scratch + part_off_[0], dst + part_off_[0], inter_, latent_, cs);
-  repack_mx_fragments(scratch + part_off_[2], dst + part_off_[2], latent_, inter_, cs);
-  repack_mx_fragments(scratch + part_off_[4], dst + part_off_[4], inter_, latent_, cs);
-  if (copy_scales)
-    for (int p : {1, 3, 5})
-      check_cuda(cudaMemcpyAsync(dst + part_off_[p], scratch + part_off_[p], part_bytes_[p], cudaMemcpyDeviceToDevice,
-                                 impl_->repack.get()),
-                 "cudaMemcpyAsync (expert scales)");
 }
 
 void VramExpertCache::gather(int layer, std::span<const int> experts, std::vector<MxExpert>& out, Stream stream) {
@@ -227,23 +195,6 @@ bool VramExpertCache::fill(int layer, const std::vector<int>& missing, const std
   // A slot being overwritten may still be read by work already queued on the compute stream.
   impl_->compute_done.record(static_cast<cudaStream_t>(stream));
   check_cuda(cudaStreamWaitEvent(cs, impl_->compute_done.get(), 0), "cudaStreamWaitEvent");
-  const bool frag = layout_ == ExpertLayout::fragments;
-  if (frag) check_cuda(cudaStreamWaitEvent(impl_->repack.get(), impl_->compute_done.get(), 0), "cudaStreamWaitEvent");
-  // Fragments: the scratch slot for the next miss, free once its previous repack has read it;
-  // after the DMA into it, the repack stream takes over.
-  auto take_scratch = [&]() -> int {
-    const int k = impl_->next_scratch++ % kScratchSlots;
-    if (impl_->repacked_used[k])
-      check_cuda(cudaStreamWaitEvent(cs, impl_->repacked[k].get(), 0), "cudaStreamWaitEvent");
-    return k;
-  };
-  auto repack_from = [&](int k, uint8_t* dst, bool copy_scales) {
-    impl_->landed[k].record(cs);
-    check_cuda(cudaStreamWaitEvent(impl_->repack.get(), impl_->landed[k].get(), 0), "cudaStreamWaitEvent");
-    repack_into(impl_->scratch[k].as<uint8_t>(), dst, copy_scales);
-    impl_->repacked[k].record(impl_->repack.get());
-    impl_->repacked_used[k] = true;
-  };
   bool any_direct = false;
   try {
     batch = ahead ? host_.request_ahead(layer, missing) : host_.request(layer, missing);
@@ -255,15 +206,10 @@ bool VramExpertCache::fill(int layer, const std::vector<int>& missing, const std
       auto* dst = static_cast<uint8_t*>(impl_->pool.data()) + uint64_t(slot_for[mi]) * slot_bytes_;
       bool direct = true;
       for (int p = 0; p < 6 && direct; ++p) direct = pinned(parts[p], part_bytes_[p]);
-      const int k = frag ? take_scratch() : 0;
-      uint8_t* scratch = frag ? impl_->scratch[k].as<uint8_t>() : nullptr;
       if (direct) {
-        // Fragments: the packed parts go to scratch, the scales straight to the slot.
         for (int p = 0; p < 6; ++p)
-          check_cuda(cudaMemcpyAsync((frag && p % 2 == 0 ? scratch : dst) + part_off_[p], parts[p], part_bytes_[p],
-                                     cudaMemcpyHostToDevice, cs),
+          check_cuda(cudaMemcpyAsync(dst + part_off_[p], parts[p], part_bytes_[p], cudaMemcpyHostToDevice, cs),
                      "cudaMemcpyAsync (expert, pinned RAM tier)");
-        if (frag) repack_from(k, dst, false);
         any_direct = true;
         ++c_.direct;
         if (!ahead) ++c_.misses;
@@ -285,10 +231,8 @@ bool VramExpertCache::fill(int layer, const std::vector<int>& missing, const std
           std::memcpy(st + part_off_[p] + o, parts[p] + o, std::min(kPiece, part_bytes_[p] - o));
         }
       });
-      check_cuda(cudaMemcpyAsync(frag ? scratch : dst, st, slot_bytes_, cudaMemcpyHostToDevice, cs),
-                 "cudaMemcpyAsync (expert)");
+      check_cuda(cudaMemcpyAsync(dst, st, slot_bytes_, cudaMemcpyHostToDevice, cs), "cudaMemcpyAsync (expert)");
       impl_->staged[sb]->record(cs);
-      if (frag) repack_from(k, dst, true);
       impl_->staged_used[sb] = true;
       if (!ahead) ++c_.misses;
       c_.bytes_h2d += slot_bytes_;
@@ -297,7 +241,6 @@ bool VramExpertCache::fill(int layer, const std::vector<int>& missing, const std
     // A failed fill leaves no slot claiming an expert it does not hold, and the batch's RAM slots
     // stay pinned until the copies already queued from them are done.
     cudaStreamSynchronize(cs);
-    cudaStreamSynchronize(impl_->repack.get());
     for (int slot : slot_for) {
       map_.forget(slot);
       impl_->ahead_slot[size_t(slot)] = 0;
@@ -305,10 +248,6 @@ bool VramExpertCache::fill(int layer, const std::vector<int>& missing, const std
     ++epoch_;
     batch.reset();
     throw;
-  }
-  if (frag) {
-    impl_->repack_done.record(impl_->repack.get());
-    check_cuda(cudaStreamWaitEvent(cs, impl_->repack_done.get(), 0), "cudaStreamWaitEvent");
   }
   return any_direct;
 }

@@ -4,9 +4,8 @@
 // compute stream waits on an event, never on the host. Misses go through pinned staging buffers,
 // the next expert's host copy overlapping the previous one's DMA; with direct copies on and the
 // source's views in its own arena (the RAM tier), the arena is pinned piece by piece as misses
-// reach it and experts are copied straight from it instead. In the fragments layout every miss is
-// copied to one of two scratch slots first and repacked from there on a stream of its own (the
-// same bytes in the order the fragment-order expert kernels read). Which slot a miss takes is
+// reach it and experts are copied straight from it instead. The slots keep the checkpoint's row
+// layout, which the fp64 expert kernels (k3::routed_experts) read. Which slot a miss takes is
 // ExpertSlotMap's use-count policy: experts used every token stay, newcomers go first.
 #include <cstdint>
 #include <memory>
@@ -39,10 +38,8 @@ struct VramTierCounters {
 class VramExpertCache {
  public:
   // slots: experts kept in VRAM (each expert_bytes rounded up per tensor); at least the most
-  // distinct experts one layer of one pass can need. layout: how the slots hold the packed codes
-  // (fragments: each miss lands in a scratch slot and is repacked into its own, scales as they are).
-  VramExpertCache(ExpertSource& host, int latent, int inter, int slots, ExpertLayout layout = ExpertLayout::rows,
-                  int staging_buffers = 4);
+  // distinct experts one layer of one pass can need.
+  VramExpertCache(ExpertSource& host, int latent, int inter, int slots, int staging_buffers = 4);
   ~VramExpertCache();
   VramExpertCache(const VramExpertCache&) = delete;
   VramExpertCache& operator=(const VramExpertCache&) = delete;
@@ -59,12 +56,9 @@ class VramExpertCache {
   void preload(const std::vector<int>& layers, int experts_per_layer);
 
   int slots() const { return map_.slot_count(); }
-  ExpertLayout layout() const { return layout_; }
   uint64_t slot_bytes() const { return slot_bytes_; }
   // What one slot takes for experts of these widths (the six tensors, each 256-byte aligned).
   static uint64_t slot_bytes_for(int latent, int inter);
-  // Device memory the tier takes beside its slots: the fragments layout's scratch slots.
-  static uint64_t scratch_bytes_for(int latent, int inter, ExpertLayout layout);
   const VramTierCounters& counters() const { return c_; }
   void reset_counters() { c_ = {}; }
   // Forgets every resident expert (benchmarks of the streamed case); the next gather copies again.
@@ -87,9 +81,6 @@ class VramExpertCache {
 
  private:
   MxExpert view(int slot) const;
-  // Fragments layout: the packed parts of the expert image at `scratch` (slot layout) repacked into
-  // `dst`, its scales copied, on the repack stream.
-  void repack_into(const uint8_t* scratch, uint8_t* dst, bool copy_scales);
   // Copies `missing` experts of `layer` from the host source into `slot_for` on the copy stream,
   // after the work queued on `stream` so far (ahead: a prefetch, not counted as misses). The host
   // batch goes to `batch`, which must live until the copies are done: true when any copy reads
@@ -100,8 +91,6 @@ class VramExpertCache {
   bool pinned(const uint8_t* p, uint64_t n);
 
   ExpertSource& host_;
-  int latent_, inter_;
-  ExpertLayout layout_;
   uint64_t part_bytes_[6] = {}, part_off_[6] = {}, slot_bytes_ = 0;
   ExpertSlotMap map_;
   uint64_t epoch_ = 0;

@@ -3,6 +3,7 @@
 // but has no GPU).
 #include <QtTest/QtTest>
 
+#include "cuda/lab/expert_mlp.h"
 #include "cuda_checks.h"
 #include "gpu_test_support.h"
 

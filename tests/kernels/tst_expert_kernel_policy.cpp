@@ -1,4 +1,4 @@
-// The expert-kernel policy (kernels/cuda/expert_kernel_policy.h) against the choices the kernel
+// The expert-kernel policy (kernels/cuda/lab/expert_kernel_policy.h) against the choices the kernel
 // registry made before the policy was written out (kernels/cuda/mxfp4_experts.cu at 322f3be: first
 // fitting version of the layout, its `shared` and `few` alternatives, the alignment and shared-table
 // fallbacks). Each row of the tables below was read off that code for the GPU and call it
@@ -13,7 +13,7 @@
 
 #include <string>
 
-#include "cuda/expert_kernel_policy.h"
+#include "cuda/lab/expert_kernel_policy.h"
 #include "cuda/situ.h"
 
 using namespace deltafin::cuda;

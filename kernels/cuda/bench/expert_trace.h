@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/cuda_kernels.h"
+#include "cuda/lab/expert_mlp.h"
 
 namespace deltafin::cuda::bench {
 

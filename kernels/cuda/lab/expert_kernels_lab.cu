@@ -1,5 +1,6 @@
 // The expert-kernel versions that choose_expert_kernel reaches on no GPU: measured, kept to measure
-// against (deltafin-cuda-bench) and to check (deltafin-cuda-check), never in the product library.
+// against (deltafin-cuda-bench) and to check (deltafin-cuda-check). "The product's" versions below are
+// the policy's (mxfp4_experts.cu, in this library too since the K3 forward's experts went fp64).
 // docs/history/EXPERT-KERNELS.md has what each tried and why it lost. Same task scheme as the
 // product's (expert_tasks.cuh); expert_kernels_lab.h offers them by name, the product's versions
 // first, and runs them through ExpertMlp::use_variant.
@@ -7,15 +8,15 @@
 #include <utility>
 #include <vector>
 
-#include "cuda/expert_tasks.cuh"
-#include "cuda/expert_variant.h"
+#include "cuda/lab/expert_tasks.cuh"
+#include "cuda/lab/expert_variant.h"
 #include "cuda/lab/expert_kernels_lab.h"
 
 namespace deltafin::cuda {
 namespace {
 
 #include "cuda/lab/expert_tasks_lab.cuh"
-#include "cuda/mxfp4_experts_mma.cuh"
+#include "cuda/lab/mxfp4_experts_mma.cuh"
 #include "cuda/lab/mxfp4_experts_mma_stages.cuh"
 #include "cuda/lab/mxfp4_experts_imma.cuh"
 #include "cuda/lab/mxfp4_experts_ws.cuh"

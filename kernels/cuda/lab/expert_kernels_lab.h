@@ -1,10 +1,11 @@
 #pragma once
 // The lab's expert-kernel versions (kernels/cuda/lab/): linked into deltafin-cuda-bench and the
-// checker only. Every version by name, the product's (ExpertKernel) first, then the lab's.
+// checker only. Every version by name, the policy's (ExpertKernel, mxfp4_experts.cu) first, then
+// the others (expert_kernels_lab.cu).
 #include <string>
 #include <vector>
 
-#include "cuda/cuda_kernels.h"
+#include "cuda/lab/expert_mlp.h"
 
 namespace deltafin::cuda {
 

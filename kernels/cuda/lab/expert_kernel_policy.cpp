@@ -1,8 +1,8 @@
-#include "cuda/expert_kernel_policy.h"
+#include "cuda/lab/expert_kernel_policy.h"
 
 #include <algorithm>
 
-#include "cuda/expert_geometry.h"
+#include "cuda/lab/expert_geometry.h"
 
 namespace deltafin::cuda {
 

@@ -1,19 +1,21 @@
-// The routed-expert MLP's product versions and ExpertMlp, the host side that runs them. The kernels' task scheme is
-// expert_tasks.cuh; which version runs a call is choose_expert_kernel (expert_kernel_policy.h). Versions never chosen
-// on any GPU are the lab's (lab/, run through ExpertMlp::use_variant in deltafin-cuda-bench and the checker only;
-// how they were chosen: docs/history/EXPERT-KERNELS.md).
+// The fp32 routed-expert MLP's policy versions and ExpertMlp (expert_mlp.h), the host side that runs them: the
+// product's until the K3 forward's experts went fp64 (k3::routed_experts), the lab's since, so "product version"
+// below names a version the policy chooses. The kernels' task scheme is expert_tasks.cuh; which version runs a call is
+// choose_expert_kernel (expert_kernel_policy.h). Versions the policy never chooses are expert_kernels_lab.cu's (run
+// through ExpertMlp::use_variant in deltafin-cuda-bench and the checker; how they were chosen:
+// docs/history/EXPERT-KERNELS.md).
 #include <map>
 #include <optional>
 
-#include "cuda/expert_tasks.cuh"
-#include "cuda/expert_kernel_policy.h"
-#include "cuda/expert_variant.h"
+#include "cuda/lab/expert_tasks.cuh"
+#include "cuda/lab/expert_kernel_policy.h"
+#include "cuda/lab/expert_variant.h"
 
 namespace deltafin::cuda {
 namespace {
 
-#include "cuda/mxfp4_experts_mma.cuh"
-#include "cuda/mxfp4_experts_direct.cuh"
+#include "cuda/lab/mxfp4_experts_mma.cuh"
+#include "cuda/lab/mxfp4_experts_direct.cuh"
 
 template <ExpertKernel K>
 size_t product_smem(int latent, int inter) {

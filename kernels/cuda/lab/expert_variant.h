@@ -4,7 +4,7 @@
 // Host code only.
 #include <cstddef>
 
-#include "cuda/expert_kernel_policy.h"
+#include "cuda/lab/expert_kernel_policy.h"
 
 namespace deltafin::cuda {
 

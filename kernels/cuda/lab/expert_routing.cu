@@ -3,7 +3,7 @@
 // tables are complete before the expert kernel starts. Groups follow the experts' first slots (row 0's experts
 // first, then the experts row 1 adds, ...), assignments ascend within a group, so that a block's successive tasks
 // often keep their staged activations (docs/CUDA.md "Routed experts"). The order never changes a result.
-#include "cuda/expert_routing.cuh"
+#include "cuda/lab/expert_routing.cuh"
 
 #include <string>
 

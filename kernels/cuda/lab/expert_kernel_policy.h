@@ -1,5 +1,6 @@
 #pragma once
-// Which version of the routed-expert kernel (mxfp4_experts.cu) runs a call. Plain C++: the policy
+// Which version of the fp32 routed-expert kernel (mxfp4_experts.cu; the lab's since the K3 forward's experts went
+// fp64, so "the product" below is ExpertMlp as it ran in the product) runs a call. Plain C++: the policy
 // is a function of the widths, the device's limits and the call, so it is unit-tested on the CPU
 // (tests/kernels/tst_expert_kernel_policy.cpp). Every version a policy can choose sums in the order
 // of the layout's default (the same bits), so the choice changes speed, never a result.
@@ -7,7 +8,7 @@
 #include <functional>
 #include <optional>
 
-#include "cuda/cuda_kernels.h"
+#include "cuda/lab/expert_mlp.h"
 
 namespace deltafin::cuda {
 

@@ -14,8 +14,8 @@
 #include <cuda_fp16.h>
 
 #include "cuda/cuda_common.cuh"
-#include "cuda/expert_routing.cuh"
-#include "cuda/expert_geometry.h"
+#include "cuda/lab/expert_routing.cuh"
+#include "cuda/lab/expert_geometry.h"
 
 namespace deltafin::cuda {
 namespace {
