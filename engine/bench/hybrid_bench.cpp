@@ -111,6 +111,17 @@ Bandwidths cpu_rates_around(const Bandwidths& base, Run run) {
   return before;
 }
 
+// This machine's rates as deltafin plan probes them, on CUDA device `device`; the GPU's matmul rate
+// is `given_tflops` instead of the measured one when positive.
+Bandwidths probe_bench_rates(const std::string& slice_root, int device, double given_tflops) {
+  Bandwidths rates;
+  probe_cpu(rates);
+  probe_disk(rates, slice_root);
+  probe_gpu_rates(device, rates.h2d_gbps, rates.hbm_gbps, rates.gpu_tflops);
+  if (given_tflops > 0) rates.gpu_tflops = given_tflops;
+  return rates;
+}
+
 }  // namespace
 
 bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
@@ -121,17 +132,11 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
   const auto gpus = gpu_memory();
   if (gpus.empty()) throw Error("bench_hybrid needs a CUDA GPU");
 
-  // This machine's rates, as deltafin plan probes them (the GPU's matmul rate unless given).
-  Bandwidths rates;
-  probe_cpu(rates);
-  probe_disk(rates, o.slice_root);
-  probe_gpu_rates(0, rates.h2d_gbps, rates.hbm_gbps, rates.gpu_tflops);
-  const bool tflops_given = o.gpu_tflops > 0;
-  if (tflops_given) rates.gpu_tflops = o.gpu_tflops;
+  const Bandwidths rates = probe_bench_rates(o.slice_root, 0, o.gpu_tflops);
   out << "Rates: disk " << f2(rates.disk_gbps) << " GB/s, RAM " << f2(rates.ram_gbps) << " GB/s, CPU BF16 "
       << f2(rates.cpu_bf16_gbps) << " GB/s, CPU MXFP4 " << f2(rates.cpu_mxfp4_gbps) << " GB/s, CPU "
       << f2(rates.cpu_gflops) << " GFLOP/s, PCIe " << f2(rates.h2d_gbps) << " GB/s, HBM " << f2(rates.hbm_gbps)
-      << " GB/s, GPU " << f2(rates.gpu_tflops) << " TFLOP/s (" << (tflops_given ? "given" : "measured") << ")\n\n";
+      << " GB/s, GPU " << f2(rates.gpu_tflops) << " TFLOP/s (" << (o.gpu_tflops > 0 ? "given" : "measured") << ")\n\n";
 
   PlanOptions po;
   po.context_tokens = o.prompt_len + o.new_tokens + 8;
@@ -307,15 +312,10 @@ bool bench_multigpu(const MultiGpuBenchOptions& o, std::ostream& out) {
   for (int g = 1; g < n; ++g)
     imitated = imitated || std::count(devices.begin(), devices.begin() + g, devices[size_t(g)]) > 0;
 
-  Bandwidths rates;
-  probe_cpu(rates);
-  probe_disk(rates, o.slice_root);
-  probe_gpu_rates(devices[0], rates.h2d_gbps, rates.hbm_gbps, rates.gpu_tflops);
-  const bool tflops_given = o.gpu_tflops > 0;
-  if (tflops_given) rates.gpu_tflops = o.gpu_tflops;
+  const Bandwidths rates = probe_bench_rates(o.slice_root, devices[0], o.gpu_tflops);
   out << "Rates: disk " << f2(rates.disk_gbps) << " GB/s, CPU BF16 " << f2(rates.cpu_bf16_gbps) << " GB/s, PCIe "
       << f2(rates.h2d_gbps) << " GB/s, HBM " << f2(rates.hbm_gbps) << " GB/s, GPU " << f2(rates.gpu_tflops)
-      << " TFLOP/s (" << (tflops_given ? "given" : "measured") << ")\n";
+      << " TFLOP/s (" << (o.gpu_tflops > 0 ? "given" : "measured") << ")\n";
   out << n << " GPUs on CUDA device(s)";
   for (int d : devices) out << " " << d;
   out << (imitated ? " (logical GPUs sharing a device: the hand-overs are copies within it)" : "") << "\n\n";

@@ -16,6 +16,9 @@ SLICE=${SLICE:-/tmp/slice6}
 export LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 mkdir -p "$OUT"
 bin=$CARRY/bin
+py=python3
+# [BOS] + 11 byte-level ids, the prompt of every model here (measure_deep.sh's).
+prompt() { echo "$($py -c "import json,sys; print(json.load(open(sys.argv[1]))['bos_token_id'])" "$1/config.json"),72,101,108,108,111,44,32,119,111,114,108"; }
 "$bin/deltafin-cuda-check" ${CHECK_ARGS:---quick} > "$OUT/checks.txt" 2>&1
 echo "deltafin-cuda-check rc $?"; tail -2 "$OUT/checks.txt"
 "$bin/deltafin-cuda-k3" check tests/fixtures/k3-tiny > "$OUT/k3-checks.txt" 2>&1
@@ -31,9 +34,8 @@ fi
     DEVICE=$dev tests/precision/measure_deep.sh "$bin/deltafin" ${LAYERS:-24 48 93}
   done
   # k3-tiny, the fixture: the engine's logits and numpy fp32's against the float64 reference.
-  py=python3
   k=tests/fixtures/k3-tiny
-  p="$($py -c "import json,sys; print(json.load(open(sys.argv[1]))['bos_token_id'])" "$k/config.json"),72,101,108,108,111,44,32,119,111,114,108"
+  p=$(prompt "$k")
   for dev in ${DEVICES:-cuda cpu}; do
     printf 'k3-tiny, %s: ' "$dev"
     "$bin/deltafin" logits --model-root "$k" --ids "$p" --reference --json --out "/tmp/k3-tiny-$dev.safetensors" --device "$dev"
@@ -42,13 +44,11 @@ fi
   done
 } > "$OUT/precision.txt" 2>&1
 cat "$OUT/precision.txt"
-py=python3
-ids() { $py -c "import json,sys; print(json.load(open(sys.argv[1]))['bos_token_id'])" "$1/config.json"; }
 {
   for L in ${LAYERS:-24 48 93} k3-tiny; do
     d=${TMPDIR:-/tmp}/deltafin-precision/deep-$L
     [ "$L" = k3-tiny ] && d=tests/fixtures/k3-tiny
-    p="$(ids "$d"),72,101,108,108,111,44,32,119,111,114,108"
+    p=$(prompt "$d")
     for dev in ${DEVICES:-cuda cpu}; do
       printf '%s layers, %s: ' "$L" "$dev"
       $py tests/precision/greedy_vs_f64.py "$bin/deltafin" "$d" --ids "$p" --steps 32 --device "$dev" 2>&1 | tail -1

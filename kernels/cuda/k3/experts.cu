@@ -11,6 +11,7 @@
 // warp's butterfly); how many pairs share a group, which warp takes a row and the grid never enter the
 // arithmetic, so each row's output has the same bits in any pass (batch invariance).
 #include <algorithm>
+#include <type_traits>
 
 #include "cuda/k3/k3_common.cuh"
 #include "cuda/k3/mxfp4_fp64.h"
@@ -235,6 +236,27 @@ __device__ __forceinline__ void up_group(const MxExpert& e, const int (&member)[
                        });
 }
 
+// f(std::integral_constant<int, n>{}) for a group of n = 1..kMaxGroup pairs: the group kernels'
+// compile-time pair counts.
+template <typename F>
+__device__ __forceinline__ void by_group_size(int n, F&& f) {
+  static_assert(kMaxGroup == 4, "one case per group size");
+  switch (n) {
+    case 1:
+      f(std::integral_constant<int, 1>{});
+      break;
+    case 2:
+      f(std::integral_constant<int, 2>{});
+      break;
+    case 3:
+      f(std::integral_constant<int, 3>{});
+      break;
+    default:
+      f(std::integral_constant<int, 4>{});
+      break;
+  }
+}
+
 // Per pair group (blockIdx.y its leading pair) and kWarps warps (blockIdx.x): the expert's gate and up
 // rows against the group's z rows, SiTU, staged: hs[pair].
 __global__ void __launch_bounds__(kThreads, 4)
@@ -245,20 +267,7 @@ __global__ void __launch_bounds__(kThreads, 4)
   const int n = group_of(slot, P, blockIdx.y, member);
   if (n == 0) return;
   const MxExpert e = table[slot[blockIdx.y]];
-  switch (n) {
-    case 1:
-      up_group<1>(e, member, k, Z, I, zs, hs);
-      break;
-    case 2:
-      up_group<2>(e, member, k, Z, I, zs, hs);
-      break;
-    case 3:
-      up_group<3>(e, member, k, Z, I, zs, hs);
-      break;
-    default:
-      up_group<4>(e, member, k, Z, I, zs, hs);
-      break;
-  }
+  by_group_size(n, [&](auto nt) { up_group<decltype(nt)::value>(e, member, k, Z, I, zs, hs); });
 }
 
 template <int NT>
@@ -292,20 +301,7 @@ __global__ void __launch_bounds__(kThreads, 4)
   const int n = group_of(slot, P, blockIdx.y, member);
   if (n == 0) return;
   const MxExpert e = table[slot[blockIdx.y]];
-  switch (n) {
-    case 1:
-      down_group<1>(e, member, Z, I, hs, d);
-      break;
-    case 2:
-      down_group<2>(e, member, Z, I, hs, d);
-      break;
-    case 3:
-      down_group<3>(e, member, Z, I, hs, d);
-      break;
-    default:
-      down_group<4>(e, member, Z, I, hs, d);
-      break;
-  }
+  by_group_size(n, [&](auto nt) { down_group<decltype(nt)::value>(e, member, Z, I, hs, d); });
 }
 
 // y[t][r] = sum over slots j in order of wt[t * k + j] * d[t * k + j][r].
