@@ -28,7 +28,7 @@ struct DMla {
   const float *q_a_norm = nullptr, *kv_a_norm = nullptr;
 };
 struct DMlp {
-  DevMat gate_up, down;  // gate_up: [gate; up] stacked, one launch whose rows keep gate's version
+  DevMat gate_up, down;  // gate_up: [gate; up] stacked, one launch
   int64_t inter = 0;
 };
 struct DMoe {
@@ -119,9 +119,7 @@ struct Uploader {
   }
   DMlp mlp(const DenseMlpWeights& w) {
     if (w.gate.rows != w.up.rows) throw Error("CUDA K3: an MLP's gate and up projections differ in rows");
-    DMlp d{stacked({&w.gate, &w.up}), mat(w.down), w.gate.rows};
-    d.gate_up.version_rows = w.gate.rows;
-    return d;
+    return DMlp{stacked({&w.gate, &w.up}), mat(w.down), w.gate.rows};
   }
   // Matrices with the same width and dtype stacked into one [sum rows][cols] matrix: one GEMV
   // launch instead of several, each output row reduced exactly as it would be alone.

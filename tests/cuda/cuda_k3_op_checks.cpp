@@ -210,10 +210,10 @@ void elementwise(Io& io, vector<Result>& out) {
                                 gh, rh, kElemLimit));
 }
 
-// k3::gemm, BF16 and fp32 weights: a narrow matrix of K3's hidden width (one row per warp, vector
-// loads), a wide one (several rows per warp, the count changing with T) with a partial last block
-// and tile, and a width not a multiple of 8 (scalar loads). x and y with padded row strides. T = 1
-// (every row alone), 2, 5 and 16 against the float64 reference and against each other bit for bit.
+// k3::gemm, BF16 and fp32 weights: a narrow matrix of K3's hidden width (one row tile per block,
+// vector loads), a wide one (four row tiles per block) with a partial last tile and chunk, and a width
+// not a multiple of 8 (scalar loads). x and y with padded row strides. T = 1 (every row alone), 2, 5
+// and 16 (one and two column tiles) against the float64 reference and against each other bit for bit.
 void gemms(Io& io, vector<Result>& out) {
   constexpr int kT = 16;
   struct Shape {

@@ -17,9 +17,6 @@ struct DevMat {
   const void* data = nullptr;
   bool bf16 = true;
   int64_t rows = 0, cols = 0;
-  // BF16: the row count the GEMM version is chosen by (0: rows). Matrices stacked for one launch
-  // set it to their parts' rows, so each output row keeps the version, and the bits, it had alone.
-  int64_t version_rows = 0;
 };
 
 // Every activation is fp64 (the CPU forward's precision, docs/ENGINE.md "Exactness"): weights are
