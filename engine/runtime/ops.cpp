@@ -126,6 +126,24 @@ void matmul_mxfp4_pair(const uint8_t* packed_a, const uint8_t* scale_a, double* 
                        const uint8_t* scale_b, double* yb, int64_t rows, int64_t cols, const double* x, int T) {
   matmul_mxfp4_pair_t(packed_a, scale_a, ya, packed_b, scale_b, yb, rows, cols, x, T);
 }
+void matmul_mxfp4_many(const std::vector<Mxfp4Product>& group) {
+  const auto& k = kernels::active();
+  int64_t total = 0;
+  for (const Mxfp4Product& p : group) total += p.rows;
+  ThreadPool::global().parallel_for(
+      static_cast<size_t>(total),
+      [&](size_t b, size_t e) {
+        int64_t base = 0;
+        for (const Mxfp4Product& p : group) {
+          const int64_t lo = std::max<int64_t>(int64_t(b), base), hi = std::min<int64_t>(int64_t(e), base + p.rows);
+          if (lo < hi)
+            k.mxfp4_rows(rows_args(p.packed, p.scale, p.cols, lo - base, hi - base, p.x, p.cols, p.T, p.y, p.rows));
+          base += p.rows;
+          if (base >= int64_t(e)) break;
+        }
+      },
+      64);
+}
 void matmul_mxfp4(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, const float* x, int T,
                   float* y) {
   matmul_mxfp4_t(packed, scale, rows, cols, x, T, y);
@@ -165,11 +183,18 @@ void rmsnorm(const double* x, const float* w, int64_t n, double eps, double* out
 }
 
 void situ_glu(const double* g, const double* u, int64_t n, double beta, double lbeta, double* out) {
-  for (int64_t i = 0; i < n; ++i) {
-    const double a = beta * std::tanh(g[i] / beta) * sigmoid64(g[i]);
-    const double b = lbeta * std::tanh(u[i] / lbeta);
-    out[i] = a * b;
-  }
+  auto range = [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) {
+      const double a = beta * std::tanh(g[i] / beta) * sigmoid64(g[i]);
+      const double c = lbeta * std::tanh(u[i] / lbeta);
+      out[i] = a * c;
+    }
+  };
+  // Two tanh and an exp per element: a layer's 16 experts' activations (16 x 3072) take
+  // milliseconds on one thread, as long as their matrices take over 16 threads, so large calls
+  // spread over the pool (each element by the same code: the same bits).
+  if (n >= 8192) ThreadPool::global().parallel_for(size_t(n), range, 1024);
+  else range(0, size_t(n));
 }
 
 void situ_glu(const float* g, const float* u, int64_t n, float beta, float lbeta, float* out) {

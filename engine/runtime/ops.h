@@ -41,6 +41,19 @@ void matmul_mxfp4(const uint8_t* packed, const uint8_t* scale, int64_t rows, int
                   double* y);
 void matmul_mxfp4_pair(const uint8_t* packed_a, const uint8_t* scale_a, double* ya, const uint8_t* packed_b,
                        const uint8_t* scale_b, double* yb, int64_t rows, int64_t cols, const double* x, int T);
+// One MXFP4 product of a group: y = W . x for T rows of x (cols wide), W [rows][cols].
+struct Mxfp4Product {
+  const uint8_t* packed;
+  const uint8_t* scale;
+  int64_t rows, cols;
+  const double* x;
+  int T;
+  double* y;
+};
+// Every product of the group in one spread over the pool, their output rows end to end (several
+// experts' gates and ups, then their downs): one hand-over to the threads instead of one per
+// expert, each output row by the same kernel as matmul_mxfp4 (the same bits).
+void matmul_mxfp4_many(const std::vector<Mxfp4Product>& group);
 // MXFP4 matrix [rows][cols] from packed codes and E8M0 scales.
 void matmul_mxfp4(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, const float* x, int T,
                   float* y);

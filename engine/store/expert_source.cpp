@@ -11,6 +11,12 @@ std::pair<int, ExpertView> ReadyBatch::next() {
   return {i, views_[i]};
 }
 
+void ReadyBatch::next_ready(std::vector<std::pair<int, ExpertView>>& out, int max) {
+  if (max > 0 && next_ >= static_cast<int>(views_.size()))
+    throw Error("ExpertBatch::next_ready() called after every expert was handed out");
+  for (; max > 0 && next_ < static_cast<int>(views_.size()); --max, ++next_) out.emplace_back(next_, views_[next_]);
+}
+
 std::unique_ptr<ExpertBatch> ExpertSource::request(int layer, std::span<const int> experts) {
   std::vector<ExpertView> v;
   acquire(layer, experts, v);

@@ -96,6 +96,13 @@ class ExpertBatch {
   // request and its bytes. Call exactly size-of-request times. The view returned
   // by the previous call may be released by this call: finish with it first.
   virtual std::pair<int, ExpertView> next() = 0;
+  // The same for every expert ready now: blocks until at least one more is ready, then appends
+  // each ready one (at most `max`) to `out` as (index in the request, view). The views of the
+  // previous call (of either kind) may be released by this call. Computing a group in one pass
+  // over the CPU's threads costs one hand-over instead of one per expert. The default hands out one.
+  virtual void next_ready(std::vector<std::pair<int, ExpertView>>& out, int max) {
+    if (max > 0) out.push_back(next());
+  }
 };
 
 // Supplies routed-expert weights to the compute. A pass asks for all the
@@ -138,6 +145,7 @@ class ReadyBatch : public ExpertBatch {
  public:
   explicit ReadyBatch(std::vector<ExpertView> v) : views_(std::move(v)) {}
   std::pair<int, ExpertView> next() override;
+  void next_ready(std::vector<std::pair<int, ExpertView>>& out, int max) override;
 
  private:
   std::vector<ExpertView> views_;

@@ -407,6 +407,7 @@ class PinnedBatch : public ExpertBatch {
     for (const auto& [l, e] : pins_) presence_.unpin(l, e);
   }
   std::pair<int, ExpertView> next() override { return ready_.next(); }
+  void next_ready(std::vector<std::pair<int, ExpertView>>& out, int max) override { ready_.next_ready(out, max); }
 
  private:
   ReadyBatch ready_;

@@ -507,24 +507,35 @@ class TieredBatch : public ExpertBatch {
     for (size_t i = 0; i < experts_.size(); ++i)
       if (slot_[i] < 0) --src_.demand_waiting_;
     for (size_t i = 0; i < experts_.size(); ++i)
-      if (slot_[i] >= 0 && (!returned_[i] || static_cast<int>(i) == prev_)) {
+      if (slot_[i] >= 0 && (!returned_[i] || std::find(prev_.begin(), prev_.end(), int(i)) != prev_.end())) {
         --src_.slots_[slot_[i]].pins;
         src_.release_locked(slot_[i]);
       }
   }
 
   std::pair<int, ExpertView> next() override {
+    std::vector<std::pair<int, ExpertView>> one;
+    next_ready(one, 1);
+    return one.front();
+  }
+
+  void next_ready(std::vector<std::pair<int, ExpertView>>& out, int max) override {
+    if (max <= 0) return;
     std::unique_lock<std::mutex> lk(src_.mu_);
-    if (prev_ >= 0) {
-      --src_.slots_[slot_[prev_]].pins;
-      src_.release_locked(slot_[prev_]);
-      prev_ = -1;
+    for (int i : prev_) {
+      --src_.slots_[slot_[i]].pins;
+      src_.release_locked(slot_[i]);
     }
+    prev_.clear();
     const auto t0 = Clock::now();
     bool waited = false;
     for (;;) {
       assign_pending_locked();
-      for (size_t i = 0; i < experts_.size(); ++i) {
+      // While an expert of this request waits for a slot, one at a time: each one computed
+      // frees its slot for the next read at once (caches of a few experts).
+      const bool starved = std::find(slot_.begin(), slot_.end(), -1) != slot_.end();
+      const int take = starved ? 1 : max;
+      for (size_t i = 0; i < experts_.size() && int(prev_.size()) < take; ++i) {
         if (returned_[i] || slot_[i] < 0) continue;
         const auto& s = src_.slots_[slot_[i]];
         if (s.state == TieredExpertSource::Slot::Failed)
@@ -532,9 +543,12 @@ class TieredBatch : public ExpertBatch {
                       "check the disk and the shard files (deltafin doctor)");
         if (s.state != TieredExpertSource::Slot::Ready) continue;
         returned_[i] = 1;
-        prev_ = static_cast<int>(i);
+        prev_.push_back(static_cast<int>(i));
+        out.emplace_back(static_cast<int>(i), s.view);
+      }
+      if (!prev_.empty()) {
         if (waited) src_.c_.wait_seconds += since(t0);
-        return {static_cast<int>(i), s.view};
+        return;
       }
       bool left = false;
       for (size_t i = 0; i < experts_.size(); ++i) left |= !returned_[i];
@@ -566,7 +580,7 @@ class TieredBatch : public ExpertBatch {
   int layer_;
   std::vector<int> experts_, slot_;
   std::vector<char> returned_;
-  int prev_ = -1;
+  std::vector<int> prev_;  // handed out by the last call, released by the next
 };
 
 std::unique_ptr<ExpertBatch> TieredExpertSource::request(int layer, std::span<const int> experts) {

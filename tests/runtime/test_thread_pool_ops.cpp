@@ -142,6 +142,59 @@ class TestThreadPoolOps : public QObject {
     }
     ThreadPool::set_global_threads(0);
   }
+
+  // Several experts' products in one spread (rows end to end, 200 + 136 + 200: ranges cross from
+  // one product to the next) give each product's bits of one matmul_mxfp4 each.
+  void mxfp4ManyEqualsOneMatmulEach() {
+    std::mt19937 rng(9);
+    const int64_t cols = 64;
+    const int64_t rows[3] = {200, 136, 200};
+    std::vector<std::vector<uint8_t>> packed(3), scale(3);
+    for (int p = 0; p < 3; ++p) {
+      packed[size_t(p)].resize(size_t(rows[p] * cols / 2));
+      scale[size_t(p)].resize(size_t(rows[p] * cols / 32));
+      for (auto& b : packed[size_t(p)]) b = uint8_t(rng());
+      for (auto& b : scale[size_t(p)]) b = uint8_t(118 + rng() % 16);
+    }
+    for (int threads : {1, 2, 3}) {
+      ThreadPool::set_global_threads(threads);
+      const int T[3] = {1, 3, 2};
+      std::vector<std::vector<double>> x(3), want(3), got(3);
+      std::vector<Mxfp4Product> group;
+      for (int p = 0; p < 3; ++p) {
+        for (int i = 0; i < T[p] * cols; ++i) x[size_t(p)].push_back(double(random_floats(1, rng)[0]) / 3.0);
+        want[size_t(p)].assign(size_t(T[p] * rows[p]), 0.0);
+        got[size_t(p)].assign(size_t(T[p] * rows[p]), -1.0);
+        matmul_mxfp4(packed[size_t(p)].data(), scale[size_t(p)].data(), rows[p], cols, x[size_t(p)].data(), T[p],
+                     want[size_t(p)].data());
+        group.push_back({packed[size_t(p)].data(), scale[size_t(p)].data(), rows[p], cols, x[size_t(p)].data(), T[p],
+                         got[size_t(p)].data()});
+      }
+      matmul_mxfp4_many(group);
+      for (int p = 0; p < 3; ++p)
+        QVERIFY2(
+            std::memcmp(want[size_t(p)].data(), got[size_t(p)].data(), want[size_t(p)].size() * sizeof(double)) == 0,
+            qPrintable(QString("product %1, %2 threads").arg(p).arg(threads)));
+    }
+    ThreadPool::set_global_threads(0);
+  }
+
+  // The fp64 activation spreads over the pool from 8192 elements: the same bits as one thread.
+  void situGluSpreadEqualsOneThread() {
+    std::mt19937 rng(3);
+    const int64_t n = 20000;
+    std::vector<double> g(static_cast<size_t>(n)), u(static_cast<size_t>(n));
+    for (auto* v : {&g, &u})
+      for (auto& e : *v) e = double(random_floats(1, rng)[0]) * 4.0;
+    ThreadPool::set_global_threads(1);
+    std::vector<double> one(static_cast<size_t>(n));
+    situ_glu(g.data(), u.data(), n, 1.5, 2.5, one.data());
+    ThreadPool::set_global_threads(3);
+    std::vector<double> many(size_t(n), -1.0);
+    situ_glu(g.data(), u.data(), n, 1.5, 2.5, many.data());
+    QVERIFY(std::memcmp(one.data(), many.data(), size_t(n) * sizeof(double)) == 0);
+    ThreadPool::set_global_threads(0);
+  }
 };
 
 QTEST_GUILESS_MAIN(TestThreadPoolOps)

@@ -507,6 +507,47 @@ class TestTieredStore : public QObject {
     }
   }
 
+  // next_ready hands out every cached expert of a request at once (one spread over the threads
+  // for all of them), and one at a time while an expert of the request waits for a slot.
+  void readyExpertsComeAsOneGroup() {
+    MmapExpertSource m(*demo_.ck, demo_.w.experts);
+    const std::vector<int> three = {0, 1, 2};
+    std::vector<ExpertView> ref;
+    m.acquire(1, three, ref);
+    {
+      TieredExpertSource t(*demo_.ck, demo_.w.experts, opts(8));
+      take(t, 1, three);  // cached now
+      auto batch = t.request(1, three);
+      std::vector<std::pair<int, ExpertView>> group;
+      batch->next_ready(group, 3);
+      QCOMPARE(int(group.size()), 3);
+      std::vector<int> seen(3, 0);
+      for (const auto& [i, v] : group) {
+        QVERIFY(!seen[size_t(i)]);
+        seen[size_t(i)] = 1;
+        QVERIFY(same_expert(v, ref[size_t(i)], demo_.w.experts[1][size_t(three[size_t(i)])]));
+      }
+    }
+    {
+      // Two slots for three experts: one waits for a slot, so each call hands out one.
+      TieredExpertSource t(*demo_.ck, demo_.w.experts, opts(2));
+      auto batch = t.request(1, three);
+      std::vector<int> seen(3, 0);
+      for (int k = 0; k < 3; ++k) {
+        std::vector<std::pair<int, ExpertView>> group;
+        batch->next_ready(group, 3);
+        QCOMPARE(int(group.size()), 1);
+        for (const auto& [i, v] : group) {
+          QVERIFY(!seen[size_t(i)]);
+          seen[size_t(i)] = 1;
+          QVERIFY(same_expert(v, ref[size_t(i)], demo_.w.experts[1][size_t(three[size_t(i)])]));
+        }
+        if (std::count(seen.begin(), seen.end(), 1) == 3) break;
+      }
+      QCOMPARE(int(std::count(seen.begin(), seen.end(), 1)), 3);
+    }
+  }
+
   void modelOutputIdenticalInEveryConfiguration() {
     const auto prompt = prompt_for(demo_.cfg);
     GenerateOptions g;
