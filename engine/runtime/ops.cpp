@@ -193,7 +193,7 @@ void situ_glu(const double* g, const double* u, int64_t n, double beta, double l
   // Two tanh and an exp per element: a layer's 16 experts' activations (16 x 3072) take
   // milliseconds on one thread, as long as their matrices take over 16 threads, so large calls
   // spread over the pool (each element by the same code: the same bits).
-  if (n >= 8192) ThreadPool::global().parallel_for(size_t(n), range, 1024);
+  if (n >= 4096) ThreadPool::global().parallel_for(size_t(n), range, 512);
   else range(0, size_t(n));
 }
 

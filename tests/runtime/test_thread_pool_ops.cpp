@@ -179,7 +179,7 @@ class TestThreadPoolOps : public QObject {
     ThreadPool::set_global_threads(0);
   }
 
-  // The fp64 activation spreads over the pool from 8192 elements: the same bits as one thread.
+  // The fp64 activation spreads over the pool from 4096 elements: the same bits as one thread.
   void situGluSpreadEqualsOneThread() {
     std::mt19937 rng(3);
     const int64_t n = 20000;
