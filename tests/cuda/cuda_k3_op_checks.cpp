@@ -210,18 +210,25 @@ void elementwise(Io& io, vector<Result>& out) {
                                 gh, rh, kElemLimit));
 }
 
-// k3::gemm, BF16 and fp32 weights: a narrow matrix of K3's hidden width (one row tile per block,
-// vector loads), a wide one (four row tiles per block) with a partial last tile and chunk, and a width
-// not a multiple of 8 (scalar loads). x and y with padded row strides. T = 1 (every row alone), 2, 5
-// and 16 (one and two column tiles) against the float64 reference and against each other bit for bit.
+// k3::gemm, BF16 and fp32 weights, one shape at least in each of gemm_variant's row classes (< 1024,
+// < 2048, < 4096, < 16384, more), at T = 1 (every row alone), 2, 5, 16 and 20 (each of its T classes,
+// and two passes of column tiles): K3's hidden width with x's rows 16-byte aligned (activation pairs,
+// staged at T = 1 and 2) and with an odd stride (one at a time, staged one at a time); partial last
+// row tiles, blocks and chunks; a width not a multiple of 8 (scalar weight loads); a width whose T = 2
+// rows do not fit shared memory and one whose single row does not either (loaded at use). Against
+// the float64 reference, and every row of every pass against the T = 20 pass bit for bit: the
+// policy switches kernels by T, and no output may change with it.
 void gemms(Io& io, vector<Result>& out) {
-  constexpr int kT = 16;
+  constexpr int kT = 20;
   struct Shape {
-    int64_t O, I;
+    int64_t O, I, pad;  // pad: extra doubles per row of x (odd: x's rows not 16-byte aligned)
   };
-  for (const Shape sh : {Shape{64, 7168}, Shape{4100, 1032}, Shape{300, 1029}}) {
-    const int64_t O = sh.O, I = sh.I, ldx = I + 3, ldy = O + 5;
-    const std::string shape = std::to_string(O) + "x" + std::to_string(I) + " T=1,2,5,16";
+  for (const Shape sh :
+       {Shape{64, 7168, 3}, Shape{896, 7168, 0}, Shape{1536, 1032, 2}, Shape{3000, 1032, 0}, Shape{4100, 1032, 3},
+        Shape{16400, 264, 0}, Shape{300, 1029, 3}, Shape{40, 20000, 1}, Shape{100, 30000, 0}}) {
+    const int64_t O = sh.O, I = sh.I, ldx = I + sh.pad, ldy = O + 5;
+    const std::string shape =
+        std::to_string(O) + "x" + std::to_string(I) + " ldx=" + std::to_string(ldx) + " T=1,2,5,16,20";
     const auto x = io.randn(size_t(kT * ldx));
     auto dx = io.up(x);
     for (const bool bf : {true, false}) {
@@ -249,10 +256,11 @@ void gemms(Io& io, vector<Result>& out) {
 
       auto y = io.out(size_t(kT * ldy));
       for (int t = 0; t < kT; ++t) k3::gemm(m, dx.as<double>() + t * ldx, ldx, 1, y.as<double>() + t * ldy, ldy, io.s);
-      vector<vector<double>> got;  // [pass]: alone, T = 2, 5, 16; [T][ldy]
+      vector<vector<double>> got;  // [pass]: alone, T = 2, 5, 16, 20; [T][ldy]
       got.push_back(io.down(y, size_t(kT * ldy)));
-      const int passes[] = {kT, 2, 5, kT};
-      for (int p = 1; p < 4; ++p) {
+      const int passes[] = {kT, 2, 5, 16, kT};
+      constexpr int kPasses = 5;
+      for (int p = 1; p < kPasses; ++p) {
         y.fill_byte(0xff);
         k3::gemm(m, dx.as<double>(), ldx, passes[p], y.as<double>(), ldy, io.s);
         got.push_back(io.down(y, size_t(passes[p] * ldy)));
@@ -262,24 +270,22 @@ void gemms(Io& io, vector<Result>& out) {
       std::ostringstream per_t;
       per_t.precision(3);
       per_t << "; per pass:";
-      for (int p = 0; p < 4; ++p) {
+      for (int p = 0; p < kPasses; ++p) {
         const int T = passes[p];
         const auto g = rows_of(got[p], T, O, ldy);
         const Errors e = errors(g.data(), ref.data(), g.size());
         worst.max_abs = test::worst_of(worst.max_abs, e.max_abs);
         worst.max_rel = test::worst_of(worst.max_rel, e.max_rel);
-        per_t << (p == 0 ? " 16 rows alone " : p == 1 ? ", T=2 " : p == 2 ? ", T=5 " : ", T=16 ") << e.max_rel;
+        per_t << (p == 0 ? " 20 rows alone " : ", T=" + std::to_string(T) + " ") << e.max_rel;
       }
       Result r = measured(op, shape, worst, kDotLimit, "vs float64 CPU reference");
       r.detail += per_t.str();
       out.push_back(r);
 
-      // Batch invariance: each row alone and the T=2 and T=5 passes against the T=16 pass.
+      // Batch invariance: each row alone and the T=2, 5 and 16 passes against the T=20 pass.
       Invariance inv;
-      inv.rows(got[0].data(), ldy, got[3].data(), ldy, kT, O);
-      inv.rows(got[1].data(), ldy, got[3].data(), ldy, 2, O);
-      inv.rows(got[2].data(), ldy, got[3].data(), ldy, 5, O);
-      out.push_back(inv.result(op, shape, "T=1 and the first rows of T=2,5 vs T=16"));
+      for (int p = 0; p < kPasses - 1; ++p) inv.rows(got[p].data(), ldy, got[kPasses - 1].data(), ldy, passes[p], O);
+      out.push_back(inv.result(op, shape, "T=1 and the first rows of T=2,5,16 vs T=20"));
     }
   }
 }
