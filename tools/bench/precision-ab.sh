@@ -12,8 +12,12 @@ while [ "$r" -le "$rounds" ]; do
   for which in before after; do
     bin=$before
     [ "$which" = after ] && bin=$after
-    out=$("$bin" run --model-root "$model" --device "${DEVICE:-cpu}" --prompt "the quick brown fox" --max-new "$n" --stats --draft off 2>&1)
-    text=$(printf '%s\n' "$out" | sed '/^--- stats ---/,$d' | grep -v '^note:' | md5sum | cut -c1-8)
+    # The text is stdout alone: notes, the first run's rate probe and the stats go to stderr.
+    err=$(mktemp)
+    text=$("$bin" run --model-root "$model" --device "${DEVICE:-cpu}" --prompt "the quick brown fox" --max-new "$n" \
+      --stats --draft off 2> "$err" | md5sum | cut -c1-8)
+    out=$(cat "$err")
+    rm -f "$err"
     prefill=$(printf '%s\n' "$out" | sed -n 's/.*(prefill \([0-9.]*\) s.*/\1/p')
     # decode s/token from "generated tokens N (decode S s": S / (N - 1), the first token being prefill's
     decode=$(printf '%s\n' "$out" | sed -n 's/^generated tokens *\([0-9]*\) (decode \([0-9.]*\) s.*/\1 \2/p' |
