@@ -133,6 +133,9 @@ def main():
             if "/".join(parts[:3]) == "kernels/cuda/bench":
                 # measurement code over the kernels it measures, the lab's included
                 folder_allowed = ALLOWED["kernels/cuda"] | {"kernels/cuda/lab"}
+            elif "/".join(parts[:4]) == "kernels/cuda/k3/bench":
+                # the K3 bench: K3's ops, the shared bench helpers and the lab's variants it compares
+                folder_allowed = ALLOWED["kernels/cuda/k3"] | {"kernels/cuda/lab"}
             else:
                 folder_allowed = ALLOWED.get(folder)
             for name in files:

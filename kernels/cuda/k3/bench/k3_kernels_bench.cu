@@ -3,6 +3,8 @@
 // at K3's shapes (896 experts, row layout, random routings so that no call finds its experts in L2).
 // Prints a table and writes JSON. A benchmark program, not a test: nothing here asserts a timing.
 //   deltafin-cuda-k3-bench [--json PATH] [--top-k K]
+//   deltafin-cuda-k3-bench gemm-sweep [--json PATH] [--shapes 7168,896,...] [--variants NAME,...] [--stream]
+//     the lab's GEMV variants against k3::gemm at K3's BF16 shapes (gemm_sweep.cu)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +16,7 @@
 #include "cuda/bench/bench_timing.h"
 #include "cuda/bench/expert_routings.h"
 #include "cuda/cuda_common.cuh"
+#include "cuda/k3/bench/gemm_sweep.h"
 #include "cuda/k3/k3_ops.h"
 
 using namespace deltafin::cuda;
@@ -28,14 +31,51 @@ struct GemmShape {
 
 }  // namespace
 
+namespace {
+
+int sweep_main(int argc, char** argv) {
+  GemmSweepOptions opt;
+  for (int i = 2; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) opt.json_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--variants") && i + 1 < argc) opt.variants = argv[++i];
+    else if (!std::strcmp(argv[i], "--stream")) opt.graph = false;
+    else if (!std::strcmp(argv[i], "--shapes") && i + 1 < argc) {
+      for (const char* p = argv[++i]; *p;) {
+        char* end = nullptr;
+        opt.shapes.push_back(std::strtoll(p, &end, 10));
+        p = *end ? end + 1 : end;
+      }
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s gemm-sweep [--json PATH] [--shapes 7168,896,...] [--variants NAME,...] [--stream]\n",
+                   argv[0]);
+      return 3;
+    }
+  }
+  std::string why;
+  if (!device_available(&why)) {
+    std::printf("SKIP: %s\n", why.c_str());
+    return 2;
+  }
+  try {
+    return gemm_sweep(opt);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 3;
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (argc > 1 && !std::strcmp(argv[1], "gemm-sweep")) return sweep_main(argc, argv);
   std::string json_path = "cuda-k3-bench.json";
   int top_k = 16;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--top-k") && i + 1 < argc) top_k = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: %s [--json PATH] [--top-k K]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--json PATH] [--top-k K] | gemm-sweep ...\n", argv[0]);
       return 3;
     }
   }
