@@ -1,7 +1,8 @@
 #!/bin/sh
-# Builds the CUDA measurement programs for an H200 (sm_90a); carry $BUILD/bin to the GPU machine.
+# Builds the CUDA measurement programs for an H200 (sm_90a), the GEMV sweep included; carry $BUILD/bin
+# to the GPU machine.
 set -eu
 BUILD=${BUILD:-build/cu}
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELTAFIN_BUILD_GUI=OFF \
-  -DDELTAFIN_WERROR=ON -DDELTAFIN_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a
+  -DDELTAFIN_WERROR=ON -DDELTAFIN_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a -DDELTAFIN_GEMM_SWEEP=ON
 cmake --build "$BUILD" --target deltafin-cuda-check deltafin-cuda-bench deltafin-cuda-k3 deltafin-cuda-k3-bench deltafin

@@ -16,7 +16,9 @@
 #include "cuda/bench/bench_timing.h"
 #include "cuda/bench/expert_routings.h"
 #include "cuda/cuda_common.cuh"
+#if DELTAFIN_GEMM_SWEEP
 #include "cuda/k3/bench/gemm_sweep.h"
+#endif
 #include "cuda/k3/k3_ops.h"
 
 using namespace deltafin::cuda;
@@ -34,6 +36,13 @@ struct GemmShape {
 namespace {
 
 int sweep_main(int argc, char** argv) {
+#if !DELTAFIN_GEMM_SWEEP
+  std::fprintf(stderr,
+               "%s: built without the GEMV sweep (configure with -DDELTAFIN_GEMM_SWEEP=ON, as "
+               "tools/bench/cuda-build.sh does)\n",
+               argv[0]);
+  return 3;
+#else
   GemmSweepOptions opt;
   for (int i = 2; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) opt.json_path = argv[++i];
@@ -63,6 +72,7 @@ int sweep_main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 3;
   }
+#endif
 }
 
 }  // namespace
