@@ -94,6 +94,14 @@ void print_stats(const K3Model& m, const GenerateResult& r, const DecodeSession&
                    "output head %.4f, rest %.4f\n",
                    ph.total / n, static_cast<long long>(ph.passes), ph.attention / n, ph.mlp / n, ph.head / n,
                    (ph.total - ph.attention - ph.mlp - ph.head) / n);
+      // The matrices' own rates, beside the planner's probed CPU BF16 and MXFP4 rates.
+      auto rate = [](uint64_t b, double s) { return s > 0 ? double(b) / s / 1e9 : 0.0; };
+      std::fprintf(stderr,
+                   "decode matrices     %.4f s/token: BF16/F32 %.3f GB/token at %.1f GB/s, MXFP4 %.3f GB/token at "
+                   "%.1f GB/s; everything else %.4f s/token\n",
+                   (ph.dense_seconds + ph.mxfp4_seconds) / n, ph.dense_bytes / n / 1e9,
+                   rate(ph.dense_bytes, ph.dense_seconds), ph.mxfp4_bytes / n / 1e9,
+                   rate(ph.mxfp4_bytes, ph.mxfp4_seconds), (ph.total - ph.dense_seconds - ph.mxfp4_seconds) / n);
     }
   } else std::fprintf(stderr, "forward             on the CUDA GPU (%d rows per pass at most)\n", s.max_rows());
 }

@@ -20,6 +20,7 @@
 #include "placement/planner.h"
 #include "placement/split_layout.h"
 #include "placement/split_session.h"
+#include "runtime/ops.h"
 #include "runtime/k3_model.h"
 
 namespace deltafin::cuda {
@@ -44,6 +45,8 @@ std::string f3(double v) {
 
 struct Measured {
   double prefill_s = 0, decode_s = 0;  // per token
+  // The CPU's matrix ops during decode (runtime/ops.h op_totals), per token: seconds and rates.
+  double cpu_matrix_s = 0, cpu_dense_gbs = 0, cpu_mxfp4_gbs = 0;
   std::vector<int32_t> ids;
 };
 
@@ -56,6 +59,7 @@ Measured run_session(DecodeSession& s, int prompt_len, int new_tokens, int vocab
   std::vector<float> logits = s.prefill(prompt, s.max_rows());
   m.prefill_s = since(t) / prompt_len;
   t = Clock::now();
+  const OpTotals ops0 = op_totals();
   for (int i = 0; i < new_tokens; ++i) {
     const auto id = int32_t(std::max_element(logits.end() - vocab, logits.end()) - (logits.end() - vocab));
     m.ids.push_back(id);
@@ -66,7 +70,20 @@ Measured run_session(DecodeSession& s, int prompt_len, int new_tokens, int vocab
     s.commit(1);
   }
   m.decode_s = new_tokens > 1 ? since(t) / (new_tokens - 1) : 0;
+  const OpTotals d = op_totals() - ops0;
+  if (new_tokens > 1) m.cpu_matrix_s = (d.dense_seconds + d.mxfp4_seconds) / (new_tokens - 1);
+  m.cpu_dense_gbs = d.dense_seconds > 0 ? double(d.dense_bytes) / d.dense_seconds / 1e9 : 0;
+  m.cpu_mxfp4_gbs = d.mxfp4_seconds > 0 ? double(d.mxfp4_bytes) / d.mxfp4_seconds / 1e9 : 0;
   return m;
+}
+
+// The CPU's matrices during decode: seconds per token in them, and their BF16 / MXFP4 rates, to set
+// beside the probed CPU rates the prediction used.
+std::string cpu_matrices_cell(const Measured& m) {
+  char b[96];
+  std::snprintf(b, sizeof b, "CPU matrices %.3f s (%.0f / %.0f GB/s)", m.cpu_matrix_s, m.cpu_dense_gbs,
+                m.cpu_mxfp4_gbs);
+  return b;
 }
 
 // The median of the warm runs (all runs after the first), or the only run.
@@ -81,6 +98,9 @@ Measured summarize(std::vector<Measured> runs) {
   Measured m;
   m.prefill_s = med(&Measured::prefill_s);
   m.decode_s = med(&Measured::decode_s);
+  m.cpu_matrix_s = med(&Measured::cpu_matrix_s);
+  m.cpu_dense_gbs = med(&Measured::cpu_dense_gbs);
+  m.cpu_mxfp4_gbs = med(&Measured::cpu_mxfp4_gbs);
   m.ids = runs.front().ids;
   return m;
 }
@@ -155,7 +175,8 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
          "layout | predicted decode s/token (bound) | measured | measured / predicted | predicted prefill s/token "
          "(bound) | "
          "measured | measured / predicted | decode predicted at the row's CPU rate (GB/s) | measured / that | "
-         "expert hit rate VRAM / RAM tier | decode s/token: CPU layers / GPU layers / rest | ids |\n";
+         "expert hit rate VRAM / RAM tier | decode s/token: CPU layers / GPU layers / rest; CPU matrices (BF16 / MXFP4 "
+         "rate) | ids |\n";
   out << "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |\n";
   out.flush();
   std::optional<std::vector<int32_t>> first_ids;
@@ -247,6 +268,7 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
                    gpu = split.decode_device_seconds[1] / n;
       where = f3(cpu) + " / " + f3(gpu) + " / " + f3(split.decode_seconds / n - cpu - gpu);
     }
+    if (m.cpu_matrix_s > 0) where += "; " + cpu_matrices_cell(m);
     const std::string vram_tier = p.experts.vram_bytes.empty() ? "0.00" : f2(double(p.experts.vram_bytes[0]) / 1e9);
     out << "| " << label << " | " << (sb.gpus.empty() ? "-" : f2(double(sb.gpus[0].budget) / 1e9)) << " / "
         << f2(double(sb.ram_budget) / 1e9) << " | " << f2(double(p.spine_in(Home::Vram)) / 1e9) << " / "
@@ -291,7 +313,8 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
     out << "| reference: the whole slice on the CPU (mapped) | - | 0 / " << f2(double(slice_units) / 1e9)
         << " / 0 | - | CPU only | - | " << f3(m.decode_s) << " | - | - | " << f3(m.prefill_s) << " | - | - | "
         << f3(pc.decode.seconds_per_token) << " (" << pc.decode.bound << ", " << f2(row_rates.cpu_bf16_gbps) << ") | "
-        << f2(m.decode_s / pc.decode.seconds_per_token) << " | - | - | " << ids_cell(m.ids) << " |\n";
+        << f2(m.decode_s / pc.decode.seconds_per_token) << " | - | " << cpu_matrices_cell(m) << " | " << ids_cell(m.ids)
+        << " |\n";
   }
   out << "\n"
       << (all_same ? "Oracle: every arm produced the same ids." : "ORACLE FAILED: some arm's ids differ.") << "\n";

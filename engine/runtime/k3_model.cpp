@@ -146,6 +146,7 @@ void K3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, 
   const K3Weights& w = m_.weights();
   const int T = staged_.T, H = c.hidden;
   const auto t0 = std::chrono::steady_clock::now();
+  const OpTotals ops0 = op_totals();
   ResidualStream rs;
   rs.T = T;
   rs.h.resize(size_t(T) * H);
@@ -161,6 +162,11 @@ void K3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, 
   if (T == 1) {
     ++phases_.passes;
     phases_.total += seconds_since(t0);
+    const OpTotals d = op_totals() - ops0;
+    phases_.dense_bytes += d.dense_bytes;
+    phases_.mxfp4_bytes += d.mxfp4_bytes;
+    phases_.dense_seconds += d.dense_seconds;
+    phases_.mxfp4_seconds += d.mxfp4_seconds;
   }
 }
 

@@ -72,6 +72,9 @@ void routed_expert_mlp(const K3Config& c, const ExpertView& v, const double* x, 
 struct DecodePhases {
   int64_t passes = 0;
   double attention = 0, mlp = 0, head = 0, total = 0;
+  // Of the passes' time, the matrix ops' (runtime/ops.h op_totals): weight bytes and seconds.
+  uint64_t dense_bytes = 0, mxfp4_bytes = 0;
+  double dense_seconds = 0, mxfp4_seconds = 0;
 };
 
 class K3Session : public LayerRangeSession {

@@ -1,6 +1,8 @@
 #include "runtime/ops.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -27,6 +29,33 @@ float Mat::at(int64_t r, int64_t c) const {
 }
 
 namespace {
+
+// Running totals of the matrix ops (op_totals()): weight bytes read and nanoseconds inside the calls.
+std::atomic<uint64_t> g_dense_bytes{0}, g_dense_ns{0}, g_mxfp4_bytes{0}, g_mxfp4_ns{0};
+
+// Adds one call's bytes and wall time to a pair of totals when it goes out of scope.
+class OpTimer {
+ public:
+  OpTimer(std::atomic<uint64_t>& bytes, std::atomic<uint64_t>& ns, uint64_t n)
+      : ns_(ns), t0_(std::chrono::steady_clock::now()) {
+    bytes.fetch_add(n, std::memory_order_relaxed);
+  }
+  ~OpTimer() {
+    const auto d = std::chrono::steady_clock::now() - t0_;
+    ns_.fetch_add(uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()), std::memory_order_relaxed);
+  }
+  OpTimer(const OpTimer&) = delete;
+  OpTimer& operator=(const OpTimer&) = delete;
+
+ private:
+  std::atomic<uint64_t>& ns_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+// An MXFP4 matrix's bytes: 4-bit codes and one E8M0 scale per 32 values.
+uint64_t mxfp4_bytes(int64_t rows, int64_t cols) {
+  return uint64_t(rows) * uint64_t(cols) / 2 + uint64_t(rows) * uint64_t(cols) / 32;
+}
 
 // One call's arguments for x and y of either width (fp64 ones go to the kernels' xd / yd).
 kernels::RowsArgs rows_args(const void* w, const uint8_t* scale, int64_t in, int64_t o0, int64_t o1, const float* x,
@@ -55,6 +84,7 @@ size_t row_grain(int64_t rows) { return rows >= 1024 ? 64 : 16; }
 
 template <class X>
 void matmul_t(const Mat& w, const X* x, int T, X* y) {
+  const OpTimer timer(g_dense_bytes, g_dense_ns, w.bytes());
   ThreadPool::global().parallel_for(
       static_cast<size_t>(w.rows),
       [&](size_t b, size_t e) { matmul_rows_t(w, int64_t(b), int64_t(e), x, w.cols, T, y, w.rows); },
@@ -65,7 +95,9 @@ template <class Out, class X>
 void matmul_group_t(std::initializer_list<Out> group, const X* x, int T) {
   // The group's output rows end to end; a thread's range may cover parts of several matrices.
   int64_t total = 0, smallest = INT64_MAX;
-  for (const Out& m : group) total += m.w->rows, smallest = std::min(smallest, m.w->rows);
+  uint64_t bytes = 0;
+  for (const Out& m : group) total += m.w->rows, smallest = std::min(smallest, m.w->rows), bytes += m.w->bytes();
+  const OpTimer timer(g_dense_bytes, g_dense_ns, bytes);
   ThreadPool::global().parallel_for(
       static_cast<size_t>(total),
       [&](size_t b, size_t e) {
@@ -83,6 +115,7 @@ template <class X>
 void matmul_mxfp4_pair_t(const uint8_t* packed_a, const uint8_t* scale_a, X* ya, const uint8_t* packed_b,
                          const uint8_t* scale_b, X* yb, int64_t rows, int64_t cols, const X* x, int T) {
   const auto& k = kernels::active();
+  const OpTimer timer(g_mxfp4_bytes, g_mxfp4_ns, 2 * mxfp4_bytes(rows, cols));
   ThreadPool::global().parallel_for(
       static_cast<size_t>(2 * rows),
       [&](size_t b, size_t e) {
@@ -97,6 +130,7 @@ void matmul_mxfp4_pair_t(const uint8_t* packed_a, const uint8_t* scale_a, X* ya,
 template <class X>
 void matmul_mxfp4_t(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, const X* x, int T, X* y) {
   const auto& k = kernels::active();
+  const OpTimer timer(g_mxfp4_bytes, g_mxfp4_ns, mxfp4_bytes(rows, cols));
   ThreadPool::global().parallel_for(
       static_cast<size_t>(rows),
       [&](size_t b, size_t e) {
@@ -126,10 +160,21 @@ void matmul_mxfp4_pair(const uint8_t* packed_a, const uint8_t* scale_a, double* 
                        const uint8_t* scale_b, double* yb, int64_t rows, int64_t cols, const double* x, int T) {
   matmul_mxfp4_pair_t(packed_a, scale_a, ya, packed_b, scale_b, yb, rows, cols, x, T);
 }
+OpTotals op_totals() {
+  OpTotals t;
+  t.dense_bytes = g_dense_bytes.load(std::memory_order_relaxed);
+  t.mxfp4_bytes = g_mxfp4_bytes.load(std::memory_order_relaxed);
+  t.dense_seconds = double(g_dense_ns.load(std::memory_order_relaxed)) * 1e-9;
+  t.mxfp4_seconds = double(g_mxfp4_ns.load(std::memory_order_relaxed)) * 1e-9;
+  return t;
+}
+
 void matmul_mxfp4_many(const std::vector<Mxfp4Product>& group) {
   const auto& k = kernels::active();
   int64_t total = 0;
-  for (const Mxfp4Product& p : group) total += p.rows;
+  uint64_t bytes = 0;
+  for (const Mxfp4Product& p : group) total += p.rows, bytes += mxfp4_bytes(p.rows, p.cols);
+  const OpTimer timer(g_mxfp4_bytes, g_mxfp4_ns, bytes);
   ThreadPool::global().parallel_for(
       static_cast<size_t>(total),
       [&](size_t b, size_t e) {

@@ -41,6 +41,19 @@ void matmul_mxfp4(const uint8_t* packed, const uint8_t* scale, int64_t rows, int
                   double* y);
 void matmul_mxfp4_pair(const uint8_t* packed_a, const uint8_t* scale_a, double* ya, const uint8_t* packed_b,
                        const uint8_t* scale_b, double* yb, int64_t rows, int64_t cols, const double* x, int T);
+// What the matrix ops above did since the process started, over every calling thread: weight bytes
+// read and wall seconds inside the calls, BF16 / F32 matrices ("dense") and MXFP4 ones apart. The
+// difference of two readings around a pass gives the rate its matrices ran at, to set beside the
+// planner's probed rates (a pass's other work is the rest of its time).
+struct OpTotals {
+  uint64_t dense_bytes = 0, mxfp4_bytes = 0;
+  double dense_seconds = 0, mxfp4_seconds = 0;
+  OpTotals operator-(const OpTotals& o) const {
+    return {dense_bytes - o.dense_bytes, mxfp4_bytes - o.mxfp4_bytes, dense_seconds - o.dense_seconds,
+            mxfp4_seconds - o.mxfp4_seconds};
+  }
+};
+OpTotals op_totals();
 // One MXFP4 product of a group: y = W . x for T rows of x (cols wide), W [rows][cols].
 struct Mxfp4Product {
   const uint8_t* packed;

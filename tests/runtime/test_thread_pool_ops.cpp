@@ -179,6 +179,24 @@ class TestThreadPoolOps : public QObject {
     ThreadPool::set_global_threads(0);
   }
 
+  // op_totals counts each matrix call's weight bytes once, dense and MXFP4 apart, with its time.
+  void opTotalsCountEveryMatrixByte() {
+    std::mt19937 rng(4);
+    const int64_t rows = 300, cols = 64;
+    const std::vector<uint16_t> w = random_bf16(size_t(rows * cols), rng);
+    const Mat m{w.data(), DType::BF16, rows, cols};
+    std::vector<uint8_t> packed(size_t(rows * cols / 2), 0x35), scale(size_t(rows * cols / 32), 120);
+    std::vector<double> x(static_cast<size_t>(cols), 0.5), y(static_cast<size_t>(rows)), y2(static_cast<size_t>(rows));
+    const OpTotals before = op_totals();
+    matmul(m, x.data(), 1, y.data());
+    matmul_group({{&m, y.data()}, {&m, y2.data()}}, x.data(), 1);
+    matmul_mxfp4(packed.data(), scale.data(), rows, cols, x.data(), 1, y.data());
+    const OpTotals d = op_totals() - before;
+    QCOMPARE(d.dense_bytes, uint64_t(3 * rows * cols * 2));
+    QCOMPARE(d.mxfp4_bytes, uint64_t(rows * cols / 2 + rows * cols / 32));
+    QVERIFY(d.dense_seconds > 0 && d.mxfp4_seconds > 0);
+  }
+
   // The fp64 activation spreads over the pool from 4096 elements: the same bits as one thread.
   void situGluSpreadEqualsOneThread() {
     std::mt19937 rng(3);
