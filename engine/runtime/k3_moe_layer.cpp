@@ -69,10 +69,8 @@ void K3Session::moe(int layer, const double* x, int T, double* out, ForwardTrace
     trace->topk_weights.emplace_back(weight.begin(), weight.end());  // rounded to fp32 for the trace
   }
 
-  std::vector<double> z(size_t(T) * Z);
-  matmul(w.latent_down, x, T, z.data());
-
-  // Each distinct expert is fetched once and run over every row that chose it.
+  // Each distinct expert is fetched once and run over every row that chose it; asked for as soon as
+  // the router has chosen, so that the misses load under the matrices below.
   std::vector<int> uni(chosen.begin(), chosen.end());
   std::sort(uni.begin(), uni.end());
   uni.erase(std::unique(uni.begin(), uni.end()), uni.end());
@@ -82,6 +80,17 @@ void K3Session::moe(int layer, const double* x, int T, double* out, ForwardTrace
   for (int d = 1; d <= m_.experts().prefetch_layers(); ++d) {
     if (layer + d >= c.layers || !c.is_moe(layer + d)) break;
     predict_experts(layer + d, x, T);
+  }
+
+  // The latent down-projection and the shared experts' gate and up read the same input: one
+  // hand-over to the threads (the same rows and kernels as one call each, the same bits).
+  std::vector<double> z(size_t(T) * Z), sg, su;
+  if (w.has_shared) {
+    sg.resize(size_t(T) * size_t(w.shared.gate.rows));
+    su.resize(size_t(T) * size_t(w.shared.up.rows));
+    matmul_group({{&w.latent_down, z.data()}, {&w.shared.gate, sg.data()}, {&w.shared.up, su.data()}}, x, T);
+  } else {
+    matmul(w.latent_down, x, T, z.data());
   }
 
   std::vector<double> slot_out(size_t(T) * k * Z);
@@ -149,7 +158,8 @@ void K3Session::moe(int layer, const double* x, int T, double* out, ForwardTrace
   matmul(w.latent_up, y.data(), T, out);
   if (w.has_shared) {
     std::vector<double> sh(size_t(T) * H);
-    dense_mlp(w.shared, x, T, sh.data());
+    situ_glu(sg.data(), su.data(), int64_t(sg.size()), c.situ_beta, c.situ_linear_beta, sg.data());
+    matmul(w.shared.down, sg.data(), T, sh.data());
     for (size_t i = 0; i < sh.size(); ++i) out[i] += sh[i];
   }
 }
