@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "cuda/cuda_common.cuh"
+#include "cuda/k3/gemm64_tiles.cuh"
 #include "cuda/lab/gemm64_lab.h"
 
 namespace deltafin::cuda::lab::gemm64 {
@@ -99,52 +100,11 @@ Launcher part2_launcher(int v);
 Launcher part3_launcher(int v);
 
 constexpr int kChunk = 32;
-constexpr double kXScale = 0x1p769, kYScale = 0x1p127;
-
-__device__ __forceinline__ void dmma(double& d0, double& d1, double a, double b) {
-  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
-      : "+d"(d0), "+d"(d1)
-      : "d"(a), "d"(b));
-}
-
-struct Chunk8 {  // 8 BF16 weights
-  uint4 q;
-  __device__ __forceinline__ void load(const uint16_t* row, int64_t k, int64_t in, bool vec, bool live) {
-    if (live && vec && k + 8 <= in) {
-      q = __ldg(reinterpret_cast<const uint4*>(row + k));
-      return;
-    }
-    uint32_t h[8];
-#pragma unroll
-    for (int e = 0; e < 8; ++e) h[e] = live && k + e < in ? row[k + e] : 0u;
-    q = make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
-  }
-  // Weight s (0..7; a constant once unrolled) times 2^-896.
-  __device__ __forceinline__ double at(int s) const {
-    const uint32_t u = s < 2 ? q.x : s < 4 ? q.y : s < 6 ? q.z : q.w;
-    const uint32_t hi = s % 2 == 0 ? ((u << 13) & 0x0fffe000u) | ((u << 16) & 0x80000000u)
-                                   : ((u >> 3) & 0x0fffe000u) | (u & 0x80000000u);
-    return __hiloint2double(static_cast<int>(hi), 0);
-  }
-};
-
-// The 8 activations x[t][k .. k+7] times 2^769 (zeros past the width or for a dead lane), from global
-// memory (two 16-byte loads per pair when aligned) or from the block's staged copy.
-__device__ __forceinline__ void load_x8(double (&v)[8], const double* __restrict__ x, int64_t ldx, int t, int64_t k,
-                                        int64_t in, bool xvec, bool live) {
-  const double* xr = x + int64_t(t) * ldx + k;
-  if (live && xvec && k + 8 <= in) {
-#pragma unroll
-    for (int s = 0; s < 8; s += 2) {
-      const double2 p = __ldg(reinterpret_cast<const double2*>(xr + s));
-      v[s] = p.x * kXScale;
-      v[s + 1] = p.y * kXScale;
-    }
-    return;
-  }
-#pragma unroll
-  for (int s = 0; s < 8; ++s) v[s] = live && k + s < in ? __ldg(xr + s) * kXScale : 0.0;
-}
+// The product's building blocks (k3/gemm64_tiles.cuh): the same MMA, widening and loads.
+using Chunk8 = k3::gemm64::Chunk8<uint16_t>;
+using k3::gemm64::dmma;
+using k3::gemm64::load_x8;
+constexpr double kXScale = Chunk8::kXScale, kYScale = Chunk8::kYScale;
 
 // A block: rw row groups of ws warps; row group g takes mt row tiles of 8 rows, each warp slice p of its
 // ws the chunks p, p + ws, ... of the block's width range (blockIdx.y of ks), d of them per round, the
@@ -184,7 +144,7 @@ __global__ void __launch_bounds__(32 * WS * RW, 1)
 #pragma unroll
         for (int s = 0; s < 8; ++s) xb[nt][s] = live && k + s < in ? xs[int64_t(t) * in + k + s] : 0.0;
       } else {
-        load_x8(xb[nt], x, ldx, t, k, in, xvec, live);
+        load_x8(xb[nt], x + int64_t(t) * ldx, k, in, xvec, live, kXScale);
       }
     }
   };
