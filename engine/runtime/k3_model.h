@@ -60,9 +60,12 @@ void check_state_fits(const K3Config& c, const K3State& state);
 // new tokens without committing them; commit(n) keeps the first n; rollback() none.
 // Every activation, sum and state value is fp64 (weights as stored; logits rounded once to fp32):
 // ENGINE.md, "Exactness".
-// One routed expert over n rows x[n][latent]: down(SiTU(gate x, up x)) into d[n][latent]; g and u
-// are scratch of n * moe_intermediate values. What K3Session runs for each distinct expert.
-void routed_expert_mlp(const K3Config& c, const ExpertView& v, const double* x, int n, double* g, double* u, double* d);
+// The routed-expert MLPs of a group of experts, as K3Session runs each group of ready experts: expert
+// e over rows [row0[e], row0[e+1]) of xs[][latent], down(SiTU(gate x, up x)) into the same rows of
+// d[][latent]; g and u are scratch of as many rows of moe_intermediate values. The group's gates and
+// ups take one spread over the pool, its activations one, its downs one.
+void routed_expert_group(const K3Config& c, std::span<const ExpertView> views, std::span<const size_t> row0,
+                         const double* xs, double* g, double* u, double* d);
 
 // Where the one-row passes (decode steps) of a K3Session spent their time, summed: the attention
 // of every layer (with its refined expert guess), the MoE or dense MLP of every layer (with the

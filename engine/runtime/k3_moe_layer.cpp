@@ -19,12 +19,25 @@ void K3Session::dense_mlp(const DenseMlpWeights& w, const double* x, int T, doub
   matmul(w.down, g.data(), T, out);
 }
 
-void routed_expert_mlp(const K3Config& c, const ExpertView& v, const double* x, int n, double* g, double* u,
-                       double* d) {
+void routed_expert_group(const K3Config& c, std::span<const ExpertView> views, std::span<const size_t> row0,
+                         const double* xs, double* g, double* u, double* d) {
   const int Z = c.latent, I = c.moe_intermediate;
-  matmul_mxfp4_pair(v.w1_packed, v.w1_scale, g, v.w3_packed, v.w3_scale, u, I, Z, x, n);
-  situ_glu(g, u, int64_t(n) * I, c.situ_beta, c.situ_linear_beta, g);
-  matmul_mxfp4(v.w2_packed, v.w2_scale, Z, I, g, n, d);
+  std::vector<Mxfp4Product> products;
+  for (size_t e = 0; e < views.size(); ++e) {
+    const ExpertView& v = views[e];
+    const int n = static_cast<int>(row0[e + 1] - row0[e]);
+    products.push_back({v.w1_packed, v.w1_scale, I, Z, xs + row0[e] * Z, n, g + row0[e] * I});
+    products.push_back({v.w3_packed, v.w3_scale, I, Z, xs + row0[e] * Z, n, u + row0[e] * I});
+  }
+  matmul_mxfp4_many(products);
+  situ_glu(g, u, int64_t(row0[views.size()]) * I, c.situ_beta, c.situ_linear_beta, g);
+  products.clear();
+  for (size_t e = 0; e < views.size(); ++e) {
+    const ExpertView& v = views[e];
+    products.push_back(
+        {v.w2_packed, v.w2_scale, Z, I, g + row0[e] * I, static_cast<int>(row0[e + 1] - row0[e]), d + row0[e] * Z});
+  }
+  matmul_mxfp4_many(products);
 }
 
 void K3Session::predict_experts(int layer, const double* x, int T) {
@@ -99,17 +112,19 @@ void K3Session::moe(int layer, const double* x, int T, double* out, ForwardTrace
   // threads costs tens of microseconds on virtual machines, an expert's matrix ~55 us at 16
   // threads). Each row's sum below is in a fixed order, whatever the grouping.
   std::vector<std::pair<int, ExpertView>> group;
+  std::vector<ExpertView> views;
   std::vector<std::vector<int>> users;  // per expert of the group: indices t*k+slot
   std::vector<size_t> row0;             // per expert of the group: its first row in xs, g, u, d
   std::vector<double> xs, g, u, d;
-  std::vector<Mxfp4Product> products;
   for (size_t done = 0; done < uni.size(); done += group.size()) {
     group.clear();
     batch->next_ready(group, static_cast<int>(uni.size() - done));
     const size_t G = group.size();
+    views.clear();
     users.assign(G, {});
     row0.assign(G + 1, 0);
     for (size_t e = 0; e < G; ++e) {
+      views.push_back(group[e].second);
       for (int i = 0; i < T * k; ++i)
         if (chosen[i] == uni[size_t(group[e].first)]) users[e].push_back(i);
       row0[e + 1] = row0[e] + users[e].size();
@@ -119,23 +134,10 @@ void K3Session::moe(int layer, const double* x, int T, double* out, ForwardTrace
     g.resize(R * I);
     u.resize(R * I);
     d.resize(R * Z);
-    products.clear();
-    for (size_t e = 0; e < G; ++e) {
+    for (size_t e = 0; e < G; ++e)
       for (size_t r = 0; r < users[e].size(); ++r)
         std::memcpy(&xs[(row0[e] + r) * Z], &z[size_t(users[e][r] / k) * Z], size_t(Z) * sizeof(double));
-      const ExpertView& v = group[e].second;
-      const int n = static_cast<int>(users[e].size());
-      products.push_back({v.w1_packed, v.w1_scale, I, Z, &xs[row0[e] * Z], n, &g[row0[e] * I]});
-      products.push_back({v.w3_packed, v.w3_scale, I, Z, &xs[row0[e] * Z], n, &u[row0[e] * I]});
-    }
-    matmul_mxfp4_many(products);
-    situ_glu(g.data(), u.data(), int64_t(R) * I, c.situ_beta, c.situ_linear_beta, g.data());
-    products.clear();
-    for (size_t e = 0; e < G; ++e) {
-      const ExpertView& v = group[e].second;
-      products.push_back({v.w2_packed, v.w2_scale, Z, I, &g[row0[e] * I], int(users[e].size()), &d[row0[e] * Z]});
-    }
-    matmul_mxfp4_many(products);
+    routed_expert_group(c, views, row0, xs.data(), g.data(), u.data(), d.data());
     for (size_t e = 0; e < G; ++e)
       for (size_t r = 0; r < users[e].size(); ++r)
         std::memcpy(&slot_out[size_t(users[e][r]) * Z], &d[(row0[e] + r) * Z], size_t(Z) * sizeof(double));

@@ -112,22 +112,6 @@ void matmul_group_t(std::initializer_list<Out> group, const X* x, int T) {
 }
 
 template <class X>
-void matmul_mxfp4_pair_t(const uint8_t* packed_a, const uint8_t* scale_a, X* ya, const uint8_t* packed_b,
-                         const uint8_t* scale_b, X* yb, int64_t rows, int64_t cols, const X* x, int T) {
-  const auto& k = kernels::active();
-  const OpTimer timer(g_mxfp4_bytes, g_mxfp4_ns, 2 * mxfp4_bytes(rows, cols));
-  ThreadPool::global().parallel_for(
-      static_cast<size_t>(2 * rows),
-      [&](size_t b, size_t e) {
-        const int64_t lo = int64_t(b), hi = int64_t(e);
-        if (lo < rows) k.mxfp4_rows(rows_args(packed_a, scale_a, cols, lo, std::min(hi, rows), x, cols, T, ya, rows));
-        if (hi > rows)
-          k.mxfp4_rows(rows_args(packed_b, scale_b, cols, std::max(lo, rows) - rows, hi - rows, x, cols, T, yb, rows));
-      },
-      64);
-}
-
-template <class X>
 void matmul_mxfp4_t(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, const X* x, int T, X* y) {
   const auto& k = kernels::active();
   const OpTimer timer(g_mxfp4_bytes, g_mxfp4_ns, mxfp4_bytes(rows, cols));
@@ -152,14 +136,6 @@ void matmul(const Mat& w, const double* x, int T, double* y) { matmul_t(w, x, T,
 void matmul_group(std::initializer_list<MatOut> group, const float* x, int T) { matmul_group_t(group, x, T); }
 void matmul_group(std::initializer_list<MatOut64> group, const double* x, int T) { matmul_group_t(group, x, T); }
 
-void matmul_mxfp4_pair(const uint8_t* packed_a, const uint8_t* scale_a, float* ya, const uint8_t* packed_b,
-                       const uint8_t* scale_b, float* yb, int64_t rows, int64_t cols, const float* x, int T) {
-  matmul_mxfp4_pair_t(packed_a, scale_a, ya, packed_b, scale_b, yb, rows, cols, x, T);
-}
-void matmul_mxfp4_pair(const uint8_t* packed_a, const uint8_t* scale_a, double* ya, const uint8_t* packed_b,
-                       const uint8_t* scale_b, double* yb, int64_t rows, int64_t cols, const double* x, int T) {
-  matmul_mxfp4_pair_t(packed_a, scale_a, ya, packed_b, scale_b, yb, rows, cols, x, T);
-}
 OpTotals op_totals() {
   OpTotals t;
   t.dense_bytes = g_dense_bytes.load(std::memory_order_relaxed);

@@ -39,8 +39,6 @@ void matmul_group(std::initializer_list<MatOut64> group, const double* x, int T)
 void matmul_rows(const Mat& w, int64_t o0, int64_t o1, const double* x, int64_t ldx, int T, double* y, int64_t ldy);
 void matmul_mxfp4(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, const double* x, int T,
                   double* y);
-void matmul_mxfp4_pair(const uint8_t* packed_a, const uint8_t* scale_a, double* ya, const uint8_t* packed_b,
-                       const uint8_t* scale_b, double* yb, int64_t rows, int64_t cols, const double* x, int T);
 // What the matrix ops above did since the process started, over every calling thread: weight bytes
 // read and wall seconds inside the calls, BF16 / F32 matrices ("dense") and MXFP4 ones apart. The
 // difference of two readings around a pass gives the rate its matrices ran at, to set beside the
@@ -70,9 +68,6 @@ void matmul_mxfp4_many(const std::vector<Mxfp4Product>& group);
 // MXFP4 matrix [rows][cols] from packed codes and E8M0 scales.
 void matmul_mxfp4(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, const float* x, int T,
                   float* y);
-// Two MXFP4 matrices of one shape times the same X in one spread (an expert's gate and up).
-void matmul_mxfp4_pair(const uint8_t* packed_a, const uint8_t* scale_a, float* ya, const uint8_t* packed_b,
-                       const uint8_t* scale_b, float* yb, int64_t rows, int64_t cols, const float* x, int T);
 
 // out = x * rsqrt(mean(x^2) + eps) * w: the squares summed in fp64 in index order, each output
 // rounded once to fp32. out may be x.

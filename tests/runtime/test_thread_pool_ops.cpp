@@ -121,28 +121,6 @@ class TestThreadPoolOps : public QObject {
     ThreadPool::set_global_threads(0);
   }
 
-  void mxfp4PairEqualsTwoMatmuls() {
-    std::mt19937 rng(5);
-    const int64_t rows = 200, cols = 64;  // 200: a thread's range crosses from gate to up
-    std::vector<uint8_t> pa(size_t(rows * cols / 2)), pb(pa.size()), sa(size_t(rows * cols / 32)), sb(sa.size());
-    for (auto* v : {&pa, &pb})
-      for (auto& b : *v) b = uint8_t(rng());
-    for (auto* v : {&sa, &sb})
-      for (auto& b : *v) b = uint8_t(118 + rng() % 16);
-    for (int threads : {1, 2, 3}) {
-      ThreadPool::set_global_threads(threads);
-      for (int T : {1, 3}) {
-        const std::vector<float> x = random_floats(size_t(T * cols), rng);
-        std::vector<float> a(size_t(T * rows)), b(a.size()), a2(a.size(), -1.f), b2(a.size(), -1.f);
-        matmul_mxfp4(pa.data(), sa.data(), rows, cols, x.data(), T, a.data());
-        matmul_mxfp4(pb.data(), sb.data(), rows, cols, x.data(), T, b.data());
-        matmul_mxfp4_pair(pa.data(), sa.data(), a2.data(), pb.data(), sb.data(), b2.data(), rows, cols, x.data(), T);
-        QVERIFY2(same_bits(a, a2) && same_bits(b, b2), qPrintable(QString("T %1, %2 threads").arg(T).arg(threads)));
-      }
-    }
-    ThreadPool::set_global_threads(0);
-  }
-
   // Several experts' products in one spread (rows end to end, 200 + 136 + 200: ranges cross from
   // one product to the next) give each product's bits of one matmul_mxfp4 each.
   void mxfp4ManyEqualsOneMatmulEach() {
