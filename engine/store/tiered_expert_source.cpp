@@ -290,6 +290,11 @@ void TieredExpertSource::cancel_guess_locked(int i) {
     if (c.slot != i) keep.push_back(c);
   prefetch_q_.swap(keep);
   ++c_.prefetch_cancelled;
+  // Queued only: none of its bytes were read, and a guess for a layer still to come gives its bytes
+  // back to this layer's budget (a refined guess replacing it may spend them).
+  const uint64_t bytes = loc_[slots_[i].layer][slots_[i].expert].bytes;
+  c_.bytes_read -= bytes;
+  if (slots_[i].layer > cur_layer_) guess_budget_left_ += double(bytes);
   slots_[i].prefetched = false;  // cancelled, not wasted: no bytes were read
   evict_locked(i);
 }
@@ -640,7 +645,7 @@ std::unique_ptr<ExpertBatch> TieredExpertSource::request_locked(int layer, std::
   if (!ahead) {
     double miss_bytes = 0;
     for (size_t i : miss) miss_bytes += double(loc_[layer][experts[i]].bytes);
-    renew_guess_budget_locked(miss_bytes);
+    renew_guess_budget_locked(layer, miss_bytes);
   }
   fill_guesses_locked();
   io_cv_.notify_one();
@@ -660,6 +665,14 @@ void TieredExpertSource::prefetch(int layer, std::span<const int> experts) {
   // the same). Present ones cost nothing. A guess for a layer not after the last one asked for (a
   // pass's first MoE layer, guessed from its own attention input) is the next demand: read in full.
   const bool budgeted = cur_layer_ >= 0 && d >= 1;
+  // This guess replaces the layer's earlier one: what it no longer names and is not read yet goes
+  // first, its bytes back in the budget for what this one names.
+  auto guessed = [&](int e) { return std::find(experts.begin(), experts.end(), e) != experts.end(); };
+  for (int i = 0; i < static_cast<int>(slots_.size()); ++i) {
+    const Slot& s = slots_[i];
+    if (s.prefetched && s.layer == layer && s.state == Slot::Queued && s.pins == 0 && !guessed(s.expert))
+      cancel_guess_locked(i);
+  }
   std::vector<int> read;
   for (int e : experts) {
     if (index_.count(key(layer, e))) {
@@ -675,12 +688,6 @@ void TieredExpertSource::prefetch(int layer, std::span<const int> experts) {
     read.push_back(e);
   }
   auto named = [&](int e) { return std::find(read.begin(), read.end(), e) != read.end(); };
-  // This guess replaces the layer's earlier one: what it no longer names and is not read yet goes.
-  for (int i = 0; i < static_cast<int>(slots_.size()); ++i) {
-    const Slot& s = slots_[i];
-    if (s.prefetched && s.layer == layer && s.state == Slot::Queued && s.pins == 0 && !named(s.expert))
-      cancel_guess_locked(i);
-  }
   std::erase_if(pending_, [&](const Guess& g) { return g.layer == layer && !named(g.expert); });
   for (int e : read) {
     if (auto it = index_.find(key(layer, e)); it != index_.end()) {
@@ -694,26 +701,31 @@ void TieredExpertSource::prefetch(int layer, std::span<const int> experts) {
   fill_guesses_locked();
 }
 
-void TieredExpertSource::renew_guess_budget_locked(double demand_bytes) {
+void TieredExpertSource::renew_guess_budget_locked(int layer, double demand_bytes) {
   const auto now = std::chrono::steady_clock::now();
   if (opts_.guess_bytes_per_layer >= 0) {
     guess_budget_left_ = double(opts_.guess_bytes_per_layer);
     return;
   }
-  // The compute between the last request and this one: the wall time less the waits for misses.
-  if (last_request_ != std::chrono::steady_clock::time_point{}) {
-    const double dt =
-        std::chrono::duration<double>(now - last_request_).count() - (c_.wait_seconds - wait_at_request_s_);
-    if (dt > 0) compute_per_layer_s_ = compute_per_layer_s_ > 0 ? 0.8 * compute_per_layer_s_ + 0.2 * dt : dt;
+  // The wall time from a layer's request to the next request, waits included, per layer (the last
+  // layer's runs through the head and the next token's first attention): in it the disk reads the
+  // layer's misses and is otherwise idle (under the next layer's attention and router, and under
+  // the compute the misses did not cover). Guesses fill that idle time: the budget is what the disk
+  // reads in it, less this layer's own misses, so demand reads never queue behind guesses. (The
+  // compute time alone, wall less waits, left no budget in exactly the disk-bound layers whose disk
+  // idles under the next attention.) Smoothed by halves, so a prefill pass's long intervals fade
+  // within a few decode tokens. Until reads have been timed, every guess is read.
+  if (interval_s_.size() != loc_.size()) interval_s_.assign(loc_.size(), 0.0);
+  if (last_layer_ >= 0) {
+    const double dt = std::chrono::duration<double>(now - last_request_).count();
+    double& iv = interval_s_[size_t(last_layer_)];
+    if (dt > 0) iv = iv > 0 ? 0.5 * iv + 0.5 * dt : dt;
   }
   last_request_ = now;
-  wait_at_request_s_ = c_.wait_seconds;
-  // What the disk can read while this layer computes, less this layer's own misses: guesses fill
-  // the disk's idle time and never queue demand reads behind them. Until reads have been timed,
-  // every guess is read.
-  const bool timed = c_.read_seconds > 0.05 && c_.bytes_read > 0 && compute_per_layer_s_ > 0;
-  guess_budget_left_ =
-      timed ? std::max(0.0, compute_per_layer_s_ * (double(c_.bytes_read) / c_.read_seconds) - demand_bytes) : 1e300;
+  last_layer_ = layer;
+  const double iv = interval_s_[size_t(layer)];
+  const bool timed = c_.read_seconds > 0.05 && c_.bytes_read > 0 && iv > 0;
+  guess_budget_left_ = timed ? std::max(0.0, iv * (double(c_.bytes_read) / c_.read_seconds) - demand_bytes) : 1e300;
 }
 
 size_t TieredExpertSource::pending_guesses() const {

@@ -33,8 +33,8 @@ struct StoreOptions {
   bool prefetch = true;      // router-lookahead prefetch of the next layers' experts
   int lookahead_layers = 2;  // how many layers ahead prefetch predicts
   // Bytes of guesses read per layer, the most confident first: -1 = what the disk would leave idle
-  // while a layer computes (measured: the time between two layers' requests less the waits, times
-  // the read rate, less the layer's own misses); a number fixes it; INT64_MAX reads every guess.
+  // between two layers' requests (measured: the wall time between them times the read rate, less
+  // the layer's own misses); a number fixes it; INT64_MAX reads every guess.
   // A pass's first MoE layer, guessed from its own attention input, is read in full either way
   // (STREAMING.md "How many guesses are read").
   int64_t guess_bytes_per_layer = -1;
@@ -160,10 +160,12 @@ class TieredExpertSource : public ExpertSource {
   int demand_waiting_ = 0;  // requested experts of live batches still without a slot: they go before guesses
   int cur_layer_ = -1;      // the layer last requested: guesses are for the layers after it
   // The guess budget: bytes of guesses still to be read before the next request, and what it is
-  // measured from (the compute time between requests, fp64 seconds, smoothed).
-  double guess_budget_left_ = 1e300, compute_per_layer_s_ = 0, wait_at_request_s_ = 0;
-  std::chrono::steady_clock::time_point last_request_{};  // the epoch until the first request
-  void renew_guess_budget_locked(double demand_bytes);
+  // measured from (per layer, the wall time from its request to the next request, seconds, smoothed).
+  double guess_budget_left_ = 1e300;
+  std::vector<double> interval_s_;
+  int last_layer_ = -1;  // the layer of the last request (-1 before the first)
+  std::chrono::steady_clock::time_point last_request_{};
+  void renew_guess_budget_locked(int layer, double demand_bytes);
   struct Guess {
     int layer, expert;
   };

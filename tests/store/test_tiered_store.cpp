@@ -440,6 +440,32 @@ class TestTieredStore : public QObject {
     QCOMPARE(t.counters().prefetch_skipped, uint64_t(3));
   }
 
+  // A refined guess replacing one whose reads have not started spends the bytes the cancelled one
+  // gives back, and bytes never read are not counted as read.
+  void aReplacedGuessGivesItsBudgetBack() {
+    StoreOptions o = buffered(0, 8);
+    const uint64_t expert = demo_.w.experts[2][0].bytes;
+    o.guess_bytes_per_layer = int64_t(2 * expert);
+    TieredExpertSource t(*demo_.ck, demo_.w.experts, o);
+    take(t, 1, {0});
+    const uint64_t read0 = t.counters().bytes_read;
+    t.pause_io(true);
+    t.prefetch(2, std::vector<int>{7, 3});
+    QCOMPARE(t.counters().prefetch_issued, uint64_t(2));
+    QCOMPARE(t.counters().bytes_read - read0, 2 * expert);
+    t.prefetch(2, std::vector<int>{5, 1});  // neither named again: both cancelled, their bytes spent on 5 and 1
+    auto c = t.counters();
+    QCOMPARE(c.prefetch_cancelled, uint64_t(2));
+    QCOMPARE(c.prefetch_issued, uint64_t(4));
+    QCOMPARE(c.prefetch_skipped, uint64_t(0));
+    QCOMPARE(c.bytes_read - read0, 2 * expert);  // 5 and 1 on their way; 7 and 3 never read
+    t.pause_io(false);
+    take(t, 2, {5, 1});
+    c = t.counters();
+    QCOMPARE(c.prefetch_used, uint64_t(2));
+    QCOMPARE(c.bytes_read - read0, 2 * expert);
+  }
+
   void queueDepthProbeMeasuresEachDepth() {
     const std::string path = test::temp_dir("qd") + "/blob";
     const uint64_t chunk = 64 << 10;
