@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds the CUDA measurement programs for an H200 (sm_90a), the GEMV sweep included; carry $BUILD/bin
+# Builds the CUDA measurement programs for an H200 (sm_90a), the GEMV and routed-expert sweeps included; carry $BUILD/bin
 # to the GPU machine.
 set -eu
 BUILD=${BUILD:-build/cu}

@@ -9,15 +9,17 @@
 // Every dot product is summed by one warp in an order fixed by the row's width (lane l takes the
 // 16-column halves l, l + 32, ... of the row's 32-column blocks, each half in column order, then the
 // warp's butterfly); how many pairs share a group, which warp takes a row and the grid never enter the
-// arithmetic, so each row's output has the same bits in any pass (batch invariance).
+// arithmetic, so each row's output has the same bits in any pass (batch invariance). The pieces the lab's
+// variants of these kernels share (kernels/cuda/lab/experts64_lab.cuh) are in experts64_tiles.cuh.
 #include <algorithm>
 #include <type_traits>
 
-#include "cuda/k3/k3_common.cuh"
-#include "cuda/k3/mxfp4_fp64.h"
+#include "cuda/k3/experts64_tiles.cuh"
 
 namespace deltafin::cuda::k3 {
 namespace {
+
+using namespace experts64;
 
 constexpr int kWarps = 4;  // 128-thread blocks, four resident per SM: 16 warps of up to 128 registers
 constexpr int kThreads = kWarps * 32;
@@ -27,31 +29,6 @@ constexpr int kChunkPairs = 256;  // (row, slot) pairs per pass: grouping scans 
 // Rows a warp takes at once per matrix (gate and up, or down twice as many): the loads in flight and
 // the registers fall with the pairs of a group, which each need their own sums.
 __host__ __device__ constexpr int rows_at_once(int nt) { return nt == 1 ? 4 : nt == 2 ? 2 : 1; }
-
-// 2^e for -1022 <= e <= 1023.
-__device__ __forceinline__ double pow2(int e) { return __hiloint2double((e + 1023) << 20, 0); }
-__device__ __forceinline__ double block_scale(uint32_t s) {
-  return s == 255 ? __longlong_as_double(0x7ff0000000000000ll) : pow2(e8m0_block_exponent(s));
-}
-
-// Where column c of an n-column activation row sits in its staged copy: as 16-byte pairs, pair p of
-// half-block b (columns 16b + 2p, 16b + 2p + 1) at p * (n / 16) + b, so that the lanes of a warp, which
-// take consecutive half-blocks, read consecutive 16-byte slots.
-__host__ __device__ __forceinline__ int64_t staged_pos(int64_t c, int n) {
-  return (((c & 15) >> 1) * (n / 16) + (c >> 4)) * 2 + (c & 1);
-}
-
-// 8 bytes of weight codes, read once: the nc path without keeping them in L1 (the staged activations
-// live there).
-__device__ __forceinline__ uint2 load_codes(const uint2* p) {
-  uint2 v;
-  asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
-  return v;
-}
-
-__device__ __forceinline__ double code_double(const E2m1Planes& p, int n) {
-  return __hiloint2double(static_cast<int>(e2m1_high_word(p, n)), 0);
-}
 
 // The dot products of NM matrices' rows (RM consecutive rows each, a "row group") with NT staged
 // activation rows, for the row groups g0, g0 + gstep, ... < rows / RM, by one warp. The next step's
@@ -174,38 +151,11 @@ __device__ __forceinline__ void dot_groups(const uint8_t* const (&packed)[NM], c
   }
 }
 
-// The pairs a block computes: pair a (blockIdx.y) leads a group when the pairs before it with its
-// expert number a multiple of kMaxGroup; its group is it and the next pairs with its expert, up to
-// kMaxGroup in pair order. Returns the group's size, 0 for a pair that some other block computes.
-// By one warp, every lane the same answer.
-__device__ __forceinline__ int group_of(const int32_t* slot, int P, int a, int (&member)[kMaxGroup]) {
-  const int lane = threadIdx.x & 31, e = slot[a];
-  int before = 0;
-  for (int b = 0; b < a; b += 32) {
-    const int i = b + lane;
-    before += __popc(__ballot_sync(0xffffffffu, i < a && slot[i] == e));
-  }
-  if (before % kMaxGroup) return 0;
-  int n = 1;
-  member[0] = a;
-  for (int b = a + 1; b < P && n < kMaxGroup; b += 32) {
-    const int i = b + lane;
-    unsigned same = __ballot_sync(0xffffffffu, i < P && slot[i] == e);
-    for (; same && n < kMaxGroup; same &= same - 1) member[n++] = b + __ffs(int(same)) - 1;
-  }
-  return n;
-}
-
 // z[t] * 2^kMxStageExp at staged_pos, for the P / k rows of the pass.
 __global__ void __launch_bounds__(256)
     stage_kernel(const double* __restrict__ z, int rows, int Z, double* __restrict__ zs) {
   pdl_enter();
-  const double up = pow2(kMxStageExp);
-  const int64_t n = int64_t(rows) * Z;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t t = i / Z, c = i % Z;
-    zs[t * Z + staged_pos(c, Z)] = z[i] * up;
-  }
+  stage_rows(z, rows, Z, zs);
 }
 
 template <int NT>
@@ -228,8 +178,7 @@ __device__ __forceinline__ void up_group(const MxExpert& e, const int (&member)[
                            for (int q = 0; q < R; ++q)
                              if (lane == q + R * t) gv = d[0][q][t], uv = d[1][q][t];
                          if (lane < R * NT) {
-                           const double act = kSituBeta * tanh(gv / kSituBeta) * sigm(gv);
-                           const double h = act * (kSituLinearBeta * tanh(uv / kSituLinearBeta));
+                           const double h = situ_glu(gv, uv);
                            const int64_t i = int64_t(g) * R + lane % R;
                            hs[int64_t(member[lane / R]) * I + staged_pos(i, I)] = h * pow2(kMxStageExp);
                          }
@@ -308,13 +257,7 @@ __global__ void __launch_bounds__(kThreads, 4)
 __global__ void __launch_bounds__(256) combine_kernel(const double* __restrict__ d, const double* __restrict__ wt,
                                                       int rows, int k, int Z, double* __restrict__ y) {
   pdl_enter();
-  const int64_t n = int64_t(rows) * Z;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t t = i / Z, r = i % Z;
-    double acc = 0.0;
-    for (int j = 0; j < k; ++j) acc = __fma_rn(wt[t * k + j], d[(t * k + j) * Z + r], acc);
-    y[i] = acc;
-  }
+  combine_rows(d, wt, rows, k, Z, y);
 }
 
 // Rows of a pass: as many as keep its pairs within kChunkPairs.

@@ -22,6 +22,7 @@
 
 #include "cuda/bench/bench_data.cuh"
 #include "cuda/cuda_common.cuh"
+#include "cuda/k3/bench/call_timer.cuh"
 #include "cuda/k3/bench/gemm_sweep.h"
 #include "cuda/k3/k3_ops.h"
 #include "cuda/lab/gemm64_lab.h"
@@ -43,84 +44,6 @@ struct Result {
   int T;
   std::string variant;
   double ms, gbs, pct;
-};
-
-// Per-call time of f(0..calls-1): a graph of the calls (or plain stream launches), median of 5 runs.
-class CallTimer {
- public:
-  explicit CallTimer(bool graph) : graph_(graph) {
-    DELTAFIN_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking));
-    DELTAFIN_CUDA_CHECK(cudaEventCreate(&a_));
-    DELTAFIN_CUDA_CHECK(cudaEventCreate(&b_));
-  }
-  ~CallTimer() {
-    cudaEventDestroy(a_);
-    cudaEventDestroy(b_);
-    cudaStreamDestroy(s_);
-  }
-  cudaStream_t stream() const { return s_; }
-  bool graph() const { return graph_; }
-
-  float per_call_ms(int calls, const std::function<void(int, cudaStream_t)>& f) {
-    f(0, s_);  // warm-up: module load, shared-memory opt-in, first touch
-    f(1, s_);
-    DELTAFIN_CUDA_CHECK(cudaStreamSynchronize(s_));
-    if (graph_) {
-      try {
-        return graph_ms(calls, f);
-      } catch (const std::exception& e) {
-        (void)cudaGetLastError();
-        std::fprintf(stderr, "note: graph timing failed (%s); timing stream launches from here on\n", e.what());
-        graph_ = false;
-      }
-    }
-    std::vector<float> per;
-    int i = 0;
-    for (int b = 0; b < 5; ++b) {
-      DELTAFIN_CUDA_CHECK(cudaEventRecord(a_, s_));
-      for (int c = 0; c < calls; ++c) f(i++, s_);
-      DELTAFIN_CUDA_CHECK(cudaEventRecord(b_, s_));
-      DELTAFIN_CUDA_CHECK(cudaEventSynchronize(b_));
-      float t = 0;
-      DELTAFIN_CUDA_CHECK(cudaEventElapsedTime(&t, a_, b_));
-      per.push_back(t / calls);
-    }
-    return median(per);
-  }
-
- private:
-  float graph_ms(int calls, const std::function<void(int, cudaStream_t)>& f) {
-    cudaGraph_t g = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    DELTAFIN_CUDA_CHECK(cudaStreamBeginCapture(s_, cudaStreamCaptureModeThreadLocal));
-    try {
-      for (int c = 0; c < calls; ++c) f(c, s_);
-    } catch (...) {
-      cudaStreamEndCapture(s_, &g);
-      if (g) cudaGraphDestroy(g);
-      throw;
-    }
-    DELTAFIN_CUDA_CHECK(cudaStreamEndCapture(s_, &g));
-    const cudaError_t err = cudaGraphInstantiate(&exec, g, 0);
-    cudaGraphDestroy(g);
-    DELTAFIN_CUDA_CHECK(err);
-    std::vector<float> per;
-    for (int b = -1; b < 5; ++b) {
-      DELTAFIN_CUDA_CHECK(cudaEventRecord(a_, s_));
-      DELTAFIN_CUDA_CHECK(cudaGraphLaunch(exec, s_));
-      DELTAFIN_CUDA_CHECK(cudaEventRecord(b_, s_));
-      DELTAFIN_CUDA_CHECK(cudaEventSynchronize(b_));
-      float t = 0;
-      DELTAFIN_CUDA_CHECK(cudaEventElapsedTime(&t, a_, b_));
-      if (b >= 0) per.push_back(t / calls);
-    }
-    cudaGraphExecDestroy(exec);
-    return median(per);
-  }
-
-  bool graph_;
-  cudaStream_t s_ = nullptr;
-  cudaEvent_t a_ = nullptr, b_ = nullptr;
 };
 
 std::vector<double> download(const DeviceBuffer& b, size_t n) {

@@ -5,6 +5,8 @@
 //   deltafin-cuda-k3-bench [--json PATH] [--top-k K]
 //   deltafin-cuda-k3-bench gemm-sweep [--json PATH] [--shapes 7168,896,...] [--variants NAME,...] [--stream]
 //     the lab's GEMV variants against k3::gemm at K3's BF16 shapes (gemm_sweep.cu)
+//   deltafin-cuda-k3-bench experts-sweep [--quick] [--json PATH] [--variants NAME,...] [--skip NAME,...] [--stream]
+//     the lab's routed-expert variants against k3::routed_experts at K3's shapes (experts_sweep.cu)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +19,7 @@
 #include "cuda/bench/expert_routings.h"
 #include "cuda/cuda_common.cuh"
 #if DELTAFIN_GEMM_SWEEP
+#include "cuda/k3/bench/experts_sweep.h"
 #include "cuda/k3/bench/gemm_sweep.h"
 #endif
 #include "cuda/k3/k3_ops.h"
@@ -75,17 +78,55 @@ int sweep_main(int argc, char** argv) {
 #endif
 }
 
+int experts_sweep_main(int argc, char** argv) {
+#if !DELTAFIN_GEMM_SWEEP
+  std::fprintf(stderr,
+               "%s: built without the sweeps (configure with -DDELTAFIN_GEMM_SWEEP=ON, as "
+               "tools/bench/cuda-build.sh does)\n",
+               argv[0]);
+  return 3;
+#else
+  ExpertsSweepOptions opt;
+  for (int i = 2; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) opt.json_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--variants") && i + 1 < argc) opt.variants = argv[++i];
+    else if (!std::strcmp(argv[i], "--skip") && i + 1 < argc) opt.skip = argv[++i];
+    else if (!std::strcmp(argv[i], "--quick")) opt.quick = true;
+    else if (!std::strcmp(argv[i], "--stream")) opt.graph = false;
+    else {
+      std::fprintf(stderr,
+                   "usage: %s experts-sweep [--quick] [--json PATH] [--variants NAME,...] [--skip NAME,...] "
+                   "[--stream]\n",
+                   argv[0]);
+      return 3;
+    }
+  }
+  std::string why;
+  if (!device_available(&why)) {
+    std::printf("SKIP: %s\n", why.c_str());
+    return 2;
+  }
+  try {
+    return experts_sweep(opt);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 3;
+  }
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc > 1 && !std::strcmp(argv[1], "gemm-sweep")) return sweep_main(argc, argv);
+  if (argc > 1 && !std::strcmp(argv[1], "experts-sweep")) return experts_sweep_main(argc, argv);
   std::string json_path = "cuda-k3-bench.json";
   int top_k = 16;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--top-k") && i + 1 < argc) top_k = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: %s [--json PATH] [--top-k K] | gemm-sweep ...\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--json PATH] [--top-k K] | gemm-sweep ... | experts-sweep ...\n", argv[0]);
       return 3;
     }
   }

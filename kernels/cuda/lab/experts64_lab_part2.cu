@@ -1,0 +1,9 @@
+// A quarter of the lab's fp64 routed-expert variants (every kParts-th of kVariants), so that the four
+// compile in parallel.
+#include "cuda/lab/experts64_lab.cuh"
+
+namespace deltafin::cuda::lab::experts64 {
+
+Launcher part2_launcher(int v) { return part_table<2>(v, std::make_integer_sequence<int, kCount>{}); }
+
+}  // namespace deltafin::cuda::lab::experts64
