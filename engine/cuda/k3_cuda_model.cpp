@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "cuda/cuda_support.h"
 #include "cuda/k3/k3_ops.h"
+#include "cuda/pass_timeline.h"
 #include "cuda/situ.h"
 #include "cuda/vram_expert_cache.h"
 
@@ -513,6 +514,7 @@ struct CudaK3Session::Impl {
   std::vector<MxExpert> experts;     // moe_streamed: the tier's views of one pass's experts, by id
   size_t S_vals = 0, conv_vals = 0;
   OwnedEvent routed;                                  // the routing of the current MoE layer has reached the host
+  PassTimeline timeline;                              // passes in parts: where they wait (DELTAFIN_CUDA_TIMELINE)
   std::vector<std::unique_ptr<OwnedEvent>> layer_ev;  // [layers + 1] when timing
   bool timed_pass = false;
   bool replayed = false;  // the last pass was a graph launch
@@ -988,6 +990,8 @@ void CudaK3Session::begin_pass(std::span<const int32_t> ids, const PassOptions& 
   DeviceScope on(m_.device());
   const K3Config& c = m_.config();
   const int T = static_cast<int>(ids.size());
+  d_->timeline.begin(T);
+  d_->timeline.mark("pass begins", T, d_->stream.get());
   // Routing stays on the device when every MoE layer this pass computes here has its experts resident.
   bool routed = device_routing_enabled();
   for (int l = 0; l < c.layers; ++l)
@@ -1014,6 +1018,7 @@ void CudaK3Session::issue_copy(int step) {
   const StreamUnit& u = W.stream.at(size_t(st.unit));
   cudaStream_t cs = d_->copy_stream.get();
   if (st.after >= 0) check_cuda(cudaStreamWaitEvent(cs, d_->consumed[st.slot].get(), 0), "cudaStreamWaitEvent");
+  d_->timeline.mark("unit copy starts", st.unit, cs);
   auto* dst = static_cast<uint8_t*>(W.stream_buf[st.slot].data());
   if (u.from_host) {
     // The host's owned (pinned) unit, one copy per matrix; its bound weights point into it.
@@ -1052,6 +1057,7 @@ void CudaK3Session::issue_copy(int step) {
     }
     check_cuda(cudaStreamSynchronize(cs), "cudaStreamSynchronize (a streamed layer)");
   }
+  d_->timeline.mark("unit copy ends", st.unit, cs);
   d_->copied[st.slot].record(cs);
 }
 
@@ -1205,11 +1211,15 @@ void CudaK3Session::run_layers(int first, int last, ResidualStream& rs) {
   const int T = staged_T_;
   for (int l = first; l < last; ++l) {
     const bool streamed = m_.layout().unit(l).gpu == placement::GpuCopy::Streamed;
-    if (streamed) advance_schedule(l);
-    else if (m_.layout().unit(l).gpu != placement::GpuCopy::Vram)
+    d_->timeline.mark("layer starts", l, d_->stream.get());
+    if (streamed) {
+      advance_schedule(l);
+      d_->timeline.mark("its streamed unit is in", l, d_->stream.get());
+    } else if (m_.layout().unit(l).gpu != placement::GpuCopy::Vram)
       throw Error("CUDA K3: layer " + std::to_string(l) + " has no copy on this GPU");
     d_->ran[size_t(l)] = 1;
     run_layer(l, T, nb, moe_index, d_->pass, nullptr, d_->pass_routed);
+    d_->timeline.mark("layer ends", l, d_->stream.get());
     if (streamed) {
       d_->consumed[d_->schedule[d_->next_step - 1].slot].record(d_->stream.get());
       advance_schedule(-1);
@@ -1237,6 +1247,7 @@ void CudaK3Session::finish_pass(const ResidualStream& rs, std::vector<float>& lo
   const Stream so = d_->stream.opaque();
   const DevMat* head = &W.lm_head;
   const bool streamed = m_.layout().lm_head.gpu == placement::GpuCopy::Streamed;
+  d_->timeline.mark("head starts", c.layers, d_->stream.get());
   if (streamed) {
     advance_schedule(c.layers);
     head = &W.stream[size_t(c.layers)].head[d_->schedule[d_->next_step - 1].slot];
@@ -1257,7 +1268,9 @@ void CudaK3Session::finish_pass(const ResidualStream& rs, std::vector<float>& lo
   logits.resize(size_t(rows) * c.vocab);
   check_cuda(cudaMemcpyAsync(logits.data(), d_->logits, logits.size() * 4, cudaMemcpyDeviceToHost, d_->stream.get()),
              "cudaMemcpyAsync");
+  d_->timeline.mark("logits on the host", c.layers, d_->stream.get());
   d_->stream.sync();
+  d_->timeline.report(stderr);
 }
 
 void CudaK3Session::attention_kda(int layer, int T, bool partial) {
@@ -1399,6 +1412,7 @@ void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
                "cudaMemcpyAsync");
   }
   d_->routed.record(s);
+  d_->timeline.mark("routing done", layer, s);
   // Work that does not depend on the routing keeps the GPU busy while the host reads it back.
   k3::gemm(w.latent_down, d_->x, H, T, d_->z, Z, so);
   if (w.has_shared) dense(layer, true, T, d_->x, d_->sh, so);
@@ -1418,6 +1432,7 @@ void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
   };
   const std::vector<int> uni = distinct(chosen);
   m_.experts().gather(layer, uni, d_->experts, so);
+  d_->timeline.mark("experts in VRAM", layer, s);
   // The pass's table is the tier's views in id order; each slot holds its expert's index in it. Both
   // travel through pinned buffers the next layer rewrites only after its own routing read-back,
   // which follows these copies on the stream.
