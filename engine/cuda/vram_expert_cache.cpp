@@ -18,6 +18,10 @@ struct VramExpertCache::Impl {
   std::vector<std::unique_ptr<OwnedEvent>> staged;  // one per staging buffer: its DMA is done
   std::vector<bool> staged_used;
   OwnedEvent done, compute_done;
+  // The compute stream's position when the last request was made: every kernel that reads a slot
+  // the request does not use was queued before it.
+  OwnedEvent request_point;
+  bool has_request_point = false;
   // Experts copied ahead of their request (prefetch): the copies' completion, which the compute
   // stream waits on before using any slot, and the host batch they read from, held until then.
   OwnedEvent ahead_done;
@@ -120,6 +124,8 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
                     std::to_string(slots()) + " slots",
                 "give the VRAM tier more slots or run fewer rows per pass");
   map_.begin_request();
+  impl_->request_point.record(static_cast<cudaStream_t>(stream));
+  impl_->has_request_point = true;
   // Slots filled ahead may still be landing: the work that reads them waits for those copies, and
   // the host batch they came from goes once they are done.
   if (impl_->ahead_pending) {
@@ -192,9 +198,16 @@ void VramExpertCache::prefetch(int layer, std::span<const int> experts, Stream s
 bool VramExpertCache::fill(int layer, const std::vector<int>& missing, const std::vector<int>& slot_for, Stream stream,
                            bool ahead, std::unique_ptr<ExpertBatch>& batch) {
   cudaStream_t cs = impl_->copy.get();
-  // A slot being overwritten may still be read by work already queued on the compute stream.
-  impl_->compute_done.record(static_cast<cudaStream_t>(stream));
-  check_cuda(cudaStreamWaitEvent(cs, impl_->compute_done.get(), 0), "cudaStreamWaitEvent");
+  // A slot being overwritten may still be read by work already queued on the compute stream. Copies
+  // ahead go into slots the last request does not use, which only work queued before that request
+  // reads: they wait for that point, not for the request's own experts' kernels queued since (so
+  // the next layer's experts cross PCIe while this layer's compute).
+  if (ahead && impl_->has_request_point) {
+    check_cuda(cudaStreamWaitEvent(cs, impl_->request_point.get(), 0), "cudaStreamWaitEvent");
+  } else {
+    impl_->compute_done.record(static_cast<cudaStream_t>(stream));
+    check_cuda(cudaStreamWaitEvent(cs, impl_->compute_done.get(), 0), "cudaStreamWaitEvent");
+  }
   bool any_direct = false;
   try {
     batch = ahead ? host_.request_ahead(layer, missing) : host_.request(layer, missing);
