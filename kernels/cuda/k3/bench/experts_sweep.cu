@@ -30,6 +30,7 @@
 #include "cuda/bench/bench_data.cuh"
 #include "cuda/cuda_common.cuh"
 #include "cuda/k3/bench/call_timer.cuh"
+#include "cuda/k3/bench/sweep_support.h"
 #include "cuda/k3/bench/experts_sweep.h"
 #include "cuda/k3/k3_ops.h"
 #include "cuda/lab/experts64_lab.h"
@@ -117,15 +118,6 @@ struct Check {
   double max_rel = 0;
   std::string why;
 };
-
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    o += c;
-  }
-  return o;
-}
 
 }  // namespace
 

@@ -23,6 +23,7 @@
 #include "cuda/bench/bench_data.cuh"
 #include "cuda/cuda_common.cuh"
 #include "cuda/k3/bench/call_timer.cuh"
+#include "cuda/k3/bench/sweep_support.h"
 #include "cuda/k3/bench/gemm_sweep.h"
 #include "cuda/k3/k3_ops.h"
 #include "cuda/lab/gemm64_lab.h"
@@ -50,15 +51,6 @@ std::vector<double> download(const DeviceBuffer& b, size_t n) {
   std::vector<double> v(n);
   b.download(v.data(), n * sizeof(double));
   return v;
-}
-
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    o += c;
-  }
-  return o;
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #if DELTAFIN_GEMM_SWEEP
 #include "cuda/k3/bench/experts_sweep.h"
 #include "cuda/k3/bench/gemm_sweep.h"
+#include "cuda/k3/bench/sweep_support.h"
 #endif
 #include "cuda/k3/k3_ops.h"
 
@@ -64,17 +65,7 @@ int sweep_main(int argc, char** argv) {
       return 3;
     }
   }
-  std::string why;
-  if (!device_available(&why)) {
-    std::printf("SKIP: %s\n", why.c_str());
-    return 2;
-  }
-  try {
-    return gemm_sweep(opt);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 3;
-  }
+  return run_sweep_on_device([&] { return gemm_sweep(opt); });
 #endif
 }
 
@@ -101,17 +92,7 @@ int experts_sweep_main(int argc, char** argv) {
       return 3;
     }
   }
-  std::string why;
-  if (!device_available(&why)) {
-    std::printf("SKIP: %s\n", why.c_str());
-    return 2;
-  }
-  try {
-    return experts_sweep(opt);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 3;
-  }
+  return run_sweep_on_device([&] { return experts_sweep(opt); });
 #endif
 }
 
