@@ -142,11 +142,15 @@ void SplitSession::stage(std::span<const int32_t> ids, std::vector<float>& logit
       if (s.takes_stream_from(*rs.held_by)) {
         ++stats_.device_handovers;
       } else {
+        // A GPU's layers return once queued; this waits for them to finish, so it counts as that
+        // device's time, not the hand-over's.
+        const auto t = Clock::now();
         try {
           rs.held_by->stream_to_host(rs);
         } catch (const std::exception& e) {
           fail(held_dev, "handing over the residual stream", e);
         }
+        timed(held_dev, t);
       }
     }
     first = false;

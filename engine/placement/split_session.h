@@ -25,8 +25,10 @@ struct SplitStats {
   uint64_t device_handovers = 0;               // of which copied device to device (GPU to GPU)
   uint64_t state_moves = 0;                    // layers whose state moved between devices
   // Wall time of one-row passes (decode): all of stage(), and the part spent in each device's
-  // layers (CPU at 0, GPU g at g + 1; lm_head counts as its device's); the rest is embedding,
-  // hand-overs and pass set-up. Where a split decode loses time, these say on which side.
+  // layers (CPU at 0, GPU g at g + 1; lm_head counts as its device's, and so does the wait for a
+  // GPU's queued layers when the residual stream comes back to the host); the rest is embedding,
+  // hand-overs between GPUs and pass set-up. Where a split decode loses time, these say on which
+  // side. (Until 2026-12-06 the wait for a GPU's layers counted as rest.)
   uint64_t decode_passes = 0;
   double decode_seconds = 0;
   std::vector<double> decode_device_seconds;
