@@ -201,7 +201,7 @@ bool VramExpertCache::fill(int layer, const std::vector<int>& missing, const std
   // A slot being overwritten may still be read by work already queued on the compute stream. Copies
   // ahead go into slots the last request does not use, which only work queued before that request
   // reads: they wait for that point, not for the request's own experts' kernels queued since (so
-  // the next layer's experts cross PCIe while this layer's compute).
+  // the next layer's experts cross PCIe while this layer computes).
   if (ahead && impl_->has_request_point) {
     check_cuda(cudaStreamWaitEvent(cs, impl_->request_point.get(), 0), "cudaStreamWaitEvent");
   } else {

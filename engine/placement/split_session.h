@@ -28,7 +28,7 @@ struct SplitStats {
   // layers (CPU at 0, GPU g at g + 1; lm_head counts as its device's, and so does the wait for a
   // GPU's queued layers when the residual stream comes back to the host); the rest is embedding,
   // hand-overs between GPUs and pass set-up. Where a split decode loses time, these say on which
-  // side. (Until 2026-12-06 the wait for a GPU's layers counted as rest.)
+  // side.
   uint64_t decode_passes = 0;
   double decode_seconds = 0;
   std::vector<double> decode_device_seconds;

@@ -712,9 +712,9 @@ void TieredExpertSource::renew_guess_budget_locked(int layer, double demand_byte
   // layer's misses and is otherwise idle (under the next layer's attention and router, and under
   // the compute the misses did not cover). Guesses fill that idle time: the budget is what the disk
   // reads in it, less this layer's own misses, so demand reads never queue behind guesses. (The
-  // compute time alone, wall less waits, left no budget in exactly the disk-bound layers whose disk
-  // idles under the next attention.) Smoothed by halves, so a prefill pass's long intervals fade
-  // within a few decode tokens. Until reads have been timed, every guess is read.
+  // compute time alone, wall less waits, would leave no budget in exactly the disk-bound layers
+  // whose disk idles under the next attention.) Smoothed by halves, so a prefill pass's long
+  // intervals fade within a few decode tokens. Until reads have been timed, every guess is read.
   if (interval_s_.size() != loc_.size()) interval_s_.assign(loc_.size(), 0.0);
   if (last_layer_ >= 0) {
     const double dt = std::chrono::duration<double>(now - last_request_).count();
