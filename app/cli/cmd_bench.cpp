@@ -145,13 +145,14 @@ void add_bench(CLI::App& app) {
     }
     auto report = run_bench(plan, arms, [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); });
     std::ofstream(o->out) << report.json() << "\n";
-    std::printf("%-14s %-8s %12s %13s %8s %11s %10s %11s %8s %8s %9s %8s %7s %11s\n", "arm", "mode", "decode s/tok",
-                "(min-max)", "RAM hit", "disk MB/tok", "read MB/t", "disk floor", "t/max", "t/sum", "steal s/t", "t/vm",
-                "sys s/t", "pred 1/2");
+    std::printf("%-14s %-8s %12s %13s %8s %11s %10s %11s %8s %8s %9s %8s %7s %11s %6s %8s\n", "arm", "mode",
+                "decode s/tok", "(min-max)", "RAM hit", "disk MB/tok", "read MB/t", "disk floor", "t/max", "t/sum",
+                "steal s/t", "t/vm", "sys s/t", "pred 1/2", "busy", "GB/s b");
     std::printf(
         "(disk floor: needed bytes (misses and used prefetches) / the faster of the O_DIRECT probe before the run and\n"
         " the run's own read rate; read MB/t adds the prefetches never used; pred: precision of the next-layer\n"
-        " prediction one and two layers ahead)\n");
+        " prediction one and two layers ahead; busy: share of the decode with a read in flight, GB/s b: the read\n"
+        " rate while one was)\n");
     auto j = nlohmann::json::parse(report.json());
     for (const auto& s : j["summary"]) {
       auto med = [&](const char* k) { return s.contains(k) ? s[k]["median"].get<double>() : 0.0; };
@@ -169,6 +170,9 @@ void add_bench(CLI::App& app) {
       if (s.contains("prediction_precision_1_ahead"))
         std::printf(" %5.1f/%-5.1f", 100 * med("prediction_precision_1_ahead"),
                     100 * med("prediction_precision_2_ahead"));
+      else std::printf(" %11s", "-");
+      if (s.contains("decode_disk_busy_share"))
+        std::printf(" %5.0f%% %8.2f", 100 * med("decode_disk_busy_share"), med("decode_read_gbps_while_busy"));
       std::printf("\n");
     }
     for (const auto& f : j["compute_floors"])

@@ -324,7 +324,7 @@ std::string BenchReport::json() const {
   j["summary"] = nlohmann::json::array();
   for (const auto& [k, rs] : groups) {
     std::vector<double> dec, pre, hit, miss_bytes, read_bytes, disk_floor, recall, vs_max, vs_sum, achieved, steal, sys,
-        vs_vm;
+        vs_vm, busy_share, busy_gbps;
     std::vector<double> guess_precision[2], guess_recall[2];
     const int tokens = rs.front()->ids.size() > 1 ? static_cast<int>(rs.front()->ids.size()) - 1 : 1;
     for (auto* r : rs) {
@@ -358,6 +358,12 @@ std::string BenchReport::json() const {
         const double cpu_floor = cf->second + r->decode_steal_seconds_per_token / std::max(1, r->compute_threads);
         vs_vm.push_back(r->decode_seconds_per_token / std::max(floor, cpu_floor));
       }
+      // How the disk spent the decode: the share of its wall time with a read in flight, and the
+      // rate while one was (below the probe's when the reads in flight are fewer than its depth).
+      if (c.read_seconds > 0 && r->decode_seconds_per_token > 0) {
+        busy_share.push_back(c.read_seconds / (r->decode_seconds_per_token * tokens));
+        busy_gbps.push_back(double(c.bytes_read) / c.read_seconds / 1e9);
+      }
       steal.push_back(r->decode_steal_seconds_per_token);
       sys.push_back(r->decode_sys_seconds_per_token);
       recall.push_back(c.prefetch_issued ? double(c.prefetch_used) / c.prefetch_issued : 0);
@@ -374,6 +380,10 @@ std::string BenchReport::json() const {
                         {"decode_disk_floor_seconds", js(spread(disk_floor))},
                         {"prefetch_precision", js(spread(recall))}};
     if (!achieved.empty()) g["in_run_read_gbps"] = js(spread(achieved));
+    if (!busy_share.empty()) {
+      g["decode_disk_busy_share"] = js(spread(busy_share));
+      g["decode_read_gbps_while_busy"] = js(spread(busy_gbps));
+    }
     // The next-layer prediction: of the experts guessed d layers ahead, the share the layer asked
     // for (precision), and of what it asked for, the share guessed (recall).
     for (int d = 0; d < 2; ++d)

@@ -95,6 +95,10 @@ class TestBenchRunner : public QObject {
         QVERIFY(s["decode_disk_floor_seconds"]["median"].get<double>() > 0);
         QVERIFY(s.contains("in_run_read_gbps"));
         QVERIFY(s["decode_ram_hit_rate"]["median"].get<double>() < 1.0);
+        // A run that reads during decode says how busy the disk was and how fast while busy
+        // (recorded, not bounded: they are timings).
+        QVERIFY(s["decode_disk_busy_share"]["median"].get<double>() > 0);
+        QVERIFY(s["decode_read_gbps_while_busy"]["median"].get<double>() > 0);
       }
       if (arm == "roomy" && s["mode"] == "warm") {
         QCOMPARE(s["decode_ram_hit_rate"]["median"].get<double>(), 1.0);
