@@ -176,7 +176,7 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
          "(bound) | "
          "measured | measured / predicted | decode predicted at the row's CPU rate (GB/s) | measured / that | "
          "expert hit rate VRAM / RAM tier | decode s/token: CPU layers / GPU layers / rest; CPU matrices (BF16 / MXFP4 "
-         "rate) | ids |\n";
+         "rate); prefill s/pass: CPU / GPU / rest (state moves) | ids |\n";
   out << "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |\n";
   out.flush();
   std::optional<std::vector<int32_t>> first_ids;
@@ -267,6 +267,13 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
       const double n = double(split.decode_passes), cpu = split.decode_device_seconds[0] / n,
                    gpu = split.decode_device_seconds[1] / n;
       where = f3(cpu) + " / " + f3(gpu) + " / " + f3(split.decode_seconds / n - cpu - gpu);
+    }
+    // And the prompt's passes (seconds per pass): where a split prefill loses time, state moves included.
+    if (split.multi_passes > 0) {
+      const double n = double(split.multi_passes), cpu = split.multi_device_seconds[0] / n,
+                   gpu = split.multi_device_seconds[1] / n;
+      where += "; prefill pass " + f3(cpu) + " / " + f3(gpu) + " / " + f3(split.multi_seconds / n - cpu - gpu) +
+               " (state moves " + f3(split.state_move_seconds) + ")";
     }
     if (m.cpu_matrix_s > 0) where += "; " + cpu_matrices_cell(m);
     const std::string vram_tier = p.experts.vram_bytes.empty() ? "0.00" : f2(double(p.experts.vram_bytes[0]) / 1e9);

@@ -28,6 +28,7 @@ SplitSession::SplitSession(LayerRangeSession& cpu, std::vector<LayerRangeSession
   layout_.check(c.layers);
   if (cpu_.n_past() != 0) throw Error("a split forward starts from empty sessions");
   stats_.decode_device_seconds.assign(gpus_.size() + 1, 0.0);
+  stats_.multi_device_seconds.assign(gpus_.size() + 1, 0.0);
   state_dev_.assign(size_t(c.layers), kCpu);
   for (int l = 0; l < c.layers; ++l)
     state_dev_[size_t(l)] = layout_.device(l, 1);  // decode's device: where most passes run
@@ -108,12 +109,13 @@ void SplitSession::stage(std::span<const int32_t> ids, std::vector<float>& logit
                   ")");
   using Clock = std::chrono::steady_clock;
   const auto pass_start = Clock::now();
-  // Seconds since t, added to device dev's decode time when this is a one-row pass.
+  // Seconds since t, added to device dev's time in passes of this kind (one row or more).
   auto timed = [&](int dev, Clock::time_point t) {
-    if (T == 1)
-      stats_.decode_device_seconds[size_t(dev + 1)] += std::chrono::duration<double>(Clock::now() - t).count();
+    auto& by_device = T == 1 ? stats_.decode_device_seconds : stats_.multi_device_seconds;
+    by_device[size_t(dev + 1)] += std::chrono::duration<double>(Clock::now() - t).count();
   };
   move_states(T);
+  stats_.state_move_seconds += std::chrono::duration<double>(Clock::now() - pass_start).count();
   cpu_.begin_pass(ids, opts);
   for (int g = 0; g < int(gpus_.size()); ++g) try {
       gpus_[size_t(g)]->begin_pass(ids, opts);
@@ -185,9 +187,13 @@ void SplitSession::stage(std::span<const int32_t> ids, std::vector<float>& logit
   }
   timed(head, t);
   ++stats_.passes;
+  const double pass_seconds = std::chrono::duration<double>(Clock::now() - pass_start).count();
   if (T == 1) {
     ++stats_.decode_passes;
-    stats_.decode_seconds += std::chrono::duration<double>(Clock::now() - pass_start).count();
+    stats_.decode_seconds += pass_seconds;
+  } else {
+    ++stats_.multi_passes;
+    stats_.multi_seconds += pass_seconds;
   }
 }
 

@@ -32,6 +32,13 @@ struct SplitStats {
   uint64_t decode_passes = 0;
   double decode_seconds = 0;
   std::vector<double> decode_device_seconds;
+  // The same for passes of more than one row (prefill, verify).
+  uint64_t multi_passes = 0;
+  double multi_seconds = 0;
+  std::vector<double> multi_device_seconds;
+  // Wall time moving layer states between devices before a pass (part of the passes' times above;
+  // a layer that one device decodes and another prefills moves before and after each prompt).
+  double state_move_seconds = 0;
 };
 
 class SplitSession : public DecodeSession {

@@ -233,6 +233,10 @@ class TestSplitSession : public QObject {
     if (QTest::currentTestFailed()) return;
     QCOMPARE(s.n_past(), int64_t(3));
     QVERIFY(s.stats().state_moves > 0);
+    // Passes of several rows are accounted apart from decode's, per side, state moves included.
+    QVERIFY(s.stats().multi_passes > 0);
+    QCOMPARE(s.stats().multi_device_seconds.size(), size_t(2));
+    QCOMPARE(s.stats().passes, s.stats().decode_passes + s.stats().multi_passes);
     // The merged state is the plain session's, whichever side holds each layer.
     const K3State ws = plain.save_state(), gs = s.save_state();
     for (int l = 0; l < cfg_.layers; ++l) {
