@@ -16,7 +16,9 @@
 # MACHINES lists the rows (GPU GB:RAM GB, 0 for no GPU); a word no-references among them skips the
 # whole-slice GPU and CPU references.
 # The binaries come from tools/device/pack-hybrid.sh (carry build/carry). Output under $OUT:
-# split-checks.txt and hybrid-table.md (written row by row, so a run cut short keeps its rows).
+# split-checks.txt and hybrid-table.md (written row by row, so a run cut short keeps its rows), and
+# hybrid-stderr.txt: progress, errors and, with DELTAFIN_CUDA_TIMELINE=prefill in the environment,
+# each prompt pass's timeline (docs/CUDA.md "Where a pass in parts waits").
 set -eu
 CARRY=${CARRY:-build/carry}
 OUT=${OUT:-/tmp/hybrid-out}
@@ -33,10 +35,11 @@ export LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv > "$OUT/gpu.txt" 2>&1 || true
 status=0
-"$BIN" split tests/fixtures/k3-tiny > "$OUT/split-checks.txt" 2>&1 || status=1
+env -u DELTAFIN_CUDA_TIMELINE "$BIN" split tests/fixtures/k3-tiny > "$OUT/split-checks.txt" 2>&1 || status=1
 tail -3 "$OUT/split-checks.txt"
 # Again with the GPU streaming RAM units from the host's own (pinned) buffers (placement::shared_spine_copy).
-DELTAFIN_SHARED_SPINE=1 "$BIN" split tests/fixtures/k3-tiny > "$OUT/split-checks-shared.txt" 2>&1 || status=1
+env -u DELTAFIN_CUDA_TIMELINE DELTAFIN_SHARED_SPINE=1 "$BIN" split tests/fixtures/k3-tiny > "$OUT/split-checks-shared.txt" 2>&1 ||
+  status=1
 tail -1 "$OUT/split-checks-shared.txt"
 if [ ! -f "$SLICE/config.json" ]; then
   "$BIN" synth slice-2l "$SLICE" layers=12 experts=16 mla_layers=4+8+12 shards=4
@@ -45,6 +48,7 @@ fi
 # (the first cold, the second reported); GPU_TFLOPS gives the planner's GPU matmul rate (default: measured).
 # shellcheck disable=SC2086
 "$BIN" hybrid "$SLICE" tests/fixtures/k3-real-meta "${PROMPT:-16}" "${NEW:-6}" "${REPS:-2}" "${GPU_TFLOPS:-0}" $MACHINES \
-  > "$OUT/hybrid-table.md" 2>&1 || status=1
+  > "$OUT/hybrid-table.md" 2> "$OUT/hybrid-stderr.txt" || status=1
 cat "$OUT/hybrid-table.md"
+[ "$status" -eq 0 ] || tail -5 "$OUT/hybrid-stderr.txt"
 exit $status
