@@ -263,21 +263,8 @@ __global__ void __launch_bounds__(256) combine_kernel(const double* __restrict__
 // Rows of a pass: as many as keep its pairs within kChunkPairs.
 int chunk_rows(int T, int k) { return std::max(1, std::min(T, kChunkPairs / k)); }
 
-// Blocks per pair group for a matrix of `groups` row groups (at one pair a group): enough to fill the
-// GPU when there are few pairs, at least one row group a warp and at most eight (short blocks keep
-// the last wave small when many groups run).
-unsigned blocks_per_group(int groups, int pairs) {
-  static const int sms = [] {
-    int dev = 0, n = 132;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-      n = 132;
-    return n;
-  }();
-  const int fill = (4 * sms + pairs - 1) / pairs;
-  const int lo = (groups + kWarps * 8 - 1) / (kWarps * 8), hi = (groups + kWarps - 1) / kWarps;
-  return unsigned(std::clamp(fill, std::max(1, lo), std::max(1, hi)));
-}
+// Blocks per pair group: four blocks an SM deep when there are few pairs.
+unsigned blocks_per_group(int groups, int pairs) { return experts64::blocks_per_group(kWarps, 4, groups, pairs); }
 
 }  // namespace
 

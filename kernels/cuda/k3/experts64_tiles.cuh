@@ -4,6 +4,7 @@
 // the staged activation layout, the code loads and their exact decoding, the block scales, the
 // grouping of pairs by expert, SiTU, and the stage and combine loops. One copy, so that a lab variant
 // that keeps the product's order computes the product's bits by construction.
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -87,6 +88,22 @@ __device__ __forceinline__ void combine_rows(const double* __restrict__ d, const
     for (int j = 0; j < k; ++j) acc = __fma_rn(wt[t * k + j], d[(t * k + j) * Z + r], acc);
     y[i] = acc;
   }
+}
+
+// Blocks per pair group for a matrix of `groups` row groups (at one pair a group), with `warps` warps a
+// block: enough to fill the GPU `fill` blocks an SM deep when there are few pairs, at least one row
+// group a warp and at most eight (short blocks keep the last wave small when many groups run).
+inline unsigned blocks_per_group(int warps, int fill, int groups, int pairs) {
+  static const int sms = [] {
+    int dev = 0, n = 132;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      n = 132;
+    return n;
+  }();
+  const int blocks = (fill * sms + pairs - 1) / pairs;
+  const int lo = (groups + warps * 8 - 1) / (warps * 8), hi = (groups + warps - 1) / warps;
+  return unsigned(std::clamp(blocks, std::max(1, lo), std::max(1, hi)));
 }
 
 }  // namespace deltafin::cuda::k3::experts64

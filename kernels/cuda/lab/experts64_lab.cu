@@ -27,18 +27,9 @@ __global__ void __launch_bounds__(256) combine_kernel(const double* __restrict__
 
 int chunk_rows(const Experts64Params& p, int T, int k) { return std::max(1, std::min(T, p.pass / k)); }
 
-// Blocks per pair group, as the product's blocks_per_group with the variant's warps and fill.
+// Blocks per pair group, as the product's, with the variant's warps and fill.
 unsigned blocks_per_group(const Experts64Params& p, int groups, int pairs) {
-  static const int sms = [] {
-    int dev = 0, n = 132;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-      n = 132;
-    return n;
-  }();
-  const int fill = (p.fill * sms + pairs - 1) / pairs;
-  const int lo = (groups + p.warps * 8 - 1) / (p.warps * 8), hi = (groups + p.warps - 1) / p.warps;
-  return unsigned(std::clamp(fill, std::max(1, lo), std::max(1, hi)));
+  return tiles::blocks_per_group(p.warps, p.fill, groups, pairs);
 }
 
 }  // namespace
