@@ -177,6 +177,7 @@ TieredExpertSource::TieredExpertSource(const Checkpoint& ck, std::vector<std::ve
   }
   if (!engine_) engine_ = make_pread_engine(depth);
   heat_ = HeatMap(static_cast<int>(loc_.size()), experts_);
+  interval_s_.assign(loc_.size(), 0.0);
   if (!opts_.heat_path.empty()) heat_.load(opts_.heat_path);
   io_ = std::thread([this] { io_loop(); });
 }
@@ -715,7 +716,6 @@ void TieredExpertSource::renew_guess_budget_locked(int layer, double demand_byte
   // compute time alone, wall less waits, would leave no budget in exactly the disk-bound layers
   // whose disk idles under the next attention.) Smoothed by halves, so a prefill pass's long
   // intervals fade within a few decode tokens. Until reads have been timed, every guess is read.
-  if (interval_s_.size() != loc_.size()) interval_s_.assign(loc_.size(), 0.0);
   if (last_layer_ >= 0) {
     const double dt = std::chrono::duration<double>(now - last_request_).count();
     double& iv = interval_s_[size_t(last_layer_)];
