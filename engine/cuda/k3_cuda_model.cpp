@@ -757,6 +757,46 @@ void CudaK3Session::load_state(K3State state) {
   n_past_ = state.n_past;
 }
 
+void CudaK3Session::export_layer(int layer, KdaLayerState& kda, MlaLayerState& mla) {
+  if (staged_T_ > 0) throw Error("cannot move a layer's state while a pass is staged", "commit or roll back first");
+  const K3Config& c = m_.config();
+  if (layer < 0 || layer >= c.layers) throw Error("export_layer: no layer " + std::to_string(layer));
+  DeviceScope on(m_.device());
+  d_->stream.sync();
+  // The vectors keep their storage from one move to the next: no allocation once they have it.
+  auto down = [](std::vector<double>& to, const double* from, size_t n) {
+    to.resize(n);
+    check_cuda(cudaMemcpy(to.data(), from, n * 8, cudaMemcpyDeviceToHost), "cudaMemcpy (a layer's state to the host)");
+  };
+  if (c.is_mla[layer]) {
+    down(mla.cache, d_->cache[layer], size_t(n_past_) * c.mla_cache_width());
+    kda.S.clear();
+    kda.conv.clear();
+  } else {
+    down(kda.S, d_->kda[layer].S, d_->S_vals);
+    down(kda.conv, d_->kda[layer].conv, d_->conv_vals);
+    mla.cache.clear();
+  }
+}
+
+void CudaK3Session::import_layer(int layer, KdaLayerState& kda, MlaLayerState& mla) {
+  if (staged_T_ > 0) throw Error("cannot move a layer's state while a pass is staged", "commit or roll back first");
+  const K3Config& c = m_.config();
+  check_layer_state_fits(c, layer, kda, mla, n_past_);
+  DeviceScope on(m_.device());
+  d_->stream.sync();
+  auto up = [](double* to, const std::vector<double>& from) {
+    check_cuda(cudaMemcpy(to, from.data(), from.size() * 8, cudaMemcpyHostToDevice),
+               "cudaMemcpy (a layer's state to the GPU)");
+  };
+  if (c.is_mla[layer]) {
+    up(d_->cache[layer], mla.cache);
+  } else {
+    up(d_->kda[layer].S, kda.S);
+    up(d_->kda[layer].conv, kda.conv);
+  }
+}
+
 void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts) {
   if (m_.split())
     throw Error("this GPU model holds part of the spine: its passes run in parts", "use placement::SplitSession");

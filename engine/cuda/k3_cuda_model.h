@@ -104,6 +104,9 @@ class CudaK3Session : public LayerRangeSession {
   // The committed KDA states and MLA cache rows, copied between device and host memory.
   K3State save_state() const override;
   void load_state(K3State state) override;
+  // One layer's state copied out of and into device memory (a split forward's moving layers).
+  void export_layer(int layer, KdaLayerState& kda, MlaLayerState& mla) override;
+  void import_layer(int layer, KdaLayerState& kda, MlaLayerState& mla) override;
   std::optional<VramTierStats> vram_tier() const override;
   // How residual streams reached this session from another GPU's session: a copy within one
   // device (logical GPUs sharing it), a peer copy (cudaDeviceCanAccessPeer), or through pinned

@@ -68,27 +68,24 @@ void SplitSession::fail(int dev, const std::string& where, const std::exception&
 }
 
 void SplitSession::move_states(int T) {
-  const int L = int(state_dev_.size());
-  std::vector<int> moving;
-  for (int l = 0; l < L; ++l)
-    if (layout_.device(l, T) != state_dev_[size_t(l)]) moving.push_back(l);
-  if (moving.empty()) return;
-  // Each session holds a full-size state; the layers it does not compute are placeholders. The
-  // merged state (each layer from the device that holds it) goes to every session, so each now
-  // holds every layer's state exactly.
-  K3State merged = save_state();
-  try {
-    cpu_.load_state(merged);
-  } catch (const std::exception& e) {
-    fail(kCpu, "while taking over layer states", e);
-  }
-  for (int g = 0; g < int(gpus_.size()); ++g) try {
-      gpus_[size_t(g)]->load_state(merged);
+  // Only the layers whose device differs for this pass move, each once, from the session that holds
+  // its state to the one that computes it; the buffers keep their storage between moves.
+  for (int l = 0; l < int(state_dev_.size()); ++l) {
+    const int from = state_dev_[size_t(l)], to = layout_.device(l, T);
+    if (from == to) continue;
+    try {
+      side(from).export_layer(l, move_kda_, move_mla_);
     } catch (const std::exception& e) {
-      fail(g, "while taking over layer states", e);
+      fail(from, "while handing over layer " + std::to_string(l) + "'s state", e);
     }
-  for (int l : moving) state_dev_[size_t(l)] = layout_.device(l, T);
-  stats_.state_moves += moving.size();
+    try {
+      side(to).import_layer(l, move_kda_, move_mla_);
+    } catch (const std::exception& e) {
+      fail(to, "while taking over layer " + std::to_string(l) + "'s state", e);
+    }
+    state_dev_[size_t(l)] = to;
+    ++stats_.state_moves;
+  }
 }
 
 void SplitSession::stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts) {

@@ -83,6 +83,8 @@ class SplitSession : public DecodeSession {
   DeviceLayout layout_;
   std::vector<std::string> gpu_names_;
   std::vector<int> state_dev_;
+  KdaLayerState move_kda_;  // a moving layer's state between export and import (storage reused)
+  MlaLayerState move_mla_;
   bool staged_ = false;
   std::string broken_;  // why the session can no longer run (a device failed)
   SplitStats stats_;

@@ -358,25 +358,56 @@ K3State K3Session::save_state() const {
   return st_;
 }
 
-void check_state_fits(const K3Config& c, const K3State& state) {
-  auto bad = [](const std::string& what) {
-    return Error("session state does not fit this model: " + what,
-                 "discard the snapshot; it was made for another model");
-  };
-  if (state.n_past < 0) throw bad("negative token count");
-  if (state.kda.size() != size_t(c.layers) || state.mla.size() != size_t(c.layers)) throw bad("layer count");
-  const size_t S = size_t(c.kda_heads) * c.kda_head_dim * c.kda_head_dim;
-  const size_t conv = size_t(3) * (c.conv_kernel - 1) * c.kda_dim();
-  for (int l = 0; l < c.layers; ++l) {
-    const std::string at = " of layer " + std::to_string(l);
-    if (c.is_mla[l]) {
-      if (!state.kda[l].S.empty() || !state.kda[l].conv.empty()) throw bad("KDA state" + at);
-      if (state.mla[l].cache.size() != size_t(state.n_past) * c.mla_cache_width()) throw bad("MLA cache size" + at);
-    } else {
-      if (state.kda[l].S.size() != S || state.kda[l].conv.size() != conv) throw bad("KDA state size" + at);
-      if (!state.mla[l].cache.empty()) throw bad("MLA cache" + at);
-    }
+namespace {
+
+Error state_misfit(const std::string& what) {
+  return Error("session state does not fit this model: " + what, "discard the snapshot; it was made for another model");
+}
+
+}  // namespace
+
+void check_layer_state_fits(const K3Config& c, int l, const KdaLayerState& kda, const MlaLayerState& mla,
+                            int64_t n_past) {
+  if (l < 0 || l >= c.layers) throw state_misfit("no layer " + std::to_string(l));
+  const std::string at = " of layer " + std::to_string(l);
+  if (c.is_mla[l]) {
+    if (!kda.S.empty() || !kda.conv.empty()) throw state_misfit("KDA state" + at);
+    if (mla.cache.size() != size_t(n_past) * c.mla_cache_width()) throw state_misfit("MLA cache size" + at);
+  } else {
+    const size_t S = size_t(c.kda_heads) * c.kda_head_dim * c.kda_head_dim;
+    const size_t conv = size_t(3) * (c.conv_kernel - 1) * c.kda_dim();
+    if (kda.S.size() != S || kda.conv.size() != conv) throw state_misfit("KDA state size" + at);
+    if (!mla.cache.empty()) throw state_misfit("MLA cache" + at);
   }
+}
+
+void check_state_fits(const K3Config& c, const K3State& state) {
+  if (state.n_past < 0) throw state_misfit("negative token count");
+  if (state.kda.size() != size_t(c.layers) || state.mla.size() != size_t(c.layers)) throw state_misfit("layer count");
+  for (int l = 0; l < c.layers; ++l) check_layer_state_fits(c, l, state.kda[l], state.mla[l], state.n_past);
+}
+
+void K3Session::export_layer(int layer, KdaLayerState& kda, MlaLayerState& mla) {
+  if (staged_.T > 0) throw Error("cannot move a layer's state while a pass is staged", "commit or roll back first");
+  const K3Config& c = m_.config();
+  if (layer < 0 || layer >= c.layers) throw Error("export_layer: no layer " + std::to_string(layer));
+  // Only the part the layer has is swapped: the placeholder left behind keeps the other part empty.
+  if (c.is_mla[layer]) {
+    std::swap(st_.mla[size_t(layer)], mla);
+    kda.S.clear();
+    kda.conv.clear();
+  } else {
+    std::swap(st_.kda[size_t(layer)], kda);
+    mla.cache.clear();
+  }
+}
+
+void K3Session::import_layer(int layer, KdaLayerState& kda, MlaLayerState& mla) {
+  if (staged_.T > 0) throw Error("cannot move a layer's state while a pass is staged", "commit or roll back first");
+  const K3Config& c = m_.config();
+  check_layer_state_fits(c, layer, kda, mla, st_.n_past);
+  if (c.is_mla[layer]) std::swap(st_.mla[size_t(layer)], mla);
+  else std::swap(st_.kda[size_t(layer)], kda);
 }
 
 }  // namespace deltafin

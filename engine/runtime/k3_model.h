@@ -55,6 +55,9 @@ class K3Model {
 
 // Throws Error naming what differs unless `state` is a committed state of a model with config `c`.
 void check_state_fits(const K3Config& c, const K3State& state);
+// The same for one layer's state at n_past tokens (the part the layer does not have must be empty).
+void check_layer_state_fits(const K3Config& c, int layer, const KdaLayerState& kda, const MlaLayerState& mla,
+                            int64_t n_past);
 
 // One conversation's state over a K3Model, with transactions: stage() runs T
 // new tokens without committing them; commit(n) keeps the first n; rollback() none.
@@ -101,6 +104,9 @@ class K3Session : public LayerRangeSession {
   // Error unless every size matches this model.
   K3State save_state() const override;
   void load_state(K3State state) override;
+  // A layer's state swapped out of and into this session (no copy of the state itself).
+  void export_layer(int layer, KdaLayerState& kda, MlaLayerState& mla) override;
+  void import_layer(int layer, KdaLayerState& kda, MlaLayerState& mla) override;
   // A pass in parts (runtime/layer_range_session.h); stage() is begin_pass, every layer, finish_pass.
   void begin_pass(std::span<const int32_t> ids, const PassOptions& opts) override;
   void run_layers(int first, int last, ResidualStream& rs) override;

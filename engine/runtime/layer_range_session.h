@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/decode_session.h"
+#include "runtime/k3_state.h"
 
 namespace deltafin {
 
@@ -46,6 +47,25 @@ class LayerRangeSession : public DecodeSession {
   // Brings a stream this session left in its device memory (rs.held_by == this) into rs.h and
   // rs.blocks, and clears held_by.
   virtual void stream_to_host(ResidualStream& rs) {}
+  // One layer's committed state (its KDA recurrence and conv window, or its MLA cache of n_past()
+  // rows) moving to another session, when a split forward's decode and prompt passes compute the
+  // layer on different devices; never while a pass is staged. export_layer hands the state over in
+  // kda and mla, reusing their storage (what this session keeps of the layer is then a
+  // placeholder, never read until import_layer gives it a state back); import_layer makes the
+  // state in kda and mla this session's and may leave other storage of the right size in them.
+  // Only the moving layers cross, once, instead of every layer's state through save_state and
+  // load_state (which is what these defaults do, for sessions with nothing better).
+  virtual void export_layer(int layer, KdaLayerState& kda, MlaLayerState& mla) {
+    K3State st = save_state();
+    kda = std::move(st.kda.at(size_t(layer)));
+    mla = std::move(st.mla.at(size_t(layer)));
+  }
+  virtual void import_layer(int layer, KdaLayerState& kda, MlaLayerState& mla) {
+    K3State st = save_state();
+    st.kda.at(size_t(layer)) = kda;
+    st.mla.at(size_t(layer)) = mla;
+    load_state(std::move(st));
+  }
 };
 
 }  // namespace deltafin

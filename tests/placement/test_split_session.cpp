@@ -263,7 +263,53 @@ class TestSplitSession : public QObject {
     layout.lm_head = SplitUnit{GpuCopy::Streamed, true, false, false};
     SplitStats st;
     QCOMPARE(split_ids(*model_, layout, &st), want_);
-    QVERIFY2(st.state_moves >= uint64_t(cfg_.layers - 2), std::to_string(st.state_moves).c_str());
+    // Only the five layers whose device differs move: to the prefill's side before the prompt, back
+    // before the first decode step.
+    QCOMPARE(st.state_moves, uint64_t(2 * (cfg_.layers - 2)));
+  }
+
+  void one_layer_state_moves_between_sessions() {
+    // Layer states handed from one session to another carry the conversation on there: b, which
+    // read another prompt, then decodes as the session that read this one.
+    K3Session plain(*model_), a(*model_), b(*model_);
+    std::vector<float> want, got;
+    const std::vector<int32_t> prompt = {4, 8, 15, 16}, other = {42, 7, 9, 11};
+    for (K3Session* s : {&plain, &a}) {
+      s->stage(prompt, want, {});
+      s->commit(4);
+    }
+    b.stage(other, got, {});
+    b.commit(4);
+    KdaLayerState kda;
+    MlaLayerState mla;
+    for (int l = 0; l < cfg_.layers; ++l) {
+      a.export_layer(l, kda, mla);
+      b.import_layer(l, kda, mla);
+    }
+    plain.stage({{23}}, want, {});
+    b.stage({{23}}, got, {});
+    QVERIFY(want == got);
+    plain.commit(1);
+    b.commit(1);
+    // A state of the wrong shape is refused, naming the layer, and the session keeps its own.
+    auto refused = [&](int layer, KdaLayerState k, MlaLayerState m, const std::string& what) {
+      try {
+        b.import_layer(layer, k, m);
+        QFAIL(("layer " + std::to_string(layer) + "'s misfit state was taken").c_str());
+      } catch (const Error& e) {
+        QVERIFY2(std::string(e.what()).find(what + " of layer " + std::to_string(layer)) != std::string::npos,
+                 e.what());
+      }
+    };
+    int kda_layer = -1, mla_layer = -1;
+    for (int l = 0; l < cfg_.layers; ++l) (cfg_.is_mla[size_t(l)] ? mla_layer : kda_layer) = l;
+    QVERIFY(kda_layer >= 0 && mla_layer >= 0);
+    refused(kda_layer, KdaLayerState{std::vector<double>(3), {}}, {}, "KDA state size");
+    a.export_layer(mla_layer, kda, mla);  // a is at 4 tokens, b at 5
+    refused(mla_layer, kda, mla, "MLA cache size");
+    plain.stage({{42}}, want, {});
+    b.stage({{42}}, got, {});
+    QVERIFY(want == got);
   }
 
   void plans_of_many_budgets() {
