@@ -101,16 +101,22 @@ void predict(Plan& p, PhasePrediction& out, int T, bool prefill) {
       const double f_vram = size_t(dev) < ngpu ? f_vram_of[size_t(dev)] : 0.0;
       out.expert_disk_bytes += d * eb * (1 - f_vram) * (1 - f_ram);
       out.h2d_s += d * eb * (1 - f_vram) / (r.h2d_gbps * 1e9);
+      out.expert_h2d_s += d * eb * (1 - f_vram) / (r.h2d_gbps * 1e9);
       out.gpu_s += gpu_time(r, d * eb, eflops);
     }
   }
   out.disk_s += out.expert_disk_bytes / (r.disk_gbps * 1e9);
   // Reads and copies overlap the compute (double buffers, prefetch); the CPU and the GPUs work
   // one after the other, layer by layer (a pass's layer ranges run one device at a time, so the
-  // GPUs' times add up, and so do their copies over PCIe).
-  const double compute = out.cpu_s + out.gpu_s;
+  // GPUs' times add up, and so do their copies over PCIe). A layer's expert copies wait for its
+  // routing in this very pass, so they overlap only the GPU's own work (a layer's copies under the
+  // layer before it), never the CPU's layers: where the CPU computes too, the GPU's side of a pass
+  // is its compute or its expert copies, whichever is longer. Units' copies and disk reads are
+  // known before the pass and overlap everything.
+  const double gpu_side = out.cpu_s > 0 ? std::max(out.gpu_s, out.expert_h2d_s) : out.gpu_s;
+  const double compute = out.cpu_s + gpu_side;
   double pass = compute;
-  out.bound = out.gpu_s > out.cpu_s ? "GPU" : "CPU";
+  out.bound = gpu_side > out.cpu_s ? (gpu_side > out.gpu_s ? "PCIe" : "GPU") : "CPU";
   if (out.disk_s > pass) {
     pass = out.disk_s;
     out.bound = "disk";

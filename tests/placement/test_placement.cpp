@@ -287,6 +287,24 @@ class TestPlacement : public QObject {
     QVERIFY2(h.find(" -> ") != std::string::npos, h.c_str());
   }
 
+  void expert_copies_do_not_overlap_the_cpu_layers() {
+    // A 24 GB GPU with 128 GB of RAM and a disk too fast to matter: the CPU computes the RAM layers
+    // and the GPU its own, whose experts mostly miss its small tier. Those copies wait for each
+    // layer's routing, so they overlap the GPU's kernels but not the CPU's layers.
+    const K3Config cfg = K3Config::load(test::fixtures_dir() + "/k3-real-meta/config.json");
+    const ModelByteMap m = ModelByteMap::from_config(cfg);
+    Bandwidths r = some_rates();
+    r.disk_gbps = 1000;
+    const Plan p = make_plan(m, machine(128, {24}), r);
+    const PhasePrediction& d = p.decode;
+    QVERIFY2(d.cpu_s > 0 && d.gpu_s > 0, "a split decode");
+    QVERIFY2(d.expert_h2d_s > d.gpu_s, "the GPU layers' expert copies outlast their kernels");
+    QVERIFY(d.expert_h2d_s <= d.h2d_s);
+    const double pass = std::max({d.disk_s, d.h2d_s, d.cpu_s + std::max(d.gpu_s, d.expert_h2d_s)});
+    QVERIFY(std::abs(d.seconds_per_token - pass) <= 1e-12 * pass);
+    QVERIFY(d.seconds_per_token > d.cpu_s + d.gpu_s);
+  }
+
   void repredict_keeps_the_placement_and_rescales_the_cpu() {
     const K3Config cfg = K3Config::load(test::fixtures_dir() + "/k3-real-meta/config.json");
     const ModelByteMap m = ModelByteMap::from_config(cfg);
