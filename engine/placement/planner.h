@@ -42,9 +42,9 @@ struct PhasePrediction {
   int rows = 1;  // rows per pass (decode 1, prefill a chunk)
   double seconds_per_token = 0;
   double disk_s = 0, h2d_s = 0, cpu_s = 0, gpu_s = 0;  // per pass
-  double expert_h2d_s = 0;  // of h2d_s, the copies of the pass's routed experts (they wait for its routing)
-  double expert_disk_bytes = 0;                        // per pass
-  std::string bound;                                   // "disk", "PCIe", "CPU", "GPU"
+  double expert_h2d_s = 0;       // of h2d_s, the copies of the pass's routed experts (they wait for its routing)
+  double expert_disk_bytes = 0;  // per pass
+  std::string bound;             // "disk", "PCIe", "CPU", "GPU"
 };
 
 struct PlanOptions {
