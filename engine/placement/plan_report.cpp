@@ -103,6 +103,10 @@ std::string plan_table(const Plan& p) {
   };
   out += phase("decode", p.decode);
   out += phase("prefill", p.prefill);
+  if (p.prefill_from_rows > 2)
+    out += "passes of fewer than " + std::to_string(p.prefill_from_rows) +
+           " rows (speculative verify) compute where decode does: the GPU is faster for the CPU's layers only from "
+           "there on\n";
   for (const auto& n : p.notes) out += "note: " + n + "\n";
   return out;
 }
@@ -175,6 +179,7 @@ std::string plan_json(const Plan& p) {
                {"h2d_s", ph->h2d_s},
                {"cpu_s", ph->cpu_s},
                {"gpu_s", ph->gpu_s}};
+  j["prefill_from_rows"] = p.prefill_from_rows;
   j["rates"] = nlohmann::json::parse(p.rates.json());
   return j.dump(2);
 }

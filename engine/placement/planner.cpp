@@ -292,6 +292,11 @@ Plan plan_with(const ModelByteMap& m, const MachineBudget& budget, const Bandwid
     };
     u.decode_device = gpu_faster(1) ? 0 : kCpu;
     u.prefill_device = gpu_faster(prefill_T) ? 0 : kCpu;
+    if (u.decode_device != u.prefill_device) {
+      int from = 2;
+      while (from < prefill_T && (gpu_faster(from) ? 0 : kCpu) != u.prefill_device) ++from;
+      p.prefill_from_rows = std::max(p.prefill_from_rows, from);
+    }
   }
 
   predict(p, p.decode, 1, false);

@@ -68,6 +68,11 @@ struct Plan {
   uint64_t ram_minimum = 0;             // the smallest RAM budget any plan of this model needs
   uint64_t vram_minimum = 0;            // the smallest useful VRAM budget per GPU
   PhasePrediction decode, prefill;
+  // Passes of at least this many rows compute on the prefill devices, fewer on decode's: the rows
+  // from which every unit the CPU decodes and a GPU prefills is faster on the GPU (2: all of them
+  // from two rows on). A short verify pass then stays where decode runs instead of copying those
+  // units over PCIe and moving their states.
+  int prefill_from_rows = 2;
   std::vector<std::string> notes;
 
   uint64_t spine_in(Home h) const;  // bytes of units with that home

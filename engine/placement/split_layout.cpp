@@ -44,6 +44,9 @@ void SplitLayout::check(int n_layers) const {
   if (int(layers.size()) != n_layers)
     throw Error("the GPU placement names " + std::to_string(layers.size()) + " layers, the model has " +
                 std::to_string(n_layers));
+  if (prefill_from_rows < 2)
+    throw Error("the GPU placement runs passes of " + std::to_string(prefill_from_rows) +
+                " rows as prompt passes (a pass of one row is always a decode pass)");
   for (int u = 0; u < units(); ++u) {
     const SplitUnit& s = unit(u);
     const std::string name = u == int(layers.size()) ? "lm_head" : "layer " + std::to_string(u);
@@ -74,6 +77,8 @@ std::string SplitLayout::describe() const {
   }
   if (!out.empty()) out += ", ";
   out += std::string("lm_head ") + copy_name(lm_head) + " (" + compute_name(lm_head) + ")";
+  if (prefill_from_rows > 2)
+    out += "; passes of fewer than " + std::to_string(prefill_from_rows) + " rows (verify) run as decode";
   return out;
 }
 
@@ -97,6 +102,7 @@ SplitLayout split_layout(const Plan& p, int gpu) {
   if (gpu < 0 || (ngpu > 0 && gpu >= ngpu))
     throw Error("the plan has " + std::to_string(ngpu) + " GPU(s), there is no GPU " + std::to_string(gpu));
   SplitLayout s;
+  s.prefill_from_rows = p.prefill_from_rows;
   for (const UnitPlan& u : p.units) {
     SplitUnit su;
     su.decode_gpu = u.decode_device == gpu;
@@ -123,6 +129,10 @@ void DeviceLayout::check(int n_layers) const {
   const int ngpu = int(gpus.size());
   for (int g = 0; g < ngpu; ++g) {
     gpus[size_t(g)].check(n_layers);
+    if (gpus[size_t(g)].prefill_from_rows != prefill_from_rows)
+      throw Error("the device layout's GPU " + std::to_string(g) + " takes passes of " +
+                  std::to_string(gpus[size_t(g)].prefill_from_rows) + " rows as prompt passes, the layout of " +
+                  std::to_string(prefill_from_rows));
     for (int u = 0; u <= n_layers; ++u) {
       const SplitUnit& s = gpus[size_t(g)].unit(u);
       if (s.decode_gpu != (decode[size_t(u)] == g) || s.prefill_gpu != (prefill[size_t(u)] == g))
@@ -146,6 +156,7 @@ std::string DeviceLayout::describe() const {
 
 DeviceLayout device_layout(const Plan& p) {
   DeviceLayout d;
+  d.prefill_from_rows = p.prefill_from_rows;
   const int ngpu = int(p.budget.gpus.size());
   for (int g = 0; g < ngpu; ++g) d.gpus.push_back(split_layout(p, g));
   for (const UnitPlan& u : p.units) {
@@ -159,6 +170,7 @@ DeviceLayout device_layout(const Plan& p) {
 
 DeviceLayout one_gpu(SplitLayout s) {
   DeviceLayout d;
+  d.prefill_from_rows = s.prefill_from_rows;
   for (int u = 0; u < s.units(); ++u) {
     d.decode.push_back(s.unit(u).decode_gpu ? 0 : kCpu);
     d.prefill.push_back(s.unit(u).prefill_gpu ? 0 : kCpu);

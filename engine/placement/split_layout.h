@@ -26,12 +26,16 @@ struct SplitLayout {
   std::vector<SplitUnit> layers;  // one per spine layer
   SplitUnit lm_head;
   uint64_t vram_expert_slots = 0;  // the plan's VRAM expert tier on GPU 0, in experts
+  // Passes of at least this many rows compute where prefill_gpu says; fewer rows (decode, short
+  // verify passes) where decode_gpu says. Above 2 when a unit the CPU decodes is faster on the GPU
+  // only from that many rows on (Plan::prefill_from_rows).
+  int prefill_from_rows = 2;
 
   int units() const { return int(layers.size()) + 1; }  // unit index: a layer, or layers.size() for lm_head
   const SplitUnit& unit(int u) const { return u == int(layers.size()) ? lm_head : layers.at(size_t(u)); }
   bool on_gpu(int u, int T) const {
     const SplitUnit& s = unit(u);
-    return T <= 1 ? s.decode_gpu : s.prefill_gpu;
+    return T < prefill_from_rows ? s.decode_gpu : s.prefill_gpu;
   }
   bool any_gpu() const;        // any unit computed on the GPU in some pass
   bool any_cpu() const;        // any unit computed on the CPU in some pass
@@ -55,8 +59,11 @@ SplitLayout split_layout(const Plan& p, int gpu);
 struct DeviceLayout {
   std::vector<SplitLayout> gpus;     // what each GPU holds and computes
   std::vector<int> decode, prefill;  // per unit (layers, then lm_head): kCpu or a GPU index
+  int prefill_from_rows = 2;         // passes of fewer rows compute where decode says (SplitLayout's)
   int layers() const { return int(decode.size()) - 1; }
-  int device(int unit, int T) const { return T <= 1 ? decode.at(size_t(unit)) : prefill.at(size_t(unit)); }
+  int device(int unit, int T) const {
+    return T < prefill_from_rows ? decode.at(size_t(unit)) : prefill.at(size_t(unit));
+  }
   // Throws Error unless every GPU's layout is consistent (SplitLayout::check) and computes exactly
   // the units the device arrays give it.
   void check(int layers) const;

@@ -13,7 +13,9 @@
 #include "placement/bandwidths.h"
 #include "placement/machine_budget.h"
 #include "placement/model_byte_map.h"
+#include "placement/plan_report.h"
 #include "placement/planner.h"
+#include "placement/split_layout.h"
 #include "runtime/k3_model.h"
 #include "runtime/k3_weights.h"
 #include "support/test_support.h"
@@ -303,6 +305,34 @@ class TestPlacement : public QObject {
     const double pass = std::max({d.disk_s, d.h2d_s, d.cpu_s + std::max(d.gpu_s, d.expert_h2d_s)});
     QVERIFY(std::abs(d.seconds_per_token - pass) <= 1e-12 * pass);
     QVERIFY(d.seconds_per_token > d.cpu_s + d.gpu_s);
+  }
+
+  void short_verify_passes_stay_where_decode_runs() {
+    // 32 GB GPU + 128 GB RAM and a CPU whose arithmetic (200 GFLOP/s, as the H100 hosts' fp64) bounds
+    // a prompt pass: the CPU decodes the RAM layers and the GPU prefills them. A pass of a few rows
+    // costs the CPU about what a decode does, less than copying those layers over PCIe, so it runs
+    // as decode up to the rows where the GPU wins (about 2 flops a BF16 byte: 8 rows at 200 GFLOP/s
+    // take what 25 GB/s takes to copy).
+    const K3Config cfg = K3Config::load(test::fixtures_dir() + "/k3-real-meta/config.json");
+    const ModelByteMap m = ModelByteMap::from_config(cfg);
+    Bandwidths r = some_rates();
+    r.cpu_gflops = 200;
+    const Plan p = make_plan(m, machine(128, {32}), r);
+    bool split = false;
+    for (const auto& u : p.units) split = split || (u.decode_device == kCpu && u.prefill_device == 0);
+    QVERIFY2(split, "some layer is decoded on the CPU and prefilled on the GPU");
+    QVERIFY2(p.prefill_from_rows > 2 && p.prefill_from_rows <= p.options.gpu_prefill_rows,
+             std::to_string(p.prefill_from_rows).c_str());
+    const DeviceLayout d = device_layout(p);
+    QCOMPARE(d.prefill_from_rows, p.prefill_from_rows);
+    QCOMPARE(d.gpus[0].prefill_from_rows, p.prefill_from_rows);
+    for (int u = 0; u <= d.layers(); ++u) {
+      QCOMPARE(d.device(u, p.prefill_from_rows - 1), d.decode[size_t(u)]);
+      QCOMPARE(d.device(u, p.prefill_from_rows), d.prefill[size_t(u)]);
+    }
+    QVERIFY(plan_table(p).find("passes of fewer than " + std::to_string(p.prefill_from_rows)) != std::string::npos);
+    // Everything in VRAM or everything on the CPU: nothing to keep back.
+    QCOMPARE(make_plan(m, machine(512, {}), some_rates()).prefill_from_rows, 2);
   }
 
   void repredict_keeps_the_placement_and_rescales_the_cpu() {

@@ -268,6 +268,28 @@ class TestSplitSession : public QObject {
     QCOMPARE(st.state_moves, uint64_t(2 * (cfg_.layers - 2)));
   }
 
+  void short_passes_run_as_decode() {
+    // Layers from 2 on: decode on the CPU side, passes of 5 rows or more on the other. Verify-style
+    // passes of 4 rows then run where decode does: no layer's state moves for them.
+    SplitLayout layout = split_at(cfg_.layers, 2, true);
+    for (int l = 2; l < cfg_.layers; ++l) layout.layers[size_t(l)] = SplitUnit{GpuCopy::Streamed, false, true, false};
+    layout.prefill_from_rows = 5;
+    K3Session plain(*model_), a(*model_), b(*model_);
+    SplitSession s(a, b, layout);
+    same_logits_through_partial_commits(plain, s);
+    if (QTest::currentTestFailed()) return;
+    QCOMPARE(s.stats().state_moves, uint64_t(0));
+    // A pass of five rows moves them.
+    std::vector<float> want, got;
+    const std::vector<int32_t> five = {1, 2, 3, 4, 5};
+    plain.stage(five, want, {});
+    s.stage(five, got, {});
+    QVERIFY(want == got);
+    QCOMPARE(s.stats().state_moves, uint64_t(cfg_.layers - 2));
+    layout.prefill_from_rows = 1;
+    QVERIFY_THROWS_EXCEPTION(Error, layout.check(cfg_.layers));
+  }
+
   void one_layer_state_moves_between_sessions() {
     // Layer states handed from one session to another carry the conversation on there: b, which
     // read another prompt, then decodes as the session that read this one.
