@@ -77,8 +77,9 @@ ParsedArm parse_arm(const std::string& spec) {
   arm.cuda = device == "cuda";
   if (!mmap) arm.store = f.options();
   if (arm.cuda && out.ram_budget_gb > 0)
-    throw Error("arm '" + arm.name + "': --device cuda holds the whole spine in VRAM; --ram-budget plans a CPU arm's spine",
-                "drop --ram-budget (--ram-cache GB sizes the RAM tier)");
+    throw Error(
+        "arm '" + arm.name + "': --device cuda holds the whole spine in VRAM; --ram-budget plans a CPU arm's spine",
+        "drop --ram-budget (--ram-cache GB sizes the RAM tier)");
   check_bench_arm(arm);  // before anything loads: a GPU arm in a CPU-only build, --vram-experts alone
   out.arm = arm;
   out.ram_cache_given = cache_opt->count() > 0;
@@ -215,9 +216,10 @@ void add_bench(CLI::App& app) {
     if (gpu_header)
       std::printf("pinned host -> device rate (median of the probes) %.2f GB/s\n", j["h2d_gbps"].get<double>());
     for (const auto& f : j["compute_floors"])
-      std::printf("CPU compute floor (resident runs, or warm runs that read nothing; %s compute threads): %.4f s/token\n",
-                  f["threads"].get<int>() ? std::to_string(f["threads"].get<int>()).c_str() : "all",
-                  f["seconds_per_token"].get<double>());
+      std::printf(
+          "CPU compute floor (resident runs, or warm runs that read nothing; %s compute threads): %.4f s/token\n",
+          f["threads"].get<int>() ? std::to_string(f["threads"].get<int>()).c_str() : "all",
+          f["seconds_per_token"].get<double>());
     if (!j["compute_floors"].empty())
       std::printf(
           "t/max and t/sum: each CPU run against max(disk floor, compute floor) and their sum, same thread count;\n"

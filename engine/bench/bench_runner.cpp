@@ -48,7 +48,7 @@ nlohmann::json counters_json(const ExpertCounters& c) {
 }
 
 nlohmann::json vram_json(const BenchVram& v) {
-  return {{"requests", v.requests}, {"hits", v.hits},     {"misses", v.misses},
+  return {{"requests", v.requests},   {"hits", v.hits},     {"misses", v.misses},
           {"bytes_h2d", v.bytes_h2d}, {"direct", v.direct}, {"fill_seconds", v.fill_seconds}};
 }
 
@@ -139,9 +139,9 @@ double sys_seconds() {
 // the step's time and counters: into the RAM tier, or on the GPU into the emptied VRAM tier. With
 // `empty_vram` (GPU) the VRAM tier is emptied before every decode step, so that the host tier sees
 // every expert a step asks for and `traced` records all of them.
-BenchRun one_run(K3Model& m, DecodeSession* gpu, const BenchPlan& plan, const std::string& arm,
-                 const std::string& mode, int rep, TracedExpertSource* traced = nullptr,
-                 const std::vector<PassRequests>* replay = nullptr, bool empty_vram = false) {
+BenchRun one_run(K3Model& m, DecodeSession* gpu, const BenchPlan& plan, const std::string& arm, const std::string& mode,
+                 int rep, TracedExpertSource* traced = nullptr, const std::vector<PassRequests>* replay = nullptr,
+                 bool empty_vram = false) {
   BenchRun r;
   r.arm = arm;
   r.mode = mode;
@@ -252,8 +252,7 @@ void check_bench_arm(const BenchArm& a) {
   if (a.vram_experts > 0 && !a.cuda)
     throw Error(arm + "--vram-experts sizes the VRAM tier of a GPU arm", "add --device cuda, or drop --vram-experts");
   if (!a.cuda) return;
-  if (!a.store)
-    throw Error(arm + "--device cuda streams the experts through the RAM tier", "drop --mmap from the arm");
+  if (!a.store) throw Error(arm + "--device cuda streams the experts through the RAM tier", "drop --mmap from the arm");
   if (a.spine)
     throw Error(arm + "--device cuda holds the whole spine in VRAM; --ram-budget plans a CPU arm's spine",
                 "drop --ram-budget (--ram-cache GB sizes the RAM tier)");
@@ -297,6 +296,7 @@ void make_experts_cold(const std::string& root) {
 BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
                       const std::function<void(const std::string&)>& progress) {
   for (const auto& a : arms) check_bench_arm(a);
+  if (std::any_of(arms.begin(), arms.end(), [](const BenchArm& a) { return a.cuda; })) require_gpu();
   BenchReport rep;
   auto say = [&](const std::string& s) {
     if (progress) progress(s);

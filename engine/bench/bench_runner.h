@@ -47,7 +47,7 @@ struct BenchVram {
   uint64_t direct = 0;      // misses copied straight from the pinned RAM tier
   double fill_seconds = 0;  // host wall time supplying misses
   BenchVram operator-(const BenchVram& o) const {
-    return {requests - o.requests, hits - o.hits,     misses - o.misses,
+    return {requests - o.requests,   hits - o.hits,     misses - o.misses,
             bytes_h2d - o.bytes_h2d, direct - o.direct, fill_seconds - o.fill_seconds};
   }
 };

@@ -9,6 +9,7 @@
 // In CUDA builds this library links the CUDA backend, which defines DELTAFIN_HAVE_CUDA_K3.
 #ifdef DELTAFIN_HAVE_CUDA_K3
 #include "cuda/cuda_decode_session.h"
+#include "cuda/cuda_kernels.h"
 #include "cuda/cuda_support.h"
 #include "cuda/gpu_rates.h"
 #include "cuda/k3_cuda_model.h"
@@ -19,6 +20,12 @@ namespace deltafin {
 
 #ifdef DELTAFIN_HAVE_CUDA_K3
 bool bench_cuda_built() { return true; }
+
+void require_gpu() {
+  std::string why;
+  if (!cuda::device_available(&why))
+    throw Error("--device cuda: " + why, "run the GPU arms on a machine with a usable NVIDIA GPU");
+}
 
 std::unique_ptr<DecodeSession> open_gpu_bench_session(const K3Model& host, int64_t max_context, int vram_experts) {
   return cuda::make_decode_session(host, max_context, vram_experts);
@@ -61,6 +68,7 @@ namespace {
 }  // namespace
 
 bool bench_cuda_built() { return false; }
+void require_gpu() { no_cuda(); }
 std::unique_ptr<DecodeSession> open_gpu_bench_session(const K3Model&, int64_t, int) { no_cuda(); }
 double probe_h2d_gbps() { no_cuda(); }
 void preload_vram(DecodeSession&, const PassRequests&) { no_cuda(); }

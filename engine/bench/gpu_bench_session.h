@@ -14,6 +14,10 @@ class K3Model;
 // Whether this build has the CUDA backend (the bench's GPU arms can run where a GPU is usable).
 bool bench_cuda_built();
 
+// Throws Error unless a CUDA device is usable (run_bench asks before any arm runs, so that a GPU arm
+// on a machine without one fails at once instead of after the CPU arms).
+void require_gpu();
+
 // The GPU session `deltafin run --device cuda` opens without a placement plan
 // (cuda::make_decode_session): the whole spine in VRAM, the routed experts through a VRAM tier over
 // `host`'s expert source (the arm's RAM tier over direct reads). vram_experts > 0 gives that tier

@@ -253,17 +253,17 @@ class TestBenchRunner : public QObject {
     QCOMPARE(cold["vram_slots"].get<int>(), 256);
     QCOMPARE(med(cold, "decode_vram_hit_rate"), 0.0);
     QCOMPARE(med(cold, "decode_h2d_bytes_per_token"), 3e9);
-    QCOMPARE(med(cold, "decode_disk_floor_seconds"), 1.0);      // 4 GB / 4 GB/s
-    QCOMPARE(med(cold, "decode_pcie_floor_seconds"), 0.15);     // 3 GB / 20 GB/s, the arm's own probe
+    QCOMPARE(med(cold, "decode_disk_floor_seconds"), 1.0);   // 4 GB / 4 GB/s
+    QCOMPARE(med(cold, "decode_pcie_floor_seconds"), 0.15);  // 3 GB / 20 GB/s, the arm's own probe
     QCOMPARE(cold["gpu_compute_floor_seconds"].get<double>(), 0.1);
-    QCOMPARE(med(cold, "decode_vs_max_floor"), 1.1);            // 1.1 s against the disk's 1 s
+    QCOMPARE(med(cold, "decode_vs_max_floor"), 1.1);             // 1.1 s against the disk's 1 s
     QCOMPARE(med(cold, "decode_vs_sum_of_floors"), 1.1 / 1.25);  // 1 + 0.15 + 0.1
-    QVERIFY(!cold.contains("decode_vs_steal_adjusted_floor"));  // steal slows the CPU's compute, not the GPU's
+    QVERIFY(!cold.contains("decode_vs_steal_adjusted_floor"));   // steal slows the CPU's compute, not the GPU's
     const auto warm = group("g1g", "warm");
     QCOMPARE(med(warm, "decode_vram_hit_rate"), 0.25);
     QCOMPARE(med(warm, "decode_disk_floor_seconds"), 0.0);
     QCOMPARE(med(warm, "decode_pcie_floor_seconds"), 0.1);  // 2 GB / 20 GB/s
-    QCOMPARE(med(warm, "decode_vs_max_floor"), 4.5);         // PCIe-bound: 0.45 s against 0.1
+    QCOMPARE(med(warm, "decode_vs_max_floor"), 4.5);        // PCIe-bound: 0.45 s against 0.1
     const auto floor = group("gfloor", "resident");
     QCOMPARE(med(floor, "decode_vram_hit_rate"), 1.0);
     QCOMPARE(med(floor, "decode_vs_max_floor"), 1.0);
@@ -337,11 +337,10 @@ class TestBenchRunner : public QObject {
     struct Case {
       std::string arm, says;
     };
-    for (const Case& c : {Case{"g:--ram-cache 1 --vram-experts 8", "--vram-experts"},
-                          Case{"g:--ram-cache 1 --device tpu", "--device"},
-                          Case{"g:--ram-cache 1 --device cuda --vram-experts 0", "--vram-experts"},
-                          Case{"g:--mmap --device cuda", "--mmap"},
-                          Case{"g:--ram-budget 8 --device cuda", "--ram-budget"}}) {
+    for (const Case& c :
+         {Case{"g:--ram-cache 1 --vram-experts 8", "--vram-experts"}, Case{"g:--ram-cache 1 --device tpu", "--device"},
+          Case{"g:--ram-cache 1 --device cuda --vram-experts 0", "--vram-experts"},
+          Case{"g:--mmap --device cuda", "--mmap"}, Case{"g:--ram-budget 8 --device cuda", "--ram-budget"}}) {
       const auto r = bench(c.arm);
       QVERIFY2(r.code == 1, (c.arm + ": " + r.err).c_str());
       QVERIFY2(r.err.find(c.says) != std::string::npos, (c.arm + ": " + r.err).c_str());
