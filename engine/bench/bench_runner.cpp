@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <map>
+#include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -320,10 +320,12 @@ BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
   };
   // A GPU session holds the prompt, the decoded tokens and the one pass beyond.
   const int64_t gpu_context = int64_t(plan.prompt.size()) + plan.new_tokens + 1;
-  // What the first traced run asked for, pass by pass: a CPU run's requests, or a GPU compute-floor
-  // arm's own first run with the VRAM tier emptied before every step (other GPU runs show the RAM
-  // tier only the VRAM tier's misses).
+  // What the first traced CPU run asked for, pass by pass. GPU floor arms replay a trace of the GPU's
+  // own routing (the first one's first run, with the VRAM tier emptied before every step, so that
+  // the RAM tier sees every expert a step asks for; other GPU runs show it only the VRAM tier's
+  // misses): a router near a tie may pick differently on the two backends without changing an id.
   std::vector<PassRequests> trace;
+  std::optional<std::vector<PassRequests>> gpu_trace;
   for (int r = 0; r < plan.reps; ++r) {
     std::vector<const BenchArm*> order;
     for (const auto& a : arms) order.push_back(&a);
@@ -348,16 +350,24 @@ BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
             std::to_string(run.decode_seconds_per_token) + " s/token");
         rep.runs.push_back(std::move(run));
       };
+      if (a->compute_floor && a->cuda) {
+        if (!gpu_trace) {
+          // The GPU's record of the workload is no cold run (the VRAM tier is emptied before every
+          // step): it is kept as mode "trace", its ids checked like every run's. With every expert
+          // resident the RAM tier saw nothing, and nothing needs replaying.
+          record(one_run(*m, gpu.get(), plan, a->name, "trace", r, l.traced, nullptr, true));
+          gpu_trace = l.traced->passes();
+        }
+        record(one_run(*m, gpu.get(), plan, a->name, "resident", r, l.traced, &*gpu_trace));
+        continue;
+      }
       if (a->compute_floor) {
         if (trace.empty()) {
-          // A GPU floor arm's own record of the workload is no cold run (the VRAM tier is emptied
-          // before every step): it is kept as mode "trace", its ids checked like every run's.
-          BenchRun t = one_run(*m, gpu.get(), plan, a->name, a->cuda ? "trace" : "cold", r, l.traced, nullptr, true);
-          const auto tier = gpu ? gpu->vram_tier() : std::nullopt;
-          if (!(tier && tier->all_resident)) trace = l.traced->passes();  // all resident: the host saw nothing
-          if (plan.cold || a->cuda) record(std::move(t));
+          BenchRun t = one_run(*m, nullptr, plan, a->name, "cold", r, l.traced);
+          trace = l.traced->passes();
+          if (plan.cold) record(std::move(t));
         }
-        record(one_run(*m, gpu.get(), plan, a->name, "resident", r, l.traced, &trace));
+        record(one_run(*m, nullptr, plan, a->name, "resident", r, l.traced, &trace));
         continue;
       }
       if (plan.cold) {
