@@ -45,7 +45,7 @@ sync
 {
   nproc
   free -g | head -2
-  if [ "$GPU" = 1 ]; then nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv,noheader 2>&1 || true; fi
+  if [ "$GPU" = 1 ] && command -v nvidia-smi > /dev/null; then nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv,noheader 2>&1 || true; fi
 } > "$OUT/diskbound.txt"
 set -- --arm 'ws2:--ram-cache 0.562' --arm 'c1g:--ram-cache 1' --arm 'c4g:--ram-cache 4' --arm 'floor:--compute-floor'
 if [ "$GPU" = 1 ]; then
