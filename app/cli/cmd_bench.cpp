@@ -45,8 +45,11 @@ ParsedArm parse_arm(const std::string& spec) {
   if (arm.name.empty()) throw Error("--arm '" + spec + "' has no name", "write --arm NAME:FLAGS");
   CLI::App p{"arm"};
   bool mmap = false;
+  std::string device = "cpu";
   StoreFlags f;
   p.add_flag("--mmap", mmap);
+  p.add_option("--device", device)->check(CLI::IsMember({"cpu", "cuda"}));
+  p.add_option("--vram-experts", arm.vram_experts)->check(CLI::Range(1, 1 << 30));
   p.add_flag("--compute-floor", arm.compute_floor);
   auto* cache_opt = p.add_option("--ram-cache", f.ram_gb);
   p.add_option("--ram-budget", out.ram_budget_gb);
@@ -67,11 +70,17 @@ ParsedArm parse_arm(const std::string& spec) {
     throw Error("arm '" + arm.name + "': " + e.what(),
                 "arm flags: --mmap --compute-floor --ram-cache GB --ram-budget GB --policy lru|lfu|heat --no-prefetch "
                 "--guess-budget auto|all|MB "
-                "--page-cache --io uring|pread --qd N --threads N --heat FILE");
+                "--page-cache --io uring|pread --qd N --threads N --heat FILE --device cpu|cuda --vram-experts N");
   }
   if (mmap && arm.compute_floor)
     throw Error("arm '" + arm.name + "': --compute-floor needs the RAM tier", "drop --mmap");
+  arm.cuda = device == "cuda";
   if (!mmap) arm.store = f.options();
+  if (arm.cuda && out.ram_budget_gb > 0)
+    throw Error(
+        "arm '" + arm.name + "': --device cuda holds the whole spine in VRAM; --ram-budget plans a CPU arm's spine",
+        "drop --ram-budget (--ram-cache GB sizes the RAM tier)");
+  check_bench_arm(arm);  // before anything loads: a GPU arm in a CPU-only build, --vram-experts alone
   out.arm = arm;
   out.ram_cache_given = cache_opt->count() > 0;
   out.mmap = mmap;
@@ -163,9 +172,11 @@ void add_bench(CLI::App& app) {
                   med("decode_disk_bytes_per_token") / 1e6, med("decode_read_bytes_per_token") / 1e6,
                   med("decode_disk_floor_seconds"));
       if (s.contains("decode_vs_max_floor"))
-        std::printf(" %8.3f %8.3f %9.3f %8.3f", med("decode_vs_max_floor"), med("decode_vs_sum_of_floors"),
-                    med("decode_steal_cpu_seconds_per_token"), med("decode_vs_steal_adjusted_floor"));
-      else std::printf(" %8s %8s %9s %8s", "-", "-", "-", "-");
+        std::printf(" %8.3f %8.3f", med("decode_vs_max_floor"), med("decode_vs_sum_of_floors"));
+      else std::printf(" %8s %8s", "-", "-");
+      std::printf(" %9.3f", med("decode_steal_cpu_seconds_per_token"));
+      if (s.contains("decode_vs_steal_adjusted_floor")) std::printf(" %8.3f", med("decode_vs_steal_adjusted_floor"));
+      else std::printf(" %8s", "-");
       std::printf(" %7.3f", med("decode_sys_cpu_seconds_per_token"));
       if (s.contains("prediction_precision_1_ahead"))
         std::printf(" %5.1f/%-5.1f", 100 * med("prediction_precision_1_ahead"),
@@ -175,13 +186,43 @@ void add_bench(CLI::App& app) {
         std::printf(" %5.0f%% %8.2f", 100 * med("decode_disk_busy_share"), med("decode_read_gbps_while_busy"));
       std::printf("\n");
     }
+    // GPU arms: the VRAM tier and the three floors (their t/max and t/sum above are against these).
+    bool gpu_header = false;
+    for (const auto& s : j["summary"]) {
+      if (s["device"] != "cuda") continue;
+      if (!gpu_header) {
+        gpu_header = true;
+        std::printf("\n%-14s %-8s %12s %6s %8s %11s %11s %11s %11s %8s %8s\n", "GPU arm", "mode", "decode s/tok",
+                    "slots", "VRAM hit", "H2D MB/tok", "disk floor", "PCIe floor", "GPU floor", "t/max", "t/sum");
+        std::printf(
+            "(PCIe floor: bytes the VRAM tier copied host -> device per token / the pinned host -> device rate probed\n"
+            " before the arm; GPU floor: decode with every expert already in VRAM; t/max and t/sum: against\n"
+            " max(disk, PCIe, GPU floor) and their sum)\n");
+      }
+      auto med = [&](const char* k) { return s.contains(k) ? s[k]["median"].get<double>() : 0.0; };
+      std::printf("%-14s %-8s %12.4f %6d %7.1f%% %11.1f %11.4f %11.4f", s["arm"].get<std::string>().c_str(),
+                  s["mode"].get<std::string>().c_str(), med("decode_seconds_per_token"), s["vram_slots"].get<int>(),
+                  100 * med("decode_vram_hit_rate"), med("decode_h2d_bytes_per_token") / 1e6,
+                  med("decode_disk_floor_seconds"), med("decode_pcie_floor_seconds"));
+      if (s.contains("gpu_compute_floor_seconds"))
+        std::printf(" %11.4f %8.3f %8.3f", s["gpu_compute_floor_seconds"].get<double>(), med("decode_vs_max_floor"),
+                    med("decode_vs_sum_of_floors"));
+      else std::printf(" %11s %8s %8s", "-", "-", "-");
+      std::printf("%s\n", s["vram_all_resident"].get<bool>() ? " (every expert resident)" : "");
+    }
+    if (j.contains("gpu_compute_floor"))
+      std::printf("GPU compute floor (resident GPU runs, or warm GPU runs that copied nothing): %.4f s/token\n",
+                  j["gpu_compute_floor"]["seconds_per_token"].get<double>());
+    if (gpu_header)
+      std::printf("pinned host -> device rate (median of the probes) %.2f GB/s\n", j["h2d_gbps"].get<double>());
     for (const auto& f : j["compute_floors"])
-      std::printf("compute floor (resident runs, or warm runs that read nothing; %s compute threads): %.4f s/token\n",
-                  f["threads"].get<int>() ? std::to_string(f["threads"].get<int>()).c_str() : "all",
-                  f["seconds_per_token"].get<double>());
+      std::printf(
+          "CPU compute floor (resident runs, or warm runs that read nothing; %s compute threads): %.4f s/token\n",
+          f["threads"].get<int>() ? std::to_string(f["threads"].get<int>()).c_str() : "all",
+          f["seconds_per_token"].get<double>());
     if (!j["compute_floors"].empty())
       std::printf(
-          "t/max and t/sum: each run against max(disk floor, compute floor) and their sum, same thread count;\n"
+          "t/max and t/sum: each CPU run against max(disk floor, compute floor) and their sum, same thread count;\n"
           "steal s/t: CPU seconds per token the hypervisor took (/proc/stat); t/vm: against max(disk floor,\n"
           "compute floor + steal / compute threads), what a VM that charges disk emulation to its CPUs allows;\n"
           "sys s/t: this process's kernel CPU seconds per token (system calls, page faults, O_DIRECT page pinning)\n");

@@ -19,6 +19,7 @@
 #include "runtime/generate.h"
 #include "runtime/k3_model.h"
 #include "runtime/k3_weights.h"
+#include "bench/gpu_bench_session.h"
 #include "bench/traced_expert_source.h"
 #include "store/read_engine.h"
 
@@ -44,6 +45,33 @@ nlohmann::json counters_json(const ExpertCounters& c) {
           {"guessed", {c.guessed[0], c.guessed[1]}},
           {"guessed_right", {c.guessed_right[0], c.guessed_right[1]}},
           {"guessed_demand", {c.guessed_demand[0], c.guessed_demand[1]}}};
+}
+
+nlohmann::json vram_json(const BenchVram& v) {
+  return {{"requests", v.requests},   {"hits", v.hits},     {"misses", v.misses},
+          {"bytes_h2d", v.bytes_h2d}, {"direct", v.direct}, {"fill_seconds", v.fill_seconds}};
+}
+
+BenchVram vram_of(const DecodeSession& s) {
+  BenchVram v;
+  if (const auto t = s.vram_tier()) {
+    v.requests = t->requests;
+    v.hits = t->hits;
+    v.misses = t->misses;
+    v.bytes_h2d = t->bytes_h2d;
+    v.direct = t->direct;
+    v.fill_seconds = t->fill_seconds;
+  }
+  return v;
+}
+
+void add_to(BenchVram& a, const BenchVram& d) {
+  a.requests += d.requests;
+  a.hits += d.hits;
+  a.misses += d.misses;
+  a.bytes_h2d += d.bytes_h2d;
+  a.direct += d.direct;
+  a.fill_seconds += d.fill_seconds;
 }
 
 void add_to(ExpertCounters& a, const ExpertCounters& d) {
@@ -105,26 +133,37 @@ double sys_seconds() {
   return double(u.ru_stime.tv_sec) + 1e-6 * double(u.ru_stime.tv_usec);
 }
 
-// `traced` records the run's passes; with `replay`, each decode step's experts (replay[k + 1]
-// before the k-th step) are preloaded outside the step's time and counters.
-BenchRun one_run(K3Model& m, const BenchPlan& plan, const std::string& arm, const std::string& mode, int rep,
-                 TracedExpertSource* traced = nullptr, const std::vector<PassRequests>* replay = nullptr) {
+// One run of the workload: on a fresh CPU session of `m`, or with `gpu`, on that GPU session (reset
+// first; its VRAM tier keeps what earlier runs left). `traced` records the run's passes; with
+// `replay`, each decode step's experts (replay[k + 1] before the k-th step) are preloaded outside
+// the step's time and counters: into the RAM tier, or on the GPU into the emptied VRAM tier. With
+// `empty_vram` (GPU) the VRAM tier is emptied before every decode step, so that the host tier sees
+// every expert a step asks for and `traced` records all of them.
+BenchRun one_run(K3Model& m, DecodeSession* gpu, const BenchPlan& plan, const std::string& arm, const std::string& mode,
+                 int rep, TracedExpertSource* traced = nullptr, const std::vector<PassRequests>* replay = nullptr,
+                 bool empty_vram = false) {
   BenchRun r;
   r.arm = arm;
   r.mode = mode;
   r.rep = rep;
-  K3Session s(m);
+  std::optional<K3Session> cpu;
+  DecodeSession* s = gpu;
+  if (s) s->reset();
+  else s = &cpu.emplace(m);
   const auto c0 = m.experts().counters();
+  const BenchVram v0 = vram_of(*s);
   ExpertCounters c1;
+  BenchVram v1, preloaded_vram;
   GenerateOptions g;
   g.max_new = plan.new_tokens;
   int produced = 0;
   Clock::time_point t_first;
   double steal_first = 0, sys_first = 0, preload = 0;
   ExpertCounters preloaded;
-  auto res = generate(s, plan.prompt, g, [&](int32_t) {
+  auto res = generate(*s, plan.prompt, g, [&](int32_t) {
     if (produced++ == 0) {
       c1 = m.experts().counters();
+      v1 = vram_of(*s);
       t_first = Clock::now();
       steal_first = steal_seconds();
       sys_first = sys_seconds();
@@ -133,13 +172,19 @@ BenchRun one_run(K3Model& m, const BenchPlan& plan, const std::string& arm, cons
     if (replay && traced && size_t(produced) < replay->size()) {
       const auto t0 = Clock::now();
       const auto before = m.experts().counters();
-      traced->preload((*replay)[produced]);
+      const BenchVram vbefore = vram_of(*s);
+      if (gpu) preload_vram(*gpu, (*replay)[produced]);
+      else traced->preload((*replay)[produced]);
       add_to(preloaded, m.experts().counters() - before);
+      add_to(preloaded_vram, vram_of(*s) - vbefore);
       preload += std::chrono::duration<double>(Clock::now() - t0).count();
+    } else if (gpu && empty_vram) {
+      preload_vram(*gpu, {});
     }
     return true;
   });
   const auto c2 = m.experts().counters();
+  const BenchVram v2 = vram_of(*s);
   r.ids = res.ids;
   r.prefill_seconds = res.stats.prefill_seconds;
   r.first_token_seconds = res.stats.first_token_seconds;
@@ -152,6 +197,14 @@ BenchRun one_run(K3Model& m, const BenchPlan& plan, const std::string& arm, cons
   r.compute_threads = ThreadPool::global().size();
   r.prefill = c1 - c0;
   r.decode = c2 - c1 - preloaded;
+  if (gpu) {
+    r.gpu = true;
+    r.prefill_vram = v1 - v0;
+    r.decode_vram = v2 - v1 - preloaded_vram;
+    const auto t = gpu->vram_tier();
+    r.vram_slots = t ? t->slot_count : 0;
+    r.vram_all_resident = t && t->all_resident;
+  }
   return r;
 }
 
@@ -193,6 +246,32 @@ ArmModel load_arm(const std::string& root, const BenchArm& a) {
 
 }  // namespace
 
+void check_bench_arm(const BenchArm& a) {
+  const std::string arm = "arm '" + a.name + "': ";
+  if (a.vram_experts < 0) throw Error(arm + "--vram-experts must be positive", "give a number of VRAM expert slots");
+  if (a.vram_experts > 0 && !a.cuda)
+    throw Error(arm + "--vram-experts sizes the VRAM tier of a GPU arm", "add --device cuda, or drop --vram-experts");
+  if (!a.cuda) return;
+  if (!a.store) throw Error(arm + "--device cuda streams the experts through the RAM tier", "drop --mmap from the arm");
+  if (a.spine)
+    throw Error(arm + "--device cuda holds the whole spine in VRAM; --ram-budget plans a CPU arm's spine",
+                "drop --ram-budget (--ram-cache GB sizes the RAM tier)");
+  if (!bench_cuda_built())
+    throw Error(arm + "--device cuda needs the CUDA backend, which this deltafin was built without",
+                "rebuild with -DDELTAFIN_CUDA=ON, or drop --device cuda from the arm");
+}
+
+DecodeFloors decode_floors(const FloorInputs& in) {
+  DecodeFloors f;
+  f.disk = in.disk_gbps > 0 ? in.disk_bytes_per_token / (in.disk_gbps * 1e9) : 0;
+  f.pcie = in.h2d_gbps > 0 ? in.h2d_bytes_per_token / (in.h2d_gbps * 1e9) : 0;
+  f.has_compute = in.has_compute;
+  f.compute = in.has_compute ? in.compute_seconds : 0;
+  return f;
+}
+
+double floor_ratio(double seconds, double floor) { return floor > 0 ? seconds / floor : 0; }
+
 void make_experts_cold(const std::string& root) {
   auto ck = Checkpoint::open(root);
   for (uint32_t s = 0; s < ck->shard_names().size(); ++s) {
@@ -216,11 +295,13 @@ void make_experts_cold(const std::string& root) {
 
 BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
                       const std::function<void(const std::string&)>& progress) {
+  for (const auto& a : arms) check_bench_arm(a);
+  if (std::any_of(arms.begin(), arms.end(), [](const BenchArm& a) { return a.cuda; })) require_gpu();
   BenchReport rep;
   auto say = [&](const std::string& s) {
     if (progress) progress(s);
   };
-  std::vector<double> probes;
+  std::vector<double> probes, h2d_probes;
   uint32_t probe_seed = 12345;
   auto probe = [&] {
     make_experts_cold(plan.model_root);
@@ -230,7 +311,21 @@ BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
     say("O_DIRECT expert reads: " + std::to_string(g) + " GB/s (" + rep.io_engine + ", QD 16)");
     return g;
   };
-  std::vector<PassRequests> trace;  // what the first traced run asked for, pass by pass
+  // Before each GPU arm's runs: the pinned host -> device rate, for the PCIe floor.
+  auto probe_h2d = [&] {
+    const double g = probe_h2d_gbps();
+    h2d_probes.push_back(g);
+    say("pinned host -> device copies: " + std::to_string(g) + " GB/s");
+    return g;
+  };
+  // A GPU session holds the prompt, the decoded tokens and the one pass beyond.
+  const int64_t gpu_context = int64_t(plan.prompt.size()) + plan.new_tokens + 1;
+  // What the first traced CPU run asked for, pass by pass. GPU floor arms replay a trace of the GPU's
+  // own routing (the first one's first run, with the VRAM tier emptied before every step, so that
+  // the RAM tier sees every expert a step asks for; other GPU runs show it only the VRAM tier's
+  // misses): a router near a tie may pick differently on the two backends without changing an id.
+  std::vector<PassRequests> trace;
+  std::optional<std::vector<PassRequests>> gpu_trace;
   for (int r = 0; r < plan.reps; ++r) {
     std::vector<const BenchArm*> order;
     for (const auto& a : arms) order.push_back(&a);
@@ -238,33 +333,50 @@ BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
     for (const BenchArm* a : order) {
       ThreadPool::set_global_threads(a->threads);
       const double g = plan.measure_bandwidth ? probe() : 0;
+      const double h2d = a->cuda ? probe_h2d() : 0;
       make_experts_cold(plan.model_root);
       ArmModel l = load_arm(plan.model_root, *a);
       K3Model* m = l.m.get();
+      // GPU arms: one session per arm and repetition (declared after the model: destroyed first),
+      // so the warm run finds the VRAM tier as the cold run left it.
+      std::unique_ptr<DecodeSession> gpu;
+      if (a->cuda) gpu = open_gpu_bench_session(*m, gpu_context, a->vram_experts);
       auto record = [&](BenchRun run) {
         run.probe_gbps = g;
+        run.h2d_probe_gbps = h2d;
         run.threads = a->threads;
         run.ram_tier = a->store.has_value();
         say(a->name + " " + run.mode + " #" + std::to_string(r) + ": decode " +
             std::to_string(run.decode_seconds_per_token) + " s/token");
         rep.runs.push_back(std::move(run));
       };
+      if (a->compute_floor && a->cuda) {
+        if (!gpu_trace) {
+          // The GPU's record of the workload is no cold run (the VRAM tier is emptied before every
+          // step): it is kept as mode "trace", its ids checked like every run's. With every expert
+          // resident the RAM tier saw nothing, and nothing needs replaying.
+          record(one_run(*m, gpu.get(), plan, a->name, "trace", r, l.traced, nullptr, true));
+          gpu_trace = l.traced->passes();
+        }
+        record(one_run(*m, gpu.get(), plan, a->name, "resident", r, l.traced, &*gpu_trace));
+        continue;
+      }
       if (a->compute_floor) {
         if (trace.empty()) {
-          BenchRun t = one_run(*m, plan, a->name, "cold", r, l.traced);
+          BenchRun t = one_run(*m, nullptr, plan, a->name, "cold", r, l.traced);
           trace = l.traced->passes();
           if (plan.cold) record(std::move(t));
         }
-        record(one_run(*m, plan, a->name, "resident", r, l.traced, &trace));
+        record(one_run(*m, nullptr, plan, a->name, "resident", r, l.traced, &trace));
         continue;
       }
       if (plan.cold) {
-        record(one_run(*m, plan, a->name, "cold", r, l.traced));
-        if (trace.empty() && l.traced) trace = l.traced->passes();
+        record(one_run(*m, gpu.get(), plan, a->name, "cold", r, l.traced));
+        if (trace.empty() && l.traced && !a->cuda) trace = l.traced->passes();
       }
       if (plan.warm) {
-        if (!plan.cold) one_run(*m, plan, a->name, "fill", r);
-        record(one_run(*m, plan, a->name, "warm", r));
+        if (!plan.cold) one_run(*m, gpu.get(), plan, a->name, "fill", r);
+        record(one_run(*m, gpu.get(), plan, a->name, "warm", r));
       }
     }
   }
@@ -272,6 +384,10 @@ BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
   if (!probes.empty()) {
     std::sort(probes.begin(), probes.end());
     rep.direct_read_gbps = probes[probes.size() / 2];
+  }
+  if (!h2d_probes.empty()) {
+    std::sort(h2d_probes.begin(), h2d_probes.end());
+    rep.h2d_gbps = h2d_probes[h2d_probes.size() / 2];
   }
   for (const auto& run : rep.runs)
     if (run.ids != rep.runs.front().ids) {
@@ -286,6 +402,7 @@ BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
 std::string BenchReport::json() const {
   nlohmann::json j;
   j["direct_read_gbps"] = direct_read_gbps;
+  j["h2d_gbps"] = h2d_gbps;
   j["io_engine"] = io_engine;
   j["ids_identical"] = ids_identical;
   if (!ids_identical) j["first_difference"] = first_difference;
@@ -304,7 +421,16 @@ std::string BenchReport::json() const {
                          {"probe_gbps", r.probe_gbps},
                          {"ids", r.ids},
                          {"prefill_counters", counters_json(r.prefill)},
-                         {"decode_counters", counters_json(r.decode)}});
+                         {"decode_counters", counters_json(r.decode)},
+                         {"device", r.gpu ? "cuda" : "cpu"}});
+    if (r.gpu) {
+      auto& jr = j["runs"].back();
+      jr["h2d_probe_gbps"] = r.h2d_probe_gbps;
+      jr["vram_slots"] = r.vram_slots;
+      jr["vram_all_resident"] = r.vram_all_resident;
+      jr["prefill_vram"] = vram_json(r.prefill_vram);
+      jr["decode_vram"] = vram_json(r.decode_vram);
+    }
     groups[{r.arm, r.mode}].push_back(&r);
   }
   // The compute floor of this workload: decode with every expert already in RAM,
@@ -312,7 +438,8 @@ std::string BenchReport::json() const {
   // holds every expert the workload touches), per compute thread count.
   std::map<int, std::vector<double>> resident;
   for (const auto& r : runs)
-    if (r.ram_tier && (r.mode == "warm" || r.mode == "resident") && r.decode.disk_reads == 0 && r.decode.requests > 0)
+    if (!r.gpu && r.ram_tier && (r.mode == "warm" || r.mode == "resident") && r.decode.disk_reads == 0 &&
+        r.decode.requests > 0)
       resident[r.threads].push_back(r.decode_seconds_per_token);
   std::map<int, double> compute_floor;
   j["compute_floors"] = nlohmann::json::array();
@@ -321,10 +448,23 @@ std::string BenchReport::json() const {
     j["compute_floors"].push_back(
         {{"threads", threads}, {"seconds_per_token", compute_floor[threads]}, {"runs", v.size()}});
   }
+  // The GPU compute floor: GPU decode with every expert already in VRAM, i.e. the warm or resident
+  // GPU runs that copied nothing host -> device (a --device cuda --compute-floor arm's replay, or a
+  // tier that holds every expert of the model).
+  std::vector<double> gpu_resident;
+  for (const auto& r : runs)
+    if (r.gpu && (r.mode == "warm" || r.mode == "resident") && r.decode_vram.bytes_h2d == 0 &&
+        (r.decode_vram.requests > 0 || r.vram_all_resident))
+      gpu_resident.push_back(r.decode_seconds_per_token);
+  std::optional<double> gpu_floor;
+  if (!gpu_resident.empty()) {
+    gpu_floor = spread(gpu_resident).median;
+    j["gpu_compute_floor"] = {{"seconds_per_token", *gpu_floor}, {"runs", gpu_resident.size()}};
+  }
   j["summary"] = nlohmann::json::array();
   for (const auto& [k, rs] : groups) {
     std::vector<double> dec, pre, hit, miss_bytes, read_bytes, disk_floor, recall, vs_max, vs_sum, achieved, steal, sys,
-        vs_vm, busy_share, busy_gbps;
+        vs_vm, busy_share, busy_gbps, vram_hit, h2d_bytes, pcie_floor;
     std::vector<double> guess_precision[2], guess_recall[2];
     const int tokens = rs.front()->ids.size() > 1 ? static_cast<int>(rs.front()->ids.size()) - 1 : 1;
     for (auto* r : rs) {
@@ -348,15 +488,34 @@ std::string BenchReport::json() const {
       // the floor must not flatter the run.
       const double in_run = in_run_gbps(*r);
       if (in_run > 0) achieved.push_back(in_run);
-      const double gbps = std::max(r->probe_gbps > 0 ? r->probe_gbps : direct_read_gbps, in_run);
-      const double floor = gbps > 0 ? mb / (gbps * 1e9) : 0;
-      disk_floor.push_back(floor);
-      if (auto cf = compute_floor.find(r->threads); cf != compute_floor.end()) {
-        vs_max.push_back(r->decode_seconds_per_token / std::max(floor, cf->second));
-        vs_sum.push_back(r->decode_seconds_per_token / (floor + cf->second));
-        // What this machine allows: the compute slowed by the CPU time taken from it.
-        const double cpu_floor = cf->second + r->decode_steal_seconds_per_token / std::max(1, r->compute_threads);
-        vs_vm.push_back(r->decode_seconds_per_token / std::max(floor, cpu_floor));
+      FloorInputs in;
+      in.disk_bytes_per_token = mb;
+      in.disk_gbps = std::max(r->probe_gbps > 0 ? r->probe_gbps : direct_read_gbps, in_run);
+      if (r->gpu) {
+        // The PCIe floor: what the VRAM tier copied host -> device per token over the pinned rate
+        // probed before the arm's runs. The compute floor is the GPU's.
+        const BenchVram& v = r->decode_vram;
+        in.h2d_bytes_per_token = double(v.bytes_h2d) / tokens;
+        in.h2d_gbps = r->h2d_probe_gbps > 0 ? r->h2d_probe_gbps : h2d_gbps;
+        in.has_compute = gpu_floor.has_value();
+        in.compute_seconds = gpu_floor.value_or(0);
+        vram_hit.push_back(r->vram_all_resident ? 1.0 : v.requests ? double(v.hits) / v.requests : 0);
+        h2d_bytes.push_back(in.h2d_bytes_per_token);
+      } else if (auto cf = compute_floor.find(r->threads); cf != compute_floor.end()) {
+        in.has_compute = true;
+        in.compute_seconds = cf->second;
+      }
+      const DecodeFloors f = decode_floors(in);
+      disk_floor.push_back(f.disk);
+      if (r->gpu) pcie_floor.push_back(f.pcie);
+      if (f.has_compute) {
+        vs_max.push_back(floor_ratio(r->decode_seconds_per_token, f.max()));
+        vs_sum.push_back(floor_ratio(r->decode_seconds_per_token, f.sum()));
+        // What this machine allows: the CPU's compute slowed by the CPU time taken from it.
+        if (!r->gpu) {
+          const double cpu_floor = f.compute + r->decode_steal_seconds_per_token / std::max(1, r->compute_threads);
+          vs_vm.push_back(floor_ratio(r->decode_seconds_per_token, std::max(f.disk, cpu_floor)));
+        }
       }
       // How the disk spent the decode: the share of its wall time with a read in flight, and the
       // rate while one was (below the probe's when the reads in flight are fewer than its depth).
@@ -372,6 +531,7 @@ std::string BenchReport::json() const {
     nlohmann::json g = {{"arm", k.first},
                         {"threads", rs.front()->threads},
                         {"mode", k.second},
+                        {"device", rs.front()->gpu ? "cuda" : "cpu"},
                         {"decode_seconds_per_token", js(spread(dec))},
                         {"prefill_seconds", js(spread(pre))},
                         {"decode_ram_hit_rate", js(spread(hit))},
@@ -395,8 +555,17 @@ std::string BenchReport::json() const {
     g["decode_sys_cpu_seconds_per_token"] = js(spread(sys));
     if (!vs_vm.empty()) g["decode_vs_steal_adjusted_floor"] = js(spread(vs_vm));
     if (!vs_max.empty()) {
+      // GPU arms: against max(disk, PCIe, GPU compute floor) and their sum.
       g["decode_vs_max_floor"] = js(spread(vs_max));
       g["decode_vs_sum_of_floors"] = js(spread(vs_sum));
+    }
+    if (rs.front()->gpu) {
+      g["vram_slots"] = rs.front()->vram_slots;
+      g["vram_all_resident"] = rs.front()->vram_all_resident;
+      g["decode_vram_hit_rate"] = js(spread(vram_hit));
+      g["decode_h2d_bytes_per_token"] = js(spread(h2d_bytes));
+      g["decode_pcie_floor_seconds"] = js(spread(pcie_floor));
+      if (gpu_floor) g["gpu_compute_floor_seconds"] = *gpu_floor;
     }
     j["summary"].push_back(g);
   }

@@ -17,8 +17,11 @@ namespace deltafin::cuda {
 
 // Every expert resident in VRAM when they fit, else a VRAM tier as large as the memory allows over
 // the model's own RAM and disk tiers (CudaK3Model::Options::kAutoSlots). max_context: the most
-// tokens the session will hold. Throws Error when there is no usable GPU or too little memory.
-std::unique_ptr<DecodeSession> make_decode_session(const K3Model& model, int64_t max_context);
+// tokens the session will hold. expert_slots > 0 gives the VRAM tier exactly that many slots
+// instead (`deltafin bench --vram-experts`: a tier smaller than the model's experts on a GPU that
+// would hold them all; every expert is still preloaded when they fit). Throws Error when there is
+// no usable GPU or too little memory.
+std::unique_ptr<DecodeSession> make_decode_session(const K3Model& model, int64_t max_context, int expert_slots = 0);
 
 // A session that follows a placement plan's layout for GPU 0 (placement::split_layout): its VRAM
 // units and streamed units on the GPU, the rest on the CPU, each pass split at the layer boundaries

@@ -1,11 +1,14 @@
 // The benchmark's bookkeeping on a small synthesized model: every arm and mode
 // is run and summarised, the oracle compares ids, the compute floor comes from
 // warm runs that read nothing or from a --compute-floor arm's resident replay,
-// and each run's disk floor uses its own probe.
+// and each run's disk floor uses its own probe. GPU arms (--device cuda): their flags and checks,
+// the CPU-only build's error, and their floors' arithmetic from made-up counters (CI has no GPU).
 // Timings are recorded, never asserted.
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "bench/bench_runner.h"
+#include "bench/gpu_bench_session.h"
 #include "support/test_support.h"
 #include "synth/k3_synth.h"
 
@@ -141,6 +144,217 @@ class TestBenchRunner : public QObject {
       for (const auto& s : j["summary"])
         if (s["mode"] != "resident") QVERIFY(s.contains("decode_vs_max_floor"));
     }
+  }
+
+  // The floors of one run: bytes over rates, the largest and the sum, the run's time against them.
+  void floorArithmetic() {
+    FloorInputs in;
+    in.disk_bytes_per_token = 2e9;  // 2 GB per token from a 4 GB/s disk: 0.5 s
+    in.disk_gbps = 4;
+    in.h2d_bytes_per_token = 3e9;  // 3 GB per token over 25 GB/s: 0.12 s
+    in.h2d_gbps = 25;
+    in.has_compute = true;
+    in.compute_seconds = 0.3;
+    DecodeFloors f = decode_floors(in);
+    QCOMPARE(f.disk, 0.5);
+    QCOMPARE(f.pcie, 0.12);
+    QCOMPARE(f.compute, 0.3);
+    QCOMPARE(f.max(), 0.5);
+    QCOMPARE(f.sum(), 0.92);
+    QCOMPARE(floor_ratio(0.55, f.max()), 1.1);
+    // PCIe-bound: the copies dominate.
+    in.h2d_bytes_per_token = 25e9;
+    f = decode_floors(in);
+    QCOMPARE(f.pcie, 1.0);
+    QCOMPARE(f.max(), 1.0);
+    // Compute-bound: nothing read or copied.
+    in.disk_bytes_per_token = in.h2d_bytes_per_token = 0;
+    f = decode_floors(in);
+    QCOMPARE(f.disk, 0.0);
+    QCOMPARE(f.pcie, 0.0);
+    QCOMPARE(f.max(), 0.3);
+    QCOMPARE(floor_ratio(0.3, f.max()), 1.0);
+    // Rates not measured: no floor from them, and no ratio against a zero floor.
+    FloorInputs none;
+    none.disk_bytes_per_token = 1e9;
+    none.h2d_bytes_per_token = 1e9;
+    f = decode_floors(none);
+    QCOMPARE(f.disk, 0.0);
+    QCOMPARE(f.pcie, 0.0);
+    QVERIFY(!f.has_compute);
+    QCOMPARE(f.compute, 0.0);
+    QCOMPARE(floor_ratio(1.0, f.max()), 0.0);
+  }
+
+  // A report of made-up CPU and GPU runs: the GPU compute floor comes from the GPU runs that copied
+  // nothing, the CPU floor from CPU runs only, and each GPU group is compared with max(disk, PCIe,
+  // GPU compute floor).
+  void gpuRunsSummarisedFromTheirCounters() {
+    BenchReport rep;
+    rep.direct_read_gbps = 4;
+    rep.h2d_gbps = 25;
+    const std::vector<int32_t> ids = {1, 2, 3, 4, 5};  // 4 decode tokens
+    auto make = [&](const std::string& arm, const std::string& mode, bool gpu, double seconds) {
+      BenchRun r;
+      r.arm = arm;
+      r.mode = mode;
+      r.ids = ids;
+      r.ram_tier = true;
+      r.gpu = gpu;
+      r.decode_seconds_per_token = seconds;
+      r.probe_gbps = 4;
+      r.h2d_probe_gbps = gpu ? 20 : 0;
+      r.vram_slots = gpu ? 256 : 0;
+      return r;
+    };
+    // CPU: a resident run (the CPU floor, 2 s/token) and a cold one reading 8 GB (0.5 s/token floor).
+    BenchRun cpu_floor = make("floor", "resident", false, 2.0);
+    cpu_floor.decode.requests = 64;
+    cpu_floor.decode.ram_hits = 64;
+    BenchRun cpu_cold = make("ws2", "cold", false, 2.5);
+    cpu_cold.decode.requests = 64;
+    cpu_cold.decode.disk_reads = 64;
+    cpu_cold.decode.bytes_needed = 8'000'000'000ull;
+    // GPU: the floor arm's resident run (every step's experts in VRAM: no copies; 0.1 s/token), a
+    // warm run whose RAM tier held every VRAM miss (no disk reads, yet no CPU floor), and a cold run.
+    BenchRun gpu_floor = make("gfloor", "resident", true, 0.1);
+    gpu_floor.decode_vram.requests = 512;
+    gpu_floor.decode_vram.hits = 512;
+    gpu_floor.decode.requests = 0;
+    BenchRun gpu_warm = make("g1g", "warm", true, 0.45);
+    gpu_warm.decode_vram = {512, 128, 384, 8'000'000'000ull, 384, 1.0};  // 2 GB per token over PCIe
+    gpu_warm.decode.requests = 384;
+    gpu_warm.decode.ram_hits = 384;
+    BenchRun gpu_cold = make("g1g", "cold", true, 1.1);
+    gpu_cold.decode_vram = {512, 0, 512, 12'000'000'000ull, 512, 4.0};  // 3 GB per token over PCIe
+    gpu_cold.decode.requests = 512;
+    gpu_cold.decode.disk_reads = 512;
+    gpu_cold.decode.bytes_needed = 16'000'000'000ull;  // 4 GB per token from the disk: 1 s at 4 GB/s
+    rep.runs = {cpu_floor, cpu_cold, gpu_floor, gpu_warm, gpu_cold};
+    const auto j = nlohmann::json::parse(rep.json());
+
+    QCOMPARE(j["h2d_gbps"].get<double>(), 25.0);
+    // The CPU floor from the CPU resident run alone (the warm GPU run read nothing from disk too).
+    QCOMPARE(j["compute_floors"].size(), size_t(1));
+    QCOMPARE(j["compute_floors"][0]["seconds_per_token"].get<double>(), 2.0);
+    QCOMPARE(j["gpu_compute_floor"]["seconds_per_token"].get<double>(), 0.1);
+    QCOMPARE(j["gpu_compute_floor"]["runs"].get<int>(), 1);
+    QCOMPARE(j["runs"][2]["device"].get<std::string>(), std::string("cuda"));
+    QCOMPARE(j["runs"][0]["device"].get<std::string>(), std::string("cpu"));
+    QCOMPARE(j["runs"][3]["decode_vram"]["bytes_h2d"].get<uint64_t>(), 8'000'000'000ull);
+    auto group = [&](const std::string& arm, const std::string& mode) {
+      for (const auto& s : j["summary"])
+        if (s["arm"] == arm && s["mode"] == mode) return s;
+      return nlohmann::json();
+    };
+    auto med = [](const nlohmann::json& s, const char* k) { return s[k]["median"].get<double>(); };
+    const auto cold = group("g1g", "cold");
+    QCOMPARE(cold["device"].get<std::string>(), std::string("cuda"));
+    QCOMPARE(cold["vram_slots"].get<int>(), 256);
+    QCOMPARE(med(cold, "decode_vram_hit_rate"), 0.0);
+    QCOMPARE(med(cold, "decode_h2d_bytes_per_token"), 3e9);
+    QCOMPARE(med(cold, "decode_disk_floor_seconds"), 1.0);   // 4 GB / 4 GB/s
+    QCOMPARE(med(cold, "decode_pcie_floor_seconds"), 0.15);  // 3 GB / 20 GB/s, the arm's own probe
+    QCOMPARE(cold["gpu_compute_floor_seconds"].get<double>(), 0.1);
+    QCOMPARE(med(cold, "decode_vs_max_floor"), 1.1);             // 1.1 s against the disk's 1 s
+    QCOMPARE(med(cold, "decode_vs_sum_of_floors"), 1.1 / 1.25);  // 1 + 0.15 + 0.1
+    QVERIFY(!cold.contains("decode_vs_steal_adjusted_floor"));   // steal slows the CPU's compute, not the GPU's
+    const auto warm = group("g1g", "warm");
+    QCOMPARE(med(warm, "decode_vram_hit_rate"), 0.25);
+    QCOMPARE(med(warm, "decode_disk_floor_seconds"), 0.0);
+    QCOMPARE(med(warm, "decode_pcie_floor_seconds"), 0.1);  // 2 GB / 20 GB/s
+    QCOMPARE(med(warm, "decode_vs_max_floor"), 4.5);        // PCIe-bound: 0.45 s against 0.1
+    const auto floor = group("gfloor", "resident");
+    QCOMPARE(med(floor, "decode_vram_hit_rate"), 1.0);
+    QCOMPARE(med(floor, "decode_vs_max_floor"), 1.0);
+    // CPU groups: no VRAM keys, their own floor and the steal-adjusted ratio.
+    const auto ccold = group("ws2", "cold");
+    QCOMPARE(ccold["device"].get<std::string>(), std::string("cpu"));
+    QVERIFY(!ccold.contains("decode_pcie_floor_seconds"));
+    QVERIFY(!ccold.contains("vram_slots"));
+    QCOMPARE(med(ccold, "decode_disk_floor_seconds"), 0.5);
+    QCOMPARE(med(ccold, "decode_vs_max_floor"), 1.25);  // 2.5 s against the CPU floor's 2
+    QVERIFY(ccold.contains("decode_vs_steal_adjusted_floor"));
+  }
+
+  // What a GPU arm needs, checked before anything runs; in a build without the CUDA backend the
+  // error names the flag and the way to get the backend.
+  void gpuArmsAreCheckedBeforeAnyRun() {
+    StoreOptions store;
+    store.ram_budget = 1ull << 30;
+    store.lock_memory = false;
+    BenchArm cpu_arm{"c", "--ram-cache 1 --vram-experts 8", store, 0};
+    cpu_arm.vram_experts = 8;
+    try {
+      check_bench_arm(cpu_arm);
+      QFAIL("--vram-experts without --device cuda was accepted");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find("--vram-experts") != std::string::npos, e.what());
+      QVERIFY2(std::string(e.what()).find("--device cuda") != std::string::npos, e.what());
+    }
+    BenchArm mapped{"m", "--mmap --device cuda", std::nullopt, 0};
+    mapped.cuda = true;
+    try {
+      check_bench_arm(mapped);
+      QFAIL("a GPU arm without the RAM tier was accepted");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find("--mmap") != std::string::npos, e.what());
+    }
+    BenchArm gpu{"g", "--ram-cache 1 --device cuda --vram-experts 8", store, 0};
+    gpu.cuda = true;
+    gpu.vram_experts = 8;
+    if (bench_cuda_built()) {
+      check_bench_arm(gpu);  // valid here; whether a GPU is usable shows when it runs
+      return;
+    }
+    BenchPlan plan;
+    plan.model_root = dir_;
+    plan.prompt = {1, 17, 42};
+    plan.new_tokens = 2;
+    plan.reps = 1;
+    std::vector<std::string> said;
+    try {
+      run_bench(plan, {BenchArm{"c", "--ram-cache 1", store, 0}, gpu},
+                [&](const std::string& s) { said.push_back(s); });
+      QFAIL("a GPU arm ran in a build without the CUDA backend");
+    } catch (const Error& e) {
+      const std::string w = e.what();
+      QVERIFY2(w.find("arm 'g'") != std::string::npos, w.c_str());
+      QVERIFY2(w.find("--device cuda") != std::string::npos, w.c_str());
+      QVERIFY2(w.find("DELTAFIN_CUDA=ON") != std::string::npos, w.c_str());
+    }
+    QVERIFY(said.empty());  // nothing probed or run
+  }
+
+  // `deltafin bench`'s arm flags --device and --vram-experts: bad values and combinations fail with
+  // exit status 1 before anything loads, and a GPU arm in a CPU-only build names the flag.
+  void benchCommandParsesGpuFlags() {
+    auto bench = [&](const std::string& arm) {
+      return test::run_process({test::bin_dir() + "/deltafin", "bench", "--model-root", dir_, "--arm", arm,
+                                "--no-bandwidth", "--reps", "1", "--new", "2", "--prompt-len", "3", "--out",
+                                test::temp_dir("bench-cli") + "/b.json"});
+    };
+    struct Case {
+      std::string arm, says;
+    };
+    for (const Case& c :
+         {Case{"g:--ram-cache 1 --vram-experts 8", "--vram-experts"}, Case{"g:--ram-cache 1 --device tpu", "--device"},
+          Case{"g:--ram-cache 1 --device cuda --vram-experts 0", "--vram-experts"},
+          Case{"g:--mmap --device cuda", "--mmap"}, Case{"g:--ram-budget 8 --device cuda", "--ram-budget"}}) {
+      const auto r = bench(c.arm);
+      QVERIFY2(r.code == 1, (c.arm + ": " + r.err).c_str());
+      QVERIFY2(r.err.find(c.says) != std::string::npos, (c.arm + ": " + r.err).c_str());
+      QVERIFY2(r.err.find("arm 'g'") != std::string::npos, (c.arm + ": " + r.err).c_str());
+    }
+    if (!bench_cuda_built()) {
+      const auto r = bench("g:--ram-cache 1 --device cuda --vram-experts 8");
+      QCOMPARE(r.code, 1);
+      QVERIFY2(r.err.find("--device cuda needs the CUDA backend") != std::string::npos, r.err.c_str());
+      QVERIFY2(r.err.find("DELTAFIN_CUDA=ON") != std::string::npos, r.err.c_str());
+    }
+    // The CPU arm's explicit --device cpu runs as before.
+    const auto cpu = bench("c:--ram-cache 1 --device cpu");
+    QVERIFY2(cpu.code == 0, cpu.err.c_str());
   }
 
   void probeReadsWhatItIsAskedFor() {

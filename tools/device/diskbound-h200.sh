@@ -9,16 +9,31 @@
 #      in the same run; ids compared across every arm (the bench fails if any differ).
 # Expert reads are O_DIRECT, so the page cache holds none of them whatever the machine's RAM; the
 # bench drops the shards' pages before each cold run. About 4-6 minutes with the slice's writing.
-# The binaries come from the one-archive carry (tools/device/README.md), unpacked to $CARRY.
+#
+# GPU=1 (issue 33, GPU path) adds GPU arms to the same bench invocation, so that the oracle compares
+# their ids with the CPU arms': the same three RAM tiers under `--device cuda --vram-experts $VRAM`
+# (experts stream disk -> RAM tier -> VRAM tier -> GPU; default 256 slots, a quarter of the
+# LAYERS=8 EXPERTS=128 slice's 1024 experts and two decode steps' worth, so the VRAM tier is never
+# the whole slice) and the GPU compute floor (`--device cuda --compute-floor`, the same tier with each
+# decode step's experts copied in before the step). Each GPU run is compared with max(disk floor,
+# PCIe floor, GPU compute floor), all three measured in this run (docs/STREAMING.md, "GPU arms").
+# The slice for it: LAYERS=8 EXPERTS=128 (25.6 GB). GPU=1 doubles the arms, so it defaults to REPS=1:
+# about 5-7 minutes on that slice, plus its writing the first time (an estimate from the CPU arms'
+# 1.1 s/token there, not yet measured with the GPU arms; the slice is reused while the machine is up).
+# The binaries come from the one-archive carry (tools/device/README.md), unpacked to $CARRY; GPU=1
+# needs a CUDA build's `deltafin` (e.g. BUILD=build/cu tools/device/pack-cli.sh).
 # Output under $OUT: diskbound.json and diskbound.txt.
 set -eu
 CARRY=${CARRY:-/tmp/t}
 OUT=${OUT:-/tmp/diskbound-out}
-SLICE=${SLICE:-/tmp/slice-4l}
 EXPERTS=${EXPERTS:-384}
 LAYERS=${LAYERS:-4}
+SLICE=${SLICE:-/tmp/slice-${LAYERS}l-${EXPERTS}e}
 MLA=$(seq 4 4 "$LAYERS" | paste -sd+)
 BIN=${BIN:-"$CARRY/bin/deltafin"}  # another build (an A/B) may be named
+GPU=${GPU:-0}
+VRAM=${VRAM:-256}
+if [ "$GPU" = 1 ]; then REPS=${REPS:-1}; else REPS=${REPS:-2}; fi
 export LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 mkdir -p "$OUT"
 if [ ! -f "$SLICE/config.json" ]; then
@@ -30,10 +45,17 @@ sync
 {
   nproc
   free -g | head -2
+  if [ "$GPU" = 1 ] && command -v nvidia-smi > /dev/null; then nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv,noheader 2>&1 || true; fi
 } > "$OUT/diskbound.txt"
+set -- --arm 'ws2:--ram-cache 0.562' --arm 'c1g:--ram-cache 1' --arm 'c4g:--ram-cache 4' --arm 'floor:--compute-floor'
+if [ "$GPU" = 1 ]; then
+  set -- "$@" --arm "g-ws2:--ram-cache 0.562 --device cuda --vram-experts $VRAM" \
+    --arm "g-c1g:--ram-cache 1 --device cuda --vram-experts $VRAM" \
+    --arm "g-c4g:--ram-cache 4 --device cuda --vram-experts $VRAM" \
+    --arm "g-floor:--compute-floor --device cuda --vram-experts $VRAM"
+fi
 status=0
-"$BIN" bench --model-root "$SLICE" --arm 'ws2:--ram-cache 0.562' --arm 'c1g:--ram-cache 1' \
-  --arm 'c4g:--ram-cache 4' --arm 'floor:--compute-floor' --prompt-len "${PROMPT:-4}" --new "${NEW:-6}" \
-  --reps "${REPS:-2}" --out "$OUT/diskbound.json" >> "$OUT/diskbound.txt" 2>&1 || status=$?
-tail -40 "$OUT/diskbound.txt"
+"$BIN" bench --model-root "$SLICE" "$@" --prompt-len "${PROMPT:-4}" --new "${NEW:-6}" \
+  --reps "$REPS" --out "$OUT/diskbound.json" >> "$OUT/diskbound.txt" 2>&1 || status=$?
+tail -60 "$OUT/diskbound.txt"
 exit $status
