@@ -11,13 +11,13 @@ namespace deltafin {
 
 namespace {
 
-// Causal depthwise conv over [K-1 old rows | T new rows], then SiLU; in fp64.
-void short_conv(const double* window, const double* raw, int T, int C, int K, const std::vector<float>& wt,
-                int64_t raw_stride, double* out) {
+// Causal depthwise conv over [K-1 old rows | T new rows], then SiLU, for channels [c0, c1); in fp64.
+void short_conv(const double* window, const double* raw, int T, int C, int c0, int c1, int K,
+                const std::vector<float>& wt, int64_t raw_stride, double* out) {
   const int K1 = K - 1;
   for (int t = 0; t < T; ++t) {
     double* o = out + size_t(t) * C;
-    for (int ch = 0; ch < C; ++ch) {
+    for (int ch = c0; ch < c1; ++ch) {
       double acc = 0;
       for (int j = 0; j < K; ++j) {
         const int src = t + j;  // index into the virtual [window | raw] sequence
@@ -72,40 +72,51 @@ void K3Session::attention_kda(int layer, const double* x, int T, double* out, co
   rows.k.resize(size_t(T) * C);
   rows.v.resize(size_t(T) * C);
   const int64_t stride = 3 * int64_t(C);
-  short_conv(st.conv.data() + size_t(0) * K1 * C, rows.raw.data() + 0 * C, T, C, K, w.q_conv, stride, rows.q.data());
-  short_conv(st.conv.data() + size_t(1) * K1 * C, rows.raw.data() + 1 * C, T, C, K, w.k_conv, stride, rows.k.data());
-  short_conv(st.conv.data() + size_t(2) * K1 * C, rows.raw.data() + 2 * C, T, C, K, w.v_conv, stride, rows.v.data());
   const double qscale = 1.0 / std::sqrt(double(d));
-  for (int t = 0; t < T; ++t) {
-    l2norm_heads(&rows.q[size_t(t) * C], nh, d, qscale);
-    l2norm_heads(&rows.k[size_t(t) * C], nh, d, 1.0);
-  }
   rows.log_alpha.resize(size_t(T) * C);
   rows.beta.resize(size_t(T) * nh);
-  for (int t = 0; t < T; ++t) {
-    for (int h = 0; h < nh; ++h) {
-      const double ea = std::exp(double(w.a_log[h]));
-      for (int i = 0; i < d; ++i) {
-        const size_t idx = size_t(h) * d + i;
-        const double z = fb[size_t(t) * C + idx] + double(w.dt_bias[idx]);
-        rows.log_alpha[size_t(t) * C + idx] = double(c.gate_lower_bound) * sigmoid64(ea * z);
-      }
-      rows.beta[size_t(t) * nh + h] = sigmoid64(braw[size_t(t) * nh + h]);
+  // Per head: its channels' short convolutions, the L2 norms and the decay and beta gates. Heads are
+  // independent and each value is computed whole by one thread, so the bits do not depend on how
+  // the pool splits them (tens of thousands of exp() a layer: on one thread, milliseconds of a
+  // decode step on a 16-thread host).
+  ThreadPool::global().parallel_for(size_t(nh), [&](size_t h0, size_t h1) {
+    const int c0 = int(h0) * d, c1 = int(h1) * d;
+    short_conv(st.conv.data() + size_t(0) * K1 * C, rows.raw.data() + 0 * C, T, C, c0, c1, K, w.q_conv, stride,
+               rows.q.data());
+    short_conv(st.conv.data() + size_t(1) * K1 * C, rows.raw.data() + 1 * C, T, C, c0, c1, K, w.k_conv, stride,
+               rows.k.data());
+    short_conv(st.conv.data() + size_t(2) * K1 * C, rows.raw.data() + 2 * C, T, C, c0, c1, K, w.v_conv, stride,
+               rows.v.data());
+    for (int t = 0; t < T; ++t) {
+      l2norm_heads(&rows.q[size_t(t) * C + size_t(c0)], int(h1 - h0), d, qscale);
+      l2norm_heads(&rows.k[size_t(t) * C + size_t(c0)], int(h1 - h0), d, 1.0);
     }
-  }
+    for (int t = 0; t < T; ++t) {
+      for (int h = int(h0); h < int(h1); ++h) {
+        const double ea = std::exp(double(w.a_log[h]));
+        for (int i = 0; i < d; ++i) {
+          const size_t idx = size_t(h) * d + i;
+          const double z = fb[size_t(t) * C + idx] + double(w.dt_bias[idx]);
+          rows.log_alpha[size_t(t) * C + idx] = double(c.gate_lower_bound) * sigmoid64(ea * z);
+        }
+        rows.beta[size_t(t) * nh + h] = sigmoid64(braw[size_t(t) * nh + h]);
+      }
+    }
+  });
 
   if (opts.partial_commit) {
     rows.S0 = st.S;
     rows.conv0 = st.conv;
   }
-  // New conv window: the last K-1 rows of [old window | raw rows].
+  // New conv window: the last K-1 rows of [old window | raw rows], in place. Row r comes from row
+  // T + r of that sequence, always a later row, so going up no source is overwritten before it is read.
   for (int which = 0; which < 3; ++which) {
     double* win = st.conv.data() + size_t(which) * K1 * C;
-    std::vector<double> ext(size_t(K1 + T) * C);
-    std::memcpy(ext.data(), win, size_t(K1) * C * sizeof(double));
-    for (int t = 0; t < T; ++t)
-      std::memcpy(ext.data() + size_t(K1 + t) * C, &rows.raw[(size_t(t) * 3 + which) * C], size_t(C) * sizeof(double));
-    std::memcpy(win, ext.data() + size_t(T) * C, size_t(K1) * C * sizeof(double));
+    for (int r = 0; r < K1; ++r) {
+      const int src = T + r;
+      const double* from = src < K1 ? win + size_t(src) * C : &rows.raw[(size_t(src - K1) * 3 + which) * C];
+      std::memcpy(win + size_t(r) * C, from, size_t(C) * sizeof(double));
+    }
   }
 
   std::vector<double> o(size_t(T) * C);
@@ -117,13 +128,15 @@ void K3Session::attention_kda(int layer, const double* x, int T, double* out, co
     kda_recurrent(shape, st.S.data(), T, rows.q.data(), rows.k.data(), rows.v.data(), rows.log_alpha.data(),
                   rows.beta.data(), o.data());
 
-  // Per-head RMSNorm, output gate, projection.
-  for (int t = 0; t < T; ++t)
-    for (int h = 0; h < nh; ++h) {
-      double* oh = &o[size_t(t) * C + size_t(h) * d];
-      rmsnorm(oh, w.o_norm.data(), d, c.rms_eps, oh);
-      for (int i = 0; i < d; ++i) oh[i] *= sigmoid64(gate[size_t(t) * C + size_t(h) * d + i]);
-    }
+  // Per-head RMSNorm and output gate (heads spread over the pool as above), then the projection.
+  ThreadPool::global().parallel_for(size_t(nh), [&](size_t h0, size_t h1) {
+    for (int t = 0; t < T; ++t)
+      for (int h = int(h0); h < int(h1); ++h) {
+        double* oh = &o[size_t(t) * C + size_t(h) * d];
+        rmsnorm(oh, w.o_norm.data(), d, c.rms_eps, oh);
+        for (int i = 0; i < d; ++i) oh[i] *= sigmoid64(gate[size_t(t) * C + size_t(h) * d + i]);
+      }
+  });
   matmul(w.o_proj, o.data(), T, out);
 }
 
