@@ -297,6 +297,7 @@ int auto_expert_slots(const K3Config& c, const CudaK3Model::Options& o, int all)
 CudaK3Model::CudaK3Model(const K3Model& host, Options opts)
     : host_(host), opts_(opts), w_(std::make_unique<CudaK3Weights>()) {
   if (const char* e = std::getenv("DELTAFIN_VRAM_PREFETCH"); e && std::string(e) == "1") opts_.expert_prefetch = true;
+  if (const char* e = std::getenv("DELTAFIN_GPU_HOST_GUESSES"); e && std::string(e) == "1") opts_.host_guesses = true;
   // The expert kernels have K3's SiTU betas compiled in (cuda/situ.h); other models run on the CPU.
   if (const std::string e = situ_config_error(host.config().situ_beta, host.config().situ_linear_beta); !e.empty())
     throw Error("CUDA K3: " + e, "run with --device cpu");
@@ -501,7 +502,7 @@ struct CudaK3Session::Impl {
   // moe_streamed: the pass's experts (the tier's views in id order) and each slot's index among them.
   MxExpert* table_dev = nullptr;
   int32_t* slot_dev = nullptr;
-  // expert_prefetch: the next MoE layer's router on this layer's input, its top-k, on the host.
+  // guesses(): the next MoE layer's router on this layer's input, its top-k, on the host.
   double *rl_next = nullptr, *rw_next = nullptr;
   int32_t* rid_next = nullptr;
   int64_t* n_past = nullptr;  // the pass's first row, read by the MLA kernels when they run
@@ -598,7 +599,7 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model) {
     const int64_t route_n = int64_t(std::max(1, c.moe_layers())) * T * c.top_k;
     d_->rw = f(route_n);
     d_->rid = reinterpret_cast<int32_t*>(f(route_n));
-    if (m_.options().expert_prefetch) {
+    if (m_.options().guesses()) {
       d_->rl_next = f(T * c.experts);
       d_->rw_next = f(T * c.top_k);
       d_->rid_next = reinterpret_cast<int32_t*>(f(T * c.top_k));
@@ -632,7 +633,7 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model) {
   d_->host_rw = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 8);
   d_->host_slot = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 4);
   d_->host_table = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * sizeof(MxExpert));
-  if (m_.options().expert_prefetch) d_->host_rid_next = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 4);
+  if (m_.options().guesses()) d_->host_rid_next = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 4);
   d_->host_n_past = PinnedBuffer(sizeof(int64_t));
   const size_t trace_n = size_t(std::max(1, c.moe_layers())) * T * std::max(1, c.top_k);
   d_->trace_rid = PinnedBuffer(trace_n * 4);
@@ -1418,9 +1419,9 @@ void CudaK3Session::moe(int layer, int moe_index, int T, ForwardTrace* trace, bo
 
 // The next MoE layer this session computes from the streamed expert tier in a pass of T rows, with
 // its router in VRAM (a layer streamed per pass has no router on the device yet); -1 when none or
-// expert_prefetch is off.
+// no guesses are made (Options::guesses()).
 int CudaK3Session::next_prefetch_layer(int layer, int T) const {
-  if (!m_.options().expert_prefetch) return -1;
+  if (!m_.options().guesses()) return -1;
   const K3Config& c = m_.config();
   for (int l = layer + 1; l < c.layers; ++l) {
     if (!c.is_moe(l)) continue;
@@ -1472,6 +1473,15 @@ void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
   };
   const std::vector<int> uni = distinct(chosen);
   m_.experts().gather(layer, uni, d_->experts, so);
+  // As soon as this layer's experts are read (the host tier has just asked for them, so it budgets
+  // the guess as one layer ahead of it): the disk goes on to the next layer's guessed experts while
+  // this layer's copies and kernels run, instead of idling until the next layer's routing. Experts the
+  // VRAM tier holds already are left out: the host tier would read them for nothing.
+  if (next >= 0 && m_.options().host_guesses && m_.experts().host().wants_prefetch()) {
+    std::vector<int> guess = distinct(d_->host_rid_next.as<int32_t>());
+    std::erase_if(guess, [&](int e) { return m_.experts().holds(next, e); });
+    m_.experts().host().prefetch(next, guess);
+  }
   d_->timeline.mark("experts in VRAM", layer, s);
   // The pass's table is the tier's views in id order; each slot holds its expert's index in it. Both
   // travel through pinned buffers the next layer rewrites only after its own routing read-back,
@@ -1484,7 +1494,7 @@ void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
              "cudaMemcpyAsync");
   check_cuda(cudaMemcpyAsync(d_->slot_dev, slot, n * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
   k3::routed_experts(d_->table_dev, d_->slot_dev, d_->rw, T, k, Z, c.moe_intermediate, d_->z, d_->eh, d_->y, so);
-  if (next >= 0) {
+  if (next >= 0 && m_.options().expert_prefetch) {
     // Once this layer's experts are queued (the host may wait here for the RAM tier to read a
     // guess from disk; the GPU should not wait with it): into slots this layer does not use, after
     // the work queued so far, so the copies overlap the next layer's attention.

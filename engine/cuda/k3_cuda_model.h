@@ -49,6 +49,14 @@ class CudaK3Model {
     // work instead of following it (issue 33). Off: on an H100 every guess was used and decode was
     // no faster, the copied volume being the bound (docs/CUDA.md); DELTAFIN_VRAM_PREFETCH=1 turns it on.
     bool expert_prefetch = false;
+    // Streamed expert tier over disk reads: the same guess of the next MoE layer's experts also goes
+    // to the host tier's prefetch (its RAM tier reads them from disk ahead, asynchronously) as soon
+    // as this layer's routing is on the host, so the disk reads the next layer's experts behind this
+    // layer's instead of idling under the GPU's work (issue 33, the GPU path). Off until measured on
+    // a GPU against the path without it; DELTAFIN_GPU_HOST_GUESSES=1 turns it on.
+    bool host_guesses = false;
+    // Whether a pass computes the next MoE layer's guess at all.
+    bool guesses() const { return expert_prefetch || host_guesses; }
   };
   CudaK3Model(const K3Model& host, Options opts);
   explicit CudaK3Model(const K3Model& host) : CudaK3Model(host, Options{}) {}

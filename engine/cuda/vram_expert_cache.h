@@ -68,6 +68,8 @@ class VramExpertCache {
   bool resident_views(int layer, int n, std::vector<MxExpert>& out) const;
   // (layer, expert) of every expert in a slot now.
   std::vector<std::pair<int, int>> resident_experts() const;
+  // Whether a slot holds (layer, expert) now (no use counted).
+  bool holds(int layer, int expert) const { return map_.find(layer, expert) >= 0; }
   // Changes whenever a slot's expert is replaced or forgotten.
   uint64_t epoch() const { return epoch_; }
   ExpertSource& host() const { return host_; }
