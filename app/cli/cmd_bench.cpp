@@ -50,6 +50,7 @@ ParsedArm parse_arm(const std::string& spec) {
   p.add_flag("--mmap", mmap);
   p.add_option("--device", device)->check(CLI::IsMember({"cpu", "cuda"}));
   p.add_option("--vram-experts", arm.vram_experts)->check(CLI::Range(1, 1 << 30));
+  p.add_flag("--host-guesses", arm.host_guesses);
   p.add_flag("--compute-floor", arm.compute_floor);
   auto* cache_opt = p.add_option("--ram-cache", f.ram_gb);
   p.add_option("--ram-budget", out.ram_budget_gb);
@@ -70,7 +71,8 @@ ParsedArm parse_arm(const std::string& spec) {
     throw Error("arm '" + arm.name + "': " + e.what(),
                 "arm flags: --mmap --compute-floor --ram-cache GB --ram-budget GB --policy lru|lfu|heat --no-prefetch "
                 "--guess-budget auto|all|MB "
-                "--page-cache --io uring|pread --qd N --threads N --heat FILE --device cpu|cuda --vram-experts N");
+                "--page-cache --io uring|pread --qd N --threads N --heat FILE --device cpu|cuda --vram-experts N "
+                "--host-guesses");
   }
   if (mmap && arm.compute_floor)
     throw Error("arm '" + arm.name + "': --compute-floor needs the RAM tier", "drop --mmap");

@@ -251,6 +251,9 @@ void check_bench_arm(const BenchArm& a) {
   if (a.vram_experts < 0) throw Error(arm + "--vram-experts must be positive", "give a number of VRAM expert slots");
   if (a.vram_experts > 0 && !a.cuda)
     throw Error(arm + "--vram-experts sizes the VRAM tier of a GPU arm", "add --device cuda, or drop --vram-experts");
+  if (a.host_guesses && !a.cuda)
+    throw Error(arm + "--host-guesses hands a GPU arm's guesses to the RAM tier (a CPU arm guesses already)",
+                "add --device cuda, or drop --host-guesses");
   if (!a.cuda) return;
   if (!a.store) throw Error(arm + "--device cuda streams the experts through the RAM tier", "drop --mmap from the arm");
   if (a.spine)
@@ -340,7 +343,7 @@ BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
       // GPU arms: one session per arm and repetition (declared after the model: destroyed first),
       // so the warm run finds the VRAM tier as the cold run left it.
       std::unique_ptr<DecodeSession> gpu;
-      if (a->cuda) gpu = open_gpu_bench_session(*m, gpu_context, a->vram_experts);
+      if (a->cuda) gpu = open_gpu_bench_session(*m, gpu_context, a->vram_experts, a->host_guesses);
       auto record = [&](BenchRun run) {
         run.probe_gbps = g;
         run.h2d_probe_gbps = h2d;

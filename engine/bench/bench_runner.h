@@ -34,6 +34,9 @@ struct BenchArm {
   // the step's experts copied in before the step, outside its time and counters).
   bool cuda = false;
   int vram_experts = 0;  // slots of the VRAM tier; 0 = the product's choice (every expert when all fit)
+  // `--host-guesses`: the GPU's next-layer guesses also go to the RAM tier's prefetch
+  // (CudaK3Model::Options::host_guesses), so one run compares the GPU path with and without them.
+  bool host_guesses = false;
 };
 
 // Throws Error (naming the arm and the flag) for an arm that cannot run: --vram-experts without

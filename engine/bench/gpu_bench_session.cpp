@@ -27,8 +27,9 @@ void require_gpu() {
     throw Error("--device cuda: " + why, "run the GPU arms on a machine with a usable NVIDIA GPU");
 }
 
-std::unique_ptr<DecodeSession> open_gpu_bench_session(const K3Model& host, int64_t max_context, int vram_experts) {
-  return cuda::make_decode_session(host, max_context, vram_experts);
+std::unique_ptr<DecodeSession> open_gpu_bench_session(const K3Model& host, int64_t max_context, int vram_experts,
+                                                      bool host_guesses) {
+  return cuda::make_decode_session(host, max_context, vram_experts, host_guesses);
 }
 
 double probe_h2d_gbps() {
@@ -69,7 +70,7 @@ namespace {
 
 bool bench_cuda_built() { return false; }
 void require_gpu() { no_cuda(); }
-std::unique_ptr<DecodeSession> open_gpu_bench_session(const K3Model&, int64_t, int) { no_cuda(); }
+std::unique_ptr<DecodeSession> open_gpu_bench_session(const K3Model&, int64_t, int, bool) { no_cuda(); }
 double probe_h2d_gbps() { no_cuda(); }
 void preload_vram(DecodeSession&, const PassRequests&) { no_cuda(); }
 #endif

@@ -22,8 +22,10 @@ void require_gpu();
 // (cuda::make_decode_session): the whole spine in VRAM, the routed experts through a VRAM tier over
 // `host`'s expert source (the arm's RAM tier over direct reads). vram_experts > 0 gives that tier
 // exactly so many slots; 0: the product's choice (every expert resident when all fit, else as many
-// slots as the free memory holds).
-std::unique_ptr<DecodeSession> open_gpu_bench_session(const K3Model& host, int64_t max_context, int vram_experts);
+// slots as the free memory holds). host_guesses: the GPU's next-layer guesses also go to the RAM
+// tier's prefetch (CudaK3Model::Options::host_guesses).
+std::unique_ptr<DecodeSession> open_gpu_bench_session(const K3Model& host, int64_t max_context, int vram_experts,
+                                                      bool host_guesses = false);
 
 // Pinned host -> device copy rate of the GPU those sessions run on, in GB/s (cuda::probe_gpu_rates,
 // the planner's probe).

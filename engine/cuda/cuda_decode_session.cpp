@@ -13,10 +13,11 @@ namespace {
 // destroyed after it), so the session itself is the DecodeSession handed out.
 struct DeviceModel {
   DeviceModel(const K3Model& model, const CudaK3Model::Options& o) : gpu(model, o) {}
-  static CudaK3Model::Options options(int64_t max_context, int expert_slots) {
+  static CudaK3Model::Options options(int64_t max_context, int expert_slots, bool host_guesses) {
     CudaK3Model::Options o;
     o.max_context = std::max<int64_t>(1, max_context);
     o.expert_slots = expert_slots > 0 ? expert_slots : CudaK3Model::Options::kAutoSlots;
+    o.host_guesses = host_guesses;
     return o;
   }
   CudaK3Model gpu;
@@ -93,8 +94,9 @@ std::unique_ptr<DecodeSession> make_multi_gpu_session(const K3Model& model, int6
   return std::make_unique<OwningMultiSession>(model, max_context, std::move(layout), devices, std::move(names));
 }
 
-std::unique_ptr<DecodeSession> make_decode_session(const K3Model& model, int64_t max_context, int expert_slots) {
-  return std::make_unique<OwningSession>(model, DeviceModel::options(max_context, expert_slots));
+std::unique_ptr<DecodeSession> make_decode_session(const K3Model& model, int64_t max_context, int expert_slots,
+                                                   bool host_guesses) {
+  return std::make_unique<OwningSession>(model, DeviceModel::options(max_context, expert_slots, host_guesses));
 }
 
 std::unique_ptr<DecodeSession> make_split_session(const K3Model& model, int64_t max_context,

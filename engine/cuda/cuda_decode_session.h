@@ -19,9 +19,12 @@ namespace deltafin::cuda {
 // the model's own RAM and disk tiers (CudaK3Model::Options::kAutoSlots). max_context: the most
 // tokens the session will hold. expert_slots > 0 gives the VRAM tier exactly that many slots
 // instead (`deltafin bench --vram-experts`: a tier smaller than the model's experts on a GPU that
-// would hold them all; every expert is still preloaded when they fit). Throws Error when there is
-// no usable GPU or too little memory.
-std::unique_ptr<DecodeSession> make_decode_session(const K3Model& model, int64_t max_context, int expert_slots = 0);
+// would hold them all; every expert is still preloaded when they fit). host_guesses: the next MoE
+// layer's guesses also go to the host tier's prefetch (CudaK3Model::Options::host_guesses; the bench's
+// `--host-guesses`, so one run can compare both). Throws Error when there is no usable GPU or too
+// little memory.
+std::unique_ptr<DecodeSession> make_decode_session(const K3Model& model, int64_t max_context, int expert_slots = 0,
+                                                   bool host_guesses = false);
 
 // A session that follows a placement plan's layout for GPU 0 (placement::split_layout): its VRAM
 // units and streamed units on the GPU, the rest on the CPU, each pass split at the layer boundaries

@@ -292,6 +292,15 @@ class TestBenchRunner : public QObject {
       QVERIFY2(std::string(e.what()).find("--vram-experts") != std::string::npos, e.what());
       QVERIFY2(std::string(e.what()).find("--device cuda") != std::string::npos, e.what());
     }
+    BenchArm guessing{"c", "--ram-cache 1 --host-guesses", store, 0};
+    guessing.host_guesses = true;
+    try {
+      check_bench_arm(guessing);
+      QFAIL("--host-guesses without --device cuda was accepted");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find("--host-guesses") != std::string::npos, e.what());
+      QVERIFY2(std::string(e.what()).find("--device cuda") != std::string::npos, e.what());
+    }
     BenchArm mapped{"m", "--mmap --device cuda", std::nullopt, 0};
     mapped.cuda = true;
     try {
@@ -340,7 +349,8 @@ class TestBenchRunner : public QObject {
     for (const Case& c :
          {Case{"g:--ram-cache 1 --vram-experts 8", "--vram-experts"}, Case{"g:--ram-cache 1 --device tpu", "--device"},
           Case{"g:--ram-cache 1 --device cuda --vram-experts 0", "--vram-experts"},
-          Case{"g:--mmap --device cuda", "--mmap"}, Case{"g:--ram-budget 8 --device cuda", "--ram-budget"}}) {
+          Case{"g:--mmap --device cuda", "--mmap"}, Case{"g:--ram-budget 8 --device cuda", "--ram-budget"},
+          Case{"g:--ram-cache 1 --host-guesses", "--host-guesses"}}) {
       const auto r = bench(c.arm);
       QVERIFY2(r.code == 1, (c.arm + ": " + r.err).c_str());
       QVERIFY2(r.err.find(c.says) != std::string::npos, (c.arm + ": " + r.err).c_str());
