@@ -65,6 +65,36 @@ void print_stats(const K3Model& m, const GenerateResult& r, const DecodeSession&
           (unsigned long long)v->direct, v->bytes_h2d / 1e6, v->fill_seconds,
           v->fill_seconds > 0 ? v->bytes_h2d / v->fill_seconds / 1e9 : 0.0);
   }
+  if (const auto t = s.split_times()) {
+    // Per device, per pass of that kind: "CPU 0.1810, GPU 0 0.0200, rest 0.0040".
+    auto by_device = [](const std::vector<double>& secs, double total, double n) {
+      std::string out;
+      double sum = 0;
+      for (size_t d = 0; d < secs.size(); ++d) {
+        char b[64];
+        const std::string name = d == 0 ? "CPU" : "GPU " + std::to_string(d - 1);
+        std::snprintf(b, sizeof b, "%s %.4f, ", name.c_str(), secs[d] / n);
+        out += b;
+        sum += secs[d];
+      }
+      char b[32];
+      std::snprintf(b, sizeof b, "rest %.4f", (total - sum) / n);
+      return out + b;
+    };
+    if (t->decode_passes)
+      std::fprintf(stderr, "split decode        %.4f s/token: %s\n", t->decode_seconds / double(t->decode_passes),
+                   by_device(t->decode_device_seconds, t->decode_seconds, double(t->decode_passes)).c_str());
+    if (t->multi_passes)
+      std::fprintf(stderr, "split prompt passes %llu, %.3f s each: %s\n", (unsigned long long)t->multi_passes,
+                   t->multi_seconds / double(t->multi_passes),
+                   by_device(t->multi_device_seconds, t->multi_seconds, double(t->multi_passes)).c_str());
+    std::fprintf(
+        stderr, "split state moves   %llu layer states moved between devices in %.3f s%s\n",
+        (unsigned long long)t->state_moves, t->state_move_seconds,
+        t->prefill_from_rows > 2
+            ? ("; passes under " + std::to_string(t->prefill_from_rows) + " rows run where decode does").c_str()
+            : "");
+  }
   if (c.prefetch_issued)
     std::fprintf(stderr, "prefetch            %llu issued, %llu used, %llu wasted, %llu cancelled, %llu left unread\n",
                  (unsigned long long)c.prefetch_issued, (unsigned long long)c.prefetch_used,

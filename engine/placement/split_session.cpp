@@ -233,6 +233,20 @@ void SplitSession::reset() {
   for (size_t l = 0; l < state_dev_.size(); ++l) state_dev_[l] = layout_.device(int(l), 1);
 }
 
+std::optional<SplitTimes> SplitSession::split_times() const {
+  SplitTimes t;
+  t.decode_passes = stats_.decode_passes;
+  t.multi_passes = stats_.multi_passes;
+  t.decode_seconds = stats_.decode_seconds;
+  t.multi_seconds = stats_.multi_seconds;
+  t.decode_device_seconds = stats_.decode_device_seconds;
+  t.multi_device_seconds = stats_.multi_device_seconds;
+  t.state_moves = stats_.state_moves;
+  t.state_move_seconds = stats_.state_move_seconds;
+  t.prefill_from_rows = layout_.prefill_from_rows;
+  return t;
+}
+
 K3State SplitSession::save_state() const {
   check_usable();
   if (staged_) throw Error("cannot save the state while a pass is staged", "commit or roll back first");

@@ -62,6 +62,7 @@ class SplitSession : public DecodeSession {
   void load_state(K3State state) override;
   // GPU 0's tier (the one a one-GPU plan has; each GPU has its own: session_of_gpu(g).vram_tier()).
   std::optional<VramTierStats> vram_tier() const override { return gpus_.front()->vram_tier(); }
+  std::optional<SplitTimes> split_times() const override;
 
   const DeviceLayout& layout() const { return layout_; }
   const SplitStats& stats() const { return stats_; }

@@ -49,6 +49,19 @@ struct VramTierStats {
   double fill_seconds = 0;  // host wall time spent supplying misses (host tier, staging, copies)
 };
 
+// Where the passes of a session split between devices spent their time (placement::SplitSession),
+// for --stats: one-row passes (decode) and passes of more rows apart, each by device (index 0 the
+// CPU, g + 1 GPU g; what is left of a pass is embedding, hand-overs and set-up), and the layer states
+// moved between devices before passes.
+struct SplitTimes {
+  uint64_t decode_passes = 0, multi_passes = 0;
+  double decode_seconds = 0, multi_seconds = 0;
+  std::vector<double> decode_device_seconds, multi_device_seconds;
+  uint64_t state_moves = 0;  // layers whose state moved
+  double state_move_seconds = 0;
+  int prefill_from_rows = 2;  // passes of fewer rows compute where decode does
+};
+
 // Transactions over positions: stage() runs T new tokens at n_past()..n_past()+T-1 without
 // committing them; commit(n) keeps the first n; rollback() none.
 class DecodeSession {
@@ -72,6 +85,8 @@ class DecodeSession {
   virtual void load_state(K3State state) = 0;
   // The session's VRAM expert tier; none for the CPU session.
   virtual std::optional<VramTierStats> vram_tier() const { return std::nullopt; }
+  // Passes split between devices; none for a session on one device.
+  virtual std::optional<SplitTimes> split_times() const { return std::nullopt; }
 
   // stage + commit of `ids` in chunks of at most min(chunk, max_rows()) rows; the last row's logits.
   std::vector<float> prefill(std::span<const int32_t> ids, int chunk = 64);

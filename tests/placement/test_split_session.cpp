@@ -286,6 +286,15 @@ class TestSplitSession : public QObject {
     s.stage(five, got, {});
     QVERIFY(want == got);
     QCOMPARE(s.stats().state_moves, uint64_t(cfg_.layers - 2));
+    // What run --stats prints of it: the same counts, by pass kind and device.
+    const auto t = s.split_times();
+    QVERIFY(t.has_value());
+    QCOMPARE(t->prefill_from_rows, 5);
+    QCOMPARE(t->state_moves, s.stats().state_moves);
+    QCOMPARE(t->decode_passes, s.stats().decode_passes);
+    QCOMPARE(t->multi_passes, s.stats().multi_passes);
+    QCOMPARE(t->multi_device_seconds.size(), size_t(2));
+    QVERIFY(!K3Session(*model_).split_times().has_value());
     layout.prefill_from_rows = 1;
     QVERIFY_THROWS_EXCEPTION(Error, layout.check(cfg_.layers));
   }
