@@ -453,6 +453,106 @@ class TestSplitSession : public QObject {
     QVERIFY(h1.direct > 0);
   }
 
+  void state_moves_through_every_path() {
+    // Every session path after layer states moved (swapped out of the CPU-like sides, copied by the
+    // default export/import of the holding sides): short and long verify passes with partial commits,
+    // a rolled back prompt pass (which resets), save_state / load_state while states sit on the
+    // prefill's side, reset; one GPU and two (GPU 0 decodes, GPU 1 prefills: GPU -> GPU moves).
+    const int L = cfg_.layers;
+    auto check = [&](SplitSession& s, const char* what) {
+      K3Session plain(*model_);
+      std::vector<float> want, got;
+      auto both = [&](const std::vector<int32_t>& ids, const PassOptions& o, int keep) {
+        plain.stage(ids, want, o);
+        s.stage(ids, got, o);
+        QVERIFY2(want == got, what);
+        if (keep >= 0) {
+          plain.commit(keep);
+          s.commit(keep);
+        }
+        QCOMPARE(s.n_past(), plain.n_past());
+      };
+      auto same_state = [&] {
+        const K3State ws = plain.save_state(), gs = s.save_state();
+        QCOMPARE(gs.n_past, ws.n_past);
+        for (int l = 0; l < L; ++l) {
+          QVERIFY2(ws.kda[size_t(l)].S == gs.kda[size_t(l)].S, what);
+          QVERIFY2(ws.kda[size_t(l)].conv == gs.kda[size_t(l)].conv, what);
+          QVERIFY2(ws.mla[size_t(l)].cache == gs.mla[size_t(l)].cache, what);
+        }
+      };
+      PassOptions part;
+      part.partial_commit = true;
+      part.all_logits = true;
+      both({1, 5, 9}, {}, 3);
+      both({42, 7, 3}, {}, 3);
+      both({11}, {}, 1);
+      both({4, 8, 15, 16}, part, 2);  // moves to the prefill side, partial commit there
+      both({23, 42}, part, 1);        // runs as decode
+      both({8}, {}, 1);
+      same_state();
+      const K3State saved = s.save_state();
+      both({2, 3, 4, 5, 6}, part, 0);  // moves, keeps nothing
+      both({9, 9, 9, 9}, {}, -1);      // a prompt pass, rolled back: every side resets
+      plain.rollback();
+      s.rollback();
+      QCOMPARE(s.n_past(), int64_t(0));
+      both({3, 1, 4, 1}, {}, 4);  // states on the prefill side now
+      same_state();
+      plain.load_state(saved);
+      s.load_state(saved);
+      same_state();
+      both({5}, {}, 1);
+      both({9, 2, 6, 5}, part, 3);
+      both({3}, {}, 1);
+      same_state();
+      plain.reset();
+      s.reset();
+      both({1, 2, 3, 4, 5, 6, 7}, {}, 7);
+      both({8}, {}, 1);
+      same_state();
+    };
+    {
+      SplitLayout layout = split_at(L, 2, true);
+      for (int l = 2; l < L; ++l) layout.layers[size_t(l)] = SplitUnit{GpuCopy::Streamed, false, true, false};
+      layout.prefill_from_rows = 3;
+      K3Session a(*model_), b(*model_);
+      SplitSession s(a, b, layout);
+      check(s, "one GPU, both sides swapping");
+      if (QTest::currentTestFailed()) return;
+      QVERIFY(s.stats().state_moves > 0);
+      K3Session c(*model_), g(*model_);
+      HoldingSession h(g);
+      SplitSession s2(c, h, layout);
+      check(s2, "one GPU, the GPU side copying");
+      if (QTest::currentTestFailed()) return;
+    }
+    for (bool holding : {false, true}) {
+      DeviceLayout d = two_gpus(L, 0, 0, 1);
+      d.prefill_from_rows = 3;
+      for (auto& g : d.gpus) g.prefill_from_rows = 3;
+      for (int u = 0; u <= L; ++u) {
+        const int dec = u < 3 ? kCpu : u == L ? 1 : 0, pre = u < 2 ? kCpu : 1;
+        d.decode[size_t(u)] = dec;
+        d.prefill[size_t(u)] = pre;
+        for (int g = 0; g < 2; ++g) {
+          SplitUnit su;
+          if (dec == g || pre == g) su = SplitUnit{GpuCopy::Streamed, dec == g, pre == g, false};
+          (u == L ? d.gpus[size_t(g)].lm_head : d.gpus[size_t(g)].layers[size_t(u)]) = su;
+        }
+      }
+      d.check(L);
+      K3Session c(*model_), g0(*model_), g1(*model_);
+      HoldingSession h0(g0), h1(g1);
+      std::vector<LayerRangeSession*> gpus =
+          holding ? std::vector<LayerRangeSession*>{&h0, &h1} : std::vector<LayerRangeSession*>{&g0, &g1};
+      SplitSession s(c, gpus, d);
+      check(s, holding ? "two GPUs, copying" : "two GPUs, swapping");
+      if (QTest::currentTestFailed()) return;
+      QVERIFY(s.stats().state_moves > 0);
+    }
+  }
+
   void plans_over_several_gpus() {
     auto ck = Checkpoint::open(dir_);
     const auto bytes = ModelByteMap::from_checkpoint(*ck, cfg_);
