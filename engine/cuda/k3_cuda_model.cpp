@@ -7,6 +7,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "base/error.h"
 #include "cuda/cuda_support.h"
@@ -510,7 +511,7 @@ struct CudaK3Session::Impl {
   float* logits = nullptr;  // logits64 rounded
   std::vector<KdaDev> kda;
   std::vector<double*> cache;
-  PinnedBuffer host_ids, host_rid, host_rw, host_n_past, host_rid_next, host_table, host_slot;
+  PinnedBuffer host_ids, host_rid, host_rw, host_n_past, host_rid_next, host_rw_next, host_table, host_slot;
   PinnedBuffer trace_rid, trace_rw;  // routed passes: every MoE layer's routing, read after the pass
   std::vector<MxExpert> experts;     // moe_streamed: the tier's views of one pass's experts, by id
   size_t S_vals = 0, conv_vals = 0;
@@ -634,6 +635,7 @@ CudaK3Session::CudaK3Session(const CudaK3Model& model) : m_(model) {
   d_->host_slot = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 4);
   d_->host_table = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * sizeof(MxExpert));
   if (m_.options().guesses()) d_->host_rid_next = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 4);
+  if (m_.options().host_guesses) d_->host_rw_next = PinnedBuffer(size_t(T) * std::max(1, c.top_k) * 8);
   d_->host_n_past = PinnedBuffer(sizeof(int64_t));
   const size_t trace_n = size_t(std::max(1, c.moe_layers())) * T * std::max(1, c.top_k);
   d_->trace_rid = PinnedBuffer(trace_n * 4);
@@ -744,8 +746,12 @@ void CudaK3Session::load_state(K3State state) {
                     std::to_string(m_.options().max_context),
                 "start the session with a larger context");
   d_->stream.sync();
-  auto up = [](double* to, const std::vector<double>& from) {
-    check_cuda(cudaMemcpy(to, from.data(), from.size() * 8, cudaMemcpyHostToDevice), "cudaMemcpy (state to the GPU)");
+  // On the session's own stream, waited for: a plain cudaMemcpy from pageable memory may return before
+  // the bytes land, and this stream (non-blocking) would not wait for it.
+  cudaStream_t s = d_->stream.get();
+  auto up = [s](double* to, const std::vector<double>& from) {
+    check_cuda(cudaMemcpyAsync(to, from.data(), from.size() * 8, cudaMemcpyHostToDevice, s),
+               "cudaMemcpyAsync (state to the GPU)");
   };
   for (int l = 0; l < c.layers; ++l) {
     if (c.is_mla[l]) {
@@ -755,6 +761,7 @@ void CudaK3Session::load_state(K3State state) {
       up(d_->kda[l].conv, state.kda[l].conv);
     }
   }
+  d_->stream.sync();
   n_past_ = state.n_past;
 }
 
@@ -786,9 +793,12 @@ void CudaK3Session::import_layer(int layer, KdaLayerState& kda, MlaLayerState& m
   check_layer_state_fits(c, layer, kda, mla, n_past_);
   DeviceScope on(m_.device());
   d_->stream.sync();
-  auto up = [](double* to, const std::vector<double>& from) {
-    check_cuda(cudaMemcpy(to, from.data(), from.size() * 8, cudaMemcpyHostToDevice),
-               "cudaMemcpy (a layer's state to the GPU)");
+  // On the session's stream and waited for, as in load_state: kda and mla may be reused (or freed)
+  // as soon as this returns, and the next pass's kernels must see the whole state.
+  cudaStream_t s = d_->stream.get();
+  auto up = [s](double* to, const std::vector<double>& from) {
+    check_cuda(cudaMemcpyAsync(to, from.data(), from.size() * 8, cudaMemcpyHostToDevice, s),
+               "cudaMemcpyAsync (a layer's state to the GPU)");
   };
   if (c.is_mla[layer]) {
     up(d_->cache[layer], mla.cache);
@@ -796,6 +806,7 @@ void CudaK3Session::import_layer(int layer, KdaLayerState& kda, MlaLayerState& m
     up(d_->kda[layer].S, kda.S);
     up(d_->kda[layer].conv, kda.conv);
   }
+  d_->stream.sync();
 }
 
 void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts) {
@@ -1451,6 +1462,9 @@ void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
                       d_->rw_next, so);
     check_cuda(cudaMemcpyAsync(d_->host_rid_next.as<int32_t>(), d_->rid_next, n * 4, cudaMemcpyDeviceToHost, s),
                "cudaMemcpyAsync");
+    if (m_.options().host_guesses)  // the host tier reads the most confident guesses first
+      check_cuda(cudaMemcpyAsync(d_->host_rw_next.as<double>(), d_->rw_next, n * 8, cudaMemcpyDeviceToHost, s),
+                 "cudaMemcpyAsync");
   }
   d_->routed.record(s);
   d_->timeline.mark("routing done", layer, s);
@@ -1477,9 +1491,23 @@ void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
   // the guess as one layer ahead of it): the disk goes on to the next layer's guessed experts while
   // this layer's copies and kernels run, instead of idling until the next layer's routing. Experts the
   // VRAM tier holds already are left out: the host tier would read them for nothing.
+  // The host tier reads guesses in the order given while its budget lasts, so the most confident
+  // come first: each expert by its largest routing weight over the pass's rows (the router's top-k
+  // comes back in id order).
   if (next >= 0 && m_.options().host_guesses && m_.experts().host().wants_prefetch()) {
-    std::vector<int> guess = distinct(d_->host_rid_next.as<int32_t>());
-    std::erase_if(guess, [&](int e) { return m_.experts().holds(next, e); });
+    const int32_t* ids = d_->host_rid_next.as<int32_t>();
+    const double* wts = d_->host_rw_next.as<double>();
+    std::vector<std::pair<double, int>> by_weight;  // (-weight, expert): ascending sort = most confident first
+    for (size_t i = 0; i < n; ++i) {
+      const int e = ids[i];
+      auto it = std::find_if(by_weight.begin(), by_weight.end(), [e](const auto& p) { return p.second == e; });
+      if (it == by_weight.end()) by_weight.emplace_back(-wts[i], e);
+      else it->first = std::min(it->first, -wts[i]);
+    }
+    std::sort(by_weight.begin(), by_weight.end());
+    std::vector<int> guess;
+    for (const auto& [w, e] : by_weight)
+      if (!m_.experts().holds(next, e)) guess.push_back(e);
     m_.experts().host().prefetch(next, guess);
   }
   d_->timeline.mark("experts in VRAM", layer, s);

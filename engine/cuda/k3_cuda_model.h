@@ -108,6 +108,7 @@ class CudaK3Session : public LayerRangeSession {
   int64_t n_past() const override { return n_past_; }
   const K3Model& host_model() const override { return m_.host(); }
   int max_rows() const override { return m_.options().max_rows; }
+  int64_t max_context() const override { return m_.options().max_context; }
   void reset() override;
   // The committed KDA states and MLA cache rows, copied between device and host memory.
   K3State save_state() const override;

@@ -40,6 +40,12 @@ int SplitSession::max_rows() const {
   return n;
 }
 
+int64_t SplitSession::max_context() const {
+  int64_t n = cpu_.max_context();
+  for (const LayerRangeSession* g : gpus_) n = std::min(n, g->max_context());
+  return n;
+}
+
 void SplitSession::check_usable() const {
   if (!broken_.empty())
     throw Error("this session can no longer run: " + broken_, "start a new session (and check the GPU)");
@@ -104,6 +110,11 @@ void SplitSession::stage(std::span<const int32_t> ids, std::vector<float>& logit
     if (id < 0 || id >= c.vocab)
       throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(c.vocab - 1) +
                   ")");
+  // Refused here, before any side runs: a side that refused it mid-pass would end the whole session.
+  if (n_past() + T > max_context())
+    throw Error("the context is full: " + std::to_string(n_past()) + " tokens held, " + std::to_string(T) +
+                    " more would pass the " + std::to_string(max_context()) + " this session holds",
+                "start a new session, or open it with a larger context");
   using Clock = std::chrono::steady_clock;
   const auto pass_start = Clock::now();
   // Seconds since t, added to device dev's time in passes of this kind (one row or more).

@@ -58,6 +58,8 @@ class SplitSession : public DecodeSession {
   int64_t n_past() const override { return cpu_.n_past(); }
   const K3Model& host_model() const override { return cpu_.host_model(); }
   int max_rows() const override;
+  int64_t max_context() const override;  // the smallest of its sessions'
+
   K3State save_state() const override;
   void load_state(K3State state) override;
   // GPU 0's tier (the one a one-GPU plan has; each GPU has its own: session_of_gpu(g).vram_tier()).

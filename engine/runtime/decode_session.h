@@ -4,6 +4,7 @@
 // speculative verifier work on this interface, so run, generate-ids and the drafters use the GPU
 // the same way they use the CPU.
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <utility>
@@ -77,6 +78,9 @@ class DecodeSession {
   // The most rows one stage() takes (the GPU preallocates for a fixed number); prefill chunks and
   // verify passes are cut to it.
   virtual int max_rows() const = 0;
+  // The most tokens the session can hold (a GPU session reserves them when it opens); the CPU
+  // session grows as it goes.
+  virtual int64_t max_context() const { return std::numeric_limits<int64_t>::max(); }
   // The committed context's state, to resume it later in this or another session of the same
   // model (serve keeps them at turn boundaries, in RAM and on disk). Both backends use the CPU
   // layout (runtime/k3_state.h), so a state saved by one loads in the other. Throws Error while a

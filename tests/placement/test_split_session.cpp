@@ -299,6 +299,37 @@ class TestSplitSession : public QObject {
     QVERIFY_THROWS_EXCEPTION(Error, layout.check(cfg_.layers));
   }
 
+  void a_full_context_is_refused_and_the_session_goes_on() {
+    // A GPU side that holds 6 tokens: the pass that would pass them is refused before any side runs,
+    // with nothing lost; a shorter one then runs as a plain session's would.
+    class Capped : public HoldingSession {
+     public:
+      using HoldingSession::HoldingSession;
+      int64_t max_context() const override { return 6; }
+    };
+    K3Session plain(*model_), a(*model_), b(*model_);
+    Capped g(b);
+    SplitSession s(a, g, split_at(cfg_.layers, 3, true));
+    QCOMPARE(s.max_context(), int64_t(6));
+    std::vector<float> want, got;
+    const std::vector<int32_t> four = {4, 8, 15, 16};
+    plain.stage(four, want, {});
+    plain.commit(4);
+    s.stage(four, got, {});
+    s.commit(4);
+    try {
+      s.stage(four, got, {});
+      QFAIL("a pass past the context was taken");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find("context is full") != std::string::npos, e.what());
+    }
+    QCOMPARE(s.n_past(), int64_t(4));
+    const std::vector<int32_t> two = {23, 42};
+    plain.stage(two, want, {});
+    s.stage(two, got, {});
+    QVERIFY(want == got);
+  }
+
   void one_layer_state_moves_between_sessions() {
     // Layer states handed from one session to another carry the conversation on there: b, which
     // read another prompt, then decodes as the session that read this one.
