@@ -67,27 +67,23 @@ void print_stats(const K3Model& m, const GenerateResult& r, const DecodeSession&
   }
   if (const auto t = s.split_times()) {
     // Per device, per pass of that kind: "CPU 0.1810, GPU 0 0.0200, rest 0.0040".
-    auto by_device = [](const std::vector<double>& secs, double total, double n) {
+    auto by_device = [&](bool one_row) {
+      const std::vector<double> secs = t->per_pass(one_row);
       std::string out;
-      double sum = 0;
       for (size_t d = 0; d < secs.size(); ++d) {
         char b[64];
-        const std::string name = d == 0 ? "CPU" : "GPU " + std::to_string(d - 1);
-        std::snprintf(b, sizeof b, "%s %.4f, ", name.c_str(), secs[d] / n);
+        const std::string name = d + 1 == secs.size() ? "rest" : d == 0 ? "CPU" : "GPU " + std::to_string(d - 1);
+        std::snprintf(b, sizeof b, "%s%s %.4f", d ? ", " : "", name.c_str(), secs[d]);
         out += b;
-        sum += secs[d];
       }
-      char b[32];
-      std::snprintf(b, sizeof b, "rest %.4f", (total - sum) / n);
-      return out + b;
+      return out;
     };
     if (t->decode_passes)
       std::fprintf(stderr, "split decode        %.4f s/token: %s\n", t->decode_seconds / double(t->decode_passes),
-                   by_device(t->decode_device_seconds, t->decode_seconds, double(t->decode_passes)).c_str());
+                   by_device(true).c_str());
     if (t->multi_passes)
       std::fprintf(stderr, "split prompt passes %llu, %.3f s each: %s\n", (unsigned long long)t->multi_passes,
-                   t->multi_seconds / double(t->multi_passes),
-                   by_device(t->multi_device_seconds, t->multi_seconds, double(t->multi_passes)).c_str());
+                   t->multi_seconds / double(t->multi_passes), by_device(false).c_str());
     std::fprintf(
         stderr, "split state moves   %llu layer states moved between devices in %.3f s%s\n",
         (unsigned long long)t->state_moves, t->state_move_seconds,

@@ -262,19 +262,17 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
     if (vc && vc->misses + vc->ahead > 0)
       hits += " (direct " + std::to_string(vc->direct) + " of " + std::to_string(vc->misses + vc->ahead) + ")";
     // Per pass of one kind: the CPU's layers, the GPU's, and the rest (hand-overs, set-up).
-    auto by_side = [](uint64_t passes, const std::vector<double>& device_seconds, double seconds) {
-      const double n = double(passes), cpu = device_seconds[0] / n, gpu = device_seconds[1] / n;
-      return f3(cpu) + " / " + f3(gpu) + " / " + f3(seconds / n - cpu - gpu);
+    auto by_side = [&](bool one_row) {
+      const std::vector<double> t = split.per_pass(one_row);  // CPU, GPU, rest (one GPU)
+      return f3(t[0]) + " / " + f3(t[1]) + " / " + f3(t[2]);
     };
     // Where the last run's decode went, then its prompt's passes (state moves included), in the
     // header's order.
     std::string where = "-";
-    if (split.decode_passes > 0)
-      where = by_side(split.decode_passes, split.decode_device_seconds, split.decode_seconds);
+    if (split.decode_passes > 0) where = by_side(true);
     if (m.cpu_matrix_s > 0) where += "; " + cpu_matrices_cell(m);
     if (split.multi_passes > 0)
-      where += "; prefill pass " + by_side(split.multi_passes, split.multi_device_seconds, split.multi_seconds) +
-               " (state moves " + f3(split.state_move_seconds) + ")";
+      where += "; prefill pass " + by_side(false) + " (state moves " + f3(split.state_move_seconds) + ")";
     const std::string vram_tier = p.experts.vram_bytes.empty() ? "0.00" : f2(double(p.experts.vram_bytes[0]) / 1e9);
     out << "| " << label << " | " << (sb.gpus.empty() ? "-" : f2(double(sb.gpus[0].budget) / 1e9)) << " / "
         << f2(double(sb.ram_budget) / 1e9) << " | " << f2(double(p.spine_in(Home::Vram)) / 1e9) << " / "

@@ -711,6 +711,38 @@ std::optional<VramTierStats> CudaK3Session::vram_tier() const {
   return s;
 }
 
+void CudaK3Session::layer_to_host(int l, KdaLayerState& kda, MlaLayerState& mla) const {
+  const K3Config& c = m_.config();
+  // fp64 here as in K3State (the CPU forward's): copied as it is.
+  auto down = [](std::vector<double>& to, const double* from, size_t n) {
+    to.resize(n);
+    check_cuda(cudaMemcpy(to.data(), from, n * 8, cudaMemcpyDeviceToHost), "cudaMemcpy (state to the host)");
+  };
+  if (c.is_mla[l]) {
+    down(mla.cache, d_->cache[l], size_t(n_past_) * c.mla_cache_width());
+    kda.S.clear();
+    kda.conv.clear();
+  } else {
+    down(kda.S, d_->kda[l].S, d_->S_vals);
+    down(kda.conv, d_->kda[l].conv, d_->conv_vals);
+    mla.cache.clear();
+  }
+}
+
+void CudaK3Session::layer_to_device(int l, const KdaLayerState& kda, const MlaLayerState& mla) {
+  cudaStream_t s = d_->stream.get();
+  auto up = [s](double* to, const std::vector<double>& from) {
+    check_cuda(cudaMemcpyAsync(to, from.data(), from.size() * 8, cudaMemcpyHostToDevice, s),
+               "cudaMemcpyAsync (state to the GPU)");
+  };
+  if (m_.config().is_mla[l]) {
+    up(d_->cache[l], mla.cache);
+  } else {
+    up(d_->kda[l].S, kda.S);
+    up(d_->kda[l].conv, kda.conv);
+  }
+}
+
 K3State CudaK3Session::save_state() const {
   if (staged_T_ > 0) throw Error("cannot save the state while a pass is staged", "commit or roll back first");
   DeviceScope on(m_.device());
@@ -720,19 +752,7 @@ K3State CudaK3Session::save_state() const {
   st.kda.resize(c.layers);
   st.mla.resize(c.layers);
   d_->stream.sync();
-  // fp64 here as in K3State (the CPU forward's): copied as it is.
-  auto down = [](std::vector<double>& to, const double* from, size_t n) {
-    to.resize(n);
-    check_cuda(cudaMemcpy(to.data(), from, n * 8, cudaMemcpyDeviceToHost), "cudaMemcpy (state to the host)");
-  };
-  for (int l = 0; l < c.layers; ++l) {
-    if (c.is_mla[l]) {
-      down(st.mla[l].cache, d_->cache[l], size_t(n_past_) * c.mla_cache_width());
-    } else {
-      down(st.kda[l].S, d_->kda[l].S, d_->S_vals);
-      down(st.kda[l].conv, d_->kda[l].conv, d_->conv_vals);
-    }
-  }
+  for (int l = 0; l < c.layers; ++l) layer_to_host(l, st.kda[l], st.mla[l]);
   return st;
 }
 
@@ -746,67 +766,26 @@ void CudaK3Session::load_state(K3State state) {
                     std::to_string(m_.options().max_context),
                 "start the session with a larger context");
   d_->stream.sync();
-  // On the session's own stream, waited for: a plain cudaMemcpy from pageable memory may return before
-  // the bytes land, and this stream (non-blocking) would not wait for it.
-  cudaStream_t s = d_->stream.get();
-  auto up = [s](double* to, const std::vector<double>& from) {
-    check_cuda(cudaMemcpyAsync(to, from.data(), from.size() * 8, cudaMemcpyHostToDevice, s),
-               "cudaMemcpyAsync (state to the GPU)");
-  };
-  for (int l = 0; l < c.layers; ++l) {
-    if (c.is_mla[l]) {
-      up(d_->cache[l], state.mla[l].cache);
-    } else {
-      up(d_->kda[l].S, state.kda[l].S);
-      up(d_->kda[l].conv, state.kda[l].conv);
-    }
-  }
+  for (int l = 0; l < c.layers; ++l) layer_to_device(l, state.kda[l], state.mla[l]);
   d_->stream.sync();
   n_past_ = state.n_past;
 }
 
 void CudaK3Session::export_layer(int layer, KdaLayerState& kda, MlaLayerState& mla) {
   if (staged_T_ > 0) throw Error("cannot move a layer's state while a pass is staged", "commit or roll back first");
-  const K3Config& c = m_.config();
-  if (layer < 0 || layer >= c.layers) throw Error("export_layer: no layer " + std::to_string(layer));
+  if (layer < 0 || layer >= m_.config().layers) throw Error("export_layer: no layer " + std::to_string(layer));
   DeviceScope on(m_.device());
   d_->stream.sync();
-  // The vectors keep their storage from one move to the next: no allocation once they have it.
-  auto down = [](std::vector<double>& to, const double* from, size_t n) {
-    to.resize(n);
-    check_cuda(cudaMemcpy(to.data(), from, n * 8, cudaMemcpyDeviceToHost), "cudaMemcpy (a layer's state to the host)");
-  };
-  if (c.is_mla[layer]) {
-    down(mla.cache, d_->cache[layer], size_t(n_past_) * c.mla_cache_width());
-    kda.S.clear();
-    kda.conv.clear();
-  } else {
-    down(kda.S, d_->kda[layer].S, d_->S_vals);
-    down(kda.conv, d_->kda[layer].conv, d_->conv_vals);
-    mla.cache.clear();
-  }
+  layer_to_host(layer, kda, mla);
 }
 
 void CudaK3Session::import_layer(int layer, KdaLayerState& kda, MlaLayerState& mla) {
   if (staged_T_ > 0) throw Error("cannot move a layer's state while a pass is staged", "commit or roll back first");
-  const K3Config& c = m_.config();
-  check_layer_state_fits(c, layer, kda, mla, n_past_);
+  check_layer_state_fits(m_.config(), layer, kda, mla, n_past_);
   DeviceScope on(m_.device());
   d_->stream.sync();
-  // On the session's stream and waited for, as in load_state: kda and mla may be reused (or freed)
-  // as soon as this returns, and the next pass's kernels must see the whole state.
-  cudaStream_t s = d_->stream.get();
-  auto up = [s](double* to, const std::vector<double>& from) {
-    check_cuda(cudaMemcpyAsync(to, from.data(), from.size() * 8, cudaMemcpyHostToDevice, s),
-               "cudaMemcpyAsync (a layer's state to the GPU)");
-  };
-  if (c.is_mla[layer]) {
-    up(d_->cache[layer], mla.cache);
-  } else {
-    up(d_->kda[layer].S, kda.S);
-    up(d_->kda[layer].conv, kda.conv);
-  }
-  d_->stream.sync();
+  layer_to_device(layer, kda, mla);
+  d_->stream.sync();  // kda and mla may be reused as soon as this returns
 }
 
 void CudaK3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, const PassOptions& opts) {

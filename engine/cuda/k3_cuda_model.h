@@ -151,6 +151,13 @@ class CudaK3Session : public LayerRangeSession {
   void forward(int T, const PassOptions& opts, ForwardTrace* tr, bool routed);
   void run_layer(int l, int T, int& nb, int& moe_index, const PassOptions& opts, ForwardTrace* tr, bool routed);
   void check_pass(std::span<const int32_t> ids) const;
+  // Layer l's committed state into kda / mla (the part the layer lacks left empty; the vectors keep
+  // their storage); the stream must be idle.
+  void layer_to_host(int l, KdaLayerState& kda, MlaLayerState& mla) const;
+  // Queues layer l's state from kda / mla on the session's stream; the caller waits for the stream
+  // (a copy from pageable memory may return before the bytes land, and the non-blocking stream
+  // would not wait for it).
+  void layer_to_device(int l, const KdaLayerState& kda, const MlaLayerState& mla);
   // The stream schedule's steps up to and including unit u's Compute (u < 0: the copies a pass
   // starts with), then the copies from RAM that follow it.
   void advance_schedule(int u);

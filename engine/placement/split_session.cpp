@@ -29,6 +29,7 @@ SplitSession::SplitSession(LayerRangeSession& cpu, std::vector<LayerRangeSession
   if (cpu_.n_past() != 0) throw Error("a split forward starts from empty sessions");
   stats_.decode_device_seconds.assign(gpus_.size() + 1, 0.0);
   stats_.multi_device_seconds.assign(gpus_.size() + 1, 0.0);
+  stats_.prefill_from_rows = layout_.prefill_from_rows;
   state_dev_.assign(size_t(c.layers), kCpu);
   for (int l = 0; l < c.layers; ++l)
     state_dev_[size_t(l)] = layout_.device(l, 1);  // decode's device: where most passes run
@@ -244,19 +245,7 @@ void SplitSession::reset() {
   for (size_t l = 0; l < state_dev_.size(); ++l) state_dev_[l] = layout_.device(int(l), 1);
 }
 
-std::optional<SplitTimes> SplitSession::split_times() const {
-  SplitTimes t;
-  t.decode_passes = stats_.decode_passes;
-  t.multi_passes = stats_.multi_passes;
-  t.decode_seconds = stats_.decode_seconds;
-  t.multi_seconds = stats_.multi_seconds;
-  t.decode_device_seconds = stats_.decode_device_seconds;
-  t.multi_device_seconds = stats_.multi_device_seconds;
-  t.state_moves = stats_.state_moves;
-  t.state_move_seconds = stats_.state_move_seconds;
-  t.prefill_from_rows = layout_.prefill_from_rows;
-  return t;
-}
+std::optional<SplitTimes> SplitSession::split_times() const { return SplitTimes(stats_); }
 
 K3State SplitSession::save_state() const {
   check_usable();

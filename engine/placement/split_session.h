@@ -19,26 +19,14 @@
 
 namespace deltafin::placement {
 
-struct SplitStats {
+// The times of SplitTimes (runtime/decode_session.h: one-row passes and passes of more rows, each
+// by device; lm_head counts as its device's, and so does the wait for a GPU's queued layers when the
+// residual stream comes back to the host; state moves are part of the passes' times), and the
+// hand-overs of the residual stream.
+struct SplitStats : SplitTimes {
   uint64_t passes = 0;
   uint64_t handovers = 0, handover_bytes = 0;  // residual streams crossing between devices
   uint64_t device_handovers = 0;               // of which copied device to device (GPU to GPU)
-  uint64_t state_moves = 0;                    // layers whose state moved between devices
-  // Wall time of one-row passes (decode): all of stage(), and the part spent in each device's
-  // layers (CPU at 0, GPU g at g + 1; lm_head counts as its device's, and so does the wait for a
-  // GPU's queued layers when the residual stream comes back to the host); the rest is embedding,
-  // hand-overs between GPUs and pass set-up. Where a split decode loses time, these say on which
-  // side.
-  uint64_t decode_passes = 0;
-  double decode_seconds = 0;
-  std::vector<double> decode_device_seconds;
-  // The same for passes of more than one row (prefill, verify).
-  uint64_t multi_passes = 0;
-  double multi_seconds = 0;
-  std::vector<double> multi_device_seconds;
-  // Wall time moving layer states between devices before a pass (part of the passes' times above;
-  // a layer that one device decodes and another prefills moves before and after each prompt).
-  double state_move_seconds = 0;
 };
 
 class SplitSession : public DecodeSession {

@@ -61,6 +61,21 @@ struct SplitTimes {
   uint64_t state_moves = 0;  // layers whose state moved
   double state_move_seconds = 0;
   int prefill_from_rows = 2;  // passes of fewer rows compute where decode does
+
+  // Seconds per pass of one kind (one row, else more): each device's, then the rest; empty when no
+  // such pass ran.
+  std::vector<double> per_pass(bool one_row) const {
+    const uint64_t n = one_row ? decode_passes : multi_passes;
+    if (n == 0) return {};
+    std::vector<double> out = one_row ? decode_device_seconds : multi_device_seconds;
+    double rest = one_row ? decode_seconds : multi_seconds;
+    for (double& s : out) {
+      rest -= s;
+      s /= double(n);
+    }
+    out.push_back(rest / double(n));
+    return out;
+  }
 };
 
 // Transactions over positions: stage() runs T new tokens at n_past()..n_past()+T-1 without

@@ -6,6 +6,7 @@
 // (CudaK3Session) is checked by tst_cuda_k3 on a GPU. Also the plain logic the CUDA forward follows: the plan's layout,
 // the pass segments and the order of the stream buffers' copies. Nothing here is timed.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <stdexcept>
@@ -294,6 +295,10 @@ class TestSplitSession : public QObject {
     QCOMPARE(t->decode_passes, s.stats().decode_passes);
     QCOMPARE(t->multi_passes, s.stats().multi_passes);
     QCOMPARE(t->multi_device_seconds.size(), size_t(2));
+    // Per prompt pass: the CPU's, the GPU's and the rest, adding up to the pass.
+    const std::vector<double> per = t->per_pass(false);
+    QCOMPARE(per.size(), size_t(3));
+    QVERIFY(std::abs(per[0] + per[1] + per[2] - t->multi_seconds / double(t->multi_passes)) <= 1e-12);
     QVERIFY(!K3Session(*model_).split_times().has_value());
     layout.prefill_from_rows = 1;
     QVERIFY_THROWS_EXCEPTION(Error, layout.check(cfg_.layers));
