@@ -123,7 +123,7 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
     throw Error("a pass needs " + std::to_string(experts.size()) + " experts of one layer but the VRAM tier has " +
                     std::to_string(slots()) + " slots",
                 "give the VRAM tier more slots or run fewer rows per pass");
-  map_.begin_request();
+  map_.begin_request(layer);
   impl_->request_point.record(static_cast<cudaStream_t>(stream));
   impl_->has_request_point = true;
   // Slots filled ahead may still be landing: the work that reads them waits for those copies, and

@@ -6,7 +6,8 @@
 // source's views in its own arena (the RAM tier), the arena is pinned piece by piece as misses
 // reach it and experts are copied straight from it instead. The slots keep the checkpoint's row
 // layout, which the fp64 expert kernels (k3::routed_experts) read. Which slot a miss takes is
-// ExpertSlotMap's use-count policy: experts used every token stay, newcomers go first.
+// ExpertSlotMap's policy: the expert expected to be needed last goes (its layer's distance round
+// the pass and its odds of being used, counted over all its uses, resident or not).
 #include <cstdint>
 #include <memory>
 #include <span>

@@ -3,13 +3,22 @@
 // replacement policy of a tier whose slots are filled by the caller (the VRAM tier), kept apart
 // from any device so that it is tested on its own.
 //
-// Every use adds one to a slot's count, and every `half_life` requests (a request is one layer of
-// one pass) all counts halve. A miss takes an empty slot, else the slot with the lowest count not
-// used by the current request, the most recently used among equals. A newcomer starts at 1, so it is
-// the next to go unless it is used again, while experts used every token keep their slots and cold
-// ones fade below 1 and give theirs up. Plain LRU, or least recently used among equals, has none of
-// this: when a pass cycles through more experts than there are slots (every expert of every layer,
-// once per token), each miss evicts the expert needed soonest and nothing is ever hit.
+// A miss takes an empty slot, else the slot whose expert is expected to be needed last (Belady's
+// rule with estimated odds), among slots the current request does not use. Passes visit the
+// layers in order, so an expert of layer l, used in a fraction p of its layer's requests, is
+// expected next after the layers up to l come round again (d requests) plus, should it miss that
+// time, (1 - p) / p further rounds of M requests: d + M (1 - p) / p. p counts every use of the
+// expert, resident or not (uses and the layer's requests halve every `half_life` requests), so an
+// expert that turns hot takes a slot from one that was hot only when the slots were filled; a
+// layer not requested for two rounds is no longer passed through, and its experts go first.
+// - Every expert of every layer, once per token (the placement slice): p = 1 for all, so a miss
+//   evicts the layer passed most recently and the resident share drifts round the cycle, hitting
+//   (S - d) / (N - d) of N experts with S slots and d per layer, the planner's figure (a fixed set
+//   would hit (S - d) / N; plain LRU, which evicts the expert needed soonest, nothing).
+// - Skewed routing: the most used experts win the slots (as with LFU over all uses; counting only
+//   uses while resident, a newcomer never outscores those that came first).
+// - Guesses fetched ahead and not yet used go before anything else, so a wrong guess costs one slot
+//   for one layer.
 #include <cstddef>
 #include <cstdint>
 #include <unordered_map>
@@ -24,16 +33,17 @@ class ExpertSlotMap {
   explicit ExpertSlotMap(int slot_count, int half_life = kDefaultHalfLife);
 
   int slot_count() const { return static_cast<int>(key_.size()); }
-  // Starts a request: the slots it uses are not taken by its own misses.
-  void begin_request();
-  // The slot holding (layer, expert), counted as a use; -1 when none does.
+  // Starts a request for one layer: the slots it uses are not taken by its own misses.
+  void begin_request(int layer);
+  // The slot holding (layer, expert), counted as a use; -1 when none does (the use still counts
+  // towards the expert's odds, for when it is claimed).
   int use(int layer, int expert);
-  // The slot a miss of (layer, expert) goes to, counted as its first use; `evicted` says whether
-  // another expert left it. -1 when every slot is already used by this request.
+  // The slot a miss of (layer, expert) goes to; `evicted` says whether another expert left it.
+  // -1 when every slot is already used by this request.
   int claim(int layer, int expert, bool* evicted = nullptr);
   // A slot for (layer, expert) fetched ahead of the request that will use it (a prediction): never
-  // one used at or after request `keep_from`, and not counted as a use, so a wrong guess is the
-  // first to go. -1 when no slot qualifies.
+  // one used at or after request `keep_from`, and the first to go until it is used. -1 when no slot
+  // qualifies.
   int claim_ahead(int layer, int expert, uint64_t keep_from);
   uint64_t request() const { return request_; }
   // Empties one slot (a failed fill) or all of them.
@@ -47,16 +57,25 @@ class ExpertSlotMap {
 
  private:
   static int64_t key(int layer, int expert) { return (int64_t(layer) << 32) | uint32_t(expert); }
-  // The slot a claim takes: empty first, else the lowest count among slots last used before
-  // request keep_from, the most recently used among equals; -1 when none.
+  // The slot a claim takes: empty first, else among slots last used before request keep_from an
+  // unused guess, else the one needed last (next_use), the most recently used among equals; -1
+  // when none.
   int pick(uint64_t keep_from, bool* evicted) const;
-  void take(int slot, int layer, int expert, double count);
+  // Requests until the expert in `slot` is expected to be needed (the header's d + M (1 - p) / p).
+  double next_use(size_t slot) const;
+  void take(int slot, int layer, int expert, bool guess);
+  double& layer_requests(int layer);
   int half_life_;
   uint64_t request_ = 0;
-  std::vector<int64_t> key_;    // -1 = empty
-  std::vector<uint64_t> used_;  // request of the last use
-  std::vector<double> count_;   // uses, halved every half_life_ requests
+  int layer_ = 0;                   // of the current request
+  std::vector<int64_t> key_;        // -1 = empty
+  std::vector<uint64_t> used_;      // request of the last use
+  std::vector<bool> unused_guess_;  // fetched ahead, not used since
+  std::vector<double> uses_;        // the resident expert's uses (halved with the rest)
   std::unordered_map<int64_t, int> where_;
+  std::unordered_map<int64_t, double> away_uses_;  // the same for experts not resident
+  std::vector<double> layer_requests_;             // by layer, halved every half_life_ requests
+  std::vector<uint64_t> layer_last_;               // by layer: its last request
 };
 
 }  // namespace deltafin

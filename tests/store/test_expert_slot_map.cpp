@@ -1,8 +1,14 @@
 // The replacement policy of the VRAM expert tier (ExpertSlotMap), without a GPU: a pass that
-// cycles through more experts than there are slots keeps a fixed share resident (LRU keeps none),
-// experts that stop being used make room for the new working set, and a request never evicts an
-// expert it is using.
+// cycles through more experts than there are slots hits the planner's share (LRU hits nothing),
+// skewed routing keeps the most used experts whenever they first came, experts that stop being used
+// make room for the new working set, and a request never evicts an expert it is using.
 #include <QtTest>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
 
 #include "store/expert_slot_map.h"
 
@@ -16,7 +22,7 @@ double cyclic_hit_rate(ExpertSlotMap& m, int layers, int experts, int tokens) {
   uint64_t hits = 0, asked = 0;
   for (int t = 0; t < tokens; ++t)
     for (int l = 0; l < layers; ++l) {
-      m.begin_request();
+      m.begin_request(l);
       std::vector<int> miss;
       for (int e = 0; e < experts; ++e) {
         const bool hit = m.use(l, e) >= 0;
@@ -68,17 +74,72 @@ double lru_cyclic_hit_rate(int n_slots, int layers, int experts, int tokens) {
 class TestExpertSlotMap : public QObject {
   Q_OBJECT
  private slots:
-  void aCyclicPassKeepsAFixedShare() {
-    // The placement slice's 96 GB machine: 12 MoE layers of 16 experts, all used every token, 96
-    // slots. 80 slots keep their experts and 16 take each layer's misses: 80 / 192 hits.
-    const int layers = 12, experts = 16, n_slots = 96;
+  void aCyclicPassHitsThePlannersShare() {
+    // The placement slice's 96 GB machine: 12 MoE layers of 16 experts, all used every token. Each
+    // miss evicts the layer passed last, so the resident share moves round the pass and hits the
+    // planner's (S - d) / (N - d); a fixed set of S - d experts would hit (S - d) / N. Two slot
+    // counts: the 96 of the test's machine and the 77 the H100 runs had.
+    const int layers = 12, experts = 16, N = layers * experts;
+    for (const int n_slots : {96, 77}) {
+      ExpertSlotMap m(n_slots);
+      const double rate = cyclic_hit_rate(m, layers, experts, 40);
+      const double lru = lru_cyclic_hit_rate(n_slots, layers, experts, 40);
+      const double planner = double(n_slots - experts) / double(N - experts);
+      qInfo("cyclic pass, %d slots for %d experts: hit rate %.4f, planner %.4f, fixed set %.4f, plain LRU %.3f",
+            n_slots, N, rate, planner, double(n_slots - experts) / N, lru);
+      QVERIFY(rate >= 0);
+      QVERIFY2(rate >= planner - 1e-9, qPrintable(QString::number(rate)));
+      QCOMPARE(lru, 0.0);
+    }
+  }
+
+  void skewedRoutingKeepsTheMostUsedExperts() {
+    // 8 layers of 128 experts, 16 per token, each layer's experts used with Zipf odds (1 / rank)
+    // in a shuffled order; 120 slots. The tier should come close to the best fixed set of the
+    // 104 slots a pass's misses leave (the most used experts of the second half's own routing).
+    // Counting uses only while resident (the policy before) kept whichever experts came first:
+    // 0.32 here against this policy's 0.44 (and the cyclic pass above at the fixed set's share).
+    const int layers = 8, experts = 128, k = 16, n_slots = 120, tokens = 120;
+    std::mt19937 rng(1);
+    std::vector<std::vector<int>> order(layers);
+    for (auto& o : order) {
+      o.resize(experts);
+      std::iota(o.begin(), o.end(), 0);
+      std::shuffle(o.begin(), o.end(), rng);
+    }
+    std::vector<double> odds(experts);
+    for (int r = 0; r < experts; ++r) odds[size_t(r)] = 1.0 / (r + 1);
+    std::discrete_distribution<int> rank(odds.begin(), odds.end());
     ExpertSlotMap m(n_slots);
-    const double rate = cyclic_hit_rate(m, layers, experts, 40);
-    const double lru = lru_cyclic_hit_rate(n_slots, layers, experts, 40);
-    qInfo("cyclic pass, %d slots for %d experts: hit rate %.3f (plain LRU %.3f)", n_slots, layers * experts, rate, lru);
-    QVERIFY(rate >= 0);
-    QCOMPARE(rate, double(n_slots - experts) / double(layers * experts));
-    QCOMPARE(lru, 0.0);
+    std::map<std::pair<int, int>, int> later;  // uses in the second half
+    uint64_t hits = 0, asked = 0;
+    for (int t = 0; t < tokens; ++t)
+      for (int l = 0; l < layers; ++l) {
+        std::set<int> chosen;
+        while (int(chosen.size()) < k) chosen.insert(order[size_t(l)][size_t(rank(rng))]);
+        m.begin_request(l);
+        std::vector<int> miss;
+        for (int e : chosen) {
+          const bool hit = m.use(l, e) >= 0;
+          if (t >= tokens / 2) {
+            ++asked;
+            hits += hit;
+            ++later[{l, e}];
+          }
+          if (!hit) miss.push_back(e);
+        }
+        for (int e : miss) QVERIFY(m.claim(l, e) >= 0);
+      }
+    std::vector<int> counts;
+    for (const auto& [key, n] : later) counts.push_back(n);
+    std::sort(counts.rbegin(), counts.rend());
+    const int fixed_slots = n_slots - k;
+    const double best_fixed =
+        double(std::accumulate(counts.begin(), counts.begin() + std::min<size_t>(counts.size(), fixed_slots), 0)) /
+        double(asked);
+    const double rate = double(hits) / double(asked);
+    qInfo("skewed routing, %d slots: hit rate %.3f, best fixed set of %d %.3f", n_slots, rate, fixed_slots, best_fixed);
+    QVERIFY2(rate >= 0.9 * best_fixed, qPrintable(QString::number(rate)));
   }
 
   void aModelThatFitsIsAllHits() {
@@ -94,7 +155,7 @@ class TestExpertSlotMap : public QObject {
     uint64_t hits = 0, asked = 0;
     for (int t = 0; t < 200; ++t)
       for (int l = 10; l < 14; ++l) {
-        m.begin_request();
+        m.begin_request(l);
         std::vector<int> miss;
         for (int e = 0; e < 16; ++e) {
           const bool hit = m.use(l, e) >= 0;
@@ -114,11 +175,11 @@ class TestExpertSlotMap : public QObject {
 
   void aRequestNeverEvictsWhatItUses() {
     ExpertSlotMap m(4);
-    m.begin_request();
+    m.begin_request(0);
     for (int e = 0; e < 4; ++e) QCOMPARE(m.claim(0, e), e);
     bool evicted = true;
     QCOMPARE(m.claim(0, 4, &evicted), -1);  // all four slots are this request's
-    m.begin_request();
+    m.begin_request(1);
     QCOMPARE(m.use(0, 2), 2);
     const int s = m.claim(1, 0, &evicted);
     QVERIFY(evicted);
@@ -133,14 +194,14 @@ class TestExpertSlotMap : public QObject {
 
   void expertsFetchedAheadSpareTheCurrentRequest() {
     ExpertSlotMap m(8);
-    m.begin_request();
+    m.begin_request(0);
     for (int e = 0; e < 4; ++e) QCOMPARE(m.claim(0, e), e);
     // The next layer's guesses: the four free slots, never the current request's.
     for (int e = 0; e < 4; ++e) QCOMPARE(m.claim_ahead(1, e, m.request()), 4 + e);
     QCOMPARE(m.claim_ahead(1, 4, m.request()), -1);  // every slot is this request's
     QCOMPARE(m.claim_ahead(1, 0, m.request()), -1);  // already there
-    // Layer 1 asks for three of the four guesses; the wrong one (never used, count 0) goes first.
-    m.begin_request();
+    // Layer 1 asks for three of the four guesses; the wrong one (never used) goes first.
+    m.begin_request(1);
     for (int e = 0; e < 3; ++e) QCOMPARE(m.use(1, e), 4 + e);
     QCOMPARE(m.claim(1, 9), 7);
     QCOMPARE(m.find(1, 3), -1);
