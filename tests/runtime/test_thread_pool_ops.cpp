@@ -1,5 +1,6 @@
 // The pool's hand-over (workers that poll, then sleep) covers every index exactly once, call after
-// call, with and without polling; the grouped matmuls give the bits of one matmul per matrix.
+// call, with and without polling, with threads that come late for a call; the grouped matmuls give the bits of one
+// matmul per matrix.
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -88,6 +89,31 @@ class TestThreadPoolOps : public QObject {
       check_cover(pool, 20);
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
+  }
+
+  void everyIndexOnceWithLateThreads() {
+    // A call ends once its chunks are done, so threads still waking for one call (or stalled in a
+    // chunk) meet the next: more threads than this machine's cores, chunks that stall now and then,
+    // calls back to back. Each claims only chunks of the call it woke for.
+    for (const char* spin : {"0", "20"}) {
+      ::setenv("DELTAFIN_POOL_SPIN_US", spin, 1);
+      ThreadPool pool(9);
+      std::mt19937 rng(11);
+      std::vector<int> hits;
+      for (int c = 0; c < 3000; ++c) {
+        const size_t n = 1 + rng() % 300;
+        const unsigned stall = rng() % 7;
+        hits.assign(n, 0);
+        pool.parallel_for(n, [&](size_t b, size_t e) {
+          if (b % 7 == stall) std::this_thread::sleep_for(std::chrono::microseconds(50));
+          for (size_t i = b; i < e; ++i) ++hits[i];
+        });
+        for (size_t i = 0; i < n; ++i)
+          if (hits[i] != 1)
+            QFAIL(qPrintable(QString("call %1: index %2 of %3 visited %4 times").arg(c).arg(i).arg(n).arg(hits[i])));
+      }
+    }
+    ::unsetenv("DELTAFIN_POOL_SPIN_US");
   }
 
   void groupEqualsOneMatmulPerMatrix() {
