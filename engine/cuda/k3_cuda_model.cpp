@@ -298,6 +298,8 @@ int auto_expert_slots(const K3Config& c, const CudaK3Model::Options& o, int all)
 CudaK3Model::CudaK3Model(const K3Model& host, Options opts)
     : host_(host), opts_(opts), w_(std::make_unique<CudaK3Weights>()) {
   if (const char* e = std::getenv("DELTAFIN_VRAM_PREFETCH"); e && std::string(e) == "1") opts_.expert_prefetch = true;
+  if (const char* e = std::getenv("DELTAFIN_VRAM_PREFETCH"); e && std::string(e) == "0")
+    opts_.expert_prefetch = opts_.expert_prefetch_auto = false;
   if (const char* e = std::getenv("DELTAFIN_GPU_HOST_GUESSES"); e && std::string(e) == "1") opts_.host_guesses = true;
   // The expert kernels have K3's SiTU betas compiled in (cuda/situ.h); other models run on the CPU.
   if (const std::string e = situ_config_error(host.config().situ_beta, host.config().situ_linear_beta); !e.empty())
@@ -1501,11 +1503,15 @@ void CudaK3Session::moe_streamed(int layer, int T, ForwardTrace* trace) {
              "cudaMemcpyAsync");
   check_cuda(cudaMemcpyAsync(d_->slot_dev, slot, n * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
   k3::routed_experts(d_->table_dev, d_->slot_dev, d_->rw, T, k, Z, c.moe_intermediate, d_->z, d_->eh, d_->y, so);
-  if (next >= 0 && m_.options().expert_prefetch) {
+  const CudaK3Model::Options& o = m_.options();
+  if (next >= 0 && (o.expert_prefetch || (o.expert_prefetch_auto && m_.experts().ahead_worthwhile()))) {
     // Once this layer's experts are queued (the host may wait here for the RAM tier to read a
     // guess from disk; the GPU should not wait with it): into slots this layer does not use, after
-    // the work queued so far, so the copies overlap the next layer's attention.
-    m_.experts().prefetch(next, distinct(d_->host_rid_next.as<int32_t>()), so);
+    // the work queued so far, so the copies overlap the next layer's attention. By default only
+    // guesses already in RAM, so the host never waits for the disk here.
+    std::vector<int> guess = distinct(d_->host_rid_next.as<int32_t>());
+    if (!o.expert_prefetch) std::erase_if(guess, [&](int e) { return !m_.experts().host().in_memory(next, e); });
+    m_.experts().prefetch(next, guess, so);
   }
 }
 

@@ -46,9 +46,13 @@ class CudaK3Model {
     bool host_handover = false;
     // Streamed expert tier: while a MoE layer's experts compute, the next MoE layer's guessed
     // experts (its router on this layer's input) are copied in, so that copies overlap the GPU's
-    // work instead of following it (issue 33). Off: on an H100 every guess was used and decode was
-    // no faster, the copied volume being the bound (docs/CUDA.md); DELTAFIN_VRAM_PREFETCH=1 turns it on.
+    // work instead of following it (issue 33; docs/CUDA.md "Copies ahead"). expert_prefetch copies
+    // every guess (DELTAFIN_VRAM_PREFETCH=1). expert_prefetch_auto, the default, copies only the
+    // guesses the host tier holds in RAM (a guess never waits for the disk) and only while at least
+    // half of the recent guesses were used (VramExpertCache::ahead_worthwhile; a wrong guess takes
+    // PCIe time ahead of the next layer's misses); DELTAFIN_VRAM_PREFETCH=0 turns both off.
     bool expert_prefetch = false;
+    bool expert_prefetch_auto = true;
     // Streamed expert tier over disk reads: the same guess of the next MoE layer's experts also goes
     // to the host tier's prefetch (its RAM tier reads them from disk ahead, asynchronously) as soon
     // as this layer's routing is on the host, so the disk reads the next layer's experts behind this
@@ -56,7 +60,7 @@ class CudaK3Model {
     // a GPU against the path without it; DELTAFIN_GPU_HOST_GUESSES=1 turns it on.
     bool host_guesses = false;
     // Whether a pass computes the next MoE layer's guess at all.
-    bool guesses() const { return expert_prefetch || host_guesses; }
+    bool guesses() const { return expert_prefetch || expert_prefetch_auto || host_guesses; }
   };
   CudaK3Model(const K3Model& host, Options opts);
   explicit CudaK3Model(const K3Model& host) : CudaK3Model(host, Options{}) {}

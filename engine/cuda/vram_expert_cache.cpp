@@ -135,12 +135,14 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
   }
   std::vector<int> missing_idx;
   std::vector<int> missing;
+  uint64_t ahead_used = 0;
   for (size_t i = 0; i < experts.size(); ++i) {
     ++c_.requests;
     if (const int s = map_.use(layer, experts[i]); s >= 0) {
       ++c_.hits;
       if (impl_->ahead_slot[size_t(s)]) {
         ++c_.ahead_used;
+        ++ahead_used;
         impl_->ahead_slot[size_t(s)] = 0;
       }
       out[i] = view(s);
@@ -148,6 +150,10 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
       missing_idx.push_back(int(i));
       missing.push_back(experts[i]);
     }
+  }
+  if (layer == ahead_layer_) {
+    if (ahead_sent_ > 0) ahead_precision_ = 0.75 * ahead_precision_ + 0.25 * double(ahead_used) / double(ahead_sent_);
+    ahead_layer_ = -1;
   }
   if (missing.empty()) return;
   std::vector<int> slot_for(missing.size());
@@ -171,6 +177,11 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
   c_.fill_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+bool VramExpertCache::ahead_worthwhile() {
+  if (ahead_precision_ >= 0.5) return true;
+  return ++ahead_skipped_ % 16 == 0;
+}
+
 void VramExpertCache::prefetch(int layer, std::span<const int> experts, Stream stream) {
   const auto t0 = std::chrono::steady_clock::now();
   impl_->release_ahead_batch();  // the previous guesses
@@ -184,6 +195,8 @@ void VramExpertCache::prefetch(int layer, std::span<const int> experts, Stream s
     missing.push_back(e);
     slot_for.push_back(s);
   }
+  ahead_layer_ = layer;
+  ahead_sent_ = missing.size();
   if (missing.empty()) return;
   ++epoch_;
   c_.ahead += missing.size();

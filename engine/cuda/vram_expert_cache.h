@@ -53,6 +53,11 @@ class VramExpertCache {
   // they land while the compute stream works; the next gather waits for them. Guesses stop when no
   // slot qualifies. Their slots are the first to go if the guess was wrong.
   void prefetch(int layer, std::span<const int> experts, Stream stream);
+  // The share of recent copies ahead that their request used (a moving average over layers, 1
+  // before any), and whether to copy ahead now: while that share is at least half, and otherwise
+  // one opportunity in 16, to see whether the guesses got better.
+  double ahead_precision() const { return ahead_precision_; }
+  bool ahead_worthwhile();
   // Copies every expert of the given layers in (resident mode); throws when they do not fit.
   void preload(const std::vector<int>& layers, int experts_per_layer);
 
@@ -98,6 +103,10 @@ class VramExpertCache {
   ExpertSlotMap map_;
   uint64_t epoch_ = 0;
   VramTierCounters c_;
+  int ahead_layer_ = -1;     // the layer the last copies ahead were for, until it asks
+  uint64_t ahead_sent_ = 0;  // how many experts they were
+  double ahead_precision_ = 1.0;
+  uint64_t ahead_skipped_ = 0;
   bool direct_on_ = true;
   std::string direct_note_;
   struct Impl;

@@ -77,6 +77,7 @@ class TieredExpertSource : public ExpertSource {
   std::unique_ptr<ExpertBatch> request_ahead(int layer, std::span<const int> experts) override;
   void prefetch(int layer, std::span<const int> experts) override;
   bool wants_prefetch() const override { return opts_.prefetch; }
+  bool in_memory(int layer, int expert) const override { return cached(layer, expert); }
   int prefetch_layers() const override { return opts_.prefetch ? opts_.lookahead_layers : 0; }
   void end_token() override;
   ExpertCounters counters() const override;
