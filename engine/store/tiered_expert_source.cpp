@@ -179,6 +179,14 @@ TieredExpertSource::TieredExpertSource(const Checkpoint& ck, std::vector<std::ve
   heat_ = HeatMap(static_cast<int>(loc_.size()), experts_);
   interval_s_.assign(loc_.size(), 0.0);
   if (!opts_.heat_path.empty()) heat_.load(opts_.heat_path);
+  score_.assign(loc_.size() * size_t(experts_), 0.0);
+  score_tick_.assign(score_.size(), 0.0);
+  if (opts_.policy == EvictionPolicy::HeatSeeded) {
+    // The saved heat as a head start, in units of the mean expert's demand.
+    const double mean = double(std::max<uint64_t>(1, heat_.total())) / (double(heat_.layers()) * heat_.experts());
+    for (int l = 0; l < heat_.layers(); ++l)
+      for (int e = 0; e < heat_.experts(); ++e) score_[key(l, e)] = heat_.count(l, e) / mean;
+  }
   io_ = std::thread([this] { io_loop(); });
 }
 
@@ -219,13 +227,15 @@ std::string TieredExpertSource::describe() const {
 }
 
 double TieredExpertSource::decayed_score_locked(const Slot& s) const {
-  return s.score * std::exp2(-(token_clock_ - s.score_tick) / opts_.lfu_half_life_tokens);
+  const uint64_t k = key(s.layer, s.expert);
+  return score_[k] * std::exp2(-(token_clock_ - score_tick_[k]) / opts_.lfu_half_life_tokens);
 }
 
 void TieredExpertSource::touch_locked(Slot& s) {
   s.last_use = ++tick_;
-  s.score = decayed_score_locked(s) + 1.0;
-  s.score_tick = token_clock_;
+  const uint64_t k = key(s.layer, s.expert);
+  score_[k] = decayed_score_locked(s) + 1.0;
+  score_tick_[k] = token_clock_;
 }
 
 void TieredExpertSource::evict_locked(int i) {
@@ -330,12 +340,6 @@ void TieredExpertSource::start_load_locked(int i, int layer, int expert, bool de
   s.expert = expert;
   s.state = Slot::Queued;
   s.prefetched = !demand;
-  s.score = 0;
-  s.score_tick = token_clock_;
-  if (opts_.policy == EvictionPolicy::HeatSeeded) {
-    const double mean = double(std::max<uint64_t>(1, heat_.total())) / (double(heat_.layers()) * heat_.experts());
-    s.score = heat_.count(layer, expert) / mean;
-  }
   s.last_use = ++tick_;
   index_[key(layer, expert)] = i;
 

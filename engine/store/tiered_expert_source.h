@@ -111,8 +111,6 @@ class TieredExpertSource : public ExpertSource {
     bool prefetched = false;  // loaded by prefetch and not yet used
     bool kept = false;        // a cache slot (else a streaming slot)
     uint64_t last_use = 0;
-    double score = 0;  // LFU count, decayed
-    double score_tick = 0;
     int chunks_left = 0;
     std::string error;
     ExpertView view;
@@ -175,6 +173,10 @@ class TieredExpertSource : public ExpertSource {
   bool stop_ = false, paused_ = false;
   uint64_t tick_ = 0;
   double token_clock_ = 0;
+  // By (layer, expert), resident or not: the uses the count policies score (decayed by token_clock_
+  // from score_tick_). Kept apart from the slots, so an expert read again after the cache let it
+  // go keeps its count: one that turns hot outscores one that was hot only when the cache filled.
+  std::vector<double> score_, score_tick_;
   HeatMap heat_;
   ExpertCounters c_;
   std::thread io_;

@@ -202,6 +202,31 @@ class TestTieredStore : public QObject {
     QVERIFY(t.cached(1, 5));
   }
 
+  void anExpertThatTurnsHotWinsItsPlace() {
+    // Three experts fill the cache; then a fourth is asked for again and again. Its count lives
+    // beside the slots, so it outscores a kept expert from its second use and is read from disk
+    // once more at most (counted only while in a slot, it started at one on every read and never
+    // outscored the first three).
+    StoreOptions o = buffered(3, 2);
+    o.prefetch = false;
+    o.policy = EvictionPolicy::LfuDecay;
+    TieredExpertSource t(*demo_.ck, demo_.w.experts, o);
+    QCOMPARE(t.cache_slots(), 3);
+    std::vector<ExpertView> v;
+    for (int e : {0, 1, 2}) t.acquire(1, std::vector<int>{e}, v);
+    // Between its uses, two experts asked for once each take the streaming slots, so a copy of
+    // expert 3 the cache did not keep is gone by its next use.
+    uint64_t reads_of_3 = 0;
+    for (int i = 0; i < 6; ++i) {
+      const uint64_t r = t.counters().disk_reads;
+      t.acquire(1, std::vector<int>{3}, v);
+      reads_of_3 += t.counters().disk_reads - r;
+      for (int e : {4 + 2 * i, 5 + 2 * i}) t.acquire(1, std::vector<int>{e}, v);
+    }
+    QVERIFY(t.cached(1, 3));
+    QVERIFY2(reads_of_3 <= 2, qPrintable(QString::number(reads_of_3)));
+  }
+
   void aRequestAheadReadsWithoutCounting() {
     // The VRAM tier's guesses for the next layer: the same bytes as a request, kept out of the
     // demand counters, so the layer's own request then counts its hits as usual.
