@@ -67,16 +67,12 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::run_chunks(unsigned generation) {
-  uint64_t t = ticket_.load(std::memory_order_acquire);
+void ThreadPool::run_chunks() {
   for (;;) {
-    const uint32_t chunks = uint32_t(t >> 16) & 0xffff, c = uint32_t(t) & 0xffff;
-    if (uint32_t(t >> 32) != generation || c >= chunks) return;
-    if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
-    const size_t b = size_t(c) * job_chunk_;
+    const size_t c = next_chunk_.fetch_add(1, std::memory_order_relaxed);
+    if (c >= job_chunks_) return;
+    const size_t b = c * job_chunk_;
     (*job_)(b, std::min(job_n_, b + job_chunk_));
-    if (chunks_done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) chunks_done_.notify_one();
-    t = ticket_.load(std::memory_order_acquire);
   }
 }
 
@@ -91,7 +87,12 @@ void ThreadPool::worker() {
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load(std::memory_order_acquire)) return;
-    run_chunks(seen);
+    run_chunks();
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // The caller may be asleep: wake it under the lock it checks pending_ under.
+      std::lock_guard<std::mutex> lk(mu_);
+      cv_done_.notify_one();
+    }
   }
 }
 
@@ -104,30 +105,26 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)
     return;
   }
   // Up to chunks_per_thread_ chunks per thread, taken in turn by whichever thread is free: a thread
-  // that starts late or runs slow (a vCPU the host lent elsewhere) takes fewer, and the call does
-  // not wait for it at all once the others have done every chunk.
-  const size_t want = std::min({grains, static_cast<size_t>(size()) * chunks_per_thread_, size_t(0xffff)});
+  // that starts late or runs slow (a vCPU the host lent elsewhere) takes fewer, instead of the
+  // whole call waiting for its fixed share.
+  const size_t want = std::min(grains, static_cast<size_t>(size()) * chunks_per_thread_);
   job_ = &fn;
   job_n_ = n;
   job_chunk_ = (grains + want - 1) / want * grain;
-  const uint32_t chunks = uint32_t((n + job_chunk_ - 1) / job_chunk_);
-  chunks_done_.store(0, std::memory_order_relaxed);
+  job_chunks_ = (n + job_chunk_ - 1) / job_chunk_;
+  next_chunk_.store(0, std::memory_order_relaxed);
+  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
   bool wake;
-  unsigned gen;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    gen = generation_.load(std::memory_order_relaxed) + 1;
-    ticket_.store(uint64_t(gen) << 32 | uint64_t(chunks) << 16, std::memory_order_release);
-    generation_.store(gen, std::memory_order_release);
+    generation_.fetch_add(1, std::memory_order_release);
     wake = sleepers_ > 0;
   }
   if (wake) cv_start_.notify_all();
-  run_chunks(gen);
-  auto done = [&] { return chunks_done_.load(std::memory_order_acquire) == chunks; };
-  if (spin_until(spin_ns_, done)) return;
-  for (uint32_t d = chunks_done_.load(std::memory_order_acquire); d != chunks;
-       d = chunks_done_.load(std::memory_order_acquire))
-    chunks_done_.wait(d, std::memory_order_acquire);
+  run_chunks();
+  if (spin_until(spin_ns_, [&] { return pending_.load(std::memory_order_acquire) == 0; })) return;
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_done_.wait(lk, [&] { return pending_.load(std::memory_order_acquire) == 0; });
 }
 
 static std::unique_ptr<ThreadPool>& global_slot() {

@@ -40,22 +40,16 @@ class ThreadPool {
 
  private:
   void worker();
-  void run_chunks(unsigned generation);  // takes chunks of that call until none is left
+  void run_chunks();  // takes chunks of the current job until none is left
   std::vector<std::thread> workers_;
   std::mutex mu_;
-  std::condition_variable cv_start_;
-  // A call's chunks are claimed from one word, its generation (high 32 bits), its chunk count (16)
-  // and the next chunk (16), so a thread that woke late for a call already finished claims nothing
-  // of the next one by mistake. The call returns once its chunks are done, not once every worker
-  // has woken: on virtual machines waking 15 sleeping threads one by one is tens of microseconds,
-  // which each of a decode step's hundreds of calls used to wait for.
-  std::atomic<uint64_t> ticket_{0};
-  std::atomic<uint32_t> chunks_done_{0};
-  // Written by the caller before a call's ticket is published; read by a thread that has claimed
-  // one of its chunks (the call cannot end, and the next one cannot begin, before that chunk is done).
+  std::condition_variable cv_start_, cv_done_;
+  // Written by the caller before generation_ moves on; read by the workers after they see it.
   const std::function<void(size_t, size_t)>* job_ = nullptr;
-  size_t job_n_ = 0, job_chunk_ = 1;
+  size_t job_n_ = 0, job_chunk_ = 1, job_chunks_ = 0;
+  std::atomic<size_t> next_chunk_{0};
   std::atomic<unsigned> generation_{0};
+  std::atomic<int> pending_{0};
   int sleepers_ = 0;  // workers waiting on cv_start_ (guarded by mu_)
   std::atomic<bool> stop_{false};
   long spin_ns_ = 0;

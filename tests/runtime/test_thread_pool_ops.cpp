@@ -92,9 +92,9 @@ class TestThreadPoolOps : public QObject {
   }
 
   void everyIndexOnceWithLateThreads() {
-    // A call ends once its chunks are done, so threads still waking for one call (or stalled in a
-    // chunk) meet the next: more threads than this machine's cores, chunks that stall now and then,
-    // calls back to back. Each claims only chunks of the call it woke for.
+    // More threads than this machine's cores, chunks that stall now and then, calls back to back:
+    // threads that wake late for a call, or stall in a chunk, still cover each index of each call
+    // once (the hand-over a faster pool must keep when it stops waiting for every thread).
     for (const char* spin : {"0", "20"}) {
       ::setenv("DELTAFIN_POOL_SPIN_US", spin, 1);
       ThreadPool pool(9);
