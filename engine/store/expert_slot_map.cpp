@@ -1,6 +1,7 @@
 #include "store/expert_slot_map.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace deltafin {
@@ -17,6 +18,7 @@ double& ExpertSlotMap::layer_requests(int layer) {
   if (l >= layer_requests_.size()) {
     layer_requests_.resize(l + 1, 0.0);
     layer_last_.resize(l + 1, 0);
+    layer_slots_.resize(l + 1, 0);
   }
   return layer_requests_[l];
 }
@@ -79,9 +81,11 @@ double ExpertSlotMap::next_use(size_t slot) const {
 }
 
 int ExpertSlotMap::pick(uint64_t keep_from, bool* evicted) const {
+  const double M = std::max<double>(1, double(layer_requests_.size()));
   int best = -1;
   bool best_guess = false;
-  double best_next = 0;
+  double best_next = 0, best_round = 0;
+  int best_held = 0;
   for (int s = 0; s < slot_count(); ++s) {
     const size_t i = size_t(s);
     if (key_[i] < 0) {
@@ -91,17 +95,22 @@ int ExpertSlotMap::pick(uint64_t keep_from, bool* evicted) const {
     if (used_[i] >= keep_from) continue;
     const bool guess = unused_guess_[i];
     const double next = guess ? 0.0 : next_use(i);
+    const double round = std::floor((next - 1) / M);  // 0: needed within this round of the layers
+    const int held = layer_slots_[size_t(layer_of(s))];
     bool better = best < 0;
     if (!better) {
-      const size_t b = size_t(best);
       if (guess != best_guess) better = guess;
+      else if (round != best_round) better = round > best_round;
+      else if (held != best_held) better = held > best_held;
       else if (next != best_next) better = next > best_next;
-      else better = used_[i] > used_[b];
+      else better = used_[i] > used_[size_t(best)];
     }
     if (better) {
       best = s;
       best_guess = guess;
       best_next = next;
+      best_round = round;
+      best_held = held;
     }
   }
   if (evicted) *evicted = best >= 0 && key_[size_t(best)] >= 0;
@@ -113,7 +122,10 @@ void ExpertSlotMap::take(int slot, int layer, int expert, bool guess) {
   if (key_[i] >= 0) {
     where_.erase(key_[i]);
     if (uses_[i] > 0) away_uses_[key_[i]] = uses_[i];
+    --layer_slots_[size_t(layer_of(slot))];
   }
+  layer_requests(layer);  // sizes the per-layer tables
+  ++layer_slots_[size_t(std::max(0, layer))];
   key_[i] = key(layer, expert);
   where_[key_[i]] = slot;
   auto it = away_uses_.find(key_[i]);
@@ -128,6 +140,7 @@ void ExpertSlotMap::forget(int slot) {
   if (key_[i] >= 0) {
     where_.erase(key_[i]);
     if (uses_[i] > 0) away_uses_[key_[i]] = uses_[i];
+    --layer_slots_[size_t(layer_of(slot))];
   }
   key_[i] = -1;
   used_[i] = 0;

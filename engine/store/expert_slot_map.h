@@ -3,18 +3,22 @@
 // replacement policy of a tier whose slots are filled by the caller (the VRAM tier), kept apart
 // from any device so that it is tested on its own.
 //
-// A miss takes an empty slot, else the slot whose expert is expected to be needed last (Belady's
-// rule with estimated odds), among slots the current request does not use. Passes visit the
+// A miss takes an empty slot, else, among slots the current request does not use, the one whose
+// expert is expected to be needed last (Belady's rule with estimated odds), counted in whole rounds
+// of the layers; within a round, one of the layer that holds the most slots. Passes visit the
 // layers in order, so an expert of layer l, used in a fraction p of its layer's requests, is
 // expected next after the layers up to l come round again (d requests) plus, should it miss that
 // time, (1 - p) / p further rounds of M requests: d + M (1 - p) / p. p counts every use of the
 // expert, resident or not (uses and the layer's requests halve every `half_life` requests), so an
 // expert that turns hot takes a slot from one that was hot only when the slots were filled; a
 // layer not requested for two rounds is no longer passed through, and its experts go first.
-// - Every expert of every layer, once per token (the placement slice): p = 1 for all, so a miss
-//   evicts the layer passed most recently and the resident share drifts round the cycle, hitting
-//   (S - d) / (N - d) of N experts with S slots and d per layer, the planner's figure (a fixed set
-//   would hit (S - d) / N; plain LRU, which evicts the expert needed soonest, nothing).
+// - Every expert of every layer, once per token (the placement slice): p = 1 for all, every
+//   expert is needed within the round, and a miss takes a slot of the layer holding the most, so
+//   the resident share spreads evenly over the layers and hits (S - d) / (N - d) of N experts with
+//   S slots and d per layer, the planner's figure (a fixed set would hit (S - d) / N; plain LRU,
+//   which evicts the expert needed soonest, nothing). Evicting by next use alone hits as often but
+//   keeps whole layers resident and others not at all, and a GPU's copies of a layer's misses then
+//   find no resident layer's compute to overlap (copies ahead go one layer ahead).
 // - Skewed routing: the most used experts win the slots (as with LFU over all uses; counting only
 //   uses while resident, a newcomer never outscores those that came first).
 // - Guesses fetched ahead and not yet used go before anything else, so a wrong guess costs one slot
@@ -76,6 +80,7 @@ class ExpertSlotMap {
   std::unordered_map<int64_t, double> away_uses_;  // the same for experts not resident
   std::vector<double> layer_requests_;             // by layer, halved every half_life_ requests
   std::vector<uint64_t> layer_last_;               // by layer: its last request
+  std::vector<int> layer_slots_;                   // by layer: the slots holding its experts
 };
 
 }  // namespace deltafin

@@ -76,20 +76,33 @@ class TestExpertSlotMap : public QObject {
  private slots:
   void aCyclicPassHitsThePlannersShare() {
     // The placement slice's 96 GB machine: 12 MoE layers of 16 experts, all used every token. Each
-    // miss evicts the layer passed last, so the resident share moves round the pass and hits the
-    // planner's (S - d) / (N - d); a fixed set of S - d experts would hit (S - d) / N. Two slot
-    // counts: the 96 of the test's machine and the 77 the H100 runs had.
+    // miss takes a slot of the layer holding the most, so the resident share spreads over the
+    // layers and hits the planner's (S - d) / (N - d); a fixed set of S - d experts would hit
+    // (S - d) / N. Two slot counts: the 96 of the test's machine and the 77 the H100 runs had.
     const int layers = 12, experts = 16, N = layers * experts;
     for (const int n_slots : {96, 77}) {
       ExpertSlotMap m(n_slots);
       const double rate = cyclic_hit_rate(m, layers, experts, 40);
       const double lru = lru_cyclic_hit_rate(n_slots, layers, experts, 40);
       const double planner = double(n_slots - experts) / double(N - experts);
-      qInfo("cyclic pass, %d slots for %d experts: hit rate %.4f, planner %.4f, fixed set %.4f, plain LRU %.3f",
-            n_slots, N, rate, planner, double(n_slots - experts) / N, lru);
+      // Between tokens every layer but the last (just asked for: all its experts are in) holds about
+      // the same share, not some layers whole and others none: a GPU's copies of each layer's
+      // misses then have the layer before to overlap.
+      int least = experts, most = 0;
+      for (int l = 0; l + 1 < layers; ++l) {
+        int held = 0;
+        for (int e = 0; e < experts; ++e) held += m.find(l, e) >= 0;
+        least = std::min(least, held);
+        most = std::max(most, held);
+      }
+      qInfo(
+          "cyclic pass, %d slots for %d experts: hit rate %.4f, planner %.4f, fixed set %.4f, plain LRU %.3f; "
+          "%d-%d experts of each earlier layer held after the last",
+          n_slots, N, rate, planner, double(n_slots - experts) / N, lru, least, most);
       QVERIFY(rate >= 0);
-      QVERIFY2(rate >= planner - 1e-9, qPrintable(QString::number(rate)));
+      QVERIFY2(rate >= planner - 0.002, qPrintable(QString::number(rate)));
       QCOMPARE(lru, 0.0);
+      QVERIFY2(most - least <= 2, qPrintable(QString("%1-%2").arg(least).arg(most)));
     }
   }
 
