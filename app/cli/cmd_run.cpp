@@ -128,6 +128,11 @@ void print_stats(const K3Model& m, const GenerateResult& r, const DecodeSession&
                    (ph.dense_seconds + ph.mxfp4_seconds) / n, ph.dense_bytes / n / 1e9,
                    rate(ph.dense_bytes, ph.dense_seconds), ph.mxfp4_bytes / n / 1e9,
                    rate(ph.mxfp4_bytes, ph.mxfp4_seconds), (ph.total - ph.dense_seconds - ph.mxfp4_seconds) / n);
+      std::fprintf(stderr,
+                   "decode hand-overs   %.0f pool calls/token; the calling thread waited %.4f s/token at their ends "
+                   "for the other threads (%.1f us a call)\n",
+                   double(ph.pool_calls) / n, ph.pool_wait_seconds / n,
+                   ph.pool_calls ? ph.pool_wait_seconds / double(ph.pool_calls) * 1e6 : 0.0);
     }
   } else std::fprintf(stderr, "forward             on the CUDA GPU (%d rows per pass at most)\n", s.max_rows());
 }

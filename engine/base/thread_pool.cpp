@@ -122,9 +122,16 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)
   }
   if (wake) cv_start_.notify_all();
   run_chunks();
-  if (spin_until(spin_ns_, [&] { return pending_.load(std::memory_order_acquire) == 0; })) return;
-  std::unique_lock<std::mutex> lk(mu_);
-  cv_done_.wait(lk, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+  const auto own_done = std::chrono::steady_clock::now();
+  if (!spin_until(spin_ns_, [&] { return pending_.load(std::memory_order_acquire) == 0; })) {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_done_.wait(lk, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+  }
+  calls_.fetch_add(1, std::memory_order_relaxed);
+  wait_ns_.fetch_add(
+      uint64_t(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - own_done).count()),
+      std::memory_order_relaxed);
 }
 
 static std::unique_ptr<ThreadPool>& global_slot() {

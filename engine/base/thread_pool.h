@@ -38,6 +38,18 @@ class ThreadPool {
   static ThreadPool& global();
   static void set_global_threads(int threads);
 
+  // Calls that went out to the workers, and the caller's time between finishing its own chunks and
+  // the last worker's check-in (the hand-over's cost when the chunks are even: late wake-ups), for
+  // `run --stats` to tell time in the pool's hand-overs from time in the work itself.
+  struct Stats {
+    uint64_t calls = 0;
+    double wait_seconds = 0;
+    Stats operator-(const Stats& o) const { return {calls - o.calls, wait_seconds - o.wait_seconds}; }
+  };
+  Stats stats() const {
+    return {calls_.load(std::memory_order_relaxed), double(wait_ns_.load(std::memory_order_relaxed)) * 1e-9};
+  }
+
  private:
   void worker();
   void run_chunks();  // takes chunks of the current job until none is left
@@ -54,6 +66,7 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
   long spin_ns_ = 0;
   size_t chunks_per_thread_ = 4;
+  std::atomic<uint64_t> calls_{0}, wait_ns_{0};
 };
 
 }  // namespace deltafin

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/thread_pool.h"
 #include "cuda/gpu_rates.h"
 #include "cuda/k3_cuda_model.h"
 #include "cuda/vram_expert_cache.h"
@@ -47,6 +48,8 @@ struct Measured {
   double prefill_s = 0, decode_s = 0;  // per token
   // The CPU's matrix ops during decode (runtime/ops.h op_totals), per token: seconds and rates.
   double cpu_matrix_s = 0, cpu_dense_gbs = 0, cpu_mxfp4_gbs = 0;
+  // The CPU's worker pool during decode, per token: its calls and the caller's wait at their ends.
+  double pool_calls = 0, pool_wait_s = 0;
   std::vector<int32_t> ids;
 };
 
@@ -60,6 +63,7 @@ Measured run_session(DecodeSession& s, int prompt_len, int new_tokens, int vocab
   m.prefill_s = since(t) / prompt_len;
   t = Clock::now();
   const OpTotals ops0 = op_totals();
+  const ThreadPool::Stats pool0 = ThreadPool::global().stats();
   for (int i = 0; i < new_tokens; ++i) {
     const auto id = int32_t(std::max_element(logits.end() - vocab, logits.end()) - (logits.end() - vocab));
     m.ids.push_back(id);
@@ -71,7 +75,12 @@ Measured run_session(DecodeSession& s, int prompt_len, int new_tokens, int vocab
   }
   m.decode_s = new_tokens > 1 ? since(t) / (new_tokens - 1) : 0;
   const OpTotals d = op_totals() - ops0;
-  if (new_tokens > 1) m.cpu_matrix_s = (d.dense_seconds + d.mxfp4_seconds) / (new_tokens - 1);
+  if (new_tokens > 1) {
+    m.cpu_matrix_s = (d.dense_seconds + d.mxfp4_seconds) / (new_tokens - 1);
+    const ThreadPool::Stats p = ThreadPool::global().stats() - pool0;
+    m.pool_calls = double(p.calls) / (new_tokens - 1);
+    m.pool_wait_s = p.wait_seconds / (new_tokens - 1);
+  }
   m.cpu_dense_gbs = d.dense_seconds > 0 ? double(d.dense_bytes) / d.dense_seconds / 1e9 : 0;
   m.cpu_mxfp4_gbs = d.mxfp4_seconds > 0 ? double(d.mxfp4_bytes) / d.mxfp4_seconds / 1e9 : 0;
   return m;
@@ -80,9 +89,9 @@ Measured run_session(DecodeSession& s, int prompt_len, int new_tokens, int vocab
 // The CPU's matrices during decode: seconds per token in them, and their BF16 / MXFP4 rates, to set
 // beside the probed CPU rates the prediction used.
 std::string cpu_matrices_cell(const Measured& m) {
-  char b[96];
-  std::snprintf(b, sizeof b, "CPU matrices %.3f s (%.0f / %.0f GB/s)", m.cpu_matrix_s, m.cpu_dense_gbs,
-                m.cpu_mxfp4_gbs);
+  char b[160];
+  std::snprintf(b, sizeof b, "CPU matrices %.3f s (%.0f / %.0f GB/s), pool waits %.3f s (%.0f calls)", m.cpu_matrix_s,
+                m.cpu_dense_gbs, m.cpu_mxfp4_gbs, m.pool_wait_s, m.pool_calls);
   return b;
 }
 
@@ -101,6 +110,8 @@ Measured summarize(std::vector<Measured> runs) {
   m.cpu_matrix_s = med(&Measured::cpu_matrix_s);
   m.cpu_dense_gbs = med(&Measured::cpu_dense_gbs);
   m.cpu_mxfp4_gbs = med(&Measured::cpu_mxfp4_gbs);
+  m.pool_calls = med(&Measured::pool_calls);
+  m.pool_wait_s = med(&Measured::pool_wait_s);
   m.ids = runs.front().ids;
   return m;
 }

@@ -147,6 +147,7 @@ void K3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, 
   const int T = staged_.T, H = c.hidden;
   const auto t0 = std::chrono::steady_clock::now();
   const OpTotals ops0 = op_totals();
+  const ThreadPool::Stats pool0 = ThreadPool::global().stats();
   ResidualStream rs;
   rs.T = T;
   rs.h.resize(size_t(T) * H);
@@ -167,6 +168,9 @@ void K3Session::stage(std::span<const int32_t> ids, std::vector<float>& logits, 
     phases_.mxfp4_bytes += d.mxfp4_bytes;
     phases_.dense_seconds += d.dense_seconds;
     phases_.mxfp4_seconds += d.mxfp4_seconds;
+    const ThreadPool::Stats p = ThreadPool::global().stats() - pool0;
+    phases_.pool_calls += p.calls;
+    phases_.pool_wait_seconds += p.wait_seconds;
   }
 }
 

@@ -81,6 +81,9 @@ struct DecodePhases {
   // Of the passes' time, the matrix ops' (runtime/ops.h op_totals): weight bytes and seconds.
   uint64_t dense_bytes = 0, mxfp4_bytes = 0;
   double dense_seconds = 0, mxfp4_seconds = 0;
+  // The worker pool's calls and the caller's wait at their ends (ThreadPool::Stats).
+  uint64_t pool_calls = 0;
+  double pool_wait_seconds = 0;
 };
 
 class K3Session : public LayerRangeSession {

@@ -116,6 +116,25 @@ class TestThreadPoolOps : public QObject {
     ::unsetenv("DELTAFIN_POOL_SPIN_US");
   }
 
+  void statsCountTheCallsThatGoOut() {
+    // Calls of one chunk run on the caller alone and are not counted; calls that go out to the
+    // workers are, each with a wait (at the end of every call the caller waits for the workers).
+    ThreadPool pool(3);
+    const ThreadPool::Stats before = pool.stats();
+    std::vector<int> v(100, 0);
+    for (int c = 0; c < 40; ++c)
+      pool.parallel_for(v.size(), [&](size_t b, size_t e) {
+        for (size_t i = b; i < e; ++i) ++v[i];
+      });
+    for (int c = 0; c < 10; ++c)
+      pool.parallel_for(
+          5, [&](size_t b, size_t e) { v[b] += int(e - b); }, 8);
+    const ThreadPool::Stats d = pool.stats() - before;
+    QCOMPARE(d.calls, uint64_t(40));
+    QVERIFY(d.wait_seconds >= 0);
+    QCOMPARE(v[50], 40);
+  }
+
   void groupEqualsOneMatmulPerMatrix() {
     std::mt19937 rng(3);
     const int64_t cols = 96;
