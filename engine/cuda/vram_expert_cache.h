@@ -7,7 +7,8 @@
 // reach it and experts are copied straight from it instead. The slots keep the checkpoint's row
 // layout, which the fp64 expert kernels (k3::routed_experts) read. Which slot a miss takes is
 // ExpertSlotMap's policy: the expert expected to be needed last goes (its layer's distance round
-// the pass and its odds of being used, counted over all its uses, resident or not).
+// the pass and its odds of being used, counted over all its uses, resident or not), in whole rounds
+// of the layers; within a round, one of the layer that holds the most slots.
 #include <cstdint>
 #include <memory>
 #include <span>
