@@ -126,18 +126,22 @@ std::unique_ptr<K3Model> load_host(const std::string& root, const Plan& p) {
   return K3Model::load(root, std::move(ho));
 }
 
-// The CPU's rates move on a shared host (the H100 machine's BF16 probe read 33-117 GB/s minutes
-// apart), so a row's floor is measured beside it: the CPU probed just before and just after run(),
-// the mean of the two in `base`'s other figures.
+// The CPU's and the disk's rates move on a shared host (the H100 machine's BF16 probe read 33-117
+// GB/s minutes apart; its disk probe 1.5 GB/s on one slice and 2.3-2.5 on another within the hour),
+// so a row's floor is measured beside it: the CPU and the slice's disk probed just before and just
+// after run(), the mean of the two in `base`'s other figures.
 template <class Run>
-Bandwidths cpu_rates_around(const Bandwidths& base, Run run) {
+Bandwidths rates_around(const Bandwidths& base, const std::string& slice_root, Run run) {
   Bandwidths before = base, after = base;
   probe_cpu(before);
+  probe_disk(before, slice_root);
   run();
   probe_cpu(after);
+  probe_disk(after, slice_root);
   for (auto [f, g] :
        {std::pair{&before.cpu_bf16_gbps, after.cpu_bf16_gbps}, std::pair{&before.cpu_mxfp4_gbps, after.cpu_mxfp4_gbps},
-        std::pair{&before.cpu_gflops, after.cpu_gflops}, std::pair{&before.ram_gbps, after.ram_gbps}})
+        std::pair{&before.cpu_gflops, after.cpu_gflops}, std::pair{&before.ram_gbps, after.ram_gbps},
+        std::pair{&before.disk_gbps, after.disk_gbps}})
     *f = (*f + g) / 2;
   return before;
 }
@@ -185,7 +189,8 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
   out << "| machine kept | slice budgets GB: VRAM / RAM | spine GB: VRAM / RAM / disk | expert tiers GB: VRAM / RAM | "
          "layout | predicted decode s/token (bound) | measured | measured / predicted | predicted prefill s/token "
          "(bound) | "
-         "measured | measured / predicted | decode predicted at the row's CPU rate (GB/s) | measured / that | "
+         "measured | measured / predicted | decode predicted at the row's CPU and disk rates (CPU BF16, disk GB/s) | "
+         "measured / that | "
          "expert hit rate VRAM / RAM tier | decode s/token: CPU layers / GPU layers / rest; CPU matrices (BF16 / MXFP4 "
          "rate); prefill s/pass: CPU / GPU / rest (state moves) | ids |\n";
   out << "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |\n";
@@ -239,7 +244,7 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
     }
     // The tiers' hit rates over the runs summarize() reports (all but the first when there are several).
     ExpertCounters ram_before = host->experts().counters();
-    const Bandwidths row_rates = cpu_rates_around(rates, [&] {
+    const Bandwidths row_rates = rates_around(rates, o.slice_root, [&] {
       for (int r = 0; r < reps; ++r) {
         if (r == 1) {
           ram_before = host->experts().counters();
@@ -293,8 +298,9 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
         << f2(m.decode_s / p.decode.seconds_per_token) << " | " << f3(p.prefill.seconds_per_token) << " ("
         << p.prefill.bound << ") | " << f3(m.prefill_s) << " | " << f2(m.prefill_s / p.prefill.seconds_per_token)
         << " | " << f3(at_row.decode.seconds_per_token) << " (" << at_row.decode.bound << ", "
-        << f2(row_rates.cpu_bf16_gbps) << ") | " << f2(m.decode_s / at_row.decode.seconds_per_token) << " | " << hits
-        << " | " << where << " | " << ids_cell(m.ids) << " |\n";
+        << f2(row_rates.cpu_bf16_gbps) << ", " << f2(row_rates.disk_gbps) << ") | "
+        << f2(m.decode_s / at_row.decode.seconds_per_token) << " | " << hits << " | " << where << " | "
+        << ids_cell(m.ids) << " |\n";
     out.flush();
   }
   if (o.references) {
@@ -323,13 +329,13 @@ bool bench_hybrid(const HybridBenchOptions& o, std::ostream& out) {
     K3Session cs(*host);
     Measured m;
     const Bandwidths row_rates =
-        cpu_rates_around(rates, [&] { m = run_session(cs, o.prompt_len, o.new_tokens, sc.vocab); });
+        rates_around(rates, o.slice_root, [&] { m = run_session(cs, o.prompt_len, o.new_tokens, sc.vocab); });
     repredict(pc, row_rates);
     out << "| reference: the whole slice on the CPU (mapped) | - | 0 / " << f2(double(slice_units) / 1e9)
         << " / 0 | - | CPU only | - | " << f3(m.decode_s) << " | - | - | " << f3(m.prefill_s) << " | - | - | "
-        << f3(pc.decode.seconds_per_token) << " (" << pc.decode.bound << ", " << f2(row_rates.cpu_bf16_gbps) << ") | "
-        << f2(m.decode_s / pc.decode.seconds_per_token) << " | - | " << cpu_matrices_cell(m) << " | " << ids_cell(m.ids)
-        << " |\n";
+        << f3(pc.decode.seconds_per_token) << " (" << pc.decode.bound << ", " << f2(row_rates.cpu_bf16_gbps) << ", "
+        << f2(row_rates.disk_gbps) << ") | " << f2(m.decode_s / pc.decode.seconds_per_token) << " | - | "
+        << cpu_matrices_cell(m) << " | " << ids_cell(m.ids) << " |\n";
   }
   out << "\n"
       << (all_same ? "Oracle: every arm produced the same ids." : "ORACLE FAILED: some arm's ids differ.") << "\n";

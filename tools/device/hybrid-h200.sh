@@ -10,7 +10,7 @@
 #      shares of the spine and experts in VRAM, RAM and on disk; the slice runs under budgets holding
 #      the same shares (over the slice's own smallest working sets), predicted vs measured decode and
 #      prefill s/token, ids compared across every arm and the whole-slice GPU and CPU references;
-#      each row's decode is re-predicted with the CPU rates probed around its runs.
+#      each row's decode is re-predicted with the CPU and disk rates probed around its runs.
 # DELTAFIN_SHARED_SPINE=1 in the environment runs the rows with RAM units held once (owned, pinned in
 # place, the GPU copying from them) instead of mapped plus a pinned copy.
 # MACHINES lists the rows (GPU GB:RAM GB, 0 for no GPU); a word no-references among them skips the
