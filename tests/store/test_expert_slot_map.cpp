@@ -155,6 +155,43 @@ class TestExpertSlotMap : public QObject {
     QVERIFY2(rate >= 0.9 * best_fixed, qPrintable(QString::number(rate)));
   }
 
+  void randomUseKeepsTheMapConsistent() {
+    // Requests of random layers and experts, guesses ahead, failed fills (forget) and a clear: the
+    // map never hands a request's own slot to its misses, and every held slot is found under its
+    // (layer, expert).
+    std::mt19937 rng(5);
+    ExpertSlotMap m(24, 64);
+    for (int step = 0; step < 4000; ++step) {
+      const int layer = int(rng() % 9);
+      m.begin_request(layer);
+      std::set<int> chosen;
+      const int k = 1 + int(rng() % 8);
+      while (int(chosen.size()) < k) chosen.insert(int(rng() % 40));
+      std::set<int> mine;
+      std::vector<int> miss;
+      for (int e : chosen) {
+        const int s = m.use(layer, e);
+        if (s >= 0) mine.insert(s);
+        else miss.push_back(e);
+      }
+      for (int e : miss) {
+        const int s = m.claim(layer, e);
+        QVERIFY(s >= 0);
+        QVERIFY2(!mine.count(s), "a miss took a slot its own request uses");
+        mine.insert(s);
+      }
+      if (rng() % 3 == 0)
+        for (int g = 0; g < 4; ++g) {
+          const int s = m.claim_ahead(layer + 1, int(rng() % 40), m.request());
+          if (s >= 0) QVERIFY(!mine.count(s));
+        }
+      if (rng() % 50 == 0) m.forget(int(rng() % 24));
+      if (rng() % 1000 == 0) m.clear();
+      for (int s = 0; s < m.slot_count(); ++s)
+        if (m.holds(s)) QCOMPARE(m.find(m.layer_of(s), m.expert_of(s)), s);
+    }
+  }
+
   void aModelThatFitsIsAllHits() {
     ExpertSlotMap m(64);
     QCOMPARE(cyclic_hit_rate(m, 4, 16, 10), 1.0);
