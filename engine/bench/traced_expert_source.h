@@ -21,6 +21,12 @@ class TracedExpertSource : public ExpertSource {
   }
 
   std::unique_ptr<ExpertBatch> request(int layer, std::span<const int> experts) override;
+  // Guesses fetched ahead are not the pass's demand: passed on, not recorded.
+  std::unique_ptr<ExpertBatch> request_ahead(int layer, std::span<const int> experts) override {
+    return inner_->request_ahead(layer, experts);
+  }
+  bool in_memory(int layer, int expert) const override { return inner_->in_memory(layer, expert); }
+  bool reports_in_memory() const override { return inner_->reports_in_memory(); }
   void prefetch(int layer, std::span<const int> experts) override { inner_->prefetch(layer, experts); }
   bool wants_prefetch() const override { return inner_->wants_prefetch(); }
   int prefetch_layers() const override { return inner_->prefetch_layers(); }

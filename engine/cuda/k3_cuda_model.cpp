@@ -300,6 +300,9 @@ CudaK3Model::CudaK3Model(const K3Model& host, Options opts)
   if (const char* e = std::getenv("DELTAFIN_VRAM_PREFETCH"); e && std::string(e) == "1") opts_.expert_prefetch = true;
   if (const char* e = std::getenv("DELTAFIN_VRAM_PREFETCH"); e && std::string(e) == "0")
     opts_.expert_prefetch = opts_.expert_prefetch_auto = false;
+  // Copies ahead of guesses in RAM need a host tier that can tell what is in RAM; over a mapping
+  // the next layer's router would run for nothing.
+  if (!host.experts().reports_in_memory()) opts_.expert_prefetch_auto = false;
   if (const char* e = std::getenv("DELTAFIN_GPU_HOST_GUESSES"); e && std::string(e) == "1") opts_.host_guesses = true;
   // The expert kernels have K3's SiTU betas compiled in (cuda/situ.h); other models run on the CPU.
   if (const std::string e = situ_config_error(host.config().situ_beta, host.config().situ_linear_beta); !e.empty())

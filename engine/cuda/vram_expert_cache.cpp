@@ -152,7 +152,11 @@ void VramExpertCache::gather(int layer, std::span<const int> experts, std::vecto
     }
   }
   if (layer == ahead_layer_) {
-    if (ahead_sent_ > 0) ahead_precision_ = 0.75 * ahead_precision_ + 0.25 * double(ahead_used) / double(ahead_sent_);
+    if (ahead_sent_ > 0)
+      ahead_precision_ = 0.75 * ahead_precision_ + 0.25 * std::min(1.0, double(ahead_used) / double(ahead_sent_));
+    // The guesses this request did not use were wrong: a later hit on one is not a guess's.
+    for (int s = 0; s < slots(); ++s)
+      if (impl_->ahead_slot[size_t(s)] && map_.holds(s) && map_.layer_of(s) == layer) impl_->ahead_slot[size_t(s)] = 0;
     ahead_layer_ = -1;
   }
   if (missing.empty()) return;
@@ -271,6 +275,7 @@ bool VramExpertCache::fill(int layer, const std::vector<int>& missing, const std
       map_.forget(slot);
       impl_->ahead_slot[size_t(slot)] = 0;
     }
+    if (ahead) ahead_layer_ = -1;
     ++epoch_;
     batch.reset();
     throw;
@@ -298,6 +303,7 @@ bool VramExpertCache::resident_views(int layer, int n, std::vector<MxExpert>& ou
 
 void VramExpertCache::evict_all() {
   impl_->release_ahead_batch();
+  ahead_layer_ = -1;
   std::fill(impl_->ahead_slot.begin(), impl_->ahead_slot.end(), 0);
   ++epoch_;
   map_.clear();

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+
+#include "base/error.h"
 
 namespace deltafin {
 
@@ -67,21 +70,20 @@ int ExpertSlotMap::claim_ahead(int layer, int expert, uint64_t keep_from) {
   return s;
 }
 
-double ExpertSlotMap::next_use(size_t slot) const {
-  constexpr double kNever = std::numeric_limits<double>::max();
-  const int l = layer_of(int(slot));
-  const double M = double(layer_requests_.size());  // requests per round: the layers in order
-  if (size_t(l) >= layer_requests_.size() || double(request_ - layer_last_[size_t(l)]) > 2 * M) return kNever;
-  const double asked = layer_requests_[size_t(l)];
-  const double p = asked > 0 ? std::min(1.0, uses_[slot] / asked) : 0.0;
-  if (!(p > 0)) return kNever;
-  // The requests until layer l comes round (a layer of the current request: a whole round).
-  const double d = l > layer_ ? double(l - layer_) : M - double(layer_ - l);
-  return d + M * (1.0 - p) / p;
-}
-
 int ExpertSlotMap::pick(uint64_t keep_from, bool* evicted) const {
-  const double M = std::max<double>(1, double(layer_requests_.size()));
+  constexpr double kNever = std::numeric_limits<double>::max();
+  const size_t L = layer_requests_.size();
+  const double M = std::max<double>(1, double(L)), inv_M = 1.0 / M;  // requests per round: the layers in order
+  // Per layer, once per pick (a pick scans every slot; K3 has thousands): the requests until it
+  // comes round (a layer of the current request: a whole round), and 1 / its requests, or 0 for a
+  // layer not requested for two rounds (its experts are needed never).
+  layer_d_.resize(L);
+  layer_inv_asked_.resize(L);
+  for (size_t l = 0; l < L; ++l) {
+    const bool alive = double(request_ - layer_last_[l]) <= 2 * M && layer_requests_[l] > 0;
+    layer_inv_asked_[l] = alive ? 1.0 / layer_requests_[l] : 0.0;
+    layer_d_[l] = int(l) > layer_ ? double(int(l) - layer_) : M - double(layer_ - int(l));
+  }
   int best = -1;
   bool best_guess = false;
   double best_next = 0, best_round = 0;
@@ -94,9 +96,12 @@ int ExpertSlotMap::pick(uint64_t keep_from, bool* evicted) const {
     }
     if (used_[i] >= keep_from) continue;
     const bool guess = unused_guess_[i];
-    const double next = guess ? 0.0 : next_use(i);
-    const double round = std::floor((next - 1) / M);  // 0: needed within this round of the layers
-    const int held = layer_slots_[size_t(layer_of(s))];
+    const size_t l = size_t(layer_of(s));
+    // The header's d + M (1 - p) / p, p the expert's uses over its layer's requests.
+    const double p = std::min(1.0, uses_[i] * layer_inv_asked_[l]);
+    const double next = guess ? 0.0 : p > 0 ? layer_d_[l] + M * (1.0 - p) / p : kNever;
+    const double round = std::floor((next - 1) * inv_M);  // 0: needed within this round of the layers
+    const int held = layer_slots_[l];
     bool better = best < 0;
     if (!better) {
       if (guess != best_guess) better = guess;
@@ -118,6 +123,7 @@ int ExpertSlotMap::pick(uint64_t keep_from, bool* evicted) const {
 }
 
 void ExpertSlotMap::take(int slot, int layer, int expert, bool guess) {
+  if (layer < 0) throw Error("ExpertSlotMap: layer " + std::to_string(layer) + " is not a layer");
   const size_t i = size_t(slot);
   if (key_[i] >= 0) {
     where_.erase(key_[i]);

@@ -65,8 +65,6 @@ class ExpertSlotMap {
   // unused guess, else the one needed last (next_use), the most recently used among equals; -1
   // when none.
   int pick(uint64_t keep_from, bool* evicted) const;
-  // Requests until the expert in `slot` is expected to be needed (the header's d + M (1 - p) / p).
-  double next_use(size_t slot) const;
   void take(int slot, int layer, int expert, bool guess);
   double& layer_requests(int layer);
   int half_life_;
@@ -77,10 +75,11 @@ class ExpertSlotMap {
   std::vector<bool> unused_guess_;  // fetched ahead, not used since
   std::vector<double> uses_;        // the resident expert's uses (halved with the rest)
   std::unordered_map<int64_t, int> where_;
-  std::unordered_map<int64_t, double> away_uses_;  // the same for experts not resident
-  std::vector<double> layer_requests_;             // by layer, halved every half_life_ requests
-  std::vector<uint64_t> layer_last_;               // by layer: its last request
-  std::vector<int> layer_slots_;                   // by layer: the slots holding its experts
+  std::unordered_map<int64_t, double> away_uses_;          // the same for experts not resident
+  std::vector<double> layer_requests_;                     // by layer, halved every half_life_ requests
+  std::vector<uint64_t> layer_last_;                       // by layer: its last request
+  std::vector<int> layer_slots_;                           // by layer: the slots holding its experts
+  mutable std::vector<double> layer_d_, layer_inv_asked_;  // pick()'s per-layer terms
 };
 
 }  // namespace deltafin

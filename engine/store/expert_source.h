@@ -128,8 +128,10 @@ class ExpertSource {
   virtual void prefetch(int layer, std::span<const int> experts) {}
   virtual bool wants_prefetch() const { return false; }
   // Whether (layer, expert) can be handed out now without a read (the RAM tier holds it); false
-  // where the source cannot tell (a mapping, whose pages may be on disk).
+  // where the source cannot tell (a mapping, whose pages may be on disk). reports_in_memory():
+  // whether in_memory() can ever say true, so a caller need not prepare guesses for nothing.
   virtual bool in_memory(int layer, int expert) const { return false; }
+  virtual bool reports_in_memory() const { return false; }
   // How many layers ahead the compute should predict and prefetch (0: none).
   virtual int prefetch_layers() const { return wants_prefetch() ? 1 : 0; }
   // Ends a token: lets frequency-based policies age their counts.

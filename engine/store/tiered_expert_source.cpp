@@ -231,8 +231,9 @@ double TieredExpertSource::decayed_score_locked(const Slot& s) const {
   return score_[k] * std::exp2(-(token_clock_ - score_tick_[k]) / opts_.lfu_half_life_tokens);
 }
 
-void TieredExpertSource::touch_locked(Slot& s) {
+void TieredExpertSource::touch_locked(Slot& s, bool count) {
   s.last_use = ++tick_;
+  if (!count) return;  // a guess fetched ahead (request_ahead): not a use until its layer asks
   const uint64_t k = key(s.layer, s.expert);
   score_[k] = decayed_score_locked(s) + 1.0;
   score_tick_[k] = token_clock_;
@@ -506,12 +507,13 @@ void TieredExpertSource::io_loop() {
 
 class TieredBatch : public ExpertBatch {
  public:
-  TieredBatch(TieredExpertSource& src, int layer, std::vector<int> experts, std::vector<int> slots)
+  TieredBatch(TieredExpertSource& src, int layer, std::vector<int> experts, std::vector<int> slots, bool ahead)
       : src_(src),
         layer_(layer),
         experts_(std::move(experts)),
         slot_(std::move(slots)),
-        returned_(experts_.size(), 0) {}
+        returned_(experts_.size(), 0),
+        ahead_(ahead) {}
   ~TieredBatch() override {
     std::lock_guard<std::mutex> lk(src_.mu_);
     for (size_t i = 0; i < experts_.size(); ++i)
@@ -578,7 +580,7 @@ class TieredBatch : public ExpertBatch {
       if (v < 0) break;
       src_.start_load_locked(v, layer_, experts_[i], true);
       src_.slots_[v].pins = 1;
-      src_.touch_locked(src_.slots_[v]);
+      src_.touch_locked(src_.slots_[v], !ahead_);
       slot_[i] = v;
       --src_.demand_waiting_;
       started = true;
@@ -590,6 +592,7 @@ class TieredBatch : public ExpertBatch {
   int layer_;
   std::vector<int> experts_, slot_;
   std::vector<char> returned_;
+  bool ahead_ = false;     // a request_ahead: its experts' counts are not raised
   std::vector<int> prev_;  // handed out by the last call, released by the next
 };
 
@@ -628,7 +631,7 @@ std::unique_ptr<ExpertBatch> TieredExpertSource::request_locked(int layer, std::
       c_.bytes_needed += loc_[layer][experts[i]].bytes;
       s.prefetched = false;
     }
-    touch_locked(s);
+    touch_locked(s, !ahead);
   }
   // Misses in disk-offset order: the reads then sweep the shard in one direction.
   std::vector<size_t> miss;
@@ -643,7 +646,7 @@ std::unique_ptr<ExpertBatch> TieredExpertSource::request_locked(int layer, std::
     if (v < 0) break;  // the rest are assigned as the compute releases experts
     start_load_locked(v, layer, experts[i], true);
     slots_[v].pins = 1;
-    touch_locked(slots_[v]);
+    touch_locked(slots_[v], !ahead);
     slot[i] = v;
   }
   for (int v : slot) demand_waiting_ += v < 0;
@@ -654,7 +657,8 @@ std::unique_ptr<ExpertBatch> TieredExpertSource::request_locked(int layer, std::
   }
   fill_guesses_locked();
   io_cv_.notify_one();
-  return std::make_unique<TieredBatch>(*this, layer, std::vector<int>(experts.begin(), experts.end()), std::move(slot));
+  return std::make_unique<TieredBatch>(*this, layer, std::vector<int>(experts.begin(), experts.end()), std::move(slot),
+                                       ahead);
 }
 
 void TieredExpertSource::prefetch(int layer, std::span<const int> experts) {

@@ -78,6 +78,7 @@ class TieredExpertSource : public ExpertSource {
   void prefetch(int layer, std::span<const int> experts) override;
   bool wants_prefetch() const override { return opts_.prefetch; }
   bool in_memory(int layer, int expert) const override { return cached(layer, expert); }
+  bool reports_in_memory() const override { return true; }
   int prefetch_layers() const override { return opts_.prefetch ? opts_.lookahead_layers : 0; }
   void end_token() override;
   ExpertCounters counters() const override;
@@ -134,7 +135,7 @@ class TieredExpertSource : public ExpertSource {
   void sort_prefetch_queue_locked();
   void score_guesses_locked(int layer, std::span<const int> demand);
   double decayed_score_locked(const Slot& s) const;
-  void touch_locked(Slot& s);
+  void touch_locked(Slot& s, bool count = true);
   void io_loop();
   void evict_locked(int slot);
 

@@ -118,7 +118,7 @@ class TestThreadPoolOps : public QObject {
 
   void statsCountTheCallsThatGoOut() {
     // Calls of one chunk run on the caller alone and are not counted; calls that go out to the
-    // workers are, each with a wait (at the end of every call the caller waits for the workers).
+    // workers are (their waits are timings, which no test asserts).
     ThreadPool pool(3);
     const ThreadPool::Stats before = pool.stats();
     std::vector<int> v(100, 0);
@@ -131,7 +131,6 @@ class TestThreadPoolOps : public QObject {
           5, [&](size_t b, size_t e) { v[b] += int(e - b); }, 8);
     const ThreadPool::Stats d = pool.stats() - before;
     QCOMPARE(d.calls, uint64_t(40));
-    QVERIFY(d.wait_seconds >= 0);
     QCOMPARE(v[50], 40);
   }
 
