@@ -297,9 +297,10 @@ int auto_expert_slots(const K3Config& c, const CudaK3Model::Options& o, int all)
 
 CudaK3Model::CudaK3Model(const K3Model& host, Options opts)
     : host_(host), opts_(opts), w_(std::make_unique<CudaK3Weights>()) {
-  if (const char* e = std::getenv("DELTAFIN_VRAM_PREFETCH"); e && std::string(e) == "1") opts_.expert_prefetch = true;
-  if (const char* e = std::getenv("DELTAFIN_VRAM_PREFETCH"); e && std::string(e) == "0")
-    opts_.expert_prefetch = opts_.expert_prefetch_auto = false;
+  if (const char* e = std::getenv("DELTAFIN_VRAM_PREFETCH"); e) {
+    if (std::string(e) == "1") opts_.expert_prefetch = true;
+    if (std::string(e) == "0") opts_.expert_prefetch = opts_.expert_prefetch_auto = false;
+  }
   // Copies ahead of guesses in RAM need a host tier that can tell what is in RAM; over a mapping
   // the next layer's router would run for nothing.
   if (!host.experts().reports_in_memory()) opts_.expert_prefetch_auto = false;

@@ -49,6 +49,11 @@ Bandwidths some_rates() {
   return b;
 }
 
+// The real K3's byte map, from its config (the fixture k3-real-meta).
+ModelByteMap real_k3_bytes() {
+  return ModelByteMap::from_config(K3Config::load(test::fixtures_dir() + "/k3-real-meta/config.json"));
+}
+
 MachineBudget machine(double ram_gb, std::vector<double> gpus_gb) {
   MachineBudget m;
   m.ram_budget = uint64_t(ram_gb * 1e9);
@@ -164,8 +169,7 @@ class TestPlacement : public QObject {
   }
 
   void accounting_for_many_machines() {
-    const K3Config cfg = K3Config::load(test::fixtures_dir() + "/k3-real-meta/config.json");
-    const ModelByteMap m = ModelByteMap::from_config(cfg);
+    const ModelByteMap m = real_k3_bytes();
     const Bandwidths r = some_rates();
     struct M {
       double ram;
@@ -205,8 +209,7 @@ class TestPlacement : public QObject {
   void whole_spine_on_the_gpu_only_where_it_fits() {
     // Real K3's spine is ~114 GB: a run without budgets keeps the whole-spine CUDA path on a GPU
     // with room for it and the session, and is planned on the 24-96 GB GPUs people own.
-    const K3Config cfg = K3Config::load(test::fixtures_dir() + "/k3-real-meta/config.json");
-    const ModelByteMap m = ModelByteMap::from_config(cfg);
+    const ModelByteMap m = real_k3_bytes();
     const PlanOptions po;
     const uint64_t need = m.spine_bytes() + m.fixed_state_bytes + m.kv_bytes_per_token * 32768 + po.gpu_scratch_bytes;
     QVERIFY2(m.spine_bytes() > 100000000000ull, format_gb(m.spine_bytes()).c_str());
@@ -218,8 +221,7 @@ class TestPlacement : public QObject {
   }
 
   void budgets_too_small_say_the_minimum() {
-    const K3Config cfg = K3Config::load(test::fixtures_dir() + "/k3-real-meta/config.json");
-    const ModelByteMap m = ModelByteMap::from_config(cfg);
+    const ModelByteMap m = real_k3_bytes();
     const Plan ok = make_plan(m, machine(512, {}), some_rates());
     try {
       make_plan(m, machine(4, {}), some_rates());
@@ -281,8 +283,7 @@ class TestPlacement : public QObject {
   }
 
   void advice_names_a_change_that_helps() {
-    const K3Config cfg = K3Config::load(test::fixtures_dir() + "/k3-real-meta/config.json");
-    const ModelByteMap m = ModelByteMap::from_config(cfg);
+    const ModelByteMap m = real_k3_bytes();
     const Plan p = make_plan(m, machine(64, {}), some_rates());
     const std::string h = what_would_help(p);
     QVERIFY2(!h.empty(), "a 64 GB machine streaming half its spine can be helped");
@@ -293,8 +294,7 @@ class TestPlacement : public QObject {
     // A 24 GB GPU with 128 GB of RAM and a disk too fast to matter: the CPU computes the RAM layers
     // and the GPU its own, whose experts mostly miss its small tier. Those copies wait for each
     // layer's routing, so they overlap the GPU's kernels but not the CPU's layers.
-    const K3Config cfg = K3Config::load(test::fixtures_dir() + "/k3-real-meta/config.json");
-    const ModelByteMap m = ModelByteMap::from_config(cfg);
+    const ModelByteMap m = real_k3_bytes();
     Bandwidths r = some_rates();
     r.disk_gbps = 1000;
     const Plan p = make_plan(m, machine(128, {24}), r);
@@ -313,8 +313,7 @@ class TestPlacement : public QObject {
     // costs the CPU about what a decode does, less than copying those layers over PCIe, so it runs
     // as decode up to the rows where the GPU wins (about 2 flops a BF16 byte: 8 rows at 200 GFLOP/s
     // take what 25 GB/s takes to copy).
-    const K3Config cfg = K3Config::load(test::fixtures_dir() + "/k3-real-meta/config.json");
-    const ModelByteMap m = ModelByteMap::from_config(cfg);
+    const ModelByteMap m = real_k3_bytes();
     Bandwidths r = some_rates();
     r.cpu_gflops = 200;
     const Plan p = make_plan(m, machine(128, {32}), r);
@@ -336,8 +335,7 @@ class TestPlacement : public QObject {
   }
 
   void repredict_keeps_the_placement_and_rescales_the_cpu() {
-    const K3Config cfg = K3Config::load(test::fixtures_dir() + "/k3-real-meta/config.json");
-    const ModelByteMap m = ModelByteMap::from_config(cfg);
+    const ModelByteMap m = real_k3_bytes();
     Bandwidths r = some_rates();
     r.disk_gbps = 1000;  // so that the CPU bounds decode
     const Plan p = make_plan(m, machine(512, {}), r);
