@@ -37,6 +37,9 @@ void ExpertSlotMap::begin_request(int layer) {
   }
   layer_ = std::max(0, layer);
   layer_requests(layer_) += 1.0;
+  // The round: requests since this layer's last one (decode after a prompt pass goes round the
+  // GPU's own layers only, not every layer the prompt pass asked for).
+  if (layer_last_[size_t(layer_)] > 0) round_ = request_ - layer_last_[size_t(layer_)];
   layer_last_[size_t(layer_)] = request_;
 }
 
@@ -58,22 +61,23 @@ int ExpertSlotMap::use(int layer, int expert) {
 }
 
 int ExpertSlotMap::claim(int layer, int expert, bool* evicted) {
-  const int s = pick(request_, evicted);
+  const int s = pick(request_, layer, evicted);
   if (s >= 0) take(s, layer, expert, false);
   return s;
 }
 
 int ExpertSlotMap::claim_ahead(int layer, int expert, uint64_t keep_from) {
   if (find(layer, expert) >= 0) return -1;
-  const int s = pick(keep_from, nullptr);
+  const int s = pick(keep_from, layer, nullptr);
   if (s >= 0) take(s, layer, expert, true);
   return s;
 }
 
-int ExpertSlotMap::pick(uint64_t keep_from, bool* evicted) const {
+int ExpertSlotMap::pick(uint64_t keep_from, int for_layer, bool* evicted) const {
   constexpr double kNever = std::numeric_limits<double>::max();
   const size_t L = layer_requests_.size();
-  const double M = std::max<double>(1, double(L)), inv_M = 1.0 / M;  // requests per round: the layers in order
+  // Requests per round: the last measured, else the layers seen (a first pass goes through them in order).
+  const double M = std::max<double>(1, round_ > 0 ? double(round_) : double(L)), inv_M = 1.0 / M;
   // Per layer, once per pick (a pick scans every slot; K3 has thousands): the requests until it
   // comes round (a layer of the current request: a whole round), and 1 / its requests, or 0 for a
   // layer not requested for two rounds (its experts are needed never).
@@ -82,7 +86,8 @@ int ExpertSlotMap::pick(uint64_t keep_from, bool* evicted) const {
   for (size_t l = 0; l < L; ++l) {
     const bool alive = double(request_ - layer_last_[l]) <= 2 * M && layer_requests_[l] > 0;
     layer_inv_asked_[l] = alive ? 1.0 / layer_requests_[l] : 0.0;
-    layer_d_[l] = int(l) > layer_ ? double(int(l) - layer_) : M - double(layer_ - int(l));
+    // (At least 1: a layer further back than a round is not in the round, and dead above.)
+    layer_d_[l] = int(l) > layer_ ? double(int(l) - layer_) : std::max(1.0, M - double(layer_ - int(l)));
   }
   int best = -1;
   bool best_guess = false;
@@ -101,7 +106,10 @@ int ExpertSlotMap::pick(uint64_t keep_from, bool* evicted) const {
     const double p = std::min(1.0, uses_[i] * layer_inv_asked_[l]);
     const double next = guess ? 0.0 : p > 0 ? layer_d_[l] + M * (1.0 - p) / p : kNever;
     const double round = std::floor((next - 1) * inv_M);  // 0: needed within this round of the layers
-    const int held = layer_slots_[l];
+    // The claiming layer's own experts are never the "layer holding the most": copies ahead for the
+    // next layer would otherwise, once it held the most, evict its resident experts to make room for
+    // its missing ones, and the request then copies those back (a copy for nothing per guess).
+    const int held = int(l) == for_layer ? -1 : layer_slots_[l];
     bool better = best < 0;
     if (!better) {
       if (guess != best_guess) better = guess;

@@ -5,13 +5,17 @@
 //
 // A miss takes an empty slot, else, among slots the current request does not use, the one whose
 // expert is expected to be needed last (Belady's rule with estimated odds), counted in whole rounds
-// of the layers; within a round, one of the layer that holds the most slots. Passes visit the
+// of the layers; within a round, one of the layer that holds the most slots (never the claiming
+// layer's own on that account: a copy ahead for the next layer would then evict that layer's
+// resident experts, only for its request to copy them back). Passes visit the
 // layers in order, so an expert of layer l, used in a fraction p of its layer's requests, is
 // expected next after the layers up to l come round again (d requests) plus, should it miss that
 // time, (1 - p) / p further rounds of M requests: d + M (1 - p) / p. p counts every use of the
 // expert, resident or not (uses and the layer's requests halve every `half_life` requests), so an
 // expert that turns hot takes a slot from one that was hot only when the slots were filled; a
-// layer not requested for two rounds is no longer passed through, and its experts go first.
+// layer not requested for two rounds is no longer passed through, and its experts go first. M is
+// the requests between a layer's last two: decode over the GPU's own layers after a prompt pass
+// over all of them goes round those alone, and the prompt's other layers leave within two rounds.
 // - Every expert of every layer, once per token (the placement slice): p = 1 for all, every
 //   expert is needed within the round, and a miss takes a slot of the layer holding the most, so
 //   the resident share spreads evenly over the layers and hits (S - d) / (N - d) of N experts with
@@ -61,14 +65,16 @@ class ExpertSlotMap {
 
  private:
   static int64_t key(int layer, int expert) { return (int64_t(layer) << 32) | uint32_t(expert); }
-  // The slot a claim takes: empty first, else among slots last used before request keep_from an
-  // unused guess, else the one needed last (next_use), the most recently used among equals; -1
-  // when none.
-  int pick(uint64_t keep_from, bool* evicted) const;
+  // The slot a claim for `for_layer` takes: empty first, else among slots last used before request
+  // keep_from an unused guess, else the one needed last in whole rounds, then one of the layer
+  // other than for_layer that holds the most, then the one needed last, the most recently used
+  // among equals; -1 when none.
+  int pick(uint64_t keep_from, int for_layer, bool* evicted) const;
   void take(int slot, int layer, int expert, bool guess);
   double& layer_requests(int layer);
   int half_life_;
   uint64_t request_ = 0;
+  uint64_t round_ = 0;              // requests between the current layer's last two (0: not yet seen)
   int layer_ = 0;                   // of the current request
   std::vector<int64_t> key_;        // -1 = empty
   std::vector<uint64_t> used_;      // request of the last use
