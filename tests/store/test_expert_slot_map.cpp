@@ -16,6 +16,24 @@ using namespace deltafin;
 
 namespace {
 
+// One request for experts 0..n-1 of layer l, its misses claimed; its hits and uses added to *hits
+// and *asked when `count`. False when a miss found no slot.
+bool request_all(ExpertSlotMap& m, int l, int n, bool count, uint64_t* hits, uint64_t* asked) {
+  m.begin_request(l);
+  std::vector<int> miss;
+  for (int e = 0; e < n; ++e) {
+    const bool hit = m.use(l, e) >= 0;
+    if (count) {
+      ++*asked;
+      *hits += hit;
+    }
+    if (!hit) miss.push_back(e);
+  }
+  for (int e : miss)
+    if (m.claim(l, e) < 0) return false;
+  return true;
+}
+
 // Every expert of `layers` layers, `experts` each, requested layer by layer for `tokens` tokens;
 // the hit rate over the last half of the tokens.
 double cyclic_hit_rate(ExpertSlotMap& m, int layers, int experts, int tokens) {
@@ -148,21 +166,10 @@ class TestExpertSlotMap : public QObject {
     const int layers = 12, experts = 16, N = layers * experts;
     for (const int n_slots : {96, 77}) {
       ExpertSlotMap plain(n_slots), ahead(n_slots);
-      double without = 0;
-      {
-        uint64_t misses = 0;
-        const int tokens = 40;
-        for (int t = 0; t < tokens; ++t)
-          for (int l = 0; l < layers; ++l) {
-            plain.begin_request(l);
-            std::vector<int> miss;
-            for (int e = 0; e < experts; ++e)
-              if (plain.use(l, e) < 0) miss.push_back(e);
-            for (int e : miss) QVERIFY(plain.claim(l, e) >= 0);
-            if (t >= tokens / 2) misses += miss.size();
-          }
-        without = double(misses) / double(tokens - tokens / 2);
-      }
+      uint64_t hits = 0, asked = 0;
+      for (int t = 0; t < 40; ++t)
+        for (int l = 0; l < layers; ++l) QVERIFY(request_all(plain, l, experts, t >= 20, &hits, &asked));
+      const double without = double(asked - hits) / 20.0;  // misses a token over the last 20
       int self = 0;
       const double with = cyclic_copies_ahead(ahead, layers, experts, 40, &self);
       const double held_two = N - double(n_slots - 2 * experts) * N / double(N - 2 * experts);
@@ -184,26 +191,10 @@ class TestExpertSlotMap : public QObject {
     // the others stayed "due soon" for the whole answer and held most of the slots.
     const int experts = 16, n_slots = 48, gpu_layers = 4;
     ExpertSlotMap m(n_slots);
-    for (int l = 0; l < 12; ++l) {  // the prompt pass
-      m.begin_request(l);
-      for (int e = 0; e < experts; ++e)
-        if (m.use(l, e) < 0) QVERIFY(m.claim(l, e) >= 0);
-    }
     uint64_t hits = 0, asked = 0;
+    for (int l = 0; l < 12; ++l) QVERIFY(request_all(m, l, experts, false, &hits, &asked));  // the prompt pass
     for (int t = 0; t < 6; ++t)
-      for (int l = 0; l < gpu_layers; ++l) {
-        m.begin_request(l);
-        std::vector<int> miss;
-        for (int e = 0; e < experts; ++e) {
-          const bool hit = m.use(l, e) >= 0;
-          if (t >= 2) {
-            ++asked;
-            hits += hit;
-          }
-          if (!hit) miss.push_back(e);
-        }
-        for (int e : miss) QVERIFY(m.claim(l, e) >= 0);
-      }
+      for (int l = 0; l < gpu_layers; ++l) QVERIFY(request_all(m, l, experts, t >= 2, &hits, &asked));
     const double rate = double(hits) / double(asked);
     const double planner = double(n_slots - experts) / double(gpu_layers * experts - experts);
     qInfo("decode over %d of 12 layers after a prompt pass, %d slots: hit rate %.3f (tokens 3-6), planner %.3f",
@@ -309,19 +300,7 @@ class TestExpertSlotMap : public QObject {
     QVERIFY(cyclic_hit_rate(m, 4, 16, 20) == 1.0);
     uint64_t hits = 0, asked = 0;
     for (int t = 0; t < 200; ++t)
-      for (int l = 10; l < 14; ++l) {
-        m.begin_request(l);
-        std::vector<int> miss;
-        for (int e = 0; e < 16; ++e) {
-          const bool hit = m.use(l, e) >= 0;
-          if (t >= 150) {
-            ++asked;
-            hits += hit;
-          }
-          if (!hit) miss.push_back(e);
-        }
-        for (int e : miss) QVERIFY(m.claim(l, e) >= 0);
-      }
+      for (int l = 10; l < 14; ++l) QVERIFY(request_all(m, l, 16, t >= 150, &hits, &asked));
     qInfo("after the switch: hit rate %.3f over the last 50 tokens", double(hits) / double(asked));
     QCOMPARE(hits, asked);
     for (int l = 0; l < 4; ++l)
