@@ -64,13 +64,19 @@ void predict(Plan& p, PhasePrediction& out, int T, bool prefill) {
   // Each GPU's VRAM tier serves the layers that GPU computes: the share of their experts it holds.
   const size_t ngpu = p.experts.vram_bytes.size();
   std::vector<double> gpu_expert_total(ngpu, 0.0);  // all expert bytes of the layers each GPU computes in this phase
-  std::vector<int> gpu_moe_layers(ngpu, 0);
+  // Whether each GPU copies a MoE layer's experts ahead, under the MoE layer before it: the engine
+  // does so where both are computed by that GPU in this phase and the later one lives in its VRAM
+  // (a layer streamed to the GPU per pass has no router there yet to guess with).
+  std::vector<char> gpu_copies_ahead(ngpu, 0);
+  int moe_before = kCpu;  // the device of the MoE layer before, in this phase
   for (const auto& u : p.units) {
     const int dev = prefill ? u.prefill_device : u.decode_device;
-    if (u.unit >= 0 && m.layers[u.unit].moe && dev != kCpu && size_t(dev) < ngpu) {
+    if (u.unit < 0 || !m.layers[u.unit].moe) continue;
+    if (dev != kCpu && size_t(dev) < ngpu) {
       gpu_expert_total[size_t(dev)] += double(m.experts) * m.expert_bytes;
-      ++gpu_moe_layers[size_t(dev)];
+      if (moe_before == dev && u.home == Home::Vram && u.gpu == dev) gpu_copies_ahead[size_t(dev)] = 1;
     }
+    moe_before = dev;
   }
   const double f_ram = m.all_expert_bytes() ? std::min(1.0, double(p.experts.ram_bytes) / m.all_expert_bytes()) : 1.0;
   const double d = distinct_experts(m.experts, m.top_k, T);
@@ -79,14 +85,14 @@ void predict(Plan& p, PhasePrediction& out, int T, bool prefill) {
   // pass's misses cannot hold anything for later: of S slots, S - misses keep experts, and with
   // uniform routing the hit fraction f solves f * N = S - (1 - f) * d, f = (S - d) / (N - d), for
   // N experts in the layers that GPU computes and d distinct experts per layer and pass. Where it
-  // computes two MoE layers or more, the next layer's misses are copied under this layer's compute
-  // (below), so two layers' misses hold slots at once: f * N = S - 2 (1 - f) d, f = (S - 2d) / (N -
-  // 2d) (test_expert_slot_map, copiesAheadCopyNoMoreThanTheMisses; the slice's 96 GB rows: 0.28 instead of 0.35).
+  // copies a layer's experts ahead (above), under the compute of the layer before, two layers'
+  // misses hold slots at once: f * N = S - 2 (1 - f) d, f = (S - 2d) / (N - 2d)
+  // (test_expert_slot_map, copiesAheadCopyNoMoreThanTheMisses; the slice's 96 GB rows: 0.28 instead of 0.35).
   std::vector<double> f_vram_of(ngpu, 0.0);
   for (size_t g = 0; g < ngpu; ++g) {
     if (!(gpu_expert_total[g] > 0) || !(eb > 0)) continue;
     const double S = double(p.experts.vram_bytes[g]) / eb, N = gpu_expert_total[g] / eb;
-    const double held = gpu_moe_layers[g] >= 2 ? 2 * d : d;
+    const double held = gpu_copies_ahead[g] ? 2 * d : d;
     f_vram_of[g] = S >= N ? 1.0 : N > held ? std::clamp((S - held) / (N - held), 0.0, 1.0) : 0.0;
   }
   for (const auto& u : p.units) {

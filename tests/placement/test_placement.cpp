@@ -307,6 +307,34 @@ class TestPlacement : public QObject {
     QVERIFY(d.seconds_per_token > d.cpu_s + d.gpu_s);
   }
 
+  void copies_ahead_hold_two_layers_of_the_vram_tier() {
+    // A 96 GB GPU with 256 GB of RAM decodes the whole spine from VRAM, copying each MoE layer's
+    // experts ahead under the layer before: two layers' misses hold slots at once, so the tier
+    // hits (S - 2d) / (N - 2d) of N experts with S slots and d = top_k a decode step, and the
+    // expert copies over PCIe are the rest (not the (S - d) / (N - d) of a tier without them).
+    const ModelByteMap m = real_k3_bytes();
+    const Bandwidths r = some_rates();
+    const Plan p = make_plan(m, machine(256, {96}), r);
+    int gpu_moe = 0;
+    for (const auto& u : p.units)
+      if (u.unit >= 0 && m.layers[u.unit].moe && u.decode_device == 0) {
+        QCOMPARE(int(u.home), int(Home::Vram));
+        ++gpu_moe;
+      }
+    QVERIFY2(gpu_moe >= 2, "the GPU decodes consecutive MoE layers");
+    const double eb = double(m.expert_bytes), d = m.top_k;
+    const double S = double(p.experts.vram_bytes[0]) / eb, N = double(gpu_moe) * m.experts;
+    QVERIFY2(S > 2 * d && S < N, "a VRAM tier larger than two layers' misses and smaller than the experts");
+    const double f = (S - 2 * d) / (N - 2 * d), f_without = (S - d) / (N - d);
+    const double copies = gpu_moe * d * eb * (1 - f) / (r.h2d_gbps * 1e9);
+    const double without = gpu_moe * d * eb * (1 - f_without) / (r.h2d_gbps * 1e9);
+    QVERIFY2(
+        std::abs(p.decode.expert_h2d_s - copies) <= 1e-9 * copies,
+        qPrintable(
+            QString("%1 against %2 (without copies ahead %3)").arg(p.decode.expert_h2d_s).arg(copies).arg(without)));
+    QVERIFY(copies > without);
+  }
+
   void short_verify_passes_stay_where_decode_runs() {
     // 32 GB GPU + 128 GB RAM and a CPU whose arithmetic (200 GFLOP/s, as the H100 hosts' fp64) bounds
     // a prompt pass: the CPU decodes the RAM layers and the GPU prefills them. A pass of a few rows

@@ -22,6 +22,10 @@
 # 1.1 s/token there, not yet measured with the GPU arms; the slice is reused while the machine is up).
 # The binaries come from the one-archive carry (tools/device/README.md), unpacked to $CARRY; GPU=1
 # needs a CUDA build's `deltafin` (e.g. BUILD=build/cu tools/device/pack-cli.sh).
+# ALSO_THREADS=N adds the CPU arms again with `--threads N` (ws2-tN, c1g-tN, c4g-tN and their own
+# floor-tN) to the same invocation: with every core computing, the thread that reaps and resubmits
+# the reads waits for a core, and the reads fall short of the probe (docs/PERFORMANCE.md, "The read
+# rate while the compute holds every core"); N = cores - 1 leaves it one.
 # Output under $OUT: diskbound.json and diskbound.txt.
 set -eu
 CARRY=${CARRY:-/tmp/t}
@@ -48,6 +52,11 @@ sync
   if [ "$GPU" = 1 ] && command -v nvidia-smi > /dev/null; then nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv,noheader 2>&1 || true; fi
 } > "$OUT/diskbound.txt"
 set -- --arm 'ws2:--ram-cache 0.562' --arm 'c1g:--ram-cache 1' --arm 'c4g:--ram-cache 4' --arm 'floor:--compute-floor'
+if [ -n "${ALSO_THREADS:-}" ]; then
+  t=$ALSO_THREADS
+  set -- "$@" --arm "ws2-t$t:--ram-cache 0.562 --threads $t" --arm "c1g-t$t:--ram-cache 1 --threads $t" \
+    --arm "c4g-t$t:--ram-cache 4 --threads $t" --arm "floor-t$t:--compute-floor --threads $t"
+fi
 if [ "$GPU" = 1 ]; then
   set -- "$@" --arm "g-ws2:--ram-cache 0.562 --device cuda --vram-experts $VRAM" \
     --arm "g-c1g:--ram-cache 1 --device cuda --vram-experts $VRAM" \
