@@ -21,6 +21,7 @@ double& ExpertSlotMap::layer_requests(int layer) {
   if (l >= layer_requests_.size()) {
     layer_requests_.resize(l + 1, 0.0);
     layer_last_.resize(l + 1, 0);
+    layer_gaps_.resize(l + 1, {0, 0, 0, 0});
     layer_slots_.resize(l + 1, 0);
   }
   return layer_requests_[l];
@@ -37,10 +38,23 @@ void ExpertSlotMap::begin_request(int layer) {
   }
   layer_ = std::max(0, layer);
   layer_requests(layer_) += 1.0;
-  // The round: requests since this layer's last one (decode after a prompt pass goes round the
-  // GPU's own layers only, not every layer the prompt pass asked for).
-  if (layer_last_[size_t(layer_)] > 0) round_ = request_ - layer_last_[size_t(layer_)];
-  layer_last_[size_t(layer_)] = request_;
+  // Each layer's period is the gap to its last request (decode after a prompt pass goes round the
+  // GPU's own layers only, not every layer the prompt pass asked for); the current layer's is the
+  // round (a layer asked for the first time leaves the round of the layer before).
+  const size_t c = size_t(layer_);
+  if (layer_last_[c] > 0) {
+    auto& g = layer_gaps_[c];
+    g = {request_ - layer_last_[c], g[0], g[1], g[2]};
+  }
+  layer_last_[c] = request_;
+  if (const uint64_t g = next_gap(c); g > 0) round_ = g;
+}
+
+uint64_t ExpertSlotMap::next_gap(size_t l) const {
+  // The last gap again, unless the last four alternate (verify passes over every layer between
+  // decode steps over a few): then the one before it.
+  const auto& g = layer_gaps_[l];
+  return g[3] > 0 && g[2] == g[0] && g[3] == g[1] && g[1] != g[0] ? g[1] : g[0];
 }
 
 int ExpertSlotMap::find(int layer, int expert) const {
@@ -76,18 +90,26 @@ int ExpertSlotMap::claim_ahead(int layer, int expert, uint64_t keep_from) {
 int ExpertSlotMap::pick(uint64_t keep_from, int for_layer, bool* evicted) const {
   constexpr double kNever = std::numeric_limits<double>::max();
   const size_t L = layer_requests_.size();
-  // Requests per round: the last measured, else the layers seen (a first pass goes through them in order).
+  // Requests per round: the current layer's period, else the layers seen (a first pass goes through them in order).
   const double M = std::max<double>(1, round_ > 0 ? double(round_) : double(L)), inv_M = 1.0 / M;
-  // Per layer, once per pick (a pick scans every slot; K3 has thousands): the requests until it
-  // comes round (a layer of the current request: a whole round), and 1 / its requests, or 0 for a
-  // layer not requested for two rounds (its experts are needed never).
+  // Per layer, once per pick (a pick scans every slot; K3 has thousands): its period, the requests
+  // until it comes round (its period less the requests since it was asked, at least 1: an overdue
+  // layer is due next; a layer asked for once, without a period, where the pass order puts it in
+  // the round), and 1 / its requests, or 0 for a layer not requested for two periods (its experts
+  // are needed never).
   layer_d_.resize(L);
   layer_inv_asked_.resize(L);
+  layer_m_.resize(L);
   for (size_t l = 0; l < L; ++l) {
-    const bool alive = double(request_ - layer_last_[l]) <= 2 * M && layer_requests_[l] > 0;
+    const double since = double(request_ - layer_last_[l]);
+    const uint64_t g = next_gap(l);
+    const double period = g > 0 ? double(g) : M;
+    const bool alive = since <= 2 * period && layer_requests_[l] > 0;
     layer_inv_asked_[l] = alive ? 1.0 / layer_requests_[l] : 0.0;
-    // (At least 1: a layer further back than a round is not in the round, and dead above.)
-    layer_d_[l] = int(l) > layer_ ? double(int(l) - layer_) : std::max(1.0, M - double(layer_ - int(l)));
+    layer_m_[l] = period;
+    layer_d_[l] = g > 0             ? std::max(1.0, period - since)
+                  : int(l) > layer_ ? double(int(l) - layer_)
+                                    : std::max(1.0, M - double(layer_ - int(l)));
   }
   int best = -1;
   bool best_guess = false;
@@ -104,7 +126,7 @@ int ExpertSlotMap::pick(uint64_t keep_from, int for_layer, bool* evicted) const 
     const size_t l = size_t(layer_of(s));
     // The header's d + M (1 - p) / p, p the expert's uses over its layer's requests.
     const double p = std::min(1.0, uses_[i] * layer_inv_asked_[l]);
-    const double next = guess ? 0.0 : p > 0 ? layer_d_[l] + M * (1.0 - p) / p : kNever;
+    const double next = guess ? 0.0 : p > 0 ? layer_d_[l] + layer_m_[l] * (1.0 - p) / p : kNever;
     const double round = std::floor((next - 1) * inv_M);  // 0: needed within this round of the layers
     // The claiming layer's own experts are never the "layer holding the most": copies ahead for the
     // next layer would otherwise, once it held the most, evict its resident experts to make room for

@@ -7,15 +7,18 @@
 // expert is expected to be needed last (Belady's rule with estimated odds), counted in whole rounds
 // of the layers; within a round, one of the layer that holds the most slots (never the claiming
 // layer's own on that account: a copy ahead for the next layer would then evict that layer's
-// resident experts, only for its request to copy them back). Passes visit the
-// layers in order, so an expert of layer l, used in a fraction p of its layer's requests, is
-// expected next after the layers up to l come round again (d requests) plus, should it miss that
-// time, (1 - p) / p further rounds of M requests: d + M (1 - p) / p. p counts every use of the
-// expert, resident or not (uses and the layer's requests halve every `half_life` requests), so an
-// expert that turns hot takes a slot from one that was hot only when the slots were filled; a
-// layer not requested for two rounds is no longer passed through, and its experts go first. M is
-// the requests between a layer's last two: decode over the GPU's own layers after a prompt pass
-// over all of them goes round those alone, and the prompt's other layers leave within two rounds.
+// resident experts, only for its request to copy them back). Each layer comes round every M
+// requests, its period (the gap between its last two requests, or, when its last four gaps
+// alternate, as verify passes over every layer between decode steps over a few make them, the one
+// before), so an expert of layer l, used in a fraction p of its layer's requests, is expected next
+// when l comes round again (d requests: its period less the requests since it was asked) plus,
+// should it miss that time, (1 - p) / p further periods: d + M (1 - p) / p. p counts every use of
+// the expert, resident or not (uses and the layer's requests halve every `half_life` requests), so
+// an expert that turns hot takes a slot from one that was hot only when the slots were filled; a
+// layer not requested for two periods is no longer passed through, and its experts go first. The
+// round is the current layer's period: decode over the GPU's own layers after a prompt pass over
+// all of them goes round those alone, and the prompt's other layers (asked for once, so taking the
+// round as their period) leave within two rounds.
 // - Every expert of every layer, once per token (the placement slice): p = 1 for all, every
 //   expert is needed within the round, and a miss takes a slot of the layer holding the most, so
 //   the resident share spreads evenly over the layers and hits (S - d) / (N - d) of N experts with
@@ -27,6 +30,7 @@
 //   uses while resident, a newcomer never outscores those that came first).
 // - Guesses fetched ahead and not yet used go before anything else, so a wrong guess costs one slot
 //   for one layer.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <unordered_map>
@@ -72,20 +76,23 @@ class ExpertSlotMap {
   int pick(uint64_t keep_from, int for_layer, bool* evicted) const;
   void take(int slot, int layer, int expert, bool guess);
   double& layer_requests(int layer);
+  // The layer's period: its last gap, or the one before where its last four alternate; 0 when none.
+  uint64_t next_gap(size_t l) const;
   int half_life_;
   uint64_t request_ = 0;
-  uint64_t round_ = 0;              // requests between the current layer's last two (0: not yet seen)
+  uint64_t round_ = 0;              // the current layer's period (0: none yet)
   int layer_ = 0;                   // of the current request
   std::vector<int64_t> key_;        // -1 = empty
   std::vector<uint64_t> used_;      // request of the last use
   std::vector<bool> unused_guess_;  // fetched ahead, not used since
   std::vector<double> uses_;        // the resident expert's uses (halved with the rest)
   std::unordered_map<int64_t, int> where_;
-  std::unordered_map<int64_t, double> away_uses_;          // the same for experts not resident
-  std::vector<double> layer_requests_;                     // by layer, halved every half_life_ requests
-  std::vector<uint64_t> layer_last_;                       // by layer: its last request
-  std::vector<int> layer_slots_;                           // by layer: the slots holding its experts
-  mutable std::vector<double> layer_d_, layer_inv_asked_;  // pick()'s per-layer terms
+  std::unordered_map<int64_t, double> away_uses_;    // the same for experts not resident
+  std::vector<double> layer_requests_;               // by layer, halved every half_life_ requests
+  std::vector<uint64_t> layer_last_;                 // by layer: its last request
+  std::vector<std::array<uint64_t, 4>> layer_gaps_;  // by layer: its last four gaps, last first (0: none)
+  std::vector<int> layer_slots_;                     // by layer: the slots holding its experts
+  mutable std::vector<double> layer_d_, layer_m_, layer_inv_asked_;  // pick()'s per-layer terms
 };
 
 }  // namespace deltafin
