@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <numeric>
 
 #include "base/error.h"
 #include "model/checkpoint.h"
@@ -225,6 +226,46 @@ class TestTieredStore : public QObject {
     }
     QVERIFY(t.cached(1, 3));
     QVERIFY2(reads_of_3 <= 2, qPrintable(QString::number(reads_of_3)));
+  }
+
+  void decodeAfterAPromptKeepsWhatDecodeAsks() {
+    // The hybrid placements' RAM tier: a prompt pass asks for every expert of every MoE layer,
+    // then decode asks every token for all of the CPU's layers' experts and a fixed few of the
+    // GPU's layers' (the VRAM tier's misses), more than the cache and the streaming buffer hold.
+    // The prompt's other experts must give way within a token or two, so that decode hits at least
+    // what a fixed set of the cache's size holds (here from the second token on: 56 of 104).
+    std::vector<int> moe;
+    for (int l = 0; l < demo_.cfg.layers; ++l)
+      if (demo_.cfg.is_moe(l)) moe.push_back(l);
+    QVERIFY(moe.size() >= 4);
+    const int E = demo_.cfg.experts, cache = E + E / 2;
+    StoreOptions o = buffered(size_t(cache), E);  // a streaming buffer of one layer's working set
+    o.prefetch = false;
+    o.policy = EvictionPolicy::LfuDecay;
+    TieredExpertSource t(*demo_.ck, demo_.w.experts, o);
+    std::vector<int> all(static_cast<size_t>(E));
+    const std::vector<int> few = {0, 1, 2, 3};
+    std::iota(all.begin(), all.end(), 0);
+    const size_t gpu = 2;  // the first two MoE layers on the GPU
+    for (int l : moe) take(t, l, all);
+    for (int r = 0; r < 16; ++r) t.end_token();  // a 16-row prompt
+    uint64_t asked = 0, hits = 0;
+    for (int tok = 0; tok < 10; ++tok) {
+      const ExpertCounters before = t.counters();
+      for (size_t i = 0; i < moe.size(); ++i) take(t, moe[i], i < gpu ? few : all);
+      t.end_token();
+      const ExpertCounters after = t.counters();
+      if (tok >= 4) {
+        asked += after.requests - before.requests;
+        hits += after.ram_hits - before.ram_hits;
+      }
+    }
+    const double per_token = double(gpu * few.size() + (moe.size() - gpu) * size_t(E));
+    const double fixed_set = std::min(1.0, double(cache) / per_token);
+    qInfo("decode after a prompt: RAM tier hit rate %.3f over tokens 5-10, a fixed set of %d slots %.3f",
+          double(hits) / double(asked), cache, fixed_set);
+    QVERIFY2(double(hits) / double(asked) >= fixed_set - 0.02,
+             qPrintable(QString::number(double(hits) / double(asked))));
   }
 
   void aRequestAheadReadsWithoutCounting() {
