@@ -160,8 +160,8 @@ void ExpertSlotMap::take(int slot, int layer, int expert, bool guess) {
     if (uses_[i] > 0) away_uses_[key_[i]] = uses_[i];
     --layer_slots_[size_t(layer_of(slot))];
   }
-  layer_requests(layer);  // sizes the per-layer tables
-  ++layer_slots_[size_t(std::max(0, layer))];
+  layer_requests(layer);          // sizes the per-layer tables
+  ++layer_slots_[size_t(layer)];  // (a negative layer was refused above)
   key_[i] = key(layer, expert);
   where_[key_[i]] = slot;
   auto it = away_uses_.find(key_[i]);

@@ -59,35 +59,43 @@ double cyclic_hit_rate(ExpertSlotMap& m, int layers, int experts, int tokens) {
   return double(hits) / double(asked);
 }
 
-// The same pass as the GPU runs it with copies ahead: after each layer's request, every expert of
-// the next layer (a perfect guess; the slice's routers use all) not resident is claimed ahead. The
-// copies (misses plus copies ahead) per token over the last half of the tokens; `self_evictions`
-// counts copies ahead that took a slot of the very layer they were for.
+// How many experts of layer l are resident.
+int held(const ExpertSlotMap& m, int l, int experts) {
+  int n = 0;
+  for (int e = 0; e < experts; ++e) n += m.find(l, e) >= 0;
+  return n;
+}
+
+// One pass over layers 0..layers-1 as the GPU runs it with copies ahead: each layer's request, its
+// misses claimed, then every expert of the next layer not resident claimed ahead (a perfect guess;
+// the slice's routers use all; the last layer's guesses would be for the next pass). Adds the
+// copies (misses plus copies ahead) to *copies when `count`, and to *self_evictions the copies
+// ahead that took a slot of the very layer they were for. False when a miss found no slot.
+bool pass_with_copies_ahead(ExpertSlotMap& m, int layers, int experts, bool count, double* copies,
+                            int* self_evictions) {
+  for (int l = 0; l < layers; ++l) {
+    uint64_t hits = 0, asked = 0;
+    if (!request_all(m, l, experts, true, &hits, &asked)) return false;
+    if (count) *copies += double(asked - hits);
+    if (l + 1 == layers) continue;
+    for (int e = 0; e < experts; ++e) {
+      if (m.find(l + 1, e) >= 0) continue;
+      const int had = held(m, l + 1, experts);
+      if (m.claim_ahead(l + 1, e, m.request()) < 0) break;
+      if (held(m, l + 1, experts) == had) ++*self_evictions;  // it took one of its own layer's slots
+      if (count) *copies += 1;
+    }
+  }
+  return true;
+}
+
+// That pass for `tokens` tokens: the copies per token over the last half of the tokens.
 double cyclic_copies_ahead(ExpertSlotMap& m, int layers, int experts, int tokens, int* self_evictions) {
-  uint64_t copies = 0;
+  double copies = 0;
   *self_evictions = 0;
   for (int t = 0; t < tokens; ++t)
-    for (int l = 0; l < layers; ++l) {
-      m.begin_request(l);
-      std::vector<int> miss;
-      for (int e = 0; e < experts; ++e)
-        if (m.use(l, e) < 0) miss.push_back(e);
-      for (int e : miss)
-        if (m.claim(l, e) < 0) return -1;
-      if (t >= tokens / 2) copies += miss.size();
-      if (l + 1 == layers) continue;  // the last layer's guesses would be for the next token's pass
-      for (int e = 0; e < experts; ++e) {
-        if (m.find(l + 1, e) >= 0) continue;
-        // Which slot the claim will take: the one not holding this layer's experts before.
-        std::vector<int64_t> before(size_t(m.slot_count()));
-        for (int s = 0; s < m.slot_count(); ++s) before[size_t(s)] = m.holds(s) ? m.layer_of(s) : -1;
-        const int s = m.claim_ahead(l + 1, e, m.request());
-        if (s < 0) break;
-        if (before[size_t(s)] == l + 1) ++*self_evictions;
-        if (t >= tokens / 2) ++copies;
-      }
-    }
-  return double(copies) / double(tokens - tokens / 2);
+    if (!pass_with_copies_ahead(m, layers, experts, t >= tokens / 2, &copies, self_evictions)) return -1;
+  return copies / double(tokens - tokens / 2);
 }
 
 // The same with plain LRU, for contrast: what the tier did before.
@@ -223,22 +231,10 @@ class TestExpertSlotMap : public QObject {
     const int experts = 16, n_slots = 96;
     ExpertSlotMap m(n_slots);
     double copies = 0;
-    auto pass = [&](int layers, bool count) {
-      for (int l = 0; l < layers; ++l) {
-        m.begin_request(l);
-        std::vector<int> miss;
-        for (int e = 0; e < experts; ++e)
-          if (m.use(l, e) < 0) miss.push_back(e);
-        for (int e : miss) QVERIFY(m.claim(l, e) >= 0);
-        if (count) copies += double(miss.size());
-        if (l + 1 == layers) continue;
-        for (int e = 0; e < experts; ++e)
-          if (m.find(l + 1, e) < 0 && m.claim_ahead(l + 1, e, m.request()) >= 0 && count) copies += 1;
-      }
-    };
+    int self = 0;
     for (int t = 0; t < 60; ++t) {
-      pass(12, t >= 30);
-      pass(4, t >= 30);
+      QVERIFY(pass_with_copies_ahead(m, 12, experts, t >= 30, &copies, &self));
+      QVERIFY(pass_with_copies_ahead(m, 4, experts, t >= 30, &copies, &self));
     }
     qInfo("verify passes over 12 layers alternating with steps over 4, %d slots: %.1f copies a pair", n_slots,
           copies / 30);
