@@ -23,9 +23,10 @@
 # The binaries come from the one-archive carry (tools/device/README.md), unpacked to $CARRY; GPU=1
 # needs a CUDA build's `deltafin` (e.g. BUILD=build/cu tools/device/pack-cli.sh).
 # ALSO_THREADS=N adds the CPU arms again with `--threads N` (ws2-tN, c1g-tN, c4g-tN and their own
-# floor-tN) to the same invocation: with every core computing, the thread that reaps and resubmits
-# the reads waits for a core, and the reads fall short of the probe (docs/PERFORMANCE.md, "The read
-# rate while the compute holds every core"); N = cores - 1 leaves it one.
+# floor-tN) to the same invocation, to see whether the reads keep up with the probe when the thread
+# that reaps and resubmits them has a core of its own (on the 2-vCPU VM they fell short with every
+# core computing: docs/PERFORMANCE.md, "The read rate while the compute holds every core"); N =
+# cores - 1 leaves it one.
 # Output under $OUT: diskbound.json and diskbound.txt.
 set -eu
 CARRY=${CARRY:-/tmp/t}
