@@ -40,6 +40,8 @@ nlohmann::json counters_json(const ExpertCounters& c) {
           {"prefetch_skipped", c.prefetch_skipped},
           {"evictions", c.evictions},
           {"read_seconds", c.read_seconds},
+          {"read_depth_seconds", c.read_depth_seconds},
+          {"io_preemptions", c.io_preemptions},
           {"wait_seconds", c.wait_seconds},
           {"bytes_needed", c.bytes_needed},
           {"guessed", {c.guessed[0], c.guessed[1]}},
@@ -94,6 +96,8 @@ void add_to(ExpertCounters& a, const ExpertCounters& d) {
     a.guessed_demand[k] += d.guessed_demand[k];
   }
   a.read_seconds += d.read_seconds;
+  a.read_depth_seconds += d.read_depth_seconds;
+  a.io_preemptions += d.io_preemptions;
   a.wait_seconds += d.wait_seconds;
 }
 
@@ -340,6 +344,7 @@ BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
       make_experts_cold(plan.model_root);
       ArmModel l = load_arm(plan.model_root, *a);
       K3Model* m = l.m.get();
+      if (r == 0) say(a->name + ": " + m->experts().describe());  // the queue depth it probed, among others
       // GPU arms: one session per arm and repetition (declared after the model: destroyed first),
       // so the warm run finds the VRAM tier as the cold run left it.
       std::unique_ptr<DecodeSession> gpu;
@@ -467,7 +472,7 @@ std::string BenchReport::json() const {
   j["summary"] = nlohmann::json::array();
   for (const auto& [k, rs] : groups) {
     std::vector<double> dec, pre, hit, miss_bytes, read_bytes, disk_floor, recall, vs_max, vs_sum, achieved, steal, sys,
-        vs_vm, busy_share, busy_gbps, vram_hit, h2d_bytes, pcie_floor;
+        vs_vm, busy_share, busy_gbps, busy_depth, vram_hit, h2d_bytes, pcie_floor;
     std::vector<double> guess_precision[2], guess_recall[2];
     const int tokens = rs.front()->ids.size() > 1 ? static_cast<int>(rs.front()->ids.size()) - 1 : 1;
     for (auto* r : rs) {
@@ -525,6 +530,7 @@ std::string BenchReport::json() const {
       if (c.read_seconds > 0 && r->decode_seconds_per_token > 0) {
         busy_share.push_back(c.read_seconds / (r->decode_seconds_per_token * tokens));
         busy_gbps.push_back(double(c.bytes_read) / c.read_seconds / 1e9);
+        busy_depth.push_back(c.read_depth_seconds / c.read_seconds);
       }
       steal.push_back(r->decode_steal_seconds_per_token);
       sys.push_back(r->decode_sys_seconds_per_token);
@@ -546,6 +552,7 @@ std::string BenchReport::json() const {
     if (!busy_share.empty()) {
       g["decode_disk_busy_share"] = js(spread(busy_share));
       g["decode_read_gbps_while_busy"] = js(spread(busy_gbps));
+      g["decode_reads_in_flight_while_busy"] = js(spread(busy_depth));
     }
     // The next-layer prediction: of the experts guessed d layers ahead, the share the layer asked
     // for (precision), and of what it asked for, the share guessed (recall).

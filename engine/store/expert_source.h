@@ -38,6 +38,12 @@ struct ExpertCounters {
   // guessed, guesses the layer then asked for, and what those layers asked for in all.
   uint64_t guessed[2] = {}, guessed_right[2] = {}, guessed_demand[2] = {};
   double read_seconds = 0;  // wall time with at least one read in flight
+  // Reads in flight integrated over that time: over read_seconds, the mean queue depth the disk saw
+  // (below the engine's depth when the reads come too few, or the thread that refills the queue late).
+  double read_depth_seconds = 0;
+  // Times the thread that reaps and resubmits the reads was preempted (involuntary context
+  // switches): how often the compute took its core while reads were due.
+  uint64_t io_preemptions = 0;
   double wait_seconds = 0;  // compute time spent waiting for a miss
 };
 
@@ -63,6 +69,8 @@ inline ExpertCounters operator-(const ExpertCounters& a, const ExpertCounters& b
     d.guessed_demand[k] = a.guessed_demand[k] - b.guessed_demand[k];
   }
   d.read_seconds = a.read_seconds - b.read_seconds;
+  d.read_depth_seconds = a.read_depth_seconds - b.read_depth_seconds;
+  d.io_preemptions = a.io_preemptions - b.io_preemptions;
   d.wait_seconds = a.wait_seconds - b.wait_seconds;
   return d;
 }

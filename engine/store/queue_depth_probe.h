@@ -12,13 +12,20 @@ namespace deltafin {
 // saturated, and more in flight after that only adds latency to the read the compute waits for.
 struct QueueDepthProbe {
   int best = 16;                             // the smallest depth within 5 % of the fastest
-  std::vector<std::pair<int, double>> gbps;  // (depth, GB/s) as measured
+  std::vector<std::pair<int, double>> gbps;  // (depth, GB/s), the faster of two measurements
   std::string describe() const;              // "QD 1 0.41, 2 0.80, ... GB/s"
 };
 
+// Fills `best` from `gbps` (empty: the usual depth, 16). Not deeper than that: a guess's read, once
+// in flight, cannot be taken back when the layer asks for other experts (on an H100 host, QD 32
+// read 20-35 % more than decode needed, QD 7 7-13 %, at the same read rate).
+void choose_queue_depth(QueueDepthProbe& p);
+
 // Reads distinct aligned chunks from `chunks` (their dst ignored) at depths 1, 2, 4 ... max_depth,
-// `per_depth` chunks each, and picks the best depth. Chunks are used once each, so a cache in front
-// of the disk cannot serve a repeat; with fewer chunks than needed the deeper steps are skipped.
+// then again from max_depth down to 1, `per_depth` chunks (at least twice the depth) each time, and
+// keeps each depth's faster pass: a one-off stall or the disk's warm-up at the first depth would
+// otherwise pick the depth at random. Chunks are used once each, so a cache in front of the disk
+// cannot serve a repeat; with fewer chunks than both passes need the deeper depths are skipped.
 QueueDepthProbe probe_queue_depth(const std::vector<ReadJob>& chunks, uint64_t chunk_bytes, bool use_io_uring,
                                   int max_depth = 64, int per_depth = 32);
 

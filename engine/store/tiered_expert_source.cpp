@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -96,7 +97,6 @@ int best_queue_depth(const Checkpoint& ck, const std::vector<std::vector<ExpertL
     QueueDepthProbe p = probe_queue_depth(chunks, chunk_bytes, use_io_uring, 32, 16);
     for (int fd : fds)
       if (fd >= 0) ::close(fd);
-    if (p.gbps.empty()) p.best = 16;  // too little to read: the usual depth
     it = known.emplace(key, p).first;
   }
   if (how) *how = it->second.gbps.empty() ? "too small to probe" : it->second.describe();
@@ -452,7 +452,15 @@ void TieredExpertSource::fill_guesses_locked() {
   }
 }
 
+namespace {
+uint64_t this_thread_preemptions() {
+  rusage u{};
+  return getrusage(RUSAGE_THREAD, &u) == 0 ? uint64_t(u.ru_nivcsw) : 0;
+}
+}  // namespace
+
 void TieredExpertSource::io_loop() {
+  const uint64_t preempted_before = this_thread_preemptions();
   std::unique_lock<std::mutex> lk(mu_);
   std::unordered_map<uint64_t, Chunk> flying;
   uint64_t serial = 0;
@@ -478,6 +486,8 @@ void TieredExpertSource::io_loop() {
     const double waited = since(t0);
     lk.lock();
     c_.read_seconds += waited;
+    c_.read_depth_seconds += waited * in_flight_;
+    c_.io_preemptions = this_thread_preemptions() - preempted_before;
     --in_flight_;
     auto it = flying.find(d.tag);
     if (it == flying.end()) continue;

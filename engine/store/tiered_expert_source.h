@@ -48,7 +48,7 @@ struct StoreOptions {
   size_t max_slots = 0;  // cap on cache slots besides the byte budget (0 = none)
 };
 
-// The queue depth the disk under `path` wants with these options, probed once per device and
+// The queue depth the disk under the shards wants with these options, probed once per device and
 // process over random experts of `locations` (QueueDepthProbe); `how` gets the measurements.
 int best_queue_depth(const Checkpoint& ck, const std::vector<std::vector<ExpertLocation>>& locations, bool direct_io,
                      bool use_io_uring, uint64_t chunk_bytes, std::string* how = nullptr);

@@ -536,7 +536,7 @@ class TestTieredStore : public QObject {
     const std::string path = test::temp_dir("qd") + "/blob";
     const uint64_t chunk = 64 << 10;
     {
-      std::vector<char> buf(chunk * 40, 'x');
+      std::vector<char> buf(chunk * 80, 'x');
       FILE* f = std::fopen(path.c_str(), "wb");
       QVERIFY(f);
       QCOMPARE(std::fwrite(buf.data(), 1, buf.size(), f), buf.size());
@@ -545,8 +545,9 @@ class TestTieredStore : public QObject {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     QVERIFY(fd >= 0);
     std::vector<ReadJob> chunks;
-    for (uint64_t i = 0; i < 40; ++i) chunks.push_back({fd, i * chunk, chunk, nullptr, 0});
-    // 4 per depth, at least twice the depth: depths 1, 2, 4, 8 take 4 + 4 + 8 + 16 = 32 chunks; 16 would need 32 more.
+    for (uint64_t i = 0; i < 80; ++i) chunks.push_back({fd, i * chunk, chunk, nullptr, 0});
+    // 4 per depth, at least twice the depth, in each of two passes: depths 1, 2, 4, 8 take
+    // 2 x (4 + 4 + 8 + 16) = 64 chunks; 16 would need 64 more.
     const QueueDepthProbe p = probe_queue_depth(chunks, chunk, false, 64, 4);
     ::close(fd);
     QCOMPARE(p.gbps.size(), size_t(4));
@@ -557,6 +558,19 @@ class TestTieredStore : public QObject {
     }
     QVERIFY(found);
     QCOMPARE(p.gbps.back().first, 8);
+  }
+
+  void queueDepthIsTheShallowestNearTheFastest() {
+    QueueDepthProbe p;
+    p.gbps = {{1, 0.9}, {2, 1.8}, {4, 2.3}, {8, 2.36}, {16, 2.35}, {32, 2.3}};
+    choose_queue_depth(p);
+    QCOMPARE(p.best, 4);                                    // 2.30 >= 0.95 x 2.36; 1.8 is not
+    p.gbps = {{1, 2.29}, {2, 2.04}, {4, 2.13}, {8, 1.58}};  // a disk at its rate from one read on
+    choose_queue_depth(p);
+    QCOMPARE(p.best, 1);
+    p.gbps.clear();  // too little to read: the usual depth
+    choose_queue_depth(p);
+    QCOMPARE(p.best, 16);
   }
 
   void residentReplayServesAStepFromRam() {
