@@ -16,9 +16,7 @@ struct QueueDepthProbe {
   std::string describe() const;              // "QD 1 0.41, 2 0.80, ... GB/s"
 };
 
-// Fills `best` from `gbps` (empty: the usual depth, 16). Not deeper than that: a guess's read, once
-// in flight, cannot be taken back when the layer asks for other experts (on an H100 host, QD 32
-// read 20-35 % more than decode needed, QD 7 7-13 %, at the same read rate).
+// Fills `best` from `gbps` (empty: the usual depth, 16).
 void choose_queue_depth(QueueDepthProbe& p);
 
 // Reads distinct aligned chunks from `chunks` (their dst ignored) at depths 1, 2, 4 ... max_depth,

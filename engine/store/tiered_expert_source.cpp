@@ -468,16 +468,23 @@ void TieredExpertSource::io_loop() {
     io_cv_.wait(lk,
                 [&] { return stop_ || in_flight_ > 0 || (!paused_ && (!demand_q_.empty() || !prefetch_q_.empty())); });
     if (stop_ && in_flight_ == 0) return;
-    while (!stop_ && !paused_ && in_flight_ < engine_->depth() && (!demand_q_.empty() || !prefetch_q_.empty())) {
-      auto& q = !demand_q_.empty() ? demand_q_ : prefetch_q_;
+    const int guess_cap = opts_.guess_chunks_in_flight > 0 ? opts_.guess_chunks_in_flight : engine_->depth();
+    while (!stop_ && !paused_ && in_flight_ < engine_->depth() &&
+           (!demand_q_.empty() || (!prefetch_q_.empty() && guesses_in_flight_ < guess_cap))) {
+      const bool guess = demand_q_.empty();
+      auto& q = guess ? prefetch_q_ : demand_q_;
       Chunk c = q.front();
       q.pop_front();
+      c.guess = guess;
+      guesses_in_flight_ += guess;
       Slot& s = slots_[c.slot];
       if (s.state == Slot::Queued) s.state = Slot::Loading;
       c.job.tag = ++serial;
       flying.emplace(c.job.tag, c);
       engine_->submit(c.job);
       ++in_flight_;
+      peak_in_flight_ = std::max(peak_in_flight_, in_flight_);
+      peak_guesses_in_flight_ = std::max(peak_guesses_in_flight_, guesses_in_flight_);
     }
     if (in_flight_ == 0) continue;
     lk.unlock();
@@ -493,6 +500,7 @@ void TieredExpertSource::io_loop() {
     if (it == flying.end()) continue;
     const Chunk c = it->second;
     flying.erase(it);
+    guesses_in_flight_ -= c.guess;
     Slot& s = slots_[c.slot];
     if (d.result < 0) s.error = std::string("read failed: ") + std::strerror(static_cast<int>(-d.result));
     else if (static_cast<uint64_t>(d.result) < c.need)
@@ -744,6 +752,16 @@ void TieredExpertSource::renew_guess_budget_locked(int layer, double demand_byte
   const double iv = interval_s_[size_t(layer)];
   const bool timed = c_.read_seconds > 0.05 && c_.bytes_read > 0 && iv > 0;
   guess_budget_left_ = timed ? std::max(0.0, iv * (double(c_.bytes_read) / c_.read_seconds) - demand_bytes) : 1e300;
+}
+
+int TieredExpertSource::peak_in_flight() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return peak_in_flight_;
+}
+
+int TieredExpertSource::peak_guesses_in_flight() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return peak_guesses_in_flight_;
 }
 
 size_t TieredExpertSource::pending_guesses() const {

@@ -532,6 +532,42 @@ class TestTieredStore : public QObject {
     QCOMPARE(c.bytes_read - read0, 2 * expert);
   }
 
+  // Guesses keep at most guess_chunks_in_flight reads in flight (a read once submitted cannot be
+  // taken back), demand reads the whole queue depth; every guess is still read.
+  void guessesKeepFewReadsInFlight() {
+    const uint64_t expert = demo_.w.experts[2][0].bytes;
+    QVERIFY(4 * (expert / 4096) > 16);  // four experts are more chunks than the queue holds
+    // Peak reads in flight, and of them guesses, once four experts' chunks queued behind a pause go out.
+    auto run = [&](int cap, bool as_guesses) {
+      StoreOptions o = buffered(0, 8);
+      o.queue_depth = 16;
+      o.chunk_bytes = 4096;
+      o.guess_bytes_per_layer = INT64_MAX;
+      o.guess_chunks_in_flight = cap;
+      TieredExpertSource t(*demo_.ck, demo_.w.experts, o);
+      t.pause_io(true);
+      std::unique_ptr<ExpertBatch> b;
+      if (as_guesses) t.prefetch(2, std::vector<int>{7, 3, 5, 1});
+      else b = t.request(2, std::vector<int>{7, 3, 5, 1});
+      t.pause_io(false);  // the reading thread submits what may be in flight in one go
+      if (b) {
+        for (int i = 0; i < 4; ++i) b->next();
+        b.reset();
+      } else {
+        // Wait for the first submission before asking, so that the guesses are read as guesses.
+        for (int i = 0; i < 5000 && t.peak_guesses_in_flight() == 0; ++i) QTest::qWait(1);
+        take(t, 2, {7, 3, 5, 1});
+        if (t.counters().prefetch_used != 4) return std::make_pair(-1, -1);
+      }
+      return std::make_pair(t.peak_in_flight(), t.peak_guesses_in_flight());
+    };
+    // (Guesses still queued when the layer asks for them become demand reads: the peak of all reads
+    // in flight depends on how far the guesses got by then.)
+    QCOMPARE(run(2, true).second, 2);
+    QCOMPARE(run(0, true).second, 16);               // no limit but the queue depth
+    QCOMPARE(run(2, false), std::make_pair(16, 0));  // demand reads are not limited
+  }
+
   void queueDepthProbeMeasuresEachDepth() {
     const std::string path = test::temp_dir("qd") + "/blob";
     const uint64_t chunk = 64 << 10;
