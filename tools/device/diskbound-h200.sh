@@ -25,7 +25,8 @@
 # ALSO_THREADS=N adds the CPU arms again with `--threads N` (ws2-tN, c1g-tN, c4g-tN and their own
 # floor-tN) to the same invocation, to see whether the reads keep up with the probe when the thread
 # that reaps and resubmits them has a core of its own (on the 2-vCPU VM they fell short with every
-# core computing: docs/PERFORMANCE.md, "The read rate while the compute holds every core"); N =
+# core computing: docs/PERFORMANCE.md, "The read rate while the compute holds every core"; on the
+# H100 host they did with every core computing: "On the host the reads have their core"); N =
 # cores - 1 leaves it one.
 # Output under $OUT: diskbound.json and diskbound.txt.
 set -eu
