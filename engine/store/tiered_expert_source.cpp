@@ -311,6 +311,35 @@ void TieredExpertSource::cancel_guess_locked(int i) {
   evict_locked(i);
 }
 
+void TieredExpertSource::abandon_guess_locked(int i) {
+  Slot& s = slots_[i];
+  s.prefetched = false;
+  ++c_.prefetch_wasted;
+  std::deque<Chunk> keep;
+  int dropped = 0;
+  uint64_t unread = 0;
+  for (auto& c : prefetch_q_)
+    if (c.slot == i) {
+      ++dropped;
+      unread += c.need;
+    } else {
+      keep.push_back(c);
+    }
+  if (dropped == 0) return;  // every chunk is read or in flight: it lands as a streaming slot's bytes
+  prefetch_q_.swap(keep);
+  // Bytes never read are not counted as read (start_load counted the expert's bytes).
+  c_.bytes_read -= std::min<uint64_t>(unread, loc_[s.layer][s.expert].bytes);
+  index_.erase(key(s.layer, s.expert));  // a later request reads it afresh into another slot
+  s.chunks_left -= dropped;
+  s.abandoned = true;
+  if (s.chunks_left == 0) free_abandoned_locked(i);
+}
+
+void TieredExpertSource::free_abandoned_locked(int i) {
+  if (slots_[i].kept) --kept_;
+  slots_[i] = Slot{};
+}
+
 void TieredExpertSource::release_locked(int i) {
   Slot& s = slots_[i];
   if (s.pins > 0) return;
@@ -396,6 +425,7 @@ void TieredExpertSource::cancel_stale_prefetch_locked(int layer, std::span<const
     Slot& s = slots_[i];
     if (!s.prefetched || s.pins || wanted(s.layer, s.expert)) continue;
     if (s.state == Slot::Queued) cancel_guess_locked(i);
+    else if (s.state == Slot::Loading) abandon_guess_locked(i);
     else {
       // Read or being read for nothing; the slot is a streaming slot again once its read is done.
       s.prefetched = false;
@@ -465,12 +495,15 @@ void TieredExpertSource::io_loop() {
   std::unordered_map<uint64_t, Chunk> flying;
   uint64_t serial = 0;
   for (;;) {
-    io_cv_.wait(lk,
-                [&] { return stop_ || in_flight_ > 0 || (!paused_ && (!demand_q_.empty() || !prefetch_q_.empty())); });
+    io_cv_.wait(lk, [&] {
+      return stop_ || in_flight_ > 0 ||
+             ((!paused_ || io_allowance_ > 0) && (!demand_q_.empty() || !prefetch_q_.empty()));
+    });
     if (stop_ && in_flight_ == 0) return;
     const int guess_cap = opts_.guess_chunks_in_flight > 0 ? opts_.guess_chunks_in_flight : engine_->depth();
-    while (!stop_ && !paused_ && in_flight_ < engine_->depth() &&
+    while (!stop_ && (!paused_ || io_allowance_ > 0) && in_flight_ < engine_->depth() &&
            (!demand_q_.empty() || (!prefetch_q_.empty() && guesses_in_flight_ < guess_cap))) {
+      if (paused_) --io_allowance_;
       const bool guess = demand_q_.empty();
       auto& q = guess ? prefetch_q_ : demand_q_;
       Chunk c = q.front();
@@ -502,6 +535,13 @@ void TieredExpertSource::io_loop() {
     flying.erase(it);
     guesses_in_flight_ -= c.guess;
     Slot& s = slots_[c.slot];
+    if (s.abandoned) {
+      if (--s.chunks_left == 0) {
+        free_abandoned_locked(c.slot);
+        if (!pending_.empty()) fill_guesses_locked();
+      }
+      continue;
+    }
     if (d.result < 0) s.error = std::string("read failed: ") + std::strerror(static_cast<int>(-d.result));
     else if (static_cast<uint64_t>(d.result) < c.need)
       s.error =
@@ -773,8 +813,22 @@ void TieredExpertSource::pause_io(bool paused) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     paused_ = paused;
+    io_allowance_ = 0;
   }
   io_cv_.notify_one();
+}
+
+void TieredExpertSource::step_io(int chunks) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    io_allowance_ += chunks;
+  }
+  io_cv_.notify_one();
+}
+
+int TieredExpertSource::reads_in_flight() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return in_flight_;
 }
 
 void TieredExpertSource::end_token() {

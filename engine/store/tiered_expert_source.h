@@ -107,6 +107,9 @@ class TieredExpertSource : public ExpertSource {
   bool direct_io() const { return direct_; }
   // Holds back read submission (tests use it to observe queued work deterministically).
   void pause_io(bool paused);
+  // While paused, lets `chunks` more reads be submitted; and the reads in flight now (tests).
+  void step_io(int chunks);
+  int reads_in_flight() const;
   // The most reads, and the most reads of guesses, that were ever in flight at once.
   int peak_in_flight() const;
   int peak_guesses_in_flight() const;
@@ -121,6 +124,9 @@ class TieredExpertSource : public ExpertSource {
     bool kept = false;        // a cache slot (else a streaming slot)
     uint64_t last_use = 0;
     int chunks_left = 0;
+    // A wrong guess caught partly read: its unsubmitted chunks were dropped and it left the index;
+    // the slot is free again once the chunks in flight land.
+    bool abandoned = false;
     std::string error;
     ExpertView view;
   };
@@ -139,6 +145,8 @@ class TieredExpertSource : public ExpertSource {
   void promote_locked(int slot);
   void cancel_stale_prefetch_locked(int layer, std::span<const int> demand);
   void cancel_guess_locked(int slot);
+  void abandon_guess_locked(int slot);
+  void free_abandoned_locked(int slot);
   std::unique_ptr<ExpertBatch> request_locked(int layer, std::span<const int> experts, bool ahead);
   void fill_guesses_locked();
   void sort_prefetch_queue_locked();
@@ -167,6 +175,7 @@ class TieredExpertSource : public ExpertSource {
   std::deque<Chunk> demand_q_, prefetch_q_;
   int in_flight_ = 0;
   int guesses_in_flight_ = 0;  // of in_flight_, chunks submitted from the guess queue
+  int io_allowance_ = 0;       // submissions allowed while paused (step_io)
   int peak_in_flight_ = 0, peak_guesses_in_flight_ = 0;
   int demand_waiting_ = 0;  // requested experts of live batches still without a slot: they go before guesses
   int cur_layer_ = -1;      // the layer last requested: guesses are for the layers after it

@@ -568,6 +568,44 @@ class TestTieredStore : public QObject {
     QCOMPARE(run(2, false), std::make_pair(16, 0));  // demand reads are not limited
   }
 
+  // A wrong guess caught partly read: the chunks not yet submitted are dropped (never read, not
+  // counted), and the expert asked for later is read afresh, whole and right.
+  void aWrongGuessPartlyReadStopsReading() {
+    StoreOptions o = buffered(0, 8);
+    o.queue_depth = 16;
+    o.chunk_bytes = 4096;
+    o.guess_bytes_per_layer = INT64_MAX;
+    const uint64_t expert = demo_.w.experts[2][7].bytes;
+    QVERIFY(expert / 4096 > 4);
+    TieredExpertSource t(*demo_.ck, demo_.w.experts, o);
+    MmapExpertSource m(*demo_.ck, demo_.w.experts);
+    take(t, 1, {0});
+    const uint64_t read0 = t.counters().bytes_read;
+    t.pause_io(true);
+    t.prefetch(2, std::vector<int>{7});
+    t.step_io(2);  // two of its chunks go out and land; the rest wait
+    for (int i = 0; i < 5000 && (t.peak_guesses_in_flight() < 1 || t.reads_in_flight() > 0); ++i) QTest::qWait(1);
+    QCOMPARE(t.reads_in_flight(), 0);
+    auto batch = t.request(2, std::vector<int>{3});  // 7 was wrong: asked while nothing more went out
+    t.pause_io(false);
+    batch->next();
+    batch.reset();
+    std::vector<ExpertView> a, b;
+    auto c = t.counters();
+    QCOMPARE(c.prefetch_wasted, uint64_t(1));
+    QVERIFY(c.bytes_read - read0 < expert + demo_.w.experts[2][3].bytes);  // 7 not read whole
+    QVERIFY(c.bytes_read - read0 >= demo_.w.experts[2][3].bytes + 2 * 4096 - 8192);
+    QVERIFY(!t.cached(2, 7));
+    // Asked for after all: read from the start into a free slot, the same bytes as the shard's.
+    t.acquire(3, std::vector<int>{7}, a);
+    m.acquire(3, std::vector<int>{7}, b);
+    QVERIFY(same_expert(a[0], b[0], demo_.w.experts[3][7]));
+    t.acquire(2, std::vector<int>{7}, a);
+    m.acquire(2, std::vector<int>{7}, b);
+    QVERIFY(same_expert(a[0], b[0], demo_.w.experts[2][7]));
+    QCOMPARE(t.reads_in_flight(), 0);
+  }
+
   void queueDepthProbeMeasuresEachDepth() {
     const std::string path = test::temp_dir("qd") + "/blob";
     const uint64_t chunk = 64 << 10;
