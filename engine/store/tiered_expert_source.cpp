@@ -245,7 +245,8 @@ void TieredExpertSource::evict_locked(int i) {
   if (s.prefetched) ++c_.prefetch_wasted;
   if (s.kept) --kept_;
   if (s.state == Slot::Ready) ++c_.evictions;
-  index_.erase(key(s.layer, s.expert));
+  // A slot that stopped reading has left the index, which may name another slot for its key by now.
+  if (const auto it = index_.find(key(s.layer, s.expert)); it != index_.end() && it->second == i) index_.erase(it);
   s = Slot{};
 }
 
@@ -296,11 +297,24 @@ int TieredExpertSource::stream_target_locked(bool demand) {
   return find_victim_locked();
 }
 
-void TieredExpertSource::cancel_guess_locked(int i) {
+uint64_t TieredExpertSource::drop_queued_chunks_locked(int i, int* dropped) {
   std::deque<Chunk> keep;
+  uint64_t bytes = 0;
+  int n = 0;
   for (auto& c : prefetch_q_)
-    if (c.slot != i) keep.push_back(c);
+    if (c.slot == i) {
+      ++n;
+      bytes += c.need;
+    } else {
+      keep.push_back(c);
+    }
   prefetch_q_.swap(keep);
+  if (dropped) *dropped = n;
+  return bytes;
+}
+
+void TieredExpertSource::cancel_guess_locked(int i) {
+  drop_queued_chunks_locked(i);
   ++c_.prefetch_cancelled;
   // Queued only: none of its bytes were read, and a guess for a layer still to come gives its bytes
   // back to this layer's budget (a refined guess replacing it may spend them).
@@ -311,33 +325,17 @@ void TieredExpertSource::cancel_guess_locked(int i) {
   evict_locked(i);
 }
 
-void TieredExpertSource::abandon_guess_locked(int i) {
+void TieredExpertSource::stop_reading_locked(int i) {
   Slot& s = slots_[i];
-  s.prefetched = false;
-  ++c_.prefetch_wasted;
-  std::deque<Chunk> keep;
   int dropped = 0;
-  uint64_t unread = 0;
-  for (auto& c : prefetch_q_)
-    if (c.slot == i) {
-      ++dropped;
-      unread += c.need;
-    } else {
-      keep.push_back(c);
-    }
+  const uint64_t unread = drop_queued_chunks_locked(i, &dropped);
   if (dropped == 0) return;  // every chunk is read or in flight: it lands as a streaming slot's bytes
-  prefetch_q_.swap(keep);
   // Bytes never read are not counted as read (start_load counted the expert's bytes).
   c_.bytes_read -= std::min<uint64_t>(unread, loc_[s.layer][s.expert].bytes);
   index_.erase(key(s.layer, s.expert));  // a later request reads it afresh into another slot
   s.chunks_left -= dropped;
   s.abandoned = true;
-  if (s.chunks_left == 0) free_abandoned_locked(i);
-}
-
-void TieredExpertSource::free_abandoned_locked(int i) {
-  if (slots_[i].kept) --kept_;
-  slots_[i] = Slot{};
+  if (s.chunks_left == 0) evict_locked(i);
 }
 
 void TieredExpertSource::release_locked(int i) {
@@ -425,11 +423,11 @@ void TieredExpertSource::cancel_stale_prefetch_locked(int layer, std::span<const
     Slot& s = slots_[i];
     if (!s.prefetched || s.pins || wanted(s.layer, s.expert)) continue;
     if (s.state == Slot::Queued) cancel_guess_locked(i);
-    else if (s.state == Slot::Loading) abandon_guess_locked(i);
     else {
       // Read or being read for nothing; the slot is a streaming slot again once its read is done.
       s.prefetched = false;
       ++c_.prefetch_wasted;
+      if (s.state == Slot::Loading) stop_reading_locked(i);
     }
   }
   std::erase_if(pending_, [&](const Guess& g) { return g.layer <= layer || !wanted(g.layer, g.expert); });
@@ -537,7 +535,7 @@ void TieredExpertSource::io_loop() {
     Slot& s = slots_[c.slot];
     if (s.abandoned) {
       if (--s.chunks_left == 0) {
-        free_abandoned_locked(c.slot);
+        evict_locked(c.slot);
         if (!pending_.empty()) fill_guesses_locked();
       }
       continue;

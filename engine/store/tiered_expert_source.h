@@ -145,8 +145,11 @@ class TieredExpertSource : public ExpertSource {
   void promote_locked(int slot);
   void cancel_stale_prefetch_locked(int layer, std::span<const int> demand);
   void cancel_guess_locked(int slot);
-  void abandon_guess_locked(int slot);
-  void free_abandoned_locked(int slot);
+  // Takes a slot's chunks out of the guess queue; their bytes (and, in `dropped`, their number).
+  uint64_t drop_queued_chunks_locked(int slot, int* dropped = nullptr);
+  // A wrong guess partly read: drops its unsubmitted chunks, leaves the index, frees the slot once
+  // the chunks in flight land.
+  void stop_reading_locked(int slot);
   std::unique_ptr<ExpertBatch> request_locked(int layer, std::span<const int> experts, bool ahead);
   void fill_guesses_locked();
   void sort_prefetch_queue_locked();
