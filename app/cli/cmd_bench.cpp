@@ -160,10 +160,10 @@ void add_bench(CLI::App& app) {
                 "decode s/tok", "(min-max)", "RAM hit", "disk MB/tok", "read MB/t", "disk floor", "t/max", "t/sum",
                 "steal s/t", "t/vm", "sys s/t", "pred 1/2", "busy", "GB/s b");
     std::printf(
-        "(disk floor: needed bytes (misses and used prefetches) / the faster of the O_DIRECT probe before the run and\n"
-        " the run's own read rate; read MB/t adds the prefetches never used; pred: precision of the next-layer\n"
-        " prediction one and two layers ahead; busy: share of the decode with a read in flight, GB/s b: the read\n"
-        " rate while one was)\n");
+        "(disk floor: needed bytes (misses and used prefetches) / the faster of the O_DIRECT probes' mean before and\n"
+        " after the arm and the run's own read rate; read MB/t adds the prefetches never used; pred: precision of\n"
+        " the next-layer prediction one and two layers ahead; busy: share of the decode with a read in flight,\n"
+        " GB/s b: the read rate while one was)\n");
     auto j = nlohmann::json::parse(report.json());
     for (const auto& s : j["summary"]) {
       auto med = [&](const char* k) { return s.contains(k) ? s[k]["median"].get<double>() : 0.0; };

@@ -107,6 +107,14 @@ double in_run_gbps(const BenchRun& r) {
   return sec > 0 ? double(r.prefill.bytes_read + r.decode.bytes_read) / sec / 1e9 : 0;
 }
 
+// The disk's rate around a run: the mean of the probes before and after its arm, the one probe
+// where there is only one, the bench's median where there is none.
+double bracketing_probe_gbps(const BenchRun& r, double median_gbps) {
+  if (r.probe_gbps > 0 && r.probe_after_gbps > 0) return (r.probe_gbps + r.probe_after_gbps) / 2;
+  if (r.probe_gbps > 0) return r.probe_gbps;
+  return r.probe_after_gbps > 0 ? r.probe_after_gbps : median_gbps;
+}
+
 struct Spread {
   double median = 0, min = 0, max = 0;
 };
@@ -310,11 +318,13 @@ BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
   };
   std::vector<double> probes, h2d_probes;
   uint32_t probe_seed = 12345;
+  size_t awaiting_probe = 0;  // rep.runs from here on have no probe after them yet
   auto probe = [&] {
     make_experts_cold(plan.model_root);
     const double g =
         measure_direct_read_gbps(plan.model_root, plan.bandwidth_experts, 16, &rep.io_engine, probe_seed++);
     probes.push_back(g);
+    for (; awaiting_probe < rep.runs.size(); ++awaiting_probe) rep.runs[awaiting_probe].probe_after_gbps = g;
     say("O_DIRECT expert reads: " + std::to_string(g) + " GB/s (" + rep.io_engine + ", QD 16)");
     return g;
   };
@@ -389,6 +399,7 @@ BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
     }
   }
   ThreadPool::set_global_threads(0);
+  if (plan.measure_bandwidth && awaiting_probe < rep.runs.size()) probe();  // the last arm's after
   if (!probes.empty()) {
     std::sort(probes.begin(), probes.end());
     rep.direct_read_gbps = probes[probes.size() / 2];
@@ -427,6 +438,7 @@ std::string BenchReport::json() const {
                          {"decode_sys_cpu_seconds_per_token", r.decode_sys_seconds_per_token},
                          {"compute_threads", r.compute_threads},
                          {"probe_gbps", r.probe_gbps},
+                         {"probe_after_gbps", r.probe_after_gbps},
                          {"ids", r.ids},
                          {"prefill_counters", counters_json(r.prefill)},
                          {"decode_counters", counters_json(r.decode)},
@@ -490,15 +502,15 @@ std::string BenchReport::json() const {
           guess_precision[d].push_back(double(c.guessed_right[d]) / c.guessed[d]);
           guess_recall[d].push_back(double(c.guessed_right[d]) / c.guessed_demand[d]);
         }
-      // The disk floor uses the faster of the probe next to this run and what the
-      // run's own reads achieved (bytes over the wall time with a read in flight):
-      // a host-side cache can make the run's reads faster than a fresh probe, and
-      // the floor must not flatter the run.
+      // The disk floor uses the faster of the probes' rate around this run (the mean of the probes
+      // before and after its arm) and what the run's own reads achieved (bytes over the wall time
+      // with a read in flight): a host-side cache can make the run's reads faster than a fresh
+      // probe, and the floor must not flatter the run.
       const double in_run = in_run_gbps(*r);
       if (in_run > 0) achieved.push_back(in_run);
       FloorInputs in;
       in.disk_bytes_per_token = mb;
-      in.disk_gbps = std::max(r->probe_gbps > 0 ? r->probe_gbps : direct_read_gbps, in_run);
+      in.disk_gbps = std::max(bracketing_probe_gbps(*r, direct_read_gbps), in_run);
       if (r->gpu) {
         // The PCIe floor: what the VRAM tier copied host -> device per token over the pinned rate
         // probed before the arm's runs. The compute floor is the GPU's.

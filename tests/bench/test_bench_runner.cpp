@@ -70,12 +70,17 @@ class TestBenchRunner : public QObject {
     // Alternating order: the second repetition starts with the last arm.
     QCOMPARE(rep.runs[0].arm, std::string("mmap"));
     QCOMPARE(rep.runs[6].arm, std::string("tight"));
-    // One probe per arm and repetition, each run carrying the probe taken next to it.
+    // One probe per arm and repetition and one after the last, each run carrying the probes taken
+    // before and after its arm: an arm's after is the next arm's before.
     int probes = 0;
     for (const auto& s : said) probes += s.rfind("O_DIRECT expert reads:", 0) == 0;
-    QCOMPARE(probes, 6);
+    QCOMPARE(probes, 7);
     QVERIFY(rep.direct_read_gbps > 0);
-    for (const auto& r : rep.runs) QVERIFY(r.probe_gbps > 0);
+    for (const auto& r : rep.runs) QVERIFY(r.probe_gbps > 0 && r.probe_after_gbps > 0);
+    for (size_t i = 0; i + 2 < rep.runs.size(); i += 2) {
+      QCOMPARE(rep.runs[i].probe_after_gbps, rep.runs[i + 1].probe_after_gbps);  // cold and warm
+      QCOMPARE(rep.runs[i].probe_after_gbps, rep.runs[i + 2].probe_gbps);
+    }
 
     // The tight cache reads from disk even when warm; the roomy one does not.
     for (const auto& r : rep.runs) {
@@ -244,7 +249,13 @@ class TestBenchRunner : public QObject {
     gpu_cold.decode.requests = 512;
     gpu_cold.decode.disk_reads = 512;
     gpu_cold.decode.bytes_needed = 16'000'000'000ull;  // 4 GB per token from the disk: 1 s at 4 GB/s
-    rep.runs = {cpu_floor, cpu_cold, gpu_floor, gpu_warm, gpu_cold};
+    // A run whose arm's probes read 4 GB/s before it and 2 after: its floor takes the mean, 3.
+    BenchRun bracketed = make("drift", "cold", false, 1.5);
+    bracketed.probe_after_gbps = 2;
+    bracketed.decode.requests = 64;
+    bracketed.decode.disk_reads = 64;
+    bracketed.decode.bytes_needed = 12'000'000'000ull;  // 3 GB per token
+    rep.runs = {cpu_floor, cpu_cold, gpu_floor, gpu_warm, gpu_cold, bracketed};
     const auto j = nlohmann::json::parse(rep.json());
 
     QCOMPARE(j["h2d_gbps"].get<double>(), 25.0);
@@ -289,6 +300,7 @@ class TestBenchRunner : public QObject {
     QCOMPARE(med(ccold, "decode_disk_floor_seconds"), 0.5);
     QCOMPARE(med(ccold, "decode_vs_max_floor"), 1.25);  // 2.5 s against the CPU floor's 2
     QVERIFY(ccold.contains("decode_vs_steal_adjusted_floor"));
+    QCOMPARE(med(group("drift", "cold"), "decode_disk_floor_seconds"), 1.0);  // 3 GB / 3 GB/s
   }
 
   // What a GPU arm needs, checked before anything runs; in a build without the CUDA backend the
