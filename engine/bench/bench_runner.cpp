@@ -358,7 +358,9 @@ BenchReport run_bench(const BenchPlan& plan, const std::vector<BenchArm>& arms,
       // GPU arms: one session per arm and repetition (declared after the model: destroyed first),
       // so the warm run finds the VRAM tier as the cold run left it.
       std::unique_ptr<DecodeSession> gpu;
-      if (a->cuda) gpu = open_gpu_bench_session(*m, gpu_context, a->vram_experts, a->host_guesses);
+      // The GPU compute floor copies no guess ahead: its trace records every expert a step asks for
+      // (a copy ahead would serve some from VRAM unrecorded) and its replay copies nothing in a step.
+      if (a->cuda) gpu = open_gpu_bench_session(*m, gpu_context, a->vram_experts, a->host_guesses, !a->compute_floor);
       auto record = [&](BenchRun run) {
         run.probe_gbps = g;
         run.h2d_probe_gbps = h2d;

@@ -28,8 +28,8 @@ void require_gpu() {
 }
 
 std::unique_ptr<DecodeSession> open_gpu_bench_session(const K3Model& host, int64_t max_context, int vram_experts,
-                                                      bool host_guesses) {
-  return cuda::make_decode_session(host, max_context, vram_experts, host_guesses);
+                                                      bool host_guesses, bool copies_ahead) {
+  return cuda::make_decode_session(host, max_context, vram_experts, host_guesses, copies_ahead);
 }
 
 double probe_h2d_gbps() {
@@ -70,7 +70,7 @@ namespace {
 
 bool bench_cuda_built() { return false; }
 void require_gpu() { no_cuda(); }
-std::unique_ptr<DecodeSession> open_gpu_bench_session(const K3Model&, int64_t, int, bool) { no_cuda(); }
+std::unique_ptr<DecodeSession> open_gpu_bench_session(const K3Model&, int64_t, int, bool, bool) { no_cuda(); }
 double probe_h2d_gbps() { no_cuda(); }
 void preload_vram(DecodeSession&, const PassRequests&) { no_cuda(); }
 #endif

@@ -23,9 +23,11 @@ void require_gpu();
 // `host`'s expert source (the arm's RAM tier over direct reads). vram_experts > 0 gives that tier
 // exactly so many slots; 0: the product's choice (every expert resident when all fit, else as many
 // slots as the free memory holds). host_guesses: the GPU's next-layer guesses also go to the RAM
-// tier's prefetch (CudaK3Model::Options::host_guesses).
+// tier's prefetch (CudaK3Model::Options::host_guesses). copies_ahead false: no guess is copied into
+// VRAM ahead of its layer (the compute floor: its trace must record every expert a step asks for,
+// and its replay must copy nothing during a step).
 std::unique_ptr<DecodeSession> open_gpu_bench_session(const K3Model& host, int64_t max_context, int vram_experts,
-                                                      bool host_guesses = false);
+                                                      bool host_guesses = false, bool copies_ahead = true);
 
 // Pinned host -> device copy rate of the GPU those sessions run on, in GB/s (cuda::probe_gpu_rates,
 // the planner's probe).

@@ -13,11 +13,12 @@ namespace {
 // destroyed after it), so the session itself is the DecodeSession handed out.
 struct DeviceModel {
   DeviceModel(const K3Model& model, const CudaK3Model::Options& o) : gpu(model, o) {}
-  static CudaK3Model::Options options(int64_t max_context, int expert_slots, bool host_guesses) {
+  static CudaK3Model::Options options(int64_t max_context, int expert_slots, bool host_guesses, bool copies_ahead) {
     CudaK3Model::Options o;
     o.max_context = std::max<int64_t>(1, max_context);
     o.expert_slots = expert_slots > 0 ? expert_slots : CudaK3Model::Options::kAutoSlots;
     o.host_guesses = host_guesses;
+    if (!copies_ahead) o.expert_prefetch = o.expert_prefetch_auto = false;
     return o;
   }
   CudaK3Model gpu;
@@ -95,8 +96,9 @@ std::unique_ptr<DecodeSession> make_multi_gpu_session(const K3Model& model, int6
 }
 
 std::unique_ptr<DecodeSession> make_decode_session(const K3Model& model, int64_t max_context, int expert_slots,
-                                                   bool host_guesses) {
-  return std::make_unique<OwningSession>(model, DeviceModel::options(max_context, expert_slots, host_guesses));
+                                                   bool host_guesses, bool copies_ahead) {
+  return std::make_unique<OwningSession>(model,
+                                         DeviceModel::options(max_context, expert_slots, host_guesses, copies_ahead));
 }
 
 std::unique_ptr<DecodeSession> make_split_session(const K3Model& model, int64_t max_context,

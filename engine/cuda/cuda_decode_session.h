@@ -21,10 +21,12 @@ namespace deltafin::cuda {
 // instead (`deltafin bench --vram-experts`: a tier smaller than the model's experts on a GPU that
 // would hold them all; every expert is still preloaded when they fit). host_guesses: the next MoE
 // layer's guesses also go to the host tier's prefetch (CudaK3Model::Options::host_guesses; the bench's
-// `--host-guesses`, so one run can compare both). Throws Error when there is no usable GPU or too
-// little memory.
+// `--host-guesses`, so one run can compare both). copies_ahead false: no guessed expert is copied into
+// VRAM ahead of its layer (CudaK3Model::Options::expert_prefetch and _auto off; the bench's GPU compute
+// floor, whose steps find their experts preloaded and must copy nothing). Throws Error when there is
+// no usable GPU or too little memory.
 std::unique_ptr<DecodeSession> make_decode_session(const K3Model& model, int64_t max_context, int expert_slots = 0,
-                                                   bool host_guesses = false);
+                                                   bool host_guesses = false, bool copies_ahead = true);
 
 // A session that follows a placement plan's layout for GPU 0 (placement::split_layout): its VRAM
 // units and streamed units on the GPU, the rest on the CPU, each pass split at the layer boundaries
