@@ -29,7 +29,7 @@ void choose_queue_depth(QueueDepthProbe& p) {
   double top = 0;
   for (const auto& [d, g] : p.gbps) top = std::max(top, g);
   for (const auto& [d, g] : p.gbps)
-    if (g >= 0.95 * top) p.best = d;
+    if (g >= 0.95 * top) p.best = std::max(d, kMinQueueDepth);
 }
 
 namespace {

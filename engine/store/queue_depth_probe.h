@@ -11,17 +11,20 @@ namespace deltafin {
 // The read queue depth a disk wants: bandwidth rises with reads in flight until the device is
 // saturated. Past that point more in flight costs no bytes (guesses keep at most
 // StoreOptions::guess_chunks_in_flight of the queue, so the rest is demand reads, all of them
-// needed), while a pick below it costs rate: a short probe of a cloud disk can see one read at a
-// time as fast as sixteen (the H100 host's probe: QD 1 2.76 GB/s, QD 16 2.37) where decode at QD 1
-// then read at 0.77-0.92 of the QD 16 rate. So the pick is the deepest depth within 5 % of the
-// fastest, not the shallowest.
+// needed), while a pick below it costs rate, and the probe's short passes misjudge shallow depths:
+// on the H100 host two processes' probes rated QD 1 the fastest (2.76 against QD 16's 2.37 GB/s;
+// 2.27 against 1.91), and decode at QD 1 then read at 0.77-0.94 of the 16-deep bench probes' rate
+// in 25 of 27 runs (1.08-1.12 in two; session 40), against 0.74-1.21, median 0.96, at QD 7 and 32
+// (session 39). So the pick is the deepest depth within 5 % of the fastest, and never below
+// kMinQueueDepth.
+constexpr int kMinQueueDepth = 8;
 struct QueueDepthProbe {
-  int best = 16;                             // the deepest depth within 5 % of the fastest
+  int best = 16;                             // the deepest depth within 5 % of the fastest, >= kMinQueueDepth
   std::vector<std::pair<int, double>> gbps;  // (depth, GB/s), the faster of two measurements
   std::string describe() const;              // "QD 1 0.41, 2 0.80, ... GB/s"
 };
 
-// Fills `best` from `gbps` (empty: the usual depth, 16).
+// Fills `best` from `gbps` (empty: the usual depth, 16; never below kMinQueueDepth).
 void choose_queue_depth(QueueDepthProbe& p);
 
 // Reads distinct aligned chunks from `chunks` (their dst ignored) at depths 1, 2, 4 ... max_depth,
