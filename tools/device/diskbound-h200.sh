@@ -28,6 +28,10 @@
 # core computing: docs/PERFORMANCE.md, "The read rate while the compute holds every core"; on the
 # H100 host they did with every core computing: "On the host the reads have their core"); N =
 # cores - 1 leaves it one.
+# ALSO_QD=N adds the CPU arms again at a fixed queue depth (`--qd N`: ws2-qN, c1g-qN, c4g-qN) to the
+# same invocation, beside the default arms at the probe's pick, so that one run compares the two
+# depths on the same disk minutes apart (session 40: decode at QD 1 read 0.77-0.94 of the 16-deep
+# probes' rate; the default is now at least 8, store/queue_depth_probe.h).
 # Output under $OUT: diskbound.json and diskbound.txt.
 set -eu
 CARRY=${CARRY:-/tmp/t}
@@ -58,6 +62,11 @@ if [ -n "${ALSO_THREADS:-}" ]; then
   t=$ALSO_THREADS
   set -- "$@" --arm "ws2-t$t:--ram-cache 0.562 --threads $t" --arm "c1g-t$t:--ram-cache 1 --threads $t" \
     --arm "c4g-t$t:--ram-cache 4 --threads $t" --arm "floor-t$t:--compute-floor --threads $t"
+fi
+if [ -n "${ALSO_QD:-}" ]; then
+  q=$ALSO_QD
+  set -- "$@" --arm "ws2-q$q:--ram-cache 0.562 --qd $q" --arm "c1g-q$q:--ram-cache 1 --qd $q" \
+    --arm "c4g-q$q:--ram-cache 4 --qd $q"
 fi
 if [ "$GPU" = 1 ]; then
   set -- "$@" --arm "g-ws2:--ram-cache 0.562 --device cuda --vram-experts $VRAM" \
