@@ -71,17 +71,18 @@ double read_at_depth(const std::vector<ReadJob>& chunks, size_t next, int n, int
 
 }  // namespace
 
+size_t queue_depth_probe_chunks(int max_depth, int per_depth) {
+  size_t n = 0;
+  for (int depth = 1; depth <= max_depth; depth *= 2) n += 2 * size_t(std::max(per_depth, 2 * depth));
+  return n;
+}
+
 QueueDepthProbe probe_queue_depth(const std::vector<ReadJob>& chunks, uint64_t chunk_bytes, bool use_io_uring,
                                   int max_depth, int per_depth) {
   // The depths both passes have chunks for.
   std::vector<int> depths;
-  size_t need = 0;
-  for (int depth = 1; depth <= max_depth; depth *= 2) {
-    const size_t n = size_t(std::max(per_depth, 2 * depth));
-    if (need + 2 * n > chunks.size()) break;
-    need += 2 * n;
+  for (int depth = 1; depth <= max_depth && queue_depth_probe_chunks(depth, per_depth) <= chunks.size(); depth *= 2)
     depths.push_back(depth);
-  }
   std::vector<double> up(depths.size()), down(depths.size());
   size_t next = 0;
   auto pass = [&](size_t i, std::vector<double>& out) {

@@ -32,7 +32,12 @@ void choose_queue_depth(QueueDepthProbe& p);
 // keeps each depth's faster pass: a one-off stall or the disk's warm-up at the first depth would
 // otherwise pick the depth at random. Chunks are used once each, so a cache in front of the disk
 // cannot serve a repeat; with fewer chunks than both passes need the deeper depths are skipped.
+// The defaults are the expert store's probe (best_queue_depth).
+constexpr int kProbeMaxDepth = 32, kProbePerDepth = 32;
 QueueDepthProbe probe_queue_depth(const std::vector<ReadJob>& chunks, uint64_t chunk_bytes, bool use_io_uring,
-                                  int max_depth = 64, int per_depth = 32);
+                                  int max_depth = kProbeMaxDepth, int per_depth = kProbePerDepth);
+
+// The chunks probe_queue_depth reads to measure every depth up to max_depth in both passes.
+size_t queue_depth_probe_chunks(int max_depth = kProbeMaxDepth, int per_depth = kProbePerDepth);
 
 }  // namespace deltafin

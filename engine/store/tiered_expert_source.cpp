@@ -94,7 +94,7 @@ int best_queue_depth(const Checkpoint& ck, const std::vector<std::vector<ExpertL
       }
     std::mt19937_64 rng{std::random_device{}()};
     std::shuffle(chunks.begin(), chunks.end(), rng);
-    QueueDepthProbe p = probe_queue_depth(chunks, chunk_bytes, use_io_uring, 32, 32);
+    QueueDepthProbe p = probe_queue_depth(chunks, chunk_bytes, use_io_uring);
     for (int fd : fds)
       if (fd >= 0) ::close(fd);
     it = known.emplace(key, p).first;

@@ -1,6 +1,6 @@
 // The noise of the expert store's queue-depth probe on one disk: several probes in one process, each
-// over 320 fresh random 2 MiB chunks of the given files (O_DIRECT, io_uring), each printing its rate
-// per depth and the depth it would pick (store/queue_depth_probe.h).
+// over as many fresh random 2 MiB chunks of the given files as the store's probe reads (O_DIRECT,
+// io_uring), each printing its rate per depth and the depth it would pick (store/queue_depth_probe.h).
 //   L=build/ci-cuda/lib; g++ -std=c++20 -O2 -I engine tools/bench/queue-depth-sweep.cpp
 //   $L/libdeltafin_store.a $L/libdeltafin_base.a -luring -lpthread -o /tmp/qd-sweep (one line)
 //   /tmp/qd-sweep 6 MODEL/model-*.safetensors
@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const uint64_t chunk = 2 << 20;
-  const size_t per_probe = 320;  // two passes of 16, 16, 16, 16, 32, 64 chunks
+  const size_t per_probe = deltafin::queue_depth_probe_chunks();
   std::vector<deltafin::ReadJob> chunks;
   for (int i = 2; i < argc; ++i) {
     const int fd = ::open(argv[i], O_RDONLY | O_CLOEXEC | O_DIRECT);
@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   for (int p = 0; p < probes && size_t(p + 1) * per_probe <= chunks.size(); ++p) {
     const std::vector<deltafin::ReadJob> part(chunks.begin() + long(p * per_probe),
                                               chunks.begin() + long((p + 1) * per_probe));
-    const deltafin::QueueDepthProbe q = deltafin::probe_queue_depth(part, chunk, true, 32, 16);
+    const deltafin::QueueDepthProbe q = deltafin::probe_queue_depth(part, chunk, true);
     std::printf("probe %d picks QD %d: %s\n", p, q.best, q.describe().c_str());
   }
 }
