@@ -23,7 +23,7 @@ std::string QueueDepthProbe::describe() const {
 
 void choose_queue_depth(QueueDepthProbe& p) {
   if (p.gbps.empty()) {
-    p.best = 16;
+    p.best = kUsualQueueDepth;
     return;
   }
   double top = 0;

@@ -18,13 +18,14 @@ namespace deltafin {
 // (session 39). So the pick is the deepest depth within 5 % of the fastest, and never below
 // kMinQueueDepth.
 constexpr int kMinQueueDepth = 8;
+constexpr int kUsualQueueDepth = 16;  // the pick when nothing was measured
 struct QueueDepthProbe {
-  int best = 16;                             // the deepest depth within 5 % of the fastest, >= kMinQueueDepth
+  int best = kUsualQueueDepth;               // the deepest depth within 5 % of the fastest, >= kMinQueueDepth
   std::vector<std::pair<int, double>> gbps;  // (depth, GB/s), the faster of two measurements
   std::string describe() const;              // "QD 1 0.41, 2 0.80, ... GB/s"
 };
 
-// Fills `best` from `gbps` (empty: the usual depth, 16; never below kMinQueueDepth).
+// Fills `best` from `gbps` (empty: kUsualQueueDepth; never below kMinQueueDepth).
 void choose_queue_depth(QueueDepthProbe& p);
 
 // Reads distinct aligned chunks from `chunks` (their dst ignored) at depths 1, 2, 4 ... max_depth,

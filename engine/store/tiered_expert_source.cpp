@@ -522,10 +522,11 @@ void TieredExpertSource::io_loop() {
     const auto t0 = Clock::now();
     ReadDone d = engine_->wait();
     const double waited = since(t0);
+    const uint64_t preempted = this_thread_preemptions() - preempted_before;  // a system call: outside the lock
     lk.lock();
     c_.read_seconds += waited;
     c_.read_depth_seconds += waited * in_flight_;
-    c_.io_preemptions = this_thread_preemptions() - preempted_before;
+    c_.io_preemptions = preempted;
     --in_flight_;
     auto it = flying.find(d.tag);
     if (it == flying.end()) continue;
