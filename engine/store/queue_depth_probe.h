@@ -9,14 +9,13 @@
 namespace deltafin {
 
 // The read queue depth a disk wants: bandwidth rises with reads in flight until the device is
-// saturated. Past that point more in flight costs no bytes (guesses keep at most
-// StoreOptions::guess_chunks_in_flight of the queue, so the rest is demand reads, all of them
-// needed), while a pick below it costs rate, and the probe's short passes misjudge shallow depths:
-// on the H100 host two processes' probes rated QD 1 the fastest (2.76 against QD 16's 2.37 GB/s;
-// 2.27 against 1.91), and decode at QD 1 then read at 0.77-0.94 of the 16-deep bench probes' rate
-// in 25 of 27 runs (1.08-1.12 in two; session 40), against 0.74-1.21, median 0.96, at QD 7 and 32
-// (session 39). So the pick is the deepest depth within 5 % of the fastest, and never below
-// kMinQueueDepth.
+// saturated, and a pick below that point costs rate. The probe's short passes can misjudge shallow
+// depths: on the H100 host's cloud disk three processes' probes rated QD 1 the fastest (2.76 against
+// QD 16's 2.37 GB/s; 2.27 against 1.91; 1.65 against 1.44). So the pick is the deepest depth within
+// 5 % of the fastest, and never below kMinQueueDepth: insurance for a disk whose rate does rise with
+// depth. Its measured price on that host (docs/PERFORMANCE.md): decode read as fast at QD 8 as at QD 1 within
+// the disk's drift, and 2-3 % more bytes, since guesses (StoreOptions::guess_chunks_in_flight) keep
+// up to 4 reads in flight where QD 1 allows one.
 constexpr int kMinQueueDepth = 8;
 constexpr int kUsualQueueDepth = 16;  // the pick when nothing was measured
 struct QueueDepthProbe {

@@ -30,8 +30,8 @@
 # cores - 1 leaves it one.
 # ALSO_QD=N adds the CPU arms again at a fixed queue depth (`--qd N`: ws2-qN, c1g-qN, c4g-qN) to the
 # same invocation, beside the default arms at the probe's pick, so that one run compares the two
-# depths on the same disk minutes apart (session 40: decode at QD 1 read 0.77-0.94 of the 16-deep
-# probes' rate; the default is now at least 8, store/queue_depth_probe.h).
+# depths on the same disk minutes apart (the default is at least 8, store/queue_depth_probe.h;
+# GPU=1 ALSO_QD=1 LAYERS=8 EXPERTS=128 took 490 s with the slice's writing, session 41).
 # Output under $OUT: diskbound.json and diskbound.txt.
 set -eu
 CARRY=${CARRY:-/tmp/t}
