@@ -104,9 +104,9 @@ struct BenchRun {
   ExpertCounters prefill, decode;  // counter deltas of each phase
   bool spine_warm = true;
   double preload_seconds = 0;  // resident runs: the untimed reads before each step
-  // O_DIRECT bandwidth probed just before this arm's cold run and just after its last run (the next
-  // arm's probe, or one more after the last arm): the disk's speed drifts, so each run's disk floor
-  // uses the probes that bracket it; 0 if none.
+  // O_DIRECT bandwidth probed just before and just after this run: before an arm's cold run, between
+  // a RAM-tier arm's cold and warm runs, and before the next arm (one more after the last arm). The
+  // disk's speed drifts, so each run's disk floor uses the probes that bracket it; 0 if none.
   double probe_gbps = 0, probe_after_gbps = 0;
   // GPU arms: the VRAM tier's counters per phase, its slots, whether every expert of the model was
   // resident (routing on the device, no lookups counted), and the pinned host -> device rate probed

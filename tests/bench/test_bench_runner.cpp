@@ -70,16 +70,26 @@ class TestBenchRunner : public QObject {
     // Alternating order: the second repetition starts with the last arm.
     QCOMPARE(rep.runs[0].arm, std::string("mmap"));
     QCOMPARE(rep.runs[6].arm, std::string("tight"));
-    // One probe per arm and repetition and one after the last, each run carrying the probes taken
-    // before and after its arm: an arm's after is the next arm's before.
+    // One probe before each arm and repetition, one between a RAM-tier arm's cold and warm runs (not
+    // the mmap arm's, whose warm run is its page cache) and one after the last: 2 x (3 + 2) + 1. Each
+    // run carries the probes either side of it, so each probe ends one run's bracket and starts the
+    // next's: the next run's before, or for the mmap arm's cold run the one after its warm run.
     int probes = 0;
     for (const auto& s : said) probes += s.rfind("O_DIRECT expert reads:", 0) == 0;
-    QCOMPARE(probes, 7);
+    QCOMPARE(probes, 11);
     QVERIFY(rep.direct_read_gbps > 0);
     for (const auto& r : rep.runs) QVERIFY(r.probe_gbps > 0 && r.probe_after_gbps > 0);
     for (size_t i = 0; i + 2 < rep.runs.size(); i += 2) {
-      QCOMPARE(rep.runs[i].probe_after_gbps, rep.runs[i + 1].probe_after_gbps);  // cold and warm
-      QCOMPARE(rep.runs[i].probe_after_gbps, rep.runs[i + 2].probe_gbps);
+      const BenchRun &cold = rep.runs[i], &warm = rep.runs[i + 1];
+      QCOMPARE(cold.mode, std::string("cold"));
+      QCOMPARE(warm.mode, std::string("warm"));
+      if (cold.arm == "mmap") {
+        QCOMPARE(cold.probe_after_gbps, warm.probe_after_gbps);
+        QCOMPARE(cold.probe_gbps, warm.probe_gbps);
+      } else {
+        QCOMPARE(cold.probe_after_gbps, warm.probe_gbps);
+      }
+      QCOMPARE(warm.probe_after_gbps, rep.runs[i + 2].probe_gbps);
     }
 
     // The tight cache reads from disk even when warm; the roomy one does not.
