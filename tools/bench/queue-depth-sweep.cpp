@@ -4,6 +4,9 @@
 //   L=build/ci-cuda/lib; g++ -std=c++20 -O2 -I engine tools/bench/queue-depth-sweep.cpp
 //   $L/libdeltafin_store.a $L/libdeltafin_base.a -luring -lpthread -o /tmp/qd-sweep (one line)
 //   /tmp/qd-sweep 6 MODEL/model-*.safetensors
+// RUN=N (environment) shuffles runs of N consecutive chunks instead of single chunks: RUN=8 reads
+// expert-sized 16 MiB runs chunk after chunk, the pattern of decode's reads and of the bench's
+// O_DIRECT probe, where the store's probe scatters single chunks.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -33,8 +36,15 @@ int main(int argc, char** argv) {
     }
     for (uint64_t o = 0; o + chunk <= uint64_t(st.st_size); o += chunk) chunks.push_back({fd, o, chunk, nullptr, 0});
   }
+  const char* run_env = std::getenv("RUN");
+  const size_t run = std::max(1, run_env ? std::atoi(run_env) : 1);
+  std::vector<std::vector<deltafin::ReadJob>> runs;
+  for (size_t i = 0; i + run <= chunks.size(); i += run)
+    runs.emplace_back(chunks.begin() + long(i), chunks.begin() + long(i + run));
   std::mt19937_64 rng{std::random_device{}()};
-  std::shuffle(chunks.begin(), chunks.end(), rng);
+  std::shuffle(runs.begin(), runs.end(), rng);
+  chunks.clear();
+  for (const auto& r : runs) chunks.insert(chunks.end(), r.begin(), r.end());
   const int probes = std::atoi(argv[1]);
   for (int p = 0; p < probes && size_t(p + 1) * per_probe <= chunks.size(); ++p) {
     const std::vector<deltafin::ReadJob> part(chunks.begin() + long(p * per_probe),
