@@ -160,8 +160,8 @@ void add_bench(CLI::App& app) {
                 "decode s/tok", "(min-max)", "RAM hit", "disk MB/tok", "read MB/t", "disk floor", "t/max", "t/sum",
                 "steal s/t", "t/vm", "sys s/t", "pred 1/2", "busy", "GB/s b");
     std::printf(
-        "(disk floor: needed bytes (misses and used prefetches) / the faster of the O_DIRECT probes' mean before and\n"
-        " after the arm and the run's own read rate; read MB/t adds the prefetches never used; pred: precision of\n"
+        "(disk floor: needed bytes (misses and used prefetches) / the faster of the O_DIRECT probes' mean just before\n"
+        " and after the run and the run's own read rate; read MB/t adds the prefetches never used; pred: precision of\n"
         " the next-layer prediction one and two layers ahead; busy: share of the decode with a read in flight,\n"
         " GB/s b: the read rate while one was)\n");
     auto j = nlohmann::json::parse(report.json());
