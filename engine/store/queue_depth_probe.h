@@ -14,8 +14,8 @@ namespace deltafin {
 // QD 16's 2.37 GB/s; 2.27 against 1.91; 1.65 against 1.44). So the pick is the deepest depth within
 // 5 % of the fastest, and never below kMinQueueDepth: insurance for a disk whose rate does rise with
 // depth. Its measured price on that host (docs/PERFORMANCE.md): decode read as fast at QD 8 as at QD 1 within
-// the disk's drift, and 2-3 % more bytes, since guesses (StoreOptions::guess_chunks_in_flight) keep
-// up to 4 reads in flight where QD 1 allows one.
+// the disk's drift, and 2-3 % more bytes, since guesses (StoreOptions::guess_chunks_in_flight, then 4)
+// kept up to 4 reads in flight where QD 1 allows one.
 constexpr int kMinQueueDepth = 8;
 constexpr int kUsualQueueDepth = 16;  // the pick when nothing was measured
 struct QueueDepthProbe {
