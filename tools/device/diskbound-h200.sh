@@ -22,6 +22,8 @@
 # 1.1 s/token there, not yet measured with the GPU arms; the slice is reused while the machine is up).
 # The binaries come from the one-archive carry (tools/device/README.md), unpacked to $CARRY; GPU=1
 # needs a CUDA build's `deltafin` (e.g. BUILD=build/cu tools/device/pack-cli.sh).
+# CPU=0 (with GPU=1) leaves the CPU arms out: the GPU arms alone, e.g. REPS=3 for their medians
+# (LAYERS=8 EXPERTS=128: 202 s on a warm machine whose slice was written, session 42).
 # ALSO_THREADS=N adds the CPU arms again with `--threads N` (ws2-tN, c1g-tN, c4g-tN and their own
 # floor-tN) to the same invocation, to see whether the reads keep up with the probe when the thread
 # that reaps and resubmits them has a core of its own (on the 2-vCPU VM they fell short with every
@@ -34,6 +36,7 @@
 # GPU=1 ALSO_QD=1 LAYERS=8 EXPERTS=128 took 490 s with the slice's writing, session 41).
 # Output under $OUT: diskbound.json and diskbound.txt.
 set -eu
+[ "${CPU:-1}" = 1 ] || [ "${GPU:-0}" = 1 ] || { echo "CPU=0 leaves no arms without GPU=1" >&2; exit 2; }
 CARRY=${CARRY:-/tmp/t}
 OUT=${OUT:-/tmp/diskbound-out}
 EXPERTS=${EXPERTS:-384}
@@ -42,6 +45,7 @@ SLICE=${SLICE:-/tmp/slice-${LAYERS}l-${EXPERTS}e}
 MLA=$(seq 4 4 "$LAYERS" | paste -sd+)
 BIN=${BIN:-"$CARRY/bin/deltafin"}  # another build (an A/B) may be named
 GPU=${GPU:-0}
+CPU=${CPU:-1}
 VRAM=${VRAM:-256}
 if [ "$GPU" = 1 ]; then REPS=${REPS:-1}; else REPS=${REPS:-2}; fi
 export LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -57,7 +61,10 @@ sync
   free -g | head -2
   if [ "$GPU" = 1 ] && command -v nvidia-smi > /dev/null; then nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv,noheader 2>&1 || true; fi
 } > "$OUT/diskbound.txt"
-set -- --arm 'ws2:--ram-cache 0.562' --arm 'c1g:--ram-cache 1' --arm 'c4g:--ram-cache 4' --arm 'floor:--compute-floor'
+set --
+if [ "$CPU" = 1 ]; then
+  set -- --arm 'ws2:--ram-cache 0.562' --arm 'c1g:--ram-cache 1' --arm 'c4g:--ram-cache 4' --arm 'floor:--compute-floor'
+fi
 if [ -n "${ALSO_THREADS:-}" ]; then
   t=$ALSO_THREADS
   set -- "$@" --arm "ws2-t$t:--ram-cache 0.562 --threads $t" --arm "c1g-t$t:--ram-cache 1 --threads $t" \
