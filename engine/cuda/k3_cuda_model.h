@@ -57,8 +57,8 @@ class CudaK3Model {
     // to the host tier's prefetch (its RAM tier reads them from disk ahead, asynchronously) as soon
     // as this layer's routing is on the host, so the disk reads the next layer's experts behind this
     // layer's instead of idling under the GPU's work (issue 33, the GPU path). Off: on random
-    // routers (36-40 % of the guesses right) it was no faster (docs/PERFORMANCE.md "The GPU's
-    // guesses for the disk"); DELTAFIN_GPU_HOST_GUESSES=1 turns it on.
+    // routers (36-40 % of the guesses right) it was no faster (docs/history/PERFORMANCE-LOG.md
+    // "The GPU's guesses for the disk"); DELTAFIN_GPU_HOST_GUESSES=1 turns it on.
     bool host_guesses = false;
     // Whether a pass computes the next MoE layer's guess at all.
     bool guesses() const { return expert_prefetch || expert_prefetch_auto || host_guesses; }

@@ -43,7 +43,7 @@ struct StoreOptions {
   // demand reads wait behind it; a deep queue would commit that many guess chunks (QD 32 on an H100
   // host read 20-35 % more than decode needed, QD 7 7-13 %). 2 rather than 4: on a disk-bound VM at
   // QD 8 the disk stayed as busy, decode read up to 2 % fewer bytes and was 0.2-2.9 % faster
-  // (docs/PERFORMANCE.md, "Guesses keep at most 2"). 0 = no limit but the queue depth.
+  // (docs/PERFORMANCE.md, "Disk-bound decode"). 0 = no limit but the queue depth.
   int guess_chunks_in_flight = 2;
   // Slots of the streaming buffer, reserved beside the cache budget for reads not yet kept (the
   // next layers' predicted experts, misses on their way to the compute). -1 = two layers' working

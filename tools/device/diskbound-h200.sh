@@ -27,9 +27,9 @@
 # ALSO_THREADS=N adds the CPU arms again with `--threads N` (ws2-tN, c1g-tN, c4g-tN and their own
 # floor-tN) to the same invocation, to see whether the reads keep up with the probe when the thread
 # that reaps and resubmits them has a core of its own (on the 2-vCPU VM they fell short with every
-# core computing: docs/PERFORMANCE.md, "The read rate while the compute holds every core"; on the
-# H100 host they did with every core computing: "On the host the reads have their core"); N =
-# cores - 1 leaves it one.
+# core computing: docs/history/PERFORMANCE-LOG.md, "The read rate while the compute holds every
+# core"; on the H100 host they did with every core computing: "On the host the reads have their
+# core"); N = cores - 1 leaves it one.
 # ALSO_QD=N adds the CPU arms again at a fixed queue depth (`--qd N`: ws2-qN, c1g-qN, c4g-qN) to the
 # same invocation, beside the default arms at the probe's pick, so that one run compares the two
 # depths on the same disk minutes apart (the default is at least 8, store/queue_depth_probe.h;
