@@ -36,7 +36,6 @@
 # GPU=1 ALSO_QD=1 LAYERS=8 EXPERTS=128 took 490 s with the slice's writing, session 41).
 # Output under $OUT: diskbound.json and diskbound.txt.
 set -eu
-[ "${CPU:-1}" = 1 ] || [ "${GPU:-0}" = 1 ] || { echo "CPU=0 leaves no arms without GPU=1" >&2; exit 2; }
 CARRY=${CARRY:-/tmp/t}
 OUT=${OUT:-/tmp/diskbound-out}
 EXPERTS=${EXPERTS:-384}
@@ -46,6 +45,7 @@ MLA=$(seq 4 4 "$LAYERS" | paste -sd+)
 BIN=${BIN:-"$CARRY/bin/deltafin"}  # another build (an A/B) may be named
 GPU=${GPU:-0}
 CPU=${CPU:-1}
+[ "$CPU" = 1 ] || [ "$GPU" = 1 ] || { echo "CPU=0 leaves no arms without GPU=1" >&2; exit 2; }
 VRAM=${VRAM:-256}
 if [ "$GPU" = 1 ]; then REPS=${REPS:-1}; else REPS=${REPS:-2}; fi
 export LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
